@@ -1,0 +1,106 @@
+//! The scene model of caustic and its loaders.
+//!
+//! A [`Scene`] is triangle meshes with per-triangle materials, analytic
+//! lights, an optional camera and film size. Area lights are not a separate
+//! kind: any triangle whose material emits is an area light. Units are
+//! radiometric (see `docs/ARCHITECTURE.md`): emission is radiance, point and
+//! spot lights give intensity, directional lights irradiance.
+//!
+//! [`Scene::load`] picks a loader by file extension: Wavefront OBJ + MTL,
+//! PLY (ASCII and binary), glTF 2.0 (`.gltf`, `.glb`) and the Mitsuba 3 XML
+//! subset of `refs/`. [`Scene::builtin`] makes the scenes that need no file.
+//! Loaders never panic on bad input: they return a [`SceneError`] naming the
+//! file and the line or element, or record a [`Warning`] and skip the item.
+
+mod builtin;
+mod camera;
+mod error;
+mod light;
+mod loaders;
+mod material;
+mod mesh;
+mod texture;
+
+pub use builtin::BUILTIN_SCENES;
+pub use camera::{Camera, FovAxis};
+pub use error::{ErrorKind, SceneError, Warning};
+pub use light::Light;
+pub use material::{Bsdf, Material};
+pub use mesh::Mesh;
+pub use texture::{Texture, TextureId};
+
+use caustic_geom::{Aabb, Rgb, Triangle};
+use std::path::Path;
+
+/// Image size a scene file asks for (Mitsuba's `<film>`, a glTF camera's
+/// aspect ratio does not set it). The CLI's `--width/--height` override it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FilmSize {
+    pub width: u32,
+    pub height: u32,
+}
+
+/// A renderable scene.
+#[derive(Clone, Debug, Default)]
+pub struct Scene {
+    pub meshes: Vec<Mesh>,
+    /// Indexed by [`Mesh::material_ids`]. Never empty once a loader returns.
+    pub materials: Vec<Material>,
+    pub textures: Vec<Texture>,
+    pub lights: Vec<Light>,
+    pub camera: Option<Camera>,
+    pub film: Option<FilmSize>,
+    /// Radiance of rays that leave the scene.
+    pub background: Rgb,
+    /// What the loader skipped or changed, one line each.
+    pub warnings: Vec<Warning>,
+}
+
+impl Scene {
+    /// Loads a scene file, choosing the loader by extension
+    /// (`obj`, `ply`, `gltf`, `glb`, `xml`).
+    pub fn load(path: impl AsRef<Path>) -> Result<Scene, SceneError> {
+        loaders::load(path.as_ref())
+    }
+
+    /// A built-in scene by name (see [`BUILTIN_SCENES`]).
+    pub fn builtin(name: &str) -> Option<Scene> {
+        builtin::make(name)
+    }
+
+    pub fn triangle_count(&self) -> usize {
+        self.meshes.iter().map(|m| m.indices.len()).sum()
+    }
+
+    pub fn bounds(&self) -> Aabb {
+        self.meshes
+            .iter()
+            .fold(Aabb::EMPTY, |b, m| b.union(m.bounds()))
+    }
+
+    /// All triangles of all meshes, in mesh order then triangle order: the
+    /// scene's triangle numbering, used by hits and acceleration structures.
+    pub fn triangles(&self) -> Vec<Triangle> {
+        let mut out = Vec::with_capacity(self.triangle_count());
+        for mesh in &self.meshes {
+            out.extend((0..mesh.indices.len()).map(|i| mesh.triangle(i)));
+        }
+        out
+    }
+
+    /// The scene's camera, or one that frames its bounds from the front
+    /// (+z side, looking down -z) when the file has none.
+    pub fn camera_or_default(&self) -> Camera {
+        self.camera
+            .unwrap_or_else(|| Camera::framing(self.bounds()))
+    }
+
+    /// Indices of materials that emit light (area-light materials).
+    pub fn emissive_materials(&self) -> impl Iterator<Item = usize> + '_ {
+        self.materials
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.is_emissive())
+            .map(|(i, _)| i)
+    }
+}
