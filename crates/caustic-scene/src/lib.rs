@@ -14,6 +14,7 @@
 
 mod builtin;
 mod camera;
+pub mod data_dirs;
 mod error;
 mod light;
 mod loaders;
