@@ -13,7 +13,7 @@ pub mod sampling;
 mod triangle;
 
 pub use aabb::Aabb;
-pub use glam::{Mat3, Mat4, Vec2, Vec3, Vec3A, Vec4};
+pub use glam::{DVec3, Mat3, Mat4, Vec2, Vec3, Vec3A, Vec4};
 pub use ray::{Hit, Ray};
 pub use rng::Pcg32;
 pub use triangle::{RayTriangleTest, Triangle};

@@ -1,1 +1,28 @@
-//! placeholder
+//! Renderers of caustic and what they share.
+//!
+//! - [`RenderScene`]: a [`caustic_scene::Scene`] flattened for tracing: one
+//!   triangle array in scene numbering, an acceleration structure over it,
+//!   per-triangle materials and shading attributes, and the area lights
+//!   gathered from emissive triangles.
+//! - [`PinholeCamera`]: primary rays, the exact convention of the Mitsuba
+//!   references and the ray protocol.
+//! - [`whitted`]: the Whitted ray tracer (specular chains from the eye, then
+//!   direct light with shadow rays), parallel over Morton-ordered tiles.
+//! - [`Film`] and [`image_io`]: linear radiance images, EXR and sRGB PNG
+//!   output, and image metrics (RMSE, PSNR) for comparisons.
+
+pub mod bsdf;
+mod camera;
+mod film;
+pub mod image_io;
+mod lights;
+pub mod protocol;
+mod scene_data;
+pub mod tiles;
+pub mod whitted;
+
+pub use camera::PinholeCamera;
+pub use film::Film;
+pub use lights::{AreaLight, LightSample};
+pub use scene_data::{RenderScene, SurfaceHit};
+pub use whitted::{FresnelMode, RenderStats, WhittedSettings};

@@ -35,7 +35,9 @@ pub fn refs_dir() -> Option<PathBuf> {
 /// prints why the caller is skipping and returns `None`.
 pub fn scene_file(relative: &str) -> Option<PathBuf> {
     let Some(dir) = scenes_dir() else {
-        eprintln!("skipping: scenes not found (set CAUSTIC_SCENES or unpack shared/scenes into target/scenes)");
+        eprintln!(
+            "skipping: scenes not found (set CAUSTIC_SCENES or unpack shared/scenes into target/scenes)"
+        );
         return None;
     };
     let path = dir.join(relative);

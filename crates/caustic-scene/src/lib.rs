@@ -55,6 +55,9 @@ pub struct Scene {
     pub background: Rgb,
     /// What the loader skipped or changed, one line each.
     pub warnings: Vec<Warning>,
+    /// Triangles the file has but the scene dropped (zero area, or NaN or
+    /// infinite coordinates); the ray protocol still counts them.
+    pub skipped_triangles: usize,
 }
 
 impl Scene {

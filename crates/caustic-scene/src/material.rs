@@ -4,8 +4,8 @@ use caustic_geom::Rgb;
 /// How a surface scatters light.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Bsdf {
-    /// Lambertian, `f = albedo / pi`; the texture, when present, replaces the
-    /// albedo (linear RGB, already multiplied by nothing).
+    /// Lambertian, `f = albedo / pi`; a texture, when present, is multiplied
+    /// by the albedo (as MTL's `Kd` with `map_Kd`, and glTF's base colour).
     Diffuse {
         albedo: Rgb,
         texture: Option<TextureId>,

@@ -54,8 +54,12 @@ impl Mesh {
 
     /// Checks index ranges and attribute lengths (errors: malformed file),
     /// then drops triangles with non-finite or zero-area geometry with one
-    /// warning per class naming how many were dropped.
-    pub fn sanitize(&mut self, path: &Path, warnings: &mut Vec<Warning>) -> Result<(), SceneError> {
+    /// warning per class naming how many were dropped. Returns that number.
+    pub fn sanitize(
+        &mut self,
+        path: &Path,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<usize, SceneError> {
         let n = self.positions.len();
         if !self.normals.is_empty() && self.normals.len() != n {
             return Err(SceneError::new(
@@ -143,6 +147,6 @@ impl Mesh {
             self.indices = keep.iter().map(|&i| self.indices[i]).collect();
             self.material_ids = keep.iter().map(|&i| self.material_ids[i]).collect();
         }
-        Ok(())
+        Ok(non_finite + zero_area)
     }
 }

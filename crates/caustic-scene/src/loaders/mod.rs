@@ -50,7 +50,7 @@ pub(crate) fn finish(path: &Path, scene: &mut Scene) -> Result<(), SceneError> {
                 format!("mesh '{}': material index {bad} out of range", mesh.name),
             ));
         }
-        mesh.sanitize(path, &mut warnings)?;
+        scene.skipped_triangles += mesh.sanitize(path, &mut warnings)?;
     }
     scene.meshes.retain(|m| {
         let empty = m.indices.is_empty();
@@ -70,17 +70,15 @@ pub(crate) fn finish(path: &Path, scene: &mut Scene) -> Result<(), SceneError> {
             "the scene contains no triangles",
         ));
     }
-    if let Some(cam) = scene.camera {
-        if !cam.is_valid() {
-            return Err(SceneError::new(
-                ErrorKind::InvalidValue,
-                path,
-                format!(
-                    "camera is degenerate (eye {:?}, target {:?}, up {:?}, fov {}°)",
-                    cam.eye, cam.target, cam.up, cam.fov_deg
-                ),
-            ));
-        }
+    if let Some(cam) = scene.camera.filter(|c| !c.is_valid()) {
+        return Err(SceneError::new(
+            ErrorKind::InvalidValue,
+            path,
+            format!(
+                "camera is degenerate (eye {:?}, target {:?}, up {:?}, fov {}°)",
+                cam.eye, cam.target, cam.up, cam.fov_deg
+            ),
+        ));
     }
     Ok(())
 }

@@ -1,0 +1,36 @@
+//! Builders of the binary BVH ([`Bvh2`]). Each builder is one file and sees
+//! only a [`BuildInput`] (boxes and centroids), so it can build over any
+//! boundable primitive; each has a documented config with named presets.
+//!
+//! Parallelism comes from the caller's rayon pool: run a build inside
+//! `pool.install(..)` to choose the threads (a one-thread pool makes it
+//! sequential).
+
+mod binned_sah;
+
+pub use binned_sah::{BinnedSahBuilder, BinnedSahConfig, MAX_BINS};
+
+use super::Bvh2;
+use crate::BuildInput;
+
+/// Something that turns boxes and centroids into a [`Bvh2`].
+pub trait Bvh2Builder: Send + Sync {
+    /// The algorithm's registry name (`bvh-binned`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Builds the hierarchy; `prim_indices` refer to positions in `input`.
+    /// Never panics on degenerate input (no primitives, coincident centroids,
+    /// NaN or infinite boxes).
+    fn build(&self, input: &BuildInput) -> Bvh2;
+}
+
+/// Runs [`Bvh2::validate`] in debug builds and panics with the builder's
+/// name and the violation; compiled out of release builds.
+#[inline]
+pub(crate) fn debug_validate(builder: &str, bvh: &Bvh2, input: &BuildInput) {
+    if cfg!(debug_assertions) {
+        if let Err(problem) = bvh.validate(&input.bounds) {
+            panic!("{builder} built an invalid BVH: {problem}");
+        }
+    }
+}

@@ -1,0 +1,425 @@
+//! `caustic bench`: acceleration-structure benchmarks on the anchor ray
+//! protocol (`shared/anchors/PROTOCOL.md`), so the numbers stand next to the
+//! Embree and obvhs harnesses' on the same scene, rays and machine.
+
+use crate::scene_arg::{self, CameraArgs};
+use anyhow::{Context, Result, bail};
+use caustic_accel::{ACCEL_NAMES, Accel, AccelStats, build_accel};
+use caustic_geom::{Hit, Ray, Triangle};
+use caustic_render::protocol::{self, ProtocolCamera};
+use caustic_scene::FovAxis;
+use clap::{Args, Subcommand};
+use rayon::prelude::*;
+use serde_json::json;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Build and trace timings per acceleration structure: build ms, SAH
+    /// cost, memory, and Mrays/s for primary, AO and diffuse rays.
+    #[command(
+        after_help = "Examples:\n  caustic bench accel --scene target/scenes/bunny/bun_zipper.ply\n  \
+        caustic bench accel --scene target/scenes/sibenik/sibenik.obj --eye=-16,-10,0 --at=10,-10,0 --fov 60 --json sibenik.jsonl"
+    )]
+    Accel(AccelBenchArgs),
+}
+
+#[derive(Args)]
+pub struct AccelBenchArgs {
+    /// Scene files or folders of scene files (searched one level deep).
+    #[arg(long, required = true, num_args = 1..)]
+    scene: Vec<PathBuf>,
+    /// Acceleration structures, comma separated, or `all`.
+    #[arg(long, value_delimiter = ',', default_value = "bvh-binned")]
+    accel: Vec<String>,
+    #[arg(long, default_value_t = 1024)]
+    width: u32,
+    #[arg(long, default_value_t = 1024)]
+    height: u32,
+    /// Timed repetitions of each build and trace pass (after one warm-up).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Worker threads (0 = all cores).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Append one protocol JSON object per scene and structure to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    camera: CameraArgs,
+}
+
+/// Best and median of a list of durations in milliseconds.
+#[derive(Clone, Copy, Debug)]
+struct Timing {
+    best_ms: f64,
+    median_ms: f64,
+}
+
+impl Timing {
+    fn from_runs(runs: &[f64]) -> Self {
+        let mut sorted = runs.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        Self {
+            best_ms: sorted[0],
+            median_ms: sorted[sorted.len() / 2],
+        }
+    }
+
+    fn mrays(&self, rays: usize) -> (f64, f64) {
+        let per_ms = |ms: f64| rays as f64 / (ms * 1e-3) / 1e6;
+        (per_ms(self.best_ms), per_ms(self.median_ms))
+    }
+}
+
+struct PassResult {
+    rays: usize,
+    timing: Timing,
+}
+
+struct Row {
+    scene: String,
+    accel: String,
+    prims: usize,
+    diag: f64,
+    build: Timing,
+    build_runs: Vec<f64>,
+    stats: AccelStats,
+    primary: PassResult,
+    primary_check: (u64, f64),
+    ao: PassResult,
+    ao_tmax: f32,
+    occluded: u64,
+    diffuse: PassResult,
+    diffuse_check: (u64, f64),
+}
+
+pub fn run(cmd: BenchCommand) -> Result<()> {
+    match cmd {
+        BenchCommand::Accel(args) => accel(args),
+    }
+}
+
+fn accel(args: AccelBenchArgs) -> Result<()> {
+    crate::set_threads(args.threads)?;
+    if args.reps == 0 || args.width == 0 || args.height == 0 {
+        bail!("--reps, --width and --height must be positive");
+    }
+    let names = accel_names(&args.accel)?;
+    let scenes = scene_files(&args.scene)?;
+    let mut rows = Vec::new();
+    for path in &scenes {
+        let arg = path.to_string_lossy();
+        let loaded = scene_arg::load(&arg)?;
+        let camera = protocol_camera(&args.camera, &loaded.scene, args.width, args.height)?;
+        let triangles = loaded.scene.triangles();
+        for name in &names {
+            eprintln!(
+                "bench: {} with {name} ({} triangles)",
+                path.display(),
+                triangles.len()
+            );
+            let mut row = bench_one(&arg, name, &triangles, &camera, &args)?;
+            // The protocol counts every triangle of the file; the loader
+            // dropped the degenerate ones, which no ray can hit anyway.
+            row.prims += loaded.scene.skipped_triangles;
+            if let Some(json_path) = &args.json {
+                append_json(json_path, &row, &camera, &args)?;
+            }
+            rows.push(row);
+        }
+    }
+    print_table(&rows, &args);
+    Ok(())
+}
+
+fn accel_names(requested: &[String]) -> Result<Vec<String>> {
+    if requested.iter().any(|n| n == "all") {
+        return Ok(ACCEL_NAMES
+            .iter()
+            .filter(|n| **n != "brute")
+            .map(|n| n.to_string())
+            .collect());
+    }
+    for n in requested {
+        if !ACCEL_NAMES.contains(&n.as_str()) {
+            bail!(
+                "unknown acceleration structure '{n}' (known: {})",
+                ACCEL_NAMES.join(", ")
+            );
+        }
+    }
+    Ok(requested.to_vec())
+}
+
+fn scene_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    const EXTENSIONS: [&str; 5] = ["obj", "ply", "gltf", "glb", "xml"];
+    let is_scene = |p: &Path| {
+        p.extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+    };
+    let mut out = Vec::new();
+    for arg in args {
+        if arg.is_dir() {
+            let mut found = Vec::new();
+            for entry in
+                std::fs::read_dir(arg).with_context(|| format!("cannot list {}", arg.display()))?
+            {
+                let p = entry?.path();
+                if p.is_dir() {
+                    if let Ok(inner) = std::fs::read_dir(&p) {
+                        found.extend(inner.flatten().map(|e| e.path()).filter(|p| is_scene(p)));
+                    }
+                } else if is_scene(&p) {
+                    found.push(p);
+                }
+            }
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(arg.clone());
+        }
+    }
+    if out.is_empty() {
+        bail!("no scene files found in {:?}", args);
+    }
+    Ok(out)
+}
+
+/// The protocol camera: the scene's (or overridden) camera with its field of
+/// view turned into the vertical one the protocol takes.
+fn protocol_camera(
+    args: &CameraArgs,
+    scene: &caustic_scene::Scene,
+    width: u32,
+    height: u32,
+) -> Result<ProtocolCamera> {
+    let camera = args.resolve(scene)?;
+    let mut pc = ProtocolCamera::from(&camera);
+    if camera.fov_axis == FovAxis::X {
+        let (_, ty) = camera.half_extents(width as f32 / height as f32);
+        pc.fov_deg = 2.0 * (ty as f64).atan().to_degrees();
+    }
+    Ok(pc)
+}
+
+fn time_ms(f: impl FnOnce()) -> f64 {
+    let start = Instant::now();
+    f();
+    start.elapsed().as_secs_f64() * 1e3
+}
+
+fn bench_one(
+    scene: &str,
+    name: &str,
+    triangles: &[Triangle],
+    camera: &ProtocolCamera,
+    args: &AccelBenchArgs,
+) -> Result<Row> {
+    // Build: one warm-up, then `reps` timed builds; the last one is traced.
+    drop(build_accel(name, triangles)?);
+    let mut build_runs = Vec::with_capacity(args.reps);
+    let mut accel = None;
+    for _ in 0..args.reps {
+        drop(accel.take());
+        let mut built = None;
+        build_runs.push(time_ms(|| built = Some(build_accel(name, triangles))));
+        accel = Some(built.expect("build ran")?);
+    }
+    let accel = accel.expect("at least one rep");
+
+    let primary_rays = protocol::primary_rays(camera, args.width, args.height);
+    let order = tile_order(args.width, args.height, 16);
+    let tiled: Vec<Ray> = order.iter().map(|&i| primary_rays[i as usize]).collect();
+    let (primary, tiled_hits) = closest_pass(accel.as_ref(), &tiled, 256, args.reps)?;
+    let mut primary_hits = vec![None; tiled_hits.len()];
+    for (j, &i) in order.iter().enumerate() {
+        primary_hits[i as usize] = tiled_hits[j];
+    }
+    let diag = protocol::scene_diagonal(triangles);
+    let secondary = protocol::secondary_rays(&primary_rays, &primary_hits, triangles, diag);
+    let ao_tmax = protocol::ao_tmax(diag);
+    let ao_rays: Vec<Ray> = secondary
+        .iter()
+        .map(|r| Ray::segment(r.origin, r.dir, 0.0, ao_tmax))
+        .collect();
+    let (ao, occluded) = occlusion_pass(accel.as_ref(), &ao_rays, 1024, args.reps)?;
+    let (diffuse, diffuse_hits) = closest_pass(accel.as_ref(), &secondary, 1024, args.reps)?;
+    Ok(Row {
+        scene: scene.to_string(),
+        accel: name.to_string(),
+        prims: triangles.len(),
+        diag,
+        build: Timing::from_runs(&build_runs),
+        build_runs,
+        stats: accel.stats().clone(),
+        primary,
+        primary_check: protocol::hit_checksum(&primary_hits),
+        ao,
+        ao_tmax,
+        occluded: occluded.iter().filter(|&&o| o).count() as u64,
+        diffuse,
+        diffuse_check: protocol::hit_checksum(&diffuse_hits),
+    })
+}
+
+/// Pixel indices in `tile × tile` tiles, row-major tiles.
+fn tile_order(width: u32, height: u32, tile: u32) -> Vec<u32> {
+    let mut order = Vec::with_capacity((width * height) as usize);
+    for ty in (0..height).step_by(tile as usize) {
+        for tx in (0..width).step_by(tile as usize) {
+            for y in ty..(ty + tile).min(height) {
+                for x in tx..(tx + tile).min(width) {
+                    order.push(y * width + x);
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Warm-up plus `reps` timed closest-hit passes in chunks handed out
+/// dynamically; every pass must reproduce the warm-up's results.
+fn closest_pass(
+    accel: &dyn Accel,
+    rays: &[Ray],
+    chunk: usize,
+    reps: usize,
+) -> Result<(PassResult, Vec<Option<Hit>>)> {
+    let mut hits = vec![None; rays.len()];
+    let trace = |out: &mut [Option<Hit>]| {
+        out.par_chunks_mut(chunk)
+            .zip(rays.par_chunks(chunk))
+            .for_each(|(o, r)| {
+                for (h, ray) in o.iter_mut().zip(r) {
+                    *h = accel.intersect(ray);
+                }
+            });
+    };
+    trace(&mut hits);
+    let reference = protocol::hit_checksum(&hits);
+    let mut runs = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        runs.push(time_ms(|| trace(&mut hits)));
+        if protocol::hit_checksum(&hits) != reference {
+            bail!("closest-hit results changed between passes");
+        }
+    }
+    Ok((
+        PassResult {
+            rays: rays.len(),
+            timing: Timing::from_runs(&runs),
+        },
+        hits,
+    ))
+}
+
+fn occlusion_pass(
+    accel: &dyn Accel,
+    rays: &[Ray],
+    chunk: usize,
+    reps: usize,
+) -> Result<(PassResult, Vec<bool>)> {
+    let mut occluded = vec![false; rays.len()];
+    let trace = |out: &mut [bool]| {
+        out.par_chunks_mut(chunk)
+            .zip(rays.par_chunks(chunk))
+            .for_each(|(o, r)| {
+                for (h, ray) in o.iter_mut().zip(r) {
+                    *h = accel.occluded(ray);
+                }
+            });
+    };
+    trace(&mut occluded);
+    let reference = occluded.iter().filter(|&&o| o).count();
+    let mut runs = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        runs.push(time_ms(|| trace(&mut occluded)));
+        if occluded.iter().filter(|&&o| o).count() != reference {
+            bail!("occlusion results changed between passes");
+        }
+    }
+    Ok((
+        PassResult {
+            rays: rays.len(),
+            timing: Timing::from_runs(&runs),
+        },
+        occluded,
+    ))
+}
+
+fn print_table(rows: &[Row], args: &AccelBenchArgs) {
+    println!(
+        "\n{}x{} rays per the anchor protocol, {} threads, best of {} (median in the JSON)\n",
+        args.width,
+        args.height,
+        rayon::current_num_threads(),
+        args.reps
+    );
+    println!(
+        "| scene | accel | prims | build ms | SAH | nodes | MB | primary Mrays/s | AO Mrays/s | diffuse Mrays/s | primary hits / t_sum | AO occluded | diffuse hits / t_sum |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|");
+    for r in rows {
+        let scene = Path::new(&r.scene)
+            .file_name()
+            .map(|f| f.to_string_lossy().to_string())
+            .unwrap_or_else(|| r.scene.clone());
+        println!(
+            "| {scene} | {} | {} | {:.1} | {:.2} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {} / {:.6e} | {} | {} / {:.6e} |",
+            r.accel,
+            r.prims,
+            r.build.best_ms,
+            r.stats.sah_cost,
+            r.stats.nodes,
+            r.stats.bytes as f64 / (1 << 20) as f64,
+            r.primary.timing.mrays(r.primary.rays).0,
+            r.ao.timing.mrays(r.ao.rays).0,
+            r.diffuse.timing.mrays(r.diffuse.rays).0,
+            r.primary_check.0,
+            r.primary_check.1,
+            r.occluded,
+            r.diffuse_check.0,
+            r.diffuse_check.1,
+        );
+    }
+}
+
+fn append_json(path: &Path, r: &Row, camera: &ProtocolCamera, args: &AccelBenchArgs) -> Result<()> {
+    let mrays = |p: &PassResult| {
+        let (best, median) = p.timing.mrays(p.rays);
+        json!({"best": best, "median": median})
+    };
+    let obj = json!({
+        "protocol": "anchors-ray-protocol-1",
+        "library": "caustic",
+        "library_version": env!("CARGO_PKG_VERSION"),
+        "config": r.accel,
+        "api": {"primary": "single ray, 16x16 tiles in chunks of 256", "ao": "single ray occluded, runs of 1024", "diffuse": "single ray, runs of 1024"},
+        "scene": r.scene,
+        "prims": r.prims,
+        "diag": r.diag,
+        "width": args.width,
+        "height": args.height,
+        "threads": rayon::current_num_threads(),
+        "camera": {"eye": camera.eye.to_array(), "look_at": camera.look_at.to_array(), "up": camera.up.to_array(), "fov_deg": camera.fov_deg},
+        "build_ms": {"best": r.build.best_ms, "median": r.build.median_ms, "runs": r.build_runs},
+        "primary": {"rays": r.primary.rays, "mrays_s": mrays(&r.primary), "hits": r.primary_check.0, "t_sum": r.primary_check.1},
+        "ao": {"rays": r.ao.rays, "tmax": r.ao_tmax, "mrays_s": mrays(&r.ao), "occluded": r.occluded},
+        "diffuse": {"rays": r.diffuse.rays, "mrays_s": mrays(&r.diffuse), "hits": r.diffuse_check.0, "t_sum": r.diffuse_check.1},
+        "sah_cost": r.stats.sah_cost,
+        "nodes": r.stats.nodes,
+        "leaves": r.stats.leaves,
+        "bytes": r.stats.bytes,
+    });
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    writeln!(file, "{obj}").with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! Image files and image metrics.
+//!
+//! EXR holds linear float RGB (the comparable quantity); PNG holds 8-bit
+//! sRGB made the same way as the reference PNGs in `refs/`: scale by
+//! `2^exposure`, clip to `[0, 1]`, apply the sRGB transfer function.
+
+use crate::Film;
+use caustic_geom::Rgb;
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    #[error("{path}: unknown image format '.{ext}' (expected .exr or .png)")]
+    UnknownFormat { path: String, ext: String },
+    #[error("{path}: {message}")]
+    Io { path: String, message: String },
+    #[error("images differ in size: {0}x{1} vs {2}x{3}")]
+    SizeMismatch(u32, u32, u32, u32),
+}
+
+fn io_error(path: &Path, err: impl std::fmt::Display) -> ImageError {
+    ImageError::Io {
+        path: path.display().to_string(),
+        message: err.to_string(),
+    }
+}
+
+/// sRGB opto-electronic transfer function on a linear value in `[0, 1]`.
+pub fn linear_to_srgb(x: f32) -> f32 {
+    if x <= 0.0031308 {
+        12.92 * x
+    } else {
+        1.055 * x.powf(1.0 / 2.4) - 0.055
+    }
+}
+
+/// Writes `film` as EXR (linear) or PNG (sRGB), chosen by the extension.
+pub fn write_image(film: &Film, path: &Path, exposure: f32) -> Result<(), ImageError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    match ext.as_str() {
+        "exr" => write_exr(film, path),
+        "png" => write_png(film, path, exposure),
+        _ => Err(ImageError::UnknownFormat {
+            path: path.display().to_string(),
+            ext,
+        }),
+    }
+}
+
+pub fn write_exr(film: &Film, path: &Path) -> Result<(), ImageError> {
+    exr::prelude::write_rgb_file(path, film.width as usize, film.height as usize, |x, y| {
+        let p = film.get(x as u32, y as u32);
+        (p.x, p.y, p.z)
+    })
+    .map_err(|e| io_error(path, e))
+}
+
+pub fn write_png(film: &Film, path: &Path, exposure: f32) -> Result<(), ImageError> {
+    let scale = exposure.exp2();
+    let to_byte = |v: f32| {
+        let v = if v.is_finite() { v * scale } else { 0.0 };
+        (linear_to_srgb(v.clamp(0.0, 1.0)) * 255.0 + 0.5) as u8
+    };
+    let mut bytes = Vec::with_capacity(film.pixels.len() * 3);
+    for p in &film.pixels {
+        bytes.extend_from_slice(&[to_byte(p.x), to_byte(p.y), to_byte(p.z)]);
+    }
+    image::save_buffer(
+        path,
+        &bytes,
+        film.width,
+        film.height,
+        image::ColorType::Rgb8,
+    )
+    .map_err(|e| io_error(path, e))
+}
+
+/// Reads the RGB channels of the first layer of an EXR file.
+pub fn read_exr(path: &Path) -> Result<Film, ImageError> {
+    use exr::prelude::*;
+    let image = read_first_rgba_layer_from_file(
+        path,
+        |resolution, _channels| Film::new(resolution.width() as u32, resolution.height() as u32),
+        |film: &mut Film, pos, (r, g, b, _a): (f32, f32, f32, f32)| {
+            film.set(pos.x() as u32, pos.y() as u32, Rgb::new(r, g, b));
+        },
+    )
+    .map_err(|e| io_error(path, e))?;
+    Ok(image.layer_data.channel_data.pixels)
+}
+
+fn check_sizes(a: &Film, b: &Film) -> Result<(), ImageError> {
+    if a.width != b.width || a.height != b.height {
+        return Err(ImageError::SizeMismatch(
+            a.width, a.height, b.width, b.height,
+        ));
+    }
+    Ok(())
+}
+
+/// Root-mean-square difference over all pixels and channels, in linear
+/// radiance (the refs README's metric).
+pub fn rmse(a: &Film, b: &Film) -> Result<f64, ImageError> {
+    check_sizes(a, b)?;
+    let sum: f64 = a
+        .pixels
+        .iter()
+        .zip(&b.pixels)
+        .map(|(p, q)| (*p - *q).as_dvec3().length_squared())
+        .sum();
+    Ok((sum / (3 * a.pixels.len().max(1)) as f64).sqrt())
+}
+
+/// Peak signal-to-noise ratio in dB with the given peak value.
+pub fn psnr(a: &Film, b: &Film, peak: f64) -> Result<f64, ImageError> {
+    let e = rmse(a, b)?;
+    Ok(if e == 0.0 {
+        f64::INFINITY
+    } else {
+        20.0 * (peak / e).log10()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exr_round_trip_is_exact() {
+        let mut film = Film::new(7, 5);
+        for (i, p) in film.pixels.iter_mut().enumerate() {
+            *p = Rgb::new(i as f32 * 0.5, 1e-3 * i as f32, 100.0 - i as f32);
+        }
+        let path = std::env::temp_dir().join(format!("caustic-exr-{}.exr", std::process::id()));
+        write_exr(&film, &path).unwrap();
+        let back = read_exr(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert_eq!(back, film);
+        assert_eq!(rmse(&film, &back).unwrap(), 0.0);
+    }
+
+    #[test]
+    fn rmse_of_constant_offset() {
+        let a = Film::new(4, 4);
+        let mut b = Film::new(4, 4);
+        b.pixels.iter_mut().for_each(|p| *p = Rgb::splat(0.5));
+        assert!((rmse(&a, &b).unwrap() - 0.5).abs() < 1e-12);
+        assert!(rmse(&a, &Film::new(2, 2)).is_err());
+    }
+
+    #[test]
+    fn srgb_curve_endpoints() {
+        assert_eq!(linear_to_srgb(0.0), 0.0);
+        assert!((linear_to_srgb(1.0) - 1.0).abs() < 1e-6);
+        assert!((linear_to_srgb(0.18) - 0.4614).abs() < 1e-3);
+    }
+}
