@@ -81,14 +81,6 @@ impl SoupMix {
         non_finite: 0.01,
         flat: false,
     };
-    const PLAIN: Self = Self {
-        degenerate: 0.0,
-        huge: 0.0,
-        sliver: 0.0,
-        duplicate: 0.0,
-        non_finite: 0.0,
-        flat: false,
-    };
 }
 
 fn soup(count: usize, mix: SoupMix, rng: &mut Rng) -> Vec<Triangle> {
@@ -251,7 +243,7 @@ fn disagreements(accel: &dyn Accel, reference: &dyn Accel, rays: &[Ray]) -> Vec<
 fn check_scene(tris: &[Triangle], ray_count: usize, seed: u64) {
     let rays = rays(tris, ray_count, &mut Rng::new(seed ^ 0xa11));
     let brute = BruteForce::new(tris);
-    for &name in ACCEL_NAMES {
+    for &name in ACCEL_NAMES.iter().filter(|&&name| name != "brute") {
         let accel = build_accel(name, tris).unwrap();
         check_stats(accel.as_ref(), tris);
         let bad = disagreements(accel.as_ref(), &brute, &rays);
@@ -279,7 +271,7 @@ fn check_stats(accel: &dyn Accel, tris: &[Triangle]) {
 
 #[test]
 fn mixed_soup_100k_rays() {
-    let tris = soup(3000, SoupMix::EVERYTHING, &mut Rng::new(1));
+    let tris = soup(1000, SoupMix::EVERYTHING, &mut Rng::new(1));
     check_scene(&tris, 100_000, 1);
 }
 
@@ -289,7 +281,7 @@ fn flat_soup_100k_rays() {
         flat: true,
         ..SoupMix::EVERYTHING
     };
-    let tris = soup(2000, mix, &mut Rng::new(2));
+    let tris = soup(1000, mix, &mut Rng::new(2));
     check_scene(&tris, 100_000, 2);
 }
 
@@ -353,8 +345,16 @@ fn batch_queries_match_single_queries() {
     }
 }
 
+/// Cases per proptest run: 48 by default, `PROPTEST_CASES` to soak.
+fn proptest_cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(48)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: proptest_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn random_soups_match_brute_force(
@@ -432,4 +432,32 @@ fn bunny_matches_brute_force() {
         start.elapsed().as_secs_f64(),
         bvh.stats()
     );
+}
+
+#[test]
+fn sliver_duplicates_in_separate_leaves_tie_to_the_lowest_id() {
+    // A proptest find: the watertight test's `t` for this sliver is 4e-4
+    // short of the plane's, so a box test that culls by the exact entry
+    // distance skipped the lower-id copy.
+    let sliver = Triangle::new(
+        Vec3::new(3.3968878, 0.4605503, 0.5),
+        Vec3::new(-1.5989242, 4.9215646, 0.5),
+        Vec3::new(-1.5989107, 4.921575, 0.5),
+    );
+    let rotated = Triangle::new(sliver.v1, sliver.v2, sliver.v0);
+    let tris = [rotated, sliver, rotated, sliver];
+    let config = BinnedSahConfig {
+        max_leaf_size: 1,
+        ..BinnedSahConfig::DEFAULT
+    };
+    let bvh = TriangleBvh::build_with(&tris, &BinnedSahBuilder::new(config));
+    let brute = BruteForce::new(&tris);
+    let ray = Ray::new(
+        Vec3::new(-16.342148, -11.566841, 13.482872),
+        Vec3::new(16.259697, 15.134284, -12.982872),
+    );
+    let mut rays = vec![ray];
+    rays.extend(self::rays(&tris, 20_000, &mut Rng::new(11)));
+    let bad = disagreements(&bvh, &brute, &rays);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

@@ -275,7 +275,7 @@ pub fn sah_cost(bvh: &Bvh2) -> f32 {
 /// Surface area of a node's box in `f64`; 0 for an empty box.
 fn surface_area_f64(node: &BvhNode) -> f64 {
     let e: [f64; 3] = std::array::from_fn(|k| node.max[k] as f64 - node.min[k] as f64);
-    if e.iter().any(|&x| !(x >= 0.0)) || e.iter().any(|x| !x.is_finite()) {
+    if !e.iter().all(|&x| x.is_finite() && x >= 0.0) {
         return 0.0;
     }
     2.0 * (e[0] * e[1] + e[1] * e[2] + e[2] * e[0])

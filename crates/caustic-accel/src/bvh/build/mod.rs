@@ -7,6 +7,7 @@
 //! sequential).
 
 mod binned_sah;
+mod build_box;
 
 pub use binned_sah::{BinnedSahBuilder, BinnedSahConfig, MAX_BINS};
 
@@ -28,9 +29,10 @@ pub trait Bvh2Builder: Send + Sync {
 /// name and the violation; compiled out of release builds.
 #[inline]
 pub(crate) fn debug_validate(builder: &str, bvh: &Bvh2, input: &BuildInput) {
-    if cfg!(debug_assertions) {
-        if let Err(problem) = bvh.validate(&input.bounds) {
-            panic!("{builder} built an invalid BVH: {problem}");
-        }
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    if let Err(problem) = bvh.validate(&input.bounds) {
+        panic!("{builder} built an invalid BVH: {problem}");
     }
 }

@@ -23,6 +23,15 @@
 //! otherwise peel a few primitives per level), and the traversal's fixed
 //! stack cannot overflow.
 //!
+//! Cost: nodes of at most 24 primitives (most nodes) sort their
+//! primitives by bin instead of filling bins, which finds the same plane
+//! (proved by a test) without touching `3 * bins` bins per node, and apply
+//! it by permuting into that order. Larger nodes bin and then partition in
+//! place without data-dependent branches. The working boxes are `Vec3A`
+//! (`BuildBox`), so growing a box is one SIMD min and max. The optional
+//! per-size bin schedule of the multi-stage variant is not here yet; it
+//! would slot into `BinMapping::new`.
+//!
 //! Parallelism: subtrees of at least `parallel_min_prims` primitives are
 //! built with `rayon::join`; the first levels, where one node holds most of
 //! the input, also bin in parallel (`par_chunks` then a reduction of the bin
@@ -36,20 +45,22 @@
 //! they are kept out of the binning and parked in one leaf with the empty
 //! box, a child of the root; that leaf alone may exceed `max_leaf_size`.
 
+mod split;
+
+use super::build_box::BuildBox;
 use super::{Bvh2Builder, debug_validate};
 use crate::BuildInput;
 use crate::bvh::{Bvh2, BvhNode, MAX_DEPTH};
 use bytemuck::Zeroable;
 use caustic_geom::{Aabb, Vec3};
 use rayon::prelude::*;
+use split::{
+    BinMapping, BinSplit, SMALL_NODE, Split, best_binned_plane, best_sorted_plane, median_split,
+    partition, reorder,
+};
 
 /// Upper bound of [`BinnedSahConfig::bins`] (bins live on the stack).
 pub const MAX_BINS: usize = 64;
-
-/// Nodes with at most this many primitives find their binned plane by
-/// sorting rather than by filling and sweeping bins, which would cost more
-/// than the primitives themselves.
-const SMALL_NODE: usize = 24;
 
 /// Tuning of [`BinnedSahBuilder`]. The presets are the supported points;
 /// other values work as long as `2 <= bins <= MAX_BINS` and
@@ -149,11 +160,11 @@ impl Bvh2Builder for BinnedSahBuilder {
     }
 }
 
-/// A primitive as the builder moves it around: 40 bytes, partitioned in
+/// A primitive as the builder moves it around: 48 bytes, partitioned in
 /// place, so binning streams through memory instead of gathering.
 #[derive(Clone, Copy, Debug)]
 struct PrimRef {
-    bounds: Aabb,
+    bounds: BuildBox,
     centroid: Vec3,
     id: u32,
 }
@@ -161,14 +172,14 @@ struct PrimRef {
 /// Box and centroid box of a node's primitives.
 #[derive(Clone, Copy, Debug)]
 struct NodeInfo {
-    bounds: Aabb,
-    centroid_bounds: Aabb,
+    bounds: BuildBox,
+    centroid_bounds: BuildBox,
 }
 
 impl NodeInfo {
     const EMPTY: Self = Self {
-        bounds: Aabb::EMPTY,
-        centroid_bounds: Aabb::EMPTY,
+        bounds: BuildBox::EMPTY,
+        centroid_bounds: BuildBox::EMPTY,
     };
 
     fn add(mut self, prim: &PrimRef) -> Self {
@@ -194,89 +205,6 @@ impl NodeInfo {
             prims.iter().fold(Self::EMPTY, Self::add)
         }
     }
-}
-
-/// A node split into `left_count` primitives (the front of its slice) and the rest.
-struct Split {
-    left_count: usize,
-    left: NodeInfo,
-    right: NodeInfo,
-}
-
-/// One bin: box of the primitives whose centroids fall in it, and their number.
-#[derive(Clone, Copy, Debug)]
-struct Bin {
-    bounds: Aabb,
-    count: u32,
-}
-
-/// Bins of all three axes; `B` is the array size, at least the configured
-/// bin count (see [`Build::best_bin_split`]).
-#[derive(Clone, Copy)]
-struct Bins<const B: usize>([[Bin; B]; 3]);
-
-impl<const B: usize> Bins<B> {
-    const EMPTY: Self = Self(
-        [[Bin {
-            bounds: Aabb::EMPTY,
-            count: 0,
-        }; B]; 3],
-    );
-
-    fn merge(mut self, other: Self) -> Self {
-        for (axis, other_axis) in self.0.iter_mut().zip(&other.0) {
-            for (bin, other_bin) in axis.iter_mut().zip(other_axis) {
-                bin.bounds = bin.bounds.union(other_bin.bounds);
-                bin.count += other_bin.count;
-            }
-        }
-        self
-    }
-}
-
-/// Maps centroids to bin indices; shared by binning and partitioning so both
-/// classify every primitive identically.
-#[derive(Clone, Copy, Debug)]
-struct BinMapping {
-    origin: Vec3,
-    scale: Vec3,
-    last: usize,
-}
-
-impl BinMapping {
-    fn new(centroid_bounds: &Aabb, bins: usize) -> Self {
-        let extent = centroid_bounds.extent();
-        let scale = Vec3::select(
-            extent.cmpgt(Vec3::ZERO),
-            Vec3::splat(bins as f32) / extent,
-            Vec3::ZERO,
-        );
-        Self {
-            origin: centroid_bounds.min,
-            scale,
-            last: bins - 1,
-        }
-    }
-
-    /// Bin of `c` on `axis`. The float-to-int cast saturates (NaN gives 0,
-    /// overflow the top bin), so a degenerate scale cannot index out of range.
-    #[inline(always)]
-    fn bin(&self, c: Vec3, axis: usize) -> usize {
-        (((c[axis] - self.origin[axis]) * self.scale[axis]) as usize).min(self.last)
-    }
-}
-
-/// The cheapest binned plane of a node.
-#[derive(Clone, Copy, Debug)]
-struct BinSplit {
-    axis: usize,
-    /// First bin of the right side.
-    bin: usize,
-    /// `A_L N_L + A_R N_R` with half areas.
-    weighted_area: f32,
-    left_count: usize,
-    left_bounds: Aabb,
-    right_bounds: Aabb,
 }
 
 /// One build: the config plus the recursive steps.
@@ -402,7 +330,7 @@ impl Build<'_> {
         }
         let Some(split) = self.split(refs, &info, depth) else {
             return Subtree {
-                root: BvhNode::leaf(info.bounds, offset as u32, refs.len() as u32),
+                root: BvhNode::leaf(info.bounds.to_aabb(), offset as u32, refs.len() as u32),
                 body: Body::Flat(Vec::new()),
             };
         };
@@ -413,7 +341,7 @@ impl Build<'_> {
             || self.subtree(right_refs, right_offset, split.right, depth + 1),
         );
         Subtree {
-            root: BvhNode::inner(info.bounds, 0),
+            root: BvhNode::inner(info.bounds.to_aabb(), 0),
             body: Body::Pair {
                 len: 2 + left.body.len() + right.body.len(),
                 children: Box::new([left, right]),
@@ -432,7 +360,7 @@ impl Build<'_> {
         out: &mut Vec<BvhNode>,
     ) -> BvhNode {
         let Some(split) = self.split(refs, &info, depth) else {
-            return BvhNode::leaf(info.bounds, offset as u32, refs.len() as u32);
+            return BvhNode::leaf(info.bounds.to_aabb(), offset as u32, refs.len() as u32);
         };
         let pair = out.len();
         out.extend([BvhNode::zeroed(); 2]);
@@ -442,7 +370,7 @@ impl Build<'_> {
         let right = self.sequential(right_refs, right_offset, split.right, depth + 1, out);
         out[pair] = left;
         out[pair + 1] = right;
-        BvhNode::inner(info.bounds, pair as u32)
+        BvhNode::inner(info.bounds.to_aabb(), pair as u32)
     }
 
     /// Decides leaf or split for a node and, for a split, partitions `refs`.
@@ -453,15 +381,23 @@ impl Build<'_> {
         }
         let must_split = n > self.config.max_leaf_size;
         let sah_allowed = depth + ceil_log2(n) < MAX_DEPTH;
+        let parallel = n >= self.config.parallel_binning_min_prims;
         if sah_allowed {
-            if let Some(plan) = self.best_bin_split(refs, info) {
+            let mapping = BinMapping::new(&info.centroid_bounds, self.config.bins);
+            if n <= SMALL_NODE {
+                if let Some((plan, order)) = best_sorted_plane(refs, &mapping) {
+                    if !must_split && self.leaf_is_cheaper(n, info, &plan) {
+                        return None;
+                    }
+                    return Some(reorder(refs, &order, &plan));
+                }
+            } else if let Some(plan) = best_binned_plane(refs, &mapping, parallel) {
                 if !must_split && self.leaf_is_cheaper(n, info, &plan) {
                     return None;
                 }
-                return Some(partition(refs, info, &plan, self.config.bins));
+                return Some(partition(refs, &mapping, &plan));
             }
         }
-        let parallel = n >= self.config.parallel_binning_min_prims;
         must_split.then(|| median_split(refs, info, parallel))
     }
 
@@ -474,44 +410,6 @@ impl Build<'_> {
             self.config.traversal_cost * area + self.config.intersection_cost * plan.weighted_area;
         leaf <= split
     }
-
-    /// The cheapest binned plane with primitives on both sides, if any, over
-    /// all three axes (the first axis wins ties). Small nodes sort instead
-    /// of filling bins; both find the same plane.
-    fn best_bin_split(&self, refs: &[PrimRef], info: &NodeInfo) -> Option<BinSplit> {
-        let mapping = BinMapping::new(&info.centroid_bounds, self.config.bins);
-        if refs.len() <= SMALL_NODE {
-            return best_sorted_split(refs, &mapping);
-        }
-        // Arrays sized to the bin count, so small configs touch less memory.
-        match self.config.bins {
-            0..=8 => self.best_binned_split::<8>(refs, &mapping),
-            9..=16 => self.best_binned_split::<16>(refs, &mapping),
-            17..=32 => self.best_binned_split::<32>(refs, &mapping),
-            _ => self.best_binned_split::<MAX_BINS>(refs, &mapping),
-        }
-    }
-
-    /// Bins `refs` on all three axes (in parallel for large nodes) and sweeps.
-    #[inline(never)]
-    fn best_binned_split<const B: usize>(
-        &self,
-        refs: &[PrimRef],
-        mapping: &BinMapping,
-    ) -> Option<BinSplit> {
-        let binned: Bins<B> = if refs.len() >= self.config.parallel_binning_min_prims {
-            refs.par_chunks(16 * 1024)
-                .map(|chunk| bin_prims(chunk, mapping))
-                .reduce(|| Bins::EMPTY, Bins::merge)
-        } else {
-            bin_prims(refs, mapping)
-        };
-        let bins = mapping.last + 1;
-        (0..3)
-            .filter(|&axis| mapping.scale[axis] > 0.0)
-            .filter_map(|axis| sweep_axis::<B>(&binned.0[axis][..bins], axis))
-            .min_by(|a, b| a.weighted_area.total_cmp(&b.weighted_area))
-    }
 }
 
 /// Splits the input into placeable primitive references and the ids of the
@@ -519,7 +417,7 @@ impl Build<'_> {
 fn prim_refs(input: &BuildInput, parallel: bool) -> (Vec<PrimRef>, Vec<u32>) {
     let make = |i: usize| {
         input.is_placeable(i).then(|| PrimRef {
-            bounds: input.bounds[i],
+            bounds: BuildBox::from_aabb(input.bounds[i]),
             centroid: input.centroids[i],
             id: i as u32,
         })
@@ -572,174 +470,6 @@ fn flatten(tree: Subtree, extra: &[BvhNode]) -> Vec<BvhNode> {
     nodes[0] = relocate(root, 1);
     body.write(&mut nodes[1..], 1);
     nodes
-}
-
-/// Bins one run of primitives on all three axes.
-fn bin_prims<const B: usize>(prims: &[PrimRef], mapping: &BinMapping) -> Bins<B> {
-    let mut bins = Bins::<B>::EMPTY;
-    for prim in prims {
-        for (axis, axis_bins) in bins.0.iter_mut().enumerate() {
-            let bin = &mut axis_bins[mapping.bin(prim.centroid, axis)];
-            bin.bounds = bin.bounds.union(prim.bounds);
-            bin.count += 1;
-        }
-    }
-    bins
-}
-
-/// Evaluates every plane between bins of one axis: a suffix sweep for the
-/// right sides, then a prefix sweep that scores `A_L N_L + A_R N_R`. Ties
-/// go to the leftmost plane.
-fn sweep_axis<const B: usize>(bins: &[Bin], axis: usize) -> Option<BinSplit> {
-    let mut right_bounds = [Aabb::EMPTY; B];
-    let mut right_counts = [0usize; B];
-    let mut acc = Aabb::EMPTY;
-    let mut count = 0;
-    for i in (1..bins.len()).rev() {
-        acc = acc.union(bins[i].bounds);
-        count += bins[i].count as usize;
-        right_bounds[i] = acc;
-        right_counts[i] = count;
-    }
-    let mut best = Best::default();
-    let mut left_bounds = Aabb::EMPTY;
-    let mut left_count = 0;
-    for i in 1..bins.len() {
-        left_bounds = left_bounds.union(bins[i - 1].bounds);
-        left_count += bins[i - 1].count as usize;
-        if left_count > 0 && right_counts[i] > 0 {
-            best.offer(
-                axis,
-                i,
-                left_count,
-                left_bounds,
-                right_counts[i],
-                right_bounds[i],
-            );
-        }
-    }
-    best.0
-}
-
-/// The binned planes of a small node, found by sorting its primitives by
-/// bin instead of filling bins: a plane between two occupied bins `a < b`
-/// splits like every plane in `a + 1 ..= b`, and the bin sweep keeps the
-/// leftmost of equal costs, so offering `a + 1` finds exactly its plane.
-fn best_sorted_split(refs: &[PrimRef], mapping: &BinMapping) -> Option<BinSplit> {
-    let n = refs.len();
-    debug_assert!(n <= SMALL_NODE);
-    let mut best: Option<BinSplit> = None;
-    for axis in (0..3).filter(|&axis| mapping.scale[axis] > 0.0) {
-        let mut order = [(0u32, 0u32); SMALL_NODE];
-        for (i, prim) in refs.iter().enumerate() {
-            order[i] = (mapping.bin(prim.centroid, axis) as u32, i as u32);
-        }
-        let order = &mut order[..n];
-        order.sort_unstable();
-        let bounds = |k: usize| refs[order[k].1 as usize].bounds;
-        let mut right_bounds = [Aabb::EMPTY; SMALL_NODE];
-        let mut acc = Aabb::EMPTY;
-        for k in (1..n).rev() {
-            acc = acc.union(bounds(k));
-            right_bounds[k] = acc;
-        }
-        let mut axis_best = Best::default();
-        let mut left_bounds = Aabb::EMPTY;
-        for k in 1..n {
-            left_bounds = left_bounds.union(bounds(k - 1));
-            let (before, after) = (order[k - 1].0, order[k].0);
-            if before != after {
-                let bin = before as usize + 1;
-                axis_best.offer(axis, bin, k, left_bounds, n - k, right_bounds[k]);
-            }
-        }
-        // Same cross-axis rule as the binned path: the first axis wins ties.
-        if let Some(candidate) = axis_best.0 {
-            if best.is_none_or(|b| candidate.weighted_area < b.weighted_area) {
-                best = Some(candidate);
-            }
-        }
-    }
-    best
-}
-
-/// The cheapest plane offered so far on one axis (first offer wins ties;
-/// NaN costs from overflowing areas never win).
-#[derive(Default)]
-struct Best(Option<BinSplit>);
-
-impl Best {
-    fn offer(
-        &mut self,
-        axis: usize,
-        bin: usize,
-        left_count: usize,
-        left_bounds: Aabb,
-        right_count: usize,
-        right_bounds: Aabb,
-    ) {
-        let weighted_area = left_bounds.half_area() * left_count as f32
-            + right_bounds.half_area() * right_count as f32;
-        let better = match &self.0 {
-            None => !weighted_area.is_nan(),
-            Some(b) => weighted_area < b.weighted_area,
-        };
-        if better {
-            self.0 = Some(BinSplit {
-                axis,
-                bin,
-                weighted_area,
-                left_count,
-                left_bounds,
-                right_bounds,
-            });
-        }
-    }
-}
-
-/// Moves the primitives left of the plane to the front of `refs` (Hoare
-/// style, in place) and gathers both sides' centroid boxes on the way.
-fn partition(refs: &mut [PrimRef], info: &NodeInfo, plan: &BinSplit, bins: usize) -> Split {
-    let mapping = BinMapping::new(&info.centroid_bounds, bins);
-    let mut left_centroids = Aabb::EMPTY;
-    let mut right_centroids = Aabb::EMPTY;
-    let (mut i, mut j) = (0, refs.len());
-    while i < j {
-        let c = refs[i].centroid;
-        if mapping.bin(c, plan.axis) < plan.bin {
-            left_centroids.grow(c);
-            i += 1;
-        } else {
-            j -= 1;
-            refs.swap(i, j);
-            right_centroids.grow(c);
-        }
-    }
-    debug_assert_eq!(i, plan.left_count, "partition disagrees with the bins");
-    Split {
-        left_count: i,
-        left: NodeInfo {
-            bounds: plan.left_bounds,
-            centroid_bounds: left_centroids,
-        },
-        right: NodeInfo {
-            bounds: plan.right_bounds,
-            centroid_bounds: right_centroids,
-        },
-    }
-}
-
-/// Object-median split on the widest centroid axis: the fallback when
-/// binning cannot separate the primitives, and the depth-bounding split.
-fn median_split(refs: &mut [PrimRef], info: &NodeInfo, parallel: bool) -> Split {
-    let axis = info.centroid_bounds.largest_axis();
-    let mid = refs.len() / 2;
-    refs.select_nth_unstable_by(mid, |a, b| a.centroid[axis].total_cmp(&b.centroid[axis]));
-    Split {
-        left_count: mid,
-        left: NodeInfo::of(&refs[..mid], parallel),
-        right: NodeInfo::of(&refs[mid..], parallel),
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,81 @@
+//! [`BuildBox`]: the builders' working box, on `Vec3A` so that growing and
+//! merging boxes are single SIMD min/max instructions (the `Aabb` of
+//! `caustic-geom` uses NaN-aware scalar `f32::min`, several instructions per
+//! lane). Builders only put finite boxes in it, so NaN semantics do not
+//! matter here.
+
+use caustic_geom::{Aabb, Vec3, Vec3A};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct BuildBox {
+    pub min: Vec3A,
+    pub max: Vec3A,
+}
+
+impl BuildBox {
+    /// The box that contains nothing (`min = +inf`, `max = -inf`).
+    pub const EMPTY: Self = Self {
+        min: Vec3A::INFINITY,
+        max: Vec3A::NEG_INFINITY,
+    };
+
+    pub fn from_aabb(b: Aabb) -> Self {
+        Self {
+            min: b.min.into(),
+            max: b.max.into(),
+        }
+    }
+
+    pub fn to_aabb(self) -> Aabb {
+        Aabb::new(self.min.into(), self.max.into())
+    }
+
+    #[inline(always)]
+    #[must_use]
+    pub fn union(self, other: Self) -> Self {
+        Self {
+            min: self.min.min(other.min),
+            max: self.max.max(other.max),
+        }
+    }
+
+    #[inline(always)]
+    pub fn grow(&mut self, p: Vec3) {
+        let p = Vec3A::from(p);
+        self.min = self.min.min(p);
+        self.max = self.max.max(p);
+    }
+
+    /// Half the surface area; 0 for the empty box.
+    #[inline(always)]
+    pub fn half_area(&self) -> f32 {
+        let e = (self.max - self.min).max(Vec3A::ZERO);
+        e.x * e.y + e.y * e.z + e.z * e.x
+    }
+
+    pub fn extent(&self) -> Vec3 {
+        (self.max - self.min).into()
+    }
+
+    pub fn largest_axis(&self) -> usize {
+        self.to_aabb().largest_axis()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_aabb() {
+        let a = Aabb::new(Vec3::new(0.0, 1.0, 2.0), Vec3::new(1.0, 3.0, 2.5));
+        let b = Aabb::new(Vec3::splat(-1.0), Vec3::splat(0.5));
+        let fast = BuildBox::from_aabb(a).union(BuildBox::from_aabb(b));
+        assert_eq!(fast.to_aabb(), a.union(b));
+        assert_eq!(fast.half_area(), a.union(b).half_area());
+        assert_eq!(BuildBox::EMPTY.half_area(), 0.0);
+        let mut grown = BuildBox::EMPTY;
+        grown.grow(Vec3::ONE);
+        assert_eq!(grown.to_aabb(), Aabb::from_point(Vec3::ONE));
+    }
+}
