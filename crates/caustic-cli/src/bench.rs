@@ -203,6 +203,16 @@ fn protocol_camera(
         let (_, ty) = camera.half_extents(width as f32 / height as f32);
         pc.fov_deg = 2.0 * (ty as f64).atan().to_degrees();
     }
+    // Numbers given on the command line are used exactly as written, as
+    // the anchor harnesses use them.
+    if let (Some(eye), Some(at)) = (args.eye, args.at) {
+        pc.eye = eye;
+        pc.look_at = at;
+        pc.up = args.up.unwrap_or(caustic_geom::DVec3::Y);
+    }
+    if let Some(fov) = args.fov {
+        pc.fov_deg = fov;
+    }
     Ok(pc)
 }
 

@@ -3,7 +3,7 @@
 //! get the camera their README lists.
 
 use anyhow::{Context, Result, bail};
-use caustic_geom::Vec3;
+use caustic_geom::{DVec3, Vec3};
 use caustic_scene::{BUILTIN_SCENES, Camera, Scene};
 use std::path::Path;
 
@@ -35,13 +35,11 @@ pub fn load(arg: &str) -> Result<LoadedScene> {
         eprintln!("warning: {w}");
     }
     let file_name = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
-    if scene.camera.is_none() {
-        if let Some(camera) = standard_camera(file_name) {
-            eprintln!(
-                "note: {file_name} has no camera; using its standard camera from shared/scenes/README.md"
-            );
-            scene.camera = Some(camera);
-        }
+    if let Some(camera) = standard_camera(file_name).filter(|_| scene.camera.is_none()) {
+        eprintln!(
+            "note: {file_name} has no camera; using its standard camera from shared/scenes/README.md"
+        );
+        scene.camera = Some(camera);
     }
     let name = path
         .file_stem()
@@ -95,21 +93,22 @@ fn standard_camera(file_name: &str) -> Option<Camera> {
     Some(Camera::look_at(eye, at, up, fov))
 }
 
-/// Parses `x,y,z`.
-pub fn parse_vec3(s: &str) -> Result<Vec3, String> {
+/// Parses `x,y,z` in `f64`: the ray protocol computes its camera in `f64`
+/// from the numbers as written.
+pub fn parse_vec3(s: &str) -> Result<DVec3, String> {
     let parts: Vec<&str> = s.split(',').map(str::trim).collect();
     if parts.len() != 3 {
         return Err(format!("expected x,y,z but got '{s}'"));
     }
-    let mut out = [0.0f32; 3];
+    let mut out = [0.0f64; 3];
     for (o, p) in out.iter_mut().zip(&parts) {
         *o = p
-            .parse::<f32>()
+            .parse::<f64>()
             .ok()
             .filter(|x| x.is_finite())
             .ok_or_else(|| format!("'{p}' is not a finite number"))?;
     }
-    Ok(Vec3::from(out))
+    Ok(DVec3::from(out))
 }
 
 /// `--eye/--at/--up/--fov`: override the scene's camera.
@@ -117,16 +116,16 @@ pub fn parse_vec3(s: &str) -> Result<Vec3, String> {
 pub struct CameraArgs {
     /// Camera position, x,y,z (with --at, replaces the scene's camera).
     #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
-    pub eye: Option<Vec3>,
+    pub eye: Option<DVec3>,
     /// Point the camera looks at, x,y,z.
     #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
-    pub at: Option<Vec3>,
+    pub at: Option<DVec3>,
     /// Camera up vector, x,y,z (default 0,1,0).
     #[arg(long, value_parser = parse_vec3, allow_hyphen_values = true)]
-    pub up: Option<Vec3>,
+    pub up: Option<DVec3>,
     /// Vertical field of view in degrees.
     #[arg(long)]
-    pub fov: Option<f32>,
+    pub fov: Option<f64>,
 }
 
 impl CameraArgs {
@@ -135,17 +134,18 @@ impl CameraArgs {
         let mut camera = scene.camera_or_default();
         match (self.eye, self.at) {
             (Some(eye), Some(at)) => {
-                camera = Camera::look_at(eye, at, self.up.unwrap_or(Vec3::Y), camera.fov_deg)
+                let up = self.up.map_or(Vec3::Y, |u| u.as_vec3());
+                camera = Camera::look_at(eye.as_vec3(), at.as_vec3(), up, camera.fov_deg)
             }
             (None, None) => {
                 if let Some(up) = self.up {
-                    camera.up = up;
+                    camera.up = up.as_vec3();
                 }
             }
             _ => bail!("--eye and --at go together"),
         }
         if let Some(fov) = self.fov {
-            camera.fov_deg = fov;
+            camera.fov_deg = fov as f32;
             camera.fov_axis = caustic_scene::FovAxis::Y;
         }
         if !camera.is_valid() {

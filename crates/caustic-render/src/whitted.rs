@@ -197,13 +197,11 @@ impl Tracer<'_> {
             Bsdf::Dielectric { ior, tint } => {
                 radiance += tint * self.dielectric(ray, &surface, ior, depth, ctx);
             }
-            Bsdf::Mirror { reflectance } if visible => {
-                if depth < self.settings.max_depth {
-                    let n = face_towards(surface.shading_normal, -ray.dir);
-                    let dir = reflect(ray.dir, n);
-                    let next = self.spawn(&surface, dir);
-                    radiance += reflectance * self.branch(&next, depth + 1, 1.0, ctx);
-                }
+            Bsdf::Mirror { reflectance } if visible && depth < self.settings.max_depth => {
+                let n = face_towards(surface.shading_normal, -ray.dir);
+                let dir = reflect(ray.dir, n);
+                let next = self.spawn(&surface, dir);
+                radiance += reflectance * self.branch(&next, depth + 1, 1.0, ctx);
             }
             Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => {
                 radiance += self.direct_light(ray, &surface, material, ctx);
@@ -241,11 +239,12 @@ impl Tracer<'_> {
             let next = self.spawn(surface, reflect(ray.dir, n));
             radiance += self.branch(&next, depth + 1, reflectance, ctx);
         }
-        if reflectance < 1.0 {
-            if let Some(dir) = refract(ray.dir, n, eta) {
-                let next = self.spawn(surface, dir);
-                radiance += self.branch(&next, depth + 1, 1.0 - reflectance, ctx);
-            }
+        let transmitted = (reflectance < 1.0)
+            .then(|| refract(ray.dir, n, eta))
+            .flatten();
+        if let Some(dir) = transmitted {
+            let next = self.spawn(surface, dir);
+            radiance += self.branch(&next, depth + 1, 1.0 - reflectance, ctx);
         }
         radiance
     }

@@ -1,0 +1,397 @@
+//! The CUDA device context: a safe probe, the device's facts, one stream, the
+//! per-device module cache, and kernel launches.
+//!
+//! cudarc loads libcuda and libnvrtc at first use and panics when they are
+//! missing, so [`Gpu::open`] first asks whether each library can be loaded at
+//! all and turns absence into [`GpuError::NoDriver`] or [`GpuError::NoNvrtc`].
+//! All work goes to one non-blocking stream in issue order, which is why the
+//! buffers need no per-allocation events.
+
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUmemPool_attribute};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, result, sys};
+use cudarc::nvrtc::Ptx;
+
+use crate::compile::{self, ComputeCapability};
+use crate::error::{GpuError, describe, human_bytes};
+use crate::kernels::{Kernel, ModuleId};
+
+/// The name of the driver library that cudarc looks for first.
+pub const DRIVER_LIBRARY: &str = "libcuda.so";
+
+/// Facts about the device, read once when it is opened.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    /// Driver ordinal (the N of `cuda:N`).
+    pub ordinal: usize,
+    pub name: String,
+    pub capability: ComputeCapability,
+    /// Device memory in bytes.
+    pub total_memory: usize,
+    pub multiprocessors: u32,
+    pub l2_cache_bytes: u32,
+    /// CUDA version the driver supports, as (major, minor).
+    pub driver_version: (u32, u32),
+}
+
+impl std::fmt::Display for DeviceInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (cuda:{}, {}, {} SMs, {}, driver CUDA {}.{})",
+            self.name,
+            self.ordinal,
+            self.capability.arch(),
+            self.multiprocessors,
+            human_bytes(self.total_memory),
+            self.driver_version.0,
+            self.driver_version.1
+        )
+    }
+}
+
+/// A device, its stream and its loaded modules. Cheap to clone; every clone
+/// shares the stream, so work from clones runs in issue order.
+#[derive(Clone)]
+pub struct Gpu {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    context: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+    modules: Vec<OnceLock<Result<LoadedModule, GpuError>>>,
+    /// Synchronise after every launch so a fault names its kernel (`CAUSTIC_GPU_SYNC=1`).
+    sync_each_launch: bool,
+}
+
+struct LoadedModule {
+    /// Indexed like `ModuleId::kernels()`.
+    functions: Vec<CudaFunction>,
+    _module: Arc<CudaModule>,
+}
+
+/// A kernel argument, passed by value. Buffers pass their device address.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Arg {
+    U32(u32),
+    U64(u64),
+}
+
+impl Arg {
+    fn as_param(&mut self) -> *mut c_void {
+        match self {
+            Arg::U32(v) => (v as *mut u32).cast(),
+            Arg::U64(v) => (v as *mut u64).cast(),
+        }
+    }
+}
+
+impl From<u32> for Arg {
+    fn from(v: u32) -> Arg {
+        Arg::U32(v)
+    }
+}
+
+impl From<u64> for Arg {
+    fn from(v: u64) -> Arg {
+        Arg::U64(v)
+    }
+}
+
+impl From<usize> for Arg {
+    fn from(v: usize) -> Arg {
+        Arg::U64(v as u64)
+    }
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Gpu").field(&self.inner.info).finish()
+    }
+}
+
+/// Whether the CUDA driver library can be loaded. Never panics.
+pub fn driver_available() -> bool {
+    // SAFETY: only tries to dlopen the candidate names; loads no symbols.
+    unsafe { sys::is_culib_present() }
+}
+
+/// Number of CUDA devices; 0 when the driver finds none.
+pub fn device_count() -> Result<usize, GpuError> {
+    if !driver_available() {
+        return Err(GpuError::NoDriver {
+            library: DRIVER_LIBRARY,
+        });
+    }
+    guard_panics("counting CUDA devices", || {
+        match result::init() {
+            Ok(()) => {}
+            Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NO_DEVICE => return Ok(0),
+            Err(e) => return Err(GpuError::driver("initialising the CUDA driver")(e)),
+        }
+        let count = result::device::get_count().map_err(GpuError::driver("counting devices"))?;
+        Ok(count.max(0) as usize)
+    })
+}
+
+impl Gpu {
+    /// Opens device 0. Never panics: a missing driver, NVRTC or device is an error.
+    pub fn probe() -> Result<Gpu, GpuError> {
+        Gpu::open(0)
+    }
+
+    /// Opens device `ordinal`.
+    pub fn open(ordinal: usize) -> Result<Gpu, GpuError> {
+        let available = device_count()?;
+        if ordinal >= available {
+            return Err(GpuError::NoDevice { ordinal, available });
+        }
+        if !compile::nvrtc_available() {
+            return Err(GpuError::NoNvrtc {
+                library: compile::NVRTC_LIBRARY,
+            });
+        }
+        guard_panics("opening the CUDA device", || Gpu::open_present(ordinal))
+    }
+
+    fn open_present(ordinal: usize) -> Result<Gpu, GpuError> {
+        let context = CudaContext::new(ordinal).map_err(GpuError::driver("creating a context"))?;
+        // SAFETY: every buffer and launch of this crate uses the one stream
+        // below, so stream order alone orders all uses of a buffer.
+        unsafe { context.disable_event_tracking() };
+        let stream = context
+            .new_stream()
+            .map_err(GpuError::driver("creating a stream"))?;
+        keep_freed_memory_pooled(&context)?;
+        let info = read_info(&context, ordinal)?;
+        let sync_each_launch = std::env::var("CAUSTIC_GPU_SYNC").is_ok_and(|v| v == "1");
+        Ok(Gpu {
+            inner: Arc::new(Inner {
+                context,
+                stream,
+                info,
+                modules: ModuleId::ALL.iter().map(|_| OnceLock::new()).collect(),
+                sync_each_launch,
+            }),
+        })
+    }
+
+    /// What the device is.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.inner.info
+    }
+
+    /// The stream all of this crate's work goes to.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.inner.stream
+    }
+
+    /// The cudarc context, for work this crate does not wrap.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.inner.context
+    }
+
+    /// Waits for all queued work; reports a kernel fault that happened in it.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.bind()?;
+        self.inner
+            .stream
+            .synchronize()
+            .map_err(GpuError::driver("waiting for the GPU"))
+    }
+
+    /// (free, total) device memory in bytes.
+    pub fn memory(&self) -> Result<(usize, usize), GpuError> {
+        self.bind()?;
+        result::mem_get_info().map_err(GpuError::driver("reading free memory"))
+    }
+
+    /// Compiles (once per process) and loads (once per device) a module.
+    /// Launches do this on first use; call it to keep compilation out of a timing.
+    pub fn load(&self, module: ModuleId) -> Result<(), GpuError> {
+        self.module(module).map(|_| ())
+    }
+
+    /// Milliseconds of device time that the work `f` queues takes, measured
+    /// with two events on the stream.
+    pub fn time_ms(&self, f: impl FnOnce() -> Result<(), GpuError>) -> Result<f32, GpuError> {
+        let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
+        let context = &self.inner.context;
+        let start = context
+            .new_event(flags)
+            .map_err(GpuError::driver("creating an event"))?;
+        let end = context
+            .new_event(flags)
+            .map_err(GpuError::driver("creating an event"))?;
+        start
+            .record(&self.inner.stream)
+            .map_err(GpuError::driver("recording an event"))?;
+        f()?;
+        end.record(&self.inner.stream)
+            .map_err(GpuError::driver("recording an event"))?;
+        start
+            .elapsed_ms(&end)
+            .map_err(GpuError::driver("timing with events"))
+    }
+
+    pub(crate) fn bind(&self) -> Result<(), GpuError> {
+        self.inner
+            .context
+            .bind_to_thread()
+            .map_err(GpuError::driver("making the context current"))
+    }
+
+    pub(crate) fn has_async_alloc(&self) -> bool {
+        self.inner.context.has_async_alloc()
+    }
+
+    pub(crate) fn raw_stream(&self) -> sys::CUstream {
+        self.inner.stream.cu_stream()
+    }
+
+    fn module(&self, id: ModuleId) -> Result<&LoadedModule, GpuError> {
+        let slot = &self.inner.modules[id as usize];
+        slot.get_or_init(|| self.load_module(id))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn load_module(&self, id: ModuleId) -> Result<LoadedModule, GpuError> {
+        let compiled = compile::compile_cached(id, self.inner.info.capability)?;
+        let load_error = |message: String| GpuError::Load {
+            module: id.file_name(),
+            message,
+        };
+        let module = self
+            .inner
+            .context
+            .load_module(Ptx::from_binary(compiled.cubin.clone()))
+            .map_err(|e| load_error(describe(&e)))?;
+        let functions = id
+            .kernels()
+            .iter()
+            .map(|kernel| {
+                module
+                    .load_function(kernel.name())
+                    .map_err(|e| load_error(format!("kernel {}: {}", kernel.name(), describe(&e))))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(LoadedModule {
+            functions,
+            _module: module,
+        })
+    }
+
+    /// Queues `kernel` on `blocks` blocks of `threads` threads. `args` must
+    /// match the kernel's parameter list in type and order.
+    pub(crate) fn launch(
+        &self,
+        kernel: Kernel,
+        blocks: u32,
+        threads: u32,
+        args: &[Arg],
+    ) -> Result<(), GpuError> {
+        let function = &self.module(kernel.module())?.functions[kernel.index()];
+        self.bind()?;
+        let mut values = args.to_vec();
+        let mut params: Vec<*mut c_void> = values.iter_mut().map(Arg::as_param).collect();
+        // SAFETY: the function is loaded in this context; `params` points at
+        // `values`, which outlive the call (the driver copies them at launch);
+        // callers pass device addresses of live buffers that stay alive until
+        // the stream has run the kernel (buffers free in stream order).
+        unsafe {
+            result::launch_kernel(
+                function.cu_function(),
+                (blocks, 1, 1),
+                (threads, 1, 1),
+                0,
+                self.raw_stream(),
+                &mut params,
+            )
+        }
+        .map_err(GpuError::launch(kernel.name()))?;
+        if self.inner.sync_each_launch {
+            self.inner
+                .stream
+                .synchronize()
+                .map_err(GpuError::launch(kernel.name()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Freed stream-ordered memory goes back to the OS at every synchronisation
+/// by default; keeping it pooled makes the primitives' scratch allocations
+/// cheap after the first call.
+fn keep_freed_memory_pooled(context: &Arc<CudaContext>) -> Result<(), GpuError> {
+    if !context.has_async_alloc() {
+        return Ok(());
+    }
+    let mut threshold = u64::MAX;
+    // SAFETY: the device handle comes from a live context; the attribute takes a u64.
+    unsafe {
+        let pool = result::device::get_default_mem_pool(context.cu_device())
+            .map_err(GpuError::driver("reading the memory pool"))?;
+        result::mem_pool::set_attribute(
+            pool,
+            CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+        .map_err(GpuError::driver(
+            "setting the memory pool's release threshold",
+        ))
+    }
+}
+
+fn read_info(context: &Arc<CudaContext>, ordinal: usize) -> Result<DeviceInfo, GpuError> {
+    let reading = GpuError::driver("reading device attributes");
+    let name = context.name().map_err(reading)?;
+    let (major, minor) = context.compute_capability().map_err(reading)?;
+    let total_memory = context.total_mem().map_err(reading)?;
+    let attribute = |a| {
+        context
+            .attribute(a)
+            .map(|v| v.max(0) as u32)
+            .map_err(reading)
+    };
+    let multiprocessors = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let l2_cache_bytes = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
+    let mut version = 0;
+    // SAFETY: the driver is initialised; the pointer is valid for a write.
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(reading)?;
+    Ok(DeviceInfo {
+        ordinal,
+        name,
+        capability: ComputeCapability {
+            major: major as u32,
+            minor: minor as u32,
+        },
+        total_memory,
+        multiprocessors,
+        l2_cache_bytes,
+        driver_version: ((version / 1000) as u32, (version % 1000 / 10) as u32),
+    })
+}
+
+/// Runs driver work, turning a panic inside cudarc (a symbol missing from an
+/// old driver, say) into an error instead of a crash.
+fn guard_panics<T>(
+    during: &'static str,
+    f: impl FnOnce() -> Result<T, GpuError>,
+) -> Result<T, GpuError> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(GpuError::Unusable { during, message })
+    })
+}

@@ -1,0 +1,31 @@
+//! caustic-gpu: the CUDA backend of caustic, on cudarc with the driver and
+//! NVRTC loaded at run time, so the crate builds and its CPU paths run on a
+//! machine with no CUDA at all.
+//!
+//! - [`Gpu`]: a safe probe (a missing driver, NVRTC or device is an error,
+//!   never a panic), the device's facts, one stream, launches.
+//! - [`Device`] and [`select`]: `--device auto|cpu|cuda|cuda:N`.
+//! - [`DeviceBuffer`]: typed device memory, allocation failures named.
+//! - [`kernels`]: the `.cu` modules in `kernels/`, their kernel names as
+//!   generated constants; [`compile`]: NVRTC compilation for the device's
+//!   architecture, cached per process and loaded once per device.
+//! - [`ops`]: data-parallel primitives (reduce, scan, compact, split, radix
+//!   sort, segment utilities), each with a CPU twin in [`ops::cpu`].
+//!
+//! Set `CAUSTIC_GPU_SYNC=1` to synchronise after every launch, so that a
+//! kernel fault is reported as [`GpuError::Launch`] naming that kernel.
+
+pub mod buffer;
+pub mod compile;
+pub mod context;
+pub mod device;
+pub mod error;
+pub mod kernels;
+pub mod ops;
+
+pub use buffer::DeviceBuffer;
+pub use compile::ComputeCapability;
+pub use context::{DeviceInfo, Gpu, device_count, driver_available};
+pub use device::{Device, Selection, select};
+pub use error::GpuError;
+pub use kernels::{Kernel, ModuleId};

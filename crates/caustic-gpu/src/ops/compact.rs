@@ -1,0 +1,90 @@
+//! Stable stream compaction (`kernels/compact.cu`): keep the elements whose
+//! flag is non-zero, in input order, in one pass (flag scan and scatter fused
+//! in a decoupled look-back scan). Semantics: [`super::cpu::compact_u32`].
+
+use super::{MAX_SCAN_LEN, check_len, check_same_len, launch_lookback};
+use crate::buffer::DeviceBuffer;
+use crate::error::GpuError;
+use crate::kernels::compact as k;
+
+/// Writes the kept values to the front of `out` (at least as long as the
+/// input) and their number to `count[0]`, without waiting for the GPU.
+pub fn select_u32_into(
+    values: &DeviceBuffer<u32>,
+    flags: &DeviceBuffer<u32>,
+    out: &mut DeviceBuffer<u32>,
+    count: &mut DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    let kernel = k::COMPACT_SELECT_U32;
+    let n = values.len();
+    check_inputs(kernel.name(), n, flags, out, count)?;
+    launch_lookback(
+        values.gpu(),
+        kernel,
+        n,
+        &[values.arg(), flags.arg(), out.arg(), count.arg(), n.into()],
+    )
+}
+
+/// Writes the indices of the non-zero flags, ascending, to the front of
+/// `out` and their number to `count[0]`, without waiting for the GPU.
+pub fn select_indices_into(
+    flags: &DeviceBuffer<u32>,
+    out: &mut DeviceBuffer<u32>,
+    count: &mut DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    let kernel = k::COMPACT_SELECT_INDICES;
+    let n = flags.len();
+    check_inputs(kernel.name(), n, flags, out, count)?;
+    launch_lookback(
+        flags.gpu(),
+        kernel,
+        n,
+        &[flags.arg(), out.arg(), count.arg(), n.into()],
+    )
+}
+
+/// The kept values, in a new buffer of exactly their number (waits for the GPU).
+pub fn select_u32(
+    values: &DeviceBuffer<u32>,
+    flags: &DeviceBuffer<u32>,
+) -> Result<DeviceBuffer<u32>, GpuError> {
+    let gpu = values.gpu();
+    let mut out = DeviceBuffer::uninit(gpu, "compacted values", values.len())?;
+    let mut count = DeviceBuffer::uninit(gpu, "compacted count", 1)?;
+    select_u32_into(values, flags, &mut out, &mut count)?;
+    out.truncate(count.download()?[0] as usize);
+    Ok(out)
+}
+
+/// The indices of the non-zero flags, ascending (waits for the GPU).
+pub fn select_indices(flags: &DeviceBuffer<u32>) -> Result<DeviceBuffer<u32>, GpuError> {
+    let gpu = flags.gpu();
+    let mut out = DeviceBuffer::uninit(gpu, "selected indices", flags.len())?;
+    let mut count = DeviceBuffer::uninit(gpu, "selected count", 1)?;
+    select_indices_into(flags, &mut out, &mut count)?;
+    out.truncate(count.download()?[0] as usize);
+    Ok(out)
+}
+
+fn check_inputs(
+    operation: &'static str,
+    n: usize,
+    flags: &DeviceBuffer<u32>,
+    out: &DeviceBuffer<u32>,
+    count: &mut DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    check_len(operation, n, MAX_SCAN_LEN)?;
+    check_same_len(operation, "flags", n, flags.len())?;
+    check_same_len(operation, "count", 1, count.len())?;
+    if out.len() < n {
+        return Err(GpuError::LengthMismatch {
+            operation,
+            what: "output",
+            expected: n,
+            actual: out.len(),
+        });
+    }
+    // An empty input launches nothing, so its count is set here.
+    count.fill_zero()
+}

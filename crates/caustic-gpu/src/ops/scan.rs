@@ -1,0 +1,110 @@
+//! Prefix sums of u32 (`kernels/scan.cu`): exclusive or inclusive, forward
+//! or backward, plain or segmented by head flags, each one pass over the data
+//! with a decoupled look-back (Merrill & Garland 2016). Sums wrap modulo
+//! 2^32. Semantics and the thesis's test vectors: [`super::cpu`].
+
+use super::{MAX_SCAN_LEN, check_len, check_same_len, launch_lookback};
+use crate::buffer::DeviceBuffer;
+use crate::context::Arg;
+use crate::error::GpuError;
+use crate::kernels::{Kernel, scan as k};
+
+/// Whether element i of the result includes input i.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanKind {
+    /// `out[i] = in[0] + … + in[i-1]`, `out[0] = 0`.
+    Exclusive,
+    /// `out[i] = in[0] + … + in[i]`.
+    Inclusive,
+}
+
+/// Which end the sums start from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Forward,
+    /// Sums run from the last element: `out[i]` sums `in[i+1..]` (exclusive).
+    Backward,
+}
+
+/// Scans `input` into `output` (same length). When `total` is given, its
+/// single element receives the sum of the whole input (the thesis's ScanTail).
+pub fn scan_u32(
+    input: &DeviceBuffer<u32>,
+    output: &mut DeviceBuffer<u32>,
+    kind: ScanKind,
+    direction: Direction,
+    total: Option<&mut DeviceBuffer<u32>>,
+) -> Result<(), GpuError> {
+    let kernel = match (kind, direction) {
+        (ScanKind::Exclusive, Direction::Forward) => k::SCAN_EXCLUSIVE_U32,
+        (ScanKind::Inclusive, Direction::Forward) => k::SCAN_INCLUSIVE_U32,
+        (ScanKind::Exclusive, Direction::Backward) => k::SCAN_EXCLUSIVE_BACKWARD_U32,
+        (ScanKind::Inclusive, Direction::Backward) => k::SCAN_INCLUSIVE_BACKWARD_U32,
+    };
+    let n = input.len();
+    check_len(kernel.name(), n, MAX_SCAN_LEN)?;
+    check_same_len(kernel.name(), "output", n, output.len())?;
+    let total = total_arg(kernel, total)?;
+    launch_lookback(
+        input.gpu(),
+        kernel,
+        n,
+        &[input.arg(), output.arg(), total, n.into()],
+    )
+}
+
+/// Forward exclusive scan.
+pub fn exclusive_u32(
+    input: &DeviceBuffer<u32>,
+    output: &mut DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    scan_u32(input, output, ScanKind::Exclusive, Direction::Forward, None)
+}
+
+/// Forward inclusive scan.
+pub fn inclusive_u32(
+    input: &DeviceBuffer<u32>,
+    output: &mut DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    scan_u32(input, output, ScanKind::Inclusive, Direction::Forward, None)
+}
+
+/// Scan that restarts at every element whose head flag is non-zero (element
+/// 0 always starts a segment). An exclusive result is 0 at every head. When
+/// `total` is given, it receives the sum of the last segment.
+pub fn segmented_u32(
+    values: &DeviceBuffer<u32>,
+    heads: &DeviceBuffer<u32>,
+    output: &mut DeviceBuffer<u32>,
+    kind: ScanKind,
+    total: Option<&mut DeviceBuffer<u32>>,
+) -> Result<(), GpuError> {
+    let kernel = match kind {
+        ScanKind::Exclusive => k::SCAN_SEGMENTED_EXCLUSIVE_U32,
+        ScanKind::Inclusive => k::SCAN_SEGMENTED_INCLUSIVE_U32,
+    };
+    let n = values.len();
+    check_len(kernel.name(), n, MAX_SCAN_LEN)?;
+    check_same_len(kernel.name(), "head flags", n, heads.len())?;
+    check_same_len(kernel.name(), "output", n, output.len())?;
+    let total = total_arg(kernel, total)?;
+    launch_lookback(
+        values.gpu(),
+        kernel,
+        n,
+        &[values.arg(), heads.arg(), output.arg(), total, n.into()],
+    )
+}
+
+/// The address of the one-element total buffer, or null.
+fn total_arg(kernel: Kernel, total: Option<&mut DeviceBuffer<u32>>) -> Result<Arg, GpuError> {
+    match total {
+        None => Ok(Arg::U64(0)),
+        Some(total) => {
+            check_same_len(kernel.name(), "total", 1, total.len())?;
+            // An empty input launches nothing, so set its total here.
+            total.fill_zero()?;
+            Ok(total.arg())
+        }
+    }
+}

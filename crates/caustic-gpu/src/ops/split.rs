@@ -1,0 +1,87 @@
+//! Stable partition by flag (`kernels/split.cu`): elements with a zero flag
+//! first, then the others, each group in input order; the split point is the
+//! number of zero flags. One counting reduction, then one fused scan-scatter
+//! pass. Semantics: [`super::cpu::split_u32`].
+
+use super::{MAX_SCAN_LEN, check_len, check_same_len, launch_lookback, reduce};
+use crate::buffer::DeviceBuffer;
+use crate::error::GpuError;
+use crate::kernels::split as k;
+
+/// Partitions `values` into `out` (same length) and writes the split point
+/// to `split_point[0]`, without waiting for the GPU.
+pub fn partition_u32_into(
+    values: &DeviceBuffer<u32>,
+    flags: &DeviceBuffer<u32>,
+    out: &mut DeviceBuffer<u32>,
+    split_point: &mut DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    let kernel = k::SPLIT_PARTITION_U32;
+    let n = values.len();
+    check_len(kernel.name(), n, MAX_SCAN_LEN)?;
+    check_same_len(kernel.name(), "flags", n, flags.len())?;
+    check_same_len(kernel.name(), "output", n, out.len())?;
+    check_same_len(kernel.name(), "split point", 1, split_point.len())?;
+    let gpu = values.gpu();
+    if n == 0 {
+        return split_point.fill_zero();
+    }
+    let mut trues = DeviceBuffer::uninit(gpu, "split true count", 1)?;
+    reduce::count_nonzero_u32_into(flags, &mut trues)?;
+    launch_lookback(
+        gpu,
+        kernel,
+        n,
+        &[
+            values.arg(),
+            flags.arg(),
+            out.arg(),
+            split_point.arg(),
+            trues.arg(),
+            n.into(),
+        ],
+    )
+}
+
+/// Partitions the indices 0..n by `flags` into `out` (length n) and writes
+/// the split point to `split_point[0]`, without waiting for the GPU.
+pub fn partition_indices_into(
+    flags: &DeviceBuffer<u32>,
+    out: &mut DeviceBuffer<u32>,
+    split_point: &mut DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    let kernel = k::SPLIT_PARTITION_INDICES;
+    let n = flags.len();
+    check_len(kernel.name(), n, MAX_SCAN_LEN)?;
+    check_same_len(kernel.name(), "output", n, out.len())?;
+    check_same_len(kernel.name(), "split point", 1, split_point.len())?;
+    let gpu = flags.gpu();
+    if n == 0 {
+        return split_point.fill_zero();
+    }
+    let mut trues = DeviceBuffer::uninit(gpu, "split true count", 1)?;
+    reduce::count_nonzero_u32_into(flags, &mut trues)?;
+    launch_lookback(
+        gpu,
+        kernel,
+        n,
+        &[
+            flags.arg(),
+            out.arg(),
+            split_point.arg(),
+            trues.arg(),
+            n.into(),
+        ],
+    )
+}
+
+/// Partitions `values` into `out` and returns the split point (waits for the GPU).
+pub fn partition_u32(
+    values: &DeviceBuffer<u32>,
+    flags: &DeviceBuffer<u32>,
+    out: &mut DeviceBuffer<u32>,
+) -> Result<usize, GpuError> {
+    let mut split_point = DeviceBuffer::uninit(values.gpu(), "split point", 1)?;
+    partition_u32_into(values, flags, out, &mut split_point)?;
+    Ok(split_point.download()?[0] as usize)
+}
