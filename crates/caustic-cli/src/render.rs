@@ -37,7 +37,7 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 5)]
     max_depth: u32,
     /// Shadow rays per area light at each shaded point.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 4)]
     light_samples: u32,
     /// Acceleration structure.
     #[arg(long, default_value = "bvh-binned")]

@@ -30,7 +30,7 @@ pub fn load(arg: &str) -> Result<LoadedScene> {
             names.join(", ")
         );
     }
-    let mut scene = Scene::load(path).with_context(|| format!("cannot load {arg}"))?;
+    let mut scene = Scene::load(path).context("cannot load the scene")?;
     for w in &scene.warnings {
         eprintln!("warning: {w}");
     }

@@ -64,7 +64,7 @@ impl Default for WhittedSettings {
             height: 512,
             spp: 16,
             max_depth: 5,
-            light_samples: 1,
+            light_samples: 4,
             fresnel: FresnelMode::Exact,
             seed: 0,
         }
