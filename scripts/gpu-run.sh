@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Runs a bundle made by scripts/gpu-bundle.sh on the GPU machine: every test
-# binary with the GPU tests included, the benchmark, and torch.sort on the
-# same GPU for comparison. Full logs go to $OUT (the device tool's folder) or
-# to logs/ beside this script; the end of the output is a summary.
+# binary with the GPU tests included, the primitives benchmark and torch.sort
+# on the same GPU for comparison, and the trace benchmark on the carried
+# scenes. Full logs go to $OUT (the device tool's folder) or to logs/ beside
+# this script; the end of the output is a summary.
+#
+# Settings (environment):
+#   CAUSTIC_TESTS="gpu_trace nvrtc_compile"  only these test binaries (default: all)
+#   CAUSTIC_PRIMITIVES_BENCH=0                skip the primitives bench and torch.sort
+#   CAUSTIC_TRACE_BENCH=0                     skip the trace benchmark
+#   CAUSTIC_TRACE_SCENES="sponza dragon"      the trace benchmark's scenes (default: its set)
+#   CAUSTIC_WHITTED_BENCH=0                   skip the GPU-vs-CPU Whitted frame-time benchmark
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 logs="${OUT:-$here/logs}"
@@ -24,10 +32,27 @@ fi
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader
 } | tee -a "$summary"
 
+# Scenes: the carried archives, unpacked once (tar needs xz; Python's
+# tarfile reads them too).
+if ls "$here"/scenes/*.tar.xz >/dev/null 2>&1; then
+    scenes="${TMPDIR:-/tmp}/caustic-scenes"
+    mkdir -p "$scenes"
+    for archive in "$here"/scenes/*.tar.xz; do
+        [ -d "$scenes/$(basename "$archive" .tar.xz)" ] && continue
+        tar -xJf "$archive" -C "$scenes" 2>/dev/null ||
+            python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$archive" "$scenes"
+    done
+    export CAUSTIC_SCENES="$scenes" CAUSTIC_REQUIRE_SCENES=1
+    echo "scenes: $(ls "$scenes" | tr '\n' ' ')" | tee -a "$summary"
+fi
+
 # Tests: synchronise after every launch so a fault names its kernel.
 status=0
 for test in "$here"/tests/*; do
     name="$(basename "$test")"
+    if [ -n "${CAUSTIC_TESTS:-}" ] && ! [[ " $CAUSTIC_TESTS " == *" $name "* ]]; then
+        continue
+    fi
     echo "== $name" >>"$logs/tests.log"
     start=$SECONDS
     # A hung kernel (a look-back that never resolves) must not eat the lease.
@@ -40,11 +65,25 @@ for test in "$here"/tests/*; do
 done
 grep -E 'panicked|FAILED|failures:|CAUSTIC_TEST_SEED|^device' "$logs/tests.log" | head -n 60 | tee -a "$summary"
 
-# Benchmark, then torch.sort on the same GPU.
-if [ -x "$here/bench" ]; then
-    timeout "${CAUSTIC_BENCH_TIMEOUT:-120}" "$here/bench" 26 2>&1 | tee "$logs/bench.log"
+# Trace benchmark on the carried scenes.
+if [ "${CAUSTIC_TRACE_BENCH:-1}" != 0 ] && [ -x "$here/trace_bench" ]; then
+    # shellcheck disable=SC2086 # the scene list is meant to split
+    timeout "${CAUSTIC_TRACE_BENCH_TIMEOUT:-300}" "$here/trace_bench" ${CAUSTIC_TRACE_SCENES:-} \
+        2>&1 | tee "$logs/trace_bench.log"
 fi
-python3 - <<'PY' 2>&1 | tee "$logs/torch.log"
+
+# The Whitted renderer at 1920x1080: GPU frame time against the CPU's.
+if [ "${CAUSTIC_WHITTED_BENCH:-1}" != 0 ] && [ -x "$here/whitted_gpu_bench" ]; then
+    timeout "${CAUSTIC_WHITTED_BENCH_TIMEOUT:-300}" "$here/whitted_gpu_bench" \
+        2>&1 | tee "$logs/whitted_bench.log"
+fi
+
+# Primitives benchmark, then torch.sort on the same GPU.
+primitives_bench() {
+    if [ -x "$here/bench" ]; then
+        timeout "${CAUSTIC_BENCH_TIMEOUT:-120}" "$here/bench" 26 2>&1 | tee "$logs/bench.log"
+    fi
+    python3 - <<'PY' 2>&1 | tee "$logs/torch.log"
 import statistics, torch
 n = 1 << 26
 def median_ms(fn, repeats=20, warm_up=3):
@@ -85,9 +124,14 @@ ms = median_ms(lambda: dst.copy_(src))
 print(f"TORCH copy int32 n=2^26: {ms:.3f} ms, {8 * n / ms / 1e6:.1f} GB/s")
 print(f"TORCH {torch.__version__} on {torch.cuda.get_device_name()}")
 PY
+}
+if [ "${CAUSTIC_PRIMITIVES_BENCH:-1}" != 0 ]; then
+    primitives_bench
+fi
 
 echo "---- summary"
 cat "$summary"
-grep -h -E '^\| |^RESULT' "$logs/bench.log" 2>/dev/null
+grep -h -E '^\| |^RESULT|^GPU BVH2|^WHITTED|^device' "$logs/bench.log" "$logs/trace_bench.log" \
+    "$logs/whitted_bench.log" 2>/dev/null
 grep -h -E "^(TORCH|CUPY)" "$logs/torch.log" 2>/dev/null
 exit $status

@@ -20,7 +20,11 @@
 mod brute_force;
 mod build_input;
 pub mod bvh;
+pub mod grid;
+pub mod kdtree;
+pub mod points;
 pub mod registry;
+mod slab_ray;
 
 pub use brute_force::BruteForce;
 pub use build_input::BuildInput;
@@ -91,6 +95,10 @@ pub struct AccelStats {
     pub bytes: usize,
     /// Primitives the structure was built over.
     pub prims: usize,
+    /// Peak bytes of working memory the build allocated beyond its input
+    /// triangles, as counted by the builder itself (its large scratch and
+    /// output buffers; see each builder's docs); 0 = not measured.
+    pub peak_build_bytes: usize,
 }
 
 /// Whether a ray can be traced: finite origin and direction, a non-zero

@@ -7,7 +7,18 @@ use caustic_geom::Triangle;
 use std::fmt;
 
 /// Every accel name [`build_accel`] knows, in the order reports list them.
-pub const ACCEL_NAMES: &[&str] = &["bvh-binned", "brute"];
+pub const ACCEL_NAMES: &[&str] = &[
+    "bvh-binned",
+    "bvh-binned-staged",
+    "bvh-sweep",
+    "bvh-wide",
+    "lbvh",
+    "hlbvh",
+    "ploc",
+    "kdtree",
+    "grid",
+    "brute",
+];
 
 /// A name that is not in [`ACCEL_NAMES`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +44,31 @@ impl std::error::Error for UnknownAccel {}
 pub fn build_accel(name: &str, triangles: &[Triangle]) -> Result<Box<dyn Accel>, UnknownAccel> {
     match name {
         "bvh-binned" => Ok(Box::new(TriangleBvh::build(triangles))),
+        "bvh-binned-staged" => Ok(Box::new(TriangleBvh::build_with(
+            triangles,
+            &crate::bvh::build::BinnedSahBuilder::new(crate::bvh::build::BinnedSahConfig::STAGED),
+        ))),
+        "bvh-sweep" => Ok(Box::new(TriangleBvh::build_with(
+            triangles,
+            &crate::bvh::build::SweepSahBuilder::default(),
+        ))),
+        "bvh-wide" => Ok(Box::new(crate::bvh::wide::WideTriangleBvh::build(
+            triangles,
+        ))),
+        "lbvh" => Ok(Box::new(TriangleBvh::build_with(
+            triangles,
+            &crate::bvh::build::LbvhBuilder::default(),
+        ))),
+        "hlbvh" => Ok(Box::new(TriangleBvh::build_with(
+            triangles,
+            &crate::bvh::build::HlbvhBuilder::default(),
+        ))),
+        "ploc" => Ok(Box::new(TriangleBvh::build_with(
+            triangles,
+            &crate::bvh::build::PlocBuilder::default(),
+        ))),
+        "kdtree" => Ok(Box::new(crate::kdtree::TriangleKdTree::build(triangles))),
+        "grid" => Ok(Box::new(crate::grid::UniformGrid::build(triangles))),
         "brute" => Ok(Box::new(BruteForce::new(triangles))),
         _ => Err(UnknownAccel {
             name: name.to_owned(),

@@ -2,11 +2,12 @@
 //! protocol (`shared/anchors/PROTOCOL.md`), so the numbers stand next to the
 //! Embree and obvhs harnesses' on the same scene, rays and machine.
 
+use crate::plot;
 use crate::scene_arg::{self, CameraArgs};
 use anyhow::{Context, Result, bail};
 use caustic_accel::{ACCEL_NAMES, Accel, AccelStats, build_accel};
+use caustic_geom::protocol::{self, ProtocolCamera};
 use caustic_geom::{Hit, Ray, Triangle};
-use caustic_render::protocol::{self, ProtocolCamera};
 use caustic_scene::FovAxis;
 use clap::{Args, Subcommand};
 use rayon::prelude::*;
@@ -47,6 +48,9 @@ pub struct AccelBenchArgs {
     /// Append one protocol JSON object per scene and structure to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write an SVG plot of build time against trace time per structure.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     #[command(flatten)]
     camera: CameraArgs,
 }
@@ -132,6 +136,23 @@ fn accel(args: AccelBenchArgs) -> Result<()> {
         }
     }
     print_table(&rows, &args);
+    if let Some(path) = &args.plot {
+        let points: Vec<plot::TradeoffPoint> = rows
+            .iter()
+            .map(|r| plot::TradeoffPoint {
+                series: r.accel.clone(),
+                label: short_name(&r.scene),
+                build_ms: r.build.best_ms,
+                trace_ms: r.primary.timing.best_ms + r.ao.timing.best_ms + r.diffuse.timing.best_ms,
+            })
+            .collect();
+        let title = format!(
+            "caustic bench accel, {}x{} protocol rays",
+            args.width, args.height
+        );
+        plot::build_vs_trace(path, &title, &points)?;
+        eprintln!("wrote {}", path.display());
+    }
     Ok(())
 }
 
@@ -198,7 +219,7 @@ fn protocol_camera(
     height: u32,
 ) -> Result<ProtocolCamera> {
     let camera = args.resolve(scene)?;
-    let mut pc = ProtocolCamera::from(&camera);
+    let mut pc = ProtocolCamera::from_f32(camera.eye, camera.target, camera.up, camera.fov_deg);
     if camera.fov_axis == FovAxis::X {
         let (_, ty) = camera.half_extents(width as f32 / height as f32);
         pc.fov_deg = 2.0 * (ty as f64).atan().to_degrees();
@@ -374,18 +395,15 @@ fn print_table(rows: &[Row], args: &AccelBenchArgs) {
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|");
     for r in rows {
-        let scene = Path::new(&r.scene)
-            .file_name()
-            .map(|f| f.to_string_lossy().to_string())
-            .unwrap_or_else(|| r.scene.clone());
         println!(
-            "| {scene} | {} | {} | {:.1} | {:.2} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {} / {:.6e} | {} | {} / {:.6e} |",
+            "| {} | {} | {} | {:.1} | {:.2} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {} / {:.6e} | {} | {} / {:.6e} |",
+            short_name(&r.scene),
             r.accel,
             r.prims,
             r.build.best_ms,
             r.stats.sah_cost,
             r.stats.nodes,
-            r.stats.bytes as f64 / (1 << 20) as f64,
+            megabytes(r.stats.bytes),
             r.primary.timing.mrays(r.primary.rays).0,
             r.ao.timing.mrays(r.ao.rays).0,
             r.diffuse.timing.mrays(r.diffuse.rays).0,
@@ -396,6 +414,54 @@ fn print_table(rows: &[Row], args: &AccelBenchArgs) {
             r.diffuse_check.1,
         );
     }
+    print_structure_tables(rows);
+}
+
+/// One table per structure over the scenes, with the columns of seed 000's
+/// tables 4.3-4.9: build, ray cast, their sum, SAH cost, nodes and memory.
+/// "Ray cast" is the primary pass (one ray per pixel), as in the thesis.
+fn print_structure_tables(rows: &[Row]) {
+    let mut names: Vec<&str> = Vec::new();
+    for r in rows {
+        if !names.contains(&r.accel.as_str()) {
+            names.push(&r.accel);
+        }
+    }
+    if rows.len() < 2 {
+        return;
+    }
+    for name in names {
+        println!("\n#### {name}\n");
+        println!(
+            "| scene | prims | build ms | ray cast ms | build + ray cast ms | SAH | nodes | MB |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+        for r in rows.iter().filter(|r| r.accel == name) {
+            let cast = r.primary.timing.best_ms;
+            println!(
+                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.1} |",
+                short_name(&r.scene),
+                r.prims,
+                r.build.best_ms,
+                cast,
+                r.build.best_ms + cast,
+                r.stats.sah_cost,
+                r.stats.nodes,
+                megabytes(r.stats.bytes),
+            );
+        }
+    }
+}
+
+fn short_name(scene: &str) -> String {
+    Path::new(scene)
+        .file_name()
+        .map(|f| f.to_string_lossy().to_string())
+        .unwrap_or_else(|| scene.to_string())
+}
+
+fn megabytes(bytes: usize) -> f64 {
+    bytes as f64 / (1 << 20) as f64
 }
 
 fn append_json(path: &Path, r: &Row, camera: &ProtocolCamera, args: &AccelBenchArgs) -> Result<()> {

@@ -3,6 +3,7 @@
 mod bench;
 mod compare;
 mod info;
+mod plot;
 mod render;
 mod scene_arg;
 

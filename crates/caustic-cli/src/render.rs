@@ -3,6 +3,7 @@
 use crate::scene_arg::{self, CameraArgs};
 use anyhow::{Context, Result, bail};
 use caustic_render::whitted::{self, FresnelMode, WhittedSettings};
+use caustic_render::whitted_cuda;
 use caustic_render::{RenderScene, image_io};
 use caustic_scene::{Light, Scene};
 use clap::{Args, ValueEnum};
@@ -57,6 +58,10 @@ pub struct RenderArgs {
     /// No progress bar.
     #[arg(short, long)]
     quiet: bool,
+    /// Where to render: `auto` (CUDA when a driver and GPU are present,
+    /// else the CPU), `cpu`, `cuda` or `cuda:N`.
+    #[arg(long, default_value = "auto")]
+    device: caustic_gpu::Device,
     #[command(flatten)]
     camera: CameraArgs,
 }
@@ -101,13 +106,25 @@ pub fn run(args: RenderArgs) -> Result<()> {
         },
         seed: args.seed,
     };
-    let bar = progress_bar(width as u64 * height as u64, args.quiet);
-    let (film, stats) = whitted::render(&render_scene, &camera, &settings, &|n| bar.inc(n));
-    bar.finish_and_clear();
+    let selection = caustic_gpu::select(args.device)?;
+    eprintln!("{}", selection.message);
+    let (film, stats) = match &selection.gpu {
+        Some(gpu) => whitted_cuda::render(gpu, &render_scene, &camera, &settings)?,
+        None => {
+            let bar = progress_bar(width as u64 * height as u64, args.quiet);
+            let result = whitted::render(&render_scene, &camera, &settings, &|n| bar.inc(n));
+            bar.finish_and_clear();
+            result
+        }
+    };
     image_io::write_image(&film, &output, args.exposure)
         .with_context(|| format!("cannot write {}", output.display()))?;
+    let backend = match &selection.gpu {
+        Some(gpu) => gpu.info().name.clone(),
+        None => format!("{} CPU threads", rayon::current_num_threads()),
+    };
     eprintln!(
-        "wrote {} ({width}x{height}, {} spp, {} triangles, {} build {:.1} ms): {:.2} s, {:.1} M rays, {:.2} Mrays/s on {} threads",
+        "wrote {} ({width}x{height}, {} spp, {} triangles, {} build {:.1} ms): {:.2} s, {:.1} M rays, {:.2} Mrays/s on {backend}",
         output.display(),
         args.spp,
         render_scene.triangles.len(),
@@ -116,7 +133,6 @@ pub fn run(args: RenderArgs) -> Result<()> {
         stats.seconds,
         stats.rays as f64 / 1e6,
         stats.mrays_per_second(),
-        rayon::current_num_threads(),
     );
     Ok(())
 }

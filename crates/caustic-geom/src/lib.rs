@@ -1,12 +1,14 @@
 //! Geometry shared by every caustic crate: axis-aligned boxes, rays, hits,
 //! triangles with the watertight ray/triangle test of Woop, Benthin and Wald
-//! (JCGT 2013), the PCG32 generator and the sampling routines of the ray
-//! protocol (`anchors/PROTOCOL.md`).
+//! (JCGT 2013), the PCG32 generator, and the sampling routines and rays of
+//! the ray protocol (`anchors/PROTOCOL.md`, [`protocol`]).
 //!
 //! Everything is `f32` and built on [`glam`]; colours are linear RGB in a
 //! [`Rgb`] (a `Vec3`), as in the rest of the engine.
 
 mod aabb;
+pub mod morton;
+pub mod protocol;
 mod ray;
 pub mod rng;
 pub mod sampling;

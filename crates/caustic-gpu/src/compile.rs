@@ -3,7 +3,8 @@
 //! Each module is compiled for the device's real architecture (`sm_90` on an
 //! H100), so the driver loads machine code and never JIT-compiles PTX. The
 //! shared `.cuh` headers are handed to NVRTC by name, so `#include
-//! "common.cuh"` works without an include path or a toolkit on disk. The
+//! "common.cuh"` works without an include path or a toolkit on disk; so is
+//! `layout.cuh`, generated from the Rust structs ([`crate::layout`]). The
 //! compiler's log is kept even on success: the compile test fails on any
 //! warning.
 
@@ -15,6 +16,7 @@ use cudarc::nvrtc::sys;
 
 use crate::error::GpuError;
 use crate::kernels::{HEADERS, ModuleId};
+use crate::layout;
 
 /// A CUDA compute capability, such as 9.0 for the H100 and H200.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -178,25 +180,29 @@ impl Program {
     fn create(module: ModuleId) -> Result<Program, GpuError> {
         let source = CString::new(module.source()).expect("kernel sources hold no NUL");
         let name = CString::new(module.file_name()).expect("file names hold no NUL");
-        let header_sources: Vec<CString> = HEADERS
+        // The files of kernels/ plus the generated layout header.
+        let headers = HEADERS
             .iter()
-            .map(|(_, text)| CString::new(*text).expect("headers hold no NUL"))
+            .copied()
+            .chain([(layout::HEADER_NAME, layout::header())]);
+        let header_sources: Vec<CString> = headers
+            .clone()
+            .map(|(_, text)| CString::new(text).expect("headers hold no NUL"))
             .collect();
-        let header_names: Vec<CString> = HEADERS
-            .iter()
-            .map(|(file, _)| CString::new(*file).expect("file names hold no NUL"))
+        let header_names: Vec<CString> = headers
+            .map(|(file, _)| CString::new(file).expect("file names hold no NUL"))
             .collect();
         let source_ptrs: Vec<*const c_char> = header_sources.iter().map(|s| s.as_ptr()).collect();
         let name_ptrs: Vec<*const c_char> = header_names.iter().map(|s| s.as_ptr()).collect();
         let mut raw = std::ptr::null_mut();
         // SAFETY: every pointer is to a NUL-terminated string kept alive in
-        // `_strings` for the program's lifetime; the arrays have HEADERS.len() entries.
+        // `_strings` for the program's lifetime; both arrays have one entry per header.
         unsafe {
             sys::nvrtcCreateProgram(
                 &mut raw,
                 source.as_ptr(),
                 name.as_ptr(),
-                HEADERS.len() as i32,
+                source_ptrs.len() as i32,
                 source_ptrs.as_ptr(),
                 name_ptrs.as_ptr(),
             )

@@ -80,6 +80,8 @@ struct LoadedModule {
 pub(crate) enum Arg {
     U32(u32),
     U64(u64),
+    F32(f32),
+    F64(f64),
 }
 
 impl Arg {
@@ -87,6 +89,8 @@ impl Arg {
         match self {
             Arg::U32(v) => (v as *mut u32).cast(),
             Arg::U64(v) => (v as *mut u64).cast(),
+            Arg::F32(v) => (v as *mut f32).cast(),
+            Arg::F64(v) => (v as *mut f64).cast(),
         }
     }
 }
@@ -100,6 +104,18 @@ impl From<u32> for Arg {
 impl From<u64> for Arg {
     fn from(v: u64) -> Arg {
         Arg::U64(v)
+    }
+}
+
+impl From<f32> for Arg {
+    fn from(v: f32) -> Arg {
+        Arg::F32(v)
+    }
+}
+
+impl From<f64> for Arg {
+    fn from(v: f64) -> Arg {
+        Arg::F64(v)
     }
 }
 
@@ -285,6 +301,24 @@ impl Gpu {
             functions,
             _module: module,
         })
+    }
+
+    /// How many blocks of `threads` threads of `kernel` fit on one
+    /// multiprocessor at once (registers, shared memory, thread slots):
+    /// persistent-thread kernels launch exactly that many per SM.
+    pub(crate) fn resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32, GpuError> {
+        let function = &self.module(kernel.module())?.functions[kernel.index()];
+        self.bind()?;
+        // SAFETY: the function is loaded in this context, which is current.
+        let blocks = unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(
+                function.cu_function(),
+                threads as i32,
+                0,
+            )
+        }
+        .map_err(GpuError::launch(kernel.name()))?;
+        Ok(blocks.max(1) as u32)
     }
 
     /// Queues `kernel` on `blocks` blocks of `threads` threads. `args` must

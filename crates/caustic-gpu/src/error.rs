@@ -82,6 +82,11 @@ pub enum GpuError {
         actual: usize,
     },
 
+    /// An input that breaks an operation's rules (a BVH too deep for the
+    /// traversal stack, say).
+    #[error("invalid {what}: {message}")]
+    Invalid { what: &'static str, message: String },
+
     /// The CUDA libraries loaded but a call into them panicked (a symbol
     /// missing from an older driver, say).
     #[error("the CUDA libraries are unusable ({during}): {message}")]

@@ -11,21 +11,36 @@
 //!   architecture, cached per process and loaded once per device.
 //! - [`ops`]: data-parallel primitives (reduce, scan, compact, split, radix
 //!   sort, segment utilities), each with a CPU twin in [`ops::cpu`].
+//! - [`bvh`], [`trace`], [`rays`]: a `Bvh2` on the device in the CPU's node
+//!   layout ([`layout`] checks the CUDA structs against the Rust ones), its
+//!   closest-hit and any-hit traversal (Aila and Laine's persistent
+//!   while-while), and the ray protocol's rays generated on the device; hits
+//!   equal the CPU traversal's bit for bit.
+//! - [`whitted`]: the device records and kernels of the wavefront Whitted
+//!   renderer (`caustic_render::whitted_cuda`).
 //!
 //! Set `CAUSTIC_GPU_SYNC=1` to synchronise after every launch, so that a
 //! kernel fault is reported as [`GpuError::Launch`] naming that kernel.
 
 pub mod buffer;
+pub mod bvh;
 pub mod compile;
 pub mod context;
 pub mod device;
 pub mod error;
 pub mod kernels;
+pub mod layout;
 pub mod ops;
+pub mod rays;
+pub mod trace;
+pub mod whitted;
 
 pub use buffer::DeviceBuffer;
+pub use bvh::{DeviceBvh, GpuTriangle};
 pub use compile::ComputeCapability;
 pub use context::{DeviceInfo, Gpu, device_count, driver_available};
 pub use device::{Device, Selection, select};
 pub use error::GpuError;
 pub use kernels::{Kernel, ModuleId};
+pub use rays::{PrimaryCamera, SecondaryRays};
+pub use trace::{GpuHit, GpuRay, Tracer};

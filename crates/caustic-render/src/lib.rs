@@ -7,7 +7,8 @@
 //! - [`PinholeCamera`]: primary rays, the exact convention of the Mitsuba
 //!   references and the ray protocol.
 //! - [`whitted`]: the Whitted ray tracer (specular chains from the eye, then
-//!   direct light with shadow rays), parallel over Morton-ordered tiles.
+//!   direct light with shadow rays), parallel over Morton-ordered tiles;
+//!   [`whitted_cuda`]: the same renderer as a CUDA wavefront, same image.
 //! - [`Film`] and [`image_io`]: linear radiance images, EXR and sRGB PNG
 //!   output, and image metrics (RMSE, PSNR) for comparisons.
 
@@ -16,10 +17,11 @@ mod camera;
 mod film;
 pub mod image_io;
 mod lights;
-pub mod protocol;
+pub mod photon;
 mod scene_data;
 pub mod tiles;
 pub mod whitted;
+pub mod whitted_cuda;
 
 pub use camera::PinholeCamera;
 pub use film::Film;

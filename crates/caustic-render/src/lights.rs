@@ -62,6 +62,11 @@ impl AreaLight {
         }
     }
 
+    /// The running area sum over [`AreaLight::triangles`], ending at 1.
+    pub fn cdf(&self) -> &[f32] {
+        &self.cdf
+    }
+
     /// Radiance leaving the light at a point with unit normal `normal`
     /// towards the unit direction `towards` (from the light).
     pub fn radiance(&self, normal: Vec3, towards: Vec3) -> Rgb {

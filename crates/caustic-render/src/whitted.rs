@@ -8,8 +8,13 @@
 //! stratified shadow rays per area light, then stops. This is the quantity
 //! of the `whitted` references in `refs/` (paths E S* L and E S* D L).
 //!
-//! Work is split into 8×8 tiles traced in Morton order by rayon. Every pixel
-//! has its own PCG32 stream, so an image does not depend on the thread count.
+//! Work is split into 8×8 tiles traced in Morton order by rayon.
+//!
+//! Randomness is counter-based ([`draw`]): every random decision seeds a
+//! fresh PCG32 from a key that names it (seed, pixel, sample, the branch
+//! path through the specular tree, purpose), so an image depends neither on
+//! the thread count nor on the order in which work is done, and the CUDA
+//! wavefront renderer (`whitted_cuda`) draws exactly the same numbers.
 //!
 //! Weak branches of the specular tree (weight below [`SPLIT_THRESHOLD`]) are
 //! continued by Russian roulette instead of pruned, so the estimate stays
@@ -18,7 +23,7 @@
 use crate::bsdf::{fresnel_dielectric, fresnel_schlick, reflect, refract};
 use crate::tiles::{Tile, morton_tiles};
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
-use caustic_geom::{Pcg32, Ray, Rgb, Vec2, Vec3};
+use caustic_geom::{Ray, Rgb, Vec2, Vec3};
 use caustic_scene::{Bsdf, Camera, Light, Material};
 use rayon::prelude::*;
 use std::f32::consts::{FRAC_1_PI, PI};
@@ -129,16 +134,93 @@ struct Tracer<'a> {
     settings: &'a WhittedSettings,
 }
 
-/// Per-path state: the pixel's random stream and the ray counter.
-struct PathContext<'r> {
-    rng: Pcg32,
-    rays: &'r mut u64,
+/// The counter-based random numbers shared by the CPU and GPU renderers.
+///
+/// A *path key* names one vertex of the specular tree of one sample:
+/// `sample_key(seed, pixel, sample)` at the primary ray, then
+/// `child_key(parent, branch)` for each specular bounce (`branch` is
+/// [`REFLECT`] or [`REFRACT`]). A decision draws from
+/// `Pcg32::new(key, purpose)`: the key is the generator's initial state and
+/// the purpose its stream, so different decisions at one vertex never share
+/// numbers. Keys mix with the SplitMix64 finaliser; `kernels/whitted.cu`
+/// has the same functions (the GPU tests compare whole images, ray counts
+/// included).
+pub mod draw {
+    use caustic_geom::{Pcg32, Vec2};
+
+    /// Jitter of the primary ray inside its pixel (key: the sample key).
+    pub const CAMERA: u64 = 1;
+    /// Russian roulette of a weak branch (key: the branch's child key).
+    pub const ROULETTE: u64 = 2;
+    /// Area-light samples (key: `light_key(path, light, k)`).
+    pub const LIGHT: u64 = 3;
+    /// Branch bit of a reflected ray (mirror or Fresnel reflection).
+    pub const REFLECT: u64 = 0;
+    /// Branch bit of a refracted ray.
+    pub const REFRACT: u64 = 1;
+
+    /// The SplitMix64 output function: a bijective 64-bit mixer.
+    pub fn fmix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Folds `value` into the key `key`.
+    pub fn mix(key: u64, value: u64) -> u64 {
+        fmix(key ^ fmix(value.wrapping_add(0x9e37_79b9_7f4a_7c15)))
+    }
+
+    /// Key of the primary ray of sample `sample` of pixel `pixel`
+    /// (`y * width + x`).
+    pub fn sample_key(seed: u64, pixel: u64, sample: u32) -> u64 {
+        mix(mix(seed, pixel), sample as u64)
+    }
+
+    /// Key of the ray that leaves the vertex `parent` along `branch`.
+    pub fn child_key(parent: u64, branch: u64) -> u64 {
+        mix(parent, branch)
+    }
+
+    /// Key of the `k`-th shadow sample of area light `light` at the vertex
+    /// `path` (`samples` per light).
+    pub fn light_key(path: u64, light: u32, k: u32, samples: u32) -> u64 {
+        mix(path, light as u64 * samples as u64 + k as u64)
+    }
+
+    /// The first uniform of decision `(key, purpose)`.
+    pub fn uniform(key: u64, purpose: u64) -> f32 {
+        Pcg32::new(key, purpose).next_f32()
+    }
+
+    /// The first two uniforms of decision `(key, purpose)`.
+    pub fn uniform2(key: u64, purpose: u64) -> Vec2 {
+        let mut rng = Pcg32::new(key, purpose);
+        let x = rng.next_f32();
+        Vec2::new(x, rng.next_f32())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn keys_separate_decisions() {
+            assert_eq!(fmix(0), 0);
+            let k = sample_key(0, 0, 0);
+            assert_ne!(k, child_key(k, REFLECT));
+            assert_ne!(child_key(k, REFLECT), child_key(k, REFRACT));
+            assert_ne!(light_key(k, 0, 1, 4), light_key(k, 1, 0, 4));
+            let u = uniform2(k, LIGHT);
+            assert!((0.0..1.0).contains(&u.x) && (0.0..1.0).contains(&u.y));
+        }
+    }
 }
 
-impl PathContext<'_> {
-    fn uniform2(&mut self) -> Vec2 {
-        Vec2::new(self.rng.next_f32(), self.rng.next_f32())
-    }
+/// Per-path state: the ray counter (the random numbers need none, being
+/// keyed by the path itself).
+struct PathContext<'r> {
+    rays: &'r mut u64,
 }
 
 impl Tracer<'_> {
@@ -146,11 +228,7 @@ impl Tracer<'_> {
         let mut out = Vec::with_capacity(tile.pixel_count());
         for y in tile.y0..tile.y1 {
             for x in tile.x0..tile.x1 {
-                let index = y as u64 * self.settings.width as u64 + x as u64;
-                let mut ctx = PathContext {
-                    rng: Pcg32::new(index, self.settings.seed),
-                    rays: &mut *rays,
-                };
+                let mut ctx = PathContext { rays: &mut *rays };
                 out.push(self.render_pixel(camera, x, y, &mut ctx));
             }
         }
@@ -161,24 +239,27 @@ impl Tracer<'_> {
         let spp = self.settings.spp.max(1);
         let grid = (spp as f32).sqrt() as u32;
         let stratified = grid * grid == spp;
+        let pixel = y as u64 * self.settings.width as u64 + x as u64;
         let mut sum = Rgb::ZERO;
         for s in 0..spp {
+            let key = draw::sample_key(self.settings.seed, pixel, s);
             let offset = if spp == 1 {
                 Vec2::splat(0.5)
             } else if stratified {
                 let cell = Vec2::new((s % grid) as f32, (s / grid) as f32);
-                (cell + ctx.uniform2()) / grid as f32
+                (cell + draw::uniform2(key, draw::CAMERA)) / grid as f32
             } else {
-                ctx.uniform2()
+                draw::uniform2(key, draw::CAMERA)
             };
             let ray = camera.ray(x as f32 + offset.x, y as f32 + offset.y);
-            sum += self.radiance(&ray, 0, ctx);
+            sum += self.radiance(&ray, 0, key, ctx);
         }
         sum / spp as f32
     }
 
-    /// Radiance along `ray`, which is the `depth`-th specular bounce.
-    fn radiance(&self, ray: &Ray, depth: u32, ctx: &mut PathContext) -> Rgb {
+    /// Radiance along `ray`, which is the `depth`-th specular bounce and
+    /// has the path key `key`.
+    fn radiance(&self, ray: &Ray, depth: u32, key: u64, ctx: &mut PathContext) -> Rgb {
         *ctx.rays += 1;
         let Some(hit) = self.scene.intersect(ray) else {
             return self.scene.background;
@@ -195,16 +276,17 @@ impl Tracer<'_> {
         let visible = front || material.two_sided;
         match material.bsdf {
             Bsdf::Dielectric { ior, tint } => {
-                radiance += tint * self.dielectric(ray, &surface, ior, depth, ctx);
+                radiance += tint * self.dielectric(ray, &surface, ior, depth, key, ctx);
             }
             Bsdf::Mirror { reflectance } if visible && depth < self.settings.max_depth => {
                 let n = face_towards(surface.shading_normal, -ray.dir);
                 let dir = reflect(ray.dir, n);
                 let next = self.spawn(&surface, dir);
-                radiance += reflectance * self.branch(&next, depth + 1, 1.0, ctx);
+                let child = draw::child_key(key, draw::REFLECT);
+                radiance += reflectance * self.branch(&next, depth + 1, 1.0, child, ctx);
             }
             Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => {
-                radiance += self.direct_light(ray, &surface, material, ctx);
+                radiance += self.direct_light(ray, &surface, material, key, ctx);
             }
             _ => {}
         }
@@ -218,6 +300,7 @@ impl Tracer<'_> {
         surface: &SurfaceHit,
         ior: f32,
         depth: u32,
+        key: u64,
         ctx: &mut PathContext,
     ) -> Rgb {
         if depth >= self.settings.max_depth {
@@ -237,14 +320,16 @@ impl Tracer<'_> {
         let mut radiance = Rgb::ZERO;
         if reflectance > 0.0 {
             let next = self.spawn(surface, reflect(ray.dir, n));
-            radiance += self.branch(&next, depth + 1, reflectance, ctx);
+            let child = draw::child_key(key, draw::REFLECT);
+            radiance += self.branch(&next, depth + 1, reflectance, child, ctx);
         }
         let transmitted = (reflectance < 1.0)
             .then(|| refract(ray.dir, n, eta))
             .flatten();
         if let Some(dir) = transmitted {
             let next = self.spawn(surface, dir);
-            radiance += self.branch(&next, depth + 1, 1.0 - reflectance, ctx);
+            let child = draw::child_key(key, draw::REFRACT);
+            radiance += self.branch(&next, depth + 1, 1.0 - reflectance, child, ctx);
         }
         radiance
     }
@@ -252,12 +337,13 @@ impl Tracer<'_> {
     /// Traces a branch of weight `weight`, returning its weighted radiance;
     /// weak branches survive Russian roulette with probability
     /// `weight / SPLIT_THRESHOLD` and are then weighted by the threshold.
-    fn branch(&self, ray: &Ray, depth: u32, weight: f32, ctx: &mut PathContext) -> Rgb {
+    /// `key` is the branch's own path key.
+    fn branch(&self, ray: &Ray, depth: u32, weight: f32, key: u64, ctx: &mut PathContext) -> Rgb {
         if weight >= SPLIT_THRESHOLD {
-            return weight * self.radiance(ray, depth, ctx);
+            return weight * self.radiance(ray, depth, key, ctx);
         }
-        if ctx.rng.next_f32() * SPLIT_THRESHOLD < weight {
-            SPLIT_THRESHOLD * self.radiance(ray, depth, ctx)
+        if draw::uniform(key, draw::ROULETTE) * SPLIT_THRESHOLD < weight {
+            SPLIT_THRESHOLD * self.radiance(ray, depth, key, ctx)
         } else {
             Rgb::ZERO
         }
@@ -276,6 +362,7 @@ impl Tracer<'_> {
         ray: &Ray,
         surface: &SurfaceHit,
         material: &Material,
+        key: u64,
         ctx: &mut PathContext,
     ) -> Rgb {
         let wo = -ray.dir;
@@ -310,10 +397,11 @@ impl Tracer<'_> {
             }
         }
         let samples = self.settings.light_samples.max(1);
-        for light in &self.scene.area_lights {
+        for (index, light) in self.scene.area_lights.iter().enumerate() {
             let mut sum = Rgb::ZERO;
             for k in 0..samples {
-                let u = ctx.uniform2();
+                let light_key = draw::light_key(key, index as u32, k, samples);
+                let u = draw::uniform2(light_key, draw::LIGHT);
                 let u = Vec2::new((k as f32 + u.x) / samples as f32, u.y);
                 let sample = light.sample(&self.scene.triangles, u);
                 let to_light = sample.point - origin;

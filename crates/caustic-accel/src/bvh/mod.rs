@@ -15,6 +15,7 @@ pub mod build;
 mod node;
 pub mod traverse;
 mod triangle_bvh;
+pub mod wide;
 
 pub use node::BvhNode;
 pub use triangle_bvh::TriangleBvh;

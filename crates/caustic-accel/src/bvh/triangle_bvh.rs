@@ -14,6 +14,7 @@ use super::traverse::{RayBoxTest, traverse};
 use super::{Bvh2, MAX_DEPTH, sah_cost};
 use crate::{Accel, AccelStats, BuildInput, is_traceable};
 use caustic_geom::{Hit, Ray, RayTriangleTest, Triangle};
+use rayon::prelude::*;
 use std::time::Instant;
 
 /// A binary BVH over triangles with its triangles in leaf order.
@@ -32,14 +33,23 @@ impl TriangleBvh {
     }
 
     /// Builds with `builder`; `stats().build_ms` covers the boxes, the
-    /// build and the reordering of the triangles.
+    /// build and the reordering of the triangles. `stats().peak_build_bytes`
+    /// is the [`BuildInput`] plus the larger of the builder's own peak and
+    /// the output (tree and triangle copies), or 0 when the builder does
+    /// not count its memory.
     pub fn build_with(triangles: &[Triangle], builder: &dyn Bvh2Builder) -> Self {
         let start = Instant::now();
         let input = BuildInput::from_triangles(triangles);
-        let bvh = builder.build(&input);
+        let (bvh, builder_peak) = builder.build_with_peak(&input);
         let leaf_triangles = in_leaf_order(&bvh, triangles);
         let build_ms = start.elapsed().as_secs_f64() * 1e3;
-        Self::assemble(bvh, leaf_triangles, builder.name(), build_ms)
+        let mut accel = Self::assemble(bvh, leaf_triangles, builder.name(), build_ms);
+        if builder_peak > 0 {
+            let input_bytes = std::mem::size_of_val(input.bounds.as_slice())
+                + std::mem::size_of_val(input.centroids.as_slice());
+            accel.stats.peak_build_bytes = input_bytes + builder_peak.max(accel.stats.bytes);
+        }
+        accel
     }
 
     /// Wraps a hierarchy built elsewhere (another builder, a GPU, a file)
@@ -71,6 +81,7 @@ impl TriangleBvh {
             },
             bytes,
             prims: shape.prims,
+            peak_build_bytes: 0,
         };
         Self {
             bvh,
@@ -92,10 +103,12 @@ impl TriangleBvh {
 
 /// `triangles` permuted into the order of the leaf slots.
 fn in_leaf_order(bvh: &Bvh2, triangles: &[Triangle]) -> Vec<Triangle> {
-    bvh.prim_indices
-        .iter()
-        .map(|&id| triangles[id as usize])
-        .collect()
+    let gather = |&id: &u32| triangles[id as usize];
+    if bvh.prim_indices.len() >= 16 * 1024 {
+        bvh.prim_indices.par_iter().map(gather).collect()
+    } else {
+        bvh.prim_indices.iter().map(gather).collect()
+    }
 }
 
 /// The smallest `f32` above `x` (`f32::next_up`, which is newer than the

@@ -6,7 +6,7 @@
 
 use caustic_geom::{Aabb, Vec3, Vec3A};
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Zeroable)]
 pub(crate) struct BuildBox {
     pub min: Vec3A,
     pub max: Vec3A,
@@ -46,15 +46,25 @@ impl BuildBox {
         self.max = self.max.max(p);
     }
 
+    #[inline(always)]
+    pub fn grow_a(&mut self, p: Vec3A) {
+        self.min = self.min.min(p);
+        self.max = self.max.max(p);
+    }
+
+    /// Twice the box's center, `min + max`: the split point of the binned
+    /// and sweep builders (the factor 2 cancels in every comparison and
+    /// saves a multiply per primitive).
+    #[inline(always)]
+    pub fn center2(&self) -> Vec3A {
+        self.min + self.max
+    }
+
     /// Half the surface area; 0 for the empty box.
     #[inline(always)]
     pub fn half_area(&self) -> f32 {
         let e = (self.max - self.min).max(Vec3A::ZERO);
         e.x * e.y + e.y * e.z + e.z * e.x
-    }
-
-    pub fn extent(&self) -> Vec3 {
-        (self.max - self.min).into()
     }
 
     pub fn largest_axis(&self) -> usize {

@@ -8,8 +8,24 @@
 
 mod binned_sah;
 mod build_box;
+mod fragment;
+mod hlbvh;
+mod lbvh;
+mod linked_tree;
+mod memory;
+mod morton_order;
+mod ploc;
+mod radix_sort;
+mod sorted_sweep;
+mod sweep_sah;
 
-pub use binned_sah::{BinnedSahBuilder, BinnedSahConfig, MAX_BINS};
+pub use binned_sah::{BinStage, BinnedSahBuilder, BinnedSahConfig, FIVE_STAGES, MAX_BINS};
+pub use hlbvh::{HlbvhBuilder, HlbvhConfig};
+pub use lbvh::{LbvhBuilder, LbvhConfig};
+pub use memory::PeakMemory;
+pub use morton_order::MortonBits;
+pub use ploc::{PlocBuilder, PlocConfig};
+pub use sweep_sah::{SweepSahBuilder, SweepSahConfig};
 
 use super::Bvh2;
 use crate::BuildInput;
@@ -23,6 +39,12 @@ pub trait Bvh2Builder: Send + Sync {
     /// Never panics on degenerate input (no primitives, coincident centroids,
     /// NaN or infinite boxes).
     fn build(&self, input: &BuildInput) -> Bvh2;
+
+    /// [`Self::build`] plus the peak bytes of working memory the builder
+    /// counted (see [`PeakMemory`]); 0 when it does not count.
+    fn build_with_peak(&self, input: &BuildInput) -> (Bvh2, usize) {
+        (self.build(input), 0)
+    }
 }
 
 /// Runs [`Bvh2::validate`] in debug builds and panics with the builder's

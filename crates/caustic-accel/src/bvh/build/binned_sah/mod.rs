@@ -1,11 +1,13 @@
 //! `bvh-binned`: top-down SAH BVH construction with binning, after Wald,
 //! "On fast Construction of SAH-based Bounding Volume Hierarchies" (IEEE
-//! Symposium on Interactive Ray Tracing, 2007).
+//! Symposium on Interactive Ray Tracing, 2007), with the multi-stage bin
+//! schedule of Zeidan's thesis (seed 000, §4.6) as an option.
 //!
-//! Each node projects its primitives' centroids into `bins` equal bins over
-//! the centroid box on each of the three axes, sweeps the bin boundaries
-//! with prefix and suffix boxes, and takes the cheapest plane by the surface
-//! area heuristic
+//! Each large node projects its primitives' centroids into `bins` equal bins
+//! over the centroid box on each of the three axes (all three bin indices
+//! computed at once in SIMD lanes), sweeps the bin boundaries with prefix
+//! and suffix boxes, and takes the cheapest plane by the surface area
+//! heuristic
 //!
 //! `C_trav + C_isect * (A_L N_L + A_R N_R) / A`
 //!
@@ -14,61 +16,110 @@
 //! anyway when it holds more than `max_leaf_size`, so that bound is hard.
 //! When binning finds no plane with primitives on both sides (all centroids
 //! in one bin: coincident, or too close for `f32` bins) the node falls back
-//! to an object-median split on the widest centroid axis.
+//! to an object-median split on the widest centroid axis. The partition that
+//! applies a plane also gathers both children's centroid boxes, so a level
+//! costs two passes over its primitives (bin, partition).
+//!
+//! Stages: with a schedule ([`BinnedSahConfig::stages`]) the bin count
+//! depends on the node's size, many bins where a plane decides the most and
+//! few where binning would cost more than it finds. Whatever the schedule,
+//! subtrees of at most `sweep_max_prims` primitives (most nodes of a tree,
+//! since leaves hold one or two) skip binning: they are sorted once on each
+//! axis and built with the exact SAH sweep of [`small`], whose planes are
+//! at least as good as binned ones. The named presets are
+//! [`BinnedSahConfig::DEFAULT`] (`bvh-binned`: 32 bins) and
+//! [`BinnedSahConfig::STAGED`] (`bvh-binned-staged`: [`FIVE_STAGES`]).
 //!
 //! Depth bound: a node at depth `d` with `n` primitives keeps
 //! `d + ceil(log2 n) <= MAX_DEPTH` by switching to median splits when the
 //! budget runs out, which halves `n` per level. So no leaf is deeper than
-//! [`MAX_DEPTH`], whatever the input (a geometric series of sizes would
-//! otherwise peel a few primitives per level), and the traversal's fixed
-//! stack cannot overflow.
-//!
-//! Cost: nodes of at most 24 primitives (most nodes) sort their
-//! primitives by bin instead of filling bins, which finds the same plane
-//! (proved by a test) without touching `3 * bins` bins per node, and apply
-//! it by permuting into that order. Larger nodes bin and then partition in
-//! place without data-dependent branches. The working boxes are `Vec3A`
-//! (`BuildBox`), so growing a box is one SIMD min and max. The optional
-//! per-size bin schedule of the multi-stage variant is not here yet; it
-//! would slot into `BinMapping::new`.
+//! `MAX_DEPTH`, whatever the input, and the traversal's fixed stack cannot
+//! overflow.
 //!
 //! Parallelism: subtrees of at least `parallel_min_prims` primitives are
 //! built with `rayon::join`; the first levels, where one node holds most of
 //! the input, also bin in parallel (`par_chunks` then a reduction of the bin
 //! arrays). Primitive references are partitioned in place, and parallel
 //! subtrees own disjoint slices of them. Below the parallel size a subtree is
-//! built by plain recursion into one `Vec` (a fragment); fragments are copied
-//! once, in parallel, into the final depth-first node array, with child
-//! indices relocated. No allocation happens per node.
+//! built by plain recursion into one fragment ([`super::fragment`]), copied
+//! once into the final depth-first node array. No allocation happens per
+//! node. The tree depends only on the input, not on the thread count: ties
+//! go to lower primitive ids wherever the order within a node could matter.
 //!
-//! Non-finite primitives (see [`BuildInput::is_placeable`]) are never hit, so
-//! they are kept out of the binning and parked in one leaf with the empty
-//! box, a child of the root; that leaf alone may exceed `max_leaf_size`.
+//! Memory (counted for `peak_build_bytes`): a 48-byte [`PrimRef`] per
+//! primitive, the fragments (two nodes per primitive of their subtree), and
+//! the output nodes and indices; bins and small-node scratch live on the
+//! stack. Non-finite primitives (see [`BuildInput::is_placeable`]) are never
+//! hit, so they are kept out of the binning and parked in one leaf with the
+//! empty box, a child of the root; that leaf alone may exceed
+//! `max_leaf_size`.
 
+mod small;
 mod split;
 
 use super::build_box::BuildBox;
+use super::fragment::{Body, Subtree, assemble, unplaceable_ids};
+use super::memory::PeakMemory;
+use super::sorted_sweep::SahRules;
 use super::{Bvh2Builder, debug_validate};
 use crate::BuildInput;
-use crate::bvh::{Bvh2, BvhNode, MAX_DEPTH};
+use crate::bvh::{Bvh2, BvhNode};
 use bytemuck::Zeroable;
-use caustic_geom::{Aabb, Vec3};
 use rayon::prelude::*;
-use split::{
-    BinMapping, BinSplit, SMALL_NODE, Split, best_binned_plane, best_sorted_plane, median_split,
-    partition, reorder,
-};
+use small::{SWEEP_MAX, SmallScratch, small_subtree};
+use split::{BinMapping, Split, best_binned_plane, median_split, partition};
 
-/// Upper bound of [`BinnedSahConfig::bins`] (bins live on the stack).
+/// Upper bound of the bin counts (bins live on the stack).
 pub const MAX_BINS: usize = 64;
 
+/// One stage of a bin schedule: nodes of at least `min_prims` primitives
+/// (and fewer than the previous stage's bound) use `bins` bins per axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BinStage {
+    pub min_prims: usize,
+    pub bins: usize,
+}
+
+/// The five-stage schedule of [`BinnedSahConfig::STAGED`]. Seed 000 uses
+/// five stages but gives neither their bounds nor their bin counts; these
+/// are ours: 64 bins from 2^16 primitives, 32 from 2^12, 16 from 2^8, 8
+/// down to the exact-sweep size, and the exact sweep below it as the fifth
+/// stage (`sweep_max_prims`). Fewer bins as nodes shrink keep the binning
+/// work per primitive about proportional to what a plane can still gain.
+pub const FIVE_STAGES: &[BinStage] = &[
+    BinStage {
+        min_prims: 1 << 16,
+        bins: 64,
+    },
+    BinStage {
+        min_prims: 1 << 12,
+        bins: 32,
+    },
+    BinStage {
+        min_prims: 1 << 8,
+        bins: 16,
+    },
+    BinStage {
+        min_prims: 0,
+        bins: 8,
+    },
+];
+
 /// Tuning of [`BinnedSahBuilder`]. The presets are the supported points;
-/// other values work as long as `2 <= bins <= MAX_BINS` and
+/// other values work as long as every bin count is in `2..=MAX_BINS`,
+/// stages are listed by decreasing `min_prims`, `sweep_max_prims <= 64` and
 /// `1 <= min_leaf_size <= max_leaf_size`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BinnedSahConfig {
-    /// Bins per axis (Wald 2007 found 16 to 32 enough to match a full sweep).
+    /// Bins per axis when `stages` is empty (Wald 2007 found 16 to 32
+    /// enough to match a full sweep).
     pub bins: usize,
+    /// Multi-stage schedule: a node uses the first stage whose `min_prims`
+    /// it reaches, else `bins`. Empty: one stage of `bins`.
+    pub stages: &'static [BinStage],
+    /// Subtrees of at most this many primitives are built by the exact
+    /// sweep instead of binning (0 bins everywhere); at most 64.
+    pub sweep_max_prims: usize,
     /// Nodes with at most this many primitives are always leaves.
     pub min_leaf_size: usize,
     /// Nodes with more primitives are always split: a hard leaf-size bound.
@@ -85,9 +136,12 @@ pub struct BinnedSahConfig {
 }
 
 impl BinnedSahConfig {
-    /// 32 bins, leaves of 1 to 8 primitives, unit costs: the `bvh-binned` default.
+    /// 32 bins, exact sweep for subtrees of up to 64 primitives, leaves of
+    /// 1 to 8 primitives, unit costs: the `bvh-binned` default.
     pub const DEFAULT: Self = Self {
         bins: 32,
+        stages: &[],
+        sweep_max_prims: SWEEP_MAX,
         min_leaf_size: 1,
         max_leaf_size: 8,
         traversal_cost: 1.0,
@@ -108,6 +162,12 @@ impl BinnedSahConfig {
         ..Self::DEFAULT
     };
 
+    /// The five-stage schedule [`FIVE_STAGES`]: `bvh-binned-staged`.
+    pub const STAGED: Self = Self {
+        stages: FIVE_STAGES,
+        ..Self::DEFAULT
+    };
+
     /// The same settings on one thread (for timing or reproducing).
     #[must_use]
     pub const fn sequential(self) -> Self {
@@ -115,6 +175,23 @@ impl BinnedSahConfig {
             parallel_min_prims: usize::MAX,
             parallel_binning_min_prims: usize::MAX,
             ..self
+        }
+    }
+
+    /// Bins per axis for a node of `n` primitives.
+    pub fn bins_for(&self, n: usize) -> usize {
+        self.stages
+            .iter()
+            .find(|stage| n >= stage.min_prims)
+            .map_or(self.bins, |stage| stage.bins)
+    }
+
+    fn rules(&self) -> SahRules {
+        SahRules {
+            min_leaf_size: self.min_leaf_size,
+            max_leaf_size: self.max_leaf_size,
+            traversal_cost: self.traversal_cost,
+            intersection_cost: self.intersection_cost,
         }
     }
 }
@@ -125,7 +202,7 @@ impl Default for BinnedSahConfig {
     }
 }
 
-/// The binned SAH builder (`bvh-binned`); see the module docs.
+/// The binned SAH builder (`bvh-binned`, `bvh-binned-staged`); see the module docs.
 #[derive(Clone, Debug, Default)]
 pub struct BinnedSahBuilder {
     pub config: BinnedSahConfig,
@@ -133,9 +210,22 @@ pub struct BinnedSahBuilder {
 
 impl BinnedSahBuilder {
     pub fn new(config: BinnedSahConfig) -> Self {
+        let bin_range = 2..=MAX_BINS;
         assert!(
-            (2..=MAX_BINS).contains(&config.bins),
+            bin_range.contains(&config.bins)
+                && config.stages.iter().all(|s| bin_range.contains(&s.bins)),
             "bins must be in 2..={MAX_BINS}"
+        );
+        assert!(
+            config
+                .stages
+                .windows(2)
+                .all(|w| w[0].min_prims > w[1].min_prims),
+            "stages must be listed by decreasing min_prims"
+        );
+        assert!(
+            config.sweep_max_prims <= SWEEP_MAX,
+            "sweep_max_prims must be at most {SWEEP_MAX}"
         );
         assert!(
             1 <= config.min_leaf_size && config.min_leaf_size <= config.max_leaf_size,
@@ -147,62 +237,102 @@ impl BinnedSahBuilder {
 
 impl Bvh2Builder for BinnedSahBuilder {
     fn name(&self) -> &'static str {
-        "bvh-binned"
+        if self.config.stages.is_empty() {
+            "bvh-binned"
+        } else {
+            "bvh-binned-staged"
+        }
     }
 
     fn build(&self, input: &BuildInput) -> Bvh2 {
-        let bvh = Build {
+        self.build_with_peak(input).0
+    }
+
+    fn build_with_peak(&self, input: &BuildInput) -> (Bvh2, usize) {
+        let memory = PeakMemory::new();
+        let build = Build {
             config: &self.config,
-        }
-        .run(input);
+            rules: self.config.rules(),
+            memory: &memory,
+        };
+        let bvh = build.run(input);
         debug_validate(self.name(), &bvh, input);
-        bvh
+        (bvh, memory.peak())
     }
 }
 
-/// A primitive as the builder moves it around: 48 bytes, partitioned in
-/// place, so binning streams through memory instead of gathering.
-#[derive(Clone, Copy, Debug)]
-struct PrimRef {
-    bounds: BuildBox,
-    centroid: Vec3,
-    id: u32,
+/// The primitive references of a node, as two parallel arrays moved
+/// together: the boxes, which binning streams through (32 bytes each), and
+/// the primitive ids, which only ride along. The split point of a primitive
+/// is the center of its box (see the module docs).
+struct Refs<'a> {
+    boxes: &'a mut [BuildBox],
+    ids: &'a mut [u32],
 }
 
-/// Box and centroid box of a node's primitives.
+impl<'a> Refs<'a> {
+    fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    fn split_at(self, k: usize) -> (Refs<'a>, Refs<'a>) {
+        let (left_boxes, right_boxes) = self.boxes.split_at_mut(k);
+        let (left_ids, right_ids) = self.ids.split_at_mut(k);
+        (
+            Refs {
+                boxes: left_boxes,
+                ids: left_ids,
+            },
+            Refs {
+                boxes: right_boxes,
+                ids: right_ids,
+            },
+        )
+    }
+
+    #[inline(always)]
+    fn swap(&mut self, i: usize, j: usize) {
+        self.boxes.swap(i, j);
+        self.ids.swap(i, j);
+    }
+}
+
+/// Box of a node's primitives and box of their split points (doubled box
+/// centers, [`BuildBox::center2`]).
 #[derive(Clone, Copy, Debug)]
 struct NodeInfo {
     bounds: BuildBox,
-    centroid_bounds: BuildBox,
+    centers: BuildBox,
 }
 
 impl NodeInfo {
     const EMPTY: Self = Self {
         bounds: BuildBox::EMPTY,
-        centroid_bounds: BuildBox::EMPTY,
+        centers: BuildBox::EMPTY,
     };
 
-    fn add(mut self, prim: &PrimRef) -> Self {
-        self.bounds = self.bounds.union(prim.bounds);
-        self.centroid_bounds.grow(prim.centroid);
+    #[inline(always)]
+    fn add(mut self, b: &BuildBox) -> Self {
+        self.bounds = self.bounds.union(*b);
+        self.centers.grow_a(b.center2());
         self
     }
 
     fn merge(self, other: Self) -> Self {
         Self {
             bounds: self.bounds.union(other.bounds),
-            centroid_bounds: self.centroid_bounds.union(other.centroid_bounds),
+            centers: self.centers.union(other.centers),
         }
     }
 
-    fn of(prims: &[PrimRef], parallel: bool) -> Self {
+    fn of(boxes: &[BuildBox], parallel: bool) -> Self {
         if parallel {
-            prims
+            boxes
                 .par_iter()
                 .fold(|| Self::EMPTY, Self::add)
                 .reduce(|| Self::EMPTY, Self::merge)
         } else {
-            prims.iter().fold(Self::EMPTY, Self::add)
+            boxes.iter().fold(Self::EMPTY, Self::add)
         }
     }
 }
@@ -210,189 +340,125 @@ impl NodeInfo {
 /// One build: the config plus the recursive steps.
 struct Build<'a> {
     config: &'a BinnedSahConfig,
-}
-
-/// A built subtree whose node indices are relative to the start of its body:
-/// the root record (stored by the parent, next to its sibling) and the nodes
-/// below it.
-struct Subtree {
-    root: BvhNode,
-    body: Body,
-}
-
-/// Nodes below a subtree's root, laid out as: both children, the left
-/// child's body, the right child's body.
-enum Body {
-    /// Built by one thread; inner nodes' `first` is relative to the vector start.
-    Flat(Vec<BvhNode>),
-    /// Built by two parallel tasks; `len` counts every node below.
-    Pair {
-        len: usize,
-        children: Box<[Subtree; 2]>,
-    },
-}
-
-impl Body {
-    fn len(&self) -> usize {
-        match self {
-            Body::Flat(nodes) => nodes.len(),
-            Body::Pair { len, .. } => *len,
-        }
-    }
-
-    /// Copies the body into `out`, which starts at global index `base`,
-    /// turning relative child indices into global ones.
-    fn write(&self, out: &mut [BvhNode], base: u32) {
-        match self {
-            Body::Flat(nodes) => {
-                for (slot, node) in out.iter_mut().zip(nodes) {
-                    *slot = relocate(*node, base);
-                }
-            }
-            Body::Pair { children, .. } => {
-                let [left, right] = &**children;
-                let left_base = base + 2;
-                let right_base = left_base + left.body.len() as u32;
-                out[0] = relocate(left.root, left_base);
-                out[1] = relocate(right.root, right_base);
-                let (left_out, right_out) = out[2..].split_at_mut(left.body.len());
-                rayon::join(
-                    || left.body.write(left_out, left_base),
-                    || right.body.write(right_out, right_base),
-                );
-            }
-        }
-    }
-}
-
-/// Moves an inner node's child index by `base`; leaves are unchanged.
-#[inline]
-fn relocate(mut node: BvhNode, base: u32) -> BvhNode {
-    if !node.is_leaf() {
-        node.first += base;
-    }
-    node
-}
-
-/// `ceil(log2(n))` for `n >= 1`: the depth a median-split subtree of `n`
-/// single-primitive leaves needs.
-fn ceil_log2(n: usize) -> usize {
-    (usize::BITS - (n.max(1) - 1).leading_zeros()) as usize
+    rules: SahRules,
+    memory: &'a PeakMemory,
 }
 
 impl Build<'_> {
     fn run(&self, input: &BuildInput) -> Bvh2 {
         let n = input.len();
         assert!(n <= u32::MAX as usize, "at most 2^32 - 1 primitives");
-        if n == 0 {
-            return Bvh2::empty();
-        }
         let parallel = n >= self.config.parallel_binning_min_prims;
-        let (mut refs, parked) = prim_refs(input, parallel);
-        if refs.is_empty() {
-            return parked_only(parked);
-        }
-        let info = NodeInfo::of(&refs, parallel);
-        // With parked primitives the finite tree hangs one level lower.
-        let depth = usize::from(!parked.is_empty());
-        let tree = self.subtree(&mut refs, 0, info, depth);
-        let mut prim_indices: Vec<u32> = refs.iter().map(|r| r.id).collect();
-        let finite_count = prim_indices.len() as u32;
-        prim_indices.extend_from_slice(&parked);
-        let nodes = if parked.is_empty() {
-            flatten(tree, &[])
+        let (mut boxes, mut ids, info) = prim_refs(input, parallel);
+        self.memory.alloc_array::<BuildBox>(n);
+        self.memory.alloc_array::<u32>(n);
+        let parked = if ids.len() == n {
+            Vec::new()
         } else {
-            let park = BvhNode::leaf(Aabb::EMPTY, finite_count, parked.len() as u32);
-            flatten(tree, &[park])
+            unplaceable_ids(input)
         };
-        Bvh2 {
-            nodes,
-            prim_indices,
-        }
+        // With parked primitives the placed tree hangs one level lower.
+        let depth = usize::from(!parked.is_empty());
+        let tree = (!ids.is_empty()).then(|| {
+            let refs = Refs {
+                boxes: &mut boxes,
+                ids: &mut ids,
+            };
+            self.subtree(refs, 0, info, depth)
+        });
+        drop(boxes);
+        self.memory.free_array::<BuildBox>(n);
+        // The ids are now in leaf order: they are the prim index array.
+        assemble(tree, ids, &parked, self.memory)
     }
 
     /// Builds the subtree over `refs` (slots `offset ..` of the final prim
     /// index array), in parallel while it is large enough.
-    fn subtree(
-        &self,
-        refs: &mut [PrimRef],
-        offset: usize,
-        info: NodeInfo,
-        depth: usize,
-    ) -> Subtree {
-        if refs.len() < self.config.parallel_min_prims {
-            let mut body = Vec::with_capacity(2 * refs.len());
-            let root = self.sequential(refs, offset, info, depth, &mut body);
+    fn subtree(&self, mut refs: Refs, offset: usize, info: NodeInfo, depth: usize) -> Subtree {
+        let n = refs.len();
+        if n < self.config.parallel_min_prims || n <= self.config.sweep_max_prims {
+            self.memory.alloc_array::<BvhNode>(2 * n);
+            let mut body = Vec::with_capacity(2 * n);
+            let scratch = &mut SmallScratch::new();
+            let root = self.sequential(refs, offset, info, depth, &mut body, scratch);
             return Subtree {
                 root,
                 body: Body::Flat(body),
             };
         }
-        let Some(split) = self.split(refs, &info, depth) else {
-            return Subtree {
-                root: BvhNode::leaf(info.bounds.to_aabb(), offset as u32, refs.len() as u32),
-                body: Body::Flat(Vec::new()),
-            };
+        let Some(split) = self.split(&mut refs, &info, depth) else {
+            return Subtree::leaf(info.bounds.to_aabb(), offset, n);
         };
-        let (left_refs, right_refs) = refs.split_at_mut(split.left_count);
+        let (left_refs, right_refs) = refs.split_at(split.left_count);
         let right_offset = offset + split.left_count;
         let (left, right) = rayon::join(
             || self.subtree(left_refs, offset, split.left, depth + 1),
             || self.subtree(right_refs, right_offset, split.right, depth + 1),
         );
-        Subtree {
-            root: BvhNode::inner(info.bounds.to_aabb(), 0),
-            body: Body::Pair {
-                len: 2 + left.body.len() + right.body.len(),
-                children: Box::new([left, right]),
-            },
-        }
+        Subtree::pair(info.bounds.to_aabb(), left, right)
     }
 
     /// Single-threaded recursion: pushes the nodes below this one into `out`
     /// (children as a pair, then their subtrees) and returns this node.
     fn sequential(
         &self,
-        refs: &mut [PrimRef],
+        mut refs: Refs,
         offset: usize,
         info: NodeInfo,
         depth: usize,
         out: &mut Vec<BvhNode>,
+        scratch: &mut SmallScratch,
     ) -> BvhNode {
-        let Some(split) = self.split(refs, &info, depth) else {
-            return BvhNode::leaf(info.bounds.to_aabb(), offset as u32, refs.len() as u32);
+        let n = refs.len();
+        if n <= self.config.sweep_max_prims {
+            let bounds = info.bounds;
+            return small_subtree(refs, scratch, self.rules, bounds, offset, depth, out);
+        }
+        let Some(split) = self.split(&mut refs, &info, depth) else {
+            return BvhNode::leaf(info.bounds.to_aabb(), offset as u32, n as u32);
         };
         let pair = out.len();
         out.extend([BvhNode::zeroed(); 2]);
-        let (left_refs, right_refs) = refs.split_at_mut(split.left_count);
-        let left = self.sequential(left_refs, offset, split.left, depth + 1, out);
-        let right_offset = offset + split.left_count;
-        let right = self.sequential(right_refs, right_offset, split.right, depth + 1, out);
+        let k = split.left_count;
+        let (left_refs, right_refs) = refs.split_at(k);
+        let left = self.sequential(left_refs, offset, split.left, depth + 1, out, scratch);
+        let (right_info, right_depth) = (split.right, depth + 1);
+        let right = self.sequential(
+            right_refs,
+            offset + k,
+            right_info,
+            right_depth,
+            out,
+            scratch,
+        );
         out[pair] = left;
         out[pair + 1] = right;
         BvhNode::inner(info.bounds.to_aabb(), pair as u32)
     }
 
     /// Decides leaf or split for a node and, for a split, partitions `refs`.
-    fn split(&self, refs: &mut [PrimRef], info: &NodeInfo, depth: usize) -> Option<Split> {
+    /// A leaf's ids are put in increasing order, so that leaves do not
+    /// depend on how partitions ordered them (its boxes are not read again).
+    fn split(&self, refs: &mut Refs, info: &NodeInfo, depth: usize) -> Option<Split> {
+        let split = self.find_split(refs, info, depth);
+        if split.is_none() {
+            refs.ids.sort_unstable();
+        }
+        split
+    }
+
+    fn find_split(&self, refs: &mut Refs, info: &NodeInfo, depth: usize) -> Option<Split> {
         let n = refs.len();
-        if n <= self.config.min_leaf_size {
+        if n <= self.rules.min_leaf_size {
             return None;
         }
-        let must_split = n > self.config.max_leaf_size;
-        let sah_allowed = depth + ceil_log2(n) < MAX_DEPTH;
+        let must_split = n > self.rules.max_leaf_size;
         let parallel = n >= self.config.parallel_binning_min_prims;
-        if sah_allowed {
-            let mapping = BinMapping::new(&info.centroid_bounds, self.config.bins);
-            if n <= SMALL_NODE {
-                if let Some((plan, order)) = best_sorted_plane(refs, &mapping) {
-                    if !must_split && self.leaf_is_cheaper(n, info, &plan) {
-                        return None;
-                    }
-                    return Some(reorder(refs, &order, &plan));
-                }
-            } else if let Some(plan) = best_binned_plane(refs, &mapping, parallel) {
-                if !must_split && self.leaf_is_cheaper(n, info, &plan) {
+        if SahRules::sah_allowed(n, depth) {
+            let mapping = BinMapping::new(&info.centers, self.config.bins_for(n));
+            if let Some(plan) = best_binned_plane(refs.boxes, &mapping, parallel) {
+                let half_area = info.bounds.half_area();
+                if !must_split && self.rules.leaf_is_cheaper(n, half_area, plan.weighted_area) {
                     return None;
                 }
                 return Some(partition(refs, &mapping, &plan));
@@ -400,81 +466,61 @@ impl Build<'_> {
         }
         must_split.then(|| median_split(refs, info, parallel))
     }
-
-    /// SAH leaf test, multiplied through by the node's area so that flat or
-    /// point-like nodes (area 0) need no division.
-    fn leaf_is_cheaper(&self, n: usize, info: &NodeInfo, plan: &BinSplit) -> bool {
-        let area = info.bounds.half_area();
-        let leaf = self.config.intersection_cost * n as f32 * area;
-        let split =
-            self.config.traversal_cost * area + self.config.intersection_cost * plan.weighted_area;
-        leaf <= split
-    }
 }
 
-/// Splits the input into placeable primitive references and the ids of the
-/// non-finite primitives to park.
-fn prim_refs(input: &BuildInput, parallel: bool) -> (Vec<PrimRef>, Vec<u32>) {
-    let make = |i: usize| {
-        input.is_placeable(i).then(|| PrimRef {
-            bounds: BuildBox::from_aabb(input.bounds[i]),
-            centroid: input.centroids[i],
-            id: i as u32,
-        })
-    };
-    let refs: Vec<PrimRef> = if parallel {
-        (0..input.len()).into_par_iter().filter_map(make).collect()
-    } else {
-        (0..input.len()).filter_map(make).collect()
-    };
-    let parked = if refs.len() == input.len() {
-        Vec::new()
-    } else {
-        (0..input.len())
-            .filter(|&i| !input.is_placeable(i))
-            .map(|i| i as u32)
-            .collect()
-    };
-    (refs, parked)
-}
+/// Primitives per rayon task when the references are made in parallel.
+const REF_CHUNK: usize = 16 * 1024;
 
-/// The hierarchy when no primitive is placeable: one leaf with the empty box.
-fn parked_only(parked: Vec<u32>) -> Bvh2 {
-    Bvh2 {
-        nodes: vec![BvhNode::leaf(Aabb::EMPTY, 0, parked.len() as u32)],
-        prim_indices: parked,
-    }
-}
-
-/// Lays the built tree out as one node array, root first. With `extra` (the
-/// parked leaf), a new root holds the tree and that leaf as its children.
-fn flatten(tree: Subtree, extra: &[BvhNode]) -> Vec<BvhNode> {
-    let (root, body) = match extra {
-        [] => (tree.root, tree.body),
-        [park] => {
-            let bounds = tree.root.bounds();
-            let len = 2 + tree.body.len();
-            let park = Subtree {
-                root: *park,
-                body: Body::Flat(Vec::new()),
-            };
-            let body = Body::Pair {
-                len,
-                children: Box::new([tree, park]),
-            };
-            (BvhNode::inner(bounds, 0), body)
+/// The placeable primitives' boxes and ids, in id order, and their
+/// [`NodeInfo`], in one pass over the input.
+fn prim_refs(input: &BuildInput, parallel: bool) -> (Vec<BuildBox>, Vec<u32>, NodeInfo) {
+    // Zeroed memory comes straight from the allocator, so the pass below
+    // is the only one over it.
+    let mut boxes: Vec<BuildBox> = bytemuck::zeroed_vec(input.len());
+    let mut ids: Vec<u32> = bytemuck::zeroed_vec(input.len());
+    let fill = |first: usize, boxes: &mut [BuildBox], ids: &mut [u32]| {
+        let mut info = NodeInfo::EMPTY;
+        let mut all_placeable = true;
+        for (offset, (b, id)) in boxes.iter_mut().zip(ids.iter_mut()).enumerate() {
+            let i = first + offset;
+            *b = BuildBox::from_aabb(input.bounds[i]);
+            *id = i as u32;
+            if input.is_placeable(i) {
+                info = info.add(b);
+            } else {
+                all_placeable = false;
+            }
         }
-        _ => unreachable!("at most one extra leaf"),
+        (info, all_placeable)
     };
-    let mut nodes = bytemuck::zeroed_vec(1 + body.len());
-    nodes[0] = relocate(root, 1);
-    body.write(&mut nodes[1..], 1);
-    nodes
+    let merge = |(a, x): (NodeInfo, bool), (b, y): (NodeInfo, bool)| (a.merge(b), x && y);
+    let (info, all_placeable) = if parallel {
+        boxes
+            .par_chunks_mut(REF_CHUNK)
+            .zip(ids.par_chunks_mut(REF_CHUNK))
+            .enumerate()
+            .map(|(c, (boxes, ids))| fill(c * REF_CHUNK, boxes, ids))
+            .reduce(|| (NodeInfo::EMPTY, true), merge)
+    } else {
+        fill(0, &mut boxes, &mut ids)
+    };
+    if !all_placeable {
+        let placeable = |&id: &u32| input.is_placeable(id as usize);
+        boxes = ids
+            .iter()
+            .filter(|id| placeable(id))
+            .map(|&id| boxes[id as usize])
+            .collect();
+        ids.retain(placeable);
+    }
+    (boxes, ids, info)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bvh::MAX_DEPTH;
+    use caustic_geom::{Aabb, Vec3};
 
     fn point_input(points: &[Vec3]) -> BuildInput {
         BuildInput {
@@ -490,15 +536,6 @@ mod tests {
         let bvh = BinnedSahBuilder::new(config).build(input);
         bvh.validate(&input.bounds).unwrap();
         bvh
-    }
-
-    #[test]
-    fn ceil_log2_values() {
-        let got: Vec<usize> = [1, 2, 3, 4, 5, 8, 9]
-            .iter()
-            .map(|&n| ceil_log2(n))
-            .collect();
-        assert_eq!(got, [0, 1, 2, 2, 3, 3, 4]);
     }
 
     #[test]
@@ -619,5 +656,53 @@ mod tests {
             let shape = build(&point_input(&points), config).shape();
             assert!(shape.max_leaf_size <= max_leaf_size);
         }
+    }
+
+    #[test]
+    fn the_schedule_picks_bins_by_node_size() {
+        let staged = BinnedSahConfig::STAGED;
+        let got: Vec<usize> = [1 << 20, 1 << 16, 65_535, 4096, 300, 255, 40]
+            .map(|n| staged.bins_for(n))
+            .to_vec();
+        assert_eq!(got, [64, 64, 32, 32, 16, 8, 8]);
+        assert_eq!(BinnedSahConfig::DEFAULT.bins_for(1 << 20), 32);
+    }
+
+    #[test]
+    fn every_small_node_path_setting_builds_valid_trees() {
+        let mut state = 99u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state % 64) as f32
+        };
+        let points: Vec<Vec3> = (0..3000)
+            .map(|_| Vec3::new(next(), next(), next()))
+            .collect();
+        let input = point_input(&points);
+        for sweep_max_prims in [0, 1, 2, 9, 32, SWEEP_MAX] {
+            for stages in [&[][..], FIVE_STAGES] {
+                let config = BinnedSahConfig {
+                    sweep_max_prims,
+                    stages,
+                    parallel_min_prims: 256,
+                    parallel_binning_min_prims: 1024,
+                    ..BinnedSahConfig::DEFAULT
+                };
+                let parallel = build(&input, config);
+                assert_eq!(parallel, build(&input, config.sequential()));
+                assert!(parallel.shape().max_leaf_size <= 8);
+            }
+        }
+    }
+
+    #[test]
+    fn peak_memory_covers_the_references_and_the_output() {
+        let points: Vec<Vec3> = (0..2000).map(|i| Vec3::new(i as f32, 0.0, 0.0)).collect();
+        let input = point_input(&points);
+        let (bvh, peak) = BinnedSahBuilder::default().build_with_peak(&input);
+        let output = bvh.nodes.len() * 32 + bvh.prim_indices.len() * 4;
+        assert!(peak >= output + 48 * 2000, "{peak}");
     }
 }

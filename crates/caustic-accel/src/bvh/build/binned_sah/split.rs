@@ -1,22 +1,20 @@
-//! Finding and applying one node's split for the binned SAH builder:
+//! Finding and applying one large node's split for the binned SAH builder:
 //! binning on three axes, the prefix/suffix sweep over bin planes, the
-//! sorted equivalent for small nodes, the in-place partition, and the
-//! object-median fallback.
+//! in-place partition (which also gathers both children's centroid boxes),
+//! and the object-median fallback. Small nodes take the exact sweep of
+//! [`super::small`] instead.
 
-use super::{NodeInfo, PrimRef};
+use super::{NodeInfo, Refs};
 use crate::bvh::build::build_box::BuildBox;
-use caustic_geom::Vec3;
+use crate::bvh::build::sorted_sweep::{half_areas, sort_key};
+use glam::{Vec3A, Vec4};
 use rayon::prelude::*;
-
-/// Nodes with at most this many primitives find their binned plane by
-/// sorting rather than by filling and sweeping bins, which would cost more
-/// than the primitives themselves. Both give the same plane. At most 32
-/// (sort keys pack the index in 5 bits).
-pub(super) const SMALL_NODE: usize = 24;
-const _: () = assert!(SMALL_NODE <= 32 && super::MAX_BINS <= 64);
 
 /// Primitives per rayon task when binning in parallel.
 const BIN_CHUNK: usize = 16 * 1024;
+
+/// Runs of at least this many primitives bin into two sets of bins.
+const TWO_SETS_MIN: usize = 256;
 
 /// A node split into `left_count` primitives (the front of its slice) and the rest.
 pub(super) struct Split {
@@ -40,38 +38,69 @@ pub(super) struct BinSplit {
 
 /// Maps centroids to bin indices; shared by binning and partitioning so both
 /// classify every primitive identically.
+///
+/// Bin `k` holds the coordinates with `(c - min) * bins / extent` in
+/// `[k, k + 1)`. Computed as `f = (c - origin) * scale` with the origin
+/// moved half a bin up, so that rounding `f` to the nearest integer is that
+/// floor; `f` is clamped to `[0, bins - 1]` and rounded by adding
+/// [`ROUNDER`]: the sum lies in `[2^23, 2^24)`, where `f32` holds exactly
+/// the integers, so its low mantissa bits are the bin (a coordinate exactly
+/// on a boundary may round either way, which only moves the boundary by a
+/// tie). This is two clamps, an add and a mask per lane instead of a
+/// saturating float-to-int conversion, and the mask keeps any index (even
+/// from a NaN) inside the bin arrays.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct BinMapping {
-    origin: Vec3,
-    scale: Vec3,
+    /// Centroid box minimum plus half a bin.
+    origin: Vec3A,
+    /// Bins per unit length; 0 on axes where the centroids do not spread
+    /// (or spread too little for a finite scale), which cannot split.
+    scale: Vec3A,
+    /// `bins - 1` in every lane: the upper clamp of `f`.
+    top: Vec3A,
     bins: usize,
 }
 
+/// `1.5 * 2^23`: adding it to an `f32` in `[-2^22, 2^22]` rounds it to an
+/// integer held in the low mantissa bits; see [`BinMapping`].
+const ROUNDER: f32 = 12_582_912.0;
+
 impl BinMapping {
     pub fn new(centroid_bounds: &BuildBox, bins: usize) -> Self {
-        let extent = centroid_bounds.extent();
-        let scale = Vec3::select(
-            extent.cmpgt(Vec3::ZERO),
-            Vec3::splat(bins as f32) / extent,
-            Vec3::ZERO,
-        );
+        debug_assert!((2..=super::MAX_BINS).contains(&bins));
+        let extent = centroid_bounds.max - centroid_bounds.min;
+        let scale = Vec3A::splat(bins as f32) / extent;
+        let usable = extent.cmpgt(Vec3A::ZERO) & scale.is_finite_mask();
+        let scale = Vec3A::select(usable, scale, Vec3A::ZERO);
+        let half_bin = Vec3A::select(usable, 0.5 / scale, Vec3A::ZERO);
         Self {
-            origin: centroid_bounds.min.into(),
+            origin: centroid_bounds.min + half_bin,
             scale,
+            top: Vec3A::splat((bins - 1) as f32),
             bins,
         }
     }
 
-    /// Axes along which the centroids are spread (others cannot split).
-    fn axes(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..3).filter(|&axis| self.scale[axis] > 0.0)
+    /// Bins of `c` on the three axes, computed together in SIMD lanes;
+    /// `B`, a power of two at least `bins`, is the size of the bin arrays.
+    #[inline(always)]
+    pub fn bins_of<const B: usize>(&self, c: Vec3A) -> [usize; 3] {
+        let f = ((c - self.origin) * self.scale)
+            .max(Vec3A::ZERO)
+            .min(self.top);
+        let f = f + Vec3A::splat(ROUNDER);
+        let [x, y, z] = f.to_array().map(|v| v.to_bits() as usize & (B - 1));
+        [x, y, z]
     }
 
-    /// Bin of `c` on `axis`. The float-to-int cast saturates (NaN gives 0,
-    /// overflow the top bin), so a degenerate scale cannot index out of range.
+    /// Bin of the coordinate `x` on `axis`: the same `f32` operations as
+    /// that lane of [`Self::bins_of`] (the clamps differ only for NaN, which
+    /// a usable axis never produces), so binning and partitioning agree.
     #[inline(always)]
-    pub fn bin(&self, c: Vec3, axis: usize) -> usize {
-        (((c[axis] - self.origin[axis]) * self.scale[axis]) as usize).min(self.bins - 1)
+    pub fn bin(&self, x: f32, axis: usize) -> usize {
+        let f = (x - self.origin[axis]) * self.scale[axis];
+        let f = f.max(0.0).min(self.top[axis]) + ROUNDER;
+        f.to_bits() as usize & (super::MAX_BINS - 1)
     }
 }
 
@@ -88,19 +117,42 @@ impl<const B: usize> Bins<B> {
         counts: [[0; B]; 3],
     };
 
-    fn add(&mut self, prims: &[PrimRef], mapping: &BinMapping) {
-        for prim in prims {
-            for axis in 0..3 {
-                let bin = mapping.bin(prim.centroid, axis);
-                self.bounds[axis][bin] = self.bounds[axis][bin].union(prim.bounds);
-                self.counts[axis][bin] += 1;
-            }
+    #[inline(always)]
+    fn add_one(&mut self, prim: &BuildBox, mapping: &BinMapping) {
+        let bins = mapping.bins_of::<B>(prim.center2());
+        for (axis, &bin) in bins.iter().enumerate() {
+            let slot = &mut self.bounds[axis][bin];
+            *slot = slot.union(*prim);
+            self.counts[axis][bin] += 1;
         }
     }
 
-    fn merge(mut self, other: Self) -> Self {
+    /// Bins of `prims`. Large runs alternate between two sets of bins:
+    /// neighbouring primitives of a mesh often share a bin, and growing the
+    /// same box twice in a row waits for the first store; the sets are
+    /// merged at the end.
+    fn of(prims: &[BuildBox], mapping: &BinMapping) -> Self {
+        let mut bins = Self::EMPTY;
+        if prims.len() < TWO_SETS_MIN {
+            prims.iter().for_each(|prim| bins.add_one(prim, mapping));
+            return bins;
+        }
+        let mut other = Self::EMPTY;
+        let mut pairs = prims.chunks_exact(2);
+        for pair in &mut pairs {
+            bins.add_one(&pair[0], mapping);
+            other.add_one(&pair[1], mapping);
+        }
+        pairs
+            .remainder()
+            .iter()
+            .for_each(|prim| bins.add_one(prim, mapping));
+        bins.merge(&other, mapping.bins)
+    }
+
+    fn merge(mut self, other: &Self, used: usize) -> Self {
         for axis in 0..3 {
-            for bin in 0..B {
+            for bin in 0..used {
                 self.bounds[axis][bin] = self.bounds[axis][bin].union(other.bounds[axis][bin]);
                 self.counts[axis][bin] += other.counts[axis][bin];
             }
@@ -111,16 +163,16 @@ impl<const B: usize> Bins<B> {
 
 /// The cheapest binned plane with primitives on both sides over all three
 /// axes (the first axis wins ties), or `None` when all centroids share a bin
-/// on every axis. For nodes above [`SMALL_NODE`] primitives; smaller ones use
-/// [`best_sorted_plane`].
+/// on every axis.
 pub(super) fn best_binned_plane(
-    prims: &[PrimRef],
+    prims: &[BuildBox],
     mapping: &BinMapping,
     parallel: bool,
 ) -> Option<BinSplit> {
     // Arrays sized to the bin count, so small configs touch less memory.
     match mapping.bins {
-        0..=8 => binned_plane::<8>(prims, mapping, parallel),
+        0..=4 => binned_plane::<4>(prims, mapping, parallel),
+        5..=8 => binned_plane::<8>(prims, mapping, parallel),
         9..=16 => binned_plane::<16>(prims, mapping, parallel),
         17..=32 => binned_plane::<32>(prims, mapping, parallel),
         _ => binned_plane::<{ super::MAX_BINS }>(prims, mapping, parallel),
@@ -130,344 +182,256 @@ pub(super) fn best_binned_plane(
 /// Bins `prims` on all three axes (over rayon tasks when `parallel`), then sweeps.
 #[inline(never)]
 fn binned_plane<const B: usize>(
-    prims: &[PrimRef],
+    prims: &[BuildBox],
     mapping: &BinMapping,
     parallel: bool,
 ) -> Option<BinSplit> {
+    let used = mapping.bins;
     let bins = if parallel {
         prims
             .par_chunks(BIN_CHUNK)
-            .map(|chunk| {
-                let mut bins = Bins::<B>::EMPTY;
-                bins.add(chunk, mapping);
-                bins
-            })
-            .reduce(|| Bins::EMPTY, Bins::merge)
+            .map(|chunk| Bins::<B>::of(chunk, mapping))
+            .reduce(|| Bins::EMPTY, |a, b| a.merge(&b, used))
     } else {
-        let mut bins = Bins::<B>::EMPTY;
-        bins.add(prims, mapping);
-        bins
+        Bins::<B>::of(prims, mapping)
     };
-    let used = mapping.bins;
-    let mut best = Best::default();
-    for axis in mapping.axes() {
-        sweep_bins::<B>(
-            &bins.bounds[axis][..used],
-            &bins.counts[axis][..used],
-            axis,
-            &mut best,
-        );
-    }
-    best.0
+    best_plane(&bins, mapping)
 }
 
-/// Offers every plane between bins of one axis: a suffix sweep for the
-/// right sides, then a prefix sweep for the left sides.
-fn sweep_bins<const B: usize>(bounds: &[BuildBox], counts: &[u32], axis: usize, best: &mut Best) {
-    let mut right_bounds = [BuildBox::EMPTY; B];
-    let mut right_counts = [0usize; B];
-    let (mut acc, mut count) = (BuildBox::EMPTY, 0);
-    for i in (1..bounds.len()).rev() {
-        acc = acc.union(bounds[i]);
-        count += counts[i] as usize;
-        right_bounds[i] = acc;
+/// The cheapest plane between bins with primitives on both sides: the
+/// three axes are swept together, one SIMD lane each (suffix costs from the
+/// right, then a running minimum from the left with lane masks, so there
+/// are no data-dependent branches). The first axis and the leftmost plane
+/// win ties; infinite and NaN costs (overflowing areas) never win; axes whose centroids
+/// do not spread have every primitive in bin 0, so no plane of theirs has
+/// both sides filled.
+fn best_plane<const B: usize>(bins: &Bins<B>, mapping: &BinMapping) -> Option<BinSplit> {
+    let used = mapping.bins;
+    let lanes = |i: usize| {
+        let [x, y, z] = [0, 1, 2].map(|axis| bins.counts[axis][i] as f32);
+        Vec4::new(x, y, z, 0.0)
+    };
+    let boxes = |i: usize| [0, 1, 2].map(|axis| bins.bounds[axis][i]);
+    let mut right_costs = [Vec4::ZERO; B];
+    let mut right_counts = [Vec4::ZERO; B];
+    let (mut acc, mut count) = ([BuildBox::EMPTY; 3], Vec4::ZERO);
+    for i in (1..used).rev() {
+        let bin = boxes(i);
+        acc = std::array::from_fn(|axis| acc[axis].union(bin[axis]));
+        count += lanes(i);
+        right_costs[i] = half_areas(&acc) * count;
         right_counts[i] = count;
     }
-    let (mut left_bounds, mut left_count) = (BuildBox::EMPTY, 0);
-    for i in 1..bounds.len() {
-        left_bounds = left_bounds.union(bounds[i - 1]);
-        left_count += counts[i - 1] as usize;
-        if left_count > 0 && right_counts[i] > 0 {
-            best.offer(
-                axis,
-                i,
-                (left_count, left_bounds),
-                (right_counts[i], right_bounds[i]),
-            );
+    let (mut best_cost, mut best_plane) = (Vec4::splat(f32::INFINITY), Vec4::ZERO);
+    let (mut acc, mut count) = ([BuildBox::EMPTY; 3], Vec4::ZERO);
+    for i in 1..used {
+        let bin = boxes(i - 1);
+        acc = std::array::from_fn(|axis| acc[axis].union(bin[axis]));
+        count += lanes(i - 1);
+        let cost = half_areas(&acc) * count + right_costs[i];
+        let both_sides = count.cmpgt(Vec4::ZERO) & right_counts[i].cmpgt(Vec4::ZERO);
+        let better = both_sides & cost.cmplt(best_cost);
+        best_cost = Vec4::select(better, cost, best_cost);
+        best_plane = Vec4::select(better, Vec4::splat(i as f32), best_plane);
+    }
+    let mut winner: Option<(usize, f32)> = None;
+    for axis in 0..3 {
+        let cost = best_cost[axis];
+        if best_plane[axis] > 0.0 && winner.is_none_or(|(_, best)| cost < best) {
+            winner = Some((axis, cost));
         }
     }
-}
-
-/// A small node's primitives sorted by bin along the chosen axis: sort keys
-/// `bin << 5 | index` (16 bits hold 64 bins and 32 primitives).
-pub(super) type SortedOrder = [u16; SMALL_NODE];
-
-/// The binned plane of a small node, found by sorting its primitives by bin
-/// instead of filling bins, with the winning axis's order. A plane between
-/// two occupied bins `a < b` splits like every plane in `a + 1 ..= b`, and
-/// the bin sweep keeps the leftmost of equal costs, so offering `a + 1`
-/// finds exactly the plane [`best_binned_plane`] finds.
-pub(super) fn best_sorted_plane(
-    prims: &[PrimRef],
-    mapping: &BinMapping,
-) -> Option<(BinSplit, SortedOrder)> {
-    let n = prims.len();
-    debug_assert!(n <= SMALL_NODE);
-    let mut best = Best::default();
-    let mut best_keys = [0u16; SMALL_NODE];
-    for axis in mapping.axes() {
-        let mut keys = [0u16; SMALL_NODE];
-        for (key, (i, prim)) in keys.iter_mut().zip(prims.iter().enumerate()) {
-            *key = ((mapping.bin(prim.centroid, axis) << 5) | i) as u16;
-        }
-        keys[..n].sort_unstable();
-        let bin_of = |k: usize| usize::from(keys[k] >> 5);
-        let bounds = |k: usize| prims[usize::from(keys[k] & 31)].bounds;
-        // Right sides as costs only; the winner's box is rebuilt at the end.
-        let mut right_costs = [0.0f32; SMALL_NODE];
-        let mut acc = BuildBox::EMPTY;
-        for k in (1..n).rev() {
-            acc = acc.union(bounds(k));
-            right_costs[k] = acc.half_area() * (n - k) as f32;
-        }
-        let mut left_bounds = BuildBox::EMPTY;
-        let mut improved = false;
-        for (k, &right_cost) in right_costs.iter().enumerate().take(n).skip(1) {
-            left_bounds = left_bounds.union(bounds(k - 1));
-            if bin_of(k - 1) != bin_of(k) {
-                let bin = bin_of(k - 1) + 1;
-                let left = (k, left_bounds);
-                improved |= best.offer_cost(axis, bin, left, right_cost, BuildBox::EMPTY);
-            }
-        }
-        if improved {
-            best_keys = keys;
-        }
-    }
-    let mut plan = best.0?;
-    plan.right_bounds = best_keys[plan.left_count..n]
-        .iter()
-        .fold(BuildBox::EMPTY, |b, &key| {
-            b.union(prims[usize::from(key & 31)].bounds)
-        });
-    Some((plan, best_keys))
-}
-
-/// Applies a small node's plane by permuting its primitives into the sorted
-/// order of the plane's axis (no comparisons, so no mispredicted branches),
-/// which puts the left side first.
-pub(super) fn reorder(prims: &mut [PrimRef], order: &SortedOrder, plan: &BinSplit) -> Split {
-    let n = prims.len();
-    let mut copy = [prims[0]; SMALL_NODE];
-    copy[..n].copy_from_slice(prims);
-    for (prim, key) in prims.iter_mut().zip(order) {
-        *prim = copy[usize::from(key & 31)];
-    }
-    let (left, right) = prims.split_at(plan.left_count);
-    Split {
-        left_count: plan.left_count,
-        left: NodeInfo {
-            bounds: plan.left_bounds,
-            centroid_bounds: centroid_bounds(left),
-        },
-        right: NodeInfo {
-            bounds: plan.right_bounds,
-            centroid_bounds: centroid_bounds(right),
-        },
-    }
-}
-
-/// The cheapest plane offered so far. Offers come in axis order, then plane
-/// order, and only a strictly cheaper one replaces the best, so the first
-/// axis and the leftmost plane win ties; NaN costs (overflowing areas) never
-/// win.
-#[derive(Default)]
-struct Best(Option<BinSplit>);
-
-impl Best {
-    /// Offers a plane given both sides; returns whether it became the best.
-    #[inline(always)]
-    fn offer(
-        &mut self,
-        axis: usize,
-        bin: usize,
-        left: (usize, BuildBox),
-        right: (usize, BuildBox),
-    ) -> bool {
-        let right_cost = right.1.half_area() * right.0 as f32;
-        self.offer_cost(axis, bin, left, right_cost, right.1)
-    }
-
-    /// Offers a plane whose right side's `A_R N_R` is already known (its box
-    /// may be filled in later); returns whether it became the best.
-    #[inline(always)]
-    fn offer_cost(
-        &mut self,
-        axis: usize,
-        bin: usize,
-        left: (usize, BuildBox),
-        right_cost: f32,
-        right_bounds: BuildBox,
-    ) -> bool {
-        let weighted_area = left.1.half_area() * left.0 as f32 + right_cost;
-        let better = match &self.0 {
-            None => !weighted_area.is_nan(),
-            Some(best) => weighted_area < best.weighted_area,
-        };
-        if better {
-            self.0 = Some(BinSplit {
-                axis,
-                bin,
-                weighted_area,
-                left_count: left.0,
-                left_bounds: left.1,
-                right_bounds,
-            });
-        }
-        better
-    }
-}
-
-/// Moves the primitives left of the plane to the front of `prims`, in
-/// place. Lomuto style with an unconditional swap, so the loop has no
-/// data-dependent branch to mispredict; the sides' centroid boxes are
-/// gathered afterwards in two streaming passes.
-pub(super) fn partition(prims: &mut [PrimRef], mapping: &BinMapping, plan: &BinSplit) -> Split {
-    let mut left_count = 0;
-    for j in 0..prims.len() {
-        let goes_left = mapping.bin(prims[j].centroid, plan.axis) < plan.bin;
-        prims.swap(left_count, j);
-        left_count += usize::from(goes_left);
-    }
-    debug_assert_eq!(
-        left_count, plan.left_count,
-        "partition disagrees with the bins"
-    );
-    let (left, right) = prims.split_at(left_count);
-    Split {
+    let (axis, weighted_area) = winner?;
+    let bin = best_plane[axis] as usize;
+    let side = |range: std::ops::Range<usize>| {
+        range.fold((BuildBox::EMPTY, 0), |(b, n), i| {
+            (
+                b.union(bins.bounds[axis][i]),
+                n + bins.counts[axis][i] as usize,
+            )
+        })
+    };
+    let ((left_bounds, left_count), (right_bounds, _)) = (side(0..bin), side(bin..used));
+    Some(BinSplit {
+        axis,
+        bin,
+        weighted_area,
         left_count,
-        left: NodeInfo {
-            bounds: plan.left_bounds,
-            centroid_bounds: centroid_bounds(left),
-        },
-        right: NodeInfo {
-            bounds: plan.right_bounds,
-            centroid_bounds: centroid_bounds(right),
-        },
-    }
-}
-
-/// Box of the primitives' centroids.
-fn centroid_bounds(prims: &[PrimRef]) -> BuildBox {
-    prims.iter().fold(BuildBox::EMPTY, |mut b, p| {
-        b.grow(p.centroid);
-        b
+        left_bounds,
+        right_bounds,
     })
 }
 
-/// Object-median split on the widest centroid axis: the fallback when
-/// binning cannot separate the primitives, and the depth-bounding split.
-pub(super) fn median_split(prims: &mut [PrimRef], info: &NodeInfo, parallel: bool) -> Split {
-    let axis = info.centroid_bounds.largest_axis();
-    let mid = prims.len() / 2;
-    prims.select_nth_unstable_by(mid, |a, b| a.centroid[axis].total_cmp(&b.centroid[axis]));
+/// Moves the primitives left of the plane to the front of `prims`, in
+/// place, and gathers both sides' centroid boxes on the way (Hoare style:
+/// runs of primitives already on their side are only read, the others are
+/// swapped in pairs).
+pub(super) fn partition(refs: &mut Refs, mapping: &BinMapping, plan: &BinSplit) -> Split {
+    let axis = plan.axis;
+    let goes_left = |b: &BuildBox| mapping.bin(b.min[axis] + b.max[axis], axis) < plan.bin;
+    let (mut left, mut right) = (BuildBox::EMPTY, BuildBox::EMPTY);
+    let (mut i, mut j) = (0, refs.len());
+    loop {
+        while i < j && goes_left(&refs.boxes[i]) {
+            left.grow_a(refs.boxes[i].center2());
+            i += 1;
+        }
+        while i < j && !goes_left(&refs.boxes[j - 1]) {
+            right.grow_a(refs.boxes[j - 1].center2());
+            j -= 1;
+        }
+        if i == j {
+            break;
+        }
+        // boxes[i] goes right, boxes[j - 1] goes left.
+        right.grow_a(refs.boxes[i].center2());
+        left.grow_a(refs.boxes[j - 1].center2());
+        refs.swap(i, j - 1);
+        i += 1;
+        j -= 1;
+    }
+    debug_assert_eq!(i, plan.left_count, "partition disagrees with the bins");
+    Split {
+        left_count: i,
+        left: NodeInfo {
+            bounds: plan.left_bounds,
+            centers: left,
+        },
+        right: NodeInfo {
+            bounds: plan.right_bounds,
+            centers: right,
+        },
+    }
+}
+
+/// Object-median split on the widest axis of the split points (ties by
+/// id): the fallback when binning cannot separate the primitives, and the
+/// depth-bounding split. Rare, so it sorts a copy of the references.
+pub(super) fn median_split(refs: &mut Refs, info: &NodeInfo, parallel: bool) -> Split {
+    let axis = info.centers.largest_axis();
+    let mid = refs.len() / 2;
+    let mut keyed: Vec<(u64, BuildBox, u32)> = refs
+        .boxes
+        .iter()
+        .zip(refs.ids.iter())
+        .map(|(b, &id)| (sort_key(b.center2()[axis], id), *b, id))
+        .collect();
+    keyed.select_nth_unstable_by_key(mid, |entry| entry.0);
+    for (k, (_, b, id)) in keyed.into_iter().enumerate() {
+        refs.boxes[k] = b;
+        refs.ids[k] = id;
+    }
+    let (left, right) = refs.boxes.split_at(mid);
     Split {
         left_count: mid,
-        left: NodeInfo::of(&prims[..mid], parallel),
-        right: NodeInfo::of(&prims[mid..], parallel),
+        left: NodeInfo::of(left, parallel),
+        right: NodeInfo::of(right, parallel),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use caustic_geom::{Aabb, Pcg32};
+    use caustic_geom::{Aabb, Pcg32, Vec3};
 
-    fn random_prims(n: usize, rng: &mut Pcg32) -> Vec<PrimRef> {
-        (0..n)
-            .map(|id| {
-                // Coarse coordinates so several centroids share bins.
+    /// Boxes around coarse points, so several split points share bins.
+    fn random_boxes(n: usize, rng: &mut Pcg32) -> (Vec<BuildBox>, Vec<u32>) {
+        let boxes = (0..n)
+            .map(|_| {
                 let mut coord = || (rng.next_u32() % 16) as f32;
                 let c = Vec3::new(coord(), coord(), coord());
                 let r = Vec3::new(coord(), coord(), coord()) * 0.1;
-                PrimRef {
-                    bounds: BuildBox::from_aabb(Aabb::new(c - r, c + r)),
-                    centroid: c,
-                    id: id as u32,
-                }
+                BuildBox::from_aabb(Aabb::new(c - r, c + r))
             })
-            .collect()
-    }
-
-    #[test]
-    fn sorted_and_binned_sweeps_choose_the_same_plane() {
-        let mut rng = Pcg32::new(3, 4);
-        for trial in 0..500 {
-            let n = 2 + trial % (SMALL_NODE - 1);
-            let prims = random_prims(n, &mut rng);
-            let info = NodeInfo::of(&prims, false);
-            for bins in [2, 5, 8, 13, 32, 64] {
-                let mapping = BinMapping::new(&info.centroid_bounds, bins);
-                let sorted = best_sorted_plane(&prims, &mapping).map(|(plan, _)| plan);
-                let binned = binned_plane::<64>(&prims, &mapping, false);
-                assert_eq!(sorted, binned, "{n} prims, {bins} bins");
-            }
-        }
+            .collect();
+        (boxes, (0..n as u32).collect())
     }
 
     #[test]
     fn parallel_binning_matches_sequential() {
-        let prims = random_prims(3 * BIN_CHUNK + 17, &mut Pcg32::new(5, 6));
-        let info = NodeInfo::of(&prims, true);
-        let mapping = BinMapping::new(&info.centroid_bounds, 32);
+        let (boxes, _) = random_boxes(3 * BIN_CHUNK + 17, &mut Pcg32::new(5, 6));
+        let info = NodeInfo::of(&boxes, true);
+        let mapping = BinMapping::new(&info.centers, 32);
         assert_eq!(
-            binned_plane::<32>(&prims, &mapping, true),
-            binned_plane::<32>(&prims, &mapping, false)
+            binned_plane::<32>(&boxes, &mapping, true),
+            binned_plane::<32>(&boxes, &mapping, false)
         );
+    }
+
+    #[test]
+    fn bins_stay_in_range() {
+        let b = BuildBox::from_aabb(Aabb::new(Vec3::ZERO, Vec3::new(1.0, 0.0, 1e-44)));
+        let mapping = BinMapping::new(&b, 8);
+        for c in [
+            Vec3A::ZERO,
+            Vec3A::ONE,
+            Vec3A::splat(0.5),
+            Vec3A::splat(2.0),
+        ] {
+            let [x, y, z] = mapping.bins_of::<8>(c);
+            assert!(x < 8 && x == mapping.bin(c.x, 0));
+            // No spread (y) or too little for a finite scale (z): one bin.
+            assert_eq!((y, z), (0, 0));
+        }
+        assert_eq!(mapping.bin(1.0, 0), 7);
+        assert_eq!(mapping.bin(0.49, 0), 3);
+        assert_eq!(mapping.bin(0.0, 0), 0);
+        // Every bin is used by the coordinates in its range.
+        let got: Vec<usize> = (0..8)
+            .map(|k| mapping.bin((k as f32 + 0.5) / 8.0, 0))
+            .collect();
+        assert_eq!(got, (0..8).collect::<Vec<_>>());
     }
 
     #[test]
     fn partition_agrees_with_the_plane() {
-        let mut prims = random_prims(200, &mut Pcg32::new(7, 8));
-        let info = NodeInfo::of(&prims, false);
-        let mapping = BinMapping::new(&info.centroid_bounds, 16);
-        let plan = best_binned_plane(&prims, &mapping, false).unwrap();
-        let split = partition(&mut prims, &mapping, &plan);
-        check_split(&prims, &split, &mapping, &plan);
-    }
-
-    #[test]
-    fn reorder_agrees_with_the_plane() {
-        let mut rng = Pcg32::new(11, 12);
-        for n in 2..=SMALL_NODE {
-            let mut prims = random_prims(n, &mut rng);
-            let info = NodeInfo::of(&prims, false);
-            let mapping = BinMapping::new(&info.centroid_bounds, 32);
-            if let Some((plan, order)) = best_sorted_plane(&prims, &mapping) {
-                let split = reorder(&mut prims, &order, &plan);
-                check_split(&prims, &split, &mapping, &plan);
-            }
+        let mut rng = Pcg32::new(7, 8);
+        for bins in [4, 16, 32, 64] {
+            let (mut boxes, mut ids) = random_boxes(200, &mut rng);
+            let original = boxes.clone();
+            let info = NodeInfo::of(&boxes, false);
+            let mapping = BinMapping::new(&info.centers, bins);
+            let plan = best_binned_plane(&boxes, &mapping, false).unwrap();
+            let mut refs = Refs {
+                boxes: &mut boxes,
+                ids: &mut ids,
+            };
+            let split = partition(&mut refs, &mapping, &plan);
+            let (left, right) = boxes.split_at(split.left_count);
+            let bin = |b: &BuildBox| mapping.bin(b.center2()[plan.axis], plan.axis);
+            assert!(left.iter().all(|b| bin(b) < plan.bin));
+            assert!(right.iter().all(|b| bin(b) >= plan.bin));
+            let (l, r) = (NodeInfo::of(left, false), NodeInfo::of(right, false));
+            assert_eq!(
+                (l.bounds, r.bounds),
+                (split.left.bounds, split.right.bounds)
+            );
+            assert_eq!(
+                (l.centers, r.centers),
+                (split.left.centers, split.right.centers)
+            );
+            // Ids moved with their boxes.
+            assert!(
+                ids.iter()
+                    .zip(&boxes)
+                    .all(|(&id, b)| original[id as usize] == *b)
+            );
         }
     }
 
-    fn check_split(prims: &[PrimRef], split: &Split, mapping: &BinMapping, plan: &BinSplit) {
-        let (left, right) = prims.split_at(split.left_count);
-        assert!(
-            left.iter()
-                .all(|p| mapping.bin(p.centroid, plan.axis) < plan.bin)
-        );
-        assert!(
-            right
-                .iter()
-                .all(|p| mapping.bin(p.centroid, plan.axis) >= plan.bin)
-        );
-        assert_eq!(NodeInfo::of(left, false).bounds, split.left.bounds);
-        assert_eq!(NodeInfo::of(right, false).bounds, split.right.bounds);
-        assert_eq!(
-            NodeInfo::of(left, false).centroid_bounds,
-            split.left.centroid_bounds
-        );
-        assert_eq!(
-            NodeInfo::of(right, false).centroid_bounds,
-            split.right.centroid_bounds
-        );
-    }
-
     #[test]
-    fn median_split_halves() {
-        let mut prims = random_prims(101, &mut Pcg32::new(9, 10));
-        let info = NodeInfo::of(&prims, false);
-        let split = median_split(&mut prims, &info, false);
+    fn median_split_halves_and_keeps_ids_with_boxes() {
+        let (mut boxes, mut ids) = random_boxes(101, &mut Pcg32::new(9, 10));
+        let before: Vec<(u32, BuildBox)> = ids.iter().copied().zip(boxes.iter().copied()).collect();
+        let info = NodeInfo::of(&boxes, false);
+        let mut refs = Refs {
+            boxes: &mut boxes,
+            ids: &mut ids,
+        };
+        let split = median_split(&mut refs, &info, false);
         assert_eq!(split.left_count, 50);
+        for (id, b) in ids.iter().zip(&boxes) {
+            assert_eq!(before[*id as usize].1, *b);
+        }
     }
 }

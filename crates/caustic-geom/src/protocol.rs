@@ -5,9 +5,8 @@
 //! Rays are computed in `f64` and stored as `f32`, exactly as section 3 and
 //! 4 prescribe, so two conforming tracers see identical rays.
 
-use caustic_geom::sampling::onb_f64;
-use caustic_geom::{DVec3, Hit, Pcg32, Ray, Triangle};
-use caustic_scene::Camera;
+use crate::sampling::onb_f64;
+use crate::{DVec3, Hit, Pcg32, Ray, Triangle, Vec3};
 
 /// The protocol's camera: eye, look-at, up and a vertical fov in degrees.
 #[derive(Clone, Copy, Debug)]
@@ -18,13 +17,15 @@ pub struct ProtocolCamera {
     pub fov_deg: f64,
 }
 
-impl From<&Camera> for ProtocolCamera {
-    fn from(c: &Camera) -> Self {
+impl ProtocolCamera {
+    /// The camera of `f32` scene values (a scene camera's eye, target, up
+    /// and vertical fov), widened to `f64` as the protocol computes.
+    pub fn from_f32(eye: Vec3, look_at: Vec3, up: Vec3, fov_deg: f32) -> Self {
         Self {
-            eye: c.eye.as_dvec3(),
-            look_at: c.target.as_dvec3(),
-            up: c.up.as_dvec3(),
-            fov_deg: c.fov_deg as f64,
+            eye: eye.as_dvec3(),
+            look_at: look_at.as_dvec3(),
+            up: up.as_dvec3(),
+            fov_deg: fov_deg as f64,
         }
     }
 }

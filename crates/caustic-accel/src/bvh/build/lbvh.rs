@@ -1,0 +1,433 @@
+//! `lbvh`: the linear BVH of Karras, "Maximizing Parallelism in the
+//! Construction of BVHs, Octrees, and k-d Trees" (HPG 2012), after the
+//! Morton-code idea of Lauterbach et al. (Eurographics 2009).
+//!
+//! 1. Morton codes of the centroids, quantised in the centroid box, sorted
+//!    by a parallel radix sort ([`MortonOrder`]; 30 or 63 bits).
+//! 2. The binary radix tree over the sorted keys, each of its `n - 1` inner
+//!    nodes found independently and in parallel: node `i` learns the
+//!    direction of its range from its neighbours' common-prefix lengths,
+//!    the other end `j` by an exponential then a binary search, and its split
+//!    `gamma` (the last position sharing more than the node's prefix) by a
+//!    second binary search. Its children are `gamma` and `gamma + 1`, leaves
+//!    when they are the ends of the range. Equal codes are told apart by
+//!    their positions: the common prefix of two keys with equal codes is
+//!    `64 + clz(i ^ j)`, Karras's index tie-break, so coincident centroids
+//!    give a balanced subtree instead of a degenerate one.
+//! 3. Boxes and summaries bottom-up, by a parallel recursion from the root
+//!    (no atomics): the subtree of a node covering `[lo, hi]` owns exactly
+//!    the inner-node indices `[lo, hi - 1]` when the node sits at `lo` (a
+//!    right child or the root) and `[lo + 1, hi]` when it sits at `hi` (a
+//!    left child), which is how Karras lays the nodes out, so two child
+//!    tasks get disjoint halves of the node array by `split_at_mut`. The
+//!    recursion is at most 95 levels deep: every level lengthens the common
+//!    prefix of the 63-bit code plus 32-bit position.
+//! 4. Leaves: Karras's tree has one primitive per leaf; with
+//!    `max_leaf_size > 1` the summaries also collapse subtrees into leaves
+//!    where the SAH says a leaf is cheaper (an exact bottom-up optimum over
+//!    the cuts of this tree, see `linked_tree`), which cuts node count and
+//!    SAH cost without moving any split.
+//! 5. Layout into [`Bvh2`] with the depth bound [`MAX_DEPTH`] (see
+//!    `linked_tree`; it only changes anything on pathological inputs).
+//!
+//! Leaves cover consecutive runs of the Morton order, so the slot array is
+//! the sorted order itself.
+
+use super::linked_tree::{Collapse, LinkedNode, LinkedTree, NodeRef, Summary};
+use super::morton_order::{MortonBits, MortonOrder};
+use super::{Bvh2Builder, debug_validate};
+use crate::BuildInput;
+use crate::bvh::Bvh2;
+use rayon::prelude::*;
+
+#[cfg(doc)]
+use crate::bvh::MAX_DEPTH;
+
+/// Tuning of [`LbvhBuilder`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LbvhConfig {
+    /// Width of the Morton codes.
+    pub morton_bits: MortonBits,
+    /// Largest leaf that SAH collapsing may form; 1 keeps Karras's leaves of
+    /// one primitive.
+    pub max_leaf_size: u32,
+    /// Cost of visiting an inner node, in the collapsing SAH.
+    pub traversal_cost: f32,
+    /// Cost of one primitive test, in the collapsing SAH.
+    pub intersection_cost: f32,
+    /// Subtrees with at least this many primitives are summarised and laid
+    /// out by two parallel tasks.
+    pub parallel_min_prims: usize,
+}
+
+impl LbvhConfig {
+    /// 63-bit codes, SAH-collapsed leaves of up to 8: the `lbvh` default.
+    pub const DEFAULT: Self = Self {
+        morton_bits: MortonBits::Bits63,
+        max_leaf_size: 8,
+        traversal_cost: 1.0,
+        intersection_cost: 1.0,
+        parallel_min_prims: 4096,
+    };
+
+    /// Karras's tree as published: 30-bit codes, one primitive per leaf.
+    pub const KARRAS: Self = Self {
+        morton_bits: MortonBits::Bits30,
+        max_leaf_size: 1,
+        ..Self::DEFAULT
+    };
+
+    /// 30-bit codes (half the sorting passes) with collapsed leaves.
+    pub const FAST: Self = Self {
+        morton_bits: MortonBits::Bits30,
+        ..Self::DEFAULT
+    };
+}
+
+impl Default for LbvhConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Karras's parallel LBVH builder (`lbvh`); see the module docs.
+#[derive(Clone, Debug, Default)]
+pub struct LbvhBuilder {
+    pub config: LbvhConfig,
+}
+
+impl LbvhBuilder {
+    pub fn new(config: LbvhConfig) -> Self {
+        assert!(
+            config.max_leaf_size >= 1,
+            "leaves hold at least one primitive"
+        );
+        Self { config }
+    }
+}
+
+impl Bvh2Builder for LbvhBuilder {
+    fn name(&self) -> &'static str {
+        "lbvh"
+    }
+
+    fn build(&self, input: &BuildInput) -> Bvh2 {
+        let mut order = MortonOrder::new(input, self.config.morton_bits);
+        let tree = radix_tree(input, &mut order, &self.config);
+        let bvh = tree.to_bvh(&order.parked);
+        debug_validate(self.name(), &bvh, input);
+        bvh
+    }
+}
+
+/// Steps 2 to 4: the radix tree over `order` with its summaries.
+/// Takes the ids out of `order`.
+fn radix_tree(input: &BuildInput, order: &mut MortonOrder, config: &LbvhConfig) -> LinkedTree {
+    let collapse = Collapse {
+        max_leaf_size: config.max_leaf_size,
+        traversal_cost: config.traversal_cost,
+        intersection_cost: config.intersection_cost,
+    };
+    let mut tree = LinkedTree {
+        nodes: Vec::new(),
+        item_bounds: order.gather_bounds(input),
+        items: std::mem::take(&mut order.ids),
+        root: NodeRef::item(0),
+        parallel_min_prims: config.parallel_min_prims,
+        collapse,
+    };
+    let n = tree.items.len();
+    if n < 2 {
+        return tree;
+    }
+    let splits = splits(&order.codes, config.parallel_min_prims);
+    let mut nodes = vec![LinkedNode::PLACEHOLDER; n - 1];
+    let summarize = Summarize {
+        tree: &tree,
+        splits: &splits,
+    };
+    summarize.node(0, 0, n - 1, &mut nodes);
+    tree.nodes = nodes;
+    tree.root = NodeRef::node(0);
+    tree
+}
+
+/// Karras's split position of every inner node, in parallel.
+fn splits(codes: &[u64], parallel_min: usize) -> Vec<u32> {
+    let inner = codes.len() - 1;
+    if codes.len() >= parallel_min {
+        (0..inner)
+            .into_par_iter()
+            .map(|i| split_of(codes, i))
+            .collect()
+    } else {
+        (0..inner).map(|i| split_of(codes, i)).collect()
+    }
+}
+
+/// Length of the common prefix of the keys (code, position) at `i` and
+/// `j`, or -1 when `j` is outside the array (Karras's `delta`).
+#[inline]
+fn common_prefix(codes: &[u64], i: usize, j: isize) -> i32 {
+    let Some(&other) = usize::try_from(j).ok().and_then(|j| codes.get(j)) else {
+        return -1;
+    };
+    let x = codes[i] ^ other;
+    if x != 0 {
+        x.leading_zeros() as i32
+    } else {
+        64 + ((i as u32) ^ (j as u32)).leading_zeros() as i32
+    }
+}
+
+/// The split `gamma` of inner node `i` (Karras 2012, Figure 4): its
+/// children cover `[lo, gamma]` and `[gamma + 1, hi]`.
+fn split_of(codes: &[u64], i: usize) -> u32 {
+    let at = |j: isize| common_prefix(codes, i, j);
+    let i_s = i as isize;
+    // The range extends towards the neighbour sharing the longer prefix.
+    let d: isize = if at(i_s + 1) > at(i_s - 1) { 1 } else { -1 };
+    let prefix_min = at(i_s - d);
+    // Upper bound of the range's length, then its exact length by bisection.
+    let mut max_len: isize = 2;
+    while at(i_s + max_len * d) > prefix_min {
+        max_len *= 2;
+    }
+    let mut len: isize = 0;
+    let mut step = max_len / 2;
+    while step >= 1 {
+        if at(i_s + (len + step) * d) > prefix_min {
+            len += step;
+        }
+        step /= 2;
+    }
+    let node_prefix = at(i_s + len * d);
+    // The last position (from `i`) sharing more than the node's prefix.
+    let mut split: isize = 0;
+    let mut step = len;
+    loop {
+        step = (step + 1) / 2;
+        if at(i_s + (split + step) * d) > node_prefix {
+            split += step;
+        }
+        if step == 1 {
+            break;
+        }
+    }
+    (i_s + split * d + d.min(0)) as u32
+}
+
+/// Step 3: the bottom-up summaries, by recursion from the root.
+struct Summarize<'t> {
+    tree: &'t LinkedTree,
+    splits: &'t [u32],
+}
+
+impl Summarize<'_> {
+    /// Summarises inner node `k` over `[lo, hi]` into `nodes`, which holds
+    /// exactly its subtree's inner nodes (see the module docs): indices
+    /// `lo .. hi` when `k == lo`, `lo + 1 ..= hi` when `k == hi`.
+    fn node(&self, k: usize, lo: usize, hi: usize, nodes: &mut [LinkedNode]) -> Summary {
+        let gamma = self.splits[k] as usize;
+        debug_assert!(lo <= gamma && gamma < hi, "split outside its node's range");
+        let (own, below) = if k == lo {
+            nodes.split_first_mut()
+        } else {
+            nodes.split_last_mut()
+        }
+        .expect("an inner node owns its own slot");
+        let (left_nodes, right_nodes) = below.split_at_mut(gamma - lo);
+        let children = [
+            if gamma == lo {
+                NodeRef::item(lo)
+            } else {
+                NodeRef::node(gamma)
+            },
+            if gamma + 1 == hi {
+                NodeRef::item(hi)
+            } else {
+                NodeRef::node(gamma + 1)
+            },
+        ];
+        // The left child sits at its range's end, the right one at its start.
+        let (left, right) = if hi - lo >= self.tree.parallel_min_prims {
+            rayon::join(
+                || self.subtree(children[0], gamma, lo, gamma, left_nodes),
+                || self.subtree(children[1], gamma + 1, gamma + 1, hi, right_nodes),
+            )
+        } else {
+            (
+                self.subtree(children[0], gamma, lo, gamma, left_nodes),
+                self.subtree(children[1], gamma + 1, gamma + 1, hi, right_nodes),
+            )
+        };
+        let summary = Summary::merge(&left, &right, &self.tree.collapse);
+        *own = LinkedNode { children, summary };
+        summary
+    }
+
+    /// The summary of child `r` over `[lo, hi]`: a primitive, or inner node `k`.
+    fn subtree(
+        &self,
+        r: NodeRef,
+        k: usize,
+        lo: usize,
+        hi: usize,
+        nodes: &mut [LinkedNode],
+    ) -> Summary {
+        if lo == hi {
+            self.tree.summary(r)
+        } else {
+            self.node(k, lo, hi, nodes)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bvh::MAX_DEPTH;
+    use caustic_geom::{Aabb, Vec3};
+
+    fn point_input(points: &[Vec3]) -> BuildInput {
+        BuildInput {
+            bounds: points
+                .iter()
+                .map(|&p| Aabb::new(p - 0.01, p + 0.01))
+                .collect(),
+            centroids: points.to_vec(),
+        }
+    }
+
+    fn build(input: &BuildInput, config: LbvhConfig) -> Bvh2 {
+        let bvh = LbvhBuilder::new(config).build(input);
+        bvh.validate(&input.bounds).unwrap();
+        bvh
+    }
+
+    fn all_configs() -> [LbvhConfig; 3] {
+        [LbvhConfig::DEFAULT, LbvhConfig::KARRAS, LbvhConfig::FAST]
+    }
+
+    #[test]
+    fn split_positions_match_a_top_down_radix_tree() {
+        // The radix tree splits [lo, hi] where the highest differing key bit
+        // flips; compare with the parallel per-node search.
+        let codes: Vec<u64> = vec![1, 2, 4, 5, 19, 24, 25, 30];
+        let splits = splits(&codes, usize::MAX);
+        assert_eq!(
+            splits[0], 3,
+            "root: prefix 0b00xxx vs 0b1xxxx splits after 5"
+        );
+        // Node 3 is the root's left child, covering [0, 3]: 1, 2 | 4, 5.
+        assert_eq!(splits[3], 1);
+        // Node 4 is the right child, covering [4, 7]: 19 | 24, 25, 30.
+        assert_eq!(splits[4], 4);
+    }
+
+    #[test]
+    fn empty_one_and_two_primitives() {
+        for config in all_configs() {
+            assert!(build(&BuildInput::default(), config).is_empty());
+            let one = build(&point_input(&[Vec3::ONE]), config);
+            assert_eq!(
+                (one.nodes.len(), one.prim_indices.as_slice()),
+                (1, &[0][..])
+            );
+            let two = build(&point_input(&[Vec3::ONE, Vec3::ZERO]), config);
+            assert_eq!(two.nodes.len(), 3);
+            assert_eq!(two.prim_indices, [1, 0], "Morton order");
+        }
+    }
+
+    #[test]
+    fn all_equal_codes_give_a_balanced_tree() {
+        // Every centroid in one grid cell: only the index tie-break splits.
+        let input = point_input(&vec![Vec3::splat(3.0); 1000]);
+        let bvh = build(&input, LbvhConfig::KARRAS);
+        let shape = bvh.shape();
+        assert_eq!(shape.leaves, 1000);
+        assert_eq!(shape.max_depth, 10, "ceil(log2(1000))");
+        let collapsed = build(&input, LbvhConfig::DEFAULT).shape();
+        assert!(collapsed.max_leaf_size <= 8 && collapsed.leaves < 1000);
+    }
+
+    #[test]
+    fn many_duplicates_among_distinct_points() {
+        let mut points: Vec<Vec3> = (0..500)
+            .map(|i| Vec3::new(i as f32, (i % 7) as f32, 0.0))
+            .collect();
+        points.extend(std::iter::repeat_n(Vec3::new(10.0, 3.0, 0.0), 3000));
+        points.extend(std::iter::repeat_n(Vec3::new(400.0, 0.0, 0.0), 3000));
+        let input = point_input(&points);
+        for config in all_configs() {
+            let shape = build(&input, config).shape();
+            assert!(shape.max_depth <= MAX_DEPTH);
+        }
+    }
+
+    #[test]
+    fn geometric_series_respects_max_depth() {
+        // Each point halves the distance to the origin: the radix tree is a
+        // chain as deep as the code has bits, beyond MAX_DEPTH for 63 bits.
+        let points: Vec<Vec3> = (0..100).map(|k| Vec3::splat(0.7f32.powi(k))).collect();
+        let input = point_input(&points);
+        for config in all_configs() {
+            let shape = build(&input, config).shape();
+            assert!(shape.max_depth <= MAX_DEPTH);
+        }
+    }
+
+    #[test]
+    fn parallel_and_sequential_builds_agree_on_random_points() {
+        let mut state = 99u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as f32 / u32::MAX as f32
+        };
+        let points: Vec<Vec3> = (0..30_000)
+            .map(|_| Vec3::new(next(), next(), next()) * 50.0)
+            .collect();
+        let input = point_input(&points);
+        for config in all_configs() {
+            let parallel = build(
+                &input,
+                LbvhConfig {
+                    parallel_min_prims: 64,
+                    ..config
+                },
+            );
+            let sequential = build(
+                &input,
+                LbvhConfig {
+                    parallel_min_prims: usize::MAX,
+                    ..config
+                },
+            );
+            assert_eq!(parallel, sequential);
+        }
+    }
+
+    #[test]
+    fn collapsing_lowers_the_sah_cost() {
+        // Overlapping boxes on a grid: grouping neighbours into leaves pays.
+        let points: Vec<Vec3> = (0..4096)
+            .map(|i| Vec3::new((i % 16) as f32, ((i / 16) % 16) as f32, (i / 256) as f32))
+            .collect();
+        let input = BuildInput {
+            bounds: points
+                .iter()
+                .map(|&p| Aabb::new(p - 0.75, p + 0.75))
+                .collect(),
+            centroids: points,
+        };
+        let karras = build(&input, LbvhConfig::KARRAS);
+        let collapsed = build(&input, LbvhConfig::FAST);
+        assert!(collapsed.shape().max_leaf_size > 1);
+        assert!(collapsed.nodes.len() < karras.nodes.len());
+        let (karras, collapsed) = (crate::sah_cost(&karras), crate::sah_cost(&collapsed));
+        assert!(collapsed < karras, "{collapsed} vs {karras}");
+    }
+}

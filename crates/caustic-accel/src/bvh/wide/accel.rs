@@ -1,0 +1,530 @@
+//! [`WideTriangleBvh`], the accel `bvh-wide`: a binary BVH from any
+//! [`Bvh2Builder`] (binned SAH by default) collapsed into a 4- or 8-wide
+//! tree ([`super::collapse`]) and traced with SIMD ([`super::traverse`],
+//! [`super::leaf`], [`super::packet`]).
+//!
+//! The SIMD backend is chosen once, at build time: AVX2 for 8-wide trees
+//! where the CPU has it (`is_x86_feature_detected!`), SSE for 4-wide trees
+//! on every x86_64 CPU, and the portable lanes otherwise. All backends give
+//! the same bits (see [`super::simd`]), so the choice never changes a result.
+
+use super::WideBvh;
+use super::collapse::{CollapseConfig, collapse};
+use super::leaf::{Closest, RayTriangles};
+use super::node::TriangleGroup;
+use super::packet;
+use super::simd::{Lanes, Portable};
+use super::traverse::{LeafTest, RayBoxes, traverse};
+use crate::bvh::Bvh2;
+use crate::bvh::build::{BinnedSahBuilder, Bvh2Builder};
+use crate::{Accel, AccelStats, BuildInput, is_traceable};
+use caustic_geom::{Hit, Ray, Triangle};
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// Rays per rayon task in [`WideTriangleBvh::intersect_batch`].
+const BATCH_RUN: usize = 256;
+
+/// Rays per packet in [`WideTriangleBvh::intersect_run`]: four rows of the
+/// benchmark's 16x16 tiles, or one 8x8 tile of a renderer. Measured on
+/// sibenik primary rays (one thread): 8 rays 14, 16 rays 18, 32 rays 20,
+/// 64 rays 20 Mrays/s.
+const PACKET_RAYS: usize = 64;
+
+/// Children per node (and triangles per leaf group).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Width {
+    /// 4 children: one SSE register per coordinate; 128-byte nodes.
+    Four,
+    /// 8 children: one AVX register per coordinate; 256-byte nodes.
+    Eight,
+}
+
+/// Settings of a [`WideTriangleBvh`] build (the binary builder is passed
+/// separately, see [`WideTriangleBvh::build_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WideBvhConfig {
+    pub width: Width,
+    pub collapse: CollapseConfig,
+}
+
+impl WideBvhConfig {
+    /// 8-wide, subtrees of up to 8 triangles folded into one group.
+    pub const EIGHT: Self = Self {
+        width: Width::Eight,
+        collapse: CollapseConfig::one_group(8),
+    };
+    /// 4-wide, subtrees of up to 4 triangles folded into one group.
+    pub const FOUR: Self = Self {
+        width: Width::Four,
+        collapse: CollapseConfig::one_group(4),
+    };
+    pub const DEFAULT: Self = Self::EIGHT;
+}
+
+impl Default for WideBvhConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// The instruction set a [`WideTriangleBvh`] traces with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// AVX2 for 8-wide trees, SSE for 4-wide ones.
+    Avx2,
+    /// SSE for 4-wide trees, portable lanes for 8-wide ones.
+    Sse,
+    /// Plain arrays, any CPU.
+    Portable,
+}
+
+impl Backend {
+    /// The best backend this CPU runs.
+    pub fn detect() -> Self {
+        if super::simd::avx2_available() {
+            Self::Avx2
+        } else if cfg!(target_arch = "x86_64") {
+            Self::Sse
+        } else {
+            Self::Portable
+        }
+    }
+}
+
+/// The tree in one of its widths.
+#[derive(Clone, Debug)]
+enum Tree {
+    Four(WideBvh<4>),
+    Eight(WideBvh<8>),
+}
+
+/// A wide BVH over triangles, traced with SIMD (`bvh-wide`).
+#[derive(Clone, Debug)]
+pub struct WideTriangleBvh {
+    tree: Tree,
+    backend: Backend,
+    stats: AccelStats,
+}
+
+impl WideTriangleBvh {
+    /// Builds with the binned SAH builder and [`WideBvhConfig::DEFAULT`].
+    pub fn build(triangles: &[Triangle]) -> Self {
+        Self::build_with(
+            triangles,
+            &BinnedSahBuilder::default(),
+            &WideBvhConfig::DEFAULT,
+        )
+    }
+
+    /// Builds the binary tree with `builder` and collapses it;
+    /// `stats().build_ms` covers both.
+    pub fn build_with(
+        triangles: &[Triangle],
+        builder: &dyn Bvh2Builder,
+        config: &WideBvhConfig,
+    ) -> Self {
+        let start = Instant::now();
+        let bvh = builder.build(&BuildInput::from_triangles(triangles));
+        let tree = Self::collapse_tree(&bvh, triangles, config);
+        let build_ms = start.elapsed().as_secs_f64() * 1e3;
+        Self::assemble(tree, triangles, build_ms)
+    }
+
+    /// Collapses a binary tree built elsewhere, after checking it against
+    /// `triangles`; `build_ms` is the collapse alone.
+    pub fn from_bvh2(
+        bvh: &Bvh2,
+        triangles: &[Triangle],
+        config: &WideBvhConfig,
+    ) -> Result<Self, String> {
+        bvh.validate(&BuildInput::from_triangles(triangles).bounds)?;
+        let start = Instant::now();
+        let tree = Self::collapse_tree(bvh, triangles, config);
+        Ok(Self::assemble(
+            tree,
+            triangles,
+            start.elapsed().as_secs_f64() * 1e3,
+        ))
+    }
+
+    fn collapse_tree(bvh: &Bvh2, triangles: &[Triangle], config: &WideBvhConfig) -> Tree {
+        let tree = match config.width {
+            Width::Four => Tree::Four(collapse(bvh, triangles, &config.collapse)),
+            Width::Eight => Tree::Eight(collapse(bvh, triangles, &config.collapse)),
+        };
+        if cfg!(debug_assertions) {
+            let checked = match &tree {
+                Tree::Four(t) => t.validate(triangles),
+                Tree::Eight(t) => t.validate(triangles),
+            };
+            if let Err(problem) = checked {
+                panic!("collapse built an invalid wide BVH: {problem}");
+            }
+        }
+        tree
+    }
+
+    fn assemble(tree: Tree, triangles: &[Triangle], build_ms: f64) -> Self {
+        let (shape, bytes) = match &tree {
+            Tree::Four(t) => (t.shape(), t.bytes()),
+            Tree::Eight(t) => (t.shape(), t.bytes()),
+        };
+        let stats = AccelStats {
+            name: "bvh-wide",
+            build_ms,
+            sah_cost: shape.sah_cost,
+            // Every node of the tree, leaves included, as for the binary BVH.
+            nodes: shape.inner + shape.leaves,
+            leaves: shape.leaves,
+            max_depth: shape.max_depth,
+            max_leaf_size: shape.max_leaf_size,
+            avg_leaf_size: if shape.leaves == 0 {
+                0.0
+            } else {
+                shape.prims as f32 / shape.leaves as f32
+            },
+            bytes,
+            prims: triangles.len(),
+            ..AccelStats::default()
+        };
+        Self {
+            tree,
+            backend: Backend::detect(),
+            stats,
+        }
+    }
+
+    /// The same tree traced with `backend` (tests compare backends; a
+    /// backend the CPU lacks falls back to the portable one).
+    pub fn with_backend(mut self, backend: Backend) -> Self {
+        self.backend = match backend {
+            Backend::Avx2 if Backend::detect() != Backend::Avx2 => Backend::detect(),
+            Backend::Sse if Backend::detect() == Backend::Portable => Backend::Portable,
+            other => other,
+        };
+        self
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Node width of the tree.
+    pub fn width(&self) -> Width {
+        match self.tree {
+            Tree::Four(_) => Width::Four,
+            Tree::Eight(_) => Width::Eight,
+        }
+    }
+}
+
+/// Closest hit of one traceable ray.
+#[inline(always)]
+pub(super) fn closest<const N: usize, V: Lanes<N>>(bvh: &WideBvh<N>, ray: &Ray) -> Option<Hit> {
+    let boxes = RayBoxes::<N, V>::new(ray.origin, ray.dir);
+    let mut leaf = ClosestLeaf {
+        triangles: RayTriangles::<N, V>::new(ray.origin, ray.dir),
+        t_min: ray.tmin,
+        best: Closest::new(ray.tmax),
+    };
+    traverse::<N, V, false>(bvh, &boxes, ray.tmin, ray.tmax, &mut leaf);
+    leaf.best.hit
+}
+
+/// Whether one traceable ray hits anything.
+#[inline(always)]
+pub(super) fn occluded<const N: usize, V: Lanes<N>>(bvh: &WideBvh<N>, ray: &Ray) -> bool {
+    let boxes = RayBoxes::<N, V>::new(ray.origin, ray.dir);
+    let mut leaf = AnyLeaf {
+        triangles: RayTriangles::<N, V>::new(ray.origin, ray.dir),
+        t_min: ray.tmin,
+        t_max: ray.tmax,
+    };
+    traverse::<N, V, true>(bvh, &boxes, ray.tmin, ray.tmax, &mut leaf)
+}
+
+/// Closest-hit leaf test: keeps the best hit so far.
+struct ClosestLeaf<const N: usize, V> {
+    triangles: RayTriangles<N, V>,
+    t_min: f32,
+    best: Closest,
+}
+
+impl<const N: usize, V: Lanes<N>> LeafTest<N> for ClosestLeaf<N, V> {
+    #[inline(always)]
+    fn test(&mut self, groups: &[TriangleGroup<N>]) -> Option<f32> {
+        let improved = self.triangles.closest(groups, self.t_min, &mut self.best);
+        improved.then_some(self.best.t)
+    }
+}
+
+/// Any-hit leaf test.
+struct AnyLeaf<const N: usize, V> {
+    triangles: RayTriangles<N, V>,
+    t_min: f32,
+    t_max: f32,
+}
+
+impl<const N: usize, V: Lanes<N>> LeafTest<N> for AnyLeaf<N, V> {
+    #[inline(always)]
+    fn test(&mut self, groups: &[TriangleGroup<N>]) -> Option<f32> {
+        self.triangles
+            .any(groups, self.t_min, self.t_max)
+            .then_some(self.t_max)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx {
+    //! The generic queries compiled with AVX2 enabled.
+    use super::*;
+    use crate::bvh::wide::simd::Avx8;
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn closest(bvh: &WideBvh<8>, ray: &Ray) -> Option<Hit> {
+        super::closest::<8, Avx8>(bvh, ray)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn occluded(bvh: &WideBvh<8>, ray: &Ray) -> bool {
+        super::occluded::<8, Avx8>(bvh, ray)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn closest_packets(bvh: &WideBvh<8>, rays: &[Ray], hits: &mut [Option<Hit>]) {
+        packet::closest_batch::<8, { PACKET_RAYS / 8 }, Avx8>(bvh, rays, hits)
+    }
+}
+
+impl WideTriangleBvh {
+    /// Closest hits of a run of rays, in 8-ray packets where they are
+    /// coherent (see [`super::packet`]); `hits.len() == rays.len()`.
+    pub fn intersect_run(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
+        assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
+        match (&self.tree, self.backend) {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Backend::Avx2` is only set where AVX2 was detected.
+            (Tree::Eight(t), Backend::Avx2) => unsafe { avx::closest_packets(t, rays, hits) },
+            (Tree::Eight(t), _) => {
+                packet::closest_batch::<8, { PACKET_RAYS / 8 }, Portable<8>>(t, rays, hits)
+            }
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Four(t), Backend::Avx2 | Backend::Sse) => {
+                packet::closest_batch::<4, { PACKET_RAYS / 4 }, super::simd::Sse4>(t, rays, hits)
+            }
+            (Tree::Four(t), _) => {
+                packet::closest_batch::<4, { PACKET_RAYS / 4 }, Portable<4>>(t, rays, hits)
+            }
+        }
+    }
+}
+
+impl Accel for WideTriangleBvh {
+    /// In parallel over runs of 256 rays, each traced by
+    /// [`WideTriangleBvh::intersect_run`] (packets where rays are coherent).
+    fn intersect_batch(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
+        assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
+        rays.par_chunks(BATCH_RUN)
+            .zip(hits.par_chunks_mut(BATCH_RUN))
+            .for_each(|(rays, hits)| self.intersect_run(rays, hits));
+    }
+
+    fn intersect(&self, ray: &Ray) -> Option<Hit> {
+        if !is_traceable(ray) {
+            return None;
+        }
+        match (&self.tree, self.backend) {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Backend::Avx2` is only set where AVX2 was detected.
+            (Tree::Eight(t), Backend::Avx2) => unsafe { avx::closest(t, ray) },
+            (Tree::Eight(t), _) => closest::<8, Portable<8>>(t, ray),
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Four(t), Backend::Avx2 | Backend::Sse) => {
+                closest::<4, super::simd::Sse4>(t, ray)
+            }
+            (Tree::Four(t), _) => closest::<4, Portable<4>>(t, ray),
+        }
+    }
+
+    fn occluded(&self, ray: &Ray) -> bool {
+        if !is_traceable(ray) {
+            return false;
+        }
+        match (&self.tree, self.backend) {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Backend::Avx2` is only set where AVX2 was detected.
+            (Tree::Eight(t), Backend::Avx2) => unsafe { avx::occluded(t, ray) },
+            (Tree::Eight(t), _) => occluded::<8, Portable<8>>(t, ray),
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Four(t), Backend::Avx2 | Backend::Sse) => {
+                occluded::<4, super::simd::Sse4>(t, ray)
+            }
+            (Tree::Four(t), _) => occluded::<4, Portable<4>>(t, ray),
+        }
+    }
+
+    fn stats(&self) -> &AccelStats {
+        &self.stats
+    }
+
+    fn name(&self) -> &'static str {
+        self.stats.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::BruteForce;
+    use caustic_geom::{Pcg32, Vec3};
+
+    /// A soup with duplicates (exact ties) and slivers in `[-10, 10]^3`.
+    fn soup(count: usize, seed: u64) -> Vec<Triangle> {
+        let mut rng = Pcg32::new(seed, 5);
+        let mut unit = move || rng.next_f32() * 2.0 - 1.0;
+        let mut tris: Vec<Triangle> = Vec::with_capacity(count);
+        for i in 0..count {
+            let p = Vec3::new(unit(), unit(), unit()) * 10.0;
+            let (a, b) = (
+                Vec3::new(unit(), unit(), unit()),
+                Vec3::new(unit(), unit(), unit()),
+            );
+            tris.push(match i % 7 {
+                0 if i > 0 => tris[i / 2],
+                1 => Triangle::new(p, p + 3.0 * a, p + 3.0 * a + 1e-5 * b),
+                _ => Triangle::new(p, p + a, p + b),
+            });
+        }
+        tris
+    }
+
+    /// Camera rays from `eye` through a `size`-square grid, in rows: what
+    /// packets are made for. Every 97th ray gets a clipped interval and one
+    /// row runs exactly along an axis (zero components: no packet).
+    fn camera_rays(eye: Vec3, size: usize) -> Vec<Ray> {
+        let mut rays = Vec::with_capacity(size * size);
+        for y in 0..size {
+            for x in 0..size {
+                let s = |i: usize| (i as f32 + 0.5) / size as f32 * 2.0 - 1.0;
+                let mut dir = Vec3::new(s(x), s(y), 1.0) - eye.normalize() * 0.2;
+                if y == size / 2 {
+                    dir = Vec3::new(0.0, -0.0, 1.0);
+                }
+                let i = rays.len();
+                rays.push(if i % 97 == 0 {
+                    Ray::segment(eye, dir, 2.0 + (i % 5) as f32, 14.0)
+                } else {
+                    Ray::new(eye, dir)
+                });
+            }
+        }
+        rays
+    }
+
+    fn configs() -> [WideBvhConfig; 3] {
+        [
+            WideBvhConfig::EIGHT,
+            WideBvhConfig::FOUR,
+            WideBvhConfig {
+                width: Width::Eight,
+                collapse: CollapseConfig::KEEP_LEAVES,
+            },
+        ]
+    }
+
+    #[test]
+    fn every_backend_and_width_matches_brute_force() {
+        let tris = soup(800, 1);
+        let brute = BruteForce::new(&tris);
+        let mut rng = Pcg32::new(2, 1);
+        let mut unit = move || rng.next_f32() * 2.0 - 1.0;
+        let rays: Vec<Ray> = (0..4000)
+            .map(|_| {
+                Ray::new(
+                    Vec3::new(unit(), unit(), unit()) * 15.0,
+                    Vec3::new(unit(), unit(), unit()),
+                )
+            })
+            .collect();
+        for config in configs() {
+            let built = WideTriangleBvh::build_with(&tris, &BinnedSahBuilder::default(), &config);
+            for backend in [Backend::Avx2, Backend::Sse, Backend::Portable] {
+                let bvh = built.clone().with_backend(backend);
+                for ray in &rays {
+                    let expected = brute.intersect(ray);
+                    assert_eq!(
+                        bvh.intersect(ray),
+                        expected,
+                        "{config:?} {backend:?} {ray:?}"
+                    );
+                    assert_eq!(
+                        bvh.occluded(ray),
+                        expected.is_some(),
+                        "{config:?} {backend:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn packets_match_brute_force_on_camera_rays() {
+        let tris = soup(1500, 3);
+        let brute = BruteForce::new(&tris);
+        // Eyes outside and inside the soup, looking down each axis sign.
+        for eye in [Vec3::new(0.3, -0.2, -25.0), Vec3::new(1.0, 2.0, -3.0)] {
+            let rays = camera_rays(eye, 48);
+            let expected: Vec<Option<Hit>> = rays.iter().map(|r| brute.intersect(r)).collect();
+            for config in configs() {
+                let built =
+                    WideTriangleBvh::build_with(&tris, &BinnedSahBuilder::default(), &config);
+                for backend in [Backend::Avx2, Backend::Sse, Backend::Portable] {
+                    let bvh = built.clone().with_backend(backend);
+                    let mut hits = vec![None; rays.len()];
+                    bvh.intersect_batch(&rays, &mut hits);
+                    assert!(hits == expected, "{config:?} {backend:?} eye {eye:?}");
+                    // Runs that do not split into whole packets.
+                    let mut hits = vec![None; 301];
+                    bvh.intersect_run(&rays[5..306], &mut hits);
+                    assert!(hits[..] == expected[5..306], "{config:?} {backend:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn packets_match_single_rays_on_the_bunny() {
+        let Some(path) = caustic_scene_path() else {
+            return;
+        };
+        let tris = caustic_scene::Scene::load(&path)
+            .expect("bunny loads")
+            .triangles();
+        let bvh = WideTriangleBvh::build(&tris);
+        let bounds = caustic_geom::Aabb::from_points(tris.iter().flat_map(|t| [t.v0, t.v1, t.v2]));
+        let eye = bounds.center() - Vec3::new(0.0, 0.0, 2.5 * bounds.diagonal());
+        let rays: Vec<Ray> = camera_rays(eye, 128)
+            .into_iter()
+            .map(|r| Ray::segment(r.origin, r.dir * Vec3::new(0.15, 0.15, 1.0), r.tmin, r.tmax))
+            .collect();
+        let mut hits = vec![None; rays.len()];
+        bvh.intersect_batch(&rays, &mut hits);
+        let single: Vec<Option<Hit>> = rays.iter().map(|r| bvh.intersect(r)).collect();
+        assert!(hits == single);
+        assert!(
+            hits.iter().flatten().count() > rays.len() / 10,
+            "rays aimed at the bunny hit it"
+        );
+    }
+
+    fn caustic_scene_path() -> Option<std::path::PathBuf> {
+        caustic_scene::data_dirs::scene_file("bunny/bun_zipper.ply")
+    }
+}

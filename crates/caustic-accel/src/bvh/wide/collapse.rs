@@ -1,0 +1,283 @@
+//! Collapsing a binary BVH into an `N`-wide one, [`collapse`].
+//!
+//! Each wide node starts from the two children of a binary node and keeps
+//! *pulling up*: the inner child with the largest surface area is replaced
+//! by its two children, until the node has `N` children or only leaves
+//! remain. Pulling the largest child first is the greedy choice for the SAH:
+//! the expected number of rays reaching a child is proportional to its area,
+//! so opening the largest one removes the most expected traversal steps per
+//! slot spent (the collapse Wald et al. use for Embree's BVH4/8, SIGGRAPH
+//! 2014; Ylitie et al., HPG 2017, solve the same assignment optimally by
+//! dynamic programming, at several times the cost).
+//!
+//! Leaves: a binary subtree holding at most
+//! [`CollapseConfig::max_leaf_prims`] triangles becomes one wide leaf, since
+//! the leaf test costs one SIMD group test for up to `N` triangles however
+//! they were split; the binary tree's own leaves stay leaves. A leaf's
+//! triangles are packed into `ceil(count / N)` groups in the binary leaf
+//! order, the last one padded.
+//!
+//! Slot boxes are the binary nodes' boxes unchanged, so every containment
+//! the binary tree guarantees carries over, and so does the exactness of the
+//! traversal. Nodes are laid out depth first (a node's first child follows
+//! it), which keeps a descent within few pages.
+
+use super::WideBvh;
+use super::node::{ChildRef, TriangleGroup, WideNode};
+use crate::bvh::{Bvh2, BvhNode};
+use caustic_geom::Triangle;
+
+/// Settings of [`collapse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CollapseConfig {
+    /// A binary subtree with at most this many triangles becomes one leaf
+    /// (0: only the binary leaves are leaves).
+    pub max_leaf_prims: usize,
+}
+
+impl CollapseConfig {
+    /// Fold subtrees that fit one group of `width` lanes.
+    pub const fn one_group(width: usize) -> Self {
+        Self {
+            max_leaf_prims: width,
+        }
+    }
+
+    /// Keep the binary tree's leaves as they are.
+    pub const KEEP_LEAVES: Self = Self { max_leaf_prims: 0 };
+}
+
+/// Collapses `bvh`, built over `triangles`, into an `N`-wide tree.
+pub fn collapse<const N: usize>(
+    bvh: &Bvh2,
+    triangles: &[Triangle],
+    config: &CollapseConfig,
+) -> WideBvh<N> {
+    assert!((2..=32).contains(&N), "node width {N} not in 2..=32");
+    let Some(root) = bvh.nodes.first() else {
+        return WideBvh::empty();
+    };
+    let mut collapser = Collapser {
+        bvh,
+        triangles,
+        subtree_prims: subtree_prims(bvh),
+        max_leaf_prims: config.max_leaf_prims,
+        out: WideBvh {
+            nodes: Vec::with_capacity(bvh.nodes.len() / N + 1),
+            groups: Vec::with_capacity(bvh.prim_indices.len() / N + 1),
+            root: ChildRef::Empty,
+            bounds: root.bounds(),
+        },
+        scratch: Vec::new(),
+    };
+    collapser.out.root = collapser.emit(0);
+    collapser.out
+}
+
+/// Triangles below each node of `bvh`.
+fn subtree_prims(bvh: &Bvh2) -> Vec<u32> {
+    let mut preorder = Vec::with_capacity(bvh.nodes.len());
+    bvh.walk(|index, _| preorder.push(index));
+    let mut prims = vec![0u32; bvh.nodes.len()];
+    // Reverse pre-order visits children before their parent.
+    for &index in preorder.iter().rev() {
+        let node = &bvh.nodes[index];
+        prims[index] = if node.is_leaf() {
+            node.count
+        } else {
+            let left = node.left_child();
+            prims[left] + prims[left + 1]
+        };
+    }
+    prims
+}
+
+/// State of one [`collapse`].
+struct Collapser<'a, const N: usize> {
+    bvh: &'a Bvh2,
+    triangles: &'a [Triangle],
+    subtree_prims: Vec<u32>,
+    max_leaf_prims: usize,
+    out: WideBvh<N>,
+    /// Leaf slots gathered for the leaf being packed.
+    scratch: Vec<u32>,
+}
+
+impl<const N: usize> Collapser<'_, N> {
+    fn node(&self, index: usize) -> &BvhNode {
+        &self.bvh.nodes[index]
+    }
+
+    /// Whether binary node `index` becomes a wide leaf.
+    fn is_leaf(&self, index: usize) -> bool {
+        self.node(index).is_leaf() || self.subtree_prims[index] as usize <= self.max_leaf_prims
+    }
+
+    /// Emits binary node `index` as a leaf or a wide node.
+    fn emit(&mut self, index: usize) -> ChildRef {
+        if self.is_leaf(index) {
+            self.emit_leaf(index)
+        } else {
+            ChildRef::Node(self.emit_node(index))
+        }
+    }
+
+    /// The binary nodes that become the children of the wide node made
+    /// from inner node `index`: its children, the largest inner one pulled
+    /// up until there are `N` or only leaves.
+    fn children_of(&self, index: usize) -> ([usize; N], usize) {
+        let left = self.node(index).left_child();
+        let mut children = [0usize; N];
+        children[..2].copy_from_slice(&[left, left + 1]);
+        let mut count = 2;
+        while count < N {
+            let largest = (0..count)
+                .filter(|&k| !self.is_leaf(children[k]))
+                .max_by(|&a, &b| {
+                    let area = |k: usize| self.node(children[k]).bounds().half_area();
+                    area(a).total_cmp(&area(b))
+                });
+            let Some(k) = largest else { break };
+            let pulled = self.node(children[k]).left_child();
+            children[k] = pulled;
+            children[count] = pulled + 1;
+            count += 1;
+        }
+        (children, count)
+    }
+
+    /// Emits the wide node for inner node `index`, then its subtrees in
+    /// slot order; returns its index.
+    fn emit_node(&mut self, index: usize) -> u32 {
+        let (children, count) = self.children_of(index);
+        let wide = self.out.nodes.len();
+        self.out.nodes.push(WideNode::empty());
+        for (slot, &child) in children[..count].iter().enumerate() {
+            let target = self.emit(child);
+            let bounds = self.node(child).bounds();
+            self.out.nodes[wide].set(slot, bounds, target);
+        }
+        wide as u32
+    }
+
+    /// Packs every triangle below binary node `index` into groups.
+    fn emit_leaf(&mut self, index: usize) -> ChildRef {
+        self.scratch.clear();
+        let mut stack = vec![index];
+        while let Some(i) = stack.pop() {
+            let node = self.node(i);
+            if node.is_leaf() {
+                self.scratch
+                    .extend_from_slice(&self.bvh.prim_indices[node.prim_range()]);
+            } else {
+                stack.extend([node.left_child() + 1, node.left_child()]);
+            }
+        }
+        let first = self.out.groups.len() as u32;
+        for chunk in self.scratch.chunks(N) {
+            let mut group = TriangleGroup::padding();
+            for (lane, &id) in chunk.iter().enumerate() {
+                group.set(lane, &self.triangles[id as usize], id);
+            }
+            self.out.groups.push(group);
+        }
+        ChildRef::Leaf {
+            first,
+            count: self.out.groups.len() as u32 - first,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::BuildInput;
+    use crate::bvh::build::{BinnedSahBuilder, BinnedSahConfig, Bvh2Builder};
+    use caustic_geom::{Pcg32, Vec3};
+
+    fn soup(count: usize, seed: u64) -> Vec<Triangle> {
+        let mut rng = Pcg32::new(seed, 9);
+        let mut point = || Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()) * 10.0;
+        (0..count)
+            .map(|_| {
+                let p = point();
+                Triangle::new(p, p + point() * 0.05, p + point() * 0.05)
+            })
+            .collect()
+    }
+
+    fn binary(tris: &[Triangle], max_leaf_size: usize) -> Bvh2 {
+        let config = BinnedSahConfig {
+            max_leaf_size,
+            ..BinnedSahConfig::DEFAULT
+        };
+        BinnedSahBuilder::new(config).build(&BuildInput::from_triangles(tris))
+    }
+
+    #[test]
+    fn collapsed_trees_are_valid_for_every_width_and_leaf_rule() {
+        for count in [1, 2, 7, 9, 100, 2000] {
+            let tris = soup(count, count as u64);
+            for max_leaf_size in [1, 4, 8] {
+                let bvh = binary(&tris, max_leaf_size);
+                for config in [
+                    CollapseConfig::KEEP_LEAVES,
+                    CollapseConfig::one_group(4),
+                    CollapseConfig::one_group(8),
+                ] {
+                    let four = collapse::<4>(&bvh, &tris, &config);
+                    four.validate(&tris).unwrap();
+                    let eight = collapse::<8>(&bvh, &tris, &config);
+                    eight.validate(&tris).unwrap();
+                    assert_eq!(eight.shape().prims, count);
+                    assert!(eight.shape().max_depth <= four.shape().max_depth);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn wide_nodes_fill_their_slots() {
+        let tris = soup(5000, 1);
+        let bvh = binary(&tris, 1);
+        let wide = collapse::<8>(&bvh, &tris, &CollapseConfig::KEEP_LEAVES);
+        let shape = wide.shape();
+        // Nodes run out of inner children to pull near the leaves, so they
+        // average fewer than 8 children, but well over 2.
+        let children = shape.inner + shape.leaves - 1;
+        assert!(children >= 3 * shape.inner, "{shape:?}");
+        assert!(shape.max_depth < bvh.shape().max_depth / 2 + 2);
+    }
+
+    #[test]
+    fn small_trees_become_one_leaf() {
+        let tris = soup(6, 2);
+        let bvh = binary(&tris, 1);
+        let wide = collapse::<8>(&bvh, &tris, &CollapseConfig::one_group(8));
+        assert_eq!(wide.root, ChildRef::Leaf { first: 0, count: 1 });
+        assert!(wide.nodes.is_empty());
+        wide.validate(&tris).unwrap();
+        let empty = collapse::<8>(&Bvh2::empty(), &[], &CollapseConfig::one_group(8));
+        assert_eq!(empty.root, ChildRef::Empty);
+        empty.validate(&[]).unwrap();
+    }
+
+    #[test]
+    fn validate_catches_corruption() {
+        let tris = soup(300, 3);
+        let good = collapse::<4>(&binary(&tris, 4), &tris, &CollapseConfig::KEEP_LEAVES);
+        let mut bad = good.clone();
+        bad.groups[0].vertex[0][0] += 1.0;
+        assert!(bad.validate(&tris).unwrap_err().contains("stored as"));
+        let mut bad = good.clone();
+        bad.nodes[0].bounds[0][0] += 100.0;
+        assert!(bad.validate(&tris).is_err());
+        let mut bad = good.clone();
+        bad.groups.push(TriangleGroup::padding());
+        assert!(bad.validate(&tris).unwrap_err().contains("in no leaf"));
+        let mut bad = good.clone();
+        bad.groups[1].id[0] = bad.groups[0].id[0];
+        assert!(bad.validate(&tris).is_err());
+        assert!(good.validate(&tris[1..]).is_err());
+    }
+}

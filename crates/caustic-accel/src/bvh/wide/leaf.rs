@@ -1,0 +1,380 @@
+//! The leaf test of the wide BVH: the watertight ray/triangle test of Woop,
+//! Benthin and Wald ("Watertight Ray/Triangle Intersection", JCGT 2013) on
+//! all `N` lanes of a [`TriangleGroup`] at once, bit-identical to the scalar
+//! `caustic_geom::RayTriangleTest` that [`crate::BruteForce`] uses.
+//!
+//! Why the bits agree: each lane performs the same IEEE operations in the
+//! same order as the scalar code (`a = v0 - o`, `ax = a[kx] - sx * a[kz]`,
+//! `u = cx * by - cy * bx`, ..., `t = (u * az + v * bz + w * cz) * (1 / det)`),
+//! without fused multiply-adds, and every comparison has the scalar code's
+//! NaN behaviour. The one step the lanes cannot take is the scalar test's
+//! `f64` recomputation of edge functions that came out exactly zero; lanes
+//! with a zero edge function go to the scalar test instead (rare: it needs a
+//! ray through an edge or vertex in `f32`). A test checks the agreement on
+//! random and adversarial triangles.
+//!
+//! Hit selection keeps the accel contract: the smallest `t`, and among equal
+//! `t` the lowest scene id, whatever order the lanes and leaves come in.
+
+use super::node::TriangleGroup;
+use super::simd::Lanes;
+use caustic_geom::{Hit, RayTriangleTest, Vec3};
+
+/// Per-ray constants of the watertight test, broadcast to `N` lanes.
+#[derive(Clone, Copy, Debug)]
+pub struct RayTriangles<const N: usize, V> {
+    /// Vertex rows `kx, ky, kz` of the sheared frame (see `RayTriangleTest`).
+    rows: [usize; 3],
+    /// Origin coordinates along `kx, ky, kz`.
+    origin: [V; 3],
+    sx: V,
+    sy: V,
+    sz: V,
+    /// The ray, for the scalar test of lanes with a zero edge function
+    /// (set up only then: it costs as much as a group test).
+    ray: (Vec3, Vec3),
+}
+
+impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
+    /// The constants of `RayTriangleTest::new`, computed the same way: the
+    /// depth axis `kz` is the direction's largest component (first wins
+    /// ties), and `kx`, `ky` swap when it is negative to keep the winding.
+    #[inline(always)]
+    pub fn new(origin: Vec3, dir: Vec3) -> Self {
+        let abs = dir.abs();
+        let kz = if abs.x >= abs.y && abs.x >= abs.z {
+            0
+        } else if abs.y >= abs.z {
+            1
+        } else {
+            2
+        };
+        let mut kx = (kz + 1) % 3;
+        let mut ky = (kx + 1) % 3;
+        if dir[kz] < 0.0 {
+            std::mem::swap(&mut kx, &mut ky);
+        }
+        Self {
+            rows: [kx, ky, kz],
+            origin: [
+                V::splat(origin[kx]),
+                V::splat(origin[ky]),
+                V::splat(origin[kz]),
+            ],
+            sx: V::splat(dir[kx] / dir[kz]),
+            sy: V::splat(dir[ky] / dir[kz]),
+            sz: V::splat(1.0 / dir[kz]),
+            ray: (origin, dir),
+        }
+    }
+
+    /// Vertex `v` of the group's lanes relative to the origin, sheared:
+    /// `(a[kx] - sx * a[kz], a[ky] - sy * a[kz], a[kz])`.
+    #[inline(always)]
+    fn sheared(&self, group: &TriangleGroup<N>, v: usize) -> (V, V, V) {
+        let x = V::load(&group.vertex[3 * v + self.rows[0]]) - self.origin[0];
+        let y = V::load(&group.vertex[3 * v + self.rows[1]]) - self.origin[1];
+        let z = V::load(&group.vertex[3 * v + self.rows[2]]) - self.origin[2];
+        (x - self.sx * z, y - self.sy * z, z)
+    }
+
+    /// Tests every lane of `group` for a hit with `t` in `(t_min, t_max)`.
+    #[inline(always)]
+    pub fn test(&self, group: &TriangleGroup<N>, t_min: V, t_max: V) -> GroupHits<N, V> {
+        let (ax, ay, az) = self.sheared(group, 0);
+        let (bx, by, bz) = self.sheared(group, 1);
+        let (cx, cy, cz) = self.sheared(group, 2);
+        let u = cx * by - cy * bx;
+        let v = ax * cy - ay * cx;
+        let w = bx * ay - by * ax;
+        let zero = V::splat(0.0);
+        let on_edge = V::bits(u.eq(zero) | v.eq(zero) | w.eq(zero));
+        let mixed_signs = V::bits(u.lt(zero) | v.lt(zero) | w.lt(zero))
+            & V::bits(u.gt(zero) | v.gt(zero) | w.gt(zero));
+        let det = u + v + w;
+        let t_scaled = u * (self.sz * az) + v * (self.sz * bz) + w * (self.sz * cz);
+        let inv_det = V::splat(1.0) / det;
+        let t = t_scaled * inv_det;
+        let accepted = det.ne_ordered(zero)
+            & det.abs().lt(V::splat(f32::INFINITY))
+            & t.gt(t_min)
+            & t.lt(t_max);
+        GroupHits {
+            hits: V::bits(accepted) & !mixed_signs & !on_edge,
+            on_edge,
+            t,
+            v,
+            w,
+            inv_det,
+        }
+    }
+
+    /// The scalar test on lane `lane` of `group`.
+    #[inline]
+    fn test_lane(
+        &self,
+        group: &TriangleGroup<N>,
+        lane: usize,
+        t_min: f32,
+        t_max: f32,
+    ) -> Option<(f32, f32, f32)> {
+        RayTriangleTest::new(self.ray.0, self.ray.1)
+            .intersect(&group.triangle(lane), t_min, t_max)
+            .map(|h| (h.t, h.u, h.v))
+    }
+
+    /// Closest hit among `groups` with `t` in `(t_min, best.t]` (ties to the
+    /// lower id), folded into `best`; returns whether `best` changed.
+    #[inline(always)]
+    pub fn closest(&self, groups: &[TriangleGroup<N>], t_min: f32, best: &mut Closest) -> bool {
+        let mut improved = false;
+        let t_min_v = V::splat(t_min);
+        for group in groups {
+            // Accept `t == best.t` too, so that equal distances go to the lower id.
+            let limit = next_up(best.t);
+            let found = self.test(group, t_min_v, V::splat(limit));
+            if found.hits | found.on_edge == 0 {
+                continue;
+            }
+            if found.hits != 0 {
+                let (t, v, w, inv_det) = (
+                    found.t.to_array(),
+                    found.v.to_array(),
+                    found.w.to_array(),
+                    found.inv_det.to_array(),
+                );
+                for lane in set_bits(found.hits) {
+                    let hit = (t[lane], v[lane] * inv_det[lane], w[lane] * inv_det[lane]);
+                    improved |= best.offer(hit, group.id[lane]);
+                }
+            }
+            for lane in set_bits(found.on_edge) {
+                if let Some(hit) = self.test_lane(group, lane, t_min, next_up(best.t)) {
+                    improved |= best.offer(hit, group.id[lane]);
+                }
+            }
+        }
+        improved
+    }
+
+    /// Whether any triangle of `groups` has a hit in `(t_min, t_max)`.
+    #[inline(always)]
+    pub fn any(&self, groups: &[TriangleGroup<N>], t_min: f32, t_max: f32) -> bool {
+        let (t_min_v, t_max_v) = (V::splat(t_min), V::splat(t_max));
+        for group in groups {
+            let found = self.test(group, t_min_v, t_max_v);
+            if found.hits != 0
+                || set_bits(found.on_edge)
+                    .any(|lane| self.test_lane(group, lane, t_min, t_max).is_some())
+            {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Lanes of one group test.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupHits<const N: usize, V> {
+    /// Lanes with an accepted hit (bit per lane).
+    pub hits: u32,
+    /// Lanes with an edge function exactly zero, left to the scalar test.
+    pub on_edge: u32,
+    pub t: V,
+    /// Unnormalised barycentrics of `v1` and `v2`, and `1 / det`.
+    pub v: V,
+    pub w: V,
+    pub inv_det: V,
+}
+
+/// The closest hit so far of one ray.
+#[derive(Clone, Copy, Debug)]
+pub struct Closest {
+    /// Its distance, or the ray's `tmax` while there is none.
+    pub t: f32,
+    pub hit: Option<Hit>,
+}
+
+impl Closest {
+    pub fn new(t_max: f32) -> Self {
+        Self {
+            t: t_max,
+            hit: None,
+        }
+    }
+
+    /// Takes `(t, u, v)` of triangle `prim` when it is nearer, or as near
+    /// with a lower id; the caller guarantees `t <= self.t`.
+    #[inline(always)]
+    pub(super) fn offer(&mut self, (t, u, v): (f32, f32, f32), prim: u32) -> bool {
+        let better = t < self.t || (t == self.t && self.hit.is_some_and(|h| prim < h.prim));
+        if better {
+            self.t = t;
+            self.hit = Some(Hit { t, prim, u, v });
+        }
+        better
+    }
+}
+
+/// Indices of the set bits of `bits`, lowest first.
+#[inline(always)]
+pub fn set_bits(mut bits: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (bits != 0).then(|| {
+            let lane = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            lane
+        })
+    })
+}
+
+/// The smallest `f32` above `x` (`f32::next_up` is newer than the
+/// workspace's minimum Rust).
+#[inline(always)]
+pub fn next_up(x: f32) -> f32 {
+    if x.is_nan() || x == f32::INFINITY {
+        x
+    } else if x == 0.0 {
+        f32::from_bits(1)
+    } else if x > 0.0 {
+        f32::from_bits(x.to_bits() + 1)
+    } else {
+        f32::from_bits(x.to_bits() - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::simd::Portable;
+    use super::*;
+    use caustic_geom::{Pcg32, Triangle};
+
+    fn random_vec(rng: &mut Pcg32, scale: f32) -> Vec3 {
+        Vec3::new(
+            rng.next_f32() - 0.5,
+            rng.next_f32() - 0.5,
+            rng.next_f32() - 0.5,
+        ) * scale
+    }
+
+    /// Triangles that stress the test: shared edges and vertices hit head
+    /// on, slivers, degenerate ones, non-finite ones.
+    fn adversarial(rng: &mut Pcg32, origin: Vec3, dir: Vec3) -> Triangle {
+        let p = origin + dir * (1.0 + 4.0 * rng.next_f32());
+        let (a, b) = (random_vec(rng, 2.0), random_vec(rng, 2.0));
+        match rng.next_u32() % 6 {
+            0 => Triangle::new(p, p + a, p + b),
+            1 => Triangle::new(p - a, p + a, p + b),
+            2 => Triangle::new(p + a, p + 4.0 * a, p + 4.0 * a + 1e-5 * b),
+            3 => Triangle::new(p, p + a, p + 2.0 * a),
+            4 => Triangle::new(p, p + a, Vec3::new(f32::NAN, p.y, p.z)),
+            _ => Triangle::new(p + a, p + b, p + a + b),
+        }
+    }
+
+    /// The lanes of one group give exactly the scalar test's answers.
+    fn group_agrees_with_scalar<const N: usize, V: Lanes<N>>(seed: u64) {
+        let mut rng = Pcg32::new(seed, 3);
+        for _ in 0..2000 {
+            let origin = random_vec(&mut rng, 10.0);
+            let mut dir = random_vec(&mut rng, 2.0);
+            if rng.next_u32() & 3 == 0 {
+                dir[rng.next_u32() as usize % 3] = 0.0;
+            }
+            if dir == Vec3::ZERO {
+                continue;
+            }
+            let scalar = RayTriangleTest::new(origin, dir);
+            let test = RayTriangles::<N, V>::new(origin, dir);
+            let mut group = TriangleGroup::<N>::padding();
+            let lanes = 1 + rng.next_u32() as usize % N;
+            let tris: Vec<Triangle> = (0..lanes)
+                .map(|_| adversarial(&mut rng, origin, dir))
+                .collect();
+            for (lane, tri) in tris.iter().enumerate() {
+                group.set(lane, tri, lane as u32);
+            }
+            let (t_min, t_max) = (0.5, 4.0 + 2.0 * rng.next_f32());
+            let found = test.test(&group, V::splat(t_min), V::splat(t_max));
+            let t = found.t.to_array();
+            for (lane, tri) in tris.iter().enumerate() {
+                let expected = scalar.intersect(tri, t_min, t_max);
+                if found.on_edge & (1 << lane) != 0 {
+                    continue;
+                }
+                let got = (found.hits & (1 << lane) != 0).then_some(t[lane]);
+                assert_eq!(
+                    got.map(f32::to_bits),
+                    expected.map(|h| h.t.to_bits()),
+                    "{tri:?}"
+                );
+            }
+            assert_eq!(found.hits >> lanes, 0, "padding lanes never hit");
+            let mut best = Closest::new(t_max);
+            test.closest(std::slice::from_ref(&group), t_min, &mut best);
+            let mut reference = Closest::new(t_max);
+            for (prim, tri) in tris.iter().enumerate() {
+                if let Some(h) = scalar.intersect(tri, t_min, reference.t) {
+                    reference.t = h.t;
+                    reference.hit = Some(Hit {
+                        t: h.t,
+                        prim: prim as u32,
+                        u: h.u,
+                        v: h.v,
+                    });
+                }
+            }
+            assert_eq!(best.hit, reference.hit);
+            assert_eq!(
+                test.any(std::slice::from_ref(&group), t_min, t_max),
+                reference.hit.is_some()
+            );
+        }
+    }
+
+    #[test]
+    fn portable_groups_agree_with_the_scalar_test() {
+        group_agrees_with_scalar::<4, Portable<4>>(1);
+        group_agrees_with_scalar::<8, Portable<8>>(2);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn simd_groups_agree_with_the_scalar_test() {
+        use super::super::simd::{Avx8, Sse4, avx2_available};
+        group_agrees_with_scalar::<4, Sse4>(3);
+        #[target_feature(enable = "avx2")]
+        unsafe fn avx() {
+            group_agrees_with_scalar::<8, Avx8>(4);
+        }
+        if avx2_available() {
+            // SAFETY: the feature was detected.
+            unsafe { avx() };
+        }
+    }
+
+    #[test]
+    fn edge_hits_go_to_the_scalar_test() {
+        // A ray straight through the shared edge of two triangles.
+        let (a, b) = (Vec3::new(0.0, 0.0, 1.0), Vec3::new(1.0, 1.0, 1.0));
+        let mut group = TriangleGroup::<4>::padding();
+        group.set(0, &Triangle::new(a, Vec3::new(1.0, 0.0, 1.0), b), 5);
+        group.set(1, &Triangle::new(a, b, Vec3::new(0.0, 1.0, 1.0)), 3);
+        let test = RayTriangles::<4, Portable<4>>::new(Vec3::new(0.5, 0.5, 0.0), Vec3::Z);
+        let found = test.test(&group, Portable([0.0; 4]), Portable([9.0; 4]));
+        assert_ne!(found.on_edge, 0);
+        let mut best = Closest::new(f32::INFINITY);
+        assert!(test.closest(&[group], 0.0, &mut best));
+        assert_eq!(best.hit.map(|h| (h.prim, h.t)), Some((3, 1.0)));
+    }
+
+    #[test]
+    fn next_up_steps_one_ulp() {
+        assert_eq!(next_up(1.0), 1.0 + f32::EPSILON);
+        assert_eq!(next_up(0.0), f32::from_bits(1));
+        assert_eq!(next_up(-0.0), f32::from_bits(1));
+        assert!(next_up(-1.0) > -1.0);
+        assert_eq!(next_up(f32::INFINITY), f32::INFINITY);
+    }
+}

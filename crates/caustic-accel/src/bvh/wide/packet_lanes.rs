@@ -1,0 +1,403 @@
+//! The per-lane half of the packet traversal ([`super::packet`]): `N` rays
+//! of a packet in SIMD lanes ([`LaneRays`]) with their own box test of a
+//! leaf (the single-ray rule of [`super::traverse`], lane by lane) and the
+//! watertight triangle test with the triangle broadcast and one ray per
+//! lane (the lane-for-lane arithmetic of [`super::leaf`], so each lane's
+//! result is bit-identical to the scalar test), and their closest hits so
+//! far ([`LaneBest`]), updated in SIMD with the accel's tie rule.
+
+use super::leaf::{Closest, next_up, set_bits};
+use super::node::{NO_PRIM, TriangleGroup, WideNode};
+use super::simd::Lanes;
+use crate::bvh::traverse::SLACK;
+use caustic_geom::{Hit, Ray, RayTriangleTest};
+
+/// One triangle against `N` rays: lane masks and values.
+pub(super) struct LaneHits<const N: usize, V: Lanes<N>> {
+    hits: V::Mask,
+    on_edge: V::Mask,
+    t: V,
+    v: V,
+    w: V,
+    inv_det: V,
+}
+
+/// `N` rays of a packet, one per lane, with the per-lane constants of the
+/// watertight triangle test.
+#[derive(Clone, Copy)]
+pub(super) struct LaneRays<'a, const N: usize, V> {
+    rays: &'a [Ray],
+    /// Origin and direction per axis `x, y, z`.
+    pub(super) origin: [V; 3],
+    dir: [V; 3],
+    /// `1 / dir`, per axis.
+    pub(super) inv: [V; 3],
+    pub(super) t_min: V,
+    pub(super) t_max: V,
+    /// Origin along `kx, ky, kz` and the shear constants of the
+    /// watertight test (see `RayTriangles`).
+    tri_origin: [V; 3],
+    sx: V,
+    sy: V,
+    sz: V,
+    /// Origin and reciprocal direction in the box test's axis order
+    /// `[other, other, depth]`.
+    box_origin: [V; 3],
+    box_inv: [V; 3],
+}
+
+/// The smallest of `values`, none of them NaN (plain comparisons:
+/// `f32::min` spends extra instructions on NaN).
+#[inline(always)]
+pub(super) fn lowest<const N: usize>(values: [f32; N]) -> f32 {
+    values[1..]
+        .iter()
+        .fold(values[0], |lo, &x| if x < lo { x } else { lo })
+}
+
+/// The largest of `values`, none of them NaN.
+#[inline(always)]
+pub(super) fn highest<const N: usize>(values: [f32; N]) -> f32 {
+    values[1..]
+        .iter()
+        .fold(values[0], |hi, &x| if x > hi { x } else { hi })
+}
+
+/// The closest hit so far of each of `N` rays, in lanes.
+#[derive(Clone, Copy)]
+pub(super) struct LaneBest<const N: usize, V> {
+    /// Distance of the hit, or the ray's `tmax` while there is none.
+    pub(super) t: V,
+    u: V,
+    v: V,
+    /// Scene id of the hit as `f32` bits; `NO_PRIM` while there is none.
+    id: V,
+    /// Each ray's `tmax`: hits at exactly `tmax` are outside the interval.
+    t_max: V,
+}
+
+impl<const N: usize, V: Lanes<N>> LaneBest<N, V> {
+    #[inline(always)]
+    pub(super) fn new(t_max: V) -> Self {
+        let zero = V::splat(0.0);
+        Self {
+            t: t_max,
+            u: zero,
+            v: zero,
+            id: V::splat(f32::from_bits(NO_PRIM)),
+            t_max,
+        }
+    }
+
+    /// Lane by lane, as [`Closest`].
+    #[inline(always)]
+    fn lane(&self, lane: usize) -> Closest {
+        let id = self.id.to_array()[lane].to_bits();
+        let t = self.t.to_array()[lane];
+        let hit = (id != NO_PRIM).then(|| Hit {
+            t,
+            prim: id,
+            u: self.u.to_array()[lane],
+            v: self.v.to_array()[lane],
+        });
+        Closest { t, hit }
+    }
+
+    /// Writes lane `lane` back from a [`Closest`].
+    #[inline(always)]
+    fn set_lane(&mut self, lane: usize, closest: &Closest) {
+        let put = |v: V, x: f32| {
+            let mut a = v.to_array();
+            a[lane] = x;
+            a
+        };
+        let hit = closest.hit.expect("set only after a hit");
+        let (t, u, v, id) = (
+            put(self.t, closest.t),
+            put(self.u, hit.u),
+            put(self.v, hit.v),
+            put(self.id, f32::from_bits(hit.prim)),
+        );
+        (self.t, self.u, self.v, self.id) = (V::load(&t), V::load(&u), V::load(&v), V::load(&id));
+    }
+
+    pub(super) fn finish(self) -> [Closest; N] {
+        let (t, u, v, id) = (
+            self.t.to_array(),
+            self.u.to_array(),
+            self.v.to_array(),
+            self.id.to_array(),
+        );
+        std::array::from_fn(|lane| {
+            let prim = id[lane].to_bits();
+            let hit = (prim != NO_PRIM).then_some(Hit {
+                t: t[lane],
+                prim,
+                u: u[lane],
+                v: v[lane],
+            });
+            Closest { t: t[lane], hit }
+        })
+    }
+}
+
+impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
+    /// The rays' fields in lanes; `shear` completes the triangle constants.
+    #[inline(always)]
+    pub(super) fn gather(rays: &'a [Ray]) -> Self {
+        let mut o = [[0.0f32; N]; 3];
+        let mut d = [[0.0f32; N]; 3];
+        let (mut t_min, mut t_max) = ([0.0f32; N], [0.0f32; N]);
+        for i in 0..N {
+            let ray = &rays[i];
+            for k in 0..3 {
+                o[k][i] = ray.origin[k];
+                d[k][i] = ray.dir[k];
+            }
+            (t_min[i], t_max[i]) = (ray.tmin, ray.tmax);
+        }
+        let zero = V::splat(0.0);
+        let one = V::splat(1.0);
+        let dir = [V::load(&d[0]), V::load(&d[1]), V::load(&d[2])];
+        Self {
+            rays,
+            origin: [V::load(&o[0]), V::load(&o[1]), V::load(&o[2])],
+            dir,
+            inv: [one / dir[0], one / dir[1], one / dir[2]],
+            sx: zero,
+            sy: zero,
+            sz: zero,
+            t_min: V::load(&t_min),
+            t_max: V::load(&t_max),
+            tri_origin: [zero; 3],
+            box_origin: [zero; 3],
+            box_inv: [zero; 3],
+        }
+    }
+
+    /// The depth axis and the direction signs all `N` rays share, or `None`
+    /// when they differ or a ray is not traceable or has a zero direction
+    /// component: the coherence test of [`Packet::new`], on whole vectors.
+    #[inline(always)]
+    pub(super) fn shape(&self) -> Option<(usize, [bool; 3])> {
+        let all = (1u32 << N) - 1;
+        let zero = V::splat(0.0);
+        let inf = V::splat(f32::INFINITY);
+        let [dx, dy, dz] = self.dir;
+        let finite = self.origin[0].abs().lt(inf)
+            & self.origin[1].abs().lt(inf)
+            & self.origin[2].abs().lt(inf)
+            & dx.abs().lt(inf)
+            & dy.abs().lt(inf)
+            & dz.abs().lt(inf);
+        let nonzero = dx.ne_ordered(zero) & dy.ne_ordered(zero) & dz.ne_ordered(zero);
+        if V::bits(finite & nonzero & self.t_min.lt(self.t_max)) != all {
+            return None;
+        }
+        let (ax, ay, az) = (dx.abs(), dy.abs(), dz.abs());
+        let x_deepest = V::bits(ay.le(ax) & az.le(ax));
+        let z_below_y = V::bits(az.le(ay));
+        let depth = match (x_deepest, z_below_y) {
+            (x, _) if x == all => 0,
+            (0, y) if y == all => 1,
+            (0, 0) => 2,
+            _ => return None,
+        };
+        let mut sign = [false; 3];
+        for (k, d) in [dx, dy, dz].into_iter().enumerate() {
+            sign[k] = match V::bits(d.lt(zero)) {
+                0 => false,
+                bits if bits == all => true,
+                _ => return None,
+            };
+        }
+        Some((depth, sign))
+    }
+
+    /// The triangle test's per-lane constants for the frame `kx, ky, kz`,
+    /// divided as `RayTriangleTest::new` divides (one IEEE division per lane).
+    #[inline(always)]
+    pub(super) fn shear(&mut self, [kx, ky, kz]: [usize; 3], axes: [usize; 3]) {
+        self.sx = self.dir[kx] / self.dir[kz];
+        self.sy = self.dir[ky] / self.dir[kz];
+        self.sz = self.inv[kz];
+        self.tri_origin = [self.origin[kx], self.origin[ky], self.origin[kz]];
+        self.box_origin = [
+            self.origin[axes[0]],
+            self.origin[axes[1]],
+            self.origin[axes[2]],
+        ];
+        self.box_inv = [self.inv[axes[0]], self.inv[axes[1]], self.inv[axes[2]]];
+    }
+
+    /// Lanes whose own box test (the rule of `RayBoxes::test`, for each
+    /// lane's ray against its closest hit `cutoff`) keeps slot `slot` of
+    /// `node`: the others would not reach this leaf on their own.
+    #[inline(always)]
+    pub(super) fn keeps(
+        &self,
+        node: &WideNode<N>,
+        slot: usize,
+        near_row: [usize; 3],
+        far_row: [usize; 3],
+        cutoff: V,
+    ) -> u32 {
+        let n0 = self.slab(node.bounds[near_row[0]][slot], 0);
+        let n1 = self.slab(node.bounds[near_row[1]][slot], 1);
+        let n2 = self.slab(node.bounds[near_row[2]][slot], 2);
+        let f0 = self.slab(node.bounds[far_row[0]][slot], 0);
+        let f1 = self.slab(node.bounds[far_row[1]][slot], 1);
+        let f2 = self.slab(node.bounds[far_row[2]][slot], 2);
+        let near = n0.max_or(n1.max_or(n2));
+        let far = f0.min_or(f1.min_or(f2));
+        let margin = n2.abs().max_or(f2.abs()) * V::splat(SLACK);
+        let crosses = (near - margin).le(far + margin);
+        let lo = self.t_min.max_or(n2 - margin);
+        let hi = cutoff.min_or(f2 + margin);
+        V::bits(crosses & lo.le(hi))
+    }
+
+    /// Each lane's distance to `plane` along slot axis `k`.
+    #[inline(always)]
+    fn slab(&self, plane: f32, k: usize) -> V {
+        (V::splat(plane) - self.box_origin[k]) * self.box_inv[k]
+    }
+
+    /// Tests every triangle of `groups` against the `N` rays, folding hits
+    /// into `best` with the rule of `Closest::offer`: a nearer hit replaces
+    /// the lane's in SIMD; one exactly as near (rare) is settled by id in
+    /// scalar code, like hits on an edge.
+    #[inline(always)]
+    pub(super) fn leaf(
+        &self,
+        groups: &[TriangleGroup<N>],
+        rows: [usize; 3],
+        best: &mut LaneBest<N, V>,
+    ) -> bool {
+        let mut improved = false;
+        for group in groups {
+            for tri in 0..N {
+                let id = group.id[tri];
+                if id == NO_PRIM {
+                    continue; // padding
+                }
+                let found = self.test_triangle(group, tri, rows, best);
+                let (hits, on_edge) = (V::bits(found.hits), V::bits(found.on_edge));
+                if hits | on_edge == 0 {
+                    continue;
+                }
+                improved = true;
+                let nearer = found.t.lt(best.t) & found.hits;
+                best.t = V::select(nearer, found.t, best.t);
+                best.u = V::select(nearer, found.v * found.inv_det, best.u);
+                best.v = V::select(nearer, found.w * found.inv_det, best.v);
+                best.id = V::select(nearer, V::splat(f32::from_bits(id)), best.id);
+                let ties = hits & !V::bits(nearer);
+                if ties | on_edge != 0 {
+                    self.settle(group, tri, ties, on_edge, &found, best);
+                }
+            }
+        }
+        improved
+    }
+
+    /// Scalar rule for lanes whose hit ties the current closest (`ties`)
+    /// and for lanes the SIMD test left to the scalar test (`on_edge`).
+    #[cold]
+    fn settle(
+        &self,
+        group: &TriangleGroup<N>,
+        tri: usize,
+        ties: u32,
+        on_edge: u32,
+        found: &LaneHits<N, V>,
+        best: &mut LaneBest<N, V>,
+    ) {
+        let id = group.id[tri];
+        let (t, v, w, inv_det) = (
+            found.t.to_array(),
+            found.v.to_array(),
+            found.w.to_array(),
+            found.inv_det.to_array(),
+        );
+        for lane in set_bits(ties) {
+            let mut closest = best.lane(lane);
+            if closest.offer(
+                (t[lane], v[lane] * inv_det[lane], w[lane] * inv_det[lane]),
+                id,
+            ) {
+                best.set_lane(lane, &closest);
+            }
+        }
+        for lane in set_bits(on_edge) {
+            let ray = &self.rays[lane];
+            let mut closest = best.lane(lane);
+            let exact = RayTriangleTest::new(ray.origin, ray.dir).intersect(
+                &group.triangle(tri),
+                ray.tmin,
+                next_up(closest.t),
+            );
+            if exact.is_some_and(|h| closest.offer((h.t, h.u, h.v), id)) {
+                best.set_lane(lane, &closest);
+            }
+        }
+    }
+
+    /// The watertight test of triangle `tri` of `group` against every lane's
+    /// ray: the lane-for-lane arithmetic of `RayTriangles::test`, with the
+    /// triangle broadcast instead of the ray, accepting `t` in
+    /// `(tmin, tmax)` no farther than the lane's closest hit (equal
+    /// included, for the tie rule).
+    #[inline(always)]
+    fn test_triangle(
+        &self,
+        group: &TriangleGroup<N>,
+        tri: usize,
+        rows: [usize; 3],
+        best: &LaneBest<N, V>,
+    ) -> LaneHits<N, V> {
+        let (ax, ay, az) = self.sheared(group, tri, rows, 0);
+        let (bx, by, bz) = self.sheared(group, tri, rows, 1);
+        let (cx, cy, cz) = self.sheared(group, tri, rows, 2);
+        let u = cx * by - cy * bx;
+        let v = ax * cy - ay * cx;
+        let w = bx * ay - by * ax;
+        let zero = V::splat(0.0);
+        let on_edge = u.eq(zero) | v.eq(zero) | w.eq(zero);
+        let mixed_signs =
+            (u.lt(zero) | v.lt(zero) | w.lt(zero)) & (u.gt(zero) | v.gt(zero) | w.gt(zero));
+        let det = u + v + w;
+        let t_scaled = u * (self.sz * az) + v * (self.sz * bz) + w * (self.sz * cz);
+        let inv_det = V::splat(1.0) / det;
+        let t = t_scaled * inv_det;
+        let accepted = det.ne_ordered(zero)
+            & det.abs().lt(V::splat(f32::INFINITY))
+            & t.gt(self.t_min)
+            & t.lt(best.t_max)
+            & t.le(best.t);
+        LaneHits {
+            hits: V::andnot(mixed_signs | on_edge, accepted),
+            on_edge,
+            t,
+            v,
+            w,
+            inv_det,
+        }
+    }
+
+    /// Vertex `v` of triangle `tri` relative to each lane's origin, sheared.
+    #[inline(always)]
+    fn sheared(
+        &self,
+        group: &TriangleGroup<N>,
+        tri: usize,
+        rows: [usize; 3],
+        v: usize,
+    ) -> (V, V, V) {
+        let coord = |k: usize| group.vertex[3 * v + rows[k]][tri];
+        let x = V::splat(coord(0)) - self.tri_origin[0];
+        let y = V::splat(coord(1)) - self.tri_origin[1];
+        let z = V::splat(coord(2)) - self.tri_origin[2];
+        (x - self.sx * z, y - self.sy * z, z)
+    }
+}

@@ -1,0 +1,482 @@
+//! The SIMD vocabulary of the wide BVH: [`Lanes`], a vector of `N` `f32`
+//! with exactly the operations the node and triangle tests need, written
+//! once per instruction set:
+//!
+//! - [`Avx8`]: 8 lanes in a `__m256` (AVX2, chosen at run time with
+//!   `is_x86_feature_detected!`);
+//! - [`Sse4`]: 4 lanes in a `__m128` (SSE2, part of every x86_64 CPU);
+//! - [`Portable`]: `N` lanes in a plain array, for other CPUs; the compiler
+//!   vectorises its loops where it can.
+//!
+//! Exactness: every operation is one IEEE-754 single-precision operation per
+//! lane, rounded to nearest, never fused (no FMA: the watertight test and
+//! the slab test are specified without it, and a fused multiply-add rounds
+//! differently). `min_or`/`max_or` have the semantics of x86's `minps` /
+//! `maxps` (`a < b ? a : b`), so a NaN in the first operand leaves the
+//! second, which the slab test relies on (see `bvh::traverse`). The
+//! portable and SIMD versions therefore give the same bits; a test checks it.
+//!
+//! Soundness: `Avx8` values are only made inside functions compiled with
+//! `#[target_feature(enable = "avx2")]` that are reached only after the
+//! feature was detected; every method is `#[inline(always)]` so that its
+//! intrinsics are compiled inside such a function.
+
+use std::ops::{Add, BitAnd, BitOr, Div, Mul, Sub};
+
+/// A vector of `N` `f32` lanes with lane-wise IEEE arithmetic.
+pub trait Lanes<const N: usize>:
+    Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self>
+{
+    /// Lane-wise comparison results.
+    type Mask: Copy + BitAnd<Output = Self::Mask> + BitOr<Output = Self::Mask>;
+
+    fn splat(x: f32) -> Self;
+    fn load(row: &[f32; N]) -> Self;
+    fn to_array(self) -> [f32; N];
+    fn abs(self) -> Self;
+    /// `self < other ? self : other` per lane: `other` when either is NaN
+    /// in the first operand's place.
+    fn min_or(self, other: Self) -> Self;
+    /// `self > other ? self : other` per lane.
+    fn max_or(self, other: Self) -> Self;
+    fn lt(self, other: Self) -> Self::Mask;
+    fn le(self, other: Self) -> Self::Mask;
+    fn gt(self, other: Self) -> Self::Mask;
+    fn eq(self, other: Self) -> Self::Mask;
+    /// Not equal and neither NaN.
+    fn ne_ordered(self, other: Self) -> Self::Mask;
+    /// Lane `i` of the mask as bit `i`.
+    fn bits(mask: Self::Mask) -> u32;
+    /// `!mask & other`.
+    fn andnot(mask: Self::Mask, other: Self::Mask) -> Self::Mask;
+    /// Per lane, `a` where `mask` is set, else `b` (bits copied unchanged).
+    fn select(mask: Self::Mask, a: Self, b: Self) -> Self;
+}
+
+/// `N` lanes in an array: the fallback for CPUs without a SIMD backend here.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Portable<const N: usize>(pub [f32; N]);
+
+macro_rules! portable_binary {
+    ($trait:ident, $method:ident, $op:tt) => {
+        impl<const N: usize> $trait for Portable<N> {
+            type Output = Self;
+            #[inline(always)]
+            fn $method(self, rhs: Self) -> Self {
+                Self(std::array::from_fn(|i| self.0[i] $op rhs.0[i]))
+            }
+        }
+    };
+}
+
+portable_binary!(Add, add, +);
+portable_binary!(Sub, sub, -);
+portable_binary!(Mul, mul, *);
+portable_binary!(Div, div, /);
+
+impl<const N: usize> Portable<N> {
+    #[inline(always)]
+    fn mask(self, other: Self, pred: impl Fn(f32, f32) -> bool) -> u32 {
+        (0..N).fold(0, |bits, i| {
+            bits | (u32::from(pred(self.0[i], other.0[i])) << i)
+        })
+    }
+}
+
+impl<const N: usize> Lanes<N> for Portable<N> {
+    type Mask = u32;
+
+    #[inline(always)]
+    fn splat(x: f32) -> Self {
+        Self([x; N])
+    }
+    #[inline(always)]
+    fn load(row: &[f32; N]) -> Self {
+        Self(*row)
+    }
+    #[inline(always)]
+    fn to_array(self) -> [f32; N] {
+        self.0
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        Self(self.0.map(f32::abs))
+    }
+    #[inline(always)]
+    fn min_or(self, other: Self) -> Self {
+        Self(std::array::from_fn(|i| {
+            if self.0[i] < other.0[i] {
+                self.0[i]
+            } else {
+                other.0[i]
+            }
+        }))
+    }
+    #[inline(always)]
+    fn max_or(self, other: Self) -> Self {
+        Self(std::array::from_fn(|i| {
+            if self.0[i] > other.0[i] {
+                self.0[i]
+            } else {
+                other.0[i]
+            }
+        }))
+    }
+    #[inline(always)]
+    fn lt(self, other: Self) -> u32 {
+        self.mask(other, |a, b| a < b)
+    }
+    #[inline(always)]
+    fn le(self, other: Self) -> u32 {
+        self.mask(other, |a, b| a <= b)
+    }
+    #[inline(always)]
+    fn gt(self, other: Self) -> u32 {
+        self.mask(other, |a, b| a > b)
+    }
+    #[inline(always)]
+    fn eq(self, other: Self) -> u32 {
+        self.mask(other, |a, b| a == b)
+    }
+    #[inline(always)]
+    fn ne_ordered(self, other: Self) -> u32 {
+        self.mask(other, |a, b| a != b && !a.is_nan() && !b.is_nan())
+    }
+    #[inline(always)]
+    fn bits(mask: u32) -> u32 {
+        mask
+    }
+    #[inline(always)]
+    fn andnot(mask: u32, other: u32) -> u32 {
+        !mask & other
+    }
+    #[inline(always)]
+    fn select(mask: u32, a: Self, b: Self) -> Self {
+        Self(std::array::from_fn(|i| {
+            if mask & (1 << i) != 0 { a.0[i] } else { b.0[i] }
+        }))
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub use x86::{Avx8, Sse4, avx2_available};
+
+#[cfg(not(target_arch = "x86_64"))]
+/// No x86 SIMD on this target.
+pub fn avx2_available() -> bool {
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::Lanes;
+    use std::arch::x86_64::*;
+    use std::ops::{Add, BitAnd, BitOr, Div, Mul, Sub};
+
+    /// Whether this CPU runs the [`Avx8`] backend.
+    pub fn avx2_available() -> bool {
+        is_x86_feature_detected!("avx2")
+    }
+
+    /// 8 lanes in an AVX register; see the module docs for when one may exist.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Avx8(__m256);
+
+    /// 4 lanes in an SSE register (baseline x86_64).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Sse4(__m128);
+
+    /// Comparison results of [`Avx8`].
+    #[derive(Clone, Copy, Debug)]
+    pub struct Mask8(__m256);
+
+    /// Comparison results of [`Sse4`].
+    #[derive(Clone, Copy, Debug)]
+    pub struct Mask4(__m128);
+
+    /// Implements the arithmetic operators and mask logic of one backend.
+    macro_rules! backend_ops {
+        ($vec:ident, $mask:ident, $add:ident, $sub:ident, $mul:ident, $div:ident, $and:ident, $or:ident) => {
+            impl Add for $vec {
+                type Output = Self;
+                #[inline(always)]
+                fn add(self, rhs: Self) -> Self {
+                    // SAFETY: see the module docs (feature present).
+                    Self(unsafe { $add(self.0, rhs.0) })
+                }
+            }
+            impl Sub for $vec {
+                type Output = Self;
+                #[inline(always)]
+                fn sub(self, rhs: Self) -> Self {
+                    // SAFETY: as above.
+                    Self(unsafe { $sub(self.0, rhs.0) })
+                }
+            }
+            impl Mul for $vec {
+                type Output = Self;
+                #[inline(always)]
+                fn mul(self, rhs: Self) -> Self {
+                    // SAFETY: as above.
+                    Self(unsafe { $mul(self.0, rhs.0) })
+                }
+            }
+            impl Div for $vec {
+                type Output = Self;
+                #[inline(always)]
+                fn div(self, rhs: Self) -> Self {
+                    // SAFETY: as above.
+                    Self(unsafe { $div(self.0, rhs.0) })
+                }
+            }
+            impl BitAnd for $mask {
+                type Output = Self;
+                #[inline(always)]
+                fn bitand(self, rhs: Self) -> Self {
+                    // SAFETY: as above.
+                    Self(unsafe { $and(self.0, rhs.0) })
+                }
+            }
+            impl BitOr for $mask {
+                type Output = Self;
+                #[inline(always)]
+                fn bitor(self, rhs: Self) -> Self {
+                    // SAFETY: as above.
+                    Self(unsafe { $or(self.0, rhs.0) })
+                }
+            }
+        };
+    }
+
+    backend_ops!(
+        Avx8,
+        Mask8,
+        _mm256_add_ps,
+        _mm256_sub_ps,
+        _mm256_mul_ps,
+        _mm256_div_ps,
+        _mm256_and_ps,
+        _mm256_or_ps
+    );
+    backend_ops!(
+        Sse4, Mask4, _mm_add_ps, _mm_sub_ps, _mm_mul_ps, _mm_div_ps, _mm_and_ps, _mm_or_ps
+    );
+
+    // SAFETY (every `unsafe` block below): AVX is enabled wherever an `Avx8`
+    // exists (module docs); SSE2 is part of x86_64; loads and stores go
+    // through references to `[f32; N]`, with unaligned instructions.
+    impl Lanes<8> for Avx8 {
+        type Mask = Mask8;
+
+        #[inline(always)]
+        fn splat(x: f32) -> Self {
+            Self(unsafe { _mm256_set1_ps(x) })
+        }
+        #[inline(always)]
+        fn load(row: &[f32; 8]) -> Self {
+            Self(unsafe { _mm256_loadu_ps(row.as_ptr()) })
+        }
+        #[inline(always)]
+        fn to_array(self) -> [f32; 8] {
+            let mut out = [0.0; 8];
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), self.0) };
+            out
+        }
+        #[inline(always)]
+        fn abs(self) -> Self {
+            Self(unsafe { _mm256_andnot_ps(_mm256_set1_ps(-0.0), self.0) })
+        }
+        #[inline(always)]
+        fn min_or(self, other: Self) -> Self {
+            Self(unsafe { _mm256_min_ps(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn max_or(self, other: Self) -> Self {
+            Self(unsafe { _mm256_max_ps(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn lt(self, other: Self) -> Mask8 {
+            Mask8(unsafe { _mm256_cmp_ps::<_CMP_LT_OQ>(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn le(self, other: Self) -> Mask8 {
+            Mask8(unsafe { _mm256_cmp_ps::<_CMP_LE_OQ>(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn gt(self, other: Self) -> Mask8 {
+            Mask8(unsafe { _mm256_cmp_ps::<_CMP_GT_OQ>(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn eq(self, other: Self) -> Mask8 {
+            Mask8(unsafe { _mm256_cmp_ps::<_CMP_EQ_OQ>(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn ne_ordered(self, other: Self) -> Mask8 {
+            Mask8(unsafe { _mm256_cmp_ps::<_CMP_NEQ_OQ>(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn bits(mask: Mask8) -> u32 {
+            unsafe { _mm256_movemask_ps(mask.0) as u32 }
+        }
+        #[inline(always)]
+        fn andnot(mask: Mask8, other: Mask8) -> Mask8 {
+            Mask8(unsafe { _mm256_andnot_ps(mask.0, other.0) })
+        }
+        #[inline(always)]
+        fn select(mask: Mask8, a: Self, b: Self) -> Self {
+            Self(unsafe { _mm256_blendv_ps(b.0, a.0, mask.0) })
+        }
+    }
+
+    impl Lanes<4> for Sse4 {
+        type Mask = Mask4;
+
+        #[inline(always)]
+        fn splat(x: f32) -> Self {
+            Self(unsafe { _mm_set1_ps(x) })
+        }
+        #[inline(always)]
+        fn load(row: &[f32; 4]) -> Self {
+            Self(unsafe { _mm_loadu_ps(row.as_ptr()) })
+        }
+        #[inline(always)]
+        fn to_array(self) -> [f32; 4] {
+            let mut out = [0.0; 4];
+            unsafe { _mm_storeu_ps(out.as_mut_ptr(), self.0) };
+            out
+        }
+        #[inline(always)]
+        fn abs(self) -> Self {
+            Self(unsafe { _mm_andnot_ps(_mm_set1_ps(-0.0), self.0) })
+        }
+        #[inline(always)]
+        fn min_or(self, other: Self) -> Self {
+            Self(unsafe { _mm_min_ps(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn max_or(self, other: Self) -> Self {
+            Self(unsafe { _mm_max_ps(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn lt(self, other: Self) -> Mask4 {
+            Mask4(unsafe { _mm_cmplt_ps(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn le(self, other: Self) -> Mask4 {
+            Mask4(unsafe { _mm_cmple_ps(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn gt(self, other: Self) -> Mask4 {
+            Mask4(unsafe { _mm_cmpgt_ps(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn eq(self, other: Self) -> Mask4 {
+            Mask4(unsafe { _mm_cmpeq_ps(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn ne_ordered(self, other: Self) -> Mask4 {
+            // `cmpneq` is true on NaN; `a < b || a > b` is not.
+            Mask4(unsafe {
+                _mm_or_ps(_mm_cmplt_ps(self.0, other.0), _mm_cmpgt_ps(self.0, other.0))
+            })
+        }
+        #[inline(always)]
+        fn bits(mask: Mask4) -> u32 {
+            unsafe { _mm_movemask_ps(mask.0) as u32 }
+        }
+        #[inline(always)]
+        fn andnot(mask: Mask4, other: Mask4) -> Mask4 {
+            Mask4(unsafe { _mm_andnot_ps(mask.0, other.0) })
+        }
+        #[inline(always)]
+        fn select(mask: Mask4, a: Self, b: Self) -> Self {
+            // `blendv` is SSE4.1, beyond the x86_64 baseline.
+            Self(unsafe { _mm_or_ps(_mm_and_ps(mask.0, a.0), _mm_andnot_ps(mask.0, b.0)) })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Awkward values: signed zeros, infinities, NaN, tiny and huge numbers.
+    const SPECIAL: [f32; 8] = [
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1e-40,
+        -3.5,
+        1e38,
+    ];
+
+    /// Every lane operation of `V` against [`Portable`], bit for bit.
+    fn agrees_with_portable<const N: usize, V: Lanes<N>>() {
+        for shift in 0..8 {
+            let a: [f32; N] = std::array::from_fn(|i| SPECIAL[(i + shift) % 8]);
+            let b: [f32; N] = std::array::from_fn(|i| SPECIAL[(3 * i + 1) % 8] * 0.75);
+            let (va, vb) = (V::load(&a), V::load(&b));
+            let (pa, pb) = (Portable(a), Portable(b));
+            // Bits must agree, except which NaN comes out.
+            let same = |x: [f32; N], y: [f32; N]| {
+                let key = |v: f32| if v.is_nan() { u32::MAX } else { v.to_bits() };
+                assert_eq!(x.map(key), y.map(key), "{a:?} {b:?}")
+            };
+            same((va + vb).to_array(), (pa + pb).0);
+            same((va - vb).to_array(), (pa - pb).0);
+            same((va * vb).to_array(), (pa * pb).0);
+            same((va / vb).to_array(), (pa / pb).0);
+            same(va.abs().to_array(), pa.abs().0);
+            same(va.min_or(vb).to_array(), pa.min_or(pb).0);
+            same(va.max_or(vb).to_array(), pa.max_or(pb).0);
+            same(V::splat(a[0]).to_array(), [a[0]; N]);
+            assert_eq!(V::bits(va.lt(vb)), pa.lt(pb));
+            assert_eq!(V::bits(va.le(vb)), pa.le(pb));
+            assert_eq!(V::bits(va.gt(vb)), pa.gt(pb));
+            assert_eq!(V::bits(va.eq(vb)), pa.eq(pb));
+            assert_eq!(V::bits(va.ne_ordered(vb)), pa.ne_ordered(pb));
+            assert_eq!(V::bits(va.lt(vb) | va.eq(vb)), pa.lt(pb) | pa.eq(pb));
+            assert_eq!(V::bits(va.le(vb) & va.ne_ordered(vb)), pa.lt(pb));
+            assert_eq!(
+                V::bits(V::andnot(va.lt(vb), va.le(vb))),
+                <Portable<N> as Lanes<N>>::andnot(pa.lt(pb), pa.le(pb))
+            );
+            let (vs, ps) = (
+                V::select(va.lt(vb), va, vb),
+                <Portable<N> as Lanes<N>>::select(pa.lt(pb), pa, pb),
+            );
+            assert_eq!(vs.to_array().map(f32::to_bits), ps.0.map(f32::to_bits));
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sse_matches_portable() {
+        agrees_with_portable::<4, Sse4>();
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx_matches_portable() {
+        #[target_feature(enable = "avx2")]
+        unsafe fn run() {
+            agrees_with_portable::<8, Avx8>();
+        }
+        if avx2_available() {
+            // SAFETY: the feature was detected.
+            unsafe { run() };
+        }
+    }
+
+    #[test]
+    fn portable_nan_rules_follow_minps_maxps() {
+        let nan = Portable([f32::NAN; 1]);
+        let one = Portable([1.0; 1]);
+        assert_eq!(nan.min_or(one).0[0], 1.0);
+        assert!(one.min_or(nan).0[0].is_nan());
+        assert_eq!(nan.max_or(one).0[0], 1.0);
+        assert!(one.max_or(nan).0[0].is_nan());
+    }
+}

@@ -1,0 +1,99 @@
+//! SVG plots for `caustic bench` (plotters, SVG backend: no font files are
+//! needed, text is left to the SVG viewer).
+
+use anyhow::{Result, anyhow};
+use plotters::prelude::*;
+use std::path::Path;
+
+/// One point of a build-versus-trace plot.
+pub struct TradeoffPoint {
+    /// The series (acceleration structure) it belongs to.
+    pub series: String,
+    /// Short label drawn next to the point (the scene).
+    pub label: String,
+    pub build_ms: f64,
+    pub trace_ms: f64,
+}
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+/// Build time against trace time, log-log, one colour per structure: the
+/// trade-off seed 000's tables show in numbers. Lower left is better on
+/// both counts.
+pub fn build_vs_trace(path: &Path, title: &str, points: &[TradeoffPoint]) -> Result<()> {
+    let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw {}: {e}", path.display());
+    let positive = |v: f64| v.max(1e-3);
+    let range = |f: fn(&TradeoffPoint) -> f64| {
+        let (lo, hi) = points
+            .iter()
+            .map(f)
+            .map(positive)
+            .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        (lo / 1.5)..(hi * 1.5)
+    };
+    let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(60)
+        .build_cartesian_2d(
+            range(|p| p.build_ms).log_scale(),
+            range(|p| p.trace_ms).log_scale(),
+        )
+        .map_err(|e| err(&e))?;
+    chart
+        .configure_mesh()
+        .x_desc("build ms (best)")
+        .y_desc("trace ms: primary + AO + diffuse passes (best)")
+        .draw()
+        .map_err(|e| err(&e))?;
+    let mut series: Vec<&str> = Vec::new();
+    for p in points {
+        if !series.contains(&p.series.as_str()) {
+            series.push(&p.series);
+        }
+    }
+    for (i, name) in series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let mine: Vec<&TradeoffPoint> = points.iter().filter(|p| p.series == *name).collect();
+        chart
+            .draw_series(mine.iter().map(|p| {
+                Circle::new(
+                    (positive(p.build_ms), positive(p.trace_ms)),
+                    5,
+                    color.filled(),
+                )
+            }))
+            .map_err(|e| err(&e))?
+            .label(*name)
+            .legend(move |(x, y)| Circle::new((x, y), 5, color.filled()));
+        chart
+            .draw_series(mine.iter().map(|p| {
+                Text::new(
+                    p.label.clone(),
+                    (positive(p.build_ms), positive(p.trace_ms)),
+                    ("sans-serif", 11),
+                )
+            }))
+            .map_err(|e| err(&e))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}

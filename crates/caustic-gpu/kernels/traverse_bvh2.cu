@@ -1,0 +1,301 @@
+// traverse_bvh2.cu: closest-hit and any-hit traversal of a caustic_accel::Bvh2
+// over a device buffer of rays.
+//
+// The kernel is the persistent "while-while" traversal of Aila and Laine,
+// "Understanding the Efficiency of Ray Traversal on GPUs" (HPG 2009), in the
+// form of their Kepler addendum (2012): just enough threads to fill the GPU
+// stay resident and fetch rays from a global counter, a warp's idle lanes
+// taking consecutive rays together with one atomic (up to 32 at a time); the
+// inner loops traverse inner nodes until every lane holds a leaf (the first
+// leaf a lane meets is postponed while it goes on to find another), then
+// test leaves; and a warp whose active lanes drop below a threshold leaves
+// the traversal early to refill the idle ones ("dynamic fetch").
+//
+// The results are the CPU's, bit for bit (caustic_accel's Accel contract):
+// the closest t in (tmin, tmax) of the watertight test, ties to the lowest
+// scene id; any-hit is true when such a hit exists. Three things make that
+// so: the triangle test and the box test are the CPU's arithmetic (see
+// common.cuh and bvh.cuh), leaves accept a hit at exactly the closest
+// distance when its id is lower, and a popped node is culled only when its
+// box's bound exceeds the closest hit, as on the CPU. The order in which
+// nodes are visited differs from the CPU's and does not matter.
+#include "common.cuh"
+#include "bvh.cuh"
+
+// Threads per block (TRACE_THREADS in trace.rs).
+#define TRACE_THREADS 128u
+// Stack entries: one per level of the current path, and builders bound the
+// depth by caustic_accel::bvh::MAX_DEPTH (= 64, checked by a host test).
+#define TRACE_STACK 64u
+// A warp with fewer active lanes than this goes back to fetch rays.
+#define TRACE_FETCH_THRESHOLD 20u
+// NodeRef::count of "no node".
+#define NODE_NONE 0xffffffffu
+
+// A node to visit, as its parent stores it: count == 0 is an inner node whose
+// children sit at first and first + 1; otherwise a leaf over the slots
+// first .. first + count.
+struct NodeRef {
+    u32 first;
+    u32 count;
+};
+
+__device__ __forceinline__ NodeRef node_ref(u32 first, u32 count) {
+    NodeRef n;
+    n.first = first;
+    n.count = count;
+    return n;
+}
+__device__ __forceinline__ bool is_leaf(NodeRef n) { return n.count != 0 && n.count != NODE_NONE; }
+
+// The smallest float above x (the CPU's next_up): leaves accept t == closest.
+__device__ __forceinline__ float next_up(float x) {
+    if (!(x < CAUSTIC_INF)) return x;
+    if (x == 0.0f) return __uint_as_float(1u);
+    const u32 bits = __float_as_uint(x);
+    return __uint_as_float(x > 0.0f ? bits + 1u : bits - 1u);
+}
+
+// One lane's traversal stack, in local memory; `bounds` is unused by any-hit.
+template <bool ANY_HIT>
+struct Stack {
+    uint2 nodes[TRACE_STACK];
+    float bounds[ANY_HIT ? 1 : TRACE_STACK];
+    u32 size;
+
+    __device__ __forceinline__ void push(NodeRef n, float bound) {
+        // Only an invalid (too deep) tree can overflow; stop the kernel
+        // rather than write past the stack.
+        if (size == TRACE_STACK) __trap();
+        nodes[size] = make_uint2(n.first, n.count);
+        if (!ANY_HIT) bounds[size] = bound;
+        ++size;
+    }
+
+    // The next node whose box may still hold a hit not beyond `cutoff`.
+    __device__ __forceinline__ NodeRef pop(float cutoff) {
+        while (size > 0) {
+            --size;
+            if (ANY_HIT || bounds[size] <= cutoff) return node_ref(nodes[size].x, nodes[size].y);
+        }
+        return node_ref(0, NODE_NONE);
+    }
+};
+
+// What one lane knows about its ray.
+struct RayState {
+    RayBoxTest box;
+    TriangleTest tri;
+    float tmin;
+    // The closest hit so far (tmax until there is one): the culling cutoff.
+    float closest;
+    u32 prim;
+    float u, v;
+};
+
+// Whether the CPU would trace the ray at all (caustic_accel::is_traceable).
+__device__ __forceinline__ bool is_traceable(float4 o, float4 d) {
+    const bool finite = fabsf(o.x) < CAUSTIC_INF && fabsf(o.y) < CAUSTIC_INF &&
+                        fabsf(o.z) < CAUSTIC_INF && fabsf(d.x) < CAUSTIC_INF &&
+                        fabsf(d.y) < CAUSTIC_INF && fabsf(d.z) < CAUSTIC_INF;
+    const bool nonzero = d.x != 0.0f || d.y != 0.0f || d.z != 0.0f;
+    return finite && nonzero && o.w < d.w;
+}
+
+// Loads a node's two float4 words.
+__device__ __forceinline__ void load_node(const BvhNode* nodes, u32 index, float4& lo, float4& hi) {
+    const float4* words = reinterpret_cast<const float4*>(nodes) + 2 * (u64)index;
+    lo = __ldg(words);
+    hi = __ldg(words + 1);
+}
+
+// Sets up the ray and tests the root; false when the ray misses outright.
+// On success `node` / `leaf` hold where the traversal starts.
+__device__ __forceinline__ bool start_ray(const Ray* rays, u32 index, const BvhNode* nodes,
+                                          u32 node_count, RayState& s, NodeRef& node,
+                                          NodeRef& leaf) {
+    const float4* words = reinterpret_cast<const float4*>(rays) + 2 * (u64)index;
+    const float4 o = __ldg(words), d = __ldg(words + 1);
+    s.tmin = o.w;
+    s.closest = d.w;
+    s.prim = NO_HIT;
+    s.u = 0.0f;
+    s.v = 0.0f;
+    if (node_count == 0 || !is_traceable(o, d)) return false;
+    s.box = ray_box_test_new(xyz(o), xyz(d));
+    s.tri = triangle_test_new(xyz(o), xyz(d));
+    float4 lo, hi;
+    load_node(nodes, 0, lo, hi);
+    float bound, order;
+    if (!box_entry(s.box, lo, hi, s.tmin, s.closest, bound, order)) return false;
+    const NodeRef root = node_ref(__float_as_uint(lo.w), __float_as_uint(hi.w));
+    // A root leaf goes straight to the leaf slot: the inner loop never sees it.
+    node = is_leaf(root) ? node_ref(0, NODE_NONE) : root;
+    leaf = is_leaf(root) ? root : node_ref(0, 0);
+    return true;
+}
+
+// Visits one inner node: tests both children, descends into the nearer hit
+// one and pushes the farther, or pops when neither is hit.
+template <bool ANY_HIT>
+__device__ __forceinline__ NodeRef step_inner(const BvhNode* nodes, NodeRef node,
+                                              const RayState& s, Stack<ANY_HIT>& stack) {
+    float4 l_lo, l_hi, r_lo, r_hi;
+    load_node(nodes, node.first, l_lo, l_hi);
+    load_node(nodes, node.first + 1, r_lo, r_hi);
+    float l_bound, l_order, r_bound, r_order;
+    const bool hit_l = box_entry(s.box, l_lo, l_hi, s.tmin, s.closest, l_bound, l_order);
+    const bool hit_r = box_entry(s.box, r_lo, r_hi, s.tmin, s.closest, r_bound, r_order);
+    const NodeRef left = node_ref(__float_as_uint(l_lo.w), __float_as_uint(l_hi.w));
+    const NodeRef right = node_ref(__float_as_uint(r_lo.w), __float_as_uint(r_hi.w));
+    if (hit_l && hit_r) {
+        const bool right_first = r_order < l_order;
+        stack.push(right_first ? left : right, right_first ? l_bound : r_bound);
+        return right_first ? right : left;
+    }
+    if (hit_l) return left;
+    if (hit_r) return right;
+    return stack.pop(s.closest);
+}
+
+// Tests a leaf's triangles. Closest-hit keeps the smallest t (and on equal t
+// the lowest id); any-hit returns true at the first hit.
+template <bool ANY_HIT>
+__device__ __forceinline__ bool test_leaf(const Triangle* tris, NodeRef leaf, RayState& s) {
+    const float4* words = reinterpret_cast<const float4*>(tris) + 3 * (u64)leaf.first;
+    for (u32 k = 0; k < leaf.count; ++k, words += 3) {
+        const float4 a = __ldg(words), b = __ldg(words + 1), c = __ldg(words + 2);
+        const float limit = ANY_HIT ? s.closest : next_up(s.closest);
+        float t, u, v;
+        if (!triangle_intersect(s.tri, xyz(a), xyz(b), xyz(c), s.tmin, limit, t, u, v)) continue;
+        if (ANY_HIT) return true;
+        const u32 prim = __float_as_uint(a.w);
+        if (t < s.closest || (s.prim != NO_HIT && prim < s.prim)) {
+            s.closest = t;
+            s.prim = prim;
+            s.u = u;
+            s.v = v;
+        }
+    }
+    return false;
+}
+
+// Traverses until the ray is done or the warp wants to refill idle lanes.
+// Returns whether an any-hit ray found a hit.
+template <bool ANY_HIT>
+__device__ __forceinline__ bool traverse(const BvhNode* nodes, const Triangle* tris, RayState& s,
+                                         NodeRef& node, NodeRef& leaf, Stack<ANY_HIT>& stack) {
+    while (node.count != NODE_NONE || leaf.count != 0) {
+        // Inner nodes, until every active lane holds a postponed leaf.
+        while (node.count == 0) {
+            node = step_inner<ANY_HIT>(nodes, node, s, stack);
+            if (is_leaf(node) && leaf.count == 0) {
+                leaf = node;
+                node = stack.pop(s.closest);
+            }
+            if (!__any_sync(__activemask(), leaf.count == 0)) break;
+        }
+        // Leaves: the postponed one, then any leaf the traversal stopped on.
+        while (leaf.count != 0) {
+            if (test_leaf<ANY_HIT>(tris, leaf, s)) {
+                node = node_ref(0, NODE_NONE);
+                leaf = node_ref(0, 0);
+                return true;
+            }
+            if (is_leaf(node)) {
+                leaf = node;
+                node = stack.pop(s.closest);
+            } else {
+                leaf = node_ref(0, 0);
+            }
+        }
+        if (__popc(__activemask()) < TRACE_FETCH_THRESHOLD) break;
+    }
+    return false;
+}
+
+// The ray of work item `w`. With image_width = 0 that is ray w. Otherwise the
+// rays are an image of that width in pixel order (width a multiple of 8,
+// height of 4: the host checks) and consecutive work items walk it in 8x4
+// tiles, so the 32 rays a warp takes at once are a compact block of pixels
+// rather than a sliver of one row: more coherent primary rays.
+__device__ __forceinline__ u32 ray_of_work(u32 w, u32 image_width) {
+    if (image_width == 0) return w;
+    const u32 tile = w / 32, within = w % 32, tiles_x = image_width / 8;
+    const u32 x = (tile % tiles_x) * 8 + within % 8;
+    const u32 y = (tile / tiles_x) * 4 + within / 8;
+    return y * image_width + x;
+}
+
+__device__ __forceinline__ void store_result(bool any_hit, u32 index, const RayState& s,
+                                             bool occluded_ray, Hit* hits, u32* occluded) {
+    if (any_hit) {
+        occluded[index] = occluded_ray ? 1u : 0u;
+        return;
+    }
+    const bool hit = s.prim != NO_HIT;
+    reinterpret_cast<float4*>(hits)[index] =
+        make_float4(hit ? s.closest : CAUSTIC_INF, __uint_as_float(s.prim), s.u, s.v);
+}
+
+// The persistent loop shared by both kernels; one of `hits` / `occluded` is
+// used. Every lane of the warp runs every round: the round starts with the
+// whole warp converged (a full-mask vote), its idle lanes take consecutive
+// rays with one atomic, and then the busy lanes traverse together until the
+// ray is done or too few remain. Keeping lanes that have run out of rays in
+// the loop is what lets the vote name all 32 lanes; a lane that left early
+// would make the warp's later rounds start diverged.
+template <bool ANY_HIT>
+__device__ __forceinline__ void trace(const BvhNode* __restrict__ nodes, u32 node_count,
+                                      const Triangle* __restrict__ tris,
+                                      const Ray* __restrict__ rays, u32 ray_count,
+                                      u32 image_width, Hit* __restrict__ hits,
+                                      u32* __restrict__ occluded, u32* counter) {
+    Stack<ANY_HIT> stack;
+    RayState s;
+    NodeRef node = node_ref(0, NODE_NONE), leaf = node_ref(0, 0);
+    u32 index = 0;
+    bool busy = false, exhausted = false;
+    while (true) {
+        const bool wants = !busy && !exhausted;
+        const u32 idle = __ballot_sync(CAUSTIC_FULL_MASK, wants);
+        if (idle != 0) {
+            u32 base = 0;
+            if (lane_id() == 0) base = atomicAdd(counter, (u32)__popc(idle));
+            base = __shfl_sync(CAUSTIC_FULL_MASK, base, 0);
+            if (wants) {
+                const u32 work = base + __popc(idle & lanemask_lt());
+                exhausted = work >= ray_count;
+                if (!exhausted) {
+                    index = ray_of_work(work, image_width);
+                    stack.size = 0;
+                    busy = start_ray(rays, index, nodes, node_count, s, node, leaf);
+                    // A ray that misses the root (or cannot be traced) is done.
+                    if (!busy) store_result(ANY_HIT, index, s, false, hits, occluded);
+                }
+            }
+        }
+        if (__all_sync(CAUSTIC_FULL_MASK, exhausted)) break;
+        if (busy) {
+            const bool found = traverse<ANY_HIT>(nodes, tris, s, node, leaf, stack);
+            if (node.count == NODE_NONE && leaf.count == 0) {
+                store_result(ANY_HIT, index, s, found, hits, occluded);
+                busy = false;
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(TRACE_THREADS)
+    traverse_bvh2_closest(const BvhNode* nodes, u32 node_count, const Triangle* tris,
+                          const Ray* rays, u32 ray_count, u32 image_width, Hit* hits,
+                          u32* counter) {
+    trace<false>(nodes, node_count, tris, rays, ray_count, image_width, hits, nullptr, counter);
+}
+
+extern "C" __global__ void __launch_bounds__(TRACE_THREADS)
+    traverse_bvh2_any(const BvhNode* nodes, u32 node_count, const Triangle* tris,
+                      const Ray* rays, u32 ray_count, u32 image_width, u32* occluded,
+                      u32* counter) {
+    trace<true>(nodes, node_count, tris, rays, ray_count, image_width, nullptr, occluded, counter);
+}

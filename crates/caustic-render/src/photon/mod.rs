@@ -1,0 +1,32 @@
+//! Photon mapping, first pass: photons shot from the lights and stored on
+//! diffuse surfaces (Jensen, "Realistic Image Synthesis Using Photon
+//! Mapping", 2001; the GPU formulation of seed 000, Zeidan 2011 §15, and
+//! the maps of seed 003, Fleisz 2009 §2.1).
+//!
+//! - [`emit`]: each light is a photon source chosen by power; area lights
+//!   emit cosine-distributed photons from uniformly chosen points on their
+//!   emitting side, point lights uniformly over the sphere, spot lights
+//!   inside their cone weighted by the falloff, directional lights from a
+//!   disc covering the scene;
+//! - [`trace`]: photons bounce until absorbed (Russian roulette by albedo
+//!   at diffuse surfaces), are stored at diffuse surfaces only, and go to a
+//!   **global map** and a **caustic map** (`L S+ D` paths); parallel with
+//!   rayon and deterministic for a seed and photon count whatever the
+//!   thread count;
+//! - [`record`]: the 32-byte [`Photon`] record;
+//! - [`map`]: a photon list plus a point structure from
+//!   `caustic_accel::points` over its positions, queried by photon index.
+//!
+//! Powers are normalised by the number of photons **emitted** (not
+//! stored), so a density estimate `Σ f·ΔΦ / (π r²)` is unbiased in the
+//! photon-count limit.
+
+pub mod emit;
+pub mod map;
+pub mod record;
+pub mod trace;
+
+pub use emit::PhotonSources;
+pub use map::PhotonMap;
+pub use record::Photon;
+pub use trace::{GlobalRule, PhotonMaps, PhotonSettings, PhotonStats, RouletteRule, trace_photons};
