@@ -21,11 +21,11 @@ use rayon::prelude::*;
 /// Width of the Morton codes a builder sorts by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MortonBits {
-    /// 10 bits per axis (a 1024^3 grid); four radix passes. Coarse for
-    /// scenes with small detail in a large box: primitives closer than
-    /// 1/1024 of the scene share a code and are then split by index only.
+    /// 10 bits per axis (a 1024^3 grid), sorted as 8-byte keys. Primitives
+    /// closer than 1/1024 of the scene's extent share a code and are then
+    /// ordered by id only.
     Bits30,
-    /// 21 bits per axis (a 2^21 grid); eight radix passes.
+    /// 21 bits per axis (a 2^21 grid), sorted as 16-byte (code, id) pairs.
     Bits63,
 }
 

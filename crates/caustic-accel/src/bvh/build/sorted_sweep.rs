@@ -118,15 +118,14 @@ impl SideMarks for Cell<u64> {
     }
 }
 
-/// A node's split: the first `left_count` primitives of the `axis` order go left.
+/// A node's split: the first `left_count` primitives of the `axis` order
+/// go left. The sides' boxes come out of [`mark_sides`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SweepSplit {
     pub axis: usize,
     pub left_count: usize,
     /// `A_L N_L + A_R N_R` with half areas.
     pub weighted_area: f32,
-    pub left_bounds: BuildBox,
-    pub right_bounds: BuildBox,
 }
 
 /// The cheapest split position on each axis: `(A_L N_L + A_R N_R, left
@@ -195,29 +194,22 @@ pub fn half_areas(b: &[BuildBox; 3]) -> Vec4 {
     x * y + y * z + z * x
 }
 
-/// Picks the winner among per-axis results (the first axis wins ties) and
-/// gathers both sides' boxes.
-pub fn finish_split(
-    boxes: &[BuildBox],
-    orders: [&[u32]; 3],
-    per_axis: [Option<(f32, usize)>; 3],
-) -> Option<SweepSplit> {
-    let mut winner: Option<(usize, f32, usize)> = None;
+/// Picks the winner among per-axis results (the first axis wins ties).
+pub fn finish_split(per_axis: [Option<(f32, usize)>; 3]) -> Option<SweepSplit> {
+    let mut winner: Option<SweepSplit> = None;
     for (axis, result) in per_axis.into_iter().enumerate() {
-        let Some((cost, k)) = result else { continue };
-        if winner.is_none_or(|(_, best, _)| cost < best) {
-            winner = Some((axis, cost, k));
+        let Some((cost, left_count)) = result else {
+            continue;
+        };
+        if winner.is_none_or(|best| cost < best.weighted_area) {
+            winner = Some(SweepSplit {
+                axis,
+                left_count,
+                weighted_area: cost,
+            });
         }
     }
-    let (axis, weighted_area, left_count) = winner?;
-    let (left, right) = orders[axis].split_at(left_count);
-    Some(SweepSplit {
-        axis,
-        left_count,
-        weighted_area,
-        left_bounds: union_of(boxes, left),
-        right_bounds: union_of(boxes, right),
-    })
+    winner
 }
 
 /// Box of the primitives `ids`.
@@ -229,26 +221,31 @@ pub fn union_of(boxes: &[BuildBox], ids: &[u32]) -> BuildBox {
 
 /// The median split of a node's widest axis (by its box): the depth-bounding
 /// fallback.
-pub fn median_split(boxes: &[BuildBox], orders: [&[u32]; 3], bounds: &BuildBox) -> SweepSplit {
-    let axis = bounds.largest_axis();
-    let left_count = orders[axis].len() / 2;
-    let (left, right) = orders[axis].split_at(left_count);
+pub fn median_split(n: usize, bounds: &BuildBox) -> SweepSplit {
     SweepSplit {
-        axis,
-        left_count,
+        axis: bounds.largest_axis(),
+        left_count: n / 2,
         weighted_area: f32::NAN,
-        left_bounds: union_of(boxes, left),
-        right_bounds: union_of(boxes, right),
     }
 }
 
-/// Marks each primitive's side: those in the first `left_count` entries of
-/// the split axis's order go left.
+/// Marks each primitive's side (those in the first `left_count` entries of
+/// the split axis's order go left) and returns both sides' boxes.
 #[inline]
-pub fn mark_sides<M: SideMarks + ?Sized>(order: &[u32], left_count: usize, marks: &M) {
+pub fn mark_sides<M: SideMarks + ?Sized>(
+    boxes: &[BuildBox],
+    order: &[u32],
+    left_count: usize,
+    marks: &M,
+) -> (BuildBox, BuildBox) {
     let (left, right) = order.split_at(left_count);
-    left.iter().for_each(|&id| marks.mark(id, true));
-    right.iter().for_each(|&id| marks.mark(id, false));
+    let mark = |ids: &[u32], side: bool| {
+        ids.iter().fold(BuildBox::EMPTY, |b, &id| {
+            marks.mark(id, side);
+            b.union(boxes[id as usize])
+        })
+    };
+    (mark(left, true), mark(right, false))
 }
 
 /// Moves the left-marked ids of `order` to its front, keeping the relative
@@ -282,10 +279,6 @@ pub struct NodeLists<'a> {
 impl<'a> NodeLists<'a> {
     pub fn len(&self) -> usize {
         self.temp.len()
-    }
-
-    pub fn orders(&self) -> [&[u32]; 3] {
-        [&*self.orders[0], &*self.orders[1], &*self.orders[2]]
     }
 
     /// The lists of both children, after the orders have been partitioned.
@@ -353,14 +346,14 @@ impl<M: SideMarks + ?Sized> SortedSweep<'_, M> {
         if SahRules::sah_allowed(n, depth) {
             let [o0, o1, o2] = &lists.orders;
             let per_axis = sweep_axes(self.boxes, [o0, o1, o2], lists.costs);
-            if let Some(split) = finish_split(self.boxes, lists.orders(), per_axis) {
+            if let Some(split) = finish_split(per_axis) {
                 let cheaper =
                     self.rules
                         .leaf_is_cheaper(n, bounds.half_area(), split.weighted_area);
                 return (must_split || !cheaper).then_some(split);
             }
         }
-        must_split.then(|| median_split(self.boxes, lists.orders(), bounds))
+        must_split.then(|| median_split(n, bounds))
     }
 
     /// Two primitives split the same way on every axis, one per side.
@@ -380,17 +373,18 @@ impl<M: SideMarks + ?Sized> SortedSweep<'_, M> {
             axis: 0,
             left_count: 1,
             weighted_area,
-            left_bounds: a,
-            right_bounds: b,
         })
     }
 
-    /// Partitions the two orders other than the split axis's stably by side.
-    pub fn apply(&self, lists: &mut NodeLists, split: &SweepSplit) {
-        mark_sides(lists.orders[split.axis], split.left_count, self.marks);
+    /// Partitions the two orders other than the split axis's stably by
+    /// side; returns both sides' boxes.
+    pub fn apply(&self, lists: &mut NodeLists, split: &SweepSplit) -> (BuildBox, BuildBox) {
+        let order = &lists.orders[split.axis];
+        let sides = mark_sides(self.boxes, order, split.left_count, self.marks);
         for axis in (0..3).filter(|&axis| axis != split.axis) {
             stable_partition(lists.orders[axis], lists.temp, self.marks);
         }
+        sides
     }
 
     /// Builds the subtree over `lists` (slots `offset ..`): pushes the nodes
@@ -422,30 +416,20 @@ impl<M: SideMarks + ?Sized> SortedSweep<'_, M> {
         let n = range.len();
         let split = {
             let mut node = lists.range(range.clone());
-            let split = self.decide(&mut node, &bounds, depth);
-            if let Some(split) = &split {
-                self.apply(&mut node, split);
-            }
-            split
+            self.decide(&mut node, &bounds, depth)
+                .map(|split| (split, self.apply(&mut node, &split)))
         };
-        let Some(split) = split else {
+        let Some((split, (left_bounds, right_bounds))) = split else {
             return BvhNode::leaf(bounds.to_aabb(), offset as u32, n as u32);
         };
         let pair = out.len();
         out.extend([BvhNode::zeroed(); 2]);
         let (k, mid) = (split.left_count, range.start + split.left_count);
-        let left = self.subtree_range(
-            lists,
-            range.start..mid,
-            split.left_bounds,
-            offset,
-            depth + 1,
-            out,
-        );
+        let left = self.subtree_range(lists, range.start..mid, left_bounds, offset, depth + 1, out);
         let right = self.subtree_range(
             lists,
             mid..range.end,
-            split.right_bounds,
+            right_bounds,
             offset + k,
             depth + 1,
             out,

@@ -21,18 +21,19 @@
 //! leaf rules and costs are `bvh-binned`'s (`C_trav = C_isect = 1`, leaves
 //! of 1 to 8 primitives by default).
 //!
-//! Parallelism: nodes of at least `parallel_min_prims` primitives sweep their
-//! three axes in parallel, partition their two other orders in parallel and
-//! build their children with `rayon::join`; smaller subtrees recurse on one
-//! thread into a flat fragment ([`super::fragment`]), assembled at the end
-//! into the depth-first node array. The result does not depend on the
-//! number of threads.
+//! Parallelism: nodes of at least `parallel_min_prims` primitives partition
+//! their two other orders in parallel and build their children with
+//! `rayon::join` (their sweep itself runs on one thread, the three axes in
+//! SIMD lanes); smaller subtrees recurse on one thread into a flat fragment
+//! ([`super::fragment`]), assembled at the end into the depth-first node
+//! array. The result does not depend on the number of threads.
 //!
 //! Memory (counted for `peak_build_bytes`): a 32-byte box per primitive,
-//! three `u32` orders, three `f32` suffix-cost arrays and a `u32` partition
-//! buffer per placed primitive, a side flag per primitive, the sort keys
-//! (8 bytes per primitive and axis, freed after sorting), the fragments and
-//! the output. Non-finite primitives are parked as in `bvh-binned`.
+//! three `u32` orders, a 16-byte suffix-cost entry (one lane per axis) and a
+//! `u32` partition buffer per placed primitive, a side flag per primitive,
+//! the sort keys (8 bytes per primitive and axis, freed after sorting), the
+//! fragments and the output. Non-finite primitives are parked as in
+//! `bvh-binned`.
 
 use super::build_box::BuildBox;
 use super::fragment::{Body, Subtree, assemble, unplaceable_ids};
@@ -238,12 +239,12 @@ impl Build<'_> {
         let Some(split) = self.sweep.decide(&mut lists, &bounds, depth) else {
             return Subtree::leaf(bounds.to_aabb(), offset, n);
         };
-        self.apply(&mut lists, &split);
+        let (left_bounds, right_bounds) = self.apply(&mut lists, &split);
         let k = split.left_count;
         let (left_lists, right_lists) = lists.split_at(k);
         let (left, right) = rayon::join(
-            || self.subtree(left_lists, split.left_bounds, offset, depth + 1),
-            || self.subtree(right_lists, split.right_bounds, offset + k, depth + 1),
+            || self.subtree(left_lists, left_bounds, offset, depth + 1),
+            || self.subtree(right_lists, right_bounds, offset + k, depth + 1),
         );
         Subtree::pair(bounds.to_aabb(), left, right)
     }
@@ -251,9 +252,10 @@ impl Build<'_> {
     /// [`SortedSweep::apply`] with the two other orders partitioned in
     /// parallel; the second one borrows the suffix-cost scratch (free
     /// between sweeps) as its scratch.
-    fn apply(&self, lists: &mut NodeLists, split: &SweepSplit) {
+    fn apply(&self, lists: &mut NodeLists, split: &SweepSplit) -> (BuildBox, BuildBox) {
         let marks = self.sweep.marks;
-        mark_sides(lists.orders[split.axis], split.left_count, marks);
+        let order = &lists.orders[split.axis];
+        let sides = mark_sides(self.sweep.boxes, order, split.left_count, marks);
         let [o0, o1, o2] = &mut lists.orders;
         let (first, second) = match split.axis {
             0 => (o1, o2),
@@ -266,6 +268,7 @@ impl Build<'_> {
             || stable_partition(first, temp, marks),
             || stable_partition(second, second_temp, marks),
         );
+        sides
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`WideTriangleBvh`], the accel `bvh-wide`: a binary BVH from any
 //! [`Bvh2Builder`] (binned SAH by default) collapsed into a 4- or 8-wide
-//! tree ([`super::collapse`]) and traced with SIMD ([`super::traverse`],
+//! tree ([`mod@super::collapse`]) and traced with SIMD ([`super::traverse`],
 //! [`super::leaf`], [`super::packet`]).
 //!
 //! The SIMD backend is chosen once, at build time: AVX2 for 8-wide trees

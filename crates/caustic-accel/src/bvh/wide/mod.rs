@@ -8,7 +8,7 @@
 //! Compressed Wide BVHs", HPG 2017), here uncompressed.
 //!
 //! - [`node`]: the node and triangle-group records and their byte layout;
-//! - [`collapse`]: Bvh2 → wide tree (SAH-greedy child pulling, small
+//! - [`mod@collapse`]: Bvh2 → wide tree (SAH-greedy child pulling, small
 //!   subtrees folded into one leaf);
 //! - [`simd`]: the lane vocabulary and its AVX2, SSE and portable backends;
 //! - [`traverse`]: the single-ray traversal and its exact box test;
@@ -25,7 +25,7 @@
 //! exempt); unused slots carry the empty box; every inner node has at least
 //! two used slots; padding lanes have NaN vertices and the id
 //! [`node::NO_PRIM`]; every input triangle sits in exactly one lane, bit for
-//! bit; depth is at most [`MAX_DEPTH`](super::MAX_DEPTH), which bounds the
+//! bit; depth is at most [`MAX_DEPTH`], which bounds the
 //! traversal stack.
 
 pub mod accel;

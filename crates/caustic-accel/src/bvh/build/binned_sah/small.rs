@@ -7,7 +7,7 @@
 //! of linear sweeps. The exact sweep also finds planes at least as good as
 //! any binning would.
 //!
-//! Ties between equal centroid coordinates keep the order the partitions
+//! Ties between equal split-point coordinates keep the order the partitions
 //! above left the primitives in, which is deterministic.
 
 use super::Refs;

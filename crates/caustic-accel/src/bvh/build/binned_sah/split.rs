@@ -1,6 +1,6 @@
 //! Finding and applying one large node's split for the binned SAH builder:
 //! binning on three axes, the prefix/suffix sweep over bin planes, the
-//! in-place partition (which also gathers both children's centroid boxes),
+//! in-place partition (which also gathers both children's split-point boxes),
 //! and the object-median fallback. Small nodes take the exact sweep of
 //! [`super::small`] instead.
 
@@ -36,8 +36,8 @@ pub(super) struct BinSplit {
     pub right_bounds: BuildBox,
 }
 
-/// Maps centroids to bin indices; shared by binning and partitioning so both
-/// classify every primitive identically.
+/// Maps split points (doubled box centers) to bin indices; shared by
+/// binning and partitioning so both classify every primitive identically.
 ///
 /// Bin `k` holds the coordinates with `(c - min) * bins / extent` in
 /// `[k, k + 1)`. Computed as `f = (c - origin) * scale` with the origin
@@ -51,9 +51,9 @@ pub(super) struct BinSplit {
 /// from a NaN) inside the bin arrays.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct BinMapping {
-    /// Centroid box minimum plus half a bin.
+    /// Split-point box minimum plus half a bin.
     origin: Vec3A,
-    /// Bins per unit length; 0 on axes where the centroids do not spread
+    /// Bins per unit length; 0 on axes where the split points do not spread
     /// (or spread too little for a finite scale), which cannot split.
     scale: Vec3A,
     /// `bins - 1` in every lane: the upper clamp of `f`.
@@ -66,15 +66,15 @@ pub(super) struct BinMapping {
 const ROUNDER: f32 = 12_582_912.0;
 
 impl BinMapping {
-    pub fn new(centroid_bounds: &BuildBox, bins: usize) -> Self {
+    pub fn new(points: &BuildBox, bins: usize) -> Self {
         debug_assert!((2..=super::MAX_BINS).contains(&bins));
-        let extent = centroid_bounds.max - centroid_bounds.min;
+        let extent = points.max - points.min;
         let scale = Vec3A::splat(bins as f32) / extent;
         let usable = extent.cmpgt(Vec3A::ZERO) & scale.is_finite_mask();
         let scale = Vec3A::select(usable, scale, Vec3A::ZERO);
         let half_bin = Vec3A::select(usable, 0.5 / scale, Vec3A::ZERO);
         Self {
-            origin: centroid_bounds.min + half_bin,
+            origin: points.min + half_bin,
             scale,
             top: Vec3A::splat((bins - 1) as f32),
             bins,
@@ -93,13 +93,39 @@ impl BinMapping {
         [x, y, z]
     }
 
-    /// Bin of the coordinate `x` on `axis`: the same `f32` operations as
-    /// that lane of [`Self::bins_of`] (the clamps differ only for NaN, which
-    /// a usable axis never produces), so binning and partitioning agree.
+    /// The mapping of one axis, for [`AxisMapping::bin`].
+    pub fn axis(&self, axis: usize) -> AxisMapping {
+        AxisMapping {
+            origin: self.origin[axis],
+            scale: self.scale[axis],
+            top: self.top[axis],
+        }
+    }
+
+    /// Bin of the coordinate `x` on `axis`.
+    #[cfg(test)]
+    fn bin(&self, x: f32, axis: usize) -> usize {
+        self.axis(axis).bin(x)
+    }
+}
+
+/// One axis of a [`BinMapping`], as scalars the partition loop keeps in
+/// registers.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct AxisMapping {
+    origin: f32,
+    scale: f32,
+    top: f32,
+}
+
+impl AxisMapping {
+    /// Bin of the coordinate `x`: the same `f32` operations as this axis's
+    /// lane of [`BinMapping::bins_of`] (the clamps differ only for NaN,
+    /// which a usable axis never produces), so binning and partitioning
+    /// agree.
     #[inline(always)]
-    pub fn bin(&self, x: f32, axis: usize) -> usize {
-        let f = (x - self.origin[axis]) * self.scale[axis];
-        let f = f.max(0.0).min(self.top[axis]) + ROUNDER;
+    pub fn bin(&self, x: f32) -> usize {
+        let f = ((x - self.origin) * self.scale).max(0.0).min(self.top) + ROUNDER;
         f.to_bits() as usize & (super::MAX_BINS - 1)
     }
 }
@@ -162,7 +188,7 @@ impl<const B: usize> Bins<B> {
 }
 
 /// The cheapest binned plane with primitives on both sides over all three
-/// axes (the first axis wins ties), or `None` when all centroids share a bin
+/// axes (the first axis wins ties), or `None` when all split points share a bin
 /// on every axis.
 pub(super) fn best_binned_plane(
     prims: &[BuildBox],
@@ -202,7 +228,7 @@ fn binned_plane<const B: usize>(
 /// three axes are swept together, one SIMD lane each (suffix costs from the
 /// right, then a running minimum from the left with lane masks, so there
 /// are no data-dependent branches). The first axis and the leftmost plane
-/// win ties; infinite and NaN costs (overflowing areas) never win; axes whose centroids
+/// win ties; infinite and NaN costs (overflowing areas) never win; axes whose split points
 /// do not spread have every primitive in bin 0, so no plane of theirs has
 /// both sides filled.
 fn best_plane<const B: usize>(bins: &Bins<B>, mapping: &BinMapping) -> Option<BinSplit> {
@@ -263,12 +289,12 @@ fn best_plane<const B: usize>(bins: &Bins<B>, mapping: &BinMapping) -> Option<Bi
 }
 
 /// Moves the primitives left of the plane to the front of `prims`, in
-/// place, and gathers both sides' centroid boxes on the way (Hoare style:
+/// place, and gathers both sides' split-point boxes on the way (Hoare style:
 /// runs of primitives already on their side are only read, the others are
 /// swapped in pairs).
 pub(super) fn partition(refs: &mut Refs, mapping: &BinMapping, plan: &BinSplit) -> Split {
-    let axis = plan.axis;
-    let goes_left = |b: &BuildBox| mapping.bin(b.min[axis] + b.max[axis], axis) < plan.bin;
+    let (axis, on_axis) = (plan.axis, mapping.axis(plan.axis));
+    let goes_left = |b: &BuildBox| on_axis.bin(b.min[axis] + b.max[axis]) < plan.bin;
     let (mut left, mut right) = (BuildBox::EMPTY, BuildBox::EMPTY);
     let (mut i, mut j) = (0, refs.len());
     loop {
