@@ -179,3 +179,29 @@ fn defaults_match_bvh_binned_on_the_bunny() {
         assert_same_hits(accel.as_ref(), &expected, &rays, name);
     }
 }
+
+#[test]
+fn peak_memory_covers_at_least_the_output() {
+    let mut rng = Rng(Pcg32::new(2, 3));
+    let tris = soup(20_000, &mut rng);
+    let input = BuildInput::from_triangles(&tris);
+    let defaults: [Box<dyn Bvh2Builder>; 3] = [
+        Box::new(LbvhBuilder::default()),
+        Box::new(HlbvhBuilder::default()),
+        Box::new(PlocBuilder::default()),
+    ];
+    for builder in defaults {
+        let (bvh, peak) = builder.build_with_peak(&input);
+        let output = bvh.nodes.len() * 32 + bvh.prim_indices.len() * 4;
+        assert!(
+            peak >= output,
+            "{}: peak {peak} < output {output}",
+            builder.name()
+        );
+        assert!(
+            peak < 50 * output,
+            "{}: peak {peak} implausible",
+            builder.name()
+        );
+    }
+}

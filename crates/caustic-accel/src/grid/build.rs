@@ -96,6 +96,7 @@ pub fn build(triangles: &[Triangle], config: &GridConfig) -> UniformGrid {
     let scene = boxes.iter().flatten().fold(Aabb::EMPTY, |a, b| a.union(*b));
     let hittable = boxes.iter().flatten().count();
     let mut grid = UniformGrid::frame(scene, hittable, config);
+    grid.triangles = triangles.to_vec();
     if hittable == 0 {
         return grid;
     }
@@ -152,11 +153,6 @@ pub fn build(triangles: &[Triangle], config: &GridConfig) -> UniformGrid {
         .map(|c| keys.partition_point(|&k| ((k >> 32) as usize) < c) as u32)
         .collect();
     grid.prims = keys.par_iter().map(|&k| k as u32).collect();
-    grid.triangles = grid
-        .prims
-        .par_iter()
-        .map(|&p| triangles[p as usize])
-        .collect();
     grid.peak_build_bytes = std::mem::size_of_val(boxes.as_slice())
         + std::mem::size_of_val(grown.as_slice())
         + std::mem::size_of_val(counts.as_slice())

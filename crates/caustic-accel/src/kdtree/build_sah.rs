@@ -20,12 +20,16 @@
 //! partitions its references in parallel chunks (the top levels hold few,
 //! huge nodes); the small-node stage builds all small roots in parallel,
 //! each on one thread. Node slots are handed out in a sequential pass per
-//! level, so the tree does not depend on the thread count. Children follow
-//! their parent in the node array; a small root's subtree is one contiguous
-//! run.
+//! level, so the tree does not depend on the thread count.
 //!
-//! Leaf references are then given their culling boxes (the whole triangles'
-//! boxes, bottom up; see [`super::traverse`]).
+//! 3. **Output stage** (Zhou's `PreorderTraversal`): the nodes are rewritten
+//!    depth first, each pair of children followed by the left child's
+//!    subtree, then the right one's, and the references in leaf order.
+//!    Zhou computes the addresses with two parallel passes over the levels;
+//!    one sequential pass costs about a millisecond per 250 k nodes here.
+//!
+//! Last, every node gets its culling box, the box of the whole triangles
+//! below it (leaves in parallel, then bottom up; see [`super::traverse`]).
 
 mod large_nodes;
 mod small_nodes;
@@ -124,9 +128,18 @@ impl KdTreeBuilder {
     /// The tree over `triangles`; never panics on degenerate input (none,
     /// coincident, flat, huge or non-finite triangles).
     pub fn build(&self, triangles: &[Triangle]) -> KdTree {
+        self.build_counted(triangles).0
+    }
+
+    /// [`Self::build`], also returning the peak bytes of the build's large
+    /// buffers: references (counted per level of the large-node stage,
+    /// where a level's parents and children coexist), the small roots'
+    /// subtrees and the output arrays, of which the output stage holds two
+    /// copies. The triangles themselves are not counted.
+    pub fn build_counted(&self, triangles: &[Triangle]) -> (KdTree, usize) {
         let refs = root_refs(triangles);
         if refs.is_empty() {
-            return KdTree::empty();
+            return (KdTree::empty(), 0);
         }
         let bounds = refs.iter().fold(Aabb::EMPTY, |b, r| b.union(r.bounds));
         let mut out = Output {
@@ -138,7 +151,7 @@ impl KdTreeBuilder {
             refs,
             depth: 0,
         };
-        let small = self.large_stage(root, triangles, &mut out);
+        let (small, mut peak) = self.large_stage(root, triangles, &mut out);
         let subtrees: Vec<SmallTree> = small
             .par_iter()
             .map(|s| build_small(&s.node, &self.config))
@@ -146,10 +159,16 @@ impl KdTreeBuilder {
         for (root, subtree) in small.iter().zip(subtrees) {
             out.splice(root.slot, subtree);
         }
+        peak = peak.max(ref_bytes(&small) + 2 * out.bytes());
         assert!(
             out.nodes.len() <= MAX_INDEX && out.prims.len() <= MAX_INDEX,
             "kd-tree too large for 30-bit indices"
         );
+        let out = {
+            let relaid = depth_first(&out);
+            drop(out);
+            relaid
+        };
         let ref_bounds = culling_boxes(&out.nodes, &out.prims, triangles);
         let tree = KdTree {
             nodes: out.nodes,
@@ -158,20 +177,24 @@ impl KdTreeBuilder {
             bounds,
         };
         debug_validate(&tree, triangles);
-        tree
+        let peak = peak.max(tree.bytes());
+        (tree, peak)
     }
 
-    /// Splits large nodes level by level; returns the small roots.
+    /// Splits large nodes level by level; returns the small roots and the
+    /// peak bytes held (see [`Self::build_counted`]).
     fn large_stage(
         &self,
         root: LargeNode,
         triangles: &[Triangle],
         out: &mut Output,
-    ) -> Vec<SmallRoot> {
+    ) -> (Vec<SmallRoot>, usize) {
         let mut active = Vec::new();
         let mut small = Vec::new();
+        let mut peak = 0;
         out.route(0, root, &self.config, &mut active, &mut small);
         while !active.is_empty() {
+            let parents = ref_bytes(&active);
             let outcomes: Vec<(usize, LargeOutcome)> = std::mem::take(&mut active)
                 .into_par_iter()
                 .map(|s| (s.slot, split_large(s.node, triangles, &self.config)))
@@ -179,12 +202,22 @@ impl KdTreeBuilder {
             for (slot, outcome) in outcomes {
                 out.place(slot, outcome, &self.config, &mut active, &mut small);
             }
+            peak = peak.max(parents + ref_bytes(&active) + ref_bytes(&small) + out.bytes());
         }
-        small
+        (small, peak)
     }
 }
 
+/// Bytes of the references held by `nodes`.
+fn ref_bytes(nodes: &[SmallRoot]) -> usize {
+    nodes.iter().map(|n| n.node.refs.len()).sum::<usize>() * std::mem::size_of::<Ref>()
+}
+
 impl Output {
+    fn bytes(&self) -> usize {
+        std::mem::size_of_val(self.nodes.as_slice()) + std::mem::size_of_val(self.prims.as_slice())
+    }
+
     /// Two adjacent fresh slots; returns the first.
     fn alloc_pair(&mut self) -> usize {
         let first = self.nodes.len();
@@ -273,6 +306,34 @@ impl Output {
         }
         self.prims.extend(subtree.prims);
     }
+}
+
+/// Zhou's output stage: the nodes rewritten depth first (each pair of
+/// children, then the left child's subtree, then the right one's) and the
+/// references in the order of their leaves, so the traversal's path runs
+/// through nearby memory. The breadth-first build leaves the large-node
+/// levels spread over the array.
+fn depth_first(tree: &Output) -> Output {
+    let mut out = Output {
+        nodes: Vec::with_capacity(tree.nodes.len()),
+        prims: Vec::with_capacity(tree.prims.len()),
+    };
+    out.nodes.push(KdNode::leaf(0, 0));
+    // (old index, new index) of nodes whose content is still to be written.
+    let mut stack = vec![(0usize, 0usize)];
+    while let Some((old, new)) = stack.pop() {
+        let node = tree.nodes[old];
+        if node.is_leaf() {
+            out.nodes[new] = KdNode::leaf(out.prims.len(), node.count());
+            out.prims.extend_from_slice(&tree.prims[node.refs()]);
+            continue;
+        }
+        let pair = out.alloc_pair();
+        out.nodes[new] = KdNode::inner(node.axis(), node.split(), pair);
+        stack.push((node.left_child() + 1, pair + 1));
+        stack.push((node.left_child(), pair));
+    }
+    out
 }
 
 /// One reference per hittable triangle, with its box.

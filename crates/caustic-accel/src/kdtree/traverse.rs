@@ -30,7 +30,11 @@
 //!   split - delta`, and a ray parallel to the plane goes to every child
 //!   within `delta` of it.
 //!
-//! The price of exactness, measured on sibenik: see `docs/BENCHMARKS.md`.
+//! The price of exactness, counted on sibenik with rays leaving surfaces
+//! in random directions: a quarter of the inner nodes visited and 17
+//! culling-box checks per ray lie behind the origin, in subtrees holding
+//! triangles whose boxes reach past it (the surface the ray leaves, first
+//! of all); camera rays, which start outside, hardly pay.
 //!
 //! The stack is a fixed array of [`MAX_DEPTH`] entries: it holds at most
 //! one far child per level of the current path, and the builder bounds the

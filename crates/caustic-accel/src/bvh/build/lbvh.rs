@@ -34,10 +34,12 @@
 //! the sorted order itself.
 
 use super::linked_tree::{Collapse, LinkedNode, LinkedTree, NodeRef, Summary};
+use super::memory::PeakMemory;
 use super::morton_order::{MortonBits, MortonOrder};
 use super::{Bvh2Builder, debug_validate};
 use crate::BuildInput;
 use crate::bvh::Bvh2;
+use caustic_geom::Aabb;
 use rayon::prelude::*;
 
 #[cfg(doc)]
@@ -116,17 +118,27 @@ impl Bvh2Builder for LbvhBuilder {
     }
 
     fn build(&self, input: &BuildInput) -> Bvh2 {
-        let mut order = MortonOrder::new(input, self.config.morton_bits);
-        let tree = radix_tree(input, &mut order, &self.config);
-        let bvh = tree.to_bvh(&order.parked);
+        self.build_with_peak(input).0
+    }
+
+    fn build_with_peak(&self, input: &BuildInput) -> (Bvh2, usize) {
+        let memory = PeakMemory::new();
+        let mut order = MortonOrder::new(input, self.config.morton_bits, &memory);
+        let tree = radix_tree(input, &mut order, &self.config, &memory);
+        let bvh = tree.to_bvh(&order.parked, &memory);
         debug_validate(self.name(), &bvh, input);
-        bvh
+        (bvh, memory.peak())
     }
 }
 
 /// Steps 2 to 4: the radix tree over `order` with its summaries.
-/// Takes the ids out of `order`.
-fn radix_tree(input: &BuildInput, order: &mut MortonOrder, config: &LbvhConfig) -> LinkedTree {
+/// Takes the ids out of `order`; records its buffers in `memory`.
+fn radix_tree(
+    input: &BuildInput,
+    order: &mut MortonOrder,
+    config: &LbvhConfig,
+    memory: &PeakMemory,
+) -> LinkedTree {
     let collapse = Collapse {
         max_leaf_size: config.max_leaf_size,
         traversal_cost: config.traversal_cost,
@@ -144,6 +156,9 @@ fn radix_tree(input: &BuildInput, order: &mut MortonOrder, config: &LbvhConfig) 
     if n < 2 {
         return tree;
     }
+    memory.alloc_array::<Aabb>(n);
+    memory.alloc_array::<u32>(n - 1);
+    memory.alloc_array::<LinkedNode>(n - 1);
     let splits = splits(&order.codes, config.parallel_min_prims);
     let mut nodes = vec![LinkedNode::PLACEHOLDER; n - 1];
     let summarize = Summarize {
@@ -151,6 +166,7 @@ fn radix_tree(input: &BuildInput, order: &mut MortonOrder, config: &LbvhConfig) 
         splits: &splits,
     };
     summarize.node(0, 0, n - 1, &mut nodes);
+    memory.free_array::<u32>(n - 1);
     tree.nodes = nodes;
     tree.root = NodeRef::node(0);
     tree

@@ -29,6 +29,7 @@
 //! leaf order on the way.
 
 use super::build_box::BuildBox;
+use super::memory::PeakMemory;
 use crate::bvh::{Bvh2, BvhNode, MAX_DEPTH};
 use caustic_geom::Aabb;
 
@@ -247,8 +248,9 @@ impl LinkedTree {
     }
 
     /// Lays the tree out as a [`Bvh2`]; the `parked` primitives go to one
-    /// leaf with the empty box, beside the tree under a new root.
-    pub fn to_bvh(&self, parked: &[u32]) -> Bvh2 {
+    /// leaf with the empty box, beside the tree under a new root. Records
+    /// the output arrays in `memory`.
+    pub fn to_bvh(&self, parked: &[u32], memory: &PeakMemory) -> Bvh2 {
         if self.items.is_empty() {
             return parked_only(parked);
         }
@@ -259,6 +261,8 @@ impl LinkedTree {
         let tree_nodes = 2 * root.leaves as usize - 1;
         let mut nodes: Vec<BvhNode> =
             bytemuck::zeroed_vec(tree_nodes + 2 * usize::from(!parked.is_empty()));
+        memory.alloc_array::<u32>(prim_indices.len());
+        memory.alloc_array::<BvhNode>(nodes.len());
         let (tree_root, start_depth, body_start) = if parked.is_empty() {
             (0, 0, 1)
         } else {
@@ -458,7 +462,7 @@ mod tests {
         let input = unit_boxes(300);
         let tree = chain(&input, 300, NO_COLLAPSE);
         assert_eq!(tree.summary(tree.root).height, 299);
-        let bvh = tree.to_bvh(&[]);
+        let bvh = tree.to_bvh(&[], &PeakMemory::new());
         bvh.validate(&input.bounds).unwrap();
         let shape = bvh.shape();
         assert_eq!(shape.leaves, 300);
@@ -476,7 +480,7 @@ mod tests {
             traversal_cost: 1.0,
             intersection_cost: 1.0,
         };
-        let bvh = chain(&input, 40, collapse).to_bvh(&[40]);
+        let bvh = chain(&input, 40, collapse).to_bvh(&[40], &PeakMemory::new());
         bvh.validate(&input.bounds).unwrap();
         let shape = bvh.shape();
         assert!(shape.max_leaf_size <= 4 && shape.max_leaf_size > 1);

@@ -13,6 +13,7 @@
 //! the builders to park in one leaf with the empty box.
 
 use super::build_box::BuildBox;
+use super::memory::PeakMemory;
 use super::radix_sort::radix_sort;
 use crate::BuildInput;
 use caustic_geom::{Aabb, Vec3, Vec3A, morton};
@@ -59,14 +60,17 @@ pub(crate) struct MortonOrder {
 const PARALLEL_MIN: usize = 16 * 1024;
 
 impl MortonOrder {
-    /// Codes and the sorted order of the placeable primitives of `input`.
-    pub fn new(input: &BuildInput, bits: MortonBits) -> Self {
+    /// Codes and the sorted order of the placeable primitives of `input`;
+    /// records its buffers in `memory` (the sort keys, the sort's scratch,
+    /// the codes and ids).
+    pub fn new(input: &BuildInput, bits: MortonBits, memory: &PeakMemory) -> Self {
         assert!(
             input.len() < (1 << 31),
             "Morton builders take at most 2^31 - 1 primitives"
         );
         let parallel = input.len() >= PARALLEL_MIN;
         let grid = Grid::new(input, bits, parallel);
+        record_sort_buffers(memory, input.len(), bits);
         let (mut codes, mut ids) = match bits {
             MortonBits::Bits30 => sort_30(&grid, input),
             MortonBits::Bits63 => sort_63(&grid, input),
@@ -151,6 +155,20 @@ impl Grid {
     }
 }
 
+/// Records the sort's buffers in `memory` in the order they live: the keys
+/// and the radix sort's scratch, then the codes and ids split from the keys.
+fn record_sort_buffers(memory: &PeakMemory, n: usize, bits: MortonBits) {
+    let key_bytes = match bits {
+        MortonBits::Bits30 => std::mem::size_of::<u64>(),
+        MortonBits::Bits63 => std::mem::size_of::<(u64, u32)>(),
+    };
+    memory.alloc(2 * n * key_bytes);
+    memory.free(n * key_bytes);
+    memory.alloc_array::<u64>(n);
+    memory.alloc_array::<u32>(n);
+    memory.free(n * key_bytes);
+}
+
 /// The code of an unplaceable primitive: above every real code, so such
 /// primitives sort last (by id), where [`MortonOrder::new`] cuts them off.
 const PARKED: u64 = u64::MAX;
@@ -228,7 +246,7 @@ mod tests {
             Vec3::new(0.0, 0.0, 1.0),
         ];
         for bits in [MortonBits::Bits30, MortonBits::Bits63] {
-            let order = MortonOrder::new(&point_input(&points), bits);
+            let order = MortonOrder::new(&point_input(&points), bits, &PeakMemory::new());
             assert_eq!(order.ids, [1, 3, 4, 2, 0], "{bits:?}");
             assert!(order.codes.windows(2).all(|w| w[0] <= w[1]));
             assert_eq!(order.codes[4], (1u64 << bits.bits()) - 1, "far corner");
@@ -242,7 +260,7 @@ mod tests {
             .bounds
             .push(Aabb::new(Vec3::splat(f32::NAN), Vec3::ONE));
         input.centroids.push(Vec3::splat(f32::NAN));
-        let order = MortonOrder::new(&input, MortonBits::Bits63);
+        let order = MortonOrder::new(&input, MortonBits::Bits63, &PeakMemory::new());
         assert_eq!(order.ids, [1, 0]);
         assert_eq!(order.parked, [2]);
     }
@@ -255,7 +273,7 @@ mod tests {
             Vec3::ZERO,
         ];
         for bits in [MortonBits::Bits30, MortonBits::Bits63] {
-            let order = MortonOrder::new(&point_input(&points), bits);
+            let order = MortonOrder::new(&point_input(&points), bits, &PeakMemory::new());
             assert_eq!(order.len(), 3);
         }
     }
@@ -270,7 +288,7 @@ mod tests {
             .collect();
         let input = point_input(&points);
         for bits in [MortonBits::Bits30, MortonBits::Bits63] {
-            let order = MortonOrder::new(&input, bits);
+            let order = MortonOrder::new(&input, bits, &PeakMemory::new());
             let grid = Grid::new(&input, bits, false);
             let mut expected: Vec<(u64, u32)> = (0..points.len() as u32)
                 .map(|id| (grid.code(points[id as usize]), id))

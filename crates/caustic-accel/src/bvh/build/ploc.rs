@@ -30,6 +30,7 @@
 
 use super::build_box::BuildBox;
 use super::linked_tree::{Collapse, LinkedNode, LinkedTree, NodeRef, Summary, summary_of};
+use super::memory::PeakMemory;
 use super::morton_order::{MortonBits, MortonOrder};
 use super::{Bvh2Builder, debug_validate};
 use crate::BuildInput;
@@ -114,11 +115,16 @@ impl Bvh2Builder for PlocBuilder {
     }
 
     fn build(&self, input: &BuildInput) -> Bvh2 {
-        let mut order = MortonOrder::new(input, self.config.morton_bits);
-        let tree = Clustering::new(input, &mut order, &self.config).run();
-        let bvh = tree.to_bvh(&order.parked);
+        self.build_with_peak(input).0
+    }
+
+    fn build_with_peak(&self, input: &BuildInput) -> (Bvh2, usize) {
+        let memory = PeakMemory::new();
+        let mut order = MortonOrder::new(input, self.config.morton_bits, &memory);
+        let tree = Clustering::new(input, &mut order, &self.config).run(&memory);
+        let bvh = tree.to_bvh(&order.parked, &memory);
         debug_validate(self.name(), &bvh, input);
-        bvh
+        (bvh, memory.peak())
     }
 }
 
@@ -177,11 +183,18 @@ impl Clustering {
     }
 
     /// Merges until one cluster is left; returns the tree rooted at it.
-    fn run(mut self) -> LinkedTree {
+    /// Records the buffers in `memory`.
+    fn run(mut self, memory: &PeakMemory) -> LinkedTree {
         let n = self.clusters.len();
         if n < 2 {
             return self.tree;
         }
+        // Item boxes and nodes stay with the tree; two cluster arrays and
+        // the neighbour indices go when the clustering ends.
+        memory.alloc_array::<Aabb>(n);
+        memory.alloc_array::<LinkedNode>(n - 1);
+        memory.alloc_array::<Cluster>(2 * n);
+        memory.alloc_array::<u32>(n);
         self.tree.nodes = vec![LinkedNode::PLACEHOLDER; n - 1];
         let mut neighbours = vec![0u32; n];
         let mut next = Vec::with_capacity(n);
@@ -193,6 +206,8 @@ impl Clustering {
             std::mem::swap(&mut self.clusters, &mut next);
         }
         debug_assert_eq!(built, n - 1);
+        memory.free_array::<Cluster>(2 * n);
+        memory.free_array::<u32>(n);
         self.tree.root = self.clusters[0].node;
         self.tree
     }
@@ -451,12 +466,13 @@ mod tests {
                     ..PlocConfig::DEFAULT
                 },
             ] {
-                let mut order = MortonOrder::new(&input, config.morton_bits);
-                let tree = Clustering::new(&input, &mut order, &config).run();
+                let memory = PeakMemory::new();
+                let mut order = MortonOrder::new(&input, config.morton_bits, &memory);
+                let tree = Clustering::new(&input, &mut order, &config).run(&memory);
                 assert_eq!(tree.nodes.len(), n - 1);
                 let root = tree.summary(tree.root);
                 assert_eq!(root.prims as usize, n);
-                let bvh = tree.to_bvh(&[]);
+                let bvh = tree.to_bvh(&[], &memory);
                 bvh.validate(&input.bounds).unwrap();
                 if config.max_leaf_size == 1 {
                     assert_eq!(bvh.shape().leaves, n);
@@ -575,10 +591,11 @@ mod tests {
                 parallel_min: 512,
                 ..PlocConfig::DEFAULT
             };
-            let mut order = MortonOrder::new(&input, config.morton_bits);
+            let memory = PeakMemory::new();
+            let mut order = MortonOrder::new(&input, config.morton_bits, &memory);
             let clustering = Clustering::new(&input, &mut order, &config);
             let expected = reference_merges(&clustering.clusters, radius);
-            let tree = clustering.run();
+            let tree = clustering.run(&memory);
             let got: Vec<[NodeRef; 2]> = tree.nodes.iter().map(|n| n.children).collect();
             assert_eq!(got, expected, "radius {radius}");
         }

@@ -104,17 +104,16 @@ impl SideMarks for [AtomicBool] {
     }
 }
 
-/// A bit per primitive for nodes of at most 64 primitives with local ids.
-impl SideMarks for Cell<u64> {
+/// A bit per primitive, for small nodes with local ids (`64 * len` of them).
+impl SideMarks for [Cell<u64>] {
     #[inline(always)]
     fn mark(&self, id: u32, left: bool) {
-        let bit = 1u64 << id;
-        let bits = self.get() & !bit;
-        self.set(bits | (u64::from(left) << id));
+        let (word, bit) = (&self[id as usize / 64], id % 64);
+        word.set(word.get() & !(1 << bit) | u64::from(left) << bit);
     }
     #[inline(always)]
     fn is_left(&self, id: u32) -> bool {
-        self.get() >> id & 1 == 1
+        self[id as usize / 64].get() >> (id % 64) & 1 == 1
     }
 }
 
@@ -462,14 +461,23 @@ mod tests {
 
     #[test]
     fn stable_partition_keeps_relative_order() {
-        let marks = Cell::new(0u64);
+        let marks = [Cell::new(0u64)];
+        let marks = &marks[..];
         let mut order = [5u32, 1, 4, 0, 3, 2];
         for id in [1, 3, 2] {
             marks.mark(id, true);
         }
         let mut temp = [0u32; 6];
-        stable_partition(&mut order, &mut temp, &marks);
+        stable_partition(&mut order, &mut temp, marks);
         assert_eq!(order, [1, 3, 2, 5, 4, 0]);
+        // Marks past the first word of bits.
+        let words: [Cell<u64>; 3] = Default::default();
+        for id in [0, 63, 64, 130, 191] {
+            words[..].mark(id, true);
+        }
+        words[..].mark(63, false);
+        let left: Vec<u32> = (0..192).filter(|&id| words[..].is_left(id)).collect();
+        assert_eq!(left, [0, 64, 130, 191]);
     }
 
     #[test]

@@ -8,14 +8,16 @@
 //!
 //! Split candidates are the planes through the faces of the small root's
 //! reference boxes (clipped to the small root's cell by the large-node
-//! stage), two per axis and reference. A triangle set is a `u64` bit mask
-//! over the small root's references, and every candidate carries the masks
-//! of the references on its two sides, computed once per small root (from
-//! the boxes sorted by each face: two prefix ORs); a node evaluates the
-//! candidates of its own references that lie strictly inside its cell,
-//! its counts being two `popcount(node & side)` and its children's sets two
-//! ANDs, so no reference list is sorted or partitioned below the small
-//! root.
+//! stage), one per distinct face position and axis. A triangle set is a
+//! `u64` bit mask over the small root's references, and every candidate
+//! carries the masks of the references on its two sides and of the ones
+//! that generate it, computed once per small root (from the boxes sorted
+//! by each face: prefix ORs). A node evaluates, as in Zhou's Algorithm 4,
+//! the candidates strictly inside its cell that one of its own references
+//! generates (a binary search finds the cell's range of the sorted
+//! candidates), its counts being two `popcount(node & side)` and its
+//! children's sets two ANDs, so no reference list is sorted or partitioned
+//! below the small root.
 //! A box below the plane (or flat in it) is on the left, one above it on
 //! the right, one across it on both. As in Zhou's paper, references are not
 //! clipped again here: clipping "rarely improves" small nodes, and the
@@ -32,12 +34,14 @@ use super::large_nodes::LargeNode;
 use crate::kdtree::{KdNode, split_cell};
 use caustic_geom::Aabb;
 
-/// A candidate plane on one axis and the references on each side of it.
+/// A candidate plane on one axis: the references on each side of it and
+/// those with a box face in it (its generators).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Candidate {
     plane: f32,
     left: u64,
     right: u64,
+    generators: u64,
 }
 
 /// A small root's subtree, with local indices: node 0 is the root,
@@ -69,7 +73,7 @@ pub fn build_small(root: &LargeNode, config: &KdTreeConfig) -> SmallTree {
     let refs = &root.refs;
     debug_assert!(!refs.is_empty() && refs.len() <= 64);
     let boxes: Vec<Aabb> = refs.iter().map(|r| r.bounds).collect();
-    let candidates: [Vec<[Candidate; 2]>; 3] =
+    let candidates: [Vec<Candidate>; 3] =
         std::array::from_fn(|axis| candidates_on_axis(&boxes, axis));
     let mut tree = SmallTree {
         nodes: vec![KdNode::leaf(0, 0)],
@@ -107,20 +111,23 @@ pub fn build_small(root: &LargeNode, config: &KdTreeConfig) -> SmallTree {
     tree
 }
 
-/// Per box, the candidates through its lower and upper face on `axis`,
-/// with their side masks: the left set of a plane `p` is
-/// `{min < p} ∪ {max <= p}`, the right set `{max > p}`, both prefix ORs
-/// over the boxes sorted by that face.
-fn candidates_on_axis(boxes: &[Aabb], axis: usize) -> Vec<[Candidate; 2]> {
+/// The candidates through the box faces on `axis`, sorted, one per
+/// distinct plane. The left set of a plane `p` is `{min < p} ∪ {max <= p}`,
+/// the right set `{max > p}`: prefix ORs over the boxes sorted by each
+/// face.
+fn candidates_on_axis(boxes: &[Aabb], axis: usize) -> Vec<Candidate> {
     let sorted = |face: fn(&Aabb, usize) -> f32| {
         let mut faces: Vec<(f32, u64)> = boxes
             .iter()
             .enumerate()
             .map(|(i, b)| (face(b, axis), 1u64 << i))
             .collect();
-        faces.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // Equal faces may come in any order: masks are only read at the
+        // boundaries between distinct values.
+        faces.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
         let mut acc = 0;
-        let mut or = vec![0u64];
+        let mut or = Vec::with_capacity(faces.len() + 1);
+        or.push(0u64);
         or.extend(faces.iter().map(|&(_, bit)| {
             acc |= bit;
             acc
@@ -130,26 +137,57 @@ fn candidates_on_axis(boxes: &[Aabb], axis: usize) -> Vec<[Candidate; 2]> {
     let (mins, min_or) = sorted(|b, k| b.min[k]);
     let (maxs, max_or) = sorted(|b, k| b.max[k]);
     let all = low_bits(boxes.len());
-    let candidate = |plane: f32| {
-        let below = min_or[mins.partition_point(|m| m.0 < plane)];
-        let at_or_below = max_or[maxs.partition_point(|m| m.0 <= plane)];
-        Candidate {
-            plane,
-            left: below | at_or_below,
-            right: all & !at_or_below,
-        }
-    };
-    boxes
-        .iter()
-        .map(|b| [candidate(b.min[axis]), candidate(b.max[axis])])
+    merged_planes(&mins, &maxs)
+        .map(|plane| {
+            let below = mins.partition_point(|m| m.0 < plane);
+            let through_min = mins.partition_point(|m| m.0 <= plane);
+            let at_or_below = maxs.partition_point(|m| m.0 <= plane);
+            let below_max = maxs.partition_point(|m| m.0 < plane);
+            Candidate {
+                plane,
+                left: min_or[below] | max_or[at_or_below],
+                right: all & !max_or[at_or_below],
+                generators: (min_or[through_min] & !min_or[below])
+                    | (max_or[at_or_below] & !max_or[below_max]),
+            }
+        })
         .collect()
 }
 
-/// The cheapest candidate of the node's references strictly inside its
-/// cell, if it beats the leaf.
+/// The distinct positions of two sorted face lists, in order.
+fn merged_planes<'a>(a: &'a [(f32, u64)], b: &'a [(f32, u64)]) -> impl Iterator<Item = f32> + 'a {
+    let (mut i, mut j) = (0, 0);
+    let mut last = None;
+    std::iter::from_fn(move || {
+        loop {
+            let next = match (a.get(i), b.get(j)) {
+                (Some(x), Some(y)) if x.0 <= y.0 => {
+                    i += 1;
+                    x.0
+                }
+                (_, Some(y)) => {
+                    j += 1;
+                    y.0
+                }
+                (Some(x), None) => {
+                    i += 1;
+                    x.0
+                }
+                (None, None) => return None,
+            };
+            if last != Some(next) {
+                last = Some(next);
+                return last;
+            }
+        }
+    })
+}
+
+/// The cheapest candidate strictly inside the node's cell that one of its
+/// references generates, if it beats the leaf.
 fn best_split(
     work: &Work,
-    candidates: &[Vec<[Candidate; 2]>; 3],
+    candidates: &[Vec<Candidate>; 3],
     config: &KdTreeConfig,
 ) -> Option<Split> {
     let count = work.set.count_ones();
@@ -167,10 +205,9 @@ fn best_split(
         let (u, v) = ((axis + 1) % 3, (axis + 2) % 3);
         let cap = extent[u] * extent[v];
         let rim = extent[u] + extent[v];
-        for c in bits(work.set).flat_map(|i| &on_axis[i]) {
-            if !(lo < c.plane && c.plane < hi) {
-                continue;
-            }
+        let first = on_axis.partition_point(|c| c.plane <= lo);
+        let inside = on_axis[first..].iter().take_while(|c| c.plane < hi);
+        for c in inside.filter(|c| c.generators & work.set != 0) {
             let n_left = (work.set & c.left).count_ones() as f32;
             let n_right = (work.set & c.right).count_ones() as f32;
             let area_left = cap + (c.plane - lo) * rim;
@@ -226,15 +263,20 @@ mod tests {
             Aabb::new(Vec3::new(2.0, 0.0, 0.0), Vec3::new(2.0, 1.0, 1.0)),
         ];
         let c = candidates_on_axis(&boxes, 0);
-        let planes: Vec<[f32; 2]> = c.iter().map(|c| [c[0].plane, c[1].plane]).collect();
-        assert_eq!(planes, vec![[0.0, 1.0], [2.0, 3.0], [0.5, 2.5], [2.0, 2.0]]);
-        // x = 1 (box 0's upper face): box 0 ends there (left), box 2
-        // straddles, boxes 1 and 3 lie right.
-        assert_eq!((c[0][1].left, c[0][1].right), (0b0101, 0b1110));
-        // x = 2 (box 1's lower face): box 1 starts there (right only), box 3
-        // is flat in it (left).
-        assert_eq!((c[1][0].left, c[1][0].right), (0b1101, 0b0110));
-        assert_eq!(c[3][0], c[1][0]);
+        let planes: Vec<f32> = c.iter().map(|c| c.plane).collect();
+        assert_eq!(planes, vec![0.0, 0.5, 1.0, 2.0, 2.5, 3.0]);
+        let at = |p: f32| *c.iter().find(|c| c.plane == p).unwrap();
+        // x = 1: box 0 ends there (left), box 2 straddles, 1 and 3 right.
+        assert_eq!(
+            (at(1.0).left, at(1.0).right, at(1.0).generators),
+            (0b0101, 0b1110, 0b0001)
+        );
+        // x = 2: box 1 starts there (right only), box 3 is flat in it
+        // (left); both generate it.
+        assert_eq!(
+            (at(2.0).left, at(2.0).right, at(2.0).generators),
+            (0b1101, 0b0110, 0b1010)
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::bvh::build::sorted_sweep::{NodeLists, SahRules, SortedSweep, sort_key
 use glam::Vec4;
 use std::cell::Cell;
 
-/// Largest subtree the exact path takes: side marks are the bits of a `u64`.
+/// Largest subtree the exact path takes (its scratch lives on the stack).
 pub(super) const SWEEP_MAX: usize = 64;
 
 /// Stack scratch of the small path, made once per sequential fragment and
@@ -61,7 +61,7 @@ pub(super) fn small_subtree(
     let n = refs.len();
     assert!(
         (1..=SWEEP_MAX).contains(&n),
-        "small path takes 1 to 64 prims"
+        "small path takes 1 to {SWEEP_MAX} prims"
     );
     let SmallScratch {
         keys,
@@ -86,11 +86,11 @@ pub(super) fn small_subtree(
         costs: &mut costs[..n],
         temp: &mut temp[..n],
     };
-    let marks = Cell::new(0u64);
+    let marks: [Cell<u64>; SWEEP_MAX / 64] = Default::default();
     let sweep = SortedSweep {
         boxes: refs.boxes,
         rules,
-        marks: &marks,
+        marks: &marks[..],
     };
     let root = sweep.subtree(lists, bounds, offset, depth, out);
     // Leaf order: the x order after all partitions.

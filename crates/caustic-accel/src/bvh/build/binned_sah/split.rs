@@ -11,7 +11,7 @@ use glam::{Vec3A, Vec4};
 use rayon::prelude::*;
 
 /// Primitives per rayon task when binning in parallel.
-const BIN_CHUNK: usize = 16 * 1024;
+const BIN_CHUNK: usize = 4 * 1024;
 
 /// Runs of at least this many primitives bin into two sets of bins.
 const TWO_SETS_MIN: usize = 256;
@@ -173,17 +173,19 @@ impl<const B: usize> Bins<B> {
             .remainder()
             .iter()
             .for_each(|prim| bins.add_one(prim, mapping));
-        bins.merge(&other, mapping.bins)
+        bins.merge(&other, mapping.bins);
+        bins
     }
 
-    fn merge(mut self, other: &Self, used: usize) -> Self {
+    /// Adds `other`'s first `used` bins into these, in place (the arrays
+    /// are kilobytes; moving them around by value shows in profiles).
+    fn merge(&mut self, other: &Self, used: usize) {
         for axis in 0..3 {
             for bin in 0..used {
                 self.bounds[axis][bin] = self.bounds[axis][bin].union(other.bounds[axis][bin]);
                 self.counts[axis][bin] += other.counts[axis][bin];
             }
         }
-        self
     }
 }
 
@@ -217,7 +219,13 @@ fn binned_plane<const B: usize>(
         prims
             .par_chunks(BIN_CHUNK)
             .map(|chunk| Bins::<B>::of(chunk, mapping))
-            .reduce(|| Bins::EMPTY, |a, b| a.merge(&b, used))
+            .reduce(
+                || Bins::EMPTY,
+                |mut a, b| {
+                    a.merge(&b, used);
+                    a
+                },
+            )
     } else {
         Bins::<B>::of(prims, mapping)
     };

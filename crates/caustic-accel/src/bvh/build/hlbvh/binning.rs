@@ -5,11 +5,11 @@
 //! the plane with the least `A_L W_L + A_R W_R`, partition in place; or, when
 //! every centroid falls in one bin, split at the median centroid.
 //!
-//! Nodes of at most [`SMALL`] items (most nodes of the bottom trees, whose
-//! clusters hold a handful of primitives) skip the bins: clearing and
+//! Top-tree nodes of at most [`SMALL`] clusters skip the bins: clearing and
 //! sweeping `3 x bins` bins would cost more than the items, so they sort
-//! their items on each axis and sweep every split position, the exact SAH
-//! split (which the bins only approximate).
+//! their items on each axis and sweep every split position, the exact
+//! (weighted) SAH split, which the bins only approximate. (Small bottom
+//! nodes go to the shared unweighted sweep instead, see `sweep.rs`.)
 
 use crate::bvh::build::build_box::BuildBox;
 use caustic_geom::{Vec3, Vec3A};
