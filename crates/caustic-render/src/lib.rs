@@ -14,6 +14,7 @@
 
 pub mod bsdf;
 mod camera;
+pub mod direct;
 mod film;
 pub mod image_io;
 mod lights;

@@ -21,12 +21,12 @@
 //! unbiased while deep glass chains stay cheap.
 
 use crate::bsdf::{fresnel_dielectric, fresnel_schlick, reflect, refract};
+use crate::direct::{direct_light, face_towards};
 use crate::tiles::{Tile, morton_tiles};
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
 use caustic_geom::{Ray, Rgb, Vec2, Vec3};
-use caustic_scene::{Bsdf, Camera, Light, Material};
+use caustic_scene::{Bsdf, Camera};
 use rayon::prelude::*;
-use std::f32::consts::{FRAC_1_PI, PI};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -286,7 +286,15 @@ impl Tracer<'_> {
                 radiance += reflectance * self.branch(&next, depth + 1, 1.0, child, ctx);
             }
             Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => {
-                radiance += self.direct_light(ray, &surface, material, key, ctx);
+                radiance += direct_light(
+                    self.scene,
+                    -ray.dir,
+                    &surface,
+                    material,
+                    key,
+                    self.settings.light_samples,
+                    ctx.rays,
+                );
             }
             _ => {}
         }
@@ -355,113 +363,4 @@ impl Tracer<'_> {
         let n = face_towards(surface.geometric_normal, dir);
         Ray::new(surface.point + n * self.scene.ray_epsilon(), dir)
     }
-
-    /// Direct light at a diffuse or glossy point seen along `ray`.
-    fn direct_light(
-        &self,
-        ray: &Ray,
-        surface: &SurfaceHit,
-        material: &Material,
-        key: u64,
-        ctx: &mut PathContext,
-    ) -> Rgb {
-        let wo = -ray.dir;
-        let ng = face_towards(surface.geometric_normal, wo);
-        let n = face_towards(surface.shading_normal, wo);
-        let albedo = self.scene.albedo(material, surface.uv);
-        let origin = surface.point + ng * self.scene.ray_epsilon();
-        let brdf = |wi: Vec3| -> Rgb {
-            let diffuse = albedo * FRAC_1_PI;
-            match material.bsdf {
-                Bsdf::Glossy {
-                    specular, exponent, ..
-                } => {
-                    let cos_alpha = reflect(-wi, n).dot(wo).max(0.0);
-                    diffuse + specular * (exponent + 2.0) / (2.0 * PI) * cos_alpha.powf(exponent)
-                }
-                _ => diffuse,
-            }
-        };
-        let mut radiance = Rgb::ZERO;
-        for light in &self.scene.lights {
-            if let Some((wi, dist, incident)) = analytic_light(light, surface.point) {
-                let cos = n.dot(wi);
-                if cos <= 0.0 || ng.dot(wi) <= 0.0 {
-                    continue;
-                }
-                *ctx.rays += 1;
-                let shadow = Ray::segment(origin, wi, 0.0, dist * (1.0 - 1e-4));
-                if !self.scene.occluded(&shadow) {
-                    radiance += brdf(wi) * incident * cos;
-                }
-            }
-        }
-        let samples = self.settings.light_samples.max(1);
-        for (index, light) in self.scene.area_lights.iter().enumerate() {
-            let mut sum = Rgb::ZERO;
-            for k in 0..samples {
-                let light_key = draw::light_key(key, index as u32, k, samples);
-                let u = draw::uniform2(light_key, draw::LIGHT);
-                let u = Vec2::new((k as f32 + u.x) / samples as f32, u.y);
-                let sample = light.sample(&self.scene.triangles, u);
-                let to_light = sample.point - origin;
-                let dist2 = to_light.length_squared();
-                let wi = to_light / dist2.sqrt();
-                let cos = n.dot(wi);
-                let cos_light = sample.normal.dot(-wi).abs();
-                let emitted = light.radiance(sample.normal, -wi);
-                if cos <= 0.0 || ng.dot(wi) <= 0.0 || emitted == Rgb::ZERO || dist2 == 0.0 {
-                    continue;
-                }
-                *ctx.rays += 1;
-                let shadow = Ray::segment(origin, to_light, 0.0, 1.0 - 1e-4);
-                if !self.scene.occluded(&shadow) {
-                    sum += brdf(wi) * emitted * (cos * cos_light / (dist2 * sample.pdf_area));
-                }
-            }
-            radiance += sum / samples as f32;
-        }
-        radiance
-    }
-}
-
-/// Direction to the light, distance (infinite for directional lights) and
-/// the irradiance it delivers on a surface facing it, at `point`.
-fn analytic_light(light: &Light, point: Vec3) -> Option<(Vec3, f32, Rgb)> {
-    match *light {
-        Light::Point {
-            position,
-            intensity,
-        } => {
-            let d = position - point;
-            let dist2 = d.length_squared();
-            (dist2 > 0.0).then(|| (d / dist2.sqrt(), dist2.sqrt(), intensity / dist2))
-        }
-        Light::Spot {
-            position,
-            direction,
-            intensity,
-            cos_falloff_start,
-            cos_total_width,
-        } => {
-            let d = position - point;
-            let dist2 = d.length_squared();
-            if dist2 == 0.0 {
-                return None;
-            }
-            let wi = d / dist2.sqrt();
-            let falloff =
-                Light::spot_falloff(direction.dot(-wi), cos_falloff_start, cos_total_width);
-            (falloff > 0.0).then(|| (wi, dist2.sqrt(), intensity * falloff / dist2))
-        }
-        Light::Directional {
-            direction,
-            irradiance,
-        } => Some((-direction, f32::INFINITY, irradiance)),
-    }
-}
-
-/// `v` flipped, if needed, into the hemisphere of `towards`.
-fn face_towards(v: Vec3, towards: Vec3) -> Vec3 {
-    if v.dot(towards) < 0.0 { -v } else { v }
 }

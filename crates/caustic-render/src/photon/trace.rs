@@ -43,6 +43,7 @@
 use super::emit::PhotonSources;
 use super::record::Photon;
 use crate::bsdf::{fresnel_dielectric, reflect, refract};
+use crate::direct::face_towards;
 use crate::{RenderScene, SurfaceHit};
 use caustic_geom::{Pcg32, Ray, Rgb, Vec2, Vec3, sampling};
 use caustic_scene::{Bsdf, Material};
@@ -396,9 +397,4 @@ fn phong_lobe(r: Vec3, exponent: f32, u: Vec2) -> Vec3 {
         Vec3::new(sin_alpha * phi.cos(), sin_alpha * phi.sin(), cos_alpha),
         r,
     )
-}
-
-/// `v` flipped, if needed, into the hemisphere of `towards`.
-fn face_towards(v: Vec3, towards: Vec3) -> Vec3 {
-    if v.dot(towards) < 0.0 { -v } else { v }
 }

@@ -1,0 +1,129 @@
+//! Direct light at a surface point by shadow rays: the part of the Whitted
+//! estimate that the photon-mapping and progressive renderers share.
+
+use crate::bsdf::reflect;
+use crate::whitted::draw;
+use crate::{RenderScene, SurfaceHit};
+use caustic_geom::{Ray, Rgb, Vec2, Vec3};
+use caustic_scene::{Bsdf, Light, Material};
+use std::f32::consts::{FRAC_1_PI, PI};
+
+/// Direct light reflected towards `wo` (unit, pointing away from the
+/// surface) at a diffuse or glossy point: one shadow ray per point, spot
+/// and directional light, and `light_samples` stratified shadow rays per
+/// area light. `key` is the path key the area-light samples are drawn
+/// from ([`draw::light_key`]); `rays` counts the shadow rays traced.
+#[allow(clippy::too_many_arguments)]
+pub fn direct_light(
+    scene: &RenderScene,
+    wo: Vec3,
+    surface: &SurfaceHit,
+    material: &Material,
+    key: u64,
+    light_samples: u32,
+    rays: &mut u64,
+) -> Rgb {
+    let ng = face_towards(surface.geometric_normal, wo);
+    let n = face_towards(surface.shading_normal, wo);
+    let albedo = scene.albedo(material, surface.uv);
+    let origin = surface.point + ng * scene.ray_epsilon();
+    let brdf = |wi: Vec3| brdf(material, albedo, n, wo, wi);
+    let mut radiance = Rgb::ZERO;
+    for light in &scene.lights {
+        if let Some((wi, dist, incident)) = analytic_light(light, surface.point) {
+            let cos = n.dot(wi);
+            if cos <= 0.0 || ng.dot(wi) <= 0.0 {
+                continue;
+            }
+            *rays += 1;
+            let shadow = Ray::segment(origin, wi, 0.0, dist * (1.0 - 1e-4));
+            if !scene.occluded(&shadow) {
+                radiance += brdf(wi) * incident * cos;
+            }
+        }
+    }
+    let samples = light_samples.max(1);
+    for (index, light) in scene.area_lights.iter().enumerate() {
+        let mut sum = Rgb::ZERO;
+        for k in 0..samples {
+            let light_key = draw::light_key(key, index as u32, k, samples);
+            let u = draw::uniform2(light_key, draw::LIGHT);
+            let u = Vec2::new((k as f32 + u.x) / samples as f32, u.y);
+            let sample = light.sample(&scene.triangles, u);
+            let to_light = sample.point - origin;
+            let dist2 = to_light.length_squared();
+            let wi = to_light / dist2.sqrt();
+            let cos = n.dot(wi);
+            let cos_light = sample.normal.dot(-wi).abs();
+            let emitted = light.radiance(sample.normal, -wi);
+            if cos <= 0.0 || ng.dot(wi) <= 0.0 || emitted == Rgb::ZERO || dist2 == 0.0 {
+                continue;
+            }
+            *rays += 1;
+            let shadow = Ray::segment(origin, to_light, 0.0, 1.0 - 1e-4);
+            if !scene.occluded(&shadow) {
+                sum += brdf(wi) * emitted * (cos * cos_light / (dist2 * sample.pdf_area));
+            }
+        }
+        radiance += sum / samples as f32;
+    }
+    radiance
+}
+
+/// The reflectance of a diffuse or glossy (modified Phong) material for
+/// light arriving from `wi` and leaving towards `wo`, both unit and on the
+/// side of the shading normal `n`; `albedo` is the diffuse albedo at the
+/// point (texture applied).
+pub fn brdf(material: &Material, albedo: Rgb, n: Vec3, wo: Vec3, wi: Vec3) -> Rgb {
+    let diffuse = albedo * FRAC_1_PI;
+    match material.bsdf {
+        Bsdf::Glossy {
+            specular, exponent, ..
+        } => {
+            let cos_alpha = reflect(-wi, n).dot(wo).max(0.0);
+            diffuse + specular * (exponent + 2.0) / (2.0 * PI) * cos_alpha.powf(exponent)
+        }
+        _ => diffuse,
+    }
+}
+
+/// Direction to the light, distance (infinite for directional lights) and
+/// the irradiance it delivers on a surface facing it, at `point`.
+fn analytic_light(light: &Light, point: Vec3) -> Option<(Vec3, f32, Rgb)> {
+    match *light {
+        Light::Point {
+            position,
+            intensity,
+        } => {
+            let d = position - point;
+            let dist2 = d.length_squared();
+            (dist2 > 0.0).then(|| (d / dist2.sqrt(), dist2.sqrt(), intensity / dist2))
+        }
+        Light::Spot {
+            position,
+            direction,
+            intensity,
+            cos_falloff_start,
+            cos_total_width,
+        } => {
+            let d = position - point;
+            let dist2 = d.length_squared();
+            if dist2 == 0.0 {
+                return None;
+            }
+            let wi = d / dist2.sqrt();
+            let falloff =
+                Light::spot_falloff(direction.dot(-wi), cos_falloff_start, cos_total_width);
+            (falloff > 0.0).then(|| (wi, dist2.sqrt(), intensity * falloff / dist2))
+        }
+        Light::Directional {
+            direction,
+            irradiance,
+        } => Some((-direction, f32::INFINITY, irradiance)),
+    }
+}
+
+/// `v` flipped, if needed, into the hemisphere of `towards`.
+pub fn face_towards(v: Vec3, towards: Vec3) -> Vec3 {
+    if v.dot(towards) < 0.0 { -v } else { v }
+}
