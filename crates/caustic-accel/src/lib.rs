@@ -29,7 +29,7 @@ mod slab_ray;
 pub use brute_force::BruteForce;
 pub use build_input::BuildInput;
 pub use bvh::{Bvh2, BvhNode, TriangleBvh, sah_cost};
-pub use registry::{ACCEL_NAMES, UnknownAccel, build_accel};
+pub use registry::{ACCEL_NAMES, ACCEL_PARAMS, AccelSpecError, UnknownAccel, build_accel};
 
 use caustic_geom::{Hit, Ray, Vec3};
 use rayon::prelude::*;

@@ -2,6 +2,7 @@
 //! benchmarks all loop over [`ACCEL_NAMES`] and build through
 //! [`build_accel`], so a new structure is registered here once.
 
+use crate::bvh::build::Bvh2Builder;
 use crate::{Accel, BruteForce, TriangleBvh};
 use caustic_geom::Triangle;
 use std::fmt;
@@ -20,59 +21,377 @@ pub const ACCEL_NAMES: &[&str] = &[
     "brute",
 ];
 
-/// A name that is not in [`ACCEL_NAMES`].
+/// Why an accel spec could not be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnknownAccel {
-    pub name: String,
+pub enum AccelSpecError {
+    /// The name before the first `:` is not in [`ACCEL_NAMES`].
+    UnknownName { name: String },
+    /// A parameter the named structure does not take.
+    UnknownParam {
+        accel: String,
+        param: String,
+        valid: &'static str,
+    },
+    /// A parameter given twice, without `=`, or with a value out of range.
+    BadValue {
+        accel: String,
+        param: String,
+        message: String,
+    },
 }
 
-impl fmt::Display for UnknownAccel {
+/// The old name of [`AccelSpecError`], kept for callers.
+pub type UnknownAccel = AccelSpecError;
+
+impl fmt::Display for AccelSpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown accel `{}`; valid names: {}",
-            self.name,
-            ACCEL_NAMES.join(", ")
-        )
+        match self {
+            Self::UnknownName { name } => write!(
+                f,
+                "unknown accel `{name}`; valid names: {}",
+                ACCEL_NAMES.join(", ")
+            ),
+            Self::UnknownParam {
+                accel,
+                param,
+                valid,
+            } => write!(
+                f,
+                "accel `{accel}` has no parameter `{param}`; it takes: {valid}"
+            ),
+            Self::BadValue {
+                accel,
+                param,
+                message,
+            } => write!(f, "accel `{accel}`, parameter `{param}`: {message}"),
+        }
     }
 }
 
-impl std::error::Error for UnknownAccel {}
+impl std::error::Error for AccelSpecError {}
 
-/// Builds the accel called `name` over `triangles` with its default
-/// settings; its `stats().build_ms` is the build's wall time.
-pub fn build_accel(name: &str, triangles: &[Triangle]) -> Result<Box<dyn Accel>, UnknownAccel> {
-    match name {
-        "bvh-binned" => Ok(Box::new(TriangleBvh::build(triangles))),
-        "bvh-binned-staged" => Ok(Box::new(TriangleBvh::build_with(
-            triangles,
-            &crate::bvh::build::BinnedSahBuilder::new(crate::bvh::build::BinnedSahConfig::STAGED),
-        ))),
-        "bvh-sweep" => Ok(Box::new(TriangleBvh::build_with(
-            triangles,
-            &crate::bvh::build::SweepSahBuilder::default(),
-        ))),
-        "bvh-wide" => Ok(Box::new(crate::bvh::wide::WideTriangleBvh::build(
-            triangles,
-        ))),
-        "lbvh" => Ok(Box::new(TriangleBvh::build_with(
-            triangles,
-            &crate::bvh::build::LbvhBuilder::default(),
-        ))),
-        "hlbvh" => Ok(Box::new(TriangleBvh::build_with(
-            triangles,
-            &crate::bvh::build::HlbvhBuilder::default(),
-        ))),
-        "ploc" => Ok(Box::new(TriangleBvh::build_with(
-            triangles,
-            &crate::bvh::build::PlocBuilder::default(),
-        ))),
-        "kdtree" => Ok(Box::new(crate::kdtree::TriangleKdTree::build(triangles))),
-        "grid" => Ok(Box::new(crate::grid::UniformGrid::build(triangles))),
-        "brute" => Ok(Box::new(BruteForce::new(triangles))),
-        _ => Err(UnknownAccel {
-            name: name.to_owned(),
-        }),
+/// The parameters each structure takes, as `--help` and errors list them.
+pub const ACCEL_PARAMS: &[(&str, &str)] = &[
+    (
+        "bvh-binned",
+        "bins=2..64, schedule=MIN@BINS/MIN@BINS/... (multi-stage), sweep=0..64 (exact-sweep subtree size), leaf=N (max leaf size)",
+    ),
+    (
+        "bvh-binned-staged",
+        "the bvh-binned parameters; its default schedule is 65536@64/4096@32/256@16/0@8",
+    ),
+    ("bvh-sweep", "leaf=N (max leaf size)"),
+    (
+        "bvh-wide",
+        "width=4|8, from=NAME (binary builder: bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc)",
+    ),
+    (
+        "lbvh",
+        "bits=30|63 (Morton code width), leaf=N (max leaf size)",
+    ),
+    (
+        "hlbvh",
+        "bits=30|63, k=3..30 (Morton prefix bits of a cluster), bins=2..32, leaf=N",
+    ),
+    ("ploc", "r=1..256 (search radius), bits=30|63, leaf=N"),
+    (
+        "kdtree",
+        "small=1..64 (small-node threshold), empty=0..1 (empty-space cut-off), ct=COST (traversal/intersection cost ratio)",
+    ),
+    (
+        "grid",
+        "k=DENSITY (cells per triangle), exact=0|1 (exact triangle/cell overlap), macro=1..16",
+    ),
+    ("brute", "none"),
+];
+
+/// Builds the accel described by `spec` over `triangles`; its
+/// `stats().build_ms` is the build's wall time.
+///
+/// A spec is a registered name, optionally followed by `:key=value`
+/// parameters ([`ACCEL_PARAMS`]), e.g. `lbvh:bits=63`, `ploc:r=32`,
+/// `bvh-binned:schedule=65536@64/4096@32/0@8`, `bvh-wide:width=4:from=ploc`.
+pub fn build_accel(spec: &str, triangles: &[Triangle]) -> Result<Box<dyn Accel>, AccelSpecError> {
+    let mut params = Params::parse(spec)?;
+    let accel: Box<dyn Accel> = match params.accel.as_str() {
+        "bvh-wide" => {
+            let width = match params.take_usize("width", 4..=8)? {
+                None | Some(8) => crate::bvh::wide::WideBvhConfig::EIGHT,
+                Some(4) => crate::bvh::wide::WideBvhConfig::FOUR,
+                Some(_) => return Err(params.bad("width", "the width is 4 or 8")),
+            };
+            let from = params.take("from").unwrap_or_else(|| "bvh-binned".into());
+            let builder = binary_builder(&mut Params::parse(&from)?)?;
+            params.finish()?;
+            Box::new(crate::bvh::wide::WideTriangleBvh::build_with(
+                triangles,
+                builder.as_ref(),
+                &width,
+            ))
+        }
+        "kdtree" => {
+            let config = kdtree_config(&mut params)?;
+            params.finish()?;
+            Box::new(crate::kdtree::TriangleKdTree::build_with(triangles, config))
+        }
+        "grid" => {
+            let config = grid_config(&mut params)?;
+            params.finish()?;
+            Box::new(crate::grid::UniformGrid::build_with(triangles, &config))
+        }
+        "brute" => {
+            params.finish()?;
+            Box::new(BruteForce::new(triangles))
+        }
+        _ => {
+            let builder = binary_builder(&mut params)?;
+            Box::new(TriangleBvh::build_with(triangles, builder.as_ref()))
+        }
+    };
+    Ok(accel)
+}
+
+/// The binary BVH builder a spec names, its parameters consumed.
+fn binary_builder(params: &mut Params) -> Result<Box<dyn Bvh2Builder>, AccelSpecError> {
+    use crate::bvh::build::*;
+    let builder: Box<dyn Bvh2Builder> = match params.accel.as_str() {
+        "bvh-binned" | "bvh-binned-staged" => {
+            let mut config = if params.accel == "bvh-binned" {
+                BinnedSahConfig::DEFAULT
+            } else {
+                BinnedSahConfig::STAGED
+            };
+            if let Some(bins) = params.take_usize("bins", 2..=MAX_BINS)? {
+                config.bins = bins;
+            }
+            if let Some(text) = params.take("schedule") {
+                config.stages =
+                    BinSchedule::parse(&text).map_err(|m| params.bad("schedule", &m))?;
+            }
+            if let Some(sweep) = params.take_usize("sweep", 0..=64)? {
+                config.sweep_max_prims = sweep;
+            }
+            if let Some(leaf) = params.take_usize("leaf", 1..=64)? {
+                config.max_leaf_size = leaf;
+            }
+            config.validate().map_err(|m| params.bad("schedule", &m))?;
+            Box::new(BinnedSahBuilder::new(config))
+        }
+        "bvh-sweep" => {
+            let mut config = SweepSahConfig::default();
+            if let Some(leaf) = params.take_usize("leaf", 1..=64)? {
+                config.max_leaf_size = leaf;
+            }
+            Box::new(SweepSahBuilder::new(config))
+        }
+        "lbvh" => {
+            let mut config = LbvhConfig::default();
+            if let Some(bits) = params.take_bits()? {
+                config.morton_bits = bits;
+            }
+            if let Some(leaf) = params.take_usize("leaf", 1..=64)? {
+                config.max_leaf_size = leaf as u32;
+            }
+            Box::new(LbvhBuilder::new(config))
+        }
+        "hlbvh" => {
+            let mut config = HlbvhConfig::default();
+            if let Some(bits) = params.take_bits()? {
+                config.morton_bits = bits;
+            }
+            if let Some(k) = params.take_usize("k", 3..=30)? {
+                config.cluster_bits = k as u32;
+            }
+            if let Some(bins) = params.take_usize("bins", 2..=32)? {
+                config.bins = bins;
+            }
+            if let Some(leaf) = params.take_usize("leaf", 1..=64)? {
+                config.max_leaf_size = leaf;
+            }
+            Box::new(HlbvhBuilder::new(config))
+        }
+        "ploc" => {
+            let mut config = PlocConfig::default();
+            if let Some(bits) = params.take_bits()? {
+                config.morton_bits = bits;
+            }
+            if let Some(r) = params.take_usize("r", 1..=256)? {
+                config.radius = r;
+            }
+            if let Some(leaf) = params.take_usize("leaf", 1..=64)? {
+                config.max_leaf_size = leaf as u32;
+            }
+            Box::new(PlocBuilder::new(config))
+        }
+        other => {
+            // Only `bvh-wide:from=` reaches here with another structure.
+            return Err(AccelSpecError::BadValue {
+                accel: "bvh-wide".into(),
+                param: "from".into(),
+                message: format!(
+                    "`{other}` is not a binary BVH builder (bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc)"
+                ),
+            });
+        }
+    };
+    params.finish()?;
+    Ok(builder)
+}
+
+fn kdtree_config(params: &mut Params) -> Result<crate::kdtree::KdTreeConfig, AccelSpecError> {
+    let mut config = crate::kdtree::KdTreeConfig::default();
+    if let Some(small) = params.take_usize("small", 1..=64)? {
+        config.small_node_max = small;
+    }
+    if let Some(empty) = params.take_f32("empty", 0.0..=1.0)? {
+        config.empty_space_ratio = empty;
+    }
+    if let Some(ratio) = params.take_f32("ct", 1e-3..=1e3)? {
+        config.traversal_cost = ratio * config.intersection_cost;
+    }
+    Ok(config)
+}
+
+fn grid_config(params: &mut Params) -> Result<crate::grid::GridConfig, AccelSpecError> {
+    let mut config = crate::grid::GridConfig::default();
+    if let Some(k) = params.take_f32("k", 1e-3..=1e3)? {
+        config.density = k;
+    }
+    if let Some(exact) = params.take_usize("exact", 0..=1)? {
+        config.exact_overlap = exact == 1;
+    }
+    if let Some(size) = params.take_usize("macro", 1..=16)? {
+        config.macro_size = size;
+    }
+    Ok(config)
+}
+
+/// A parsed spec: the accel name and its not yet consumed `key=value`
+/// parameters. Builders take what they know; [`Params::finish`] rejects
+/// the rest, so a typo is an error rather than silently ignored.
+struct Params {
+    accel: String,
+    values: Vec<(String, String)>,
+}
+
+impl Params {
+    fn parse(spec: &str) -> Result<Self, AccelSpecError> {
+        // `from=` (bvh-wide) holds a whole spec of its own, colons
+        // included: it takes everything after it.
+        let (head, from) = match spec.find(":from=") {
+            Some(at) => (&spec[..at], Some(&spec[at + ":from=".len()..])),
+            None => (spec, None),
+        };
+        let mut parts = head.trim().split(':');
+        let accel = parts.next().unwrap_or_default().trim().to_owned();
+        if !ACCEL_NAMES.contains(&accel.as_str()) {
+            return Err(AccelSpecError::UnknownName { name: accel });
+        }
+        let mut params = Self {
+            accel,
+            values: Vec::new(),
+        };
+        for part in parts {
+            let Some((key, value)) = part.split_once('=') else {
+                return Err(params.bad(part, "expected key=value"));
+            };
+            params.push(key.trim(), value.trim())?;
+        }
+        if let Some(from) = from {
+            params.push("from", from.trim())?;
+        }
+        Ok(params)
+    }
+
+    fn push(&mut self, key: &str, value: &str) -> Result<(), AccelSpecError> {
+        if self.values.iter().any(|(k, _)| k == key) {
+            return Err(self.bad(key, "given twice"));
+        }
+        self.values.push((key.to_owned(), value.to_owned()));
+        Ok(())
+    }
+
+    fn take(&mut self, key: &str) -> Option<String> {
+        let at = self.values.iter().position(|(k, _)| k == key)?;
+        Some(self.values.remove(at).1)
+    }
+
+    fn bad(&self, param: &str, message: &str) -> AccelSpecError {
+        AccelSpecError::BadValue {
+            accel: self.accel.clone(),
+            param: param.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+
+    fn take_usize(
+        &mut self,
+        key: &str,
+        range: std::ops::RangeInclusive<usize>,
+    ) -> Result<Option<usize>, AccelSpecError> {
+        let Some(text) = self.take(key) else {
+            return Ok(None);
+        };
+        match text.parse::<usize>() {
+            Ok(v) if range.contains(&v) => Ok(Some(v)),
+            _ => Err(self.bad(
+                key,
+                &format!(
+                    "`{text}` is not an integer in {}..={}",
+                    range.start(),
+                    range.end()
+                ),
+            )),
+        }
+    }
+
+    fn take_f32(
+        &mut self,
+        key: &str,
+        range: std::ops::RangeInclusive<f32>,
+    ) -> Result<Option<f32>, AccelSpecError> {
+        let Some(text) = self.take(key) else {
+            return Ok(None);
+        };
+        match text.parse::<f32>() {
+            Ok(v) if range.contains(&v) => Ok(Some(v)),
+            _ => Err(self.bad(
+                key,
+                &format!(
+                    "`{text}` is not a number in {}..={}",
+                    range.start(),
+                    range.end()
+                ),
+            )),
+        }
+    }
+
+    fn take_bits(&mut self) -> Result<Option<crate::bvh::build::MortonBits>, AccelSpecError> {
+        use crate::bvh::build::MortonBits;
+        match self.take("bits").as_deref() {
+            None => Ok(None),
+            Some("30") => Ok(Some(MortonBits::Bits30)),
+            Some("63") => Ok(Some(MortonBits::Bits63)),
+            Some(other) => Err(self.bad(
+                "bits",
+                &format!("`{other}`: Morton codes have 30 or 63 bits"),
+            )),
+        }
+    }
+
+    /// Rejects parameters nobody took.
+    fn finish(&self) -> Result<(), AccelSpecError> {
+        match self.values.first() {
+            None => Ok(()),
+            Some((param, _)) => Err(AccelSpecError::UnknownParam {
+                accel: self.accel.clone(),
+                param: param.clone(),
+                valid: ACCEL_PARAMS
+                    .iter()
+                    .find(|(name, _)| *name == self.accel)
+                    .map_or("none", |(_, valid)| valid),
+            }),
+        }
     }
 }
 
@@ -101,5 +420,74 @@ mod tests {
         for name in ACCEL_NAMES {
             assert!(message.contains(name));
         }
+    }
+
+    fn soup() -> Vec<Triangle> {
+        let mut state = 0x2545_f491_u32;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state % 1000) as f32 / 100.0
+        };
+        (0..300)
+            .map(|_| {
+                let a = Vec3::new(next(), next(), next());
+                let d = Vec3::new(next(), next(), next()) * 0.1;
+                Triangle::new(
+                    a,
+                    a + Vec3::new(d.x, 0.0, d.z),
+                    a + Vec3::new(0.0, d.y, d.z),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parameterised_specs_build_and_trace_like_brute_force() {
+        let tris = soup();
+        let brute = BruteForce::new(&tris);
+        let specs = [
+            "bvh-binned:bins=8",
+            "bvh-binned:schedule=1024@32/64@16/0@4:leaf=4",
+            "bvh-binned-staged:sweep=0",
+            "bvh-sweep:leaf=2",
+            "lbvh:bits=63:leaf=1",
+            "hlbvh:k=12:bins=8:bits=63",
+            "ploc:r=4:bits=63",
+            "bvh-wide:width=4:from=ploc:r=8",
+            "bvh-wide:from=bvh-binned:schedule=64@8/0@4",
+            "kdtree:small=16:empty=0.5:ct=0.5",
+            "grid:k=2:exact=1:macro=2",
+        ];
+        for spec in specs {
+            let accel = build_accel(spec, &tris).unwrap_or_else(|e| panic!("{spec}: {e}"));
+            assert_eq!(accel.stats().prims, tris.len());
+            for i in 0..500 {
+                let origin = Vec3::new(-1.0, (i % 23) as f32 * 0.45, (i / 23) as f32 * 0.45);
+                let ray = caustic_geom::Ray::new(origin, Vec3::new(1.0, 0.013, -0.007));
+                assert_eq!(accel.intersect(&ray), brute.intersect(&ray), "{spec}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_wrong() {
+        let tris = soup();
+        let message = |spec: &str| build_accel(spec, &tris).err().unwrap().to_string();
+        assert!(message("lbvh:bits=31").contains("30 or 63"));
+        assert!(message("lbvh:radius=3").contains("no parameter `radius`"));
+        assert!(message("lbvh:radius=3").contains("bits=30|63"));
+        assert!(message("bvh-binned:schedule=8@4/16@8").contains("decreasing"));
+        assert!(message("bvh-binned:schedule=16@99").contains("2..=64"));
+        assert!(message("bvh-binned:schedule=16x8").contains("MIN@BINS"));
+        assert!(message("bvh-binned:bins=99").contains("2..=64"));
+        assert!(message("lbvh:bits").contains("key=value"));
+        assert!(message("lbvh:bits=30:bits=63").contains("twice"));
+        assert!(message("bvh-wide:width=6").contains("4 or 8"));
+        assert!(message("bvh-wide:from=octree").contains("unknown accel `octree`"));
+        assert!(message("bvh-wide:from=kdtree").contains("not a binary BVH builder"));
+        assert!(message("grid:k=-1").contains("not a number"));
+        assert!(message("brute:x=1").contains("no parameter"));
     }
 }

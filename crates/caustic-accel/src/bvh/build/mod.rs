@@ -19,7 +19,9 @@ mod radix_sort;
 mod sorted_sweep;
 mod sweep_sah;
 
-pub use binned_sah::{BinStage, BinnedSahBuilder, BinnedSahConfig, FIVE_STAGES, MAX_BINS};
+pub use binned_sah::{
+    BinSchedule, BinStage, BinnedSahBuilder, BinnedSahConfig, FIVE_STAGES, MAX_BINS, MAX_STAGES,
+};
 pub use hlbvh::{HlbvhBuilder, HlbvhConfig};
 pub use lbvh::{LbvhBuilder, LbvhConfig};
 pub use memory::PeakMemory;

@@ -90,6 +90,94 @@ pub struct BinStage {
     pub bins: usize,
 }
 
+/// Most stages a [`BinSchedule`] holds.
+pub const MAX_STAGES: usize = 8;
+
+/// A multi-stage bin schedule: up to [`MAX_STAGES`] stages by decreasing
+/// `min_prims`, kept inline so configurations stay `Copy` and `const`.
+/// Dereferences to the slice of its stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BinSchedule {
+    stages: [BinStage; MAX_STAGES],
+    len: usize,
+}
+
+impl BinSchedule {
+    /// No stages: one bin count for every node.
+    pub const EMPTY: Self = Self::from_slice(&[]);
+
+    /// The schedule of `stages` (at most [`MAX_STAGES`]; more is a
+    /// compile-time error in a `const`, a panic otherwise: use
+    /// [`BinSchedule::parse`] for input).
+    pub const fn from_slice(stages: &[BinStage]) -> Self {
+        assert!(stages.len() <= MAX_STAGES, "too many bin stages");
+        let mut out = [BinStage {
+            min_prims: 0,
+            bins: 0,
+        }; MAX_STAGES];
+        let mut i = 0;
+        while i < stages.len() {
+            out[i] = stages[i];
+            i += 1;
+        }
+        Self {
+            stages: out,
+            len: stages.len(),
+        }
+    }
+
+    /// Parses `MIN@BINS/MIN@BINS/...` (e.g. `65536@64/4096@32/0@8`): nodes
+    /// of at least `MIN` primitives use `BINS` bins. Stages must be listed
+    /// by decreasing `MIN`, bins must be in `2..=MAX_BINS`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut stages = Vec::new();
+        for part in text.split('/').filter(|p| !p.is_empty()) {
+            let (min, bins) = part
+                .split_once('@')
+                .ok_or_else(|| format!("stage `{part}` is not MIN@BINS"))?;
+            let min_prims = min
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| format!("stage `{part}`: `{min}` is not a primitive count"))?;
+            let bins = bins
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| format!("stage `{part}`: `{bins}` is not a bin count"))?;
+            stages.push(BinStage { min_prims, bins });
+        }
+        if stages.len() > MAX_STAGES {
+            return Err(format!("at most {MAX_STAGES} stages, got {}", stages.len()));
+        }
+        let schedule = Self::from_slice(&stages);
+        validate_stages(&schedule)?;
+        Ok(schedule)
+    }
+}
+
+impl std::ops::Deref for BinSchedule {
+    type Target = [BinStage];
+
+    fn deref(&self) -> &[BinStage] {
+        &self.stages[..self.len]
+    }
+}
+
+impl Default for BinSchedule {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+fn validate_stages(stages: &[BinStage]) -> Result<(), String> {
+    if let Some(bad) = stages.iter().find(|s| !(2..=MAX_BINS).contains(&s.bins)) {
+        return Err(format!("{} bins: bins must be in 2..={MAX_BINS}", bad.bins));
+    }
+    if !stages.windows(2).all(|w| w[0].min_prims > w[1].min_prims) {
+        return Err("stages must be listed by decreasing primitive count".into());
+    }
+    Ok(())
+}
+
 /// The five-stage schedule of [`BinnedSahConfig::STAGED`]. Seed 000 uses
 /// five stages but gives neither their bounds nor their bin counts; these
 /// are ours: 64 bins from 2^16 primitives, 32 from 2^12, 16 from 2^8, 8
@@ -102,7 +190,7 @@ pub struct BinStage {
 /// 46.95 -> 47.11, dragon 312 -> 296 ms at 48.78 -> 49.16. Without the
 /// exact-sweep stage (binning all the way down) the schedule matters more:
 /// Sibenik 37.7 -> 21.9 ms, dragon 568 -> 367 ms, for +0.6 and +0.9 % SAH.
-pub const FIVE_STAGES: &[BinStage] = &[
+pub const FIVE_STAGES: BinSchedule = BinSchedule::from_slice(&[
     BinStage {
         min_prims: 1 << 16,
         bins: 64,
@@ -119,7 +207,7 @@ pub const FIVE_STAGES: &[BinStage] = &[
         min_prims: 0,
         bins: 8,
     },
-];
+]);
 
 /// Tuning of [`BinnedSahBuilder`]. The presets are the supported points;
 /// other values work as long as every bin count is in `2..=MAX_BINS`,
@@ -132,7 +220,7 @@ pub struct BinnedSahConfig {
     pub bins: usize,
     /// Multi-stage schedule: a node uses the first stage whose `min_prims`
     /// it reaches, else `bins`. Empty: one stage of `bins`.
-    pub stages: &'static [BinStage],
+    pub stages: BinSchedule,
     /// Subtrees of at most this many primitives are built by the exact
     /// sweep instead of binning (0 bins everywhere); at most 64.
     pub sweep_max_prims: usize,
@@ -156,7 +244,7 @@ impl BinnedSahConfig {
     /// 1 to 8 primitives, unit costs: the `bvh-binned` default.
     pub const DEFAULT: Self = Self {
         bins: 32,
-        stages: &[],
+        stages: BinSchedule::EMPTY,
         sweep_max_prims: SWEEP_MAX,
         min_leaf_size: 1,
         max_leaf_size: 8,
@@ -202,6 +290,26 @@ impl BinnedSahConfig {
             .map_or(self.bins, |stage| stage.bins)
     }
 
+    /// Checks the documented bounds: bin counts in `2..=MAX_BINS`, stages
+    /// by decreasing `min_prims`, `sweep_max_prims <= 64`,
+    /// `1 <= min_leaf_size <= max_leaf_size`.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(2..=MAX_BINS).contains(&self.bins) {
+            return Err(format!(
+                "{} bins: bins must be in 2..={MAX_BINS}",
+                self.bins
+            ));
+        }
+        validate_stages(&self.stages)?;
+        if self.sweep_max_prims > SWEEP_MAX {
+            return Err(format!("sweep_max_prims must be at most {SWEEP_MAX}"));
+        }
+        if !(1 <= self.min_leaf_size && self.min_leaf_size <= self.max_leaf_size) {
+            return Err("need 1 <= min_leaf_size <= max_leaf_size".into());
+        }
+        Ok(())
+    }
+
     fn rules(&self) -> SahRules {
         SahRules {
             min_leaf_size: self.min_leaf_size,
@@ -225,28 +333,12 @@ pub struct BinnedSahBuilder {
 }
 
 impl BinnedSahBuilder {
+    /// The builder with `config`; panics on a configuration
+    /// [`BinnedSahConfig::validate`] rejects (use that first for input).
     pub fn new(config: BinnedSahConfig) -> Self {
-        let bin_range = 2..=MAX_BINS;
-        assert!(
-            bin_range.contains(&config.bins)
-                && config.stages.iter().all(|s| bin_range.contains(&s.bins)),
-            "bins must be in 2..={MAX_BINS}"
-        );
-        assert!(
-            config
-                .stages
-                .windows(2)
-                .all(|w| w[0].min_prims > w[1].min_prims),
-            "stages must be listed by decreasing min_prims"
-        );
-        assert!(
-            config.sweep_max_prims <= SWEEP_MAX,
-            "sweep_max_prims must be at most {SWEEP_MAX}"
-        );
-        assert!(
-            1 <= config.min_leaf_size && config.min_leaf_size <= config.max_leaf_size,
-            "need 1 <= min_leaf_size <= max_leaf_size"
-        );
+        if let Err(message) = config.validate() {
+            panic!("invalid binned SAH configuration: {message}");
+        }
         Self { config }
     }
 }
@@ -698,7 +790,7 @@ mod tests {
             .collect();
         let input = point_input(&points);
         for sweep_max_prims in [0, 1, 2, 9, 32, SWEEP_MAX] {
-            for stages in [&[][..], FIVE_STAGES] {
+            for stages in [BinSchedule::EMPTY, FIVE_STAGES] {
                 let config = BinnedSahConfig {
                     sweep_max_prims,
                     stages,
