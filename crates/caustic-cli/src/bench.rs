@@ -171,19 +171,29 @@ fn accel(args: AccelBenchArgs) -> Result<()> {
 }
 
 fn accel_names(requested: &[String]) -> Result<Vec<String>> {
-    if requested.iter().any(|n| n == "all") {
-        return Ok(ACCEL_NAMES
-            .iter()
-            .filter(|n| **n != "brute")
-            .map(|n| n.to_string())
-            .collect());
+    // `all` stands for every registered structure but brute force, in
+    // registry order; other specs may follow it (`all,lbvh:bits=63`).
+    let mut specs: Vec<String> = Vec::new();
+    for spec in requested {
+        if spec == "all" {
+            specs.extend(
+                ACCEL_NAMES
+                    .iter()
+                    .filter(|n| **n != "brute")
+                    .map(|n| n.to_string()),
+            );
+        } else {
+            specs.push(spec.clone());
+        }
     }
+    let mut seen = std::collections::HashSet::new();
+    specs.retain(|spec| seen.insert(spec.clone()));
     // Specs are checked up front (an empty build parses them), so a typo
     // in the last one does not surface after minutes of benchmarking.
-    for spec in requested {
+    for spec in &specs {
         build_accel(spec, &[])?;
     }
-    Ok(requested.to_vec())
+    Ok(specs)
 }
 
 fn scene_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
@@ -405,12 +415,12 @@ fn print_table(rows: &[Row], args: &AccelBenchArgs) {
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|");
     for r in rows {
         println!(
-            "| {} | {} | {} | {:.1} | {:.2} | {} | {:.1} | {:.2} | {:.2} | {:.2} | {} / {:.6e} | {} | {} / {:.6e} |",
+            "| {} | {} | {} | {:.1} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {} / {:.6e} | {} | {} / {:.6e} |",
             short_name(&r.scene),
             r.accel,
             r.prims,
             r.build.best_ms,
-            r.stats.sah_cost,
+            sah_text(&r.stats),
             r.stats.nodes,
             megabytes(r.stats.bytes),
             r.primary.timing.mrays(r.primary.rays).0,
@@ -427,8 +437,10 @@ fn print_table(rows: &[Row], args: &AccelBenchArgs) {
 }
 
 /// One table per structure over the scenes, with the columns of seed 000's
-/// tables 4.3-4.9: build, ray cast, their sum, SAH cost, nodes and memory.
-/// "Ray cast" is the primary pass (one ray per pixel), as in the thesis.
+/// tables 4.3-4.9 (build, ray cast, their sum, SAH cost, nodes, memory)
+/// and the rest of the quality metrics: leaves, average and largest leaf,
+/// depth, and the build's peak working memory. "Ray cast" is the primary
+/// pass (one ray per pixel), as in the thesis.
 fn print_structure_tables(rows: &[Row]) {
     let mut names: Vec<&str> = Vec::new();
     for r in rows {
@@ -442,23 +454,38 @@ fn print_structure_tables(rows: &[Row]) {
     for name in names {
         println!("\n#### {name}\n");
         println!(
-            "| scene | prims | build ms | ray cast ms | build + ray cast ms | SAH | nodes | MB |"
+            "| scene | prims | build ms | ray cast ms | build + ray cast ms | SAH | nodes | leaves | avg leaf | max leaf | depth | MB | peak build MB |"
         );
-        println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for r in rows.iter().filter(|r| r.accel == name) {
             let cast = r.primary.timing.best_ms;
             println!(
-                "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {:.1} |",
+                "| {} | {} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {:.2} | {} | {} | {:.2} | {:.2} |",
                 short_name(&r.scene),
                 r.prims,
                 r.build.best_ms,
                 cast,
                 r.build.best_ms + cast,
-                r.stats.sah_cost,
+                sah_text(&r.stats),
                 r.stats.nodes,
+                r.stats.leaves,
+                r.stats.avg_leaf_size,
+                r.stats.max_leaf_size,
+                r.stats.max_depth,
                 megabytes(r.stats.bytes),
+                megabytes(r.stats.peak_build_bytes),
             );
         }
+    }
+}
+
+/// The SAH cost, or `-` for structures without one (the grid has no
+/// node hierarchy to cost).
+fn sah_text(stats: &AccelStats) -> String {
+    if stats.nodes == 0 && stats.sah_cost == 0.0 {
+        "-".into()
+    } else {
+        format!("{:.2}", stats.sah_cost)
     }
 }
 
@@ -498,7 +525,11 @@ fn append_json(path: &Path, r: &Row, camera: &ProtocolCamera, args: &AccelBenchA
         "sah_cost": r.stats.sah_cost,
         "nodes": r.stats.nodes,
         "leaves": r.stats.leaves,
+        "avg_leaf_size": r.stats.avg_leaf_size,
+        "max_leaf_size": r.stats.max_leaf_size,
+        "max_depth": r.stats.max_depth,
         "bytes": r.stats.bytes,
+        "peak_build_bytes": r.stats.peak_build_bytes,
     });
     let mut file = std::fs::OpenOptions::new()
         .create(true)
