@@ -8,6 +8,8 @@
 #   scripts/bench-cpu-anchors.sh [SCENE_NAME ...]   (default: every scene below)
 #   CAUSTIC_ACCELS=bvh-binned,... to choose caustic's structures
 #   ANCHOR_SET=embree-medium,obvhs-cw-medium_build,... to choose the peers
+#   ANCHOR_WAIT=SECONDS: how long each peer run waits for an idle machine (120)
+#   ANCHOR_RETRIES=N: reruns of a peer run disturbed by other processes (3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -80,7 +82,7 @@ PY
     rm -f "$out"
     echo "== $name" >&2
     # shellcheck disable=SC2086
-    python3 "$ANCHORS/run_anchors.py" --out "$out" --scene "$obj" $cam --set "$SET" --wait 120
+    python3 "$ANCHORS/run_anchors.py" --out "$out" --scene "$obj" $cam --set "$SET" --wait "${ANCHOR_WAIT:-120}" --retries "${ANCHOR_RETRIES:-3}"
     # shellcheck disable=SC2086
     "$CAUSTIC" bench accel --scene "$obj" --accel "$ACCELS" $cam --json "$out" >&2
     files+=("$out")

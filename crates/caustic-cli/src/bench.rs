@@ -22,6 +22,12 @@ pub enum BenchCommand {
     /// cost, memory, and Mrays/s for primary, AO and diffuse rays.
     #[command(after_help = accel_help())]
     Accel(AccelBenchArgs),
+    /// Photon-map structures (kd-tree, hash grid, brute force): build time
+    /// and memory against photon count, query time against map size, k,
+    /// radius and image resolution (seed 003's measurements).
+    #[command(after_help = "Examples:\n  caustic bench photons\n  \
+        caustic bench photons --sizes 1e5,1e6 --k 10,50 --resolution 512x512 --json photons.jsonl --plot photons")]
+    Photons(crate::bench_photons::PhotonBenchArgs),
 }
 
 /// Examples, then every structure with the parameters its spec takes.
@@ -117,6 +123,7 @@ struct Row {
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Accel(args) => accel(args),
+        BenchCommand::Photons(args) => crate::bench_photons::run(args),
     }
 }
 

@@ -1,6 +1,8 @@
 //! `caustic`: render scenes, inspect them, benchmark acceleration structures.
 
+mod alloc_counter;
 mod bench;
+mod bench_photons;
 mod compare;
 mod info;
 mod plot;
@@ -9,6 +11,10 @@ mod scene_arg;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+/// Counts heap bytes so benchmarks can report peak build memory.
+#[global_allocator]
+static ALLOCATOR: alloc_counter::CountingAllocator = alloc_counter::CountingAllocator;
 
 #[derive(Parser)]
 #[command(

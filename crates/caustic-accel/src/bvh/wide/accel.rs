@@ -118,17 +118,30 @@ impl WideTriangleBvh {
     }
 
     /// Builds the binary tree with `builder` and collapses it;
-    /// `stats().build_ms` covers both.
+    /// `stats().build_ms` covers both. `stats().peak_build_bytes` is the
+    /// [`BuildInput`] plus the larger of the builder's own peak and the
+    /// binary tree with the wide tree beside it (the collapse holds both),
+    /// or 0 when the builder does not count its memory.
     pub fn build_with(
         triangles: &[Triangle],
         builder: &dyn Bvh2Builder,
         config: &WideBvhConfig,
     ) -> Self {
         let start = Instant::now();
-        let bvh = builder.build(&BuildInput::from_triangles(triangles));
+        let input = BuildInput::from_triangles(triangles);
+        let (bvh, builder_peak) = builder.build_with_peak(&input);
         let tree = Self::collapse_tree(&bvh, triangles, config);
         let build_ms = start.elapsed().as_secs_f64() * 1e3;
-        Self::assemble(tree, triangles, build_ms)
+        let mut accel = Self::assemble(tree, triangles, build_ms);
+        if builder_peak > 0 {
+            let input_bytes = std::mem::size_of_val(input.bounds.as_slice())
+                + std::mem::size_of_val(input.centroids.as_slice());
+            let binary_bytes = std::mem::size_of_val(bvh.nodes.as_slice())
+                + std::mem::size_of_val(bvh.prim_indices.as_slice());
+            accel.stats.peak_build_bytes =
+                input_bytes + builder_peak.max(binary_bytes + accel.stats.bytes);
+        }
+        accel
     }
 
     /// Collapses a binary tree built elsewhere, after checking it against
