@@ -16,6 +16,8 @@
 //!   closest-hit and any-hit traversal (Aila and Laine's persistent
 //!   while-while), and the ray protocol's rays generated on the device; hits
 //!   equal the CPU traversal's bit for bit.
+//! - [`points`]: photon-map neighbour search: the spatial hash grid of
+//!   seed 003 and brute-force kNN, answers equal to the CPU reference.
 //! - [`whitted`]: the device records and kernels of the wavefront Whitted
 //!   renderer (`caustic_render::whitted_cuda`).
 //!
@@ -31,6 +33,7 @@ pub mod error;
 pub mod kernels;
 pub mod layout;
 pub mod ops;
+pub mod points;
 pub mod rays;
 pub mod trace;
 pub mod whitted;

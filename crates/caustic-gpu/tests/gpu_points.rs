@@ -1,0 +1,214 @@
+//! The GPU photon-map searches (`caustic_gpu::points`) against the CPU:
+//! the hash grid and brute-force kNN must return exactly the neighbours of
+//! the CPU structures (same indices, same `dist2` bits, same order), which
+//! `caustic-accel`'s tests hold equal to the exact reference; a subset is
+//! also checked against the reference itself. Point clouds: uniform,
+//! clustered, planar, with duplicates and non-finite points; over 10^5
+//! queries in all, fresh seeds each run.
+//!
+//! These need a CUDA GPU: run with `--include-ignored --test-threads=1` on
+//! the GPU machine (`scripts/gpu-run.sh`). Each test prints its seed; set
+//! `CAUSTIC_TEST_SEED` to replay one.
+
+use std::sync::OnceLock;
+
+use caustic_accel::points::{PointStructure, build_point_structure, reference};
+use caustic_geom::{Pcg32, Vec3};
+use caustic_gpu::points::{GpuHashGrid, GpuNeighbours, knn_brute};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+
+fn gpu() -> &'static Gpu {
+    static GPU: OnceLock<Gpu> = OnceLock::new();
+    GPU.get_or_init(|| {
+        let gpu = Gpu::probe().unwrap_or_else(|e| panic!("these tests need a CUDA GPU: {e}"));
+        eprintln!("device: {}", gpu.info());
+        gpu
+    })
+}
+
+fn rng(test: &str) -> Pcg32 {
+    let seed = std::env::var("CAUSTIC_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("{test}: CAUSTIC_TEST_SEED={seed}");
+    Pcg32::new(seed, 0x9017)
+}
+
+fn upload(points: &[Vec3]) -> DeviceBuffer<[f32; 3]> {
+    let raw: Vec<[f32; 3]> = points.iter().map(|p| p.to_array()).collect();
+    DeviceBuffer::from_slice(gpu(), "test points", &raw).unwrap()
+}
+
+/// Clouds of `n` points: uniform, clustered, planar, duplicated, and with
+/// a sprinkling of NaN and infinite points.
+fn clouds(rng: &mut Pcg32, n: usize) -> Vec<(&'static str, Vec<Vec3>)> {
+    let mut unit = || rng.next_f32();
+    let uniform: Vec<Vec3> = (0..n).map(|_| Vec3::new(unit(), unit(), unit())).collect();
+    let centres: Vec<Vec3> = (0..8).map(|_| Vec3::new(unit(), unit(), unit())).collect();
+    let clustered: Vec<Vec3> = (0..n)
+        .map(|i| centres[i % 8] + Vec3::new(unit(), unit(), unit()) * 0.02)
+        .collect();
+    let planar: Vec<Vec3> = (0..n)
+        .map(|_| Vec3::new(unit() * 2.0, 0.25, unit()))
+        .collect();
+    let duplicated: Vec<Vec3> = (0..n).map(|i| uniform[i % (n / 16).max(1)]).collect();
+    let mut broken = uniform.clone();
+    for i in (0..n).step_by(97) {
+        broken[i] = match i % 3 {
+            0 => Vec3::new(f32::NAN, 0.5, 0.5),
+            1 => Vec3::new(0.5, f32::INFINITY, 0.5),
+            _ => Vec3::splat(f32::NEG_INFINITY),
+        };
+    }
+    vec![
+        ("uniform", uniform),
+        ("clustered", clustered),
+        ("planar", planar),
+        ("duplicated", duplicated),
+        ("non-finite", broken),
+    ]
+}
+
+/// Queries near the points (jittered copies), plus a few far outside and
+/// invalid ones.
+fn queries(rng: &mut Pcg32, points: &[Vec3], m: usize) -> Vec<Vec3> {
+    let mut out: Vec<Vec3> = (0..m)
+        .map(|_| {
+            let p = points[(rng.next_u32() as usize) % points.len()];
+            let p = if p.is_finite() { p } else { Vec3::splat(0.5) };
+            p + (Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()) - 0.5) * 0.05
+        })
+        .collect();
+    out[0] = Vec3::splat(1e6);
+    out[1] = Vec3::new(f32::NAN, 0.0, 0.0);
+    out[2] = Vec3::splat(-3.0);
+    out
+}
+
+/// The CPU structure's answers as (index, dist2 bits) lists.
+fn cpu_answers(
+    structure: &dyn PointStructure,
+    queries: &[Vec3],
+    k: usize,
+    r: f32,
+) -> Vec<Vec<(u32, u32)>> {
+    let mut out = Vec::new();
+    queries
+        .iter()
+        .map(|&q| {
+            structure.knn(q, k, r, &mut out);
+            out.iter().map(|n| (n.index, n.dist2.to_bits())).collect()
+        })
+        .collect()
+}
+
+fn gpu_answers(result: &GpuNeighbours) -> Vec<Vec<(u32, u32)>> {
+    result
+        .download()
+        .unwrap()
+        .into_iter()
+        .map(|row| row.into_iter().map(|(i, d)| (i, d.to_bits())).collect())
+        .collect()
+}
+
+fn assert_same(what: &str, got: &[Vec<(u32, u32)>], want: &[Vec<(u32, u32)>], queries: &[Vec3]) {
+    assert_eq!(got.len(), want.len(), "{what}: one answer per query");
+    let bad: Vec<usize> = (0..got.len()).filter(|&q| got[q] != want[q]).collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: {} of {} queries differ; first: query {:?}\n  gpu {:?}\n  cpu {:?}",
+        bad.len(),
+        got.len(),
+        queries[bad[0]],
+        got[bad[0]],
+        want[bad[0]]
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn hash_grid_knn_equals_the_cpu() {
+    let mut rng = rng("hash_grid_knn_equals_the_cpu");
+    let mut total = 0;
+    for (name, points) in clouds(&mut rng, 20_000) {
+        let qs = queries(&mut rng, &points, 5_000);
+        let device_points = upload(&points);
+        let device_queries = upload(&qs);
+        for (k, r) in [(1, 0.01), (10, 0.05), (50, 0.05), (100, 0.1), (128, 0.02)] {
+            let grid = GpuHashGrid::build(&device_points, r).unwrap();
+            let cpu = build_point_structure("hashgrid", &points, r).unwrap();
+            let got = gpu_answers(&grid.knn(&device_queries, k, r).unwrap());
+            let want = cpu_answers(cpu.as_ref(), &qs, k, r);
+            assert_same(&format!("{name} k={k} r={r}"), &got, &want, &qs);
+            // The exact reference on a slice, independently of the CPU grid.
+            for q in 0..50 {
+                let exact: Vec<(u32, u32)> = reference::knn(&points, qs[q], k, r)
+                    .iter()
+                    .map(|n| (n.index, n.dist2.to_bits()))
+                    .collect();
+                assert_eq!(got[q], exact, "{name} k={k} r={r} query {q}");
+            }
+            total += qs.len();
+        }
+    }
+    eprintln!("{total} hash-grid queries equal the CPU");
+    assert!(total >= 100_000);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn brute_force_knn_equals_the_cpu() {
+    let mut rng = rng("brute_force_knn_equals_the_cpu");
+    let mut total = 0;
+    for (name, points) in clouds(&mut rng, 4_000) {
+        let qs = queries(&mut rng, &points, 4_000);
+        let device_points = upload(&points);
+        let device_queries = upload(&qs);
+        let cpu = build_point_structure("kdtree", &points, 0.1).unwrap();
+        for (k, r) in [(1, 0.05), (20, 0.1), (128, f32::INFINITY)] {
+            let got = gpu_answers(&knn_brute(&device_points, &device_queries, k, r).unwrap());
+            let want = cpu_answers(cpu.as_ref(), &qs, k, r);
+            assert_same(&format!("{name} k={k} r={r}"), &got, &want, &qs);
+            total += qs.len();
+        }
+    }
+    eprintln!("{total} brute-force queries equal the CPU");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn edge_cases_are_answered_or_refused_clearly() {
+    let empty = upload(&[]);
+    let grid = GpuHashGrid::build(&empty, 0.1).unwrap();
+    let one_query = upload(&[Vec3::ZERO]);
+    let answer = gpu_answers(&grid.knn(&one_query, 5, 0.1).unwrap());
+    assert_eq!(answer, vec![Vec::<(u32, u32)>::new()]);
+    let all_nan = upload(&[Vec3::splat(f32::NAN); 7]);
+    let grid = GpuHashGrid::build(&all_nan, 0.1).unwrap();
+    assert!(gpu_answers(&grid.knn(&one_query, 5, 0.1).unwrap())[0].is_empty());
+    let same = upload(&[Vec3::splat(0.5); 300]);
+    let grid = GpuHashGrid::build(&same, 0.1).unwrap();
+    let near = upload(&[Vec3::splat(0.5)]);
+    let answer = gpu_answers(&grid.knn(&near, 4, 0.1).unwrap());
+    let indices: Vec<u32> = answer[0].iter().map(|n| n.0).collect();
+    assert_eq!(indices, [0, 1, 2, 3], "ties go to the lower index");
+    assert!(matches!(
+        grid.knn(&near, 129, 0.1),
+        Err(GpuError::Invalid { .. })
+    ));
+    assert!(matches!(
+        grid.knn(&near, 4, 1.0),
+        Err(GpuError::Invalid { .. })
+    ));
+    assert!(matches!(
+        GpuHashGrid::build(&same, f32::NAN),
+        Err(GpuError::Invalid { .. })
+    ));
+    assert!(gpu_answers(&grid.knn(&near, 0, 0.1).unwrap())[0].is_empty());
+}
