@@ -91,6 +91,21 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
         let on_edge = V::bits(u.eq(zero) | v.eq(zero) | w.eq(zero));
         let mixed_signs = V::bits(u.lt(zero) | v.lt(zero) | w.lt(zero))
             & V::bits(u.gt(zero) | v.gt(zero) | w.gt(zero));
+        // Most groups a ray reaches have no lane inside all three edges:
+        // leave before the division and the depth test (as Embree's test
+        // does). Lanes that go on see exactly the arithmetic of the scalar
+        // test, so the bits still agree.
+        let lanes = (1u32 << N) - 1;
+        if (!mixed_signs & !on_edge & lanes) == 0 && on_edge == 0 {
+            return GroupHits {
+                hits: 0,
+                on_edge: 0,
+                t: zero,
+                v,
+                w,
+                inv_det: zero,
+            };
+        }
         let det = u + v + w;
         let t_scaled = u * (self.sz * az) + v * (self.sz * bz) + w * (self.sz * cz);
         let inv_det = V::splat(1.0) / det;
