@@ -7,15 +7,18 @@
 #
 #   scripts/bench-cpu-anchors.sh [SCENE_NAME ...]   (default: every scene below)
 #   CAUSTIC_ACCELS=bvh-binned,... to choose caustic's structures
+#   CAUSTIC_REPS=N: timed repetitions of caustic's builds and passes (5)
 #   ANCHOR_SET=embree-medium,obvhs-cw-medium_build,... to choose the peers
 #   ANCHOR_WAIT=SECONDS: how long each peer run waits for an idle machine (120)
 #   ANCHOR_RETRIES=N: reruns of a peer run disturbed by other processes (3)
+#   BENCH_OUT=DIR: where the JSON lines go (target/bench)
+#   CAUSTIC_BIN=PATH: a caustic binary to measure instead of building one
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 SCENES=${CAUSTIC_SCENES:-$ROOT/target/scenes}
 ANCHORS=$ROOT/target/anchors
-OUT=$ROOT/target/bench
+OUT=${BENCH_OUT:-$ROOT/target/bench}
 ACCELS=${CAUSTIC_ACCELS:-bvh-binned}
 SET=${ANCHOR_SET:-embree-medium,embree-medium-1,embree-high,obvhs-cw-very_slow_build,obvhs-cw-medium_build}
 mkdir -p "$OUT"
@@ -25,8 +28,12 @@ if [ ! -x "$ANCHORS/embree/embree_bench" ]; then
     rm -rf "$ANCHORS" && cp -r ../shared/anchors "$ANCHORS" && chmod -R u+w "$ANCHORS"
     "$ANCHORS/build.sh"
 fi
-cargo build --release -p caustic-cli
-CAUSTIC=$ROOT/target/release/caustic
+if [ -n "${CAUSTIC_BIN:-}" ]; then
+    CAUSTIC=$CAUSTIC_BIN
+else
+    cargo build --release -p caustic-cli
+    CAUSTIC=$ROOT/target/release/caustic
+fi
 
 # name | mesh | camera arguments (anchors README for sibenik and sponza,
 # shared/scenes/README.md for the rest)
@@ -84,7 +91,7 @@ PY
     # shellcheck disable=SC2086
     python3 "$ANCHORS/run_anchors.py" --out "$out" --scene "$obj" $cam --set "$SET" --wait "${ANCHOR_WAIT:-120}" --retries "${ANCHOR_RETRIES:-3}"
     # shellcheck disable=SC2086
-    "$CAUSTIC" bench accel --scene "$obj" --accel "$ACCELS" $cam --json "$out" >&2
+    "$CAUSTIC" bench accel --scene "$obj" --accel "$ACCELS" $cam --reps "${CAUSTIC_REPS:-5}" --json "$out" >&2
     files+=("$out")
 done <<< "$TABLE"
 python3 "$ANCHORS/compare.py" "${files[@]}"

@@ -240,6 +240,10 @@ pub fn run(args: PhotonBenchArgs) -> Result<()> {
             .unwrap_or(map.positions.len().min(args.at_size));
         let points = &map.positions[..size];
         for name in &args.points {
+            eprintln!(
+                "bench photons: {} map, {size} photons, {name}: k, radius and resolution sweeps",
+                map.name
+            );
             let structure = build_point_structure(name, points, max_radius)?;
             let context = QueryContext {
                 map: &map.name,
