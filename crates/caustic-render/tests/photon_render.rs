@@ -136,17 +136,8 @@ fn window_mean(film: &Film, (x0, x1): (u32, u32), (y0, y1): (u32, u32)) -> Rgb {
 /// the low-frequency errors of the photon estimates (indirect light,
 /// caustics).
 fn block_rmse(a: &Film, b: &Film, block: u32) -> f64 {
-    let (mut sum, mut count) = (0.0f64, 0u32);
-    for by in 0..a.height / block {
-        for bx in 0..a.width / block {
-            let xs = (bx * block, (bx + 1) * block);
-            let ys = (by * block, (by + 1) * block);
-            let d = window_mean(a, xs, ys) - window_mean(b, xs, ys);
-            sum += f64::from(d.length_squared()) / 3.0;
-            count += 1;
-        }
-    }
-    (sum / f64::from(count.max(1))).sqrt()
+    let down = |f| image_io::downsample(f, block);
+    image_io::rmse(&down(a), &down(b)).unwrap()
 }
 
 /// Renders `scene` with and without the final gather against its path
