@@ -45,6 +45,10 @@ pub struct PhotonArgs {
     /// at every shading point).
     #[arg(long, default_value_t = 4.0)]
     sample_spacing: f32,
+    /// Final-gather rays read irradiance precomputed at every N-th global
+    /// photon (0 = a full radiance estimate at every gather hit).
+    #[arg(long, default_value_t = 4)]
+    precompute: usize,
     /// Point structure of the photon maps.
     #[arg(long, default_value = "kdtree", value_parser = clap::builder::PossibleValuesParser::new(POINT_STRUCTURE_NAMES))]
     points: String,
@@ -98,6 +102,7 @@ impl PhotonArgs {
                 spacing: self.sample_spacing,
                 ..SampleSettings::default()
             },
+            precompute: self.precompute,
             points: self.points.clone(),
         };
         settings.validate()?;
@@ -120,8 +125,13 @@ fn summary(settings: &PhotonRenderSettings, stats: &PhotonRenderStats) -> String
         "global map directly".to_owned()
     } else {
         format!(
-            "final gather {} rays, {} irradiance samples + {} point gathers in {:.0} ms",
-            settings.gather_rays, stats.samples, stats.point_gathers, stats.sample_ms
+            "irradiance at {} photons in {:.0} ms, final gather {} rays, {} irradiance samples + {} point gathers in {:.0} ms",
+            stats.precomputed,
+            stats.precompute_ms,
+            settings.gather_rays,
+            stats.samples,
+            stats.point_gathers,
+            stats.sample_ms
         )
     };
     format!(

@@ -27,6 +27,7 @@
 
 use super::estimate::{self, EstimateSettings};
 use super::map::PhotonMap;
+use super::precomputed::IrradianceMap;
 use crate::bsdf::{fresnel_dielectric, reflect, refract};
 use crate::direct::{brdf, face_towards};
 use crate::whitted::draw;
@@ -34,7 +35,7 @@ use crate::{RenderScene, SurfaceHit};
 use caustic_accel::points::Neighbour;
 use caustic_geom::{Ray, Rgb, Vec2, Vec3, sampling};
 use caustic_scene::Bsdf;
-use std::f32::consts::PI;
+use std::f32::consts::{FRAC_1_PI, PI};
 
 /// Random-number purpose: direction of a gather ray.
 const DIRECTION: u64 = 0x6761_7468;
@@ -46,6 +47,9 @@ pub struct Gatherer<'a> {
     pub scene: &'a RenderScene,
     pub global: &'a PhotonMap,
     pub estimate: EstimateSettings,
+    /// Irradiance precomputed at photons: when present, gather rays look
+    /// it up instead of estimating from the global map.
+    pub precomputed: Option<&'a IrradianceMap>,
     /// Hemisphere rays per gather.
     pub rays: u32,
     /// Most specular bounces a gather ray follows.
@@ -149,15 +153,16 @@ impl Gatherer<'_> {
                     let n = face_towards(surface.shading_normal, wo);
                     let ng = face_towards(surface.geometric_normal, wo);
                     let albedo = self.scene.albedo(material, surface.uv);
-                    let f = |wi: Vec3| brdf(material, albedo, n, wo, wi);
-                    let l = estimate::radiance(
-                        self.global,
-                        &self.estimate,
-                        surface.point,
-                        ng,
-                        scratch,
-                        f,
-                    );
+                    let l = match self.precomputed {
+                        Some(map) => {
+                            albedo * FRAC_1_PI * map.irradiance(surface.point, ng, scratch)
+                        }
+                        None => {
+                            let f = |wi: Vec3| brdf(material, albedo, n, wo, wi);
+                            let (map, settings) = (self.global, &self.estimate);
+                            estimate::radiance(map, settings, surface.point, ng, scratch, f)
+                        }
+                    };
                     return (throughput * l, first);
                 }
                 _ => break,

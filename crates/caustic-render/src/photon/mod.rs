@@ -34,6 +34,7 @@ pub mod estimate;
 pub mod gather;
 pub mod irradiance_samples;
 pub mod map;
+pub mod precomputed;
 pub mod record;
 pub mod render;
 pub mod trace;

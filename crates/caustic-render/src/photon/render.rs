@@ -22,7 +22,9 @@
 //! albedo only (a glossy lobe's indirect part is left out; the global-map
 //! mode keeps it).
 //!
-//! Passes: photon tracing and map builds; the irradiance samples (centre
+//! Passes: photon tracing and map builds, irradiance precomputed at every
+//! 4th global photon for the gather rays ([`super::precomputed`]); the
+//! irradiance samples (centre
 //! rays collect the diffuse shading points, seeding, a gather per sample);
 //! then the image, 8×8 tiles in Morton order with rayon. Every random
 //! decision is keyed (`whitted::draw`), photons by their index: the image
@@ -32,6 +34,7 @@ use super::estimate::{self, EstimateSettings};
 use super::gather::{Gathered, Gatherer};
 use super::irradiance_samples::{self, IrradianceCache, SampleSettings, ShadingPoint};
 use super::map::PhotonMap;
+use super::precomputed::IrradianceMap;
 use super::trace::{GlobalRule, PhotonSettings, trace_caustic_photons, trace_photons};
 use crate::direct::{brdf, direct_light, face_towards};
 use crate::tiles::{Tile, morton_tiles};
@@ -87,6 +90,10 @@ pub struct PhotonRenderSettings {
     pub gather_rays: u32,
     /// Irradiance samples; a spacing of 0 gathers at every shading point.
     pub samples: SampleSettings,
+    /// Gather rays read irradiance precomputed at every `precompute`-th
+    /// global photon ([`super::precomputed`]); 0 estimates from the global
+    /// map at every gather hit.
+    pub precompute: usize,
     /// Point structure of the maps: `kdtree`, `hashgrid` or `brute`.
     pub points: String,
 }
@@ -110,6 +117,7 @@ impl Default for PhotonRenderSettings {
             cone_filter: false,
             gather_rays: 256,
             samples: SampleSettings::default(),
+            precompute: 4,
             points: "kdtree".to_owned(),
         }
     }
@@ -174,6 +182,9 @@ pub struct PhotonRenderStats {
     pub photon_ms: f64,
     /// Build time of the two maps' point structures.
     pub build_ms: f64,
+    /// Photons with precomputed irradiance, and the time it took.
+    pub precomputed: usize,
+    pub precompute_ms: f64,
     /// Irradiance samples gathered.
     pub samples: usize,
     /// Gathers at shading points that no sample covered (or every shading
@@ -216,6 +227,8 @@ pub fn render(
 struct Maps {
     global: PhotonMap,
     caustic: PhotonMap,
+    /// Irradiance at global photons, for the final gather.
+    precomputed: Option<IrradianceMap>,
 }
 
 impl Maps {
@@ -262,7 +275,31 @@ impl Maps {
         let caustic_radius = settings.caustic_max_radius * diagonal;
         let caustic = PhotonMap::build(caustic, &settings.points, caustic_radius)?;
         stats.build_ms = start.elapsed().as_secs_f64() * 1e3;
-        Ok(Self { global, caustic })
+        let start = Instant::now();
+        let precomputed = if settings.gather_rays > 0 && settings.precompute > 0 {
+            let estimate = global_estimate(settings, diagonal);
+            let map =
+                IrradianceMap::build(&global, &estimate, settings.precompute, &settings.points)?;
+            stats.precomputed = map.len();
+            Some(map)
+        } else {
+            None
+        };
+        stats.precompute_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(Self {
+            global,
+            caustic,
+            precomputed,
+        })
+    }
+}
+
+/// How the global map is queried.
+fn global_estimate(settings: &PhotonRenderSettings, diagonal: f32) -> EstimateSettings {
+    EstimateSettings {
+        k: settings.k,
+        max_radius: settings.max_radius * diagonal,
+        cone_filter: false,
     }
 }
 
@@ -296,11 +333,7 @@ struct Renderer<'a> {
 impl<'a> Renderer<'a> {
     fn new(scene: &'a RenderScene, settings: &'a PhotonRenderSettings, maps: &'a Maps) -> Self {
         let diagonal = scene.scene_diagonal;
-        let global_estimate = EstimateSettings {
-            k: settings.k,
-            max_radius: settings.max_radius * diagonal,
-            cone_filter: false,
-        };
+        let global_estimate = global_estimate(settings, diagonal);
         let caustic_estimate = EstimateSettings {
             k: settings.caustic_k,
             max_radius: settings.caustic_max_radius * diagonal,
@@ -310,6 +343,7 @@ impl<'a> Renderer<'a> {
             scene,
             global: &maps.global,
             estimate: global_estimate,
+            precomputed: maps.precomputed.as_ref(),
             rays: settings.gather_rays,
             max_depth: settings.max_depth,
         });
