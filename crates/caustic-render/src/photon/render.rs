@@ -35,6 +35,7 @@ use super::gather::{Gathered, Gatherer};
 use super::irradiance_samples::{self, IrradianceCache, SampleSettings, ShadingPoint};
 use super::map::PhotonMap;
 use super::precomputed::IrradianceMap;
+use super::record::Photon;
 use super::trace::{GlobalRule, PhotonSettings, trace_caustic_photons, trace_photons};
 use crate::direct::{brdf, direct_light, face_towards};
 use crate::tiles::{Tile, morton_tiles};
@@ -232,43 +233,14 @@ struct Maps {
 }
 
 impl Maps {
-    /// Traces the photons (one pass when both maps want the same count)
-    /// and builds the point structures.
+    /// Traces the photons and builds the maps' point structures (and the
+    /// precomputed irradiance when the final gather uses it).
     fn trace(
         scene: &RenderScene,
         settings: &PhotonRenderSettings,
         stats: &mut PhotonRenderStats,
     ) -> Result<Self, PhotonRenderError> {
-        let global_rule = if settings.gather_rays > 0 {
-            GlobalRule::All
-        } else {
-            GlobalRule::IndirectOnly
-        };
-        let pass = |photons: u64, seed: u64| PhotonSettings {
-            photons,
-            max_bounces: settings.photon_bounces,
-            global_rule,
-            seed,
-            ..Default::default()
-        };
-        let start = Instant::now();
-        let (global, caustic) = if settings.global_photons == settings.caustic_photons {
-            let maps = trace_photons(scene, &pass(settings.global_photons, settings.seed));
-            stats.rays += maps.stats.rays;
-            stats.photons_traced = maps.emitted;
-            (maps.global, maps.caustic)
-        } else {
-            let global = trace_photons(scene, &pass(settings.global_photons, settings.seed));
-            let caustic_seed = settings.seed ^ CAUSTIC_PASS;
-            let caustic =
-                trace_caustic_photons(scene, &pass(settings.caustic_photons, caustic_seed));
-            stats.rays += global.stats.rays + caustic.stats.rays;
-            stats.photons_traced = global.emitted + caustic.emitted;
-            (global.global, caustic.caustic)
-        };
-        stats.photon_ms = start.elapsed().as_secs_f64() * 1e3;
-        stats.global_stored = global.len();
-        stats.caustic_stored = caustic.len();
+        let (global, caustic) = trace_lists(scene, settings, stats);
         let start = Instant::now();
         let diagonal = scene.scene_diagonal;
         let global = PhotonMap::build(global, &settings.points, settings.max_radius * diagonal)?;
@@ -292,6 +264,45 @@ impl Maps {
             precomputed,
         })
     }
+}
+
+/// The global and caustic photons: one pass when both maps want the same
+/// count, else a full pass for the global map and a caustic-only pass.
+fn trace_lists(
+    scene: &RenderScene,
+    settings: &PhotonRenderSettings,
+    stats: &mut PhotonRenderStats,
+) -> (Vec<Photon>, Vec<Photon>) {
+    let global_rule = if settings.gather_rays > 0 {
+        GlobalRule::All
+    } else {
+        GlobalRule::IndirectOnly
+    };
+    let pass = |photons: u64, seed: u64| PhotonSettings {
+        photons,
+        max_bounces: settings.photon_bounces,
+        global_rule,
+        seed,
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let (global, caustic) = if settings.global_photons == settings.caustic_photons {
+        let maps = trace_photons(scene, &pass(settings.global_photons, settings.seed));
+        stats.rays += maps.stats.rays;
+        stats.photons_traced = maps.emitted;
+        (maps.global, maps.caustic)
+    } else {
+        let global = trace_photons(scene, &pass(settings.global_photons, settings.seed));
+        let caustic_seed = settings.seed ^ CAUSTIC_PASS;
+        let caustic = trace_caustic_photons(scene, &pass(settings.caustic_photons, caustic_seed));
+        stats.rays += global.stats.rays + caustic.stats.rays;
+        stats.photons_traced = global.emitted + caustic.emitted;
+        (global.global, caustic.caustic)
+    };
+    stats.photon_ms = start.elapsed().as_secs_f64() * 1e3;
+    stats.global_stored = global.len();
+    stats.caustic_stored = caustic.len();
+    (global, caustic)
 }
 
 /// How the global map is queried.
