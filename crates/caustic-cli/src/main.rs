@@ -7,6 +7,7 @@ mod compare;
 mod info;
 mod plot;
 mod render;
+mod render_photon;
 mod scene_arg;
 
 use clap::{Parser, Subcommand};

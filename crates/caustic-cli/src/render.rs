@@ -1,5 +1,6 @@
 //! `caustic render`.
 
+use crate::render_photon::{self, PhotonArgs};
 use crate::scene_arg::{self, CameraArgs};
 use anyhow::{Context, Result, bail};
 use caustic_render::whitted::{self, FresnelMode, WhittedSettings};
@@ -15,6 +16,7 @@ use std::path::PathBuf;
     after_help = "Examples:\n  caustic render                                   # built-in Cornell box -> cornell-box.png\n  \
     caustic render cornell-caustics --spp 64 -o caustics.exr\n  \
     caustic render ../shared/refs/cornell-box/cornell-box.xml -o cb.exr --spp 256\n  \
+    caustic render ../shared/refs/cornell-caustics/cornell-caustics.xml --integrator photon -o pm.exr\n  \
     caustic render target/scenes/sibenik/sibenik.obj --width 1280 --height 720"
 )]
 pub struct RenderArgs {
@@ -64,8 +66,20 @@ pub struct RenderArgs {
     /// else the CPU), `cpu`, `cuda` or `cuda:N`.
     #[arg(long, default_value = "auto")]
     device: caustic_gpu::Device,
+    /// Light transport: `whitted` (specular chains + direct light) or
+    /// `photon` (photon mapping: + caustics and indirect light; CPU only).
+    #[arg(long, value_enum, default_value_t = Integrator::Whitted)]
+    integrator: Integrator,
     #[command(flatten)]
     camera: CameraArgs,
+    #[command(flatten)]
+    photon: PhotonArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Integrator {
+    Whitted,
+    Photon,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -96,6 +110,38 @@ pub fn run(args: RenderArgs) -> Result<()> {
 
     let render_scene = RenderScene::new(&scene, &args.accel)?;
     let build = render_scene.accel.stats().clone();
+    if args.integrator == Integrator::Photon {
+        if matches!(args.device, caustic_gpu::Device::Cuda(_)) {
+            bail!("--integrator photon runs on the CPU only: use --device cpu or auto");
+        }
+        if matches!(args.fresnel, Fresnel::Schlick) {
+            bail!("--integrator photon uses the exact Fresnel equations only");
+        }
+        let common = render_photon::Common {
+            scene: &render_scene,
+            camera: &camera,
+            width,
+            height,
+            spp: args.spp,
+            max_depth: args.max_depth,
+            light_samples: args.light_samples.max(1),
+            seed: args.seed,
+        };
+        let bar = progress_bar(width as u64 * height as u64, args.quiet);
+        let film = render_photon::run(&args.photon, &common, &bar)?;
+        image_io::write_image(&film, &output, args.exposure)
+            .with_context(|| format!("cannot write {}", output.display()))?;
+        eprintln!(
+            "wrote {} ({width}x{height}, {} spp, {} triangles, {} build {:.1} ms) on {} CPU threads",
+            output.display(),
+            args.spp,
+            render_scene.triangles.len(),
+            build.name,
+            build.build_ms,
+            rayon::current_num_threads()
+        );
+        return Ok(());
+    }
     let settings = WhittedSettings {
         width,
         height,

@@ -115,6 +115,28 @@ pub fn rmse(a: &Film, b: &Film) -> Result<f64, ImageError> {
     Ok((sum / (3 * a.pixels.len().max(1)) as f64).sqrt())
 }
 
+/// The image box-filtered down by `block` (each output pixel the mean of a
+/// `block × block` square; a partial border square is dropped). The RMSE of
+/// two downsampled images measures low-frequency differences (the bias and
+/// blur of photon estimates) apart from per-pixel sampling noise.
+pub fn downsample(film: &Film, block: u32) -> Film {
+    let block = block.max(1);
+    let mut out = Film::new(film.width / block, film.height / block);
+    let scale = 1.0 / (block * block) as f32;
+    for y in 0..out.height {
+        for x in 0..out.width {
+            let mut sum = Rgb::ZERO;
+            for dy in 0..block {
+                for dx in 0..block {
+                    sum += film.get(x * block + dx, y * block + dy);
+                }
+            }
+            out.set(x, y, sum * scale);
+        }
+    }
+    out
+}
+
 /// Peak signal-to-noise ratio in dB with the given peak value.
 pub fn psnr(a: &Film, b: &Film, peak: f64) -> Result<f64, ImageError> {
     let e = rmse(a, b)?;

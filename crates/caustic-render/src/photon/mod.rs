@@ -17,16 +17,33 @@
 //! - [`map`]: a photon list plus a point structure from
 //!   `caustic_accel::points` over its positions, queried by photon index.
 //!
+//!
+//! Second pass, the image ([`render`], `caustic render --integrator
+//! photon`): direct light by shadow rays, specular chains by ray tracing,
+//! caustics by the radiance estimate of [`estimate`] in the caustic map,
+//! indirect light by a final gather ([`gather`]) at irradiance samples
+//! placed adaptively in screen space and interpolated
+//! ([`irradiance_samples`]), or by the global map directly.
+//!
 //! Powers are normalised by the number of photons **emitted** (not
 //! stored), so a density estimate `Σ f·ΔΦ / (π r²)` is unbiased in the
 //! photon-count limit.
 
 pub mod emit;
+pub mod estimate;
+pub mod gather;
+pub mod irradiance_samples;
 pub mod map;
+pub mod precomputed;
 pub mod record;
+pub mod render;
 pub mod trace;
 
 pub use emit::PhotonSources;
 pub use map::PhotonMap;
 pub use record::Photon;
-pub use trace::{GlobalRule, PhotonMaps, PhotonSettings, PhotonStats, RouletteRule, trace_photons};
+pub use render::{PhotonRenderError, PhotonRenderSettings, PhotonRenderStats, render};
+pub use trace::{
+    GlobalRule, PhotonMaps, PhotonSettings, PhotonStats, RouletteRule, trace_caustic_photons,
+    trace_photons,
+};

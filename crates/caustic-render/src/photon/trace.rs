@@ -149,6 +149,18 @@ fn splitmix64(x: u64) -> u64 {
 /// Traces `settings.photons` photons through `scene` on the current rayon
 /// pool.
 pub fn trace_photons(scene: &RenderScene, settings: &PhotonSettings) -> PhotonMaps {
+    trace_with(scene, settings, false)
+}
+
+/// Traces `settings.photons` photons for the caustic map alone: a photon
+/// stops at its first diffuse hit (nothing after it can be a caustic), so a
+/// caustic map of many more photons than the global map costs about one
+/// ray per photon. The global map of the result is empty.
+pub fn trace_caustic_photons(scene: &RenderScene, settings: &PhotonSettings) -> PhotonMaps {
+    trace_with(scene, settings, true)
+}
+
+fn trace_with(scene: &RenderScene, settings: &PhotonSettings, caustic_only: bool) -> PhotonMaps {
     let start = Instant::now();
     let sources = PhotonSources::new(scene);
     let tracer = Tracer {
@@ -156,6 +168,7 @@ pub fn trace_photons(scene: &RenderScene, settings: &PhotonSettings) -> PhotonMa
         settings,
         sources: &sources,
         inv_photons: 1.0 / settings.photons.max(1) as f32,
+        caustic_only,
     };
     let chunks = settings.photons.div_ceil(CHUNK);
     let batches: Vec<Batch> = (0..chunks)
@@ -219,6 +232,8 @@ struct Tracer<'a> {
     settings: &'a PhotonSettings,
     sources: &'a PhotonSources,
     inv_photons: f32,
+    /// Store caustic photons only and stop at the first diffuse hit.
+    caustic_only: bool,
 }
 
 impl Tracer<'_> {
@@ -252,6 +267,12 @@ impl Tracer<'_> {
                     let n = face_towards(surface.shading_normal, -ray.dir);
                     Some(self.spawn(&surface, reflect(ray.dir, n)))
                 }
+                Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if self.caustic_only => {
+                    if path == PathSoFar::Specular {
+                        self.store(&ray, &surface, power, path, batch);
+                    }
+                    None
+                }
                 Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } => {
                     self.store(&ray, &surface, power, path, batch);
                     path = PathSoFar::Diffuse;
@@ -274,11 +295,12 @@ impl Tracer<'_> {
         path: PathSoFar,
         batch: &mut Batch,
     ) {
-        let global = match self.settings.global_rule {
-            GlobalRule::AfterFirstBounce => path != PathSoFar::Light,
-            GlobalRule::IndirectOnly => path == PathSoFar::Diffuse,
-            GlobalRule::All => true,
-        };
+        let global = !self.caustic_only
+            && match self.settings.global_rule {
+                GlobalRule::AfterFirstBounce => path != PathSoFar::Light,
+                GlobalRule::IndirectOnly => path == PathSoFar::Diffuse,
+                GlobalRule::All => true,
+            };
         let caustic = path == PathSoFar::Specular;
         if !(global || caustic) {
             return;

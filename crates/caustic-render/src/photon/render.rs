@@ -1,0 +1,690 @@
+//! The photon-mapping integrator (Jensen 2001; seed 000 chapter 6): the
+//! image as the sum of four parts, each computed where it is cheapest and
+//! counted exactly once.
+//!
+//! From the eye the renderer follows specular chains as the Whitted
+//! renderer does (mirrors, a Fresnel split at glass with Russian roulette
+//! for weak branches, emission added at every chain vertex: paths `E S* L`).
+//! At each diffuse (or glossy) end `x` of a chain it adds
+//!
+//! | part | paths into `x` | how |
+//! |---|---|---|
+//! | direct | `x ← L` | shadow rays ([`direct_light`]) |
+//! | caustics | `x ← S+ L` | radiance estimate in the caustic map |
+//! | indirect | `x ← S* D …  L` | final gather into the global map (traced with [`GlobalRule::All`]), or the global map at `x` (traced with [`GlobalRule::IndirectOnly`]) |
+//!
+//! Shadow rays are blocked by glass, so light through glass arrives only by
+//! the caustic map; gather rays add no emission (those paths are the first
+//! two rows), see [`super::gather`]. With the final gather the indirect
+//! irradiance is interpolated between adaptively placed irradiance samples
+//! ([`super::irradiance_samples`]), or gathered at every shading point when
+//! the sample spacing is 0. Interpolated irradiance reflects by the diffuse
+//! albedo only (a glossy lobe's indirect part is left out; the global-map
+//! mode keeps it).
+//!
+//! Passes: photon tracing and map builds, irradiance precomputed at every
+//! 4th global photon for the gather rays ([`super::precomputed`]); the
+//! irradiance samples (centre
+//! rays collect the diffuse shading points, seeding, a gather per sample);
+//! then the image, 8×8 tiles in Morton order with rayon. Every random
+//! decision is keyed (`whitted::draw`), photons by their index: the image
+//! does not depend on the thread count.
+
+use super::estimate::{self, EstimateSettings};
+use super::gather::{Gathered, Gatherer};
+use super::irradiance_samples::{self, IrradianceCache, SampleSettings, ShadingPoint};
+use super::map::PhotonMap;
+use super::precomputed::IrradianceMap;
+use super::record::Photon;
+use super::trace::{GlobalRule, PhotonSettings, trace_caustic_photons, trace_photons};
+use crate::direct::{brdf, direct_light, face_towards};
+use crate::tiles::{Tile, morton_tiles};
+use crate::whitted::{SPLIT_THRESHOLD, TILE_SIZE, draw};
+use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
+use caustic_accel::points::{Neighbour, POINT_STRUCTURE_NAMES, UnknownPointStructure};
+use caustic_geom::{Ray, Rgb, Vec2, Vec3};
+use caustic_scene::{Bsdf, Camera};
+use rayon::prelude::*;
+use std::f32::consts::FRAC_1_PI;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Key salt of the gathers at irradiance samples.
+const SAMPLE_GATHER: u64 = 0x7361_6d70;
+/// Key salt of the gathers at shading points no sample covers.
+const POINT_GATHER: u64 = 0x706f_696e;
+/// Seed salt of the caustic photon pass (when it is a pass of its own).
+const CAUSTIC_PASS: u64 = 0x6361_7573;
+
+/// What to render and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhotonRenderSettings {
+    pub width: u32,
+    pub height: u32,
+    /// Primary rays per pixel (as in `WhittedSettings`).
+    pub spp: u32,
+    /// Most specular bounces of eye and gather rays.
+    pub max_depth: u32,
+    /// Shadow rays per area light at each shaded point.
+    pub light_samples: u32,
+    pub seed: u64,
+    /// Photons emitted for the global map (0: no indirect light).
+    pub global_photons: u64,
+    /// Photons emitted for the caustic map (0: no caustics). When equal to
+    /// `global_photons` one pass fills both maps.
+    pub caustic_photons: u64,
+    /// Most surface interactions per photon.
+    pub photon_bounces: u32,
+    /// Photons per global-map estimate.
+    pub k: usize,
+    /// Photons per caustic-map estimate.
+    pub caustic_k: usize,
+    /// Largest global-map search radius, as a fraction of the scene's
+    /// bounding-box diagonal.
+    pub max_radius: f32,
+    /// Largest caustic-map search radius, same unit.
+    pub caustic_max_radius: f32,
+    /// Cone filter on the caustic estimate.
+    pub cone_filter: bool,
+    /// Final-gather rays per gather; 0 reads the global map directly at the
+    /// shading points.
+    pub gather_rays: u32,
+    /// Irradiance samples; a spacing of 0 gathers at every shading point.
+    pub samples: SampleSettings,
+    /// Gather rays read irradiance precomputed at every `precompute`-th
+    /// global photon ([`super::precomputed`]); 0 estimates from the global
+    /// map at every gather hit.
+    pub precompute: usize,
+    /// Point structure of the maps: `kdtree`, `hashgrid` or `brute`.
+    pub points: String,
+}
+
+impl Default for PhotonRenderSettings {
+    fn default() -> Self {
+        Self {
+            width: 512,
+            height: 512,
+            spp: 4,
+            max_depth: 16,
+            light_samples: 4,
+            seed: 0,
+            global_photons: 200_000,
+            caustic_photons: 1_000_000,
+            photon_bounces: 32,
+            k: 64,
+            caustic_k: 64,
+            max_radius: 0.05,
+            caustic_max_radius: 0.02,
+            cone_filter: false,
+            gather_rays: 256,
+            samples: SampleSettings::default(),
+            precompute: 4,
+            points: "kdtree".to_owned(),
+        }
+    }
+}
+
+/// A setting the renderer cannot use.
+#[derive(Debug, thiserror::Error)]
+pub enum PhotonRenderError {
+    #[error("{0}")]
+    Points(#[from] UnknownPointStructure),
+    #[error("invalid photon render setting: {0}")]
+    Invalid(String),
+}
+
+impl PhotonRenderSettings {
+    /// Checks every value the renderer relies on.
+    pub fn validate(&self) -> Result<(), PhotonRenderError> {
+        let fail = |m: &str| Err(PhotonRenderError::Invalid(m.to_owned()));
+        if self.width == 0 || self.height == 0 || self.width > 1 << 15 || self.height > 1 << 15 {
+            return fail("image size must be 1..=32768 pixels per side");
+        }
+        if self.spp == 0 {
+            return fail("spp must be at least 1");
+        }
+        if self.k < 2 || self.caustic_k < 2 {
+            return fail("k must be at least 2 (the k-th photon sets the radius)");
+        }
+        let radius_ok = |r: f32| r.is_finite() && r > 0.0;
+        if !radius_ok(self.max_radius) || !radius_ok(self.caustic_max_radius) {
+            return fail("search radii must be finite and positive");
+        }
+        if !POINT_STRUCTURE_NAMES.contains(&self.points.as_str()) {
+            let err = UnknownPointStructure {
+                name: self.points.clone(),
+            };
+            return Err(err.into());
+        }
+        let s = &self.samples;
+        if !(s.spacing.is_finite() && s.spacing >= 0.0) {
+            return fail("irradiance-sample spacing must be 0 or more pixels");
+        }
+        if !(s.position_weight.is_finite() && s.position_weight >= 0.0) {
+            return fail("the seeding position weight must be 0 or more");
+        }
+        if !(s.ward_scale.is_finite() && s.ward_scale > 0.0) {
+            return fail("the validity-radius scale must be positive");
+        }
+        if !(-1.0..1.0).contains(&s.normal_cos) {
+            return fail("the normal tolerance cosine must lie in [-1, 1)");
+        }
+        Ok(())
+    }
+}
+
+/// What a render did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PhotonRenderStats {
+    /// Photons emitted, both passes together.
+    pub photons_traced: u64,
+    pub global_stored: usize,
+    pub caustic_stored: usize,
+    pub photon_ms: f64,
+    /// Build time of the two maps' point structures.
+    pub build_ms: f64,
+    /// Photons with precomputed irradiance, and the time it took.
+    pub precomputed: usize,
+    pub precompute_ms: f64,
+    /// Irradiance samples gathered.
+    pub samples: usize,
+    /// Gathers at shading points that no sample covered (or every shading
+    /// point's gather when samples are off).
+    pub point_gathers: u64,
+    /// Collecting shading points, seeding and gathering at the samples.
+    pub sample_ms: f64,
+    /// The image pass.
+    pub render_ms: f64,
+    /// Every ray: photon, eye, shadow and gather rays.
+    pub rays: u64,
+    pub seconds: f64,
+}
+
+/// Renders `scene` through `camera`; `progress` is called with the number
+/// of pixels finished after each tile of the image pass.
+pub fn render(
+    scene: &RenderScene,
+    camera: &Camera,
+    settings: &PhotonRenderSettings,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(Film, PhotonRenderStats), PhotonRenderError> {
+    settings.validate()?;
+    let start = Instant::now();
+    let mut stats = PhotonRenderStats::default();
+    let maps = Maps::trace(scene, settings, &mut stats)?;
+    let renderer = Renderer::new(scene, settings, &maps);
+    let pinhole = PinholeCamera::new(camera, settings.width, settings.height);
+    let sample_start = Instant::now();
+    let cache = renderer.irradiance_samples(&pinhole, &mut stats)?;
+    stats.sample_ms = sample_start.elapsed().as_secs_f64() * 1e3;
+    let render_start = Instant::now();
+    let film = renderer.image(&pinhole, cache.as_ref(), &mut stats, progress);
+    stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
+    stats.seconds = start.elapsed().as_secs_f64();
+    Ok((film, stats))
+}
+
+/// The global and caustic maps of one render.
+struct Maps {
+    global: PhotonMap,
+    caustic: PhotonMap,
+    /// Irradiance at global photons, for the final gather.
+    precomputed: Option<IrradianceMap>,
+}
+
+impl Maps {
+    /// Traces the photons and builds the maps' point structures (and the
+    /// precomputed irradiance when the final gather uses it).
+    fn trace(
+        scene: &RenderScene,
+        settings: &PhotonRenderSettings,
+        stats: &mut PhotonRenderStats,
+    ) -> Result<Self, PhotonRenderError> {
+        let (global, caustic) = trace_lists(scene, settings, stats);
+        let start = Instant::now();
+        let diagonal = scene.scene_diagonal;
+        let global = PhotonMap::build(global, &settings.points, settings.max_radius * diagonal)?;
+        let caustic_radius = settings.caustic_max_radius * diagonal;
+        let caustic = PhotonMap::build(caustic, &settings.points, caustic_radius)?;
+        stats.build_ms = start.elapsed().as_secs_f64() * 1e3;
+        let start = Instant::now();
+        let precomputed = if settings.gather_rays > 0 && settings.precompute > 0 {
+            let estimate = global_estimate(settings, diagonal);
+            let map =
+                IrradianceMap::build(&global, &estimate, settings.precompute, &settings.points)?;
+            stats.precomputed = map.len();
+            Some(map)
+        } else {
+            None
+        };
+        stats.precompute_ms = start.elapsed().as_secs_f64() * 1e3;
+        Ok(Self {
+            global,
+            caustic,
+            precomputed,
+        })
+    }
+}
+
+/// The global and caustic photons: one pass when both maps want the same
+/// count, else a full pass for the global map and a caustic-only pass.
+fn trace_lists(
+    scene: &RenderScene,
+    settings: &PhotonRenderSettings,
+    stats: &mut PhotonRenderStats,
+) -> (Vec<Photon>, Vec<Photon>) {
+    let global_rule = if settings.gather_rays > 0 {
+        GlobalRule::All
+    } else {
+        GlobalRule::IndirectOnly
+    };
+    let pass = |photons: u64, seed: u64| PhotonSettings {
+        photons,
+        max_bounces: settings.photon_bounces,
+        global_rule,
+        seed,
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let (global, caustic) = if settings.global_photons == settings.caustic_photons {
+        let maps = trace_photons(scene, &pass(settings.global_photons, settings.seed));
+        stats.rays += maps.stats.rays;
+        stats.photons_traced = maps.emitted;
+        (maps.global, maps.caustic)
+    } else {
+        let global = trace_photons(scene, &pass(settings.global_photons, settings.seed));
+        let caustic_seed = settings.seed ^ CAUSTIC_PASS;
+        let caustic = trace_caustic_photons(scene, &pass(settings.caustic_photons, caustic_seed));
+        stats.rays += global.stats.rays + caustic.stats.rays;
+        stats.photons_traced = global.emitted + caustic.emitted;
+        (global.global, caustic.caustic)
+    };
+    stats.photon_ms = start.elapsed().as_secs_f64() * 1e3;
+    stats.global_stored = global.len();
+    stats.caustic_stored = caustic.len();
+    (global, caustic)
+}
+
+/// How the global map is queried.
+fn global_estimate(settings: &PhotonRenderSettings, diagonal: f32) -> EstimateSettings {
+    EstimateSettings {
+        k: settings.k,
+        max_radius: settings.max_radius * diagonal,
+        cone_filter: false,
+    }
+}
+
+/// A diffuse or glossy end of an eye path.
+#[derive(Clone, Copy)]
+struct DiffuseVertex {
+    surface: SurfaceHit,
+    /// Unit direction towards the viewer.
+    wo: Vec3,
+    /// Path key of the vertex (`whitted::draw`).
+    key: u64,
+}
+
+/// Per-task scratch space and counters.
+#[derive(Default)]
+struct Work {
+    rays: u64,
+    point_gathers: u64,
+    scratch: Vec<Neighbour>,
+}
+
+struct Renderer<'a> {
+    scene: &'a RenderScene,
+    settings: &'a PhotonRenderSettings,
+    maps: &'a Maps,
+    global_estimate: EstimateSettings,
+    caustic_estimate: EstimateSettings,
+    gatherer: Option<Gatherer<'a>>,
+}
+
+impl<'a> Renderer<'a> {
+    fn new(scene: &'a RenderScene, settings: &'a PhotonRenderSettings, maps: &'a Maps) -> Self {
+        let diagonal = scene.scene_diagonal;
+        let global_estimate = global_estimate(settings, diagonal);
+        let caustic_estimate = EstimateSettings {
+            k: settings.caustic_k,
+            max_radius: settings.caustic_max_radius * diagonal,
+            cone_filter: settings.cone_filter,
+        };
+        let gatherer = (settings.gather_rays > 0).then_some(Gatherer {
+            scene,
+            global: &maps.global,
+            estimate: global_estimate,
+            precomputed: maps.precomputed.as_ref(),
+            rays: settings.gather_rays,
+            max_depth: settings.max_depth,
+        });
+        Self {
+            scene,
+            settings,
+            maps,
+            global_estimate,
+            caustic_estimate,
+            gatherer,
+        }
+    }
+
+    /// Places and gathers the irradiance samples; `None` when the final
+    /// gather or the samples are off.
+    fn irradiance_samples(
+        &self,
+        camera: &PinholeCamera,
+        stats: &mut PhotonRenderStats,
+    ) -> Result<Option<IrradianceCache>, PhotonRenderError> {
+        let spacing = self.settings.samples.spacing;
+        let Some(gatherer) = self.gatherer.as_ref().filter(|_| spacing > 0.0) else {
+            return Ok(None);
+        };
+        let (points, rays) = self.shading_points(camera);
+        stats.rays += rays;
+        let pixels = f64::from(self.settings.width) * f64::from(self.settings.height);
+        let count = (pixels / f64::from(spacing * spacing)).ceil() as usize;
+        let alpha = self.settings.samples.position_weight / self.scene.scene_diagonal.max(1e-12);
+        let shading: Vec<ShadingPoint> = points.iter().map(|(p, _)| *p).collect();
+        let chosen = irradiance_samples::seed(&shading, count, alpha, self.settings.seed);
+        let gathered: Vec<(ShadingPoint, Gathered, u64)> = chosen
+            .par_iter()
+            .map_init(Vec::new, |scratch, &i| {
+                let (point, vertex) = &points[i];
+                let key = draw::mix(self.settings.seed ^ SAMPLE_GATHER, i as u64);
+                let mut rays = 0;
+                let g = gatherer.gather(&vertex.surface, vertex.wo, key, scratch, &mut rays);
+                (*point, g, rays)
+            })
+            .collect();
+        stats.rays += gathered.iter().map(|g| g.2).sum::<u64>();
+        let pairs: Vec<(ShadingPoint, Gathered)> =
+            gathered.into_iter().map(|(p, g, _)| (p, g)).collect();
+        stats.samples = pairs.len();
+        let cache = IrradianceCache::build(&pairs, &self.settings.samples, &self.settings.points)?;
+        Ok(Some(cache))
+    }
+
+    /// The diffuse shading points of every pixel's centre ray, in pixel
+    /// order, and the rays traced to find them.
+    fn shading_points(&self, camera: &PinholeCamera) -> (Vec<(ShadingPoint, DiffuseVertex)>, u64) {
+        let width = self.settings.width;
+        let rows: Vec<(Vec<(ShadingPoint, DiffuseVertex)>, u64)> = (0..self.settings.height)
+            .into_par_iter()
+            .map(|y| {
+                let mut row = Vec::new();
+                let mut rays = 0;
+                for x in 0..width {
+                    let ray = camera.ray(x as f32 + 0.5, y as f32 + 0.5);
+                    let pixel = u64::from(y) * u64::from(width) + u64::from(x);
+                    let key = draw::sample_key(self.settings.seed, pixel, u32::MAX);
+                    self.walk(&ray, 0, key, &mut rays, &mut |v| {
+                        let point = ShadingPoint {
+                            pixel: (x, y),
+                            position: v.surface.point,
+                            normal: face_towards(v.surface.shading_normal, v.wo),
+                        };
+                        row.push((point, *v));
+                        Rgb::ZERO
+                    });
+                }
+                (row, rays)
+            })
+            .collect();
+        let rays = rows.iter().map(|r| r.1).sum();
+        (rows.into_iter().flat_map(|r| r.0).collect(), rays)
+    }
+
+    /// The image pass.
+    fn image(
+        &self,
+        camera: &PinholeCamera,
+        cache: Option<&IrradianceCache>,
+        stats: &mut PhotonRenderStats,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Film {
+        let (width, height) = (self.settings.width, self.settings.height);
+        let rays = AtomicU64::new(0);
+        let point_gathers = AtomicU64::new(0);
+        let rendered: Vec<(Tile, Vec<Rgb>)> = morton_tiles(width, height, TILE_SIZE)
+            .into_par_iter()
+            .map(|tile| {
+                let mut work = Work::default();
+                let pixels = self.tile(camera, cache, tile, &mut work);
+                rays.fetch_add(work.rays, Ordering::Relaxed);
+                point_gathers.fetch_add(work.point_gathers, Ordering::Relaxed);
+                progress(tile.pixel_count() as u64);
+                (tile, pixels)
+            })
+            .collect();
+        stats.rays += rays.into_inner();
+        stats.point_gathers += point_gathers.into_inner();
+        let mut film = Film::new(width, height);
+        for (tile, pixels) in rendered {
+            let mut it = pixels.into_iter();
+            for y in tile.y0..tile.y1 {
+                for x in tile.x0..tile.x1 {
+                    film.set(x, y, it.next().unwrap_or_default());
+                }
+            }
+        }
+        film
+    }
+
+    fn tile(
+        &self,
+        camera: &PinholeCamera,
+        cache: Option<&IrradianceCache>,
+        tile: Tile,
+        work: &mut Work,
+    ) -> Vec<Rgb> {
+        let mut out = Vec::with_capacity(tile.pixel_count());
+        for y in tile.y0..tile.y1 {
+            for x in tile.x0..tile.x1 {
+                out.push(self.pixel(camera, cache, x, y, work));
+            }
+        }
+        out
+    }
+
+    /// The mean radiance of `spp` primary rays through pixel `(x, y)`,
+    /// placed as the Whitted renderer places them.
+    fn pixel(
+        &self,
+        camera: &PinholeCamera,
+        cache: Option<&IrradianceCache>,
+        x: u32,
+        y: u32,
+        work: &mut Work,
+    ) -> Rgb {
+        let spp = self.settings.spp.max(1);
+        let grid = (spp as f32).sqrt() as u32;
+        let stratified = grid * grid == spp;
+        let pixel = u64::from(y) * u64::from(self.settings.width) + u64::from(x);
+        let mut sum = Rgb::ZERO;
+        for s in 0..spp {
+            let key = draw::sample_key(self.settings.seed, pixel, s);
+            let offset = if spp == 1 {
+                Vec2::splat(0.5)
+            } else if stratified {
+                let cell = Vec2::new((s % grid) as f32, (s / grid) as f32);
+                (cell + draw::uniform2(key, draw::CAMERA)) / grid as f32
+            } else {
+                draw::uniform2(key, draw::CAMERA)
+            };
+            let ray = camera.ray(x as f32 + offset.x, y as f32 + offset.y);
+            let mut rays = 0;
+            sum += self.walk(&ray, 0, key, &mut rays, &mut |v| self.shade(v, cache, work));
+            work.rays += rays;
+        }
+        sum / spp as f32
+    }
+
+    /// Radiance along `ray` (the `depth`-th specular bounce, path key
+    /// `key`): emission and background along the specular tree, plus
+    /// `visit` at each diffuse end, weighted by the branch's throughput.
+    fn walk(
+        &self,
+        ray: &Ray,
+        depth: u32,
+        key: u64,
+        rays: &mut u64,
+        visit: &mut dyn FnMut(&DiffuseVertex) -> Rgb,
+    ) -> Rgb {
+        *rays += 1;
+        let Some(hit) = self.scene.intersect(ray) else {
+            return self.scene.background;
+        };
+        let surface = self.scene.surface(ray, &hit);
+        let material = &self.scene.materials[surface.material as usize];
+        let front = surface.geometric_normal.dot(ray.dir) < 0.0;
+        let visible = front || material.two_sided;
+        let mut radiance = Rgb::ZERO;
+        if material.is_emissive() && visible {
+            radiance += material.emission;
+        }
+        match material.bsdf {
+            Bsdf::Dielectric { ior, tint } if depth < self.settings.max_depth => {
+                radiance += tint * self.dielectric(ray, &surface, ior, depth, key, rays, visit);
+            }
+            Bsdf::Mirror { reflectance } if visible && depth < self.settings.max_depth => {
+                let dir =
+                    crate::bsdf::reflect(ray.dir, face_towards(surface.shading_normal, -ray.dir));
+                let next = self.spawn(&surface, dir);
+                let child = draw::child_key(key, draw::REFLECT);
+                radiance += reflectance * self.branch(&next, depth + 1, 1.0, child, rays, visit);
+            }
+            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => {
+                let wo = -ray.dir.normalize();
+                radiance += visit(&DiffuseVertex { surface, wo, key });
+            }
+            _ => {}
+        }
+        radiance
+    }
+
+    /// The Fresnel split at glass: both branches, weighted.
+    #[allow(clippy::too_many_arguments)]
+    fn dielectric(
+        &self,
+        ray: &Ray,
+        surface: &SurfaceHit,
+        ior: f32,
+        depth: u32,
+        key: u64,
+        rays: &mut u64,
+        visit: &mut dyn FnMut(&DiffuseVertex) -> Rgb,
+    ) -> Rgb {
+        let entering = surface.geometric_normal.dot(ray.dir) < 0.0;
+        let (n, eta) = if entering {
+            (surface.shading_normal, 1.0 / ior)
+        } else {
+            (-surface.shading_normal, ior)
+        };
+        let d = ray.dir.normalize();
+        let reflectance = crate::bsdf::fresnel_dielectric((-d.dot(n)).max(0.0), eta);
+        let mut radiance = Rgb::ZERO;
+        if reflectance > 0.0 {
+            let next = self.spawn(surface, crate::bsdf::reflect(d, n));
+            let child = draw::child_key(key, draw::REFLECT);
+            radiance += self.branch(&next, depth + 1, reflectance, child, rays, visit);
+        }
+        let refracted = (reflectance < 1.0)
+            .then(|| crate::bsdf::refract(d, n, eta))
+            .flatten();
+        if let Some(dir) = refracted {
+            let next = self.spawn(surface, dir);
+            let child = draw::child_key(key, draw::REFRACT);
+            radiance += self.branch(&next, depth + 1, 1.0 - reflectance, child, rays, visit);
+        }
+        radiance
+    }
+
+    /// A branch of weight `weight`; weak ones go on by Russian roulette
+    /// (as in the Whitted renderer, so the estimate stays unbiased).
+    fn branch(
+        &self,
+        ray: &Ray,
+        depth: u32,
+        weight: f32,
+        key: u64,
+        rays: &mut u64,
+        visit: &mut dyn FnMut(&DiffuseVertex) -> Rgb,
+    ) -> Rgb {
+        if weight >= SPLIT_THRESHOLD {
+            return weight * self.walk(ray, depth, key, rays, visit);
+        }
+        if draw::uniform(key, draw::ROULETTE) * SPLIT_THRESHOLD < weight {
+            SPLIT_THRESHOLD * self.walk(ray, depth, key, rays, visit)
+        } else {
+            Rgb::ZERO
+        }
+    }
+
+    fn spawn(&self, surface: &SurfaceHit, dir: Vec3) -> Ray {
+        let n = face_towards(surface.geometric_normal, dir);
+        Ray::new(surface.point + n * self.scene.ray_epsilon(), dir)
+    }
+
+    /// Direct light, caustics and indirect light reflected at `v`.
+    fn shade(&self, v: &DiffuseVertex, cache: Option<&IrradianceCache>, work: &mut Work) -> Rgb {
+        let surface = &v.surface;
+        let material = &self.scene.materials[surface.material as usize];
+        let light_samples = self.settings.light_samples;
+        let direct = direct_light(
+            self.scene,
+            v.wo,
+            surface,
+            material,
+            v.key,
+            light_samples,
+            &mut work.rays,
+        );
+        let n = face_towards(surface.shading_normal, v.wo);
+        let ng = face_towards(surface.geometric_normal, v.wo);
+        let albedo = self.scene.albedo(material, surface.uv);
+        let f = |wi: Vec3| brdf(material, albedo, n, v.wo, wi);
+        let caustic = estimate::radiance(
+            &self.maps.caustic,
+            &self.caustic_estimate,
+            surface.point,
+            ng,
+            &mut work.scratch,
+            f,
+        );
+        let indirect = match &self.gatherer {
+            None => estimate::radiance(
+                &self.maps.global,
+                &self.global_estimate,
+                surface.point,
+                ng,
+                &mut work.scratch,
+                f,
+            ),
+            Some(gatherer) => {
+                albedo * FRAC_1_PI * self.indirect_irradiance(gatherer, v, n, cache, work)
+            }
+        };
+        direct + caustic + indirect
+    }
+
+    /// Indirect irradiance at `v` (unit normal `n` facing the viewer):
+    /// interpolated where samples cover the point, gathered otherwise.
+    fn indirect_irradiance(
+        &self,
+        gatherer: &Gatherer,
+        v: &DiffuseVertex,
+        n: Vec3,
+        cache: Option<&IrradianceCache>,
+        work: &mut Work,
+    ) -> Rgb {
+        let interpolated = cache.and_then(|c| c.interpolate(v.surface.point, n, &mut work.scratch));
+        if let Some(e) = interpolated {
+            return e;
+        }
+        work.point_gathers += 1;
+        let key = draw::mix(v.key, POINT_GATHER);
+        gatherer
+            .gather(&v.surface, v.wo, key, &mut work.scratch, &mut work.rays)
+            .irradiance
+    }
+}
