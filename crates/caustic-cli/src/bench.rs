@@ -25,6 +25,14 @@ pub enum BenchCommand {
         caustic bench accel --scene target/scenes/sibenik/sibenik.obj --eye=-16,-10,0 --at=10,-10,0 --fov 60 --json sibenik.jsonl"
     )]
     Accel(AccelBenchArgs),
+    /// The CUDA backend: copy, scan and radix sort throughput against the
+    /// memory ceiling, and BVH traversal Mrays/s for primary, AO and diffuse
+    /// rays at 1920x1080 (rays generated on the device). Needs a CUDA GPU.
+    #[command(
+        after_help = "Examples:\n  caustic bench gpu                                # primitives only\n  \
+        caustic bench gpu --scene target/scenes/sponza-dabrovic/sponza.obj target/scenes/dragon/dragon_vrip.ply@16 --json gpu.json"
+    )]
+    Gpu(crate::bench_gpu::GpuBenchArgs),
 }
 
 #[derive(Args)]
@@ -103,6 +111,7 @@ struct Row {
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Accel(args) => accel(args),
+        BenchCommand::Gpu(args) => crate::bench_gpu::run(args),
     }
 }
 
@@ -175,7 +184,7 @@ fn accel_names(requested: &[String]) -> Result<Vec<String>> {
     Ok(requested.to_vec())
 }
 
-fn scene_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
+pub(crate) fn scene_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
     const EXTENSIONS: [&str; 5] = ["obj", "ply", "gltf", "glb", "xml"];
     let is_scene = |p: &Path| {
         p.extension()
@@ -212,7 +221,7 @@ fn scene_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
 
 /// The protocol camera: the scene's (or overridden) camera with its field of
 /// view turned into the vertical one the protocol takes.
-fn protocol_camera(
+pub(crate) fn protocol_camera(
     args: &CameraArgs,
     scene: &caustic_scene::Scene,
     width: u32,

@@ -1,6 +1,7 @@
 //! `caustic`: render scenes, inspect them, benchmark acceleration structures.
 
 mod bench;
+mod bench_gpu;
 mod compare;
 mod info;
 mod plot;
