@@ -310,3 +310,22 @@ fn write_json(
     let text = serde_json::to_string_pretty(&doc)?;
     std::fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scene_copies_follow_an_at_sign() {
+        let specs = scene_specs(&["cornell-box@16".into(), "cornell-box".into()]).unwrap();
+        assert_eq!(specs[0].path, PathBuf::from("cornell-box"));
+        assert_eq!(specs[0].copies, 16);
+        assert_eq!(specs[1].copies, 1);
+        for bad in ["scene.ply@0", "scene.ply@x", "scene.ply@2000"] {
+            assert!(
+                scene_specs(&[bad.into()]).is_err(),
+                "{bad} should be refused"
+            );
+        }
+    }
+}

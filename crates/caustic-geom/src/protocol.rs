@@ -169,3 +169,38 @@ fn vertex_bounds(triangles: &[Triangle]) -> (Vec3, Vec3) {
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicate_grid_tiles_copies_in_the_xy_plane() {
+        let tri = Triangle::new(
+            Vec3::ZERO,
+            Vec3::new(1.0, 0.0, 0.0),
+            Vec3::new(0.0, 2.0, 0.0),
+        );
+        // 5 copies round down to the 2x2 square.
+        let grid = replicate_grid(&[tri], 5);
+        assert_eq!(grid.len(), 4);
+        let shifts: Vec<Vec3> = grid.iter().map(|t| t.v0).collect();
+        assert!(shifts.contains(&Vec3::new(1.1, 2.2, 0.0)));
+        assert!(shifts.iter().all(|s| s.z == 0.0));
+    }
+
+    #[test]
+    fn framing_camera_sees_the_whole_scene() {
+        let tri = Triangle::new(
+            Vec3::new(-1.0, -1.0, -1.0),
+            Vec3::new(1.0, 1.0, 1.0),
+            Vec3::new(1.0, -1.0, 1.0),
+        );
+        let camera = framing_camera(&[tri], 40.0);
+        assert_eq!(camera.look_at, DVec3::ZERO);
+        // The bounding sphere (radius sqrt(3)) fills the field of view.
+        let distance = camera.eye.length();
+        let expected = 3f64.sqrt() / (20f64.to_radians()).sin();
+        assert!((distance - expected).abs() < 1e-6 * expected); // bounds are f32
+    }
+}
