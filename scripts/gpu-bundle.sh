@@ -61,7 +61,7 @@ if [ -n "$archives" ] && ls "$archives"/*.tar.xz >/dev/null 2>&1; then
     cp "$archives"/*.tar.xz "$bundle/scenes/"
     echo "bundled $(ls "$bundle/scenes" | wc -l) scene archives from $archives"
 else
-    echo "note: no scene archives in '${archives}'; the scene tests and trace_bench will skip"
+    echo "note: no scene archives in '${archives}'; the scene tests and the trace benchmark will skip"
 fi
 
 # Debug sections are most of each binary's size, and what travels to the GPU
