@@ -3,17 +3,21 @@
 # test binaries and the examples of caustic-gpu and caustic-render (its
 # GPU Whitted renderer's test and benchmark among them; and the caustic CLI,
 # unless CAUSTIC_BUNDLE_CLI=0), and copies them with gpu-run.sh into
-# target/gpu-bundle/, with the standard scenes' archives (shared/scenes,
+# target/gpu-bundle/ (CAUSTIC_BUNDLE_DIR names another folder), with the
+# standard scenes' archives (shared/scenes,
 # about 13 MB; CAUSTIC_SCENE_ARCHIVES names another folder, and an empty
 # value leaves them out), which gpu-run.sh unpacks there. The GPU machine
-# has no Rust toolchain and no network; carry that folder there and run it:
+# has no Rust toolchain and no network; carry that folder there and run it.
+# CAUSTIC_BUNDLE_OPTIX=PATH/mts312.tar.xz (Mitsuba 3 for the GPU machine's
+# Python, made by anchors/gpu/make_gpu_bundle.sh, about 20 MB) adds the OptiX
+# anchor, which gpu-run.sh then runs on the same scenes and cameras:
 #
 #   scripts/gpu-bundle.sh
 #   device run: carry ["target/gpu-bundle"], command "bash target/gpu-bundle/gpu-run.sh"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bundle=target/gpu-bundle
+bundle="${CAUSTIC_BUNDLE_DIR:-target/gpu-bundle}"
 rm -rf "$bundle"
 mkdir -p "$bundle/tests"
 
@@ -57,11 +61,42 @@ if [ -n "$archives" ] && ls "$archives"/*.tar.xz >/dev/null 2>&1; then
     cp "$archives"/*.tar.xz "$bundle/scenes/"
     echo "bundled $(ls "$bundle/scenes" | wc -l) scene archives from $archives"
 else
-    echo "note: no scene archives in '${archives}'; the scene tests and trace_bench will skip"
+    echo "note: no scene archives in '${archives}'; the scene tests and the trace benchmark will skip"
 fi
 
 # Debug sections are most of each binary's size, and what travels to the GPU
 # machine is limited; panic messages keep their file and line without them.
 find "$bundle" -type f -perm -u+x -exec strip --strip-debug {} +
+
+# What travels is limited to 64 MiB; with the OptiX anchor the bundle is
+# over it unpacked. CAUSTIC_BUNDLE_PACK=1 packs the executables into one xz
+# archive (about a quarter of their size), which gpu-run.sh unpacks.
+if [ "${CAUSTIC_BUNDLE_PACK:-0}" != 0 ]; then
+    executables=$(cd "$bundle" && find . -maxdepth 2 -type f -perm -u+x ! -name '*.sh' ! -name '*.py' | sort)
+    # shellcheck disable=SC2086 # one path per word
+    tar -cf - -C "$bundle" $executables | xz -T0 -6 >"$bundle/bin.tar.xz"
+    (cd "$bundle" && rm -f $executables)
+    echo "packed $(echo "$executables" | wc -l) executables into $bundle/bin.tar.xz"
+fi
 cp scripts/gpu-run.sh "$bundle/gpu-run.sh"
+cp scripts/gpu_vs_optix.py "$bundle/gpu_vs_optix.py"
+
+# The OptiX anchor: Mitsuba and the anchor's script, which here also records
+# the median of its timings next to the best (its JSON has only the best).
+if [ -n "${CAUSTIC_BUNDLE_OPTIX:-}" ]; then
+    anchor="${CAUSTIC_OPTIX_ANCHOR:-../shared/anchors/gpu/optix_anchor.py}"
+    mkdir -p "$bundle/optix"
+    cp "$CAUSTIC_BUNDLE_OPTIX" "$bundle/optix/mts312.tar.xz"
+    python3 - "$anchor" "$bundle/optix/optix_anchor.py" <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+for best, median, rays in [("p_best", "p_med", "W * H"), ("a_best", "a_med", "nvalid"), ("d_best", "d_med", "nvalid")]:
+    old = f"mrays_s={rays} / {best} / 1e6"
+    if old not in text:
+        sys.exit(f"optix_anchor.py changed: '{old}' not found; update gpu-bundle.sh")
+    text = text.replace(old, f"{old}, mrays_s_median={rays} / {median} / 1e6")
+open(sys.argv[2], "w").write(text)
+PY
+    echo "bundled the OptiX anchor"
+fi
 du -sh "$bundle"

@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # Runs a bundle made by scripts/gpu-bundle.sh on the GPU machine: every test
-# binary with the GPU tests included, the primitives benchmark and torch.sort
-# on the same GPU for comparison, and the trace benchmark on the carried
-# scenes. Full logs go to $OUT (the device tool's folder) or to logs/ beside
-# this script; the end of the output is a summary.
+# binary with the GPU tests included, `caustic bench gpu` (primitives and
+# trace throughput on the carried scenes), torch.sort and cupy.sort on the
+# same GPU, the OptiX anchor on the same scenes and cameras when the bundle
+# carries Mitsuba (scripts/gpu_vs_optix.py then prints the side-by-side
+# table), and optionally an Nsight Compute profile of the scan and sort
+# kernels. Full logs go to $OUT (the device tool's folder; at most 8 files
+# come back) or to logs/ beside this script; the end of the output is a
+# summary.
 #
 # Settings (environment):
-#   CAUSTIC_TESTS="gpu_trace nvrtc_compile"  only these test binaries (default: all)
-#   CAUSTIC_PRIMITIVES_BENCH=0                skip the primitives bench and torch.sort
-#   CAUSTIC_TRACE_BENCH=0                     skip the trace benchmark
-#   CAUSTIC_TRACE_SCENES="sponza dragon"      the trace benchmark's scenes (default: its set)
+#   CAUSTIC_TESTS="gpu_trace nvrtc_compile"  only these test binaries (default: all; "none": no tests)
+#   CAUSTIC_BENCH=0                           skip caustic bench gpu
+#   CAUSTIC_BENCH_SCENES="sponza-dabrovic/sponza.obj dragon/dragon_vrip.ply@16"
+#                                             its scenes (paths in the scene folder; default: the OptiX set)
+#   CAUSTIC_PRIMITIVES_BENCH=0                skip the primitives (ours, torch.sort, cupy.sort)
+#   CAUSTIC_OPTIX=0                           skip the OptiX anchor
 #   CAUSTIC_WHITTED_BENCH=0                   skip the GPU-vs-CPU Whitted frame-time benchmark
+#   CAUSTIC_NCU=1                             profile scan and radix sort with ncu (CAUSTIC_NCU_CUB=1: CUB's too)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 logs="${OUT:-$here/logs}"
 mkdir -p "$logs"
 summary="$logs/summary.txt"
 : >"$summary"
+
+# A packed bundle (CAUSTIC_BUNDLE_PACK=1) carries its executables as one archive.
+if [ -f "$here/bin.tar.xz" ] && ! [ -x "$here/caustic" ]; then
+    tar -xJf "$here/bin.tar.xz" -C "$here"
+fi
 
 # NVRTC: the CUDA toolkit's, else the nvidia-cuda-nvrtc wheel's.
 nvrtc="$(ls /usr/local/cuda/lib64/libnvrtc.so.* /usr/local/cuda*/targets/*/lib/libnvrtc.so.* 2>/dev/null | head -n 1)"
@@ -65,25 +77,29 @@ for test in "$here"/tests/*; do
 done
 grep -E 'panicked|FAILED|failures:|CAUSTIC_TEST_SEED|^device' "$logs/tests.log" | head -n 60 | tee -a "$summary"
 
-# Trace benchmark on the carried scenes.
-if [ "${CAUSTIC_TRACE_BENCH:-1}" != 0 ] && [ -x "$here/trace_bench" ]; then
-    # shellcheck disable=SC2086 # the scene list is meant to split
-    timeout "${CAUSTIC_TRACE_BENCH_TIMEOUT:-300}" "$here/trace_bench" ${CAUSTIC_TRACE_SCENES:-} \
-        2>&1 | tee "$logs/trace_bench.log"
+# caustic bench gpu: the primitives, then the trace passes on the scenes of
+# the OptiX anchor (README cameras; 16 dragons framed as the anchor frames them).
+optix_scenes="bunny/bun_zipper.ply dragon/dragon_vrip.ply sponza-dabrovic/sponza.obj sibenik/sibenik.obj conference-69k/conference.obj dragon/dragon_vrip.ply@16"
+if [ "${CAUSTIC_BENCH:-1}" != 0 ] && [ -x "$here/caustic" ]; then
+    bench_args=()
+    [ "${CAUSTIC_PRIMITIVES_BENCH:-1}" != 0 ] || bench_args+=(--log2-n 0)
+    if [ -n "${scenes:-}" ]; then
+        bench_args+=(--scene)
+        for spec in ${CAUSTIC_BENCH_SCENES:-$optix_scenes}; do bench_args+=("$scenes/$spec"); done
+    fi
+    timeout "${CAUSTIC_BENCH_TIMEOUT:-360}" "$here/caustic" bench gpu "${bench_args[@]}" \
+        --json "$logs/caustic_gpu.json" 2>&1 | tee -a "$logs/bench.log"
 fi
 
 # The Whitted renderer at 1920x1080: GPU frame time against the CPU's.
 if [ "${CAUSTIC_WHITTED_BENCH:-1}" != 0 ] && [ -x "$here/whitted_gpu_bench" ]; then
     timeout "${CAUSTIC_WHITTED_BENCH_TIMEOUT:-300}" "$here/whitted_gpu_bench" \
-        2>&1 | tee "$logs/whitted_bench.log"
+        2>&1 | tee -a "$logs/bench.log"
 fi
 
-# Primitives benchmark, then torch.sort on the same GPU.
+# torch.sort and cupy.sort (CUB) and a torch copy on the same GPU.
 primitives_bench() {
-    if [ -x "$here/bench" ]; then
-        timeout "${CAUSTIC_BENCH_TIMEOUT:-120}" "$here/bench" 26 2>&1 | tee "$logs/bench.log"
-    fi
-    python3 - <<'PY' 2>&1 | tee "$logs/torch.log"
+    python3 - <<'PY' 2>&1 | tee -a "$logs/bench.log"
 import statistics, torch
 n = 1 << 26
 def median_ms(fn, repeats=20, warm_up=3):
@@ -129,9 +145,46 @@ if [ "${CAUSTIC_PRIMITIVES_BENCH:-1}" != 0 ]; then
     primitives_bench
 fi
 
+# OptiX through Mitsuba 3 on the same scenes and cameras (the anchor's specs).
+if [ "${CAUSTIC_OPTIX:-1}" != 0 ] && [ -f "$here/optix/mts312.tar.xz" ] && [ -n "${scenes:-}" ]; then
+    site=/tmp/mts-site
+    mkdir -p "$site" && tar -xJf "$here/optix/mts312.tar.xz" -C "$site"
+    (cd "$scenes" && PYTHONPATH="$site" PYTHONUNBUFFERED=1 timeout "${CAUSTIC_OPTIX_TIMEOUT:-300}" \
+        python3 "$here/optix/optix_anchor.py" cuda_ad_rgb "$logs/optix.jsonl" \
+        "bunny:bunny/bun_zipper.ply:0.1031,0.1959,0.3413:-0.0168,0.1102,-0.0015:0,1,0:40" \
+        "dragon:dragon/dragon_vrip.ply:0.1221,0.2164,0.3610:-0.0059,0.1250,-0.0046:0,1,0:40" \
+        "sponza:sponza-dabrovic/sponza.obj:-14,0,2.5:0,0,4:0,0,1:65" \
+        "sibenik:sibenik/sibenik.obj:-17,-9,0:10,-11,0:0,1,0:65" \
+        "conference:conference-69k/conference.obj:-850,-550,480:700,350,100:0,0,1:65" \
+        "dragon-x16:dragon/dragon_vrip.ply:0,0,0:0,0,-1:0,1,0:40:16") 2>&1 | tee -a "$logs/bench.log"
+    if [ -f "$logs/caustic_gpu.json" ] && [ -f "$logs/optix.jsonl" ]; then
+        python3 "$here/gpu_vs_optix.py" "$logs/caustic_gpu.json" "$logs/optix.jsonl" | tee -a "$summary"
+    fi
+fi
+
+# Nsight Compute: our scan and sort kernels (by default the scan's check
+# run, the histograms of the u32 pair and keys sorts and the first keys-only
+# digit pass; CAUSTIC_NCU_KERNELS and CAUSTIC_NCU_COUNT choose others), then
+# with CAUSTIC_NCU_CUB=1 CUB's sort and scan through CuPy.
+if [ "${CAUSTIC_NCU:-0}" != 0 ] && command -v ncu >/dev/null; then
+    ncu_args=(--clock-control none --set full --import-source no)
+    timeout 240 ncu "${ncu_args[@]}" \
+        -k regex:"${CAUSTIC_NCU_KERNELS:-^(scan_exclusive_u32|radix_sort_histogram_u32|radix_sort_onesweep_keys_u32)\$}" \
+        -c "${CAUSTIC_NCU_COUNT:-6}" "$here/caustic" bench gpu --log2-n 26 --warm-up 0 --reps 1 >"$logs/ncu.txt" 2>&1
+    if [ "${CAUSTIC_NCU_CUB:-0}" != 0 ]; then
+        timeout 120 ncu "${ncu_args[@]}" -k regex:'Onesweep|Histogram|Scan' -c 10 env CUPY_ACCELERATORS=cub python3 -c '
+import cupy
+keys = cupy.random.default_rng(0).integers(0, 2**32, size=1 << 26, dtype=cupy.uint32)
+cupy.sort(keys); cupy.cuda.runtime.deviceSynchronize()
+a = cupy.random.default_rng(1).integers(0, 2**20, size=1 << 26, dtype=cupy.uint32)
+cupy.cumsum(a); cupy.cuda.runtime.deviceSynchronize()' >>"$logs/ncu.txt" 2>&1
+    fi
+    grep -E '^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|Executed Instructions  |Warp Cycles Per Issued' \
+        "$logs/ncu.txt" | head -n 150 >"$logs/ncu_summary.txt"
+    cat "$logs/ncu_summary.txt" >>"$summary"
+fi
+
 echo "---- summary"
 cat "$summary"
-grep -h -E '^\| |^RESULT|^GPU BVH2|^WHITTED|^device' "$logs/bench.log" "$logs/trace_bench.log" \
-    "$logs/whitted_bench.log" 2>/dev/null
-grep -h -E "^(TORCH|CUPY)" "$logs/torch.log" 2>/dev/null
+grep -h -E '^\| |^Primitives|^BVH2|^WHITTED|^device|^(TORCH|CUPY)' "$logs/bench.log" 2>/dev/null
 exit $status

@@ -2,6 +2,7 @@
 
 mod alloc_counter;
 mod bench;
+mod bench_gpu;
 mod bench_photons;
 mod compare;
 mod info;

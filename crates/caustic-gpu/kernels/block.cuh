@@ -4,9 +4,17 @@
 // Scan with Decoupled Look-back" (NVIDIA NVR-2016-002): every tile publishes
 // its aggregate as soon as it is known, then walks back over its
 // predecessors' published values until it meets an inclusive prefix, so a
-// scan reads and writes the input once. Tiles take their ids from an atomic
-// counter in the order blocks start, so every tile a block waits on belongs
-// to a block that is already running: the spin cannot deadlock.
+// scan reads and writes the input once.
+//
+// Tiles take their ids from an atomic counter in the order blocks start, so
+// every tile a block waits on belongs to a block that is already running:
+// the spin cannot deadlock. (Taking tile = blockIdx.x, as CUB's DeviceScan
+// does, relies on in-order block dispatch and measured within noise of the
+// counter for the scan: notes, scan v3.)
+//
+// Spins back off with __nanosleep: a waiting warp then leaves its issue
+// slots to the warps that do the work (the sort's look-back is issue-bound,
+// see radix_sort.cu).
 //
 // A scan operator is a struct with
 //   T                      the element type,
@@ -120,6 +128,19 @@ __device__ __forceinline__ u32 warp_sum(u32 v) {
 
 // ------------------------------------------------------------ look-back
 
+// A short sleep inside a spin-wait (LOOKBACK_PAUSE_NS; 0 spins flat out).
+// 100 ns made the keys-only sort 2 % faster and left the scan unchanged
+// (notes: sort v3).
+#ifndef LOOKBACK_PAUSE_NS
+#define LOOKBACK_PAUSE_NS 100
+#endif
+__device__ __forceinline__ void spin_pause() {
+#if LOOKBACK_PAUSE_NS > 0
+    __nanosleep(LOOKBACK_PAUSE_NS);
+#endif
+}
+
+
 template <class Op>
 __device__ __forceinline__ void publish_status(u64* status, u32 tile, u64 flag,
                                                typename Op::T value) {
@@ -141,9 +162,11 @@ __device__ typename Op::T lookback_exclusive_prefix(const u64* status, u32 tile)
         const long long at = nearest - (long long)lane_id();
         u64 word = (STATUS_PREFIX << 62) | Op::pack(Op::identity());
         if (at >= 0) {
-            do {
+            while (true) {
                 word = st[at];
-            } while ((word >> 62) == STATUS_INVALID);
+                if ((word >> 62) != STATUS_INVALID) break;
+                spin_pause();
+            }
         }
         const u32 prefix_lanes = __ballot_sync(CAUSTIC_FULL_MASK, (word >> 62) == STATUS_PREFIX);
         // Lanes 0..stop are summed: up to and including the nearest prefix.

@@ -12,8 +12,10 @@
 //     counters (Merrill & Garland 2016), so each key is read and written once
 //     per digit.
 // Ranking inside a warp matches equal digits with eight ballots (one per
-// digit bit) instead of match.any, and keeps per-warp counters in shared
-// memory; warps then combine in warp order, so the sort is stable.
+// digit bit; pair sorts) or a shared atomic OR (keys only) instead of
+// match.any, and keeps per-warp counters in shared memory; warps then
+// combine in warp order, so the sort is stable. Keys-only sorts run their
+// own kernels (radix_sort_onesweep_keys_*), compiled without values.
 //
 // Launch rules: the histogram kernel takes any grid; the scan takes one block
 // of SORT_RADIX threads per digit pass; onesweep takes one block of
@@ -53,31 +55,72 @@ __device__ __forceinline__ u32 pass_mask(u32 pass, u32 begin_bit, u32 end_bit) {
 
 // ------------------------------------------------------------ histograms
 
+// Keys each thread loads before it counts any: several loads in flight per
+// thread, where one load, its counts and the loop's branch per key left the
+// kernel latency-bound (half the copy bandwidth; notes: sort v3).
+#define HISTOGRAM_BATCH 4u
+// The host launches 8 blocks per SM (2048 threads): the kernels are bounded
+// to 32 registers so that all 8 are resident.
+
+template <typename K>
+__device__ __forceinline__ void count_digits(u32* counts, K key, const u32 (&shift)[SORT_MAX_PASSES],
+                                             const u32 (&mask)[SORT_MAX_PASSES], u32 passes) {
+#pragma unroll
+    for (u32 p = 0; p < SORT_MAX_PASSES; ++p)
+        if (p < passes) atomicAdd(&counts[p * SORT_RADIX + digit_of(key, shift[p], mask[p])], 1u);
+}
+
+// Grid-stride over the keys, HISTOGRAM_BATCH loads in flight per thread.
+template <typename K, class Count>
+__device__ __forceinline__ void histogram_loop(const K* keys, u64 n, Count count) {
+    const u64 stride = grid_threads();
+    u64 j = global_thread();
+    for (; j + (HISTOGRAM_BATCH - 1) * stride < n; j += HISTOGRAM_BATCH * stride) {
+        K batch[HISTOGRAM_BATCH];
+#pragma unroll
+        for (u32 b = 0; b < HISTOGRAM_BATCH; ++b) batch[b] = keys[j + b * stride];
+#pragma unroll
+        for (u32 b = 0; b < HISTOGRAM_BATCH; ++b) count(batch[b]);
+    }
+    for (; j < n; j += stride) count(keys[j]);
+}
+
 template <typename K>
 __device__ __forceinline__ void histogram(const K* keys, u64 n, u32* hist, u32 begin_bit,
                                           u32 end_bit, u32 passes) {
     __shared__ u32 counts[SORT_MAX_PASSES * SORT_RADIX];
     for (u32 i = threadIdx.x; i < passes * SORT_RADIX; i += blockDim.x) counts[i] = 0u;
+    // Shifts and masks once per thread, in registers (the loops unroll).
+    u32 shift[SORT_MAX_PASSES], mask[SORT_MAX_PASSES];
+#pragma unroll
+    for (u32 p = 0; p < SORT_MAX_PASSES; ++p) {
+        shift[p] = p < passes ? begin_bit + p * SORT_DIGIT_BITS : 0u;
+        mask[p] = p < passes ? pass_mask(p, begin_bit, end_bit) : 0u;
+    }
     __syncthreads();
-    for (u64 j = global_thread(); j < n; j += grid_threads()) {
-        const K key = keys[j];
-        for (u32 p = 0; p < passes; ++p)
-            atomicAdd(&counts[p * SORT_RADIX + digit_of(key, begin_bit + p * SORT_DIGIT_BITS,
-                                                        pass_mask(p, begin_bit, end_bit))],
-                      1u);
+    if (begin_bit == 0u && end_bit == 8u * sizeof(K)) {
+        // Every bit of the key, the common case: digit p is byte p, so the
+        // shifts and bin offsets are constants.
+        histogram_loop(keys, n, [&](K key) {
+#pragma unroll
+            for (u32 p = 0; p < sizeof(K); ++p)
+                atomicAdd(&counts[p * SORT_RADIX + (u32)((key >> (8u * p)) & 0xffu)], 1u);
+        });
+    } else {
+        histogram_loop(keys, n, [&](K key) { count_digits(counts, key, shift, mask, passes); });
     }
     __syncthreads();
     for (u32 i = threadIdx.x; i < passes * SORT_RADIX; i += blockDim.x)
         if (counts[i]) atomicAdd(&hist[i], counts[i]);
 }
 
-extern "C" __global__ void __launch_bounds__(SORT_THREADS)
+extern "C" __global__ void __launch_bounds__(SORT_THREADS, 8)
 radix_sort_histogram_u32(const u32* keys, u64 n, u32* hist, u32 begin_bit, u32 end_bit,
                          u32 passes) {
     histogram<u32>(keys, n, hist, begin_bit, end_bit, passes);
 }
 
-extern "C" __global__ void __launch_bounds__(SORT_THREADS)
+extern "C" __global__ void __launch_bounds__(SORT_THREADS, 8)
 radix_sort_histogram_u64(const u64* keys, u64 n, u32* hist, u32 begin_bit, u32 end_bit,
                          u32 passes) {
     histogram<u64>(keys, n, hist, begin_bit, end_bit, passes);
@@ -95,24 +138,44 @@ extern "C" __global__ void __launch_bounds__(SORT_RADIX) radix_sort_scan_histogr
 
 // Rank of each of the thread's keys among equal digits of its warp, in
 // (item, lane) order. Leaves each digit's count per warp in warp_counts.
-template <typename K, u32 ITEMS>
+//
+// Lanes with equal digits find each other either by eight ballots (one per
+// digit bit) or, with ATOMIC_OR, by each lane OR-ing its bit into a per-warp
+// word of its digit in shared memory and reading the word back (CUB's
+// RADIX_RANK_MATCH_EARLY_COUNTS_ATOMIC_OR): one shared atomic instead of
+// about 24 ALU instructions per key. ncu found the keys-only pass ALU-bound,
+// and there the atomic made it 19 % faster (298 M -> 173 M instructions);
+// with values it was 3-5 % slower, so the pair sorts keep the ballots
+// (notes: sort v3). `match` is SORT_RADIX zeroed words per warp and is left
+// zeroed.
+template <typename K, u32 ITEMS, bool ATOMIC_OR>
 __device__ __forceinline__ void rank_in_warp(const K (&key)[ITEMS], u32 shift, u32 mask,
-                                             u32* warp_counts, u32 (&rank)[ITEMS]) {
+                                             u32* warp_counts, u32* match, u32 (&rank)[ITEMS]) {
 #pragma unroll
     for (u32 k = 0; k < ITEMS; ++k) {
         const u32 d = digit_of(key[k], shift, mask);
         u32 peers = CAUSTIC_FULL_MASK;
+        if constexpr (ATOMIC_OR) {
+            atomicOr(&match[d], 1u << lane_id());
+            __syncwarp();
+            peers = match[d];
+        } else {
 #pragma unroll
-        for (u32 b = 0; b < SORT_DIGIT_BITS; ++b) {
-            const u32 bit = (d >> b) & 1u;
-            const u32 vote = __ballot_sync(CAUSTIC_FULL_MASK, bit);
-            peers &= bit ? vote : ~vote;
+            for (u32 b = 0; b < SORT_DIGIT_BITS; ++b) {
+                const u32 bit = (d >> b) & 1u;
+                const u32 vote = __ballot_sync(CAUSTIC_FULL_MASK, bit);
+                peers &= bit ? vote : ~vote;
+            }
         }
         const u32 before = __popc(peers & lanemask_lt());
         const u32 count = warp_counts[d];
         __syncwarp();
-        // The lowest peer advances the counter once for the whole group.
-        if (before == 0) warp_counts[d] = count + __popc(peers);
+        // The lowest peer advances the counter once for the whole group
+        // (and clears the digit's match word for the next key).
+        if (before == 0) {
+            warp_counts[d] = count + __popc(peers);
+            if constexpr (ATOMIC_OR) match[d] = 0u;
+        }
         __syncwarp();
         rank[k] = count + before;
     }
@@ -147,6 +210,8 @@ __device__ __forceinline__ u32 digit_lookback(const u32* status, u32 tile, u32 d
             if (flag == DIGIT_PREFIX) return exclusive;
             used = w + 1u;
         }
+        // The nearest tile has published nothing yet: wait before asking again.
+        if (used == 0u) spin_pause();
         nearest -= used;
     }
 }
@@ -156,7 +221,7 @@ __device__ __forceinline__ void publish_digit(u32* status, u32 tile, u32 digit, 
     ((volatile u32*)status)[(u64)tile * SORT_RADIX + digit] = (flag << 30) | count;
 }
 
-template <typename K, u32 ITEMS>
+template <typename K, u32 ITEMS, bool HAS_VALUES>
 __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u32* values_in,
                                          u32* values_out, u64 n, u32 shift, u32 mask,
                                          const u32* digit_offsets, u32* status,
@@ -173,12 +238,22 @@ __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u3
     __shared__ u32 tile_sh;
 
     const u32 t = threadIdx.x;
-    for (u32 i = t; i < SORT_WARPS * SORT_RADIX; i += SORT_THREADS) (&warp_counts[0][0])[i] = 0u;
+    // The ranking's match words live in stage_keys, which is free until the
+    // scatter (SORT_WARPS * SORT_RADIX words fit in every tile's stage).
+    u32* const match_words = reinterpret_cast<u32*>(stage_keys);
+    static_assert(sizeof(K) * TILE >= sizeof(u32) * SORT_WARPS * SORT_RADIX, "match words fit");
+    for (u32 i = t; i < SORT_WARPS * SORT_RADIX; i += SORT_THREADS) {
+        (&warp_counts[0][0])[i] = 0u;
+        if constexpr (!HAS_VALUES) match_words[i] = 0u;
+    }
     const u32 tile = next_tile(tile_counter, &tile_sh);
     const u64 base = (u64)tile * TILE;
     // Each warp loads a contiguous run, striped across lanes: coalesced, and
     // (warp, item, lane) order is input order.
     const u64 warp_base = base + (u64)warp_id() * (32u * ITEMS);
+    // HAS_VALUES picks the ranking; whether values move stays a run-time
+    // test: compiled as a constant, the pair kernels came out with spills
+    // (u32) and 79 instead of 64 registers (u64, one block per SM less).
     const bool has_values = values_in != nullptr;
 
     // Past the end, all-ones keys (the largest digit in every pass) rank
@@ -194,7 +269,8 @@ __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u3
         if (has_values && j < n) stage_values[warp_first + k * 32u + lane_id()] = values_in[j];
     }
     u32 slot[ITEMS];
-    rank_in_warp<K, ITEMS>(key, shift, mask, warp_counts[warp_id()], slot);
+    rank_in_warp<K, ITEMS, !HAS_VALUES>(key, shift, mask, warp_counts[warp_id()],
+                           match_words + warp_id() * SORT_RADIX, slot);
     __syncthreads();
 
     // Thread t owns digit t from here to the look-back.
@@ -248,19 +324,39 @@ __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u3
 
 // Three resident blocks per SM: 80 registers is the least that holds 16
 // keys, slots and values without spilling. (The u64 kernel's smaller tiles
-// come out at 64 registers, four blocks, unasked.)
+// come out at 64 registers, four blocks, unasked.) The keys-only kernels
+// take null value pointers, which they never touch. The u32 keys-only kernel
+// runs four blocks per SM: held to 64 registers it spills 28 bytes, yet its
+// digit pass measured 440 -> 406 us (32 warps per SM instead of 24 to hide
+// the look-back and shared-memory latency; notes: sort v3).
 extern "C" __global__ void __launch_bounds__(SORT_THREADS, 3)
 radix_sort_onesweep_u32(const u32* keys_in, u32* keys_out, const u32* values_in, u32* values_out,
                         u64 n, u32 shift, u32 mask, const u32* digit_offsets, u32* status,
                         u32* tile_counter) {
-    onesweep<u32, SORT_ITEMS_U32>(keys_in, keys_out, values_in, values_out, n, shift, mask, digit_offsets, status,
-                  tile_counter);
+    onesweep<u32, SORT_ITEMS_U32, true>(keys_in, keys_out, values_in, values_out, n, shift, mask,
+                                        digit_offsets, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(SORT_THREADS, 4)
+radix_sort_onesweep_keys_u32(const u32* keys_in, u32* keys_out, const u32* values_in,
+                             u32* values_out, u64 n, u32 shift, u32 mask,
+                             const u32* digit_offsets, u32* status, u32* tile_counter) {
+    onesweep<u32, SORT_ITEMS_U32, false>(keys_in, keys_out, values_in, values_out, n, shift, mask,
+                                         digit_offsets, status, tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(SORT_THREADS)
 radix_sort_onesweep_u64(const u64* keys_in, u64* keys_out, const u32* values_in, u32* values_out,
                         u64 n, u32 shift, u32 mask, const u32* digit_offsets, u32* status,
                         u32* tile_counter) {
-    onesweep<u64, SORT_ITEMS_U64>(keys_in, keys_out, values_in, values_out, n, shift, mask, digit_offsets, status,
-                  tile_counter);
+    onesweep<u64, SORT_ITEMS_U64, true>(keys_in, keys_out, values_in, values_out, n, shift, mask,
+                                        digit_offsets, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(SORT_THREADS)
+radix_sort_onesweep_keys_u64(const u64* keys_in, u64* keys_out, const u32* values_in,
+                             u32* values_out, u64 n, u32 shift, u32 mask,
+                             const u32* digit_offsets, u32* status, u32* tile_counter) {
+    onesweep<u64, SORT_ITEMS_U64, false>(keys_in, keys_out, values_in, values_out, n, shift, mask,
+                                         digit_offsets, status, tile_counter);
 }

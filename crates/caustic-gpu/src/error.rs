@@ -87,6 +87,11 @@ pub enum GpuError {
     #[error("invalid {what}: {message}")]
     Invalid { what: &'static str, message: String },
 
+    /// A GPU result differs from the CPU's (a benchmark checks every result
+    /// before it times it, so a wrong kernel never yields a number).
+    #[error("{what}: the GPU result is wrong: {message}")]
+    Mismatch { what: &'static str, message: String },
+
     /// The CUDA libraries loaded but a call into them panicked (a symbol
     /// missing from an older driver, say).
     #[error("the CUDA libraries are unusable ({during}): {message}")]

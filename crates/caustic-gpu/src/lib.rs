@@ -18,12 +18,15 @@
 //!   equal the CPU traversal's bit for bit.
 //! - [`points`]: photon-map neighbour search: the spatial hash grid of
 //!   seed 003 and brute-force kNN, answers equal to the CPU reference.
+//! - [`bench`]: the benchmarks behind `caustic bench gpu` (primitives
+//!   against the copy ceiling, trace throughput on the ray protocol).
 //! - [`whitted`]: the device records and kernels of the wavefront Whitted
 //!   renderer (`caustic_render::whitted_cuda`).
 //!
 //! Set `CAUSTIC_GPU_SYNC=1` to synchronise after every launch, so that a
 //! kernel fault is reported as [`GpuError::Launch`] naming that kernel.
 
+pub mod bench;
 pub mod buffer;
 pub mod bvh;
 pub mod compile;

@@ -39,6 +39,9 @@ pub trait RadixKey: Pod + sealed::Sealed {
     const HISTOGRAM: Kernel;
     #[doc(hidden)]
     const ONESWEEP: Kernel;
+    /// The keys-only pass (ranks by shared atomic OR; see radix_sort.cu).
+    #[doc(hidden)]
+    const ONESWEEP_KEYS: Kernel;
 }
 
 impl RadixKey for u32 {
@@ -46,6 +49,7 @@ impl RadixKey for u32 {
     const TILE: usize = 4096;
     const HISTOGRAM: Kernel = k::RADIX_SORT_HISTOGRAM_U32;
     const ONESWEEP: Kernel = k::RADIX_SORT_ONESWEEP_U32;
+    const ONESWEEP_KEYS: Kernel = k::RADIX_SORT_ONESWEEP_KEYS_U32;
 }
 
 impl RadixKey for u64 {
@@ -53,6 +57,7 @@ impl RadixKey for u64 {
     const TILE: usize = 3072;
     const HISTOGRAM: Kernel = k::RADIX_SORT_HISTOGRAM_U64;
     const ONESWEEP: Kernel = k::RADIX_SORT_ONESWEEP_U64;
+    const ONESWEEP_KEYS: Kernel = k::RADIX_SORT_ONESWEEP_KEYS_U64;
 }
 
 mod sealed {
@@ -104,6 +109,11 @@ fn sort<K: RadixKey>(
         return Ok(());
     }
     let passes = (bits.end - bits.start).div_ceil(DIGIT_BITS) as usize;
+    let onesweep = if values.is_some() {
+        K::ONESWEEP
+    } else {
+        K::ONESWEEP_KEYS
+    };
     debug_assert!(
         passes <= MAX_PASSES,
         "the histogram kernel counts at most MAX_PASSES digits"
@@ -139,7 +149,7 @@ fn sort<K: RadixKey>(
         let mask = (1u32 << DIGIT_BITS.min(bits.end - shift)) - 1;
         let offsets = Arg::U64(digit_offsets.device_ptr() + (pass * RADIX * 4) as u64);
         gpu.launch(
-            K::ONESWEEP,
+            onesweep,
             blocks_for(n, K::TILE),
             SORT_THREADS,
             &[
@@ -183,7 +193,8 @@ fn digit_offsets<K: RadixKey>(
     let gpu = keys.gpu();
     let n = keys.len();
     let histograms = DeviceBuffer::<u32>::zeroed(gpu, "radix sort histograms", passes * RADIX)?;
-    let most_blocks = 4 * gpu.info().multiprocessors.max(1);
+    // Enough 256-thread blocks to fill every SM (2048 threads each).
+    let most_blocks = 8 * gpu.info().multiprocessors.max(1);
     let blocks = blocks_for(n, SORT_THREADS as usize * HISTOGRAM_KEYS_PER_THREAD).min(most_blocks);
     gpu.launch(
         K::HISTOGRAM,

@@ -1,13 +1,13 @@
 //! The standard scenes (`shared/scenes`, found through
-//! `caustic_scene::data_dirs`) that the GPU trace tests and the trace
-//! benchmark use, with the cameras of `shared/scenes/README.md`, and the
+//! `caustic_scene::data_dirs`) that the GPU trace tests use, with the cameras of `shared/scenes/README.md`, and the
 //! 16-dragon scene of the OptiX anchor (`shared/anchors/gpu/optix_anchor.py`).
-//! Shared by `tests/gpu_trace.rs` and `examples/trace_bench.rs`.
+//! Used by `tests/gpu_trace.rs`; `caustic bench gpu` loads the same files
+//! with the same cameras (`caustic-cli/src/scene_arg.rs`).
 
 #![allow(dead_code)] // each includer uses its own part
 
-use caustic_geom::protocol::ProtocolCamera;
-use caustic_geom::{DVec3, Triangle, Vec3};
+use caustic_geom::protocol::{self, ProtocolCamera};
+use caustic_geom::{Triangle, Vec3};
 use caustic_scene::{Camera, Scene, data_dirs};
 
 /// A scene file under the scenes folder and the camera its README gives.
@@ -142,53 +142,17 @@ impl StandardScene {
     }
 }
 
-/// `copies` copies of `mesh` on a square grid in the xy plane, each moved
-/// by 1.1 times the mesh's extent per step, with the anchor's framing
-/// camera (`optix_anchor.py`: looking at the centre from the direction
-/// (0.9, 0.6, 1.6), far enough that the bounding sphere fills `fov_deg`).
-/// 16 copies of the 871k-triangle dragon make its 14 M-triangle scene.
+/// `copies` copies of `mesh` on a square grid with the anchor's framing
+/// camera (`caustic_geom::protocol::replicate_grid` and `framing_camera`,
+/// as `optix_anchor.py` does): 16 dragons make its 14 M-triangle scene.
 pub fn replicated(mesh: &Loaded, copies: usize, fov_deg: f64) -> Loaded {
-    let (lo, hi) = vertex_bounds(&mesh.triangles);
-    let extent = hi - lo;
+    let triangles = protocol::replicate_grid(&mesh.triangles, copies);
     let side = (copies as f64).sqrt() as usize;
-    let mut triangles = Vec::with_capacity(side * side * mesh.triangles.len());
-    for i in 0..side {
-        for j in 0..side {
-            let shift = Vec3::new(i as f32, j as f32, 0.0) * extent * 1.1;
-            triangles.extend(
-                mesh.triangles
-                    .iter()
-                    .map(|t| Triangle::new(t.v0 + shift, t.v1 + shift, t.v2 + shift)),
-            );
-        }
-    }
-    let (lo, hi) = vertex_bounds(&triangles);
-    let at = ((hi + lo) / 2.0).as_dvec3();
-    let radius = ((hi - lo).length() / 2.0) as f64;
-    let eye =
-        at + DVec3::new(0.9, 0.6, 1.6).normalize() * radius / (fov_deg.to_radians() / 2.0).sin();
     Loaded {
         name: format!("{}x{}", mesh.name, side * side),
+        camera: protocol::framing_camera(&triangles, fov_deg),
         triangles,
-        camera: ProtocolCamera {
-            eye,
-            look_at: at,
-            up: DVec3::Y,
-            fov_deg,
-        },
     }
-}
-
-fn vertex_bounds(triangles: &[Triangle]) -> (Vec3, Vec3) {
-    triangles.iter().fold(
-        (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)),
-        |(lo, hi), t| {
-            (
-                lo.min(t.v0).min(t.v1).min(t.v2),
-                hi.max(t.v0).max(t.v1).max(t.v2),
-            )
-        },
-    )
 }
 
 /// The protocol camera as the GPU generator takes it.
