@@ -17,6 +17,7 @@
 #   CAUSTIC_PRIMITIVES_BENCH=0                skip the primitives (ours, torch.sort, cupy.sort)
 #   CAUSTIC_OPTIX=0                           skip the OptiX anchor
 #   CAUSTIC_WHITTED_BENCH=0                   skip the GPU-vs-CPU Whitted frame-time benchmark
+#   CAUSTIC_POINTS_BENCH=0                    skip the GPU photon-search benchmark
 #   CAUSTIC_NCU=1                             profile scan and radix sort with ncu (CAUSTIC_NCU_CUB=1: CUB's too)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -92,6 +93,15 @@ if [ "${CAUSTIC_BENCH:-1}" != 0 ] && [ -x "$here/caustic" ]; then
 fi
 
 # The Whitted renderer at 1920x1080: GPU frame time against the CPU's.
+# Photon-map search: hash-grid build for 10^6 points and kNN for 1920x1080
+# queries (examples/points_bench.rs).
+if [ "${CAUSTIC_POINTS_BENCH:-1}" != 0 ] && [ -x "$here/points_bench" ]; then
+    timeout "${CAUSTIC_POINTS_BENCH_TIMEOUT:-120}" "$here/points_bench" 1000000 50 \
+        >"$logs/points_bench.log" 2>&1
+    echo "points_bench: exit $?" | tee -a "$summary"
+    grep -E 'build|brute' "$logs/points_bench.log" | tee -a "$summary"
+fi
+
 if [ "${CAUSTIC_WHITTED_BENCH:-1}" != 0 ] && [ -x "$here/whitted_gpu_bench" ]; then
     timeout "${CAUSTIC_WHITTED_BENCH_TIMEOUT:-300}" "$here/whitted_gpu_bench" \
         2>&1 | tee -a "$logs/bench.log"

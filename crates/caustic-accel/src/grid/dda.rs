@@ -26,7 +26,7 @@
 //!   reach `t_min`, skipping the part of the line behind the origin;
 //! - every triangle is referenced by the cells within the grid's
 //!   tolerance of it, which covers the test's sideways rounding for
-//!   origins up to three times the scene's coordinates away; rays from
+//!   origins up to 63 times the scene's coordinates away; rays from
 //!   farther away test every macro cell the ray (made `delta` thick)
 //!   passes, in any order, which is slow and exact.
 
