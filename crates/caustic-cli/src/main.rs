@@ -5,6 +5,7 @@ mod compare;
 mod info;
 mod plot;
 mod render;
+mod render_sppm;
 mod scene_arg;
 
 use clap::{Parser, Subcommand};
