@@ -21,10 +21,10 @@ pub struct SppmArgs {
     photons_per_pass: u64,
     /// SPPM: initial gather radius in scene units (default: 2 pixel
     /// footprints at each pixel's first visible point).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     radius: Option<f32>,
     /// SPPM: fraction of new photons kept per pass, in (0, 1).
-    #[arg(long, default_value_t = 2.0 / 3.0)]
+    #[arg(long, default_value_t = 2.0 / 3.0, allow_hyphen_values = true)]
     alpha: f32,
     /// SPPM: linear EXR to score against; prints RMSE and mean at every
     /// power-of-two pass and at the last.
