@@ -9,6 +9,7 @@ mod info;
 mod plot;
 mod render;
 mod render_photon;
+mod render_sppm;
 mod scene_arg;
 
 use clap::{Parser, Subcommand};

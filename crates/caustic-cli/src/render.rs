@@ -1,6 +1,7 @@
 //! `caustic render`.
 
 use crate::render_photon::{self, PhotonArgs};
+use crate::render_sppm::{self, SppmArgs, SppmJob};
 use crate::scene_arg::{self, CameraArgs};
 use anyhow::{Context, Result, bail};
 use caustic_render::whitted::{self, FresnelMode, WhittedSettings};
@@ -17,7 +18,8 @@ use std::path::PathBuf;
     caustic render cornell-caustics --spp 64 -o caustics.exr\n  \
     caustic render ../shared/refs/cornell-box/cornell-box.xml -o cb.exr --spp 256\n  \
     caustic render ../shared/refs/cornell-caustics/cornell-caustics.xml --integrator photon -o pm.exr\n  \
-    caustic render target/scenes/sibenik/sibenik.obj --width 1280 --height 720"
+    caustic render target/scenes/sibenik/sibenik.obj --width 1280 --height 720\n  \
+    caustic render ../shared/refs/cornell-caustics/cornell-caustics.xml --integrator sppm --passes 256 -o sppm.exr"
 )]
 pub struct RenderArgs {
     /// Scene file (.obj, .ply, .gltf, .glb, .xml) or built-in scene name
@@ -33,12 +35,18 @@ pub struct RenderArgs {
     /// Image height in pixels (default: the scene file's, else 512).
     #[arg(long)]
     height: Option<u32>,
+    /// Light transport: `whitted` (specular chains + direct light; CPU or
+    /// CUDA), `photon` (photon mapping: + caustics and indirect light; CPU)
+    /// or `sppm` (progressive photon mapping, consistent; CPU).
+    #[arg(long, value_enum, default_value_t = Integrator::Whitted)]
+    integrator: Integrator,
     /// Samples (primary rays) per pixel.
     #[arg(long, default_value_t = 16)]
     spp: u32,
-    /// Largest number of specular bounces after the primary ray.
-    #[arg(long, default_value_t = 5)]
-    max_depth: u32,
+    /// Largest number of specular bounces after the primary ray (sppm:
+    /// also the most photon bounces) [default: 5 for whitted, 64 for sppm].
+    #[arg(long)]
+    max_depth: Option<u32>,
     /// Shadow rays per area light at each shaded point.
     #[arg(long, default_value_t = 4)]
     light_samples: u32,
@@ -66,20 +74,25 @@ pub struct RenderArgs {
     /// else the CPU), `cpu`, `cuda` or `cuda:N`.
     #[arg(long, default_value = "auto")]
     device: caustic_gpu::Device,
-    /// Light transport: `whitted` (specular chains + direct light) or
-    /// `photon` (photon mapping: + caustics and indirect light; CPU only).
-    #[arg(long, value_enum, default_value_t = Integrator::Whitted)]
-    integrator: Integrator,
     #[command(flatten)]
     camera: CameraArgs,
     #[command(flatten)]
     photon: PhotonArgs,
+    #[command(flatten)]
+    sppm: SppmArgs,
 }
 
+/// The light transport algorithms of `caustic render`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Integrator {
+    /// Specular chains, direct light by shadow rays (CPU or CUDA).
     Whitted,
+    /// Photon mapping: caustic map, final gather into a global map with
+    /// adaptive irradiance samples (CPU).
     Photon,
+    /// Stochastic progressive photon mapping: full global illumination,
+    /// consistent (CPU).
+    Sppm,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -100,7 +113,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
     if width == 0 || height == 0 || width > 1 << 15 || height > 1 << 15 {
         bail!("image size {width}x{height} is out of range (1..=32768 per side)");
     }
-    if args.spp == 0 {
+    if args.integrator == Integrator::Whitted && args.spp == 0 {
         bail!("--spp must be at least 1");
     }
     let output = args
@@ -123,7 +136,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
             width,
             height,
             spp: args.spp,
-            max_depth: args.max_depth,
+            max_depth: args.max_depth.unwrap_or(5),
             light_samples: args.light_samples.max(1),
             seed: args.seed,
         };
@@ -142,11 +155,29 @@ pub fn run(args: RenderArgs) -> Result<()> {
         );
         return Ok(());
     }
+    if args.integrator == Integrator::Sppm {
+        if matches!(args.device, caustic_gpu::Device::Cuda(_)) {
+            bail!("--integrator sppm runs on the CPU only (use --device cpu or auto)");
+        }
+        let job = SppmJob {
+            scene: &render_scene,
+            camera: &camera,
+            width,
+            height,
+            max_depth: args.max_depth.unwrap_or(64),
+            light_samples: args.light_samples,
+            seed: args.seed,
+            output: &output,
+            exposure: args.exposure,
+            quiet: args.quiet,
+        };
+        return render_sppm::run(job, &args.sppm);
+    }
     let settings = WhittedSettings {
         width,
         height,
         spp: args.spp,
-        max_depth: args.max_depth,
+        max_depth: args.max_depth.unwrap_or(5),
         light_samples: args.light_samples.max(1),
         fresnel: match args.fresnel {
             Fresnel::Exact => FresnelMode::Exact,

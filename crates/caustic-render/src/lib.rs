@@ -9,6 +9,9 @@
 //! - [`whitted`]: the Whitted ray tracer (specular chains from the eye, then
 //!   direct light with shadow rays), parallel over Morton-ordered tiles;
 //!   [`whitted_cuda`]: the same renderer as a CUDA wavefront, same image.
+//! - [`sppm`]: stochastic progressive photon mapping, the consistent
+//!   global-illumination renderer (eye passes, a hash grid over visible
+//!   points, photon passes, per-pixel radius reduction).
 //! - [`Film`] and [`image_io`]: linear radiance images, EXR and sRGB PNG
 //!   output, and image metrics (RMSE, PSNR) for comparisons.
 
@@ -20,6 +23,7 @@ pub mod image_io;
 mod lights;
 pub mod photon;
 mod scene_data;
+pub mod sppm;
 pub mod tiles;
 pub mod whitted;
 pub mod whitted_cuda;

@@ -1,0 +1,232 @@
+//! The eye pass of SPPM: one jittered primary ray per pixel, its specular
+//! chain, and the *visible point* where the chain meets the first diffuse
+//! or glossy surface.
+//!
+//! A dielectric is crossed by **one** branch, reflection with the Fresnel
+//! probability `F` and refraction otherwise, so the weight `F / F` stays 1
+//! and every pixel has at most one visible point per pass (the
+//! progressive estimate needs one measurement point per pixel and pass;
+//! Whitted's split would need several). Mirrors reflect. Emission met along
+//! the chain and ray-traced direct light at the visible point are
+//! returned as the pass's *ray-traced radiance*; everything photons carry
+//! is added later at the visible point.
+//!
+//! Random numbers come from `whitted::draw` keys: the sample key of
+//! `(seed, pixel, pass)`, a child key per bounce, so a pixel's eye path
+//! does not depend on the thread count.
+
+use crate::bsdf::{fresnel_dielectric, reflect, refract};
+use crate::direct::{direct_light, face_towards};
+use crate::whitted::draw;
+use crate::{PinholeCamera, RenderScene, SurfaceHit};
+use caustic_geom::{Ray, Rgb, Vec3};
+use caustic_scene::{Bsdf, Camera};
+use rayon::prelude::*;
+
+/// Where a pixel's eye path of one pass met a diffuse or glossy surface.
+#[derive(Clone, Copy, Debug)]
+pub struct VisiblePoint {
+    /// `y * width + x`.
+    pub pixel: u32,
+    pub position: Vec3,
+    /// Unit geometric normal on the side the eye path arrived from.
+    pub normal: Vec3,
+    /// Unit shading normal on that side.
+    pub shading_normal: Vec3,
+    /// Unit direction back along the eye path.
+    pub wo: Vec3,
+    /// Throughput of the specular chain (mirror reflectance, glass tint).
+    pub weight: Rgb,
+    pub material: u32,
+    /// Diffuse albedo at the point (texture applied).
+    pub albedo: Rgb,
+    /// Width of the pixel's cone at the point, measured along the eye path:
+    /// the scale of the automatic initial radius.
+    pub footprint: f32,
+}
+
+/// One eye pass over the image.
+pub struct EyePass {
+    /// Ray-traced radiance per pixel (emission along the chain, direct
+    /// light at the visible point), row-major.
+    pub radiance: Vec<Rgb>,
+    /// Visible points in pixel order; pixels whose path left the scene,
+    /// died or ended on the back of a one-sided surface have none.
+    pub points: Vec<VisiblePoint>,
+    pub rays: u64,
+}
+
+/// What the eye pass needs to know besides the scene.
+#[derive(Clone, Copy, Debug)]
+pub struct EyeSettings {
+    pub width: u32,
+    pub height: u32,
+    pub max_depth: u32,
+    pub light_samples: u32,
+    pub seed: u64,
+}
+
+/// Traces eye pass `pass` (it picks the random numbers) for every pixel,
+/// rows in parallel.
+pub fn eye_pass(scene: &RenderScene, camera: &Camera, eye: &EyeSettings, pass: u32) -> EyePass {
+    let pinhole = PinholeCamera::new(camera, eye.width, eye.height);
+    let (tx, _) = camera.half_extents(eye.width as f32 / eye.height as f32);
+    let tracer = EyeTracer {
+        scene,
+        eye,
+        pinhole,
+        pixel_angle: 2.0 * tx / eye.width as f32,
+        pass,
+    };
+    let rows: Vec<(Vec<Rgb>, Vec<VisiblePoint>, u64)> = (0..eye.height)
+        .into_par_iter()
+        .map(|y| tracer.row(y))
+        .collect();
+    let mut out = EyePass {
+        radiance: Vec::with_capacity(eye.width as usize * eye.height as usize),
+        points: Vec::new(),
+        rays: 0,
+    };
+    for (radiance, points, rays) in rows {
+        out.radiance.extend(radiance);
+        out.points.extend(points);
+        out.rays += rays;
+    }
+    out
+}
+
+struct EyeTracer<'a> {
+    scene: &'a RenderScene,
+    eye: &'a EyeSettings,
+    pinhole: PinholeCamera,
+    /// Angle subtended by one pixel at the image centre (radians, small
+    /// angle): times the path length it gives the pixel footprint.
+    pixel_angle: f32,
+    pass: u32,
+}
+
+impl EyeTracer<'_> {
+    fn row(&self, y: u32) -> (Vec<Rgb>, Vec<VisiblePoint>, u64) {
+        let mut radiance = Vec::with_capacity(self.eye.width as usize);
+        let mut points = Vec::new();
+        let mut rays = 0;
+        for x in 0..self.eye.width {
+            let pixel = y * self.eye.width + x;
+            let (l, point) = self.pixel(x, y, pixel, &mut rays);
+            radiance.push(l);
+            points.extend(point);
+        }
+        (radiance, points, rays)
+    }
+
+    /// The ray-traced radiance and the visible point of one pixel.
+    fn pixel(&self, x: u32, y: u32, pixel: u32, rays: &mut u64) -> (Rgb, Option<VisiblePoint>) {
+        let mut key = draw::sample_key(self.eye.seed, pixel as u64, self.pass);
+        let jitter = draw::uniform2(key, draw::CAMERA);
+        let mut ray = self.pinhole.ray(x as f32 + jitter.x, y as f32 + jitter.y);
+        let mut weight = Rgb::ONE;
+        let mut radiance = Rgb::ZERO;
+        let mut path_length = 0.0;
+        for depth in 0..=self.eye.max_depth {
+            *rays += 1;
+            let Some(hit) = self.scene.intersect(&ray) else {
+                radiance += weight * self.scene.background;
+                break;
+            };
+            let surface = self.scene.surface(&ray, &hit);
+            let material = &self.scene.materials[surface.material as usize];
+            path_length += surface.t * ray.dir.length();
+            let front = surface.geometric_normal.dot(ray.dir) < 0.0;
+            let visible = front || material.two_sided;
+            if material.is_emissive() && visible {
+                radiance += weight * material.emission;
+            }
+            let more = depth < self.eye.max_depth;
+            let next = match material.bsdf {
+                Bsdf::Dielectric { ior, tint } if more => {
+                    weight *= tint;
+                    Some(self.dielectric(&ray, &surface, ior, &mut key))
+                }
+                Bsdf::Mirror { reflectance } if visible && more => {
+                    weight *= reflectance;
+                    key = draw::child_key(key, draw::REFLECT);
+                    let n = face_towards(surface.shading_normal, -ray.dir);
+                    Some(self.spawn(&surface, reflect(ray.dir, n)))
+                }
+                Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => {
+                    let wo = -ray.dir.normalize();
+                    let direct = direct_light(
+                        self.scene,
+                        wo,
+                        &surface,
+                        material,
+                        key,
+                        self.eye.light_samples,
+                        rays,
+                    );
+                    radiance += weight * direct;
+                    let footprint = path_length * self.pixel_angle;
+                    let point = self.visible_point(pixel, wo, &surface, weight, footprint);
+                    return (radiance, Some(point));
+                }
+                _ => None,
+            };
+            match next {
+                Some(r) if weight.max_element() > 0.0 => ray = r,
+                _ => break,
+            }
+        }
+        (radiance, None)
+    }
+
+    /// Reflects with the Fresnel probability, refracts otherwise (total
+    /// internal reflection reflects), and moves `key` to the branch taken.
+    fn dielectric(&self, ray: &Ray, surface: &SurfaceHit, ior: f32, key: &mut u64) -> Ray {
+        let entering = surface.geometric_normal.dot(ray.dir) < 0.0;
+        let (n, eta) = if entering {
+            (surface.shading_normal, 1.0 / ior)
+        } else {
+            (-surface.shading_normal, ior)
+        };
+        let cos_i = (-ray.dir.dot(n)).max(0.0);
+        let reflectance = fresnel_dielectric(cos_i, eta);
+        let refracted = (draw::uniform(*key, draw::ROULETTE) >= reflectance)
+            .then(|| refract(ray.dir, n, eta))
+            .flatten();
+        let (dir, branch) = match refracted {
+            Some(dir) => (dir, draw::REFRACT),
+            None => (reflect(ray.dir, n), draw::REFLECT),
+        };
+        *key = draw::child_key(*key, branch);
+        self.spawn(surface, dir)
+    }
+
+    fn visible_point(
+        &self,
+        pixel: u32,
+        wo: Vec3,
+        surface: &SurfaceHit,
+        weight: Rgb,
+        footprint: f32,
+    ) -> VisiblePoint {
+        let material = &self.scene.materials[surface.material as usize];
+        VisiblePoint {
+            pixel,
+            position: surface.point,
+            normal: face_towards(surface.geometric_normal, wo),
+            shading_normal: face_towards(surface.shading_normal, wo),
+            wo,
+            weight,
+            material: surface.material,
+            albedo: self.scene.albedo(material, surface.uv),
+            footprint,
+        }
+    }
+
+    /// A ray leaving the surface in `dir`, pushed off to the side it goes
+    /// to, as the Whitted renderer spawns its rays.
+    fn spawn(&self, surface: &SurfaceHit, dir: Vec3) -> Ray {
+        let n = face_towards(surface.geometric_normal, dir);
+        Ray::new(surface.point + n * self.scene.ray_epsilon(), dir)
+    }
+}
