@@ -38,3 +38,46 @@ split_partition_indices(const u32* flags, u32* out, u32* split_point, const u32*
     SplitIo io{nullptr, flags, out, split_point, n - *true_count};
     scan_tile<SumU32>(io, n, status, tile_counter);
 }
+
+// ------------------------------------------------------------ segmented split
+//
+// Stable partition by flag inside every segment (segments start at non-zero
+// head flags; element 0 always starts one): within a segment, the falses
+// keep their order and come first, then the trues. The host composes it
+// from two segmented exclusive scans (scan.cu): `rank0[i]`, the falses
+// before i in its segment, and `pos[i]`, i's position in its segment. Then
+// the segment's false count is written at its first element by its last
+// element, and every element scatters:
+//   false: start + rank0[i];   true: start + falses + (pos[i] - rank0[i]).
+
+#define SEGSPLIT_THREADS 256u
+
+// zeros[i] = (flags[i] == 0), ones[i] = 1.
+extern "C" __global__ void __launch_bounds__(SEGSPLIT_THREADS)
+split_segmented_flags_u32(const u32* flags, u64 n, u32* zeros, u32* ones) {
+    for (u64 i = global_thread(); i < n; i += grid_threads()) {
+        zeros[i] = flags[i] == 0u;
+        ones[i] = 1u;
+    }
+}
+
+// For the last element of every segment: falses[start] = its segment's false count.
+extern "C" __global__ void __launch_bounds__(SEGSPLIT_THREADS)
+split_segmented_totals_u32(const u32* zeros, const u32* rank0, const u32* pos, const u32* heads,
+                           u64 n, u32* falses) {
+    for (u64 i = global_thread(); i < n; i += grid_threads()) {
+        const bool last = i + 1 == n || heads[i + 1] != 0u;
+        if (last) falses[i - pos[i]] = rank0[i] + zeros[i];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(SEGSPLIT_THREADS)
+split_segmented_scatter_u32(const u32* values, const u32* flags, const u32* rank0,
+                            const u32* pos, const u32* falses, u64 n, u32* out) {
+    for (u64 i = global_thread(); i < n; i += grid_threads()) {
+        const u64 start = i - pos[i];
+        const u64 slot = flags[i] == 0u ? start + rank0[i]
+                                        : start + falses[start] + (pos[i] - rank0[i]);
+        out[slot] = values[i];
+    }
+}

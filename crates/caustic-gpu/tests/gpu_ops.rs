@@ -257,6 +257,31 @@ fn compaction_matches_cpu() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn segmented_split_matches_cpu() {
+    let mut rng = rng("segmented_split_matches_cpu");
+    for &n in SIZES {
+        let values = random_u32(&mut rng, n);
+        let input = upload(&values);
+        for (density, head_density) in [
+            (0.5, 0.01),
+            (0.3, 0.5),
+            (0.0, 0.1),
+            (1.0, 0.001),
+            (0.5, 0.0),
+        ] {
+            let flags = random_flags(&mut rng, n, density);
+            let heads = random_flags(&mut rng, n, head_density);
+            let out =
+                split::segmented_partition_u32(&input, &upload(&flags), &upload(&heads)).unwrap();
+            let expected = cpu::segmented_split_u32(&values, &flags, &heads);
+            let what = format!("segmented split, flags {density}, heads {head_density}");
+            assert_same(&what, n, &out.download().unwrap(), &expected);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn split_matches_cpu() {
     let mut rng = rng("split_matches_cpu");
     for &n in SIZES {

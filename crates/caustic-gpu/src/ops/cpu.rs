@@ -100,6 +100,31 @@ pub fn segmented_scan_u32(values: &[u32], heads: &[u32], kind: ScanKind) -> (Vec
 
 // ------------------------------------------------------ compaction, split
 
+/// Stable partition by flag inside every segment: segments start at
+/// non-zero `heads` (element 0 always starts one); within each, the values
+/// with a zero flag first, then the others, both in input order.
+pub fn segmented_split_u32(values: &[u32], flags: &[u32], heads: &[u32]) -> Vec<u32> {
+    assert!(values.len() == flags.len() && values.len() == heads.len());
+    let mut out = Vec::with_capacity(values.len());
+    let mut start = 0;
+    while start < values.len() {
+        let mut end = start + 1;
+        while end < values.len() && heads[end] == 0 {
+            end += 1;
+        }
+        let segment = start..end;
+        out.extend(
+            segment
+                .clone()
+                .filter(|&i| flags[i] == 0)
+                .map(|i| values[i]),
+        );
+        out.extend(segment.filter(|&i| flags[i] != 0).map(|i| values[i]));
+        start = end;
+    }
+    out
+}
+
 /// The values whose flag is non-zero, in input order.
 pub fn compact_u32(values: &[u32], flags: &[u32]) -> Vec<u32> {
     assert_eq!(values.len(), flags.len());
@@ -242,6 +267,18 @@ pub fn create_chunks(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn segmented_split_partitions_each_segment() {
+        let values = [10, 11, 12, 13, 14, 15, 16];
+        let flags = [1, 0, 1, 0, 1, 1, 0];
+        let heads = [0, 0, 0, 1, 0, 1, 0];
+        assert_eq!(
+            segmented_split_u32(&values, &flags, &heads),
+            [11, 10, 12, 13, 14, 16, 15]
+        );
+        assert!(segmented_split_u32(&[], &[], &[]).is_empty());
+    }
     use caustic_geom::Vec3;
 
     /// Zeidan 2011, figure 3.3: the input and its scans.

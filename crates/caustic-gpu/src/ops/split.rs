@@ -85,3 +85,70 @@ pub fn partition_u32(
     partition_u32_into(values, flags, out, &mut split_point)?;
     Ok(split_point.download()?[0] as usize)
 }
+
+/// Threads per block of the segmented-split kernels (`SEGSPLIT_THREADS`).
+const SEGSPLIT_THREADS: u32 = 256;
+
+/// Stable partition by flag inside every segment (Zeidan 2011's SegSplit):
+/// segments start at non-zero `heads` (element 0 always starts one), and
+/// within each the values with a zero flag come first, then the others,
+/// both in input order. Semantics: [`super::cpu::segmented_split_u32`].
+pub fn segmented_partition_u32(
+    values: &DeviceBuffer<u32>,
+    flags: &DeviceBuffer<u32>,
+    heads: &DeviceBuffer<u32>,
+) -> Result<DeviceBuffer<u32>, GpuError> {
+    use super::scan::{ScanKind, segmented_u32};
+    let kernel = k::SPLIT_SEGMENTED_SCATTER_U32;
+    let n = values.len();
+    super::check_len(kernel.name(), n, super::MAX_SCAN_LEN)?;
+    super::check_same_len(kernel.name(), "flags", n, flags.len())?;
+    super::check_same_len(kernel.name(), "head flags", n, heads.len())?;
+    let gpu = values.gpu();
+    let out = DeviceBuffer::<u32>::uninit(gpu, "segmented split output", n)?;
+    if n == 0 {
+        return Ok(out);
+    }
+    let zeros = DeviceBuffer::<u32>::uninit(gpu, "segmented split falses", n)?;
+    let ones = DeviceBuffer::<u32>::uninit(gpu, "segmented split ones", n)?;
+    let blocks = super::blocks_for(n, SEGSPLIT_THREADS as usize).min(1 << 16);
+    gpu.launch(
+        k::SPLIT_SEGMENTED_FLAGS_U32,
+        blocks,
+        SEGSPLIT_THREADS,
+        &[flags.arg(), n.into(), zeros.arg(), ones.arg()],
+    )?;
+    let mut rank0 = DeviceBuffer::<u32>::uninit(gpu, "segmented split ranks", n)?;
+    let mut pos = DeviceBuffer::<u32>::uninit(gpu, "segmented split positions", n)?;
+    segmented_u32(&zeros, heads, &mut rank0, ScanKind::Exclusive, None)?;
+    segmented_u32(&ones, heads, &mut pos, ScanKind::Exclusive, None)?;
+    let falses = DeviceBuffer::<u32>::uninit(gpu, "segmented split counts", n)?;
+    gpu.launch(
+        k::SPLIT_SEGMENTED_TOTALS_U32,
+        blocks,
+        SEGSPLIT_THREADS,
+        &[
+            zeros.arg(),
+            rank0.arg(),
+            pos.arg(),
+            heads.arg(),
+            n.into(),
+            falses.arg(),
+        ],
+    )?;
+    gpu.launch(
+        kernel,
+        blocks,
+        SEGSPLIT_THREADS,
+        &[
+            values.arg(),
+            flags.arg(),
+            rank0.arg(),
+            pos.arg(),
+            falses.arg(),
+            n.into(),
+            out.arg(),
+        ],
+    )?;
+    Ok(out)
+}
