@@ -522,21 +522,15 @@ fn first_diffuse(scene: &RenderScene, mut ray: Ray) -> Option<Vec3> {
         let hit = scene.intersect(&ray)?;
         let surface = scene.surface(&ray, &hit);
         let material = &scene.materials[surface.material as usize];
-        let entering = surface.geometric_normal.dot(ray.dir) < 0.0;
         let dir = match material.bsdf {
             Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } => return Some(surface.point),
             Bsdf::Mirror { .. } => reflect(ray.dir, face_towards(surface.shading_normal, -ray.dir)),
             Bsdf::Dielectric { ior, .. } => {
-                let (n, eta) = if entering {
-                    (surface.shading_normal, 1.0 / ior)
-                } else {
-                    (-surface.shading_normal, ior)
-                };
+                let (n, eta) = surface.interface(ray.dir, ior);
                 refract(ray.dir, n, eta).unwrap_or_else(|| reflect(ray.dir, n))
             }
         };
-        let offset = face_towards(surface.geometric_normal, dir) * scene.ray_epsilon();
-        ray = Ray::new(surface.point + offset, dir);
+        ray = scene.spawn(&surface, dir);
     }
     None
 }

@@ -47,6 +47,20 @@ pub struct SurfaceHit {
     pub t: f32,
 }
 
+impl SurfaceHit {
+    /// The dielectric interface a ray travelling along `dir` meets here:
+    /// the shading normal turned to face the ray's side, and the ratio of
+    /// refractive indices `eta` (outside to inside when entering, the
+    /// inverse when leaving), as `bsdf::refract` and `fresnel_*` take them.
+    pub fn interface(&self, dir: Vec3, ior: f32) -> (Vec3, f32) {
+        if self.geometric_normal.dot(dir) < 0.0 {
+            (self.shading_normal, 1.0 / ior)
+        } else {
+            (-self.shading_normal, ior)
+        }
+    }
+}
+
 impl RenderScene {
     /// Flattens `scene` and builds the acceleration structure `accel_name`
     /// (a name from `caustic_accel::ACCEL_NAMES`).
@@ -98,6 +112,14 @@ impl RenderScene {
 
     pub fn occluded(&self, ray: &Ray) -> bool {
         self.accel.occluded(ray)
+    }
+
+    /// A ray leaving `surface` in `dir`, its origin pushed off the surface
+    /// to the side `dir` goes to, so it cannot hit its own triangle: how
+    /// every renderer spawns secondary rays.
+    pub fn spawn(&self, surface: &SurfaceHit, dir: Vec3) -> Ray {
+        let n = crate::direct::face_towards(surface.geometric_normal, dir);
+        Ray::new(surface.point + n * self.ray_epsilon(), dir)
     }
 
     /// Shading data at a hit.

@@ -24,7 +24,7 @@ use crate::bsdf::{fresnel_dielectric, fresnel_schlick, reflect, refract};
 use crate::direct::{direct_light, face_towards};
 use crate::tiles::{Tile, morton_tiles};
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
-use caustic_geom::{Ray, Rgb, Vec2, Vec3};
+use caustic_geom::{Ray, Rgb, Vec2};
 use caustic_scene::{Bsdf, Camera};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -281,7 +281,7 @@ impl Tracer<'_> {
             Bsdf::Mirror { reflectance } if visible && depth < self.settings.max_depth => {
                 let n = face_towards(surface.shading_normal, -ray.dir);
                 let dir = reflect(ray.dir, n);
-                let next = self.spawn(&surface, dir);
+                let next = self.scene.spawn(&surface, dir);
                 let child = draw::child_key(key, draw::REFLECT);
                 radiance += reflectance * self.branch(&next, depth + 1, 1.0, child, ctx);
             }
@@ -314,12 +314,7 @@ impl Tracer<'_> {
         if depth >= self.settings.max_depth {
             return Rgb::ZERO;
         }
-        let entering = surface.geometric_normal.dot(ray.dir) < 0.0;
-        let (n, eta) = if entering {
-            (surface.shading_normal, 1.0 / ior)
-        } else {
-            (-surface.shading_normal, ior)
-        };
+        let (n, eta) = surface.interface(ray.dir, ior);
         let cos_i = (-ray.dir.dot(n)).max(0.0);
         let reflectance = match self.settings.fresnel {
             FresnelMode::Exact => fresnel_dielectric(cos_i, eta),
@@ -327,7 +322,7 @@ impl Tracer<'_> {
         };
         let mut radiance = Rgb::ZERO;
         if reflectance > 0.0 {
-            let next = self.spawn(surface, reflect(ray.dir, n));
+            let next = self.scene.spawn(surface, reflect(ray.dir, n));
             let child = draw::child_key(key, draw::REFLECT);
             radiance += self.branch(&next, depth + 1, reflectance, child, ctx);
         }
@@ -335,7 +330,7 @@ impl Tracer<'_> {
             .then(|| refract(ray.dir, n, eta))
             .flatten();
         if let Some(dir) = transmitted {
-            let next = self.spawn(surface, dir);
+            let next = self.scene.spawn(surface, dir);
             let child = draw::child_key(key, draw::REFRACT);
             radiance += self.branch(&next, depth + 1, 1.0 - reflectance, child, ctx);
         }
@@ -355,12 +350,5 @@ impl Tracer<'_> {
         } else {
             Rgb::ZERO
         }
-    }
-
-    /// A ray leaving the surface in `dir`, its origin pushed off the surface
-    /// to the side `dir` goes to, so it cannot hit its own triangle.
-    fn spawn(&self, surface: &SurfaceHit, dir: Vec3) -> Ray {
-        let n = face_towards(surface.geometric_normal, dir);
-        Ray::new(surface.point + n * self.scene.ray_epsilon(), dir)
     }
 }

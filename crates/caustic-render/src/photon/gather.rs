@@ -167,8 +167,7 @@ impl Gatherer<'_> {
                 }
                 _ => break,
             };
-            let side = face_towards(surface.geometric_normal, dir);
-            ray = Ray::new(surface.point + side * self.scene.ray_epsilon(), dir);
+            ray = self.scene.spawn(&surface, dir);
         }
         (Rgb::ZERO, first)
     }
@@ -177,12 +176,7 @@ impl Gatherer<'_> {
 /// Reflection with the Fresnel probability, refraction otherwise, at a
 /// smooth dielectric; `u` is the uniform that decides.
 pub(crate) fn dielectric_choice(ray: &Ray, surface: &SurfaceHit, ior: f32, u: f32) -> Vec3 {
-    let entering = surface.geometric_normal.dot(ray.dir) < 0.0;
-    let (n, eta) = if entering {
-        (surface.shading_normal, 1.0 / ior)
-    } else {
-        (-surface.shading_normal, ior)
-    };
+    let (n, eta) = surface.interface(ray.dir, ior);
     let d = ray.dir.normalize();
     let reflectance = fresnel_dielectric((-d.dot(n)).max(0.0), eta);
     (u >= reflectance)

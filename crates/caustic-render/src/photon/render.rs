@@ -549,7 +549,7 @@ impl<'a> Renderer<'a> {
             Bsdf::Mirror { reflectance } if visible && depth < self.settings.max_depth => {
                 let dir =
                     crate::bsdf::reflect(ray.dir, face_towards(surface.shading_normal, -ray.dir));
-                let next = self.spawn(&surface, dir);
+                let next = self.scene.spawn(&surface, dir);
                 let child = draw::child_key(key, draw::REFLECT);
                 radiance += reflectance * self.branch(&next, depth + 1, 1.0, child, rays, visit);
             }
@@ -574,17 +574,12 @@ impl<'a> Renderer<'a> {
         rays: &mut u64,
         visit: &mut dyn FnMut(&DiffuseVertex) -> Rgb,
     ) -> Rgb {
-        let entering = surface.geometric_normal.dot(ray.dir) < 0.0;
-        let (n, eta) = if entering {
-            (surface.shading_normal, 1.0 / ior)
-        } else {
-            (-surface.shading_normal, ior)
-        };
+        let (n, eta) = surface.interface(ray.dir, ior);
         let d = ray.dir.normalize();
         let reflectance = crate::bsdf::fresnel_dielectric((-d.dot(n)).max(0.0), eta);
         let mut radiance = Rgb::ZERO;
         if reflectance > 0.0 {
-            let next = self.spawn(surface, crate::bsdf::reflect(d, n));
+            let next = self.scene.spawn(surface, crate::bsdf::reflect(d, n));
             let child = draw::child_key(key, draw::REFLECT);
             radiance += self.branch(&next, depth + 1, reflectance, child, rays, visit);
         }
@@ -592,7 +587,7 @@ impl<'a> Renderer<'a> {
             .then(|| crate::bsdf::refract(d, n, eta))
             .flatten();
         if let Some(dir) = refracted {
-            let next = self.spawn(surface, dir);
+            let next = self.scene.spawn(surface, dir);
             let child = draw::child_key(key, draw::REFRACT);
             radiance += self.branch(&next, depth + 1, 1.0 - reflectance, child, rays, visit);
         }
@@ -618,11 +613,6 @@ impl<'a> Renderer<'a> {
         } else {
             Rgb::ZERO
         }
-    }
-
-    fn spawn(&self, surface: &SurfaceHit, dir: Vec3) -> Ray {
-        let n = face_towards(surface.geometric_normal, dir);
-        Ray::new(surface.point + n * self.scene.ray_epsilon(), dir)
     }
 
     /// Direct light, caustics and indirect light reflected at `v`.

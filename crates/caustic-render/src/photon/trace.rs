@@ -265,7 +265,7 @@ impl Tracer<'_> {
                     power *= reflectance;
                     path = path.after_specular();
                     let n = face_towards(surface.shading_normal, -ray.dir);
-                    Some(self.spawn(&surface, reflect(ray.dir, n)))
+                    Some(self.scene.spawn(&surface, reflect(ray.dir, n)))
                 }
                 Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if self.caustic_only => {
                     if path == PathSoFar::Specular {
@@ -325,19 +325,14 @@ impl Tracer<'_> {
         ior: f32,
         rng: &mut Pcg32,
     ) -> Ray {
-        let entering = surface.geometric_normal.dot(ray.dir) < 0.0;
-        let (n, eta) = if entering {
-            (surface.shading_normal, 1.0 / ior)
-        } else {
-            (-surface.shading_normal, ior)
-        };
+        let (n, eta) = surface.interface(ray.dir, ior);
         let cos_i = (-ray.dir.dot(n)).max(0.0);
         let reflectance = fresnel_dielectric(cos_i, eta);
         let refracted = (rng.next_f32() >= reflectance)
             .then(|| refract(ray.dir, n, eta))
             .flatten();
         let dir = refracted.unwrap_or_else(|| reflect(ray.dir, n));
-        self.spawn(surface, dir)
+        self.scene.spawn(surface, dir)
     }
 
     /// Russian roulette and a new direction at a diffuse or glossy hit;
@@ -380,7 +375,7 @@ impl Tracer<'_> {
             return None;
         };
         // A shading normal may send the photon under the surface: absorbed.
-        (dir.dot(ng) > 0.0 && dir.dot(n) > 0.0).then(|| self.spawn(surface, dir))
+        (dir.dot(ng) > 0.0 && dir.dot(n) > 0.0).then(|| self.scene.spawn(surface, dir))
     }
 
     fn survival(&self, reflectance: Rgb) -> f32 {
@@ -389,13 +384,6 @@ impl Tracer<'_> {
             RouletteRule::MeanAlbedo => reflectance.element_sum() / 3.0,
         };
         p.clamp(0.0, 1.0)
-    }
-
-    /// A ray leaving the surface in `dir`, pushed off to the side `dir`
-    /// goes to, as the Whitted renderer spawns its rays.
-    fn spawn(&self, surface: &SurfaceHit, dir: Vec3) -> Ray {
-        let n = face_towards(surface.geometric_normal, dir);
-        Ray::new(surface.point + n * self.scene.ray_epsilon(), dir)
     }
 }
 

@@ -151,7 +151,7 @@ impl EyeTracer<'_> {
                     weight *= reflectance;
                     key = draw::child_key(key, draw::REFLECT);
                     let n = face_towards(surface.shading_normal, -ray.dir);
-                    Some(self.spawn(&surface, reflect(ray.dir, n)))
+                    Some(self.scene.spawn(&surface, reflect(ray.dir, n)))
                 }
                 Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => {
                     let wo = -ray.dir.normalize();
@@ -182,12 +182,7 @@ impl EyeTracer<'_> {
     /// Reflects with the Fresnel probability, refracts otherwise (total
     /// internal reflection reflects), and moves `key` to the branch taken.
     fn dielectric(&self, ray: &Ray, surface: &SurfaceHit, ior: f32, key: &mut u64) -> Ray {
-        let entering = surface.geometric_normal.dot(ray.dir) < 0.0;
-        let (n, eta) = if entering {
-            (surface.shading_normal, 1.0 / ior)
-        } else {
-            (-surface.shading_normal, ior)
-        };
+        let (n, eta) = surface.interface(ray.dir, ior);
         let cos_i = (-ray.dir.dot(n)).max(0.0);
         let reflectance = fresnel_dielectric(cos_i, eta);
         let refracted = (draw::uniform(*key, draw::ROULETTE) >= reflectance)
@@ -198,7 +193,7 @@ impl EyeTracer<'_> {
             None => (reflect(ray.dir, n), draw::REFLECT),
         };
         *key = draw::child_key(*key, branch);
-        self.spawn(surface, dir)
+        self.scene.spawn(surface, dir)
     }
 
     fn visible_point(
@@ -221,12 +216,5 @@ impl EyeTracer<'_> {
             albedo: self.scene.albedo(material, surface.uv),
             footprint,
         }
-    }
-
-    /// A ray leaving the surface in `dir`, pushed off to the side it goes
-    /// to, as the Whitted renderer spawns its rays.
-    fn spawn(&self, surface: &SurfaceHit, dir: Vec3) -> Ray {
-        let n = face_towards(surface.geometric_normal, dir);
-        Ray::new(surface.point + n * self.scene.ray_epsilon(), dir)
     }
 }
