@@ -23,12 +23,8 @@ use crate::error::GpuError;
 use crate::kernels::points as k;
 use crate::ops::radix_sort::sort_pairs_bits;
 use crate::ops::segment::find_sorted_bounds;
-use crate::ops::{blocks_for, check_len};
+use crate::ops::{check_len, launch_grid_stride as launch};
 
-/// Threads per block (`POINTS_THREADS`).
-const THREADS: u32 = 256;
-/// Grid-stride kernels stop adding blocks here.
-const MAX_BLOCKS: u32 = 1 << 16;
 /// Largest k of a query (`POINTS_MAX_K`: the per-thread heap).
 pub const MAX_K: usize = 128;
 /// Index of a neighbour slot left empty (`NO_NEIGHBOUR`).
@@ -335,19 +331,6 @@ fn bounds(points: &DeviceBuffer<[f32; 3]>) -> Result<([f32; 3], [f32; 3]), GpuEr
         [unordered(b[0]), unordered(b[1]), unordered(b[2])],
         [unordered(b[3]), unordered(b[4]), unordered(b[5])],
     ))
-}
-
-fn launch(
-    gpu: &Gpu,
-    kernel: crate::kernels::Kernel,
-    n: usize,
-    args: &[crate::context::Arg],
-) -> Result<(), GpuError> {
-    if n == 0 {
-        return Ok(());
-    }
-    let blocks = blocks_for(n, THREADS as usize).min(MAX_BLOCKS);
-    gpu.launch(kernel, blocks, THREADS, args)
 }
 
 #[cfg(test)]

@@ -6,14 +6,16 @@
 //! the GPU machine (`scripts/gpu-run.sh`). Each test prints its seed; set
 //! `CAUSTIC_TEST_SEED` to replay one.
 
-use std::sync::OnceLock;
+#[path = "common/device.rs"]
+mod device;
 
 use bytemuck::Pod;
 use caustic_geom::{Aabb, Pcg32, Vec3};
 use caustic_gpu::ops::scan::{Direction, ScanKind};
 use caustic_gpu::ops::segment::SegmentOp;
 use caustic_gpu::ops::{compact, cpu, radix_sort, reduce, scan, segment, split};
-use caustic_gpu::{DeviceBuffer, Gpu, GpuError, ModuleId};
+use caustic_gpu::{DeviceBuffer, GpuError, ModuleId};
+use device::gpu;
 
 const SIZES: &[usize] = &[
     0,
@@ -33,28 +35,8 @@ const SIZES: &[usize] = &[
     1 << 24,
 ];
 
-fn gpu() -> &'static Gpu {
-    static GPU: OnceLock<Gpu> = OnceLock::new();
-    GPU.get_or_init(|| {
-        let gpu = Gpu::probe().unwrap_or_else(|e| panic!("these tests need a CUDA GPU: {e}"));
-        eprintln!("device: {}", gpu.info());
-        gpu
-    })
-}
-
-/// A generator seeded from CAUSTIC_TEST_SEED or the clock; prints the seed.
 fn rng(test: &str) -> Pcg32 {
-    let seed = std::env::var("CAUSTIC_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("{test}: CAUSTIC_TEST_SEED={seed}");
-    Pcg32::new(seed, 0x5eed)
+    device::seeded_rng(test, 0x5eed)
 }
 
 fn upload<T: Pod>(data: &[T]) -> DeviceBuffer<T> {

@@ -10,34 +10,17 @@
 //! the GPU machine (`scripts/gpu-run.sh`). Each test prints its seed; set
 //! `CAUSTIC_TEST_SEED` to replay one.
 
-use std::sync::OnceLock;
+#[path = "common/device.rs"]
+mod device;
 
 use caustic_accel::points::{PointStructure, build_point_structure, reference};
 use caustic_geom::{Pcg32, Vec3};
 use caustic_gpu::points::{GpuHashGrid, GpuNeighbours, knn_brute};
-use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
-
-fn gpu() -> &'static Gpu {
-    static GPU: OnceLock<Gpu> = OnceLock::new();
-    GPU.get_or_init(|| {
-        let gpu = Gpu::probe().unwrap_or_else(|e| panic!("these tests need a CUDA GPU: {e}"));
-        eprintln!("device: {}", gpu.info());
-        gpu
-    })
-}
+use caustic_gpu::{DeviceBuffer, GpuError};
+use device::gpu;
 
 fn rng(test: &str) -> Pcg32 {
-    let seed = std::env::var("CAUSTIC_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("{test}: CAUSTIC_TEST_SEED={seed}");
-    Pcg32::new(seed, 0x9017)
+    device::seeded_rng(test, 0x9017)
 }
 
 fn upload(points: &[Vec3]) -> DeviceBuffer<[f32; 3]> {

@@ -20,39 +20,21 @@
 #[path = "common/scenes.rs"]
 mod scenes;
 
-use std::sync::OnceLock;
+#[path = "common/device.rs"]
+mod device;
 
 use caustic_accel::{Accel, TriangleBvh};
 use caustic_geom::protocol;
 use caustic_geom::{Hit, Pcg32, Ray, Triangle, Vec3};
 use caustic_gpu::rays;
-use caustic_gpu::{DeviceBuffer, DeviceBvh, Gpu, GpuHit, GpuRay, Tracer};
+use caustic_gpu::{DeviceBuffer, DeviceBvh, GpuHit, GpuRay, Tracer};
+use device::gpu;
 
 const WIDTH: u32 = 1920;
 const HEIGHT: u32 = 1080;
 
-fn gpu() -> &'static Gpu {
-    static GPU: OnceLock<Gpu> = OnceLock::new();
-    GPU.get_or_init(|| {
-        let gpu = Gpu::probe().unwrap_or_else(|e| panic!("these tests need a CUDA GPU: {e}"));
-        eprintln!("device: {}", gpu.info());
-        gpu
-    })
-}
-
-/// A generator seeded from CAUSTIC_TEST_SEED or the clock; prints the seed.
 fn rng(test: &str) -> Pcg32 {
-    let seed = std::env::var("CAUSTIC_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("{test}: CAUSTIC_TEST_SEED={seed}");
-    Pcg32::new(seed, 0x7ace)
+    device::seeded_rng(test, 0x7ace)
 }
 
 // ------------------------------------------------------------ GPU helpers

@@ -69,6 +69,27 @@ impl LookbackScratch {
 }
 
 /// Number of blocks that cover `len` elements, `per_block` at a time.
+/// Threads per block of the grid-stride kernels (`SEGMENT_THREADS`,
+/// `SEGSPLIT_THREADS`, `POINTS_THREADS` in the `.cu` files).
+pub(crate) const GRID_STRIDE_THREADS: u32 = 256;
+/// Grid-stride launches stop adding blocks here; each thread then loops.
+const GRID_STRIDE_MAX_BLOCKS: u32 = 1 << 16;
+
+/// Queues a grid-stride kernel (one thread per element, looping over
+/// 64-bit indices) over `n` elements; nothing for `n == 0`.
+pub(crate) fn launch_grid_stride(
+    gpu: &crate::context::Gpu,
+    kernel: crate::kernels::Kernel,
+    n: usize,
+    args: &[crate::context::Arg],
+) -> Result<(), GpuError> {
+    if n == 0 {
+        return Ok(());
+    }
+    let blocks = blocks_for(n, GRID_STRIDE_THREADS as usize).min(GRID_STRIDE_MAX_BLOCKS);
+    gpu.launch(kernel, blocks, GRID_STRIDE_THREADS, args)
+}
+
 pub(crate) fn blocks_for(len: usize, per_block: usize) -> u32 {
     u32::try_from(len.div_ceil(per_block)).expect("callers bound len so the grid fits")
 }
@@ -176,10 +197,17 @@ mod tests {
             define(&reduce, "REDUCE_THREADS"),
             super::reduce::THREADS as usize
         );
-        let segment = [ModuleId::Segment.source()];
-        assert_eq!(
-            define(&segment, "SEGMENT_THREADS"),
-            super::segment::THREADS as usize
-        );
+        // Every grid-stride kernel family is launched with one block size.
+        for (module, name) in [
+            (ModuleId::Segment, "SEGMENT_THREADS"),
+            (ModuleId::Split, "SEGSPLIT_THREADS"),
+            (ModuleId::Points, "POINTS_THREADS"),
+        ] {
+            assert_eq!(
+                define(&[module.source()], name),
+                super::GRID_STRIDE_THREADS as usize,
+                "{name}"
+            );
+        }
     }
 }

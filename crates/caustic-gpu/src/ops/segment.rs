@@ -5,15 +5,10 @@
 //! Semantics: the functions of the same names in [`super::cpu`].
 
 use super::scan::{self, Direction, ScanKind};
-use super::{MAX_SCAN_LEN, blocks_for, check_len, check_same_len};
+use super::{MAX_SCAN_LEN, check_len, check_same_len};
 use crate::buffer::DeviceBuffer;
 use crate::error::GpuError;
 use crate::kernels::{Kernel, segment as k};
-
-/// Threads per block (`SEGMENT_THREADS` in segment.cu).
-pub(crate) const THREADS: u32 = 256;
-/// Grid-stride kernels stop adding blocks here; each thread then loops.
-const MAX_BLOCKS: u32 = 1 << 16;
 
 /// The operator of a segmented reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,9 +192,5 @@ fn launch_elementwise<T: bytemuck::Pod>(
     n: usize,
     args: &[crate::context::Arg],
 ) -> Result<(), GpuError> {
-    if n == 0 {
-        return Ok(());
-    }
-    let blocks = blocks_for(n, THREADS as usize).min(MAX_BLOCKS);
-    on.gpu().launch(kernel, blocks, THREADS, args)
+    super::launch_grid_stride(on.gpu(), kernel, n, args)
 }

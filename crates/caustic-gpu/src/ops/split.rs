@@ -86,9 +86,6 @@ pub fn partition_u32(
     Ok(split_point.download()?[0] as usize)
 }
 
-/// Threads per block of the segmented-split kernels (`SEGSPLIT_THREADS`).
-const SEGSPLIT_THREADS: u32 = 256;
-
 /// Stable partition by flag inside every segment (Zeidan 2011's SegSplit):
 /// segments start at non-zero `heads` (element 0 always starts one), and
 /// within each the values with a zero flag come first, then the others,
@@ -111,11 +108,10 @@ pub fn segmented_partition_u32(
     }
     let zeros = DeviceBuffer::<u32>::uninit(gpu, "segmented split falses", n)?;
     let ones = DeviceBuffer::<u32>::uninit(gpu, "segmented split ones", n)?;
-    let blocks = super::blocks_for(n, SEGSPLIT_THREADS as usize).min(1 << 16);
-    gpu.launch(
+    super::launch_grid_stride(
+        gpu,
         k::SPLIT_SEGMENTED_FLAGS_U32,
-        blocks,
-        SEGSPLIT_THREADS,
+        n,
         &[flags.arg(), n.into(), zeros.arg(), ones.arg()],
     )?;
     let mut rank0 = DeviceBuffer::<u32>::uninit(gpu, "segmented split ranks", n)?;
@@ -123,10 +119,10 @@ pub fn segmented_partition_u32(
     segmented_u32(&zeros, heads, &mut rank0, ScanKind::Exclusive, None)?;
     segmented_u32(&ones, heads, &mut pos, ScanKind::Exclusive, None)?;
     let falses = DeviceBuffer::<u32>::uninit(gpu, "segmented split counts", n)?;
-    gpu.launch(
+    super::launch_grid_stride(
+        gpu,
         k::SPLIT_SEGMENTED_TOTALS_U32,
-        blocks,
-        SEGSPLIT_THREADS,
+        n,
         &[
             zeros.arg(),
             rank0.arg(),
@@ -136,10 +132,10 @@ pub fn segmented_partition_u32(
             falses.arg(),
         ],
     )?;
-    gpu.launch(
+    super::launch_grid_stride(
+        gpu,
         kernel,
-        blocks,
-        SEGSPLIT_THREADS,
+        n,
         &[
             values.arg(),
             flags.arg(),
