@@ -83,15 +83,16 @@ pub struct AccelBenchArgs {
     camera: CameraArgs,
 }
 
-/// Best and median of a list of durations in milliseconds.
+/// Best and median of a list of durations in milliseconds (also used by
+/// `bench photons`).
 #[derive(Clone, Copy, Debug)]
-struct Timing {
-    best_ms: f64,
-    median_ms: f64,
+pub(crate) struct Timing {
+    pub(crate) best_ms: f64,
+    pub(crate) median_ms: f64,
 }
 
 impl Timing {
-    fn from_runs(runs: &[f64]) -> Self {
+    pub(crate) fn from_runs(runs: &[f64]) -> Self {
         let mut sorted = runs.to_vec();
         sorted.sort_by(f64::total_cmp);
         Self {
@@ -274,7 +275,7 @@ pub(crate) fn protocol_camera(
     Ok(pc)
 }
 
-fn time_ms(f: impl FnOnce()) -> f64 {
+pub(crate) fn time_ms(f: impl FnOnce()) -> f64 {
     let start = Instant::now();
     f();
     start.elapsed().as_secs_f64() * 1e3

@@ -11,6 +11,7 @@
 //! benchmark fails if two structures disagree.
 
 use crate::alloc_counter;
+use crate::bench::{Timing, time_ms};
 use crate::plot;
 use crate::scene_arg::{self, CameraArgs};
 use anyhow::{Context, Result, bail};
@@ -122,27 +123,11 @@ fn parse_resolution(text: &str) -> Result<(u32, u32)> {
     }
 }
 
-/// Best and median of timed runs, in milliseconds.
-#[derive(Clone, Copy, Debug)]
-struct Timing {
-    best_ms: f64,
-    median_ms: f64,
-}
-
+/// One untimed warm-up run, then `reps` timed ones.
 fn time_runs(reps: usize, mut run: impl FnMut()) -> Timing {
     run();
-    let mut runs: Vec<f64> = (0..reps)
-        .map(|_| {
-            let start = Instant::now();
-            run();
-            start.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    runs.sort_by(f64::total_cmp);
-    Timing {
-        best_ms: runs[0],
-        median_ms: runs[runs.len() / 2],
-    }
+    let runs: Vec<f64> = (0..reps).map(|_| time_ms(&mut run)).collect();
+    Timing::from_runs(&runs)
 }
 
 struct BuildRow {

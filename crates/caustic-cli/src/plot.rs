@@ -5,6 +5,19 @@ use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 use std::path::Path;
 
+/// A log-scale axis range around `values` (clamped to at least 1e-3, half
+/// a step of margin each side); `1..10` when there are none.
+fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    let (lo, hi) = values
+        .map(|v| v.max(1e-3))
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if lo > hi {
+        1.0..10.0
+    } else {
+        (lo / 1.5)..(hi * 1.5)
+    }
+}
+
 /// One point of a build-versus-trace plot.
 pub struct TradeoffPoint {
     /// The series (acceleration structure) it belongs to.
@@ -32,14 +45,7 @@ const PALETTE: [RGBColor; 8] = [
 pub fn build_vs_trace(path: &Path, title: &str, points: &[TradeoffPoint]) -> Result<()> {
     let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw {}: {e}", path.display());
     let positive = |v: f64| v.max(1e-3);
-    let range = |f: fn(&TradeoffPoint) -> f64| {
-        let (lo, hi) = points
-            .iter()
-            .map(f)
-            .map(positive)
-            .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
-        (lo / 1.5)..(hi * 1.5)
-    };
+    let range = |f: fn(&TradeoffPoint) -> f64| log_range(points.iter().map(f));
     let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let mut chart = ChartBuilder::on(&root)
@@ -115,17 +121,7 @@ pub fn lines(
     let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw {}: {e}", path.display());
     let positive = |v: f64| v.max(1e-3);
     let all = || series.iter().flat_map(|s| s.points.iter());
-    let span = |f: fn(&(f64, f64)) -> f64| {
-        let (lo, hi) = all()
-            .map(f)
-            .map(positive)
-            .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
-        if lo > hi {
-            1.0..10.0
-        } else {
-            (lo / 1.5)..(hi * 1.5)
-        }
-    };
+    let span = |f: fn(&(f64, f64)) -> f64| log_range(all().map(f));
     let root = SVGBackend::new(path, (900, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let mut chart = ChartBuilder::on(&root)

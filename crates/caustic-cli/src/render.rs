@@ -243,16 +243,24 @@ fn add_headlight_if_unlit(scene: &mut Scene, eye: caustic_geom::Vec3) {
 }
 
 fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    styled_progress_bar(
+        total,
+        quiet,
+        "{spinner} rendering [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}",
+    )
+}
+
+/// A progress bar on stderr counting to `total` with `template`, or a
+/// hidden one when `quiet`.
+pub(crate) fn styled_progress_bar(total: u64, quiet: bool, template: &str) -> ProgressBar {
     if quiet {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} rendering [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
+        ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
     );
     bar
 }

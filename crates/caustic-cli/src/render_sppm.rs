@@ -7,7 +7,7 @@ use caustic_render::sppm::{self, PassView, SppmSettings};
 use caustic_render::{Film, RenderScene, image_io};
 use caustic_scene::Camera;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use std::path::{Path, PathBuf};
 
 /// Options of the `sppm` integrator.
@@ -129,16 +129,9 @@ fn score_line(view: &PassView, reference: &Film) {
 }
 
 fn progress_bar(passes: u64, hidden: bool) -> ProgressBar {
-    if hidden {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(passes), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} sppm [{bar:40}] pass {pos}/{len} {elapsed_precise} eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    bar
+    crate::render::styled_progress_bar(
+        passes,
+        hidden,
+        "{spinner} sppm [{bar:40}] pass {pos}/{len} {elapsed_precise} eta {eta}",
+    )
 }
