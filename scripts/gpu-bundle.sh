@@ -64,6 +64,18 @@ else
     echo "note: no scene archives in '${archives}'; the scene tests and the trace benchmark will skip"
 fi
 
+# The Cornell references (scene files and path-traced images, about 7 MB)
+# for the photon mapper's GPU tests; CAUSTIC_BUNDLE_REFS=0 leaves them out.
+refs="${CAUSTIC_REFS:-../shared/refs}"
+if [ "${CAUSTIC_BUNDLE_REFS:-1}" != 0 ] && [ -d "$refs" ]; then
+    for name in cornell-box cornell-caustics; do
+        [ -d "$refs/$name" ] || continue
+        mkdir -p "$bundle/refs/$name"
+        cp "$refs/$name"/*.xml "$refs/$name"/*.obj "$refs/$name/${name}_path".* "$bundle/refs/$name/"
+    done
+    echo "bundled the Cornell references from $refs"
+fi
+
 # Debug sections are most of each binary's size, and what travels to the GPU
 # machine is limited; panic messages keep their file and line without them.
 find "$bundle" -type f -perm -u+x -exec strip --strip-debug {} +

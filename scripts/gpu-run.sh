@@ -18,6 +18,8 @@
 #   CAUSTIC_OPTIX=0                           skip the OptiX anchor
 #   CAUSTIC_WHITTED_BENCH=0                   skip the GPU-vs-CPU Whitted frame-time benchmark
 #   CAUSTIC_POINTS_BENCH=0                    skip the GPU photon-search benchmark
+#   CAUSTIC_PHOTON_BENCH=0                    skip the GPU photon-mapped frame benchmark
+#   CAUSTIC_PHOTON_BENCH_ARGS="1000000 1920x1080 --no-cpu"  its arguments
 #   CAUSTIC_NCU=1                             profile scan and radix sort with ncu (CAUSTIC_NCU_CUB=1: CUB's too)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -57,6 +59,12 @@ if ls "$here"/scenes/*.tar.xz >/dev/null 2>&1; then
     done
     export CAUSTIC_SCENES="$scenes" CAUSTIC_REQUIRE_SCENES=1
     echo "scenes: $(ls "$scenes" | tr '\n' ' ')" | tee -a "$summary"
+fi
+
+# The Mitsuba references the photon tests compare against (gpu-bundle.sh
+# carries the Cornell scenes' files).
+if [ -d "$here/refs" ]; then
+    export CAUSTIC_REFS="$here/refs"
 fi
 
 # Tests: synchronise after every launch so a fault names its kernel.
@@ -104,6 +112,13 @@ fi
 
 if [ "${CAUSTIC_WHITTED_BENCH:-1}" != 0 ] && [ -x "$here/whitted_gpu_bench" ]; then
     timeout "${CAUSTIC_WHITTED_BENCH_TIMEOUT:-300}" "$here/whitted_gpu_bench" \
+        2>&1 | tee -a "$logs/bench.log"
+fi
+
+# The photon mapper at 1920x1080 with 10^6 photons: GPU frame time by
+# stage, against one CPU frame (examples/photon_gpu_bench.rs).
+if [ "${CAUSTIC_PHOTON_BENCH:-1}" != 0 ] && [ -x "$here/photon_gpu_bench" ]; then
+    timeout "${CAUSTIC_PHOTON_BENCH_TIMEOUT:-300}" "$here/photon_gpu_bench" ${CAUSTIC_PHOTON_BENCH_ARGS:-} \
         2>&1 | tee -a "$logs/bench.log"
 fi
 

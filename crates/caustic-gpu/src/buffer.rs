@@ -161,6 +161,35 @@ impl<T: Pod> DeviceBuffer<T> {
         .map_err(GpuError::driver("copying on the GPU"))
     }
 
+    /// Copies all of `source` into elements `offset .. offset + source.len()`
+    /// of this buffer on the device (concatenating buffers).
+    pub fn copy_from_at(
+        &mut self,
+        source: &DeviceBuffer<T>,
+        offset: usize,
+    ) -> Result<(), GpuError> {
+        if offset
+            .checked_add(source.len())
+            .is_none_or(|end| end > self.len)
+        {
+            return Err(GpuError::LengthMismatch {
+                operation: "copy_from_at",
+                what: "offset + source",
+                expected: self.len,
+                actual: offset.saturating_add(source.len()),
+            });
+        }
+        if source.is_empty() {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        let at = self.ptr + (offset * size_of::<T>()) as sys::CUdeviceptr;
+        // SAFETY: the range `at .. at + source.bytes()` lies inside this
+        // allocation (checked above) and the buffers are distinct.
+        unsafe { result::memcpy_dtod_async(at, source.ptr, source.bytes(), self.gpu.raw_stream()) }
+            .map_err(GpuError::driver("copying on the GPU"))
+    }
+
     /// Sets every byte to `byte`.
     pub fn fill_bytes(&mut self, byte: u8) -> Result<(), GpuError> {
         if self.is_empty() {

@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 use caustic_accel::BvhNode;
 
 use crate::bvh::GpuTriangle;
+use crate::photon::{GpuPhoton, GpuPhotonPath, GpuPhotonSource, PhotonMapView, PhotonParams};
 use crate::rays::PrimaryFrame;
 use crate::trace::{GpuHit, GpuRay};
 use crate::whitted::{
@@ -69,6 +70,7 @@ pub fn header() -> &'static str {
             [forward, right, up, half_height, aspect, eye, pad]
         );
         describe_whitted(&mut s);
+        describe_photon(&mut s);
         s
     })
 }
@@ -117,6 +119,45 @@ fn describe_whitted(s: &mut String) {
             light_count,
             area_count,
             schlick
+        ]
+    );
+}
+
+/// The records of the photon mapper (`kernels/photon.cuh`).
+fn describe_photon(s: &mut String) {
+    describe!(s, GpuPhoton, "Photon", [position, power, incoming, normal]);
+    describe!(
+        s,
+        GpuPhotonSource,
+        "PhotonSource",
+        [
+            a, kind, b, area, power, cos_start, cos_width, radius, pick, cdf
+        ]
+    );
+    describe!(s, GpuPhotonPath, "PhotonPath", [state, inc, power, kind]);
+    describe!(
+        s,
+        PhotonParams,
+        "PhotonParams",
+        [
+            sources,
+            first_photon,
+            seed,
+            source_count,
+            max_bounces,
+            inv_photons,
+            global_rule,
+            mean_roulette,
+            caustic_only
+        ]
+    );
+    describe!(
+        s,
+        PhotonMapView,
+        "PhotonMapView",
+        [
+            start, end, sorted, photons, origin, inv_cell, dims, table_bits, k, max_radius, cone,
+            count
         ]
     );
 }

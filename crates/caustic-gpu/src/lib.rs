@@ -18,6 +18,9 @@
 //!   equal the CPU traversal's bit for bit.
 //! - [`points`]: photon-map neighbour search: the spatial hash grid of
 //!   seed 003 and brute-force kNN, answers equal to the CPU reference.
+//! - [`photon`]: the device records and kernels of the GPU photon mapper
+//!   (photon wavefront with stream compaction, radiance estimates in
+//!   hash-grid maps; `caustic_render::photon::trace_cuda`, `render_cuda`).
 //! - [`bench`]: the benchmarks behind `caustic bench gpu` (primitives
 //!   against the copy ceiling, trace throughput on the ray protocol).
 //! - [`whitted`]: the device records and kernels of the wavefront Whitted
@@ -36,6 +39,7 @@ pub mod error;
 pub mod kernels;
 pub mod layout;
 pub mod ops;
+pub mod photon;
 pub mod points;
 pub mod rays;
 pub mod trace;

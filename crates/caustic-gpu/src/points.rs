@@ -224,6 +224,16 @@ impl GpuHashGrid {
         self.len == 0
     }
 
+    /// Device addresses of the bucket starts, ends and the sorted points,
+    /// for kernels that query the grid themselves (`points.cuh`).
+    pub fn device_arrays(&self) -> (u64, u64, u64) {
+        (
+            self.start.device_ptr(),
+            self.end.device_ptr(),
+            self.sorted.device_ptr(),
+        )
+    }
+
     /// Device bytes the grid holds.
     pub fn bytes(&self) -> usize {
         (self.start.len() + self.end.len()) * 4 + self.sorted.len() * 16

@@ -84,6 +84,17 @@ impl GpuScene {
         camera: &Camera,
         settings: &WhittedSettings,
     ) -> Result<(Film, RenderStats), GpuError> {
+        self.render_with(camera, settings, &mut |_| Ok(()))
+    }
+
+    /// [`Self::render`] with `extra` run on every traced wave after its
+    /// shading (the photon mapper adds its radiance estimates there).
+    pub fn render_with(
+        &self,
+        camera: &Camera,
+        settings: &WhittedSettings,
+        extra: &mut dyn FnMut(&ShadedWave) -> Result<(), GpuError>,
+    ) -> Result<(Film, RenderStats), GpuError> {
         let start = Instant::now();
         let gpu = self.device.bvh.gpu();
         let pixels = settings.width as usize * settings.height as usize;
@@ -102,7 +113,7 @@ impl GpuScene {
             if wave.rays.is_empty() {
                 break;
             }
-            wave = frame.bounce(&wave)?;
+            wave = frame.bounce(&wave, extra)?;
         }
         let film = download(&framebuffer, settings)?;
         let stats = RenderStats {
@@ -112,15 +123,19 @@ impl GpuScene {
         Ok((film, stats))
     }
 
-    fn params(
-        &self,
-        camera: &Camera,
-        settings: &WhittedSettings,
-        framebuffer: u64,
-    ) -> WhittedParams {
-        // PinholeCamera's frame, with the half extents folded in.
-        let (forward, right, up) = camera.frame();
-        let (tx, ty) = camera.half_extents(settings.width as f32 / settings.height as f32);
+    /// The device the scene lives on.
+    pub fn gpu(&self) -> &Gpu {
+        self.device.bvh.gpu()
+    }
+
+    /// The scene's BVH on the device.
+    pub fn bvh(&self) -> &DeviceBvh {
+        &self.device.bvh
+    }
+
+    /// The scene arrays' addresses with no camera and no framebuffer: what
+    /// kernels that trace from the lights read.
+    pub fn scene_params(&self) -> WhittedParams {
         let d = &self.device;
         WhittedParams {
             triangles: d.triangles.device_ptr(),
@@ -132,22 +147,37 @@ impl GpuScene {
             light_cdf: d.light_cdf.device_ptr(),
             textures: d.textures.device_ptr(),
             texels: d.texels.device_ptr(),
+            ray_epsilon: self.ray_epsilon,
+            background: self.background.to_array(),
+            light_count: self.lights as u32,
+            area_count: self.area_lights as u32,
+            ..Default::default()
+        }
+    }
+
+    fn params(
+        &self,
+        camera: &Camera,
+        settings: &WhittedSettings,
+        framebuffer: u64,
+    ) -> WhittedParams {
+        // PinholeCamera's frame, with the half extents folded in.
+        let (forward, right, up) = camera.frame();
+        let (tx, ty) = camera.half_extents(settings.width as f32 / settings.height as f32);
+        WhittedParams {
             framebuffer,
             seed: settings.seed,
             eye: camera.eye.to_array(),
-            ray_epsilon: self.ray_epsilon,
             forward: forward.to_array(),
             width: settings.width,
             right: (right * tx).to_array(),
             height: settings.height,
             up: (up * ty).to_array(),
             spp: settings.spp.max(1),
-            background: self.background.to_array(),
             max_depth: settings.max_depth,
             light_samples: light_samples(settings) as u32,
-            light_count: self.lights as u32,
-            area_count: self.area_lights as u32,
             schlick: u32::from(settings.fresnel == FresnelMode::Schlick),
+            ..self.scene_params()
         }
     }
 }
@@ -160,6 +190,16 @@ fn light_samples(settings: &WhittedSettings) -> usize {
 struct Wave {
     rays: DeviceBuffer<GpuRay>,
     paths: DeviceBuffer<GpuPath>,
+}
+
+/// One traced and shaded wave of eye rays, as [`GpuScene::render_with`]
+/// hands it to its `extra` step: slots `0..len` of `rays`, `hits`, `paths`.
+pub struct ShadedWave<'a> {
+    pub params: &'a DeviceBuffer<WhittedParams>,
+    pub rays: &'a DeviceBuffer<GpuRay>,
+    pub hits: &'a DeviceBuffer<GpuHit>,
+    pub paths: &'a DeviceBuffer<GpuPath>,
+    pub len: usize,
 }
 
 /// What every bounce of one frame shares.
@@ -190,7 +230,11 @@ impl Frame<'_> {
 
     /// Traces and shades `wave`, adds its direct light, and returns the
     /// compacted children.
-    fn bounce(&mut self, wave: &Wave) -> Result<Wave, GpuError> {
+    fn bounce(
+        &mut self,
+        wave: &Wave,
+        extra: &mut dyn FnMut(&ShadedWave) -> Result<(), GpuError>,
+    ) -> Result<Wave, GpuError> {
         let gpu = self.gpu().clone();
         let n = wave.rays.len();
         let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "whitted hits", n)?;
@@ -221,6 +265,13 @@ impl Frame<'_> {
             self.shadow_slots,
             targets,
         )?;
+        extra(&ShadedWave {
+            params: self.params,
+            rays: &wave.rays,
+            hits: &hits,
+            paths: &wave.paths,
+            len: n,
+        })?;
         drop(hits);
         if slots > 0 {
             self.shadows(&shadow_rays, &shadow_values, &shadow_flags)?;

@@ -35,7 +35,7 @@ pub struct EmittedPhoton {
 
 /// One photon source.
 #[derive(Clone, Copy, Debug)]
-enum Source {
+pub(super) enum Source {
     /// `RenderScene::area_lights[index]`.
     Area {
         index: usize,
@@ -63,12 +63,12 @@ enum Source {
 /// The scene's lights with their powers and a sampling table over them.
 #[derive(Clone, Debug)]
 pub struct PhotonSources {
-    sources: Vec<Source>,
-    power: Vec<Rgb>,
+    pub(super) sources: Vec<Source>,
+    pub(super) power: Vec<Rgb>,
     /// Running sum of selection weights, normalised to end at 1.
-    cdf: Vec<f32>,
+    pub(super) cdf: Vec<f32>,
     /// Selection probability of each source.
-    pick: Vec<f32>,
+    pub(super) pick: Vec<f32>,
     total_power: Rgb,
 }
 

@@ -25,6 +25,11 @@
 //! placed adaptively in screen space and interpolated
 //! ([`irradiance_samples`]), or by the global map directly.
 //!
+//! On a CUDA GPU ([`trace_cuda`], [`render_cuda`]): the same photon passes
+//! as a wavefront with stream compaction, hash-grid maps, and the eye pass
+//! of the wavefront Whitted renderer with the radiance estimates added at
+//! its diffuse hits (global-map mode).
+//!
 //! Powers are normalised by the number of photons **emitted** (not
 //! stored), so a density estimate `Σ f·ΔΦ / (π r²)` is unbiased in the
 //! photon-count limit.
@@ -37,7 +42,9 @@ pub mod map;
 pub mod precomputed;
 pub mod record;
 pub mod render;
+pub mod render_cuda;
 pub mod trace;
+pub mod trace_cuda;
 
 pub use emit::PhotonSources;
 pub use map::PhotonMap;

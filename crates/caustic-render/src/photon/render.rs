@@ -54,7 +54,7 @@ const SAMPLE_GATHER: u64 = 0x7361_6d70;
 /// Key salt of the gathers at shading points no sample covers.
 const POINT_GATHER: u64 = 0x706f_696e;
 /// Seed salt of the caustic photon pass (when it is a pass of its own).
-const CAUSTIC_PASS: u64 = 0x6361_7573;
+pub(super) const CAUSTIC_PASS: u64 = 0x6361_7573;
 
 /// What to render and how.
 #[derive(Clone, Debug, PartialEq)]
@@ -266,38 +266,57 @@ impl Maps {
     }
 }
 
-/// The global and caustic photons: one pass when both maps want the same
-/// count, else a full pass for the global map and a caustic-only pass.
+/// The photon passes of a render: one pass filling both maps when they
+/// want the same count, else a full pass for the global map and a
+/// caustic-only pass with a seed of its own. The GPU renderer traces the
+/// same passes.
+pub(super) struct PassPlan {
+    pub global: PhotonSettings,
+    /// `None`: the global pass fills the caustic map too.
+    pub caustic: Option<PhotonSettings>,
+}
+
+impl PassPlan {
+    pub(super) fn new(settings: &PhotonRenderSettings) -> Self {
+        let global_rule = if settings.gather_rays > 0 {
+            GlobalRule::All
+        } else {
+            GlobalRule::IndirectOnly
+        };
+        let pass = |photons: u64, seed: u64| PhotonSettings {
+            photons,
+            max_bounces: settings.photon_bounces,
+            global_rule,
+            seed,
+            ..Default::default()
+        };
+        let separate = settings.global_photons != settings.caustic_photons;
+        Self {
+            global: pass(settings.global_photons, settings.seed),
+            caustic: separate.then(|| pass(settings.caustic_photons, settings.seed ^ CAUSTIC_PASS)),
+        }
+    }
+}
+
+/// The global and caustic photons of the [`PassPlan`].
 fn trace_lists(
     scene: &RenderScene,
     settings: &PhotonRenderSettings,
     stats: &mut PhotonRenderStats,
 ) -> (Vec<Photon>, Vec<Photon>) {
-    let global_rule = if settings.gather_rays > 0 {
-        GlobalRule::All
-    } else {
-        GlobalRule::IndirectOnly
-    };
-    let pass = |photons: u64, seed: u64| PhotonSettings {
-        photons,
-        max_bounces: settings.photon_bounces,
-        global_rule,
-        seed,
-        ..Default::default()
-    };
+    let plan = PassPlan::new(settings);
     let start = Instant::now();
-    let (global, caustic) = if settings.global_photons == settings.caustic_photons {
-        let maps = trace_photons(scene, &pass(settings.global_photons, settings.seed));
-        stats.rays += maps.stats.rays;
-        stats.photons_traced = maps.emitted;
-        (maps.global, maps.caustic)
-    } else {
-        let global = trace_photons(scene, &pass(settings.global_photons, settings.seed));
-        let caustic_seed = settings.seed ^ CAUSTIC_PASS;
-        let caustic = trace_caustic_photons(scene, &pass(settings.caustic_photons, caustic_seed));
-        stats.rays += global.stats.rays + caustic.stats.rays;
-        stats.photons_traced = global.emitted + caustic.emitted;
-        (global.global, caustic.caustic)
+    let global = trace_photons(scene, &plan.global);
+    stats.rays += global.stats.rays;
+    stats.photons_traced = global.emitted;
+    let (global, caustic) = match &plan.caustic {
+        None => (global.global, global.caustic),
+        Some(pass) => {
+            let caustic = trace_caustic_photons(scene, pass);
+            stats.rays += caustic.stats.rays;
+            stats.photons_traced += caustic.emitted;
+            (global.global, caustic.caustic)
+        }
     };
     stats.photon_ms = start.elapsed().as_secs_f64() * 1e3;
     stats.global_stored = global.len();

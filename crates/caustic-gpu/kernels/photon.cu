@@ -1,0 +1,423 @@
+// photon.cu: photon mapping on the GPU (seed 000, Zeidan 2011, §15; the
+// maps of seed 003). Photons travel as a wavefront, as the eye rays of
+// whitted.cu do: the host (caustic-render's photon/trace_cuda.rs through
+// caustic-gpu's photon.rs) emits one wave of photons (photon_emit), then per
+// bounce traces it (traverse_bvh2), runs photon_bounce, and compacts
+// (compact.cu) the stored photons into the maps (photon_gather_stored) and
+// the surviving photons into the next wave (photon_gather_paths). The maps
+// are hash grids (points.cu); photon_estimate adds the radiance estimates of
+// both maps at the diffuse ends of the Whitted renderer's eye paths.
+//
+// Every step mirrors caustic-render's photon/emit.rs and photon/trace.rs
+// operation for operation, and photon i draws its random numbers from the
+// same PCG32 stream as on the CPU (photon_rng), so the GPU maps hold the
+// CPU's photons up to float rounding (sin/cos/pow and FMA contraction can
+// move a rare Russian-roulette or Fresnel decision).
+#include "scene.cuh"
+#include "points.cuh"
+#include "photon.cuh"
+
+#define PHOTON_THREADS 256u
+#define GOLDEN_GAMMA 0x9e3779b97f4a7c15ull
+// estimate::CONE_KAPPA.
+#define CONE_KAPPA 1.1f
+
+// ------------------------------------------------------------ sampling
+
+// trace::photon_rng: PCG32 stream `index`, state scrambled by SplitMix64.
+__device__ __forceinline__ Pcg photon_rng(u64 seed, u64 index) {
+    return pcg_new(fmix64((seed ^ fmix64(index + GOLDEN_GAMMA)) + GOLDEN_GAMMA), index);
+}
+
+// sampling::onb and to_world: `local` (z up) in the frame of unit `axis`.
+__device__ float3 to_world(float3 local, float3 n) {
+    float s = copysignf(1.0f, n.z);
+    float a = -1.0f / (s + n.z);
+    float b = n.x * n.y * a;
+    float3 t = make_float3(1.0f + s * n.x * n.x * a, s * b, -s * n.x);
+    float3 bt = make_float3(b, s + n.y * n.y * a, -n.y);
+    return t * local.x + bt * local.y + n * local.z;
+}
+
+// sampling::cosine_hemisphere.
+__device__ float3 cosine_hemisphere(float ux, float uy) {
+    float r = sqrtf(ux);
+    float phi = 2.0f * PI_F * uy;
+    return make_float3(r * cosf(phi), r * sinf(phi), sqrtf(fmaxf(1.0f - ux, 0.0f)));
+}
+
+// sampling::uniform_cone about +z.
+__device__ float3 uniform_cone(float ux, float uy, float cos_max) {
+    float cos_theta = (1.0f - ux) + ux * cos_max;
+    float sin_theta = sqrtf(fmaxf(1.0f - cos_theta * cos_theta, 0.0f));
+    float phi = 2.0f * PI_F * uy;
+    return make_float3(sin_theta * cosf(phi), sin_theta * sinf(phi), cos_theta);
+}
+
+// trace::phong_lobe: density (n + 1) / (2 pi) cos^n about unit `r`.
+__device__ float3 phong_lobe(float3 r, float exponent, float ux, float uy) {
+    float cos_alpha = powf(ux, 1.0f / (exponent + 1.0f));
+    float sin_alpha = sqrtf(fmaxf(1.0f - cos_alpha * cos_alpha, 0.0f));
+    float phi = 2.0f * PI_F * uy;
+    return to_world(make_float3(sin_alpha * cosf(phi), sin_alpha * sinf(phi), cos_alpha), r);
+}
+
+__device__ __forceinline__ float max_element(float3 v) { return fmaxf(fmaxf(v.x, v.y), v.z); }
+
+// ------------------------------------------------------------ octahedral
+
+__device__ __forceinline__ float sign_not_zero(float x) { return x >= 0.0f ? 1.0f : -1.0f; }
+
+// record::octahedral_encode: unit vector to 2 x 16 bits (x low).
+__device__ u32 octahedral_encode(float3 v) {
+    float l1 = fabsf(v.x) + fabsf(v.y) + fabsf(v.z);
+    if (!isfinite(l1) || l1 <= 0.0f) v = make_float3(0.0f, 0.0f, 1.0f), l1 = 1.0f;
+    float px = v.x / l1, py = v.y / l1;
+    if (v.z < 0.0f) {
+        float fx = (1.0f - fabsf(py)) * sign_not_zero(px);
+        float fy = (1.0f - fabsf(px)) * sign_not_zero(py);
+        px = fx;
+        py = fy;
+    }
+    float qx = roundf((fminf(fmaxf(px, -1.0f), 1.0f) * 0.5f + 0.5f) * 65535.0f);
+    float qy = roundf((fminf(fmaxf(py, -1.0f), 1.0f) * 0.5f + 0.5f) * 65535.0f);
+    return (u32)qx | ((u32)qy << 16);
+}
+
+// record::octahedral_decode.
+__device__ float3 octahedral_decode(u32 bits) {
+    float px = (float)(bits & 0xffffu) / 65535.0f * 2.0f - 1.0f;
+    float py = (float)(bits >> 16) / 65535.0f * 2.0f - 1.0f;
+    float z = 1.0f - fabsf(px) - fabsf(py);
+    if (z < 0.0f) {
+        float fx = (1.0f - fabsf(py)) * sign_not_zero(px);
+        float fy = (1.0f - fabsf(px)) * sign_not_zero(py);
+        px = fx;
+        py = fy;
+    }
+    return normalize(make_float3(px, py, z));
+}
+
+// ------------------------------------------------------------ emission
+
+__device__ __forceinline__ Ray empty_ray() {
+    return make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f);
+}
+
+// PhotonSources::emit: a source by power, then a point and a direction.
+// False when the sample carries no power.
+__device__ bool emit(const WhittedParams& p, const PhotonParams& pp, Pcg& g, Ray& ray,
+                     float3& power) {
+    const PhotonSource* sources = (const PhotonSource*)pp.sources;
+    float u = pcg_f32(g);
+    u32 lo = 0, hi = pp.source_count;
+    while (lo < hi) {
+        u32 mid = (lo + hi) / 2;
+        if (sources[mid].cdf <= u) lo = mid + 1;
+        else hi = mid;
+    }
+    const PhotonSource& s = sources[min(lo, pp.source_count - 1)];
+    float scale = 1.0f / s.pick;
+    float3 origin, dir;
+    power = load3(s.power);
+    if (s.kind == SOURCE_AREA) {
+        const AreaLight& l = ((const AreaLight*)p.area_lights)[s.area];
+        float ux = pcg_f32(g);
+        float uy = pcg_f32(g);
+        float3 point, normal;
+        area_sample(p, l, ux, uy, point, normal);
+        if (l.two_sided && pcg_f32(g) < 0.5f) normal = neg(normal);
+        float vx = pcg_f32(g);
+        float vy = pcg_f32(g);
+        dir = to_world(cosine_hemisphere(vx, vy), normal);
+        origin = point + normal * p.ray_epsilon;
+    } else if (s.kind == SOURCE_POINT) {
+        float ux = pcg_f32(g);
+        float uy = pcg_f32(g);
+        origin = load3(s.a);
+        dir = uniform_cone(ux, uy, -1.0f);
+    } else if (s.kind == SOURCE_SPOT) {
+        float ux = pcg_f32(g);
+        float uy = pcg_f32(g);
+        float3 local = uniform_cone(ux, uy, s.cos_width);
+        float falloff = spot_falloff(local.z, s.cos_start, s.cos_width);
+        origin = load3(s.a);
+        dir = to_world(local, load3(s.b));
+        power = power * (falloff * (2.0f * PI_F * (1.0f - s.cos_width)));
+    } else {
+        float ux = pcg_f32(g);
+        float uy = pcg_f32(g);
+        float r = sqrtf(ux);
+        float phi = 2.0f * PI_F * uy;
+        float dx = r * cosf(phi) * s.radius, dy = r * sinf(phi) * s.radius;
+        dir = load3(s.a);
+        float3 t = to_world(make_float3(1.0f, 0.0f, 0.0f), dir);
+        float3 b = to_world(make_float3(0.0f, 1.0f, 0.0f), dir);
+        origin = load3(s.b) - dir * (s.radius * 1.01f) + t * dx + b * dy;
+    }
+    power = power * scale;
+    ray = make_ray(origin, dir, 0.0f, CAUSTIC_INF);
+    return max_element(power) > 0.0f;
+}
+
+// Photons first_photon .. first_photon + n: their first ray and state;
+// live[i] = 0 for a photon that carries nothing.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_emit(const WhittedParams* scene, const PhotonParams* params, u32 n, Ray* rays,
+            PhotonPath* paths, u32* live) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const PhotonParams& pp = *params;
+    Pcg g = photon_rng(pp.seed, pp.first_photon + i);
+    Ray ray = empty_ray();
+    float3 power = make_float3(0.0f, 0.0f, 0.0f);
+    bool ok = pp.source_count > 0 && emit(*scene, pp, g, ray, power);
+    PhotonPath path;
+    path.state = g.state;
+    path.inc = g.inc;
+    store3(path.power, power * pp.inv_photons);
+    path.kind = PATH_LIGHT;
+    rays[i] = ray;
+    paths[i] = path;
+    live[i] = ok ? 1u : 0u;
+}
+
+// ------------------------------------------------------------ bounces
+
+struct BounceOut {
+    Ray* rays;
+    PhotonPath* paths;
+    u32* live;
+    Photon* stored;
+    u32* global;
+    u32* caustic;
+};
+
+__device__ __forceinline__ u32 after_specular(u32 kind) {
+    return kind == PATH_DIFFUSE ? PATH_DIFFUSE : PATH_SPECULAR;
+}
+
+// Tracer::store: the photon into slot i, flagged for the maps its path
+// belongs to.
+__device__ void store(const PhotonParams& pp, const Surface& s, float3 d, float3 power, u32 kind,
+                      u32 i, BounceOut& out) {
+    bool global = false;
+    if (!pp.caustic_only) {
+        if (pp.global_rule == GLOBAL_AFTER_FIRST_BOUNCE) global = kind != PATH_LIGHT;
+        else if (pp.global_rule == GLOBAL_INDIRECT_ONLY) global = kind == PATH_DIFFUSE;
+        else global = true;
+    }
+    bool caustic = kind == PATH_SPECULAR;
+    if (!(global || caustic)) return;
+    float3 incoming = neg(normalize(d));
+    Photon ph;
+    store3(ph.position, s.point);
+    store3(ph.power, power);
+    ph.incoming = octahedral_encode(incoming);
+    ph.normal = octahedral_encode(face_towards(s.geometric_normal, incoming));
+    out.stored[i] = ph;
+    out.global[i] = global ? 1u : 0u;
+    out.caustic[i] = caustic ? 1u : 0u;
+}
+
+__device__ __forceinline__ float survival(const PhotonParams& pp, float3 r) {
+    float p = pp.mean_roulette ? (r.x + r.y + r.z) / 3.0f : max_element(r);
+    return fminf(fmaxf(p, 0.0f), 1.0f);
+}
+
+// Tracer::scatter: Russian roulette and a new direction at a diffuse or
+// glossy hit; false when the photon is absorbed.
+__device__ bool scatter(const WhittedParams& p, const PhotonParams& pp, const Material& m,
+                        const Surface& s, float3 d, float3& power, Pcg& g, float3& dir) {
+    float3 wo = neg(normalize(d));
+    float3 n = face_towards(s.shading_normal, wo);
+    float3 ng = face_towards(s.geometric_normal, wo);
+    float3 albedo = albedo_at(p, m, s);
+    bool glossy = m.kind == MAT_GLOSSY;
+    float3 specular = glossy ? load3(m.specular) : make_float3(0.0f, 0.0f, 0.0f);
+    float exponent = glossy ? m.exponent : 0.0f;
+    float p_diffuse = survival(pp, albedo);
+    float p_glossy = survival(pp, specular);
+    float sum = p_diffuse + p_glossy;
+    if (sum > 1.0f) {
+        p_diffuse /= sum;
+        p_glossy /= sum;
+    }
+    float u = pcg_f32(g);
+    if (u < p_diffuse) {
+        power = power * div3(albedo, p_diffuse);
+        float ux = pcg_f32(g);
+        float uy = pcg_f32(g);
+        dir = to_world(cosine_hemisphere(ux, uy), n);
+    } else if (u < p_diffuse + p_glossy) {
+        float ux = pcg_f32(g);
+        float uy = pcg_f32(g);
+        dir = phong_lobe(reflect(neg(wo), n), exponent, ux, uy);
+        float c = dot(dir, n);
+        power = power * (specular * ((exponent + 2.0f) / (exponent + 1.0f) * fmaxf(c, 0.0f) / p_glossy));
+    } else {
+        return false;
+    }
+    // A shading normal may send the photon under the surface: absorbed.
+    return dot(dir, ng) > 0.0f && dot(dir, n) > 0.0f;
+}
+
+// Tracer::trace's loop body for one wave: store at diffuse hits, then the
+// photon's next ray (live flag) or its end.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_bounce(const WhittedParams* scene, const PhotonParams* params, const Ray* rays,
+              const Hit* hits, const PhotonPath* paths, u32 n, Ray* out_rays,
+              PhotonPath* out_paths, u32* live, Photon* stored, u32* global, u32* caustic) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const WhittedParams& p = *scene;
+    const PhotonParams& pp = *params;
+    BounceOut out = {out_rays, out_paths, live, stored, global, caustic};
+    live[i] = 0;
+    global[i] = 0;
+    caustic[i] = 0;
+    const Hit hit = hits[i];
+    if (hit.prim == NO_HIT) return;
+    const Ray ray = rays[i];
+    PhotonPath path = paths[i];
+    float3 power = load3(path.power);
+    u32 kind = path.kind;
+    Pcg g;
+    g.state = path.state;
+    g.inc = path.inc;
+    Surface s = surface_at(p, ray, hit);
+    const Material& m = ((const Material*)p.materials)[s.material];
+    float3 d = load3(ray.dir);
+    bool front = dot(s.geometric_normal, d) < 0.0f;
+    float3 dir;
+    if (m.kind == MAT_DIELECTRIC) {
+        power = power * load3(m.color);
+        kind = after_specular(kind);
+        float3 nrm = front ? s.shading_normal : neg(s.shading_normal);
+        float eta = front ? 1.0f / m.ior : m.ior;
+        float reflectance = fresnel_dielectric(fmaxf(-dot(d, nrm), 0.0f), eta);
+        bool refracted = pcg_f32(g) >= reflectance && refract(d, nrm, eta, dir);
+        if (!refracted) dir = reflect(d, nrm);
+    } else if (!(front || m.two_sided)) {
+        return;
+    } else if (m.kind == MAT_MIRROR) {
+        power = power * load3(m.color);
+        kind = after_specular(kind);
+        dir = reflect(d, face_towards(s.shading_normal, neg(d)));
+    } else if (pp.caustic_only) {
+        if (kind == PATH_SPECULAR) store(pp, s, d, power, kind, i, out);
+        return;
+    } else {
+        store(pp, s, d, power, kind, i, out);
+        kind = PATH_DIFFUSE;
+        if (!scatter(p, pp, m, s, d, power, g, dir)) return;
+    }
+    if (!(max_element(power) > 0.0f)) return;
+    // RenderScene::spawn.
+    float3 offset = face_towards(s.geometric_normal, dir) * p.ray_epsilon;
+    out_rays[i] = make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF);
+    path.state = g.state;
+    path.inc = g.inc;
+    store3(path.power, power);
+    path.kind = kind;
+    out_paths[i] = path;
+    live[i] = 1;
+}
+
+// ------------------------------------------------------------ compaction
+
+// The live photons (indices from compact_select_indices) to the front.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_gather_paths(const Ray* rays, const PhotonPath* paths, const u32* indices, u32 n,
+                    Ray* out_rays, PhotonPath* out_paths) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 from = indices[i];
+    out_rays[i] = rays[from];
+    out_paths[i] = paths[from];
+}
+
+// The flagged stored photons to map[offset ..].
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_gather_stored(const Photon* stored, const u32* indices, u32 n, Photon* map, u64 offset) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    map[offset + i] = stored[indices[i]];
+}
+
+// A map's positions, the input of its hash grid.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_positions(const Photon* photons, u32 n, float* positions) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const Photon& ph = photons[i];
+    positions[3 * i] = ph.position[0];
+    positions[3 * i + 1] = ph.position[1];
+    positions[3 * i + 2] = ph.position[2];
+}
+
+// ------------------------------------------------------------ estimate
+
+// estimate::radiance: the k nearest photons within the map's radius on the
+// side of `ng`, each power times the BRDF for its direction, over the disc
+// to the k-th photon (which only sets the radius).
+__device__ float3 radiance_estimate(const WhittedParams& p, const PhotonMapView& map,
+                                    const Material& m, float3 albedo, float3 n, float3 ng,
+                                    float3 wo, float3 point) {
+    float3 zero = make_float3(0.0f, 0.0f, 0.0f);
+    if (map.count == 0) return zero;
+    u32 k = max(min(map.k, POINTS_MAX_K), 2u);
+    Best best;
+    best.init(k, __fmul_rn(map.max_radius, map.max_radius));
+    const Grid grid = make_grid(map.origin[0], map.origin[1], map.origin[2], map.inv_cell,
+                                map.dims[0], map.dims[1], map.dims[2], map.table_bits);
+    grid_for_each_candidate(grid, (const u32*)map.start, (const u32*)map.end,
+                            (const float4*)map.sorted, point,
+                            [&](float3 s, u32 index) { best.offer(dist2(point, s), index); });
+    // A full heap's root is the k-th photon: it fixes the radius only.
+    bool full = best.size == k;
+    float r2 = full ? __uint_as_float((u32)(best.heap[0] >> 32)) : map.max_radius * map.max_radius;
+    if (!(r2 > 0.0f) || !isfinite(r2)) return zero;
+    float kr = CONE_KAPPA * sqrtf(r2);
+    const Photon* photons = (const Photon*)map.photons;
+    float3 sum = zero;
+    for (u32 j = full ? 1u : 0u; j < best.size; ++j) {
+        const Photon& ph = photons[(u32)best.heap[j]];
+        if (dot(octahedral_decode(ph.normal), ng) <= 0.0f) continue;
+        float w = 1.0f;
+        if (map.cone) w = fmaxf(1.0f - sqrtf(__uint_as_float((u32)(best.heap[j] >> 32))) / kr, 0.0f);
+        float3 wi = octahedral_decode(ph.incoming);
+        sum = sum + brdf(m, albedo, n, wo, wi) * load3(ph.power) * w;
+    }
+    float norm = map.cone ? 1.0f - 2.0f / (3.0f * CONE_KAPPA) : 1.0f;
+    return div3(sum, norm * PI_F * r2);
+}
+
+// At the diffuse ends of one wave of eye paths (the hits whitted_shade
+// gives direct light): the radiance estimates of `maps[0..count]`, times
+// the path weight, into the framebuffer.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_estimate(const WhittedParams* scene, const PhotonMapView* maps, u32 map_count,
+                const Ray* rays, const Hit* hits, const Path* paths, u32 count) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const WhittedParams& p = *scene;
+    const Path path = paths[i];
+    const Hit hit = hits[i];
+    if (path.pixel == NO_PIXEL || hit.prim == NO_HIT) return;
+    const Ray ray = rays[i];
+    Surface s = surface_at(p, ray, hit);
+    const Material& m = ((const Material*)p.materials)[s.material];
+    if (m.kind != MAT_DIFFUSE && m.kind != MAT_GLOSSY) return;
+    float3 d = load3(ray.dir);
+    if (!(dot(s.geometric_normal, d) < 0.0f || m.two_sided)) return;
+    float3 wo = neg(normalize(d));
+    float3 n = face_towards(s.shading_normal, wo);
+    float3 ng = face_towards(s.geometric_normal, wo);
+    float3 albedo = albedo_at(p, m, s);
+    float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
+    for (u32 j = 0; j < map_count; ++j) {
+        radiance = radiance + radiance_estimate(p, maps[j], m, albedo, n, ng, wo, s.point);
+    }
+    splat(p, path.pixel, load3(path.weight) * radiance);
+}

@@ -1,0 +1,126 @@
+// photon.cuh: the records of the GPU photon mapper (photon.cu), each
+// checked field by field against its Rust twin in caustic-gpu's photon.rs
+// through the generated layout.cuh.
+#pragma once
+#include "whitted.cuh"
+
+// caustic_gpu::photon::GpuPhoton, caustic_render::photon::Photon's twin:
+// position, power (already divided by the emitted count), octahedral
+// incoming direction and normal, 32 bytes.
+struct Photon {
+    float position[3];
+    float power[3];
+    u32 incoming;
+    u32 normal;
+};
+CAUSTIC_CHECK_SIZE(Photon);
+CAUSTIC_CHECK_FIELD(Photon, position);
+CAUSTIC_CHECK_FIELD(Photon, power);
+CAUSTIC_CHECK_FIELD(Photon, incoming);
+CAUSTIC_CHECK_FIELD(Photon, normal);
+
+#define SOURCE_AREA 0u
+#define SOURCE_POINT 1u
+#define SOURCE_SPOT 2u
+#define SOURCE_DIRECTIONAL 3u
+
+// caustic_gpu::photon::GpuPhotonSource: one light as a photon source
+// (caustic_render::photon::emit's Source with its power and probability).
+struct PhotonSource {
+    float a[3];     // position (point, spot), direction (directional)
+    u32 kind;       // SOURCE_*
+    float b[3];     // spot axis, disc centre (directional)
+    u32 area;       // index into the area lights (area)
+    float power[3]; // power (area, point, directional), intensity (spot)
+    float cos_start;
+    float cos_width;
+    float radius;   // disc radius (directional)
+    float pick;     // probability of choosing this source
+    float cdf;      // running sum of the probabilities
+};
+CAUSTIC_CHECK_SIZE(PhotonSource);
+CAUSTIC_CHECK_FIELD(PhotonSource, a);
+CAUSTIC_CHECK_FIELD(PhotonSource, kind);
+CAUSTIC_CHECK_FIELD(PhotonSource, b);
+CAUSTIC_CHECK_FIELD(PhotonSource, area);
+CAUSTIC_CHECK_FIELD(PhotonSource, power);
+CAUSTIC_CHECK_FIELD(PhotonSource, cos_start);
+CAUSTIC_CHECK_FIELD(PhotonSource, cos_width);
+CAUSTIC_CHECK_FIELD(PhotonSource, radius);
+CAUSTIC_CHECK_FIELD(PhotonSource, pick);
+CAUSTIC_CHECK_FIELD(PhotonSource, cdf);
+
+#define PATH_LIGHT 0u
+#define PATH_SPECULAR 1u
+#define PATH_DIFFUSE 2u
+
+// caustic_gpu::photon::GpuPhotonPath: one photon in flight: its PCG32
+// stream, its power and the kinds of bounce it has made (PATH_*).
+struct PhotonPath {
+    u64 state;
+    u64 inc;
+    float power[3];
+    u32 kind;
+};
+CAUSTIC_CHECK_SIZE(PhotonPath);
+CAUSTIC_CHECK_FIELD(PhotonPath, state);
+CAUSTIC_CHECK_FIELD(PhotonPath, inc);
+CAUSTIC_CHECK_FIELD(PhotonPath, power);
+CAUSTIC_CHECK_FIELD(PhotonPath, kind);
+
+#define GLOBAL_AFTER_FIRST_BOUNCE 0u
+#define GLOBAL_INDIRECT_ONLY 1u
+#define GLOBAL_ALL 2u
+
+// caustic_gpu::photon::PhotonParams: one photon pass.
+struct PhotonParams {
+    u64 sources;      // PhotonSource[source_count]
+    u64 first_photon; // index of the wave's first photon
+    u64 seed;
+    u32 source_count;
+    u32 max_bounces;
+    float inv_photons; // 1 / photons emitted
+    u32 global_rule;   // GLOBAL_*
+    u32 mean_roulette; // 1: mean albedo, 0: max albedo
+    u32 caustic_only;  // store caustic photons only, stop at the first diffuse hit
+};
+CAUSTIC_CHECK_SIZE(PhotonParams);
+CAUSTIC_CHECK_FIELD(PhotonParams, sources);
+CAUSTIC_CHECK_FIELD(PhotonParams, first_photon);
+CAUSTIC_CHECK_FIELD(PhotonParams, seed);
+CAUSTIC_CHECK_FIELD(PhotonParams, source_count);
+CAUSTIC_CHECK_FIELD(PhotonParams, max_bounces);
+CAUSTIC_CHECK_FIELD(PhotonParams, inv_photons);
+CAUSTIC_CHECK_FIELD(PhotonParams, global_rule);
+CAUSTIC_CHECK_FIELD(PhotonParams, mean_roulette);
+CAUSTIC_CHECK_FIELD(PhotonParams, caustic_only);
+
+// caustic_gpu::photon::PhotonMapView: a photon map in a hash grid
+// (caustic_gpu::points::GpuHashGrid) with the estimate's settings.
+struct PhotonMapView {
+    u64 start;   // u32[buckets]
+    u64 end;     // u32[buckets]
+    u64 sorted;  // float4[count]: positions in bucket order, w = photon index bits
+    u64 photons; // Photon[count], input order
+    float origin[3];
+    float inv_cell;
+    u32 dims[3];
+    u32 table_bits;
+    u32 k;
+    float max_radius;
+    u32 cone;
+    u32 count;
+};
+CAUSTIC_CHECK_SIZE(PhotonMapView);
+CAUSTIC_CHECK_FIELD(PhotonMapView, start);
+CAUSTIC_CHECK_FIELD(PhotonMapView, end);
+CAUSTIC_CHECK_FIELD(PhotonMapView, sorted);
+CAUSTIC_CHECK_FIELD(PhotonMapView, photons);
+CAUSTIC_CHECK_FIELD(PhotonMapView, origin);
+CAUSTIC_CHECK_FIELD(PhotonMapView, inv_cell);
+CAUSTIC_CHECK_FIELD(PhotonMapView, dims);
+CAUSTIC_CHECK_FIELD(PhotonMapView, table_bits);
+CAUSTIC_CHECK_FIELD(PhotonMapView, k);
+CAUSTIC_CHECK_FIELD(PhotonMapView, max_radius);
+CAUSTIC_CHECK_FIELD(PhotonMapView, cone);
+CAUSTIC_CHECK_FIELD(PhotonMapView, count);

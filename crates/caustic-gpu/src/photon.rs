@@ -1,0 +1,335 @@
+//! Device records and kernel launches of the GPU photon mapper
+//! (`kernels/photon.cu`): photons as a wavefront (emission, one kernel per
+//! bounce, stream compaction of the stored and the surviving photons) and
+//! the radiance estimate of hash-grid photon maps at the diffuse ends of
+//! eye paths. The passes themselves (which light is which source, the
+//! bounce loop, the frame) are `caustic_render::photon::trace_cuda` and
+//! `render_cuda`; the CUDA twins of these structs (`kernels/photon.cuh`)
+//! are checked against them by [`crate::layout`].
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::buffer::DeviceBuffer;
+use crate::context::Gpu;
+use crate::error::GpuError;
+use crate::kernels::{Kernel, photon as k};
+use crate::ops::{blocks_for, check_len};
+use crate::points::GpuHashGrid;
+use crate::trace::{GpuHit, GpuRay};
+use crate::whitted::{GpuPath, WhittedParams};
+
+/// Threads per block of every photon kernel (`PHOTON_THREADS`).
+const THREADS: u32 = 256;
+
+/// A stored photon: `caustic_render::photon::Photon` byte for byte
+/// (position, power divided by the emitted count, octahedral incoming
+/// direction and normal).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuPhoton {
+    pub position: [f32; 3],
+    pub power: [f32; 3],
+    pub incoming: u32,
+    pub normal: u32,
+}
+
+/// `GpuPhotonSource::kind` values.
+pub mod source_kind {
+    pub const AREA: u32 = 0;
+    pub const POINT: u32 = 1;
+    pub const SPOT: u32 = 2;
+    pub const DIRECTIONAL: u32 = 3;
+}
+
+/// One light as a photon source, with its selection probability.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuPhotonSource {
+    /// Position (point, spot) or unit direction (directional).
+    pub a: [f32; 3],
+    pub kind: u32,
+    /// Unit spot axis, or the centre of a directional light's disc.
+    pub b: [f32; 3],
+    /// Index of the area light.
+    pub area: u32,
+    /// Emitted power (area, point, directional) or intensity (spot).
+    pub power: [f32; 3],
+    pub cos_start: f32,
+    pub cos_width: f32,
+    /// Radius of a directional light's disc.
+    pub radius: f32,
+    pub pick: f32,
+    /// Running sum of `pick`, ending at 1.
+    pub cdf: f32,
+}
+
+/// `GpuPhotonPath::kind` values: the bounces since the light.
+pub mod path_kind {
+    pub const LIGHT: u32 = 0;
+    pub const SPECULAR: u32 = 1;
+    pub const DIFFUSE: u32 = 2;
+}
+
+/// A photon in flight: its PCG32 state, power and path kind.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuPhotonPath {
+    pub state: u64,
+    pub inc: u64,
+    pub power: [f32; 3],
+    pub kind: u32,
+}
+
+/// `PhotonParams::global_rule` values (`caustic_render`'s `GlobalRule`).
+pub mod global_rule {
+    pub const AFTER_FIRST_BOUNCE: u32 = 0;
+    pub const INDIRECT_ONLY: u32 = 1;
+    pub const ALL: u32 = 2;
+}
+
+/// One photon pass.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct PhotonParams {
+    /// Device address of `source_count` [`GpuPhotonSource`]s.
+    pub sources: u64,
+    /// Index of the first photon of the emitted wave.
+    pub first_photon: u64,
+    pub seed: u64,
+    pub source_count: u32,
+    pub max_bounces: u32,
+    /// `1 / photons emitted`.
+    pub inv_photons: f32,
+    pub global_rule: u32,
+    /// 1: survival by mean albedo, 0: by max albedo.
+    pub mean_roulette: u32,
+    /// 1: caustic photons only, stopping at the first diffuse hit.
+    pub caustic_only: u32,
+}
+
+/// A photon map as the estimate kernel reads it: a hash grid over the
+/// photons' positions, the photons, and the estimate's settings.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct PhotonMapView {
+    pub start: u64,
+    pub end: u64,
+    pub sorted: u64,
+    pub photons: u64,
+    pub origin: [f32; 3],
+    pub inv_cell: f32,
+    pub dims: [u32; 3],
+    pub table_bits: u32,
+    /// Photons per estimate (the k-th sets the radius), 2..=128.
+    pub k: u32,
+    pub max_radius: f32,
+    /// 1: cone filter.
+    pub cone: u32,
+    /// Photons in the map; 0 estimates nothing.
+    pub count: u32,
+}
+
+impl PhotonMapView {
+    /// The view of `photons` indexed by `grid` (built over their positions).
+    pub fn new(
+        grid: &GpuHashGrid,
+        photons: &DeviceBuffer<GpuPhoton>,
+        k: u32,
+        max_radius: f32,
+        cone: bool,
+    ) -> Result<Self, GpuError> {
+        let g = grid.geometry();
+        if !(max_radius > 0.0 && max_radius <= g.max_radius) {
+            return Err(GpuError::Invalid {
+                what: "photon estimate radius",
+                message: format!(
+                    "{max_radius} is not in (0, {}], the radius the grid was built for",
+                    g.max_radius
+                ),
+            });
+        }
+        if !(2..=crate::points::MAX_K as u32).contains(&k) {
+            return Err(GpuError::Invalid {
+                what: "photon estimate k",
+                message: format!("k = {k}; the estimate takes 2..={}", crate::points::MAX_K),
+            });
+        }
+        let (start, end, sorted) = grid.device_arrays();
+        Ok(Self {
+            start,
+            end,
+            sorted,
+            photons: photons.device_ptr(),
+            origin: g.origin,
+            inv_cell: 1.0 / g.cell,
+            dims: g.dims,
+            table_bits: g.table_bits,
+            k,
+            max_radius,
+            cone: u32::from(cone),
+            count: photons.len() as u32,
+        })
+    }
+}
+
+fn launch(
+    gpu: &Gpu,
+    kernel: Kernel,
+    n: usize,
+    args: &[crate::context::Arg],
+) -> Result<(), GpuError> {
+    if n == 0 {
+        return Ok(());
+    }
+    check_len(kernel.name(), n, u32::MAX as usize)?;
+    gpu.launch(kernel, blocks_for(n, THREADS as usize), THREADS, args)
+}
+
+/// Emits photons `first_photon .. first_photon + rays.len()`: their first
+/// rays and states, `live[i] = 0` where a photon carries no power.
+pub fn emit(
+    scene: &DeviceBuffer<WhittedParams>,
+    params: &DeviceBuffer<PhotonParams>,
+    rays: &mut DeviceBuffer<GpuRay>,
+    paths: &mut DeviceBuffer<GpuPhotonPath>,
+    live: &mut DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    let n = rays.len();
+    let args = [
+        scene.arg(),
+        params.arg(),
+        (n as u32).into(),
+        rays.arg(),
+        paths.arg(),
+        live.arg(),
+    ];
+    launch(scene.gpu(), k::PHOTON_EMIT, n, &args)
+}
+
+/// Where [`bounce`] writes, one slot per photon of the wave: its next ray
+/// and state (`live`), and the photon it stored with its map flags.
+pub struct BounceTargets<'a> {
+    pub rays: &'a mut DeviceBuffer<GpuRay>,
+    pub paths: &'a mut DeviceBuffer<GpuPhotonPath>,
+    pub live: &'a mut DeviceBuffer<u32>,
+    pub stored: &'a mut DeviceBuffer<GpuPhoton>,
+    pub global: &'a mut DeviceBuffer<u32>,
+    pub caustic: &'a mut DeviceBuffer<u32>,
+}
+
+/// One bounce of the wave `rays`/`paths` with their `hits`.
+pub fn bounce(
+    scene: &DeviceBuffer<WhittedParams>,
+    params: &DeviceBuffer<PhotonParams>,
+    rays: &DeviceBuffer<GpuRay>,
+    hits: &DeviceBuffer<GpuHit>,
+    paths: &DeviceBuffer<GpuPhotonPath>,
+    out: BounceTargets<'_>,
+) -> Result<(), GpuError> {
+    let n = rays.len();
+    let args = [
+        scene.arg(),
+        params.arg(),
+        rays.arg(),
+        hits.arg(),
+        paths.arg(),
+        (n as u32).into(),
+        out.rays.arg(),
+        out.paths.arg(),
+        out.live.arg(),
+        out.stored.arg(),
+        out.global.arg(),
+        out.caustic.arg(),
+    ];
+    launch(scene.gpu(), k::PHOTON_BOUNCE, n, &args)
+}
+
+/// `out[i] = input[indices[i]]` for the rays and paths of live photons.
+pub fn gather_paths(
+    rays: &DeviceBuffer<GpuRay>,
+    paths: &DeviceBuffer<GpuPhotonPath>,
+    indices: &DeviceBuffer<u32>,
+    out_rays: &mut DeviceBuffer<GpuRay>,
+    out_paths: &mut DeviceBuffer<GpuPhotonPath>,
+) -> Result<(), GpuError> {
+    let n = indices.len();
+    let args = [
+        rays.arg(),
+        paths.arg(),
+        indices.arg(),
+        (n as u32).into(),
+        out_rays.arg(),
+        out_paths.arg(),
+    ];
+    launch(rays.gpu(), k::PHOTON_GATHER_PATHS, n, &args)
+}
+
+/// `map[offset + i] = stored[indices[i]]`.
+pub fn gather_stored(
+    stored: &DeviceBuffer<GpuPhoton>,
+    indices: &DeviceBuffer<u32>,
+    map: &mut DeviceBuffer<GpuPhoton>,
+    offset: usize,
+) -> Result<(), GpuError> {
+    let n = indices.len();
+    if offset + n > map.len() {
+        return Err(GpuError::Invalid {
+            what: "photon map append",
+            message: format!("{n} photons at {offset} overflow a map of {}", map.len()),
+        });
+    }
+    let args = [
+        stored.arg(),
+        indices.arg(),
+        (n as u32).into(),
+        map.arg(),
+        offset.into(),
+    ];
+    launch(stored.gpu(), k::PHOTON_GATHER_STORED, n, &args)
+}
+
+/// The photons' positions, the input of a hash grid.
+pub fn positions(photons: &DeviceBuffer<GpuPhoton>) -> Result<DeviceBuffer<[f32; 3]>, GpuError> {
+    let n = photons.len();
+    let out = DeviceBuffer::uninit(photons.gpu(), "photon positions", n)?;
+    let args = [photons.arg(), (n as u32).into(), out.arg()];
+    launch(photons.gpu(), k::PHOTON_POSITIONS, n, &args)?;
+    Ok(out)
+}
+
+/// Adds the radiance estimates of `maps` at the diffuse ends of the first
+/// `n` eye paths (rays, hits, paths of one Whitted wave) to the framebuffer
+/// `scene` names.
+pub fn estimate(
+    scene: &DeviceBuffer<WhittedParams>,
+    maps: &DeviceBuffer<PhotonMapView>,
+    rays: &DeviceBuffer<GpuRay>,
+    hits: &DeviceBuffer<GpuHit>,
+    paths: &DeviceBuffer<GpuPath>,
+    n: usize,
+) -> Result<(), GpuError> {
+    let args = [
+        scene.arg(),
+        maps.arg(),
+        (maps.len() as u32).into(),
+        rays.arg(),
+        hits.arg(),
+        paths.arg(),
+        (n as u32).into(),
+    ];
+    launch(scene.gpu(), k::PHOTON_ESTIMATE, n, &args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_have_the_kernel_sizes() {
+        assert_eq!(size_of::<GpuPhoton>(), 32);
+        assert_eq!(size_of::<GpuPhotonSource>(), 64);
+        assert_eq!(size_of::<GpuPhotonPath>(), 32);
+        assert_eq!(size_of::<PhotonParams>(), 48);
+        assert_eq!(size_of::<PhotonMapView>(), 80);
+    }
+}

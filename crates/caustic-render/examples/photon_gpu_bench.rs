@@ -1,0 +1,90 @@
+//! Frame time of the GPU photon mapper (global-map mode: no final gather)
+//! on the Cornell box with the glass sphere at 1920x1080, 1 spp, with 10^6
+//! photons for the global and the caustic map (one pass fills both), and
+//! the stage times: photon tracing, map builds (hash grids), eye pass (the
+//! Whitted wavefront plus the radiance estimates, image download included).
+//! Then one CPU frame with the same settings, for the speed-up and the
+//! agreement of the images.
+//!
+//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--no-cpu]`
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use caustic_render::RenderScene;
+use caustic_render::photon::render_cuda::GpuPhotonRenderer;
+use caustic_render::photon::{PhotonRenderSettings, PhotonRenderStats, render};
+use caustic_scene::Scene;
+use common::Agreement;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let photons: u64 = args
+        .iter()
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
+    let (width, height) = args
+        .iter()
+        .find_map(|a| {
+            let (w, h) = a.split_once('x')?;
+            Some((w.parse().ok()?, h.parse().ok()?))
+        })
+        .unwrap_or((1920, 1080));
+    let cpu = !args.iter().any(|a| a == "--no-cpu");
+    let gpu = caustic_gpu::Gpu::probe()?;
+    println!("device: {}", gpu.info().name);
+    let scene = Scene::builtin("cornell-caustics").ok_or("built-in scene")?;
+    let camera = scene.camera.ok_or("the scene has no camera")?;
+    let rs = RenderScene::new(&scene, "bvh-binned")?;
+    let settings = PhotonRenderSettings {
+        width,
+        height,
+        spp: 1,
+        global_photons: photons,
+        caustic_photons: photons,
+        gather_rays: 0,
+        points: "hashgrid".to_owned(),
+        ..Default::default()
+    };
+    let renderer = GpuPhotonRenderer::new(&gpu, &rs)?;
+    // The first frame compiles and loads the kernels; time the later ones.
+    renderer.render(&camera, &settings)?;
+    let mut frames = Vec::new();
+    for _ in 0..10 {
+        frames.push(renderer.render(&camera, &settings)?);
+    }
+    let mut order: Vec<usize> = (0..frames.len()).collect();
+    order.sort_by(|&a, &b| frames[a].1.seconds.total_cmp(&frames[b].1.seconds));
+    let (film, median) = &frames[order[order.len() / 2]];
+    println!(
+        "PHOTON-GPU cornell-caustics {width}x{height} 1 spp, {photons} photons, no final gather: median {:.2} ms/frame ({:.1} fps), best {:.2} ms; {}",
+        median.seconds * 1e3,
+        1.0 / median.seconds,
+        frames[order[0]].1.seconds * 1e3,
+        stages(median),
+    );
+    if cpu {
+        let (cpu_film, cpu_stats) = render(&rs, &camera, &settings, &|_| {})?;
+        println!(
+            "PHOTON-CPU same settings, {} threads: {:.0} ms ({}); speed-up {:.0}x; GPU vs CPU image: {}",
+            rayon::current_num_threads(),
+            cpu_stats.seconds * 1e3,
+            stages(&cpu_stats),
+            cpu_stats.seconds / median.seconds,
+            Agreement::measure(&cpu_film, film),
+        );
+    }
+    Ok(())
+}
+
+fn stages(s: &PhotonRenderStats) -> String {
+    format!(
+        "photons {:.2} ms ({} global, {} caustic stored), map builds {:.2} ms, eye pass {:.2} ms, {:.1} M rays",
+        s.photon_ms,
+        s.global_stored,
+        s.caustic_stored,
+        s.build_ms,
+        s.render_ms,
+        s.rays as f64 / 1e6
+    )
+}

@@ -1,0 +1,233 @@
+//! The GPU photon mapper against the CPU one. Photon `i` draws from the
+//! same random stream on both, so the maps must hold the same photons (up
+//! to the rare path a float rounding flips), and the GPU frame must equal
+//! the CPU photon renderer's (global-map mode) up to those photons; against
+//! the Mitsuba references (when present) both must have the same error.
+//! Needs a CUDA GPU.
+
+mod common;
+
+use caustic_accel::points::build_point_structure;
+use caustic_render::photon::render_cuda::{self, GpuPhotonRenderer};
+use caustic_render::photon::{
+    GlobalRule, Photon, PhotonRenderSettings, PhotonSettings, PhotonSources, render,
+    trace_caustic_photons, trace_cuda, trace_photons,
+};
+use caustic_render::whitted_cuda::GpuScene;
+use caustic_render::{Film, RenderScene, image_io};
+use caustic_scene::Scene;
+use caustic_scene::data_dirs::ref_file;
+use common::Agreement;
+
+fn gpu() -> caustic_gpu::Gpu {
+    caustic_gpu::Gpu::probe().expect("a CUDA GPU")
+}
+
+/// Photons of `gpu` that have a twin in `cpu`: a photon within 10^-5 of
+/// the scene size with the same power (relative 10^-4) and directions
+/// (octahedral codes within 2 steps). Float rounding (FMA contraction in
+/// the hit point, sin/cos/pow) keeps GPU photons from being the CPU's bit
+/// for bit, but not from being the same photon.
+fn matched_photons(cpu: &[Photon], gpu: &[Photon]) -> usize {
+    let positions: Vec<_> = cpu.iter().map(Photon::position).collect();
+    let tolerance = 1e-5 * 5.0; // the Cornell box is about 5 units across
+    let grid = build_point_structure("hashgrid", &positions, tolerance).unwrap();
+    let close_code = |a: u32, b: u32| {
+        let d = |s: u32| ((a >> s) & 0xffff).abs_diff((b >> s) & 0xffff);
+        d(0) <= 2 && d(16) <= 2
+    };
+    let twins = |g: &Photon, c: &Photon| {
+        let (pg, pc) = (g.power(), c.power());
+        (pg - pc).abs().max_element() <= 1e-4 * pc.max_element()
+            && close_code(g.incoming, c.incoming)
+            && close_code(g.normal, c.normal)
+    };
+    let mut scratch = Vec::new();
+    gpu.iter()
+        .filter(|g| {
+            grid.knn(g.position(), 4, tolerance, &mut scratch);
+            scratch.iter().any(|n| twins(g, &cpu[n.index as usize]))
+        })
+        .count()
+}
+
+fn total_power(photons: &[Photon]) -> [f64; 3] {
+    photons.iter().fold([0.0; 3], |s, p| {
+        let w = p.power();
+        [s[0] + w.x as f64, s[1] + w.y as f64, s[2] + w.z as f64]
+    })
+}
+
+fn check_map(name: &str, cpu: &[Photon], gpu: &[Photon]) {
+    let shared = matched_photons(cpu, gpu);
+    let larger = cpu.len().max(gpu.len());
+    let (pc, pg) = (total_power(cpu), total_power(gpu));
+    eprintln!(
+        "{name}: CPU {} photons, GPU {}, {shared} with a CPU twin ({:.3} %); power CPU {pc:?} GPU {pg:?}",
+        cpu.len(),
+        gpu.len(),
+        100.0 * shared as f64 / larger.max(1) as f64
+    );
+    assert!(larger > 1000, "{name}: too few photons to compare");
+    assert!(
+        shared as f64 >= 0.99 * larger as f64,
+        "{name}: only {shared} of {larger} photons have a CPU twin"
+    );
+    for c in 0..3 {
+        let relative = (pc[c] - pg[c]).abs() / pc[c].max(1e-30);
+        assert!(relative < 0.005, "{name}: power {pc:?} vs {pg:?}");
+    }
+}
+
+/// Full passes under every global rule, and a caustic-only pass.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_photon_maps_hold_the_cpu_photons() {
+    let gpu = gpu();
+    let scene = Scene::builtin("cornell-caustics").unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let device = GpuScene::upload(&gpu, &rs).unwrap();
+    let sources = PhotonSources::new(&rs);
+    for rule in [
+        GlobalRule::AfterFirstBounce,
+        GlobalRule::IndirectOnly,
+        GlobalRule::All,
+    ] {
+        let settings = PhotonSettings {
+            photons: 300_000,
+            global_rule: rule,
+            seed: 7,
+            ..Default::default()
+        };
+        let cpu = trace_photons(&rs, &settings);
+        let maps = trace_cuda::trace_photons(&device, &sources, &settings).unwrap();
+        let on_gpu = maps.download(sources.total_power()).unwrap();
+        check_map(&format!("{rule:?} global"), &cpu.global, &on_gpu.global);
+        check_map(&format!("{rule:?} caustic"), &cpu.caustic, &on_gpu.caustic);
+        let rays = (cpu.stats.rays as f64 - maps.stats.rays as f64).abs();
+        assert!(
+            rays < 0.01 * cpu.stats.rays as f64,
+            "rays {} vs {}",
+            cpu.stats.rays,
+            maps.stats.rays
+        );
+    }
+    let settings = PhotonSettings {
+        photons: 1_000_000,
+        seed: 3,
+        ..Default::default()
+    };
+    let cpu = trace_caustic_photons(&rs, &settings);
+    let on_gpu = trace_cuda::trace_caustic_photons(&device, &sources, &settings)
+        .unwrap()
+        .download(sources.total_power())
+        .unwrap();
+    assert!(on_gpu.global.is_empty());
+    check_map("caustic-only pass", &cpu.caustic, &on_gpu.caustic);
+}
+
+fn global_map_settings(width: u32, height: u32, spp: u32) -> PhotonRenderSettings {
+    PhotonRenderSettings {
+        width,
+        height,
+        spp,
+        gather_rays: 0,
+        global_photons: 200_000,
+        caustic_photons: 400_000,
+        points: "hashgrid".to_owned(),
+        ..Default::default()
+    }
+}
+
+/// The GPU frame against the CPU photon renderer with the same settings.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_photon_frame_equals_cpu_frame() {
+    let gpu = gpu();
+    let scene = Scene::builtin("cornell-caustics").unwrap();
+    let camera = scene.camera.unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let settings = global_map_settings(192, 192, 4);
+    let (cpu, cpu_stats) = render(&rs, &camera, &settings, &|_| {}).unwrap();
+    let (on_gpu, gpu_stats) = render_cuda::render(&gpu, &rs, &camera, &settings).unwrap();
+    let agreement = Agreement::measure(&cpu, &on_gpu);
+    eprintln!(
+        "cornell-caustics 192x192: {agreement}; means CPU {} GPU {}; stored CPU {}/{} GPU {}/{}",
+        cpu.mean(),
+        on_gpu.mean(),
+        cpu_stats.global_stored,
+        cpu_stats.caustic_stored,
+        gpu_stats.global_stored,
+        gpu_stats.caustic_stored
+    );
+    assert!(agreement.psnr >= 45.0, "GPU frame differs: {agreement}");
+    let relative = ((cpu.mean() - on_gpu.mean()) / cpu.mean())
+        .abs()
+        .max_element();
+    assert!(
+        relative < 0.002,
+        "means {} vs {}",
+        cpu.mean(),
+        on_gpu.mean()
+    );
+}
+
+/// The GPU path's setting errors: clear, before any work.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_photon_renderer_rejects_what_it_cannot_do() {
+    let gpu = gpu();
+    let scene = Scene::builtin("cornell-box").unwrap();
+    let camera = scene.camera.unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let renderer = GpuPhotonRenderer::new(&gpu, &rs).unwrap();
+    let mut gather = global_map_settings(16, 16, 1);
+    gather.gather_rays = 16;
+    let err = renderer.render(&camera, &gather).err().unwrap().to_string();
+    assert!(err.contains("gather"), "{err}");
+    let mut kdtree = global_map_settings(16, 16, 1);
+    kdtree.points = "kdtree".to_owned();
+    let err = renderer.render(&camera, &kdtree).err().unwrap().to_string();
+    assert!(err.contains("hashgrid"), "{err}");
+    let mut big_k = global_map_settings(16, 16, 1);
+    big_k.k = 500;
+    assert!(renderer.render(&camera, &big_k).is_err());
+}
+
+fn render_reference_scene(xml: &std::path::Path, gpu: Option<&caustic_gpu::Gpu>) -> Film {
+    let scene = Scene::load(xml).unwrap();
+    let camera = scene.camera.unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let (w, h) = scene.film.map_or((512, 512), |f| (f.width, f.height));
+    let settings = global_map_settings(w, h, 4);
+    match gpu {
+        Some(gpu) => render_cuda::render(gpu, &rs, &camera, &settings).unwrap().0,
+        None => render(&rs, &camera, &settings, &|_| {}).unwrap().0,
+    }
+}
+
+/// Against the path-traced references: the GPU's error is the CPU's.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_and_cpu_photon_frames_have_the_same_error_against_the_references() {
+    let gpu = gpu();
+    for name in ["cornell-box", "cornell-caustics"] {
+        let (Some(xml), Some(exr)) = (
+            ref_file(&format!("{name}/{name}.xml")),
+            ref_file(&format!("{name}/{name}_path.exr")),
+        ) else {
+            eprintln!("{name}: reference not found, skipped");
+            continue;
+        };
+        let reference = image_io::read_exr(&exr).unwrap();
+        let cpu = render_reference_scene(&xml, None);
+        let on_gpu = render_reference_scene(&xml, Some(&gpu));
+        let cpu_rmse = image_io::rmse(&cpu, &reference).unwrap();
+        let gpu_rmse = image_io::rmse(&on_gpu, &reference).unwrap();
+        eprintln!("{name}: RMSE against the path reference CPU {cpu_rmse:.5} GPU {gpu_rmse:.5}");
+        assert!(
+            (gpu_rmse - cpu_rmse).abs() <= 0.02 * cpu_rmse,
+            "{name}: GPU RMSE {gpu_rmse} vs CPU {cpu_rmse}"
+        );
+    }
+}
