@@ -19,6 +19,9 @@
 
 #define PHOTON_THREADS 256u
 #define GOLDEN_GAMMA 0x9e3779b97f4a7c15ull
+// Shells of fine cells an estimate searches before it falls back to the
+// coarse cells (7^3 = 343 cells).
+#define FINE_SHELLS 3
 // estimate::CONE_KAPPA.
 #define CONE_KAPPA 1.1f
 
@@ -358,6 +361,69 @@ photon_positions(const Photon* photons, u32 n, float* positions) {
 
 // ------------------------------------------------------------ estimate
 
+__device__ __forceinline__ Grid grid_of(const GridView& v) {
+    return make_grid(v.origin[0], v.origin[1], v.origin[2], v.inv_cell, v.dims[0], v.dims[1],
+                     v.dims[2], v.table_bits);
+}
+
+// Sum over buckets of (points in the bucket)^2, and of points: the
+// photon-weighted mean occupancy of a grid's cells, which sizes the fine
+// grid for the dense parts of a map.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_occupancy(const u32* start, const u32* end, u32 buckets, u64* sums) {
+    u64 squares = 0, points = 0;
+    for (u32 b = blockIdx.x * blockDim.x + threadIdx.x; b < buckets; b += gridDim.x * blockDim.x) {
+        const u64 n = end[b] - start[b];
+        squares += n * n;
+        points += n;
+    }
+    for (int d = 16; d > 0; d >>= 1) {
+        squares += __shfl_xor_sync(CAUSTIC_FULL_MASK, squares, d);
+        points += __shfl_xor_sync(CAUSTIC_FULL_MASK, points, d);
+    }
+    if (lane_id() == 0) {
+        atomicAdd(&sums[0], squares);
+        atomicAdd(&sums[1], points);
+    }
+}
+
+// The k nearest photons of `map` within its radius, into `best` (which the
+// caller initialised for k and the radius).
+__device__ void map_knn(const PhotonMapView& map, float3 point, Best& best) {
+    // Sparse surroundings: the 27 coarse cells hold few photons and answer
+    // exactly. Dense ones: shells of fine cells, which end after a few
+    // hundred candidates where the coarse cells hold thousands; where the
+    // fine cells prove too small (a sparse spot beside a dense one), the
+    // coarse cells answer after all, from a fresh list.
+    const Grid coarse = grid_of(map.coarse);
+    const u32* cs = (const u32*)map.coarse.start;
+    const u32* ce = (const u32*)map.coarse.end;
+    if (grid_candidate_count(coarse, cs, ce, point) > map.coarse_limit &&
+        grid_knn_rings(grid_of(map.fine), (const u32*)map.fine.start, (const u32*)map.fine.end,
+                       (const float4*)map.fine.sorted, point, map.max_radius, FINE_SHELLS, best)) {
+        return;
+    }
+    best.init(best.k, __fmul_rn(map.max_radius, map.max_radius));
+    grid_for_each_candidate(coarse, cs, ce, (const float4*)map.coarse.sorted, point,
+                            [&](float3 s, u32 index) { best.offer(dist2(point, s), index); });
+}
+
+// The search of radiance_estimate on its own, for the tests: query q's k
+// nearest photons in ascending (dist2, index) order, as points_knn_* write
+// them.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_map_knn(const PhotonMapView* maps, const float* queries, u32 m, u32* out_index,
+               float* out_d2, u32* out_count) {
+    u32 q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= m) return;
+    const PhotonMapView& map = *maps;
+    const float3 p = make_float3(queries[3 * q], queries[3 * q + 1], queries[3 * q + 2]);
+    Best best;
+    best.init(map.k, __fmul_rn(map.max_radius, map.max_radius));
+    if (query_ok(p, map.max_radius)) map_knn(map, p, best);
+    best.write(q, map.k, out_index, out_d2, out_count);
+}
+
 // estimate::radiance: the k nearest photons within the map's radius on the
 // side of `ng`, each power times the BRDF for its direction, over the disc
 // to the k-th photon (which only sets the radius).
@@ -369,11 +435,7 @@ __device__ float3 radiance_estimate(const WhittedParams& p, const PhotonMapView&
     u32 k = max(min(map.k, POINTS_MAX_K), 2u);
     Best best;
     best.init(k, __fmul_rn(map.max_radius, map.max_radius));
-    const Grid grid = make_grid(map.origin[0], map.origin[1], map.origin[2], map.inv_cell,
-                                map.dims[0], map.dims[1], map.dims[2], map.table_bits);
-    grid_for_each_candidate(grid, (const u32*)map.start, (const u32*)map.end,
-                            (const float4*)map.sorted, point,
-                            [&](float3 s, u32 index) { best.offer(dist2(point, s), index); });
+    map_knn(map, point, best);
     // A full heap's root is the k-th photon: it fixes the radius only.
     bool full = best.size == k;
     float r2 = full ? __uint_as_float((u32)(best.heap[0] >> 32)) : map.max_radius * map.max_radius;
@@ -393,14 +455,14 @@ __device__ float3 radiance_estimate(const WhittedParams& p, const PhotonMapView&
     return div3(sum, norm * PI_F * r2);
 }
 
-// At the diffuse ends of one wave of eye paths (the hits whitted_shade
-// gives direct light): the radiance estimates of `maps[0..count]`, times
-// the path weight, into the framebuffer.
+// The diffuse ends of one wave of eye paths (the hits whitted_shade gives
+// direct light) as eye vertices, flagged for compaction.
 extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
-photon_estimate(const WhittedParams* scene, const PhotonMapView* maps, u32 map_count,
-                const Ray* rays, const Hit* hits, const Path* paths, u32 count) {
+photon_collect(const WhittedParams* scene, const Ray* rays, const Hit* hits, const Path* paths,
+               u32 count, EyeVertex* vertices, u32* flags) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
+    flags[i] = 0;
     const WhittedParams& p = *scene;
     const Path path = paths[i];
     const Hit hit = hits[i];
@@ -412,12 +474,59 @@ photon_estimate(const WhittedParams* scene, const PhotonMapView* maps, u32 map_c
     float3 d = load3(ray.dir);
     if (!(dot(s.geometric_normal, d) < 0.0f || m.two_sided)) return;
     float3 wo = neg(normalize(d));
-    float3 n = face_towards(s.shading_normal, wo);
-    float3 ng = face_towards(s.geometric_normal, wo);
-    float3 albedo = albedo_at(p, m, s);
+    EyeVertex v;
+    store3(v.point, s.point);
+    v.pixel = path.pixel;
+    store3(v.weight, load3(path.weight));
+    v.material = s.material;
+    store3(v.n, face_towards(s.shading_normal, wo));
+    store3(v.ng, face_towards(s.geometric_normal, wo));
+    store3(v.wo, wo);
+    store3(v.albedo, albedo_at(p, m, s));
+    v.pad0 = v.pad1 = v.pad2 = v.pad3 = 0;
+    vertices[i] = v;
+    flags[i] = 1;
+}
+
+// The flagged eye vertices to out[offset ..].
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_gather_vertices(const EyeVertex* vertices, const u32* indices, u32 n, EyeVertex* out,
+                       u64 offset) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    out[offset + i] = vertices[indices[i]];
+}
+
+// Morton code of each vertex's position in the box lo .. lo + 1/inv_extent
+// (key) and its index (value): sorted, neighbouring threads estimate at
+// neighbouring points and share their photons in the caches.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_vertex_keys(const EyeVertex* vertices, u32 n, float lx, float ly, float lz, float ix,
+                   float iy, float iz, u32* keys, u32* values) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const EyeVertex& v = vertices[i];
+    float3 unit = make_float3((v.point[0] - lx) * ix, (v.point[1] - ly) * iy, (v.point[2] - lz) * iz);
+    keys[i] = morton3_30(unit);
+    values[i] = i;
+}
+
+// The radiance estimates of maps[0 .. map_count] at the eye vertices, in
+// the order `order` gives, times each path's throughput, into the
+// framebuffer.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_estimate(const WhittedParams* scene, const PhotonMapView* maps, u32 map_count,
+                const EyeVertex* vertices, const u32* order, u32 count) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const WhittedParams& p = *scene;
+    const EyeVertex& v = vertices[order[i]];
+    const Material& m = ((const Material*)p.materials)[v.material];
+    float3 point = load3(v.point), n = load3(v.n), ng = load3(v.ng), wo = load3(v.wo);
+    float3 albedo = load3(v.albedo);
     float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
     for (u32 j = 0; j < map_count; ++j) {
-        radiance = radiance + radiance_estimate(p, maps[j], m, albedo, n, ng, wo, s.point);
+        radiance = radiance + radiance_estimate(p, maps[j], m, albedo, n, ng, wo, point);
     }
-    splat(p, path.pixel, load3(path.weight) * radiance);
+    splat(p, v.pixel, load3(v.weight) * radiance);
 }

@@ -95,32 +95,72 @@ CAUSTIC_CHECK_FIELD(PhotonParams, global_rule);
 CAUSTIC_CHECK_FIELD(PhotonParams, mean_roulette);
 CAUSTIC_CHECK_FIELD(PhotonParams, caustic_only);
 
-// caustic_gpu::photon::PhotonMapView: a photon map in a hash grid
-// (caustic_gpu::points::GpuHashGrid) with the estimate's settings.
-struct PhotonMapView {
-    u64 start;   // u32[buckets]
-    u64 end;     // u32[buckets]
-    u64 sorted;  // float4[count]: positions in bucket order, w = photon index bits
-    u64 photons; // Photon[count], input order
+// caustic_gpu::photon::GridView: one hash grid (caustic_gpu::points::GpuHashGrid).
+struct GridView {
+    u64 start;  // u32[buckets]
+    u64 end;    // u32[buckets]
+    u64 sorted; // float4[count]: positions in bucket order, w = photon index bits
     float origin[3];
     float inv_cell;
     u32 dims[3];
     u32 table_bits;
+};
+CAUSTIC_CHECK_SIZE(GridView);
+CAUSTIC_CHECK_FIELD(GridView, start);
+CAUSTIC_CHECK_FIELD(GridView, end);
+CAUSTIC_CHECK_FIELD(GridView, sorted);
+CAUSTIC_CHECK_FIELD(GridView, origin);
+CAUSTIC_CHECK_FIELD(GridView, inv_cell);
+CAUSTIC_CHECK_FIELD(GridView, dims);
+CAUSTIC_CHECK_FIELD(GridView, table_bits);
+
+// caustic_gpu::photon::PhotonMapView: a photon map in two hash grids, one
+// with cells of the largest search radius (`coarse`), one with cells about
+// the k-th neighbour's distance in its dense parts (`fine`), and the
+// estimate's settings.
+struct PhotonMapView {
+    GridView coarse;
+    GridView fine;
+    u64 photons; // Photon[count], input order
     u32 k;
     float max_radius;
     u32 cone;
     u32 count;
+    u32 coarse_limit; // the coarse grid answers queries with at most this many candidates
+    u32 pad;
 };
 CAUSTIC_CHECK_SIZE(PhotonMapView);
-CAUSTIC_CHECK_FIELD(PhotonMapView, start);
-CAUSTIC_CHECK_FIELD(PhotonMapView, end);
-CAUSTIC_CHECK_FIELD(PhotonMapView, sorted);
+CAUSTIC_CHECK_FIELD(PhotonMapView, coarse);
+CAUSTIC_CHECK_FIELD(PhotonMapView, fine);
 CAUSTIC_CHECK_FIELD(PhotonMapView, photons);
-CAUSTIC_CHECK_FIELD(PhotonMapView, origin);
-CAUSTIC_CHECK_FIELD(PhotonMapView, inv_cell);
-CAUSTIC_CHECK_FIELD(PhotonMapView, dims);
-CAUSTIC_CHECK_FIELD(PhotonMapView, table_bits);
 CAUSTIC_CHECK_FIELD(PhotonMapView, k);
 CAUSTIC_CHECK_FIELD(PhotonMapView, max_radius);
 CAUSTIC_CHECK_FIELD(PhotonMapView, cone);
 CAUSTIC_CHECK_FIELD(PhotonMapView, count);
+CAUSTIC_CHECK_FIELD(PhotonMapView, coarse_limit);
+
+// caustic_gpu::photon::GpuEyeVertex: a diffuse end of an eye path, where
+// the photon maps' radiance estimates are added.
+struct EyeVertex {
+    float point[3];
+    u32 pixel;
+    float weight[3]; // the path's throughput
+    u32 material;
+    float n[3];      // shading normal towards the viewer
+    u32 pad0;
+    float ng[3];     // geometric normal towards the viewer
+    u32 pad1;
+    float wo[3];     // unit direction towards the viewer
+    u32 pad2;
+    float albedo[3];
+    u32 pad3;
+};
+CAUSTIC_CHECK_SIZE(EyeVertex);
+CAUSTIC_CHECK_FIELD(EyeVertex, point);
+CAUSTIC_CHECK_FIELD(EyeVertex, pixel);
+CAUSTIC_CHECK_FIELD(EyeVertex, weight);
+CAUSTIC_CHECK_FIELD(EyeVertex, material);
+CAUSTIC_CHECK_FIELD(EyeVertex, n);
+CAUSTIC_CHECK_FIELD(EyeVertex, ng);
+CAUSTIC_CHECK_FIELD(EyeVertex, wo);
+CAUSTIC_CHECK_FIELD(EyeVertex, albedo);

@@ -75,14 +75,12 @@ __device__ __forceinline__ u32 bucket_of(const Grid& g, const int c[3]) {
 }
 
 
-// Calls visit(sorted point, input index) for every point in the 3x3x3 cells
-// around p's cell, centre first (Fleisz's order); a bucket two cells share
-// under the Teschner hash is visited once. Exact for radii up to the cell
-// edge (the host checks).
-template <class Visit>
-__device__ __forceinline__ void grid_for_each_candidate(const Grid& g, const u32* start,
-                                                        const u32* end, const float4* sorted,
-                                                        float3 p, Visit visit) {
+// Calls visit(bucket) for every bucket of the 3x3x3 cells around p's cell,
+// centre first (Fleisz's order); a bucket two cells share under the
+// Teschner hash is visited once. Exact for radii up to the cell edge (the
+// host checks).
+template <class VisitBucket>
+__device__ __forceinline__ void grid_for_each_bucket(const Grid& g, float3 p, VisitBucket visit) {
     int c[3];
     cell_of(g, p, c);
     u32 visited[27];
@@ -101,12 +99,31 @@ __device__ __forceinline__ void grid_for_each_candidate(const Grid& g, const u32
         for (u32 v = 0; v < n_visited; ++v) seen |= visited[v] == b;
         if (seen) continue;
         visited[n_visited++] = b;
+        visit(b);
+    }
+}
+
+// Calls visit(sorted point, input index) for every point in the buckets of
+// grid_for_each_bucket.
+template <class Visit>
+__device__ __forceinline__ void grid_for_each_candidate(const Grid& g, const u32* start,
+                                                        const u32* end, const float4* sorted,
+                                                        float3 p, Visit visit) {
+    grid_for_each_bucket(g, p, [&](u32 b) {
         const u32 e = end[b];
         for (u32 j = start[b]; j < e; ++j) {
             const float4 s = sorted[j];
             visit(make_float3(s.x, s.y, s.z), __float_as_uint(s.w));
         }
-    }
+    });
+}
+
+// How many points grid_for_each_candidate would visit.
+__device__ __forceinline__ u32 grid_candidate_count(const Grid& g, const u32* start,
+                                                    const u32* end, float3 p) {
+    u32 count = 0;
+    grid_for_each_bucket(g, p, [&](u32 b) { count += end[b] - start[b]; });
+    return count;
 }
 
 // ----------------------------------------------------------- bounded lists
@@ -180,5 +197,89 @@ struct Best {
 
 __device__ __forceinline__ bool query_ok(float3 q, float r) {
     return finite3(q.x, q.y, q.z) && r >= 0.0f;  // NaN radius fails
+}
+
+// ------------------------------------------------------------- ring search
+
+// How far from p every point is known to have been offered once the cells
+// lo..hi (inclusive, per axis) were visited: the distance to the nearest
+// face of that block that has grid cells beyond it (a face at the grid's
+// edge has no points beyond), less a rounding margin of 1e-3 cells.
+__device__ __forceinline__ float covered_radius(const Grid& g, float3 p, const int lo[3],
+                                                const int hi[3]) {
+    const float cell = 1.0f / g.inv_cell;
+    const float q[3] = {p.x, p.y, p.z};
+    const float o[3] = {g.origin.x, g.origin.y, g.origin.z};
+    float covered = CAUSTIC_INF;
+    for (int a = 0; a < 3; ++a) {
+        if (lo[a] > 0) covered = fminf(covered, q[a] - (o[a] + (float)lo[a] * cell));
+        if (hi[a] < g.dims[a] - 1) covered = fminf(covered, (o[a] + (float)(hi[a] + 1) * cell) - q[a]);
+    }
+    return covered - 1e-3f * cell;
+}
+
+// Offers best every point of grid cell `cell`. Under the Teschner hash a
+// bucket holds the points of several cells: only those whose own cell is
+// `cell` are offered, so no point is offered twice however many cells are
+// visited.
+__device__ __forceinline__ void offer_cell(const Grid& g, const u32* start, const u32* end,
+                                           const float4* sorted, float3 p, const int cell[3],
+                                           Best& best) {
+    const u32 b = bucket_of(g, cell);
+    const u32 e = end[b];
+    for (u32 j = start[b]; j < e; ++j) {
+        const float4 s = sorted[j];
+        const float3 q = make_float3(s.x, s.y, s.z);
+        if (g.table_bits != 0) {
+            int c[3];
+            cell_of(g, q, c);
+            if (c[0] != cell[0] || c[1] != cell[1] || c[2] != cell[2]) continue;
+        }
+        best.offer(dist2(p, q), __float_as_uint(s.w));
+    }
+}
+
+// The k nearest within max_radius for cells of any size: cubes of cells of
+// growing Chebyshev radius R around p's cell, one shell at a time. After
+// shell R every point within covered_radius of p has been offered, so the
+// search ends once the k-th kept distance is below it (nothing unvisited
+// can enter the list, ties included) or it reaches max_radius: then best
+// holds the exact answer and the function returns true. It gives up after
+// shell `max_shells` (false; best then holds a partial answer), so a
+// caller can fall back to a coarser grid where the points are too sparse
+// for these cells. For cells about the k-th neighbour's distance most
+// queries end after the 27 cells of shell 1 however large max_radius is.
+__device__ bool grid_knn_rings(const Grid& g, const u32* start, const u32* end,
+                               const float4* sorted, float3 p, float max_radius, int max_shells,
+                               Best& best) {
+    int c[3];
+    cell_of(g, p, c);
+    const int most = max(max(g.dims[0], g.dims[1]), g.dims[2]);
+    for (int r = 0; r <= min(most, max_shells); ++r) {
+        int lo[3], hi[3];
+        for (int a = 0; a < 3; ++a) {
+            lo[a] = max(c[a] - r, 0);
+            hi[a] = min(c[a] + r, g.dims[a] - 1);
+        }
+        for (int z = lo[2]; z <= hi[2]; ++z) {
+            for (int y = lo[1]; y <= hi[1]; ++y) {
+                const bool face = abs(z - c[2]) == r || abs(y - c[1]) == r;
+                // Inside the shell's faces only x = c - r and x = c + r are new.
+                const int step = face ? 1 : max(2 * r, 1);
+                for (int x = c[0] - r; x <= c[0] + r; x += step) {
+                    if (x < 0 || x >= g.dims[0]) continue;
+                    const int cell[3] = {x, y, z};
+                    offer_cell(g, start, end, sorted, p, cell, best);
+                }
+            }
+        }
+        const float covered = covered_radius(g, p, lo, hi);
+        if (covered >= max_radius) return true;
+        if (best.size == best.k) {
+            const float kth = __uint_as_float((u32)(best.heap[0] >> 32));
+            if (covered > 0.0f && kth < __fmul_rn(covered, covered)) return true;
+        }
+    }
+    return false;
 }
 

@@ -16,7 +16,9 @@ use std::sync::OnceLock;
 use caustic_accel::BvhNode;
 
 use crate::bvh::GpuTriangle;
-use crate::photon::{GpuPhoton, GpuPhotonPath, GpuPhotonSource, PhotonMapView, PhotonParams};
+use crate::photon::{
+    GpuEyeVertex, GpuPhoton, GpuPhotonPath, GpuPhotonSource, GridView, PhotonMapView, PhotonParams,
+};
 use crate::rays::PrimaryFrame;
 use crate::trace::{GpuHit, GpuRay};
 use crate::whitted::{
@@ -153,12 +155,30 @@ fn describe_photon(s: &mut String) {
     );
     describe!(
         s,
+        GridView,
+        "GridView",
+        [start, end, sorted, origin, inv_cell, dims, table_bits]
+    );
+    describe!(
+        s,
         PhotonMapView,
         "PhotonMapView",
         [
-            start, end, sorted, photons, origin, inv_cell, dims, table_bits, k, max_radius, cone,
-            count
+            coarse,
+            fine,
+            photons,
+            k,
+            max_radius,
+            cone,
+            count,
+            coarse_limit
         ]
+    );
+    describe!(
+        s,
+        GpuEyeVertex,
+        "EyeVertex",
+        [point, pixel, weight, material, n, ng, wo, albedo]
     );
 }
 

@@ -107,19 +107,50 @@ pub struct PhotonParams {
     pub caustic_only: u32,
 }
 
-/// A photon map as the estimate kernel reads it: a hash grid over the
-/// photons' positions, the photons, and the estimate's settings.
+/// One hash grid as kernels read it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
-pub struct PhotonMapView {
+pub struct GridView {
     pub start: u64,
     pub end: u64,
     pub sorted: u64,
-    pub photons: u64,
     pub origin: [f32; 3],
     pub inv_cell: f32,
     pub dims: [u32; 3],
     pub table_bits: u32,
+}
+
+impl GridView {
+    pub fn new(grid: &GpuHashGrid) -> Self {
+        let g = grid.geometry();
+        let (start, end, sorted) = grid.device_arrays();
+        Self {
+            start,
+            end,
+            sorted,
+            origin: g.origin,
+            inv_cell: 1.0 / g.cell,
+            dims: g.dims,
+            table_bits: g.table_bits,
+        }
+    }
+}
+
+/// A photon map as the estimate kernel reads it: the photons in two hash
+/// grids over their positions, and the estimate's settings. The `coarse`
+/// grid has cells of at least `max_radius` and answers exactly from the 27
+/// cells around a query; the `fine` one has cells about the k-th
+/// neighbour's distance where the map is dense, and is searched in growing
+/// shells of cells until the k nearest are certain (exact for any radius).
+/// A query takes the coarse grid when its 27 cells hold at most
+/// `coarse_limit` photons, else the fine one: both give the same answer,
+/// at the cost of a few hundred candidates instead of thousands.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct PhotonMapView {
+    pub coarse: GridView,
+    pub fine: GridView,
+    pub photons: u64,
     /// Photons per estimate (the k-th sets the radius), 2..=128.
     pub k: u32,
     pub max_radius: f32,
@@ -127,24 +158,30 @@ pub struct PhotonMapView {
     pub cone: u32,
     /// Photons in the map; 0 estimates nothing.
     pub count: u32,
+    pub coarse_limit: u32,
+    pub pad: u32,
 }
 
 impl PhotonMapView {
-    /// The view of `photons` indexed by `grid` (built over their positions).
+    /// The view of `photons` indexed by `coarse` (cells of at least
+    /// `max_radius`) and `fine` (any cell), both built over their positions.
     pub fn new(
-        grid: &GpuHashGrid,
+        coarse: &GpuHashGrid,
+        fine: &GpuHashGrid,
         photons: &DeviceBuffer<GpuPhoton>,
         k: u32,
         max_radius: f32,
         cone: bool,
     ) -> Result<Self, GpuError> {
-        let g = grid.geometry();
-        if !(max_radius > 0.0 && max_radius <= g.max_radius) {
+        if !(max_radius.is_finite()
+            && max_radius > 0.0
+            && max_radius <= coarse.geometry().max_radius)
+        {
             return Err(GpuError::Invalid {
                 what: "photon estimate radius",
                 message: format!(
-                    "{max_radius} is not in (0, {}], the radius the grid was built for",
-                    g.max_radius
+                    "{max_radius} is not in (0, {}], the coarse grid's radius",
+                    coarse.geometry().max_radius
                 ),
             });
         }
@@ -154,22 +191,62 @@ impl PhotonMapView {
                 message: format!("k = {k}; the estimate takes 2..={}", crate::points::MAX_K),
             });
         }
-        let (start, end, sorted) = grid.device_arrays();
         Ok(Self {
-            start,
-            end,
-            sorted,
+            coarse: GridView::new(coarse),
+            fine: GridView::new(fine),
             photons: photons.device_ptr(),
-            origin: g.origin,
-            inv_cell: 1.0 / g.cell,
-            dims: g.dims,
-            table_bits: g.table_bits,
             k,
             max_radius,
             cone: u32::from(cone),
             count: photons.len() as u32,
+            // A shell of 27 fine cells holds about 9 · 1.44 / π · k ≈ 4k.
+            coarse_limit: 8 * k,
+            pad: 0,
         })
     }
+}
+
+/// The search of [`estimate`] on its own: the `k` nearest photons of the
+/// map `view` (one element) within its radius for every query, as the
+/// point-search kernels report them.
+pub fn map_knn(
+    view: &DeviceBuffer<PhotonMapView>,
+    queries: &DeviceBuffer<[f32; 3]>,
+) -> Result<crate::points::GpuNeighbours, GpuError> {
+    let m = queries.len();
+    let per_query = view.download()?.first().map_or(0, |v| v.k as usize);
+    let out = crate::points::GpuNeighbours::new(view.gpu(), m, per_query)?;
+    let args = [
+        view.arg(),
+        queries.arg(),
+        (m as u32).into(),
+        out.index.arg(),
+        out.dist2.arg(),
+        out.count.arg(),
+    ];
+    launch(view.gpu(), k::PHOTON_MAP_KNN, m, &args)?;
+    Ok(out)
+}
+
+/// The photon-weighted mean number of points per non-empty cell of `grid`
+/// (`Σ n² / Σ n` over its buckets); 0 for an empty grid.
+pub fn mean_occupancy(grid: &GpuHashGrid) -> Result<f64, GpuError> {
+    let (start, end, _) = grid.device_arrays();
+    let buckets = grid.geometry().buckets;
+    let sums = DeviceBuffer::<u64>::zeroed(grid.gpu(), "grid occupancy", 2)?;
+    let args = [
+        start.into(),
+        end.into(),
+        (buckets as u32).into(),
+        sums.arg(),
+    ];
+    launch(grid.gpu(), k::PHOTON_OCCUPANCY, buckets.min(1 << 20), &args)?;
+    let sums = sums.download()?;
+    Ok(if sums[1] == 0 {
+        0.0
+    } else {
+        sums[0] as f64 / sums[1] as f64
+    })
 }
 
 fn launch(
@@ -297,24 +374,121 @@ pub fn positions(photons: &DeviceBuffer<GpuPhoton>) -> Result<DeviceBuffer<[f32;
     Ok(out)
 }
 
-/// Adds the radiance estimates of `maps` at the diffuse ends of the first
-/// `n` eye paths (rays, hits, paths of one Whitted wave) to the framebuffer
-/// `scene` names.
-pub fn estimate(
+/// A diffuse end of an eye path, where the radiance estimates are added.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuEyeVertex {
+    pub point: [f32; 3],
+    pub pixel: u32,
+    /// The path's throughput.
+    pub weight: [f32; 3],
+    pub material: u32,
+    /// Shading normal towards the viewer.
+    pub n: [f32; 3],
+    pub pad0: u32,
+    /// Geometric normal towards the viewer.
+    pub ng: [f32; 3],
+    pub pad1: u32,
+    /// Unit direction towards the viewer.
+    pub wo: [f32; 3],
+    pub pad2: u32,
+    pub albedo: [f32; 3],
+    pub pad3: u32,
+}
+
+/// The diffuse ends among the first `n` eye paths of one Whitted wave
+/// (rays, hits, paths): their vertices and compaction flags, slot for slot.
+pub fn collect(
     scene: &DeviceBuffer<WhittedParams>,
-    maps: &DeviceBuffer<PhotonMapView>,
     rays: &DeviceBuffer<GpuRay>,
     hits: &DeviceBuffer<GpuHit>,
     paths: &DeviceBuffer<GpuPath>,
     n: usize,
+    vertices: &mut DeviceBuffer<GpuEyeVertex>,
+    flags: &mut DeviceBuffer<u32>,
 ) -> Result<(), GpuError> {
+    let args = [
+        scene.arg(),
+        rays.arg(),
+        hits.arg(),
+        paths.arg(),
+        (n as u32).into(),
+        vertices.arg(),
+        flags.arg(),
+    ];
+    launch(scene.gpu(), k::PHOTON_COLLECT, n, &args)
+}
+
+/// `out[offset + i] = vertices[indices[i]]`.
+pub fn gather_vertices(
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    indices: &DeviceBuffer<u32>,
+    out: &mut DeviceBuffer<GpuEyeVertex>,
+    offset: usize,
+) -> Result<(), GpuError> {
+    let n = indices.len();
+    if offset + n > out.len() {
+        return Err(GpuError::Invalid {
+            what: "eye vertex append",
+            message: format!("{n} vertices at {offset} overflow {}", out.len()),
+        });
+    }
+    let args = [
+        vertices.arg(),
+        indices.arg(),
+        (n as u32).into(),
+        out.arg(),
+        offset.into(),
+    ];
+    launch(vertices.gpu(), k::PHOTON_GATHER_VERTICES, n, &args)
+}
+
+/// The vertices' indices in Morton order of their positions inside the box
+/// `lo .. hi`, so that neighbouring threads estimate at neighbouring points.
+pub fn morton_order(
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    lo: [f32; 3],
+    hi: [f32; 3],
+) -> Result<DeviceBuffer<u32>, GpuError> {
+    let gpu = vertices.gpu();
+    let n = vertices.len();
+    let mut keys = DeviceBuffer::<u32>::uninit(gpu, "eye vertex keys", n)?;
+    let mut order = DeviceBuffer::<u32>::uninit(gpu, "eye vertex order", n)?;
+    let inv = |a: usize| 1.0 / (hi[a] - lo[a]).max(f32::MIN_POSITIVE);
+    let args = [
+        vertices.arg(),
+        (n as u32).into(),
+        lo[0].into(),
+        lo[1].into(),
+        lo[2].into(),
+        inv(0).into(),
+        inv(1).into(),
+        inv(2).into(),
+        keys.arg(),
+        order.arg(),
+    ];
+    launch(gpu, k::PHOTON_VERTEX_KEYS, n, &args)?;
+    if n > 1 {
+        crate::ops::radix_sort::sort_pairs_bits(&mut keys, &mut order, 0..30)?;
+    }
+    Ok(order)
+}
+
+/// Adds the radiance estimates of `maps` at `vertices` (taken in `order`),
+/// times each path's throughput, to the framebuffer `scene` names.
+pub fn estimate(
+    scene: &DeviceBuffer<WhittedParams>,
+    maps: &DeviceBuffer<PhotonMapView>,
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    order: &DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    let n = order.len();
     let args = [
         scene.arg(),
         maps.arg(),
         (maps.len() as u32).into(),
-        rays.arg(),
-        hits.arg(),
-        paths.arg(),
+        vertices.arg(),
+        order.arg(),
         (n as u32).into(),
     ];
     launch(scene.gpu(), k::PHOTON_ESTIMATE, n, &args)
@@ -330,6 +504,8 @@ mod tests {
         assert_eq!(size_of::<GpuPhotonSource>(), 64);
         assert_eq!(size_of::<GpuPhotonPath>(), 32);
         assert_eq!(size_of::<PhotonParams>(), 48);
-        assert_eq!(size_of::<PhotonMapView>(), 80);
+        assert_eq!(size_of::<GridView>(), 56);
+        assert_eq!(size_of::<GpuEyeVertex>(), 96);
+        assert_eq!(size_of::<PhotonMapView>(), 136);
     }
 }

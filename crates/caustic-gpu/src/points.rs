@@ -52,7 +52,7 @@ pub struct GpuNeighbours {
 }
 
 impl GpuNeighbours {
-    fn new(gpu: &Gpu, queries: usize, k: usize) -> Result<Self, GpuError> {
+    pub(crate) fn new(gpu: &Gpu, queries: usize, k: usize) -> Result<Self, GpuError> {
         let slots = queries.checked_mul(k).ok_or(GpuError::TooLarge {
             operation: "kNN result",
             len: queries,
@@ -222,6 +222,11 @@ impl GpuHashGrid {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The device the grid lives on.
+    pub fn gpu(&self) -> &Gpu {
+        self.sorted.gpu()
     }
 
     /// Device addresses of the bucket starts, ends and the sorted points,

@@ -84,16 +84,17 @@ impl GpuScene {
         camera: &Camera,
         settings: &WhittedSettings,
     ) -> Result<(Film, RenderStats), GpuError> {
-        self.render_with(camera, settings, &mut |_| Ok(()))
+        self.render_with(camera, settings, &mut ())
     }
 
-    /// [`Self::render`] with `extra` run on every traced wave after its
-    /// shading (the photon mapper adds its radiance estimates there).
+    /// [`Self::render`] with `extra`'s steps run on every traced wave after
+    /// its shading and on the framebuffer before its download (the photon
+    /// mapper collects its eye vertices, then adds its estimates there).
     pub fn render_with(
         &self,
         camera: &Camera,
         settings: &WhittedSettings,
-        extra: &mut dyn FnMut(&ShadedWave) -> Result<(), GpuError>,
+        extra: &mut dyn WaveSteps,
     ) -> Result<(Film, RenderStats), GpuError> {
         let start = Instant::now();
         let gpu = self.device.bvh.gpu();
@@ -115,6 +116,7 @@ impl GpuScene {
             }
             wave = frame.bounce(&wave, extra)?;
         }
+        extra.finish(&params)?;
         let film = download(&framebuffer, settings)?;
         let stats = RenderStats {
             seconds: start.elapsed().as_secs_f64(),
@@ -202,6 +204,23 @@ pub struct ShadedWave<'a> {
     pub len: usize,
 }
 
+/// Extra steps of a frame ([`GpuScene::render_with`]).
+pub trait WaveSteps {
+    /// Runs on every wave, after its shading.
+    fn wave(&mut self, wave: &ShadedWave) -> Result<(), GpuError>;
+    /// Runs once after the last wave, before the image is downloaded.
+    fn finish(&mut self, _params: &DeviceBuffer<WhittedParams>) -> Result<(), GpuError> {
+        Ok(())
+    }
+}
+
+/// No extra steps.
+impl WaveSteps for () {
+    fn wave(&mut self, _: &ShadedWave) -> Result<(), GpuError> {
+        Ok(())
+    }
+}
+
 /// What every bounce of one frame shares.
 struct Frame<'a> {
     tracer: Tracer,
@@ -230,11 +249,7 @@ impl Frame<'_> {
 
     /// Traces and shades `wave`, adds its direct light, and returns the
     /// compacted children.
-    fn bounce(
-        &mut self,
-        wave: &Wave,
-        extra: &mut dyn FnMut(&ShadedWave) -> Result<(), GpuError>,
-    ) -> Result<Wave, GpuError> {
+    fn bounce(&mut self, wave: &Wave, extra: &mut dyn WaveSteps) -> Result<Wave, GpuError> {
         let gpu = self.gpu().clone();
         let n = wave.rays.len();
         let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "whitted hits", n)?;
@@ -265,7 +280,7 @@ impl Frame<'_> {
             self.shadow_slots,
             targets,
         )?;
-        extra(&ShadedWave {
+        extra.wave(&ShadedWave {
             params: self.params,
             rays: &wave.rays,
             hits: &hits,
