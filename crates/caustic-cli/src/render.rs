@@ -124,9 +124,6 @@ pub fn run(args: RenderArgs) -> Result<()> {
     let render_scene = RenderScene::new(&scene, &args.accel)?;
     let build = render_scene.accel.stats().clone();
     if args.integrator == Integrator::Photon {
-        if matches!(args.device, caustic_gpu::Device::Cuda(_)) {
-            bail!("--integrator photon runs on the CPU only: use --device cpu or auto");
-        }
         if matches!(args.fresnel, Fresnel::Schlick) {
             bail!("--integrator photon uses the exact Fresnel equations only");
         }
@@ -141,17 +138,16 @@ pub fn run(args: RenderArgs) -> Result<()> {
             seed: args.seed,
         };
         let bar = progress_bar(width as u64 * height as u64, args.quiet);
-        let film = render_photon::run(&args.photon, &common, &bar)?;
+        let (film, backend) = render_photon::run(&args.photon, &common, args.device, &bar)?;
         image_io::write_image(&film, &output, args.exposure)
             .with_context(|| format!("cannot write {}", output.display()))?;
         eprintln!(
-            "wrote {} ({width}x{height}, {} spp, {} triangles, {} build {:.1} ms) on {} CPU threads",
+            "wrote {} ({width}x{height}, {} spp, {} triangles, {} build {:.1} ms) on {backend}",
             output.display(),
             args.spp,
             render_scene.triangles.len(),
             build.name,
             build.build_ms,
-            rayon::current_num_threads()
         );
         return Ok(());
     }

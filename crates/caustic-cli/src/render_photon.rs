@@ -49,9 +49,10 @@ pub struct PhotonArgs {
     /// photon (0 = a full radiance estimate at every gather hit).
     #[arg(long, default_value_t = 4)]
     precompute: usize,
-    /// Point structure of the photon maps.
-    #[arg(long, default_value = "kdtree", value_parser = clap::builder::PossibleValuesParser::new(POINT_STRUCTURE_NAMES))]
-    points: String,
+    /// Point structure of the photon maps [default: kdtree on the CPU,
+    /// hashgrid on the GPU, which supports only it].
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(POINT_STRUCTURE_NAMES))]
+    points: Option<String>,
     /// Most surface interactions per photon.
     #[arg(long, default_value_t = 32)]
     photon_bounces: u32,
@@ -71,7 +72,7 @@ pub struct Common<'a> {
 
 impl PhotonArgs {
     /// The renderer's settings, or a clear error for a value it cannot use.
-    fn settings(&self, common: &Common) -> Result<PhotonRenderSettings> {
+    fn settings(&self, common: &Common, on_gpu: bool) -> Result<PhotonRenderSettings> {
         if self.photons == 0 && self.caustic_photons == 0 {
             bail!("--photons and --caustic-photons are both 0: there would be no photon map");
         }
@@ -103,20 +104,70 @@ impl PhotonArgs {
                 ..SampleSettings::default()
             },
             precompute: self.precompute,
-            points: self.points.clone(),
+            points: self.points.clone().unwrap_or_else(|| {
+                let default = if on_gpu { "hashgrid" } else { "kdtree" };
+                default.to_owned()
+            }),
         };
         settings.validate()?;
         Ok(settings)
     }
 }
 
-/// Renders with the photon mapper on the CPU; `bar` counts image pixels.
-pub fn run(args: &PhotonArgs, common: &Common, bar: &ProgressBar) -> Result<Film> {
-    let settings = args.settings(common)?;
+/// Renders with the photon mapper on the device `device` selects; `bar`
+/// counts image pixels. Returns the image and the backend's name.
+///
+/// `--device cuda` renders on the GPU, whose photon mapper reads the global
+/// map directly (no final gather) with hash-grid maps, and says so clearly
+/// for other settings; `--device auto` takes the GPU when there is one and
+/// the settings suit it (`--no-final-gather`, no `--points` or
+/// `--points hashgrid`), the CPU otherwise.
+pub fn run(
+    args: &PhotonArgs,
+    common: &Common,
+    device: caustic_gpu::Device,
+    bar: &ProgressBar,
+) -> Result<(Film, String)> {
+    let gpu_settings = args.settings(common, true)?;
+    let gpu = match device {
+        caustic_gpu::Device::Cpu => None,
+        caustic_gpu::Device::Cuda(_) => {
+            gpu_path_supports(&gpu_settings)?;
+            caustic_gpu::select(device)?.gpu
+        }
+        caustic_gpu::Device::Auto if gpu_path_supports(&gpu_settings).is_ok() => {
+            caustic_gpu::select(device).ok().and_then(|s| s.gpu)
+        }
+        caustic_gpu::Device::Auto => None,
+    };
+    if let Some(gpu) = gpu {
+        bar.finish_and_clear();
+        let (film, stats) =
+            photon::render_cuda::render(&gpu, common.scene, common.camera, &gpu_settings)?;
+        eprintln!("{}", summary(&gpu_settings, &stats));
+        return Ok((film, gpu.info().name.clone()));
+    }
+    let settings = args.settings(common, false)?;
     let (film, stats) = photon::render(common.scene, common.camera, &settings, &|n| bar.inc(n))?;
     bar.finish_and_clear();
     eprintln!("{}", summary(&settings, &stats));
-    Ok(film)
+    Ok((
+        film,
+        format!("{} CPU threads", rayon::current_num_threads()),
+    ))
+}
+
+/// Whether the GPU photon mapper can render these settings.
+fn gpu_path_supports(settings: &PhotonRenderSettings) -> Result<()> {
+    if settings.gather_rays > 0 {
+        bail!(
+            "the GPU photon mapper reads the global map directly: add --no-final-gather (or use --device cpu for the final gather)"
+        );
+    }
+    if settings.points != "hashgrid" {
+        bail!("the GPU photon mapper indexes its maps with hash grids: use --points hashgrid");
+    }
+    Ok(())
 }
 
 /// One line with the pass timings.

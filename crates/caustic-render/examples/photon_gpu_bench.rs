@@ -63,6 +63,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         frames[order[0]].1.seconds * 1e3,
         stages(median),
     );
+    // The eye pass without photons: the Whitted wavefront alone, same
+    // settings, for the share of the frame the photon estimates take.
+    let whitted = caustic_render::WhittedSettings {
+        width,
+        height,
+        spp: 1,
+        max_depth: settings.max_depth,
+        light_samples: settings.light_samples,
+        seed: settings.seed,
+        ..Default::default()
+    };
+    let eye_only = caustic_render::whitted_cuda::GpuScene::upload(&gpu, &rs)?;
+    eye_only.render(&camera, &whitted)?;
+    let mut eye_times: Vec<f64> = (0..5)
+        .map(|_| {
+            eye_only
+                .render(&camera, &whitted)
+                .map(|r| r.1.seconds * 1e3)
+        })
+        .collect::<Result<_, _>>()?;
+    eye_times.sort_by(f64::total_cmp);
+    let download = {
+        let start = std::time::Instant::now();
+        let pixels = vec![0.0f32; 3 * (width * height) as usize];
+        let buffer = caustic_gpu::DeviceBuffer::from_slice(&gpu, "download probe", &pixels)?;
+        let start_copy = std::time::Instant::now();
+        let back = buffer.download()?;
+        let copy = start_copy.elapsed().as_secs_f64() * 1e3;
+        std::hint::black_box(back);
+        (copy, start.elapsed().as_secs_f64() * 1e3)
+    };
+    println!(
+        "WHITTED-GPU eye pass alone (depth {}, {} light samples): median {:.2} ms; of which the image download (3 floats per pixel) {:.2} ms",
+        settings.max_depth,
+        settings.light_samples,
+        eye_times[eye_times.len() / 2],
+        download.0
+    );
     if cpu {
         let (cpu_film, cpu_stats) = render(&rs, &camera, &settings, &|_| {})?;
         println!(
