@@ -398,7 +398,8 @@ __device__ void map_knn(const PhotonMapView& map, float3 point, Best& best) {
     const Grid coarse = grid_of(map.coarse);
     const u32* cs = (const u32*)map.coarse.start;
     const u32* ce = (const u32*)map.coarse.end;
-    if (grid_candidate_count(coarse, cs, ce, point) > map.coarse_limit &&
+    // A limit of 0 skips the count: the fine cells first, always.
+    if ((map.coarse_limit == 0 || grid_candidate_count(coarse, cs, ce, point) > map.coarse_limit) &&
         grid_knn_rings(grid_of(map.fine), (const u32*)map.fine.start, (const u32*)map.fine.end,
                        (const float4*)map.fine.sorted, point, map.max_radius, FINE_SHELLS, best)) {
         return;
@@ -424,12 +425,12 @@ photon_map_knn(const PhotonMapView* maps, const float* queries, u32 m, u32* out_
     best.write(q, map.k, out_index, out_d2, out_count);
 }
 
-// estimate::radiance: the k nearest photons within the map's radius on the
-// side of `ng`, each power times the BRDF for its direction, over the disc
-// to the k-th photon (which only sets the radius).
-__device__ float3 radiance_estimate(const WhittedParams& p, const PhotonMapView& map,
-                                    const Material& m, float3 albedo, float3 n, float3 ng,
-                                    float3 wo, float3 point) {
+// estimate::density: the k nearest photons within the map's radius on the
+// side of `ng`, over the disc to the k-th photon (which only sets the
+// radius), each photon's power weighted by the BRDF for its direction
+// (estimate::radiance), or not when `m` is null (estimate::irradiance).
+__device__ float3 density_estimate(const PhotonMapView& map, const Material* m, float3 albedo,
+                                   float3 n, float3 ng, float3 wo, float3 point) {
     float3 zero = make_float3(0.0f, 0.0f, 0.0f);
     if (map.count == 0) return zero;
     u32 k = max(min(map.k, POINTS_MAX_K), 2u);
@@ -448,8 +449,8 @@ __device__ float3 radiance_estimate(const WhittedParams& p, const PhotonMapView&
         if (dot(octahedral_decode(ph.normal), ng) <= 0.0f) continue;
         float w = 1.0f;
         if (map.cone) w = fmaxf(1.0f - sqrtf(__uint_as_float((u32)(best.heap[j] >> 32))) / kr, 0.0f);
-        float3 wi = octahedral_decode(ph.incoming);
-        sum = sum + brdf(m, albedo, n, wo, wi) * load3(ph.power) * w;
+        float3 power = load3(ph.power) * w;
+        sum = sum + (m ? brdf(*m, albedo, n, wo, octahedral_decode(ph.incoming)) * power : power);
     }
     float norm = map.cone ? 1.0f - 2.0f / (3.0f * CONE_KAPPA) : 1.0f;
     return div3(sum, norm * PI_F * r2);
@@ -484,6 +485,8 @@ photon_collect(const WhittedParams* scene, const Ray* rays, const Hit* hits, con
     store3(v.wo, wo);
     store3(v.albedo, albedo_at(p, m, s));
     v.pad0 = v.pad1 = v.pad2 = v.pad3 = 0;
+    v.key = path.key;
+    v.pad4 = 0;
     vertices[i] = v;
     flags[i] = 1;
 }
@@ -526,7 +529,177 @@ photon_estimate(const WhittedParams* scene, const PhotonMapView* maps, u32 map_c
     float3 albedo = load3(v.albedo);
     float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
     for (u32 j = 0; j < map_count; ++j) {
-        radiance = radiance + radiance_estimate(p, maps[j], m, albedo, n, ng, wo, point);
+        radiance = radiance + density_estimate(maps[j], &m, albedo, n, ng, wo, point);
     }
     splat(p, v.pixel, load3(v.weight) * radiance);
+}
+
+// ------------------------------------------------------------ final gather
+
+// precomputed.rs: irradiance estimated at photons stride * j of the global
+// map `maps[0]`, with each photon's own normal; out[j] keeps the photon's
+// position and normal, its power field holds the irradiance.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_precompute(const PhotonMapView* maps, u32 stride, u32 n, Photon* out) {
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    const PhotonMapView& map = *maps;
+    Photon ph = ((const Photon*)map.photons)[(u64)j * stride];
+    float3 zero = make_float3(0.0f, 0.0f, 0.0f);
+    float3 normal = octahedral_decode(ph.normal);
+    store3(ph.power, density_estimate(map, nullptr, zero, zero, normal, zero, load3(ph.position)));
+    out[j] = ph;
+}
+
+// Random-number purposes of gather.rs.
+#define GATHER_DIRECTION 0x67617468ull
+#define GATHER_FRESNEL 0x6672736cull
+// render.rs's POINT_GATHER key salt.
+#define POINT_GATHER 0x706f696eull
+// precomputed.rs: candidates per lookup, and the normal agreement needed.
+#define PRECOMPUTED_NORMAL_COS 0.9f
+
+// Gatherer::gather's rays for eye vertices first .. first + count (in
+// `order`), rays_per slots each: a jittered grid over the largest square
+// count, the rest uniform; slots whose direction is under the geometric
+// normal carry an empty ray.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_gather_emit(const WhittedParams* scene, const EyeVertex* vertices, const u32* order,
+                   u32 first, u32 count, u32 rays_per, Ray* rays, GatherPath* paths) {
+    u32 s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= count * rays_per) return;
+    const EyeVertex& v = vertices[order[first + s / rays_per]];
+    u32 i = s % rays_per;
+    u64 key = mix_key(mix_key(v.key, POINT_GATHER), (u64)i);
+    Pcg g = pcg_new(key, GATHER_DIRECTION);
+    float ux = pcg_f32(g);
+    float uy = pcg_f32(g);
+    u32 grid = (u32)sqrtf((float)rays_per);
+    if (i < grid * grid) {
+        ux = ((float)(i % grid) + ux) / (float)grid;
+        uy = ((float)(i / grid) + uy) / (float)grid;
+    }
+    float3 n = load3(v.n), ng = load3(v.ng);
+    float3 dir = to_world(cosine_hemisphere(ux, uy), n);
+    GatherPath path;
+    path.key = key;
+    store3(path.throughput, make_float3(1.0f, 1.0f, 1.0f));
+    path.slot = s;
+    path.depth = 0;
+    path.pad = 0;
+    if (dot(dir, ng) <= 0.0f) {
+        store3(path.throughput, make_float3(0.0f, 0.0f, 0.0f));
+        rays[s] = empty_ray();
+    } else {
+        rays[s] = make_ray(load3(v.point) + ng * scene->ray_epsilon, dir, 0.0f, CAUSTIC_INF);
+    }
+    paths[s] = path;
+}
+
+// IrradianceMap::irradiance: the nearest of the PRECOMPUTED candidates
+// whose normal agrees with `ng`.
+__device__ float3 precomputed_irradiance(const PhotonMapView& map, float3 point, float3 ng) {
+    float3 zero = make_float3(0.0f, 0.0f, 0.0f);
+    if (map.count == 0) return zero;
+    Best best;
+    best.init(map.k, __fmul_rn(map.max_radius, map.max_radius));
+    map_knn(map, point, best);
+    // The heap is unordered: the nearest agreeing candidate is the one of
+    // smallest key among those that agree.
+    u64 chosen = ~0ull;
+    const Photon* photons = (const Photon*)map.photons;
+    for (u32 j = 0; j < best.size; ++j) {
+        const Photon& ph = photons[(u32)best.heap[j]];
+        if (dot(octahedral_decode(ph.normal), ng) >= PRECOMPUTED_NORMAL_COS && best.heap[j] < chosen)
+            chosen = best.heap[j];
+    }
+    return chosen == ~0ull ? zero : load3(photons[(u32)chosen].power);
+}
+
+// Gatherer::incoming for one wave of gather rays: at a diffuse or glossy
+// hit the precomputed irradiance times albedo / pi (and the throughput)
+// into results[slot]; mirrors and glass (Fresnel choice) continue the ray
+// (live flag); a miss adds the background; no emission anywhere.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_gather_step(const WhittedParams* scene, const PhotonMapView* irradiance, const Ray* rays,
+                   const Hit* hits, const GatherPath* paths, u32 n, float* results,
+                   Ray* out_rays, GatherPath* out_paths, u32* live) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    live[i] = 0;
+    const WhittedParams& p = *scene;
+    GatherPath path = paths[i];
+    float3 throughput = load3(path.throughput);
+    if (is_black(throughput)) return;
+    const Hit hit = hits[i];
+    float* result = results + 3ull * path.slot;
+    if (hit.prim == NO_HIT) {
+        store3(result, throughput * load3(p.background));
+        return;
+    }
+    const Ray ray = rays[i];
+    Surface s = surface_at(p, ray, hit);
+    const Material& m = ((const Material*)p.materials)[s.material];
+    float3 d = load3(ray.dir);
+    bool front = dot(s.geometric_normal, d) < 0.0f;
+    bool last = path.depth == p.max_depth;
+    float3 dir;
+    if (m.kind == MAT_DIELECTRIC && !last) {
+        throughput = throughput * load3(m.color);
+        Pcg g = pcg_new(mix_key(path.key, (u64)path.depth), GATHER_FRESNEL);
+        float u = pcg_f32(g);
+        // gather::dielectric_choice.
+        float3 dn = normalize(d);
+        float3 nrm = front ? s.shading_normal : neg(s.shading_normal);
+        float eta = front ? 1.0f / m.ior : m.ior;
+        float reflectance = fresnel_dielectric(fmaxf(-dot(dn, nrm), 0.0f), eta);
+        bool refracted = u >= reflectance && refract(dn, nrm, eta, dir);
+        if (!refracted) dir = reflect(dn, nrm);
+    } else if (!(front || m.two_sided)) {
+        return;
+    } else if (m.kind == MAT_MIRROR && !last) {
+        throughput = throughput * load3(m.color);
+        dir = reflect(d, face_towards(s.shading_normal, neg(d)));
+    } else if (m.kind == MAT_DIFFUSE || m.kind == MAT_GLOSSY) {
+        float3 wo = neg(normalize(d));
+        float3 ng = face_towards(s.geometric_normal, wo);
+        float3 e = precomputed_irradiance(*irradiance, s.point, ng);
+        store3(result, throughput * albedo_at(p, m, s) * (FRAC_1_PI_F) * e);
+        return;
+    } else {
+        return;
+    }
+    float3 offset = face_towards(s.geometric_normal, dir) * p.ray_epsilon;
+    out_rays[i] = make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF);
+    store3(path.throughput, throughput);
+    path.depth += 1;
+    out_paths[i] = path;
+    live[i] = 1;
+}
+
+// The surviving gather rays (indices from compact_select_indices) to the front.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_gather_compact(const Ray* rays, const GatherPath* paths, const u32* indices, u32 n,
+                      Ray* out_rays, GatherPath* out_paths) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 from = indices[i];
+    out_rays[i] = rays[from];
+    out_paths[i] = paths[from];
+}
+
+// The indirect light at eye vertices first .. first + count (in `order`):
+// E = pi / rays_per * (sum of the vertex's ray results, in ray order),
+// reflected by albedo / pi, times the path's throughput, into the
+// framebuffer.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_gather_finish(const WhittedParams* scene, const EyeVertex* vertices, const u32* order,
+                     u32 first, u32 count, u32 rays_per, const float* results) {
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= count) return;
+    const EyeVertex& v = vertices[order[first + j]];
+    float3 sum = make_float3(0.0f, 0.0f, 0.0f);
+    for (u32 i = 0; i < rays_per; ++i) sum = sum + load3(results + 3ull * ((u64)j * rays_per + i));
+    float3 e = sum * (PI_F / (float)rays_per);
+    splat(*scene, v.pixel, load3(v.weight) * (load3(v.albedo) * FRAC_1_PI_F * e));
 }

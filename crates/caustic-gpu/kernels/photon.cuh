@@ -154,8 +154,11 @@ struct EyeVertex {
     u32 pad2;
     float albedo[3];
     u32 pad3;
+    u64 key; // the path's random key (whitted::draw)
+    u64 pad4;
 };
 CAUSTIC_CHECK_SIZE(EyeVertex);
+CAUSTIC_CHECK_FIELD(EyeVertex, key);
 CAUSTIC_CHECK_FIELD(EyeVertex, point);
 CAUSTIC_CHECK_FIELD(EyeVertex, pixel);
 CAUSTIC_CHECK_FIELD(EyeVertex, weight);
@@ -164,3 +167,17 @@ CAUSTIC_CHECK_FIELD(EyeVertex, n);
 CAUSTIC_CHECK_FIELD(EyeVertex, ng);
 CAUSTIC_CHECK_FIELD(EyeVertex, wo);
 CAUSTIC_CHECK_FIELD(EyeVertex, albedo);
+
+// caustic_gpu::photon::GpuGatherPath: one final-gather ray in flight.
+struct GatherPath {
+    u64 key;           // the ray's random key
+    float throughput[3];
+    u32 slot;          // its result slot: vertex * rays per vertex + ray
+    u32 depth;         // specular bounces so far
+    u32 pad;
+};
+CAUSTIC_CHECK_SIZE(GatherPath);
+CAUSTIC_CHECK_FIELD(GatherPath, key);
+CAUSTIC_CHECK_FIELD(GatherPath, throughput);
+CAUSTIC_CHECK_FIELD(GatherPath, slot);
+CAUSTIC_CHECK_FIELD(GatherPath, depth);

@@ -17,7 +17,8 @@ use caustic_accel::BvhNode;
 
 use crate::bvh::GpuTriangle;
 use crate::photon::{
-    GpuEyeVertex, GpuPhoton, GpuPhotonPath, GpuPhotonSource, GridView, PhotonMapView, PhotonParams,
+    GpuEyeVertex, GpuGatherPath, GpuPhoton, GpuPhotonPath, GpuPhotonSource, GridView,
+    PhotonMapView, PhotonParams,
 };
 use crate::rays::PrimaryFrame;
 use crate::trace::{GpuHit, GpuRay};
@@ -178,7 +179,13 @@ fn describe_photon(s: &mut String) {
         s,
         GpuEyeVertex,
         "EyeVertex",
-        [point, pixel, weight, material, n, ng, wo, albedo]
+        [point, pixel, weight, material, n, ng, wo, albedo, key]
+    );
+    describe!(
+        s,
+        GpuGatherPath,
+        "GatherPath",
+        [key, throughput, slot, depth]
     );
 }
 

@@ -144,7 +144,9 @@ impl GridView {
 /// shells of cells until the k nearest are certain (exact for any radius).
 /// A query takes the coarse grid when its 27 cells hold at most
 /// `coarse_limit` photons, else the fine one: both give the same answer,
-/// at the cost of a few hundred candidates instead of thousands.
+/// at the cost of a few hundred candidates instead of thousands. A limit
+/// of 0 skips counting and always tries the fine cells first (lookups of
+/// a few points in an evenly dense map); `u32::MAX` means coarse only.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct PhotonMapView {
@@ -394,6 +396,21 @@ pub struct GpuEyeVertex {
     pub pad2: u32,
     pub albedo: [f32; 3],
     pub pad3: u32,
+    /// The path's random key (`whitted::draw`), which keys its gather rays.
+    pub key: u64,
+    pub pad4: u64,
+}
+
+/// One final-gather ray in flight.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuGatherPath {
+    pub key: u64,
+    pub throughput: [f32; 3],
+    /// Result slot: vertex (in the chunk) × rays per vertex + ray.
+    pub slot: u32,
+    pub depth: u32,
+    pub pad: u32,
 }
 
 /// The diffuse ends among the first `n` eye paths of one Whitted wave
@@ -494,6 +511,134 @@ pub fn estimate(
     launch(scene.gpu(), k::PHOTON_ESTIMATE, n, &args)
 }
 
+/// Irradiance precomputed at every `stride`-th photon of the map `global`
+/// (one view), Christensen's speed-up of the final gather: the records keep
+/// the photons' positions and normals, their power fields hold the
+/// irradiance.
+pub fn precompute(
+    global: &DeviceBuffer<PhotonMapView>,
+    photons: usize,
+    stride: usize,
+) -> Result<DeviceBuffer<GpuPhoton>, GpuError> {
+    let gpu = global.gpu();
+    let stride = stride.max(1);
+    let n = photons.div_ceil(stride);
+    let out = DeviceBuffer::uninit(gpu, "precomputed irradiance", n)?;
+    let args = [
+        global.arg(),
+        (stride as u32).into(),
+        (n as u32).into(),
+        out.arg(),
+    ];
+    launch(gpu, k::PHOTON_PRECOMPUTE, n, &args)?;
+    Ok(out)
+}
+
+/// Which eye vertices a final-gather chunk covers: `order[first ..
+/// first + count]`, `rays_per` gather rays each.
+#[derive(Clone, Copy, Debug)]
+pub struct GatherChunk<'a> {
+    pub vertices: &'a DeviceBuffer<GpuEyeVertex>,
+    pub order: &'a DeviceBuffer<u32>,
+    pub first: usize,
+    pub count: usize,
+    pub rays_per: u32,
+}
+
+/// The chunk's gather rays, `rays_per` consecutive slots per vertex.
+pub fn gather_emit(
+    scene: &DeviceBuffer<WhittedParams>,
+    chunk: GatherChunk<'_>,
+    rays: &mut DeviceBuffer<GpuRay>,
+    paths: &mut DeviceBuffer<GpuGatherPath>,
+) -> Result<(), GpuError> {
+    let n = chunk.count * chunk.rays_per as usize;
+    let args = [
+        scene.arg(),
+        chunk.vertices.arg(),
+        chunk.order.arg(),
+        (chunk.first as u32).into(),
+        (chunk.count as u32).into(),
+        chunk.rays_per.into(),
+        rays.arg(),
+        paths.arg(),
+    ];
+    launch(scene.gpu(), k::PHOTON_GATHER_EMIT, n, &args)
+}
+
+/// Where [`gather_step`] writes: results by slot (3 floats each), and each
+/// ray's continuation with its live flag.
+pub struct GatherTargets<'a> {
+    pub results: &'a mut DeviceBuffer<f32>,
+    pub rays: &'a mut DeviceBuffer<GpuRay>,
+    pub paths: &'a mut DeviceBuffer<GpuGatherPath>,
+    pub live: &'a mut DeviceBuffer<u32>,
+}
+
+/// One wave of gather rays with their hits, against the precomputed
+/// irradiance map `irradiance` (one view).
+pub fn gather_step(
+    scene: &DeviceBuffer<WhittedParams>,
+    irradiance: &DeviceBuffer<PhotonMapView>,
+    rays: &DeviceBuffer<GpuRay>,
+    hits: &DeviceBuffer<GpuHit>,
+    paths: &DeviceBuffer<GpuGatherPath>,
+    out: GatherTargets<'_>,
+) -> Result<(), GpuError> {
+    let n = rays.len();
+    let args = [
+        scene.arg(),
+        irradiance.arg(),
+        rays.arg(),
+        hits.arg(),
+        paths.arg(),
+        (n as u32).into(),
+        out.results.arg(),
+        out.rays.arg(),
+        out.paths.arg(),
+        out.live.arg(),
+    ];
+    launch(scene.gpu(), k::PHOTON_GATHER_STEP, n, &args)
+}
+
+/// The chunk's indirect light from its ray results, into the framebuffer.
+pub fn gather_finish(
+    scene: &DeviceBuffer<WhittedParams>,
+    chunk: GatherChunk<'_>,
+    results: &DeviceBuffer<f32>,
+) -> Result<(), GpuError> {
+    let args = [
+        scene.arg(),
+        chunk.vertices.arg(),
+        chunk.order.arg(),
+        (chunk.first as u32).into(),
+        (chunk.count as u32).into(),
+        chunk.rays_per.into(),
+        results.arg(),
+    ];
+    launch(scene.gpu(), k::PHOTON_GATHER_FINISH, chunk.count, &args)
+}
+
+/// `out[i] = input[indices[i]]` for surviving gather rays.
+pub fn gather_compact(
+    rays: &DeviceBuffer<GpuRay>,
+    paths: &DeviceBuffer<GpuGatherPath>,
+    indices: &DeviceBuffer<u32>,
+    out_rays: &mut DeviceBuffer<GpuRay>,
+    out_paths: &mut DeviceBuffer<GpuGatherPath>,
+) -> Result<(), GpuError> {
+    let n = indices.len();
+    let args = [
+        rays.arg(),
+        paths.arg(),
+        indices.arg(),
+        (n as u32).into(),
+        out_rays.arg(),
+        out_paths.arg(),
+    ];
+    launch(rays.gpu(), k::PHOTON_GATHER_COMPACT, n, &args)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -505,7 +650,8 @@ mod tests {
         assert_eq!(size_of::<GpuPhotonPath>(), 32);
         assert_eq!(size_of::<PhotonParams>(), 48);
         assert_eq!(size_of::<GridView>(), 56);
-        assert_eq!(size_of::<GpuEyeVertex>(), 96);
-        assert_eq!(size_of::<PhotonMapView>(), 136);
+        assert_eq!(size_of::<GpuEyeVertex>(), 112);
+        assert_eq!(size_of::<GpuGatherPath>(), 32);
+        assert_eq!(size_of::<PhotonMapView>(), 144);
     }
 }

@@ -6,7 +6,9 @@
 //! Then one CPU frame with the same settings, for the speed-up and the
 //! agreement of the images.
 //!
-//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--no-cpu]`
+//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--no-cpu]`
+//! (`--gather N`: the final gather with N rays at every shading point,
+//! reading irradiance precomputed at every 4th global photon).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -21,7 +23,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let photons: u64 = args
         .iter()
-        .find_map(|a| a.parse().ok())
+        .enumerate()
+        .filter(|(i, _)| *i == 0 || args[i - 1] != "--gather")
+        .find_map(|(_, a)| a.parse().ok())
         .unwrap_or(1_000_000);
     let (width, height) = args
         .iter()
@@ -31,6 +35,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .unwrap_or((1920, 1080));
     let cpu = !args.iter().any(|a| a == "--no-cpu");
+    // `--gather N`: the final gather with N rays at every shading point.
+    let gather_rays: u32 = args
+        .iter()
+        .position(|a| a == "--gather")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(0);
     let gpu = caustic_gpu::Gpu::probe()?;
     println!("device: {}", gpu.info().name);
     let scene = Scene::builtin("cornell-caustics").ok_or("built-in scene")?;
@@ -42,9 +52,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         spp: 1,
         global_photons: photons,
         caustic_photons: photons,
-        gather_rays: 0,
+        gather_rays,
+        samples: caustic_render::photon::irradiance_samples::SampleSettings {
+            spacing: 0.0,
+            ..Default::default()
+        },
         points: "hashgrid".to_owned(),
         ..Default::default()
+    };
+    let mode = if gather_rays > 0 {
+        format!("final gather {gather_rays} rays at every shading point")
+    } else {
+        "no final gather".to_owned()
     };
     let renderer = GpuPhotonRenderer::new(&gpu, &rs)?;
     // The first frame compiles and loads the kernels; time the later ones.
@@ -57,7 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     order.sort_by(|&a, &b| frames[a].1.seconds.total_cmp(&frames[b].1.seconds));
     let (film, median) = &frames[order[order.len() / 2]];
     println!(
-        "PHOTON-GPU cornell-caustics {width}x{height} 1 spp, {photons} photons, no final gather: median {:.2} ms/frame ({:.1} fps), best {:.2} ms; {}",
+        "PHOTON-GPU cornell-caustics {width}x{height} 1 spp, {photons} photons, {mode}: median {:.2} ms/frame ({:.1} fps), best {:.2} ms; {}",
         median.seconds * 1e3,
         1.0 / median.seconds,
         frames[order[0]].1.seconds * 1e3,
@@ -117,12 +136,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 fn stages(s: &PhotonRenderStats) -> String {
     format!(
-        "photons {:.2} ms ({} global, {} caustic stored), map builds {:.2} ms, eye pass {:.2} ms, {:.1} M rays",
+        "photons {:.2} ms ({} global, {} caustic stored), map builds {:.2} ms, precompute {:.2} ms ({} points), eye pass {:.2} ms ({} gathers), {:.1} M rays",
         s.photon_ms,
         s.global_stored,
         s.caustic_stored,
         s.build_ms,
+        s.precompute_ms,
+        s.precomputed,
         s.render_ms,
+        s.point_gathers,
         s.rays as f64 / 1e6
     )
 }

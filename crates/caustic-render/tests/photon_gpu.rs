@@ -172,6 +172,59 @@ fn gpu_photon_frame_equals_cpu_frame() {
     );
 }
 
+/// The final gather at every shading point (irradiance samples off, gather
+/// rays reading irradiance precomputed at every 4th global photon): the
+/// GPU frame against the CPU's.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_final_gather_frame_equals_cpu_frame() {
+    use caustic_render::photon::irradiance_samples::SampleSettings;
+    let gpu = gpu();
+    let scene = Scene::builtin("cornell-caustics").unwrap();
+    let camera = scene.camera.unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let settings = PhotonRenderSettings {
+        gather_rays: 16,
+        samples: SampleSettings {
+            spacing: 0.0,
+            ..Default::default()
+        },
+        ..global_map_settings(128, 128, 2)
+    };
+    let (cpu, cpu_stats) = render(&rs, &camera, &settings, &|_| {}).unwrap();
+    let (on_gpu, gpu_stats) = render_cuda::render(&gpu, &rs, &camera, &settings).unwrap();
+    let agreement = Agreement::measure(&cpu, &on_gpu);
+    eprintln!(
+        "final gather 128x128: {agreement}; means CPU {} GPU {}; gathers CPU {} GPU {}, precomputed CPU {} GPU {}",
+        cpu.mean(),
+        on_gpu.mean(),
+        cpu_stats.point_gathers,
+        gpu_stats.point_gathers,
+        cpu_stats.precomputed,
+        gpu_stats.precomputed
+    );
+    // A float rounding can flip a rare eye path's Russian roulette.
+    let gathers = cpu_stats.point_gathers.abs_diff(gpu_stats.point_gathers);
+    assert!(
+        gathers * 1000 <= cpu_stats.point_gathers,
+        "gathers {gathers} apart"
+    );
+    assert_eq!(cpu_stats.precomputed, gpu_stats.precomputed);
+    assert!(
+        agreement.psnr >= 45.0,
+        "GPU final gather differs: {agreement}"
+    );
+    let relative = ((cpu.mean() - on_gpu.mean()) / cpu.mean())
+        .abs()
+        .max_element();
+    assert!(
+        relative < 0.002,
+        "means {} vs {}",
+        cpu.mean(),
+        on_gpu.mean()
+    );
+}
+
 /// The GPU path's setting errors: clear, before any work.
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -181,10 +234,22 @@ fn gpu_photon_renderer_rejects_what_it_cannot_do() {
     let camera = scene.camera.unwrap();
     let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
     let renderer = GpuPhotonRenderer::new(&gpu, &rs).unwrap();
-    let mut gather = global_map_settings(16, 16, 1);
-    gather.gather_rays = 16;
-    let err = renderer.render(&camera, &gather).err().unwrap().to_string();
-    assert!(err.contains("gather"), "{err}");
+    let mut samples = global_map_settings(16, 16, 1);
+    samples.gather_rays = 16;
+    let err = renderer
+        .render(&camera, &samples)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("sample-spacing 0"), "{err}");
+    samples.samples.spacing = 0.0;
+    samples.precompute = 0;
+    let err = renderer
+        .render(&camera, &samples)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("precompute"), "{err}");
     let mut kdtree = global_map_settings(16, 16, 1);
     kdtree.points = "kdtree".to_owned();
     let err = renderer.render(&camera, &kdtree).err().unwrap().to_string();
@@ -192,6 +257,24 @@ fn gpu_photon_renderer_rejects_what_it_cannot_do() {
     let mut big_k = global_map_settings(16, 16, 1);
     big_k.k = 500;
     assert!(renderer.render(&camera, &big_k).is_err());
+}
+
+/// A scene without lights: no photons, empty maps, a black image, no error.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_photon_frame_of_an_unlit_scene_is_black() {
+    let gpu = gpu();
+    let mut scene = Scene::builtin("cornell-box").unwrap();
+    scene.lights.clear();
+    for m in &mut scene.materials {
+        m.emission = caustic_geom::Rgb::ZERO;
+    }
+    let camera = scene.camera.unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let settings = global_map_settings(32, 32, 1);
+    let (film, stats) = render_cuda::render(&gpu, &rs, &camera, &settings).unwrap();
+    assert_eq!((stats.global_stored, stats.caustic_stored), (0, 0));
+    assert!(film.pixels.iter().all(|p| p.max_element() == 0.0));
 }
 
 fn render_reference_scene(xml: &std::path::Path, gpu: Option<&caustic_gpu::Gpu>) -> Film {

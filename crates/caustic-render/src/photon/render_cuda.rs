@@ -1,6 +1,6 @@
 //! The photon-mapping integrator on a CUDA GPU, the twin of
-//! [`super::render`] in its global-map mode (no final gather): every
-//! stage of a frame on the device.
+//! [`super::render`] in its global-map mode and with the final gather at
+//! every shading point: every stage of a frame on the device.
 //!
 //! 1. Photon passes ([`super::trace_cuda`], the CPU's [`PassPlan`]):
 //!    photons as a wavefront, stored by stream compaction.
@@ -19,6 +19,16 @@
 //!    order (k nearest photons, the k-th fixing the disc, with the CPU
 //!    estimate's rules).
 //!
+//! With `gather_rays > 0` the global map is traced with every diffuse hit
+//! and read by a **final gather at every shading point** (the CPU's
+//! `--sample-spacing 0`): irradiance precomputed at every `precompute`-th
+//! global photon (Christensen), then, per eye vertex, `gather_rays`
+//! cosine-distributed rays as a wavefront (mirrors and glass followed,
+//! Fresnel choice keyed as on the CPU) reading the nearest precomputed
+//! irradiance whose normal agrees; the per-ray results are summed per
+//! vertex in ray order, so no atomics decide the sum. The CPU's adaptive
+//! irradiance samples are not on the GPU.
+//!
 //! The GPU traces the CPU's photons (same streams) and shades with the
 //! CPU's random numbers, so its image equals the CPU photon renderer's up
 //! to float rounding and the rare photon whose path a rounding flips.
@@ -26,7 +36,9 @@
 use std::time::Instant;
 
 use caustic_gpu::ops::compact::select_indices;
-use caustic_gpu::photon::{self as kernels, GpuEyeVertex, GpuPhoton, PhotonMapView};
+use caustic_gpu::photon::{
+    self as kernels, GatherChunk, GatherTargets, GpuEyeVertex, GpuPhoton, PhotonMapView,
+};
 use caustic_gpu::points::GpuHashGrid;
 use caustic_gpu::whitted::WhittedParams;
 use caustic_gpu::{DeviceBuffer, GpuError};
@@ -83,13 +95,48 @@ impl GpuPhotonRenderer {
         let caustic_radius = settings.caustic_max_radius * self.diagonal;
         let global = IndexedPhotons::build(&maps.global, global_radius, settings.k)?;
         let caustic = IndexedPhotons::build(&maps.caustic, caustic_radius, settings.caustic_k)?;
-        let views = [
-            global.view(settings.k, global_radius, false)?,
-            caustic.view(settings.caustic_k, caustic_radius, settings.cone_filter)?,
-        ];
-        let views = DeviceBuffer::from_slice(self.scene.gpu(), "photon map views", &views)?;
+        let global_view = global.view(settings.k, global_radius, false)?;
+        let caustic_view =
+            caustic.view(settings.caustic_k, caustic_radius, settings.cone_filter)?;
+        let gpu = self.scene.gpu();
+        // With the final gather the global map is read by the gather rays
+        // (through irradiance precomputed at its photons), not at the eye.
+        let gathering = settings.gather_rays > 0;
+        let views = if gathering {
+            vec![caustic_view]
+        } else {
+            vec![global_view, caustic_view]
+        };
+        let views = DeviceBuffer::from_slice(gpu, "photon map views", &views)?;
         self.scene.gpu().synchronize()?;
         stats.build_ms = build_start.elapsed().as_secs_f64() * 1e3;
+        let precompute_start = Instant::now();
+        let precomputed = if gathering {
+            let view = DeviceBuffer::from_slice(gpu, "global map view", &[global_view])?;
+            let points = kernels::precompute(&view, maps.global.len(), settings.precompute)?;
+            stats.precomputed = points.len();
+            Some(points)
+        } else {
+            None
+        };
+        let irradiance = match &precomputed {
+            Some(points) => {
+                let indexed = IndexedPhotons::build(points, global_radius, PRECOMPUTED_CANDIDATES)?;
+                let mut view = indexed.view(PRECOMPUTED_CANDIDATES, global_radius, false)?;
+                // Gather rays land anywhere, one lookup each: the fine cells
+                // answer almost every one, so do not count the coarse cells.
+                if view.coarse_limit != u32::MAX {
+                    view.coarse_limit = 0;
+                }
+                Some((
+                    indexed,
+                    DeviceBuffer::from_slice(gpu, "irradiance view", &[view])?,
+                ))
+            }
+            None => None,
+        };
+        gpu.synchronize()?;
+        stats.precompute_ms = precompute_start.elapsed().as_secs_f64() * 1e3;
         let render_start = Instant::now();
         let whitted = WhittedSettings {
             width: settings.width,
@@ -104,10 +151,19 @@ impl GpuPhotonRenderer {
             views: &views,
             runs: Vec::new(),
             bounds: self.bounds,
+            gather: irradiance.as_ref().map(|(_, view)| FinalGather {
+                scene: &self.scene,
+                irradiance: view,
+                rays_per: settings.gather_rays,
+                max_depth: settings.max_depth,
+            }),
+            gathered: 0,
+            gather_rays: 0,
         };
         let (film, eye) = self.scene.render_with(camera, &whitted, &mut steps)?;
         stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
-        stats.rays += eye.rays;
+        stats.rays += eye.rays + steps.gather_rays;
+        stats.point_gathers = steps.gathered;
         stats.seconds = start.elapsed().as_secs_f64();
         Ok((film, stats))
     }
@@ -147,6 +203,86 @@ struct EstimateSteps<'a> {
     /// Compacted eye vertices, one run per wave.
     runs: Vec<DeviceBuffer<GpuEyeVertex>>,
     bounds: ([f32; 3], [f32; 3]),
+    gather: Option<FinalGather<'a>>,
+    /// Eye vertices gathered at, and gather rays traced.
+    gathered: u64,
+    gather_rays: u64,
+}
+
+/// The final gather at every eye vertex (`gather.rs` with irradiance
+/// samples off): `rays_per` cosine-distributed rays, each following mirrors
+/// and glass to a diffuse hit and reading the irradiance precomputed there.
+struct FinalGather<'a> {
+    scene: &'a GpuScene,
+    irradiance: &'a DeviceBuffer<PhotonMapView>,
+    rays_per: u32,
+    /// Most specular bounces of a gather ray.
+    max_depth: u32,
+}
+
+/// Gather rays per chunk of eye vertices: bounds the chunk's buffers
+/// (about 170 bytes per ray, 2.8 GB at this size) while keeping the
+/// per-bounce launches and host reads few (each chunk runs `max_depth + 1`
+/// bounces however few rays survive).
+const GATHER_CHUNK_RAYS: usize = 1 << 24;
+/// `precomputed.rs`'s candidates per irradiance lookup.
+const PRECOMPUTED_CANDIDATES: usize = 8;
+
+impl FinalGather<'_> {
+    /// Gathers at every vertex of `order`, chunk by chunk; returns the rays
+    /// traced.
+    fn run(
+        &self,
+        params: &DeviceBuffer<WhittedParams>,
+        vertices: &DeviceBuffer<GpuEyeVertex>,
+        order: &DeviceBuffer<u32>,
+    ) -> Result<u64, GpuError> {
+        let gpu = params.gpu();
+        let mut tracer = caustic_gpu::Tracer::new(gpu)?;
+        let per_chunk = (GATHER_CHUNK_RAYS / self.rays_per as usize).max(1);
+        let mut traced = 0;
+        let mut first = 0;
+        while first < order.len() {
+            let chunk = GatherChunk {
+                vertices,
+                order,
+                first,
+                count: per_chunk.min(order.len() - first),
+                rays_per: self.rays_per,
+            };
+            let slots = chunk.count * self.rays_per as usize;
+            let mut results = DeviceBuffer::<f32>::zeroed(gpu, "gather results", 3 * slots)?;
+            let mut rays = DeviceBuffer::uninit(gpu, "gather rays", slots)?;
+            let mut paths = DeviceBuffer::uninit(gpu, "gather paths", slots)?;
+            kernels::gather_emit(params, chunk, &mut rays, &mut paths)?;
+            for _ in 0..=self.max_depth {
+                if rays.is_empty() {
+                    break;
+                }
+                let n = rays.len();
+                let mut hits = DeviceBuffer::uninit(gpu, "gather hits", n)?;
+                tracer.intersect(self.scene.bvh(), &rays, &mut hits)?;
+                traced += n as u64;
+                let mut next_rays = DeviceBuffer::uninit(gpu, "gather next rays", n)?;
+                let mut next_paths = DeviceBuffer::uninit(gpu, "gather next paths", n)?;
+                let mut live = DeviceBuffer::uninit(gpu, "gather live flags", n)?;
+                let targets = GatherTargets {
+                    results: &mut results,
+                    rays: &mut next_rays,
+                    paths: &mut next_paths,
+                    live: &mut live,
+                };
+                kernels::gather_step(params, self.irradiance, &rays, &hits, &paths, targets)?;
+                let indices = select_indices(&live)?;
+                rays = DeviceBuffer::uninit(gpu, "gather rays", indices.len())?;
+                paths = DeviceBuffer::uninit(gpu, "gather paths", indices.len())?;
+                kernels::gather_compact(&next_rays, &next_paths, &indices, &mut rays, &mut paths)?;
+            }
+            kernels::gather_finish(params, chunk, &results)?;
+            first += chunk.count;
+        }
+        Ok(traced)
+    }
 }
 
 impl WaveSteps for EstimateSteps<'_> {
@@ -183,7 +319,12 @@ impl WaveSteps for EstimateSteps<'_> {
         }
         self.runs.clear();
         let order = kernels::morton_order(&vertices, self.bounds.0, self.bounds.1)?;
-        kernels::estimate(params, self.views, &vertices, &order)
+        kernels::estimate(params, self.views, &vertices, &order)?;
+        if let Some(gather) = &self.gather {
+            self.gather_rays += gather.run(params, &vertices, &order)?;
+            self.gathered += order.len() as u64;
+        }
+        Ok(())
     }
 }
 
@@ -216,9 +357,14 @@ pub fn render(
 fn check(settings: &PhotonRenderSettings) -> Result<(), PhotonRenderError> {
     settings.validate()?;
     let fail = |m: &str| Err(PhotonRenderError::Invalid(m.to_owned()));
-    if settings.gather_rays > 0 {
+    if settings.gather_rays > 0 && settings.samples.spacing > 0.0 {
         return fail(
-            "the GPU photon renderer reads the global map directly: set the gather rays to 0 (--no-final-gather)",
+            "the GPU final gather gathers at every shading point: set the irradiance-sample spacing to 0 (--sample-spacing 0), or read the global map directly (--no-final-gather)",
+        );
+    }
+    if settings.gather_rays > 0 && settings.precompute == 0 {
+        return fail(
+            "the GPU final gather reads irradiance precomputed at photons: set --precompute to 1 or more",
         );
     }
     if settings.points != "hashgrid" {
