@@ -1,12 +1,13 @@
 //! Frame time of the GPU photon mapper (global-map mode: no final gather)
-//! on the Cornell box with the glass sphere at 1920x1080, 1 spp, with 10^6
-//! photons for the global and the caustic map (one pass fills both), and
+//! on the Cornell box with the glass sphere at 1920x1080, 1 spp, eye depth
+//! 5 (the CLI's defaults), with 10^6 photons for the global and the
+//! caustic map (one pass fills both), and
 //! the stage times: photon tracing, map builds (hash grids), eye pass (the
 //! Whitted wavefront plus the radiance estimates, image download included).
 //! Then one CPU frame with the same settings, for the speed-up and the
 //! agreement of the images.
 //!
-//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--no-cpu]`
+//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu]`
 //! (`--gather N`: the final gather with N rays at every shading point,
 //! reading irradiance precomputed at every 4th global photon).
 
@@ -24,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let photons: u64 = args
         .iter()
         .enumerate()
-        .filter(|(i, _)| *i == 0 || args[i - 1] != "--gather")
+        .filter(|(i, _)| *i == 0 || !args[i - 1].starts_with("--"))
         .find_map(|(_, a)| a.parse().ok())
         .unwrap_or(1_000_000);
     let (width, height) = args
@@ -35,12 +36,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .unwrap_or((1920, 1080));
     let cpu = !args.iter().any(|a| a == "--no-cpu");
+    let flag = |name: &str| -> Option<u32> {
+        let i = args.iter().position(|a| a == name)?;
+        args.get(i + 1)?.parse().ok()
+    };
     // `--gather N`: the final gather with N rays at every shading point.
-    let gather_rays: u32 = args
-        .iter()
-        .position(|a| a == "--gather")
-        .and_then(|i| args.get(i + 1)?.parse().ok())
-        .unwrap_or(0);
+    let gather_rays = flag("--gather").unwrap_or(0);
+    let defaults = PhotonRenderSettings::default();
+    // `caustic render --integrator photon`'s defaults: eye depth 5, 4
+    // shadow rays per area light, 32 photon bounces.
+    let max_depth = flag("--depth").unwrap_or(5);
+    let photon_bounces = flag("--photon-bounces").unwrap_or(defaults.photon_bounces);
+    let light_samples = flag("--light-samples").unwrap_or(defaults.light_samples);
     let gpu = caustic_gpu::Gpu::probe()?;
     println!("device: {}", gpu.info().name);
     let scene = Scene::builtin("cornell-caustics").ok_or("built-in scene")?;
@@ -53,6 +60,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         global_photons: photons,
         caustic_photons: photons,
         gather_rays,
+        max_depth,
+        photon_bounces,
+        light_samples,
         samples: caustic_render::photon::irradiance_samples::SampleSettings {
             spacing: 0.0,
             ..Default::default()
@@ -76,7 +86,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     order.sort_by(|&a, &b| frames[a].1.seconds.total_cmp(&frames[b].1.seconds));
     let (film, median) = &frames[order[order.len() / 2]];
     println!(
-        "PHOTON-GPU cornell-caustics {width}x{height} 1 spp, {photons} photons, {mode}: median {:.2} ms/frame ({:.1} fps), best {:.2} ms; {}",
+        "PHOTON-GPU cornell-caustics {width}x{height} 1 spp, {photons} photons, eye depth {max_depth}, {photon_bounces} photon bounces, {light_samples} light samples, {mode}: median {:.2} ms/frame ({:.1} fps), best {:.2} ms; {}",
         median.seconds * 1e3,
         1.0 / median.seconds,
         frames[order[0]].1.seconds * 1e3,
