@@ -67,40 +67,6 @@ __device__ float3 phong_lobe(float3 r, float exponent, float ux, float uy) {
 
 __device__ __forceinline__ float max_element(float3 v) { return fmaxf(fmaxf(v.x, v.y), v.z); }
 
-// ------------------------------------------------------------ octahedral
-
-__device__ __forceinline__ float sign_not_zero(float x) { return x >= 0.0f ? 1.0f : -1.0f; }
-
-// record::octahedral_encode: unit vector to 2 x 16 bits (x low).
-__device__ u32 octahedral_encode(float3 v) {
-    float l1 = fabsf(v.x) + fabsf(v.y) + fabsf(v.z);
-    if (!isfinite(l1) || l1 <= 0.0f) v = make_float3(0.0f, 0.0f, 1.0f), l1 = 1.0f;
-    float px = v.x / l1, py = v.y / l1;
-    if (v.z < 0.0f) {
-        float fx = (1.0f - fabsf(py)) * sign_not_zero(px);
-        float fy = (1.0f - fabsf(px)) * sign_not_zero(py);
-        px = fx;
-        py = fy;
-    }
-    float qx = roundf((fminf(fmaxf(px, -1.0f), 1.0f) * 0.5f + 0.5f) * 65535.0f);
-    float qy = roundf((fminf(fmaxf(py, -1.0f), 1.0f) * 0.5f + 0.5f) * 65535.0f);
-    return (u32)qx | ((u32)qy << 16);
-}
-
-// record::octahedral_decode.
-__device__ float3 octahedral_decode(u32 bits) {
-    float px = (float)(bits & 0xffffu) / 65535.0f * 2.0f - 1.0f;
-    float py = (float)(bits >> 16) / 65535.0f * 2.0f - 1.0f;
-    float z = 1.0f - fabsf(px) - fabsf(py);
-    if (z < 0.0f) {
-        float fx = (1.0f - fabsf(py)) * sign_not_zero(px);
-        float fy = (1.0f - fabsf(px)) * sign_not_zero(py);
-        px = fx;
-        py = fy;
-    }
-    return normalize(make_float3(px, py, z));
-}
-
 // ------------------------------------------------------------ emission
 
 __device__ __forceinline__ Ray empty_ray() {

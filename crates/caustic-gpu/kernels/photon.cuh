@@ -2,7 +2,7 @@
 // checked field by field against its Rust twin in caustic-gpu's photon.rs
 // through the generated layout.cuh.
 #pragma once
-#include "whitted.cuh"
+#include "scene.cuh"
 
 // caustic_gpu::photon::GpuPhoton, caustic_render::photon::Photon's twin:
 // position, power (already divided by the emitted count), octahedral
@@ -181,3 +181,38 @@ CAUSTIC_CHECK_FIELD(GatherPath, key);
 CAUSTIC_CHECK_FIELD(GatherPath, throughput);
 CAUSTIC_CHECK_FIELD(GatherPath, slot);
 CAUSTIC_CHECK_FIELD(GatherPath, depth);
+
+// ------------------------------------------------------------ octahedral
+
+__device__ __forceinline__ float sign_not_zero(float x) { return x >= 0.0f ? 1.0f : -1.0f; }
+
+// record::octahedral_encode: unit vector to 2 x 16 bits (x low).
+__device__ u32 octahedral_encode(float3 v) {
+    float l1 = fabsf(v.x) + fabsf(v.y) + fabsf(v.z);
+    if (!isfinite(l1) || l1 <= 0.0f) v = make_float3(0.0f, 0.0f, 1.0f), l1 = 1.0f;
+    float px = v.x / l1, py = v.y / l1;
+    if (v.z < 0.0f) {
+        float fx = (1.0f - fabsf(py)) * sign_not_zero(px);
+        float fy = (1.0f - fabsf(px)) * sign_not_zero(py);
+        px = fx;
+        py = fy;
+    }
+    float qx = roundf((fminf(fmaxf(px, -1.0f), 1.0f) * 0.5f + 0.5f) * 65535.0f);
+    float qy = roundf((fminf(fmaxf(py, -1.0f), 1.0f) * 0.5f + 0.5f) * 65535.0f);
+    return (u32)qx | ((u32)qy << 16);
+}
+
+// record::octahedral_decode.
+__device__ float3 octahedral_decode(u32 bits) {
+    float px = (float)(bits & 0xffffu) / 65535.0f * 2.0f - 1.0f;
+    float py = (float)(bits >> 16) / 65535.0f * 2.0f - 1.0f;
+    float z = 1.0f - fabsf(px) - fabsf(py);
+    if (z < 0.0f) {
+        float fx = (1.0f - fabsf(py)) * sign_not_zero(px);
+        float fy = (1.0f - fabsf(px)) * sign_not_zero(py);
+        px = fx;
+        py = fy;
+    }
+    return normalize(make_float3(px, py, z));
+}
+

@@ -9,12 +9,6 @@
 #include "scene.cuh"
 
 #define WHITTED_THREADS 256u
-#define SPLIT_THRESHOLD 0.05f
-#define DRAW_CAMERA 1ull
-#define DRAW_ROULETTE 2ull
-#define DRAW_LIGHT 3ull
-#define BRANCH_REFLECT 0ull
-#define BRANCH_REFRACT 1ull
 
 // ------------------------------------------------------------ primary rays
 
@@ -65,17 +59,6 @@ whitted_primary(const WhittedParams* params, Ray* rays, Path* paths, u32 n) {
 
 // ------------------------------------------------------------ shading
 
-// Outputs of one shading thread: two child slots and `shadow_slots`
-// shadow slots per path, each with a flag for the compaction.
-struct ShadeOut {
-    Ray* child_rays;
-    Path* child_paths;
-    u32* child_flags;
-    Ray* shadow_rays;
-    float4* shadow_values; // xyz: contribution, w: pixel (bits)
-    u32* shadow_flags;
-};
-
 // Whitted::branch: a child of weight `w` along `dir`, Russian roulette
 // below the split threshold, written to child slot `slot` (0 or 1).
 __device__ void emit_child(const WhittedParams& p, const Surface& s, const Path& path, float3 tint,
@@ -112,57 +95,6 @@ __device__ void shade_dielectric(const WhittedParams& p, const Material& m, cons
     float3 t;
     if (r < 1.0f && refract(d, n, eta, t)) {
         emit_child(p, s, path, tint, t, 1.0f - r, BRANCH_REFRACT, i, 1, out);
-    }
-}
-
-// Whitted::direct_light: one shadow slot per analytic light, then
-// `light_samples` per area light; flags mark the slots worth tracing.
-__device__ void shade_direct(const WhittedParams& p, const Material& m, const Surface& s, float3 d,
-                             const Path& path, u32 i, u32 slots, ShadeOut& out) {
-    float3 wo = neg(d);
-    float3 ng = face_towards(s.geometric_normal, wo);
-    float3 n = face_towards(s.shading_normal, wo);
-    float3 albedo = albedo_at(p, m, s);
-    float3 origin = s.point + ng * p.ray_epsilon;
-    float3 weight = load3(path.weight);
-    float pixel = __uint_as_float(path.pixel);
-    u32 slot = i * slots;
-    for (u32 j = 0; j < p.light_count; ++j, ++slot) {
-        float3 wi, incident;
-        float dist;
-        if (!analytic_light(((const Light*)p.lights)[j], s.point, wi, dist, incident)) continue;
-        float c = dot(n, wi);
-        if (c <= 0.0f || dot(ng, wi) <= 0.0f) continue;
-        float3 value = weight * (brdf(m, albedo, n, wo, wi) * incident * c);
-        out.shadow_rays[slot] = make_ray(origin, wi, 0.0f, dist * (1.0f - 1e-4f));
-        out.shadow_values[slot] = make_float4(value.x, value.y, value.z, pixel);
-        out.shadow_flags[slot] = 1;
-    }
-    u32 samples = p.light_samples;
-    for (u32 a = 0; a < p.area_count; ++a) {
-        const AreaLight& l = ((const AreaLight*)p.area_lights)[a];
-        for (u32 k = 0; k < samples; ++k, ++slot) {
-            Pcg g = pcg_new(mix_key(path.key, (u64)a * samples + k), DRAW_LIGHT);
-            float ux = pcg_f32(g);
-            float uy = pcg_f32(g);
-            ux = ((float)k + ux) / (float)samples;
-            float3 lp, ln;
-            area_sample(p, l, ux, uy, lp, ln);
-            float3 to_light = lp - origin;
-            float dist2 = dot(to_light, to_light);
-            float3 wi = div3(to_light, sqrtf(dist2));
-            float c = dot(n, wi);
-            float cos_light = fabsf(dot(ln, neg(wi)));
-            bool lit = l.two_sided || dot(ln, neg(wi)) > 0.0f;
-            float3 emitted = load3(l.emission);
-            if (c <= 0.0f || dot(ng, wi) <= 0.0f || !lit || is_black(emitted) || dist2 == 0.0f) continue;
-            float pdf = 1.0f / l.total_area;
-            float3 f = brdf(m, albedo, n, wo, wi) * emitted * (c * cos_light / (dist2 * pdf));
-            float3 value = weight * div3(f, (float)samples);
-            out.shadow_rays[slot] = make_ray(origin, to_light, 0.0f, 1.0f - 1e-4f);
-            out.shadow_values[slot] = make_float4(value.x, value.y, value.z, pixel);
-            out.shadow_flags[slot] = 1;
-        }
     }
 }
 

@@ -21,6 +21,7 @@ use crate::photon::{
     PhotonMapView, PhotonParams,
 };
 use crate::rays::PrimaryFrame;
+use crate::sppm::{GpuSppmPath, GpuSppmPixel, GpuVisiblePoint};
 use crate::trace::{GpuHit, GpuRay};
 use crate::whitted::{
     GpuAreaLight, GpuLight, GpuMaterial, GpuPath, GpuShading, GpuTexture, WhittedParams,
@@ -74,6 +75,7 @@ pub fn header() -> &'static str {
         );
         describe_whitted(&mut s);
         describe_photon(&mut s);
+        describe_sppm(&mut s);
         s
     })
 }
@@ -186,6 +188,33 @@ fn describe_photon(s: &mut String) {
         GpuGatherPath,
         "GatherPath",
         [key, throughput, slot, depth]
+    );
+}
+
+/// The records of GPU SPPM (`kernels/sppm.cuh`).
+fn describe_sppm(s: &mut String) {
+    describe!(s, GpuSppmPath, "SppmPath", [key, weight, pixel, length]);
+    describe!(
+        s,
+        GpuVisiblePoint,
+        "VisiblePoint",
+        [
+            position,
+            valid,
+            normal,
+            material,
+            shading_normal,
+            footprint,
+            wo,
+            weight,
+            albedo
+        ]
+    );
+    describe!(
+        s,
+        GpuSppmPixel,
+        "SppmPixel",
+        [photons, radius, flux, traced]
     );
 }
 

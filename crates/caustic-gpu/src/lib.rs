@@ -21,6 +21,8 @@
 //! - [`photon`]: the device records and kernels of the GPU photon mapper
 //!   (photon wavefront with stream compaction, radiance estimates in
 //!   hash-grid maps; `caustic_render::photon::trace_cuda`, `render_cuda`).
+//! - [`sppm`]: the device records and kernels of GPU stochastic progressive
+//!   photon mapping (`caustic_render::sppm::renderer_cuda`).
 //! - [`bench`]: the benchmarks behind `caustic bench gpu` (primitives
 //!   against the copy ceiling, trace throughput on the ray protocol).
 //! - [`whitted`]: the device records and kernels of the wavefront Whitted
@@ -42,6 +44,7 @@ pub mod ops;
 pub mod photon;
 pub mod points;
 pub mod rays;
+pub mod sppm;
 pub mod trace;
 pub mod whitted;
 

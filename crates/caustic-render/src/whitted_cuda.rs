@@ -106,7 +106,7 @@ impl GpuScene {
             tracer: Tracer::new(gpu)?,
             bvh: &self.device.bvh,
             params: &params,
-            shadow_slots: (self.lights + self.area_lights * light_samples(settings)) as u32,
+            shadow_slots: self.shadow_slots(settings.light_samples),
             rays: (pixels * settings.spp.max(1) as usize) as u64,
         };
         let mut wave = frame.primary(settings)?;
@@ -123,6 +123,12 @@ impl GpuScene {
             rays: frame.rays,
         };
         Ok((film, stats))
+    }
+
+    /// Shadow rays a shaded point casts: one per point, spot or directional
+    /// light, `light_samples` per area light.
+    pub fn shadow_slots(&self, light_samples: u32) -> u32 {
+        (self.lights + self.area_lights * light_samples.max(1) as usize) as u32
     }
 
     /// The device the scene lives on.
@@ -157,7 +163,9 @@ impl GpuScene {
         }
     }
 
-    fn params(
+    /// The frame's parameters: the scene's arrays, the camera, `settings`
+    /// and the framebuffer's address.
+    pub fn params(
         &self,
         camera: &Camera,
         settings: &WhittedSettings,

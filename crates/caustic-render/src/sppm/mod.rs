@@ -24,6 +24,10 @@
 //! estimate, whose bias vanishes as `R → 0` while its variance still falls
 //! (α < 1), hence consistency.
 //!
+//! On a CUDA GPU ([`render_cuda`]): the same passes with the same random
+//! numbers, the photons gathered at each pixel from a hash grid over the
+//! pass's photons instead of deposited from each photon.
+//!
 //! **Determinism.** Every random number is counter-based: the eye pass draws
 //! from `whitted::draw` keys (seed, pixel, pass, branch path), photon `i` of
 //! pass `p` from `photon_rng(mix(seed, p), i)`. Photons are gathered in
@@ -36,9 +40,11 @@ pub mod gather;
 pub mod grid;
 pub mod pixels;
 mod renderer;
+pub mod renderer_cuda;
 pub mod visible;
 
 pub use renderer::{PassView, render, render_passes};
+pub use renderer_cuda::{GpuPassView, SppmCudaError, render_cuda};
 
 use std::fmt;
 

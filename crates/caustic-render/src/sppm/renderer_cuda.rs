@@ -1,0 +1,285 @@
+//! SPPM on a CUDA GPU, the twin of [`super::render`]: every pass on the
+//! device, the pixel statistics kept there in doubles, one download at the
+//! end (`kernels/sppm.cu` has the stages).
+//!
+//! Per pass: the eye pass as a wavefront (one jittered ray per pixel, one
+//! Fresnel-chosen branch at glass, visible point and shadow rays at the
+//! first diffuse or glossy hit; the CPU's random keys), the radii of new
+//! pixels, the photon pass of [`crate::photon::trace_cuda`] with the CPU's
+//! per-pass seed (`L D` left out), a hash grid over the pass's photons, and
+//! one thread per pixel that sums the photons within its radius and applies
+//! the progressive update. The CPU deposits each photon at the points
+//! around it; the GPU gathers them at each point: the same sums, added in
+//! another order, with no atomics, so the image is deterministic.
+
+use std::time::Instant;
+
+use caustic_geom::Rgb;
+use caustic_gpu::ops::compact::select_indices;
+use caustic_gpu::photon::{self as photon_kernels, GridView};
+use caustic_gpu::points::GpuHashGrid;
+use caustic_gpu::sppm::{self as kernels, EyeStep, EyeTargets, GpuSppmPixel, GpuVisiblePoint};
+use caustic_gpu::whitted::{WhittedParams, primary_slots};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError, GpuHit, GpuRay, Tracer};
+use caustic_scene::Camera;
+
+use super::gather::photon_settings;
+use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
+use crate::photon::{PhotonSources, trace_cuda};
+use crate::whitted_cuda::GpuScene;
+use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
+
+/// A GPU SPPM error: a setting it cannot render, or a device failure.
+#[derive(Debug, thiserror::Error)]
+pub enum SppmCudaError {
+    #[error(transparent)]
+    Settings(#[from] SppmError),
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+}
+
+/// The state after a pass, handed to the per-pass callback.
+pub struct GpuPassView<'a> {
+    /// Passes done (1 after the first).
+    pub passes: u32,
+    pixels: &'a DeviceBuffer<GpuSppmPixel>,
+    width: u32,
+    height: u32,
+}
+
+impl GpuPassView<'_> {
+    /// The image so far (one kernel and a download: build it only for the
+    /// passes you write or score).
+    pub fn film(&self) -> Result<Film, GpuError> {
+        image(self.pixels, self.passes, self.width, self.height)
+    }
+}
+
+/// Renders `scene` through `camera` on `gpu`; `on_pass` is called after
+/// every pass with the state so far.
+pub fn render_cuda(
+    gpu: &Gpu,
+    scene: &RenderScene,
+    camera: &Camera,
+    settings: &SppmSettings,
+    on_pass: &mut dyn FnMut(&GpuPassView),
+) -> Result<(Film, SppmStats), SppmCudaError> {
+    settings.validate()?;
+    if !camera.is_valid() {
+        return Err(SppmError("the camera frame is degenerate".into()).into());
+    }
+    let start = Instant::now();
+    let device = GpuScene::upload(gpu, scene)?;
+    let sources = PhotonSources::new(scene);
+    let mut state = State::new(&device, camera, settings)?;
+    let mut stats = SppmStats::default();
+    for pass in 0..settings.passes {
+        state.pass(&sources, pass, &mut stats)?;
+        stats.passes += 1;
+        on_pass(&GpuPassView {
+            passes: pass + 1,
+            pixels: &state.pixels,
+            width: settings.width,
+            height: settings.height,
+        });
+    }
+    let film = image(
+        &state.pixels,
+        settings.passes,
+        settings.width,
+        settings.height,
+    )?;
+    let pixels = state.pixels.download()?;
+    let radii: Vec<f64> = pixels
+        .iter()
+        .map(|p| p.radius)
+        .filter(|&r| r > 0.0)
+        .collect();
+    stats.mean_radius = if radii.is_empty() {
+        0.0
+    } else {
+        radii.iter().sum::<f64>() / radii.len() as f64
+    };
+    stats.seconds = start.elapsed().as_secs_f64();
+    Ok((film, stats))
+}
+
+/// The image of the pixel statistics after `passes` passes.
+fn image(
+    pixels: &DeviceBuffer<GpuSppmPixel>,
+    passes: u32,
+    width: u32,
+    height: u32,
+) -> Result<Film, GpuError> {
+    let values = kernels::film(pixels, passes)?.download()?;
+    let mut film = Film::new(width, height);
+    for (pixel, rgb) in film.pixels.iter_mut().zip(values.chunks_exact(3)) {
+        *pixel = Rgb::new(rgb[0], rgb[1], rgb[2]);
+    }
+    Ok(film)
+}
+
+/// What every pass shares: the scene, the camera's parameters, the pixel
+/// statistics and the per-pixel buffers of one pass.
+struct State<'a> {
+    device: &'a GpuScene,
+    settings: &'a SppmSettings,
+    params: DeviceBuffer<WhittedParams>,
+    tracer: Tracer,
+    pixels: DeviceBuffer<GpuSppmPixel>,
+    points: DeviceBuffer<GpuVisiblePoint>,
+    radiance: DeviceBuffer<f32>,
+    slots: u32,
+    pixel_angle: f32,
+}
+
+impl<'a> State<'a> {
+    fn new(
+        device: &'a GpuScene,
+        camera: &Camera,
+        settings: &'a SppmSettings,
+    ) -> Result<Self, GpuError> {
+        let gpu = device.gpu();
+        let whitted = WhittedSettings {
+            width: settings.width,
+            height: settings.height,
+            spp: 1,
+            max_depth: settings.max_depth,
+            light_samples: settings.light_samples,
+            fresnel: FresnelMode::Exact,
+            seed: settings.seed,
+        };
+        let params = device.params(camera, &whitted, 0);
+        let count = settings.width as usize * settings.height as usize;
+        let (tx, _) = camera.half_extents(settings.width as f32 / settings.height as f32);
+        Ok(Self {
+            device,
+            settings,
+            params: DeviceBuffer::from_slice(gpu, "sppm params", &[params])?,
+            tracer: Tracer::new(gpu)?,
+            pixels: DeviceBuffer::zeroed(gpu, "sppm pixels", count)?,
+            points: DeviceBuffer::zeroed(gpu, "sppm visible points", count)?,
+            radiance: DeviceBuffer::zeroed(gpu, "sppm pass radiance", 3 * count)?,
+            slots: device.shadow_slots(settings.light_samples),
+            pixel_angle: 2.0 * tx / settings.width as f32,
+        })
+    }
+
+    /// One eye pass and one photon pass, folded into the pixels.
+    fn pass(
+        &mut self,
+        sources: &PhotonSources,
+        pass: u32,
+        stats: &mut SppmStats,
+    ) -> Result<(), GpuError> {
+        let gpu = self.device.gpu().clone();
+        let clock = Instant::now();
+        self.radiance.fill_zero()?;
+        self.points.fill_zero()?;
+        stats.rays += self.eye_pass(pass)?;
+        let fixed = self.settings.initial_radius.unwrap_or(0.0);
+        kernels::init_radii(&mut self.pixels, &self.points, fixed, AUTO_RADIUS_PIXELS)?;
+        let mean_radius = kernels::mean_radius(&self.pixels, &self.points)?;
+        stats.eye_seconds += clock.elapsed().as_secs_f64();
+
+        let clock = Instant::now();
+        let s = self.settings;
+        let photon = photon_settings(s.photons_per_pass, s.max_depth, s.seed, pass);
+        let maps = trace_cuda::trace_photons(self.device, sources, &photon)?;
+        gpu.synchronize()?;
+        stats.photon_seconds += clock.elapsed().as_secs_f64();
+        stats.photons_emitted += maps.emitted;
+        stats.photons_stored += maps.global.len() as u64;
+        stats.rays += maps.stats.rays;
+
+        let clock = Instant::now();
+        // Cells of the mean radius: the gather walks as many shells as a
+        // pixel's radius needs, so a few large radii (pixels seen through
+        // glass) do not make every pixel's cells large.
+        let cell = if mean_radius > 0.0 {
+            mean_radius as f32
+        } else {
+            1.0
+        };
+        let positions = photon_kernels::positions(&maps.global)?;
+        let grid = GpuHashGrid::build(&positions, cell)?;
+        let view = DeviceBuffer::from_slice(&gpu, "sppm photon grid", &[GridView::new(&grid)])?;
+        stats.grid_seconds += clock.elapsed().as_secs_f64();
+
+        let clock = Instant::now();
+        stats.deposits += kernels::gather_update(
+            &self.params,
+            &view,
+            &maps.global,
+            &self.points,
+            &mut self.pixels,
+            &self.radiance,
+            f64::from(s.alpha),
+        )?;
+        stats.gather_seconds += clock.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// The eye pass: rays traced, eye and shadow.
+    fn eye_pass(&mut self, pass: u32) -> Result<u64, GpuError> {
+        let gpu = self.device.gpu().clone();
+        let s = self.settings;
+        let n = primary_slots(s.width, s.height, 1);
+        let mut rays = DeviceBuffer::uninit(&gpu, "sppm primary rays", n)?;
+        let mut paths = DeviceBuffer::uninit(&gpu, "sppm primary paths", n)?;
+        kernels::primary(&self.params, pass, &mut rays, &mut paths)?;
+        let mut traced = 0;
+        for depth in 0..=s.max_depth {
+            let n = rays.len();
+            if n == 0 {
+                break;
+            }
+            let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "sppm hits", n)?;
+            self.tracer.intersect(self.device.bvh(), &rays, &mut hits)?;
+            traced += n as u64;
+            let shadow_count = n * self.slots as usize;
+            let mut child_rays = DeviceBuffer::uninit(&gpu, "sppm child rays", n)?;
+            let mut child_paths = DeviceBuffer::uninit(&gpu, "sppm child paths", n)?;
+            let mut child_flags = DeviceBuffer::uninit(&gpu, "sppm child flags", n)?;
+            let mut shadow_rays =
+                DeviceBuffer::<GpuRay>::uninit(&gpu, "sppm shadow rays", shadow_count)?;
+            let mut shadow_values = DeviceBuffer::uninit(&gpu, "sppm shadow values", shadow_count)?;
+            let mut shadow_flags = DeviceBuffer::uninit(&gpu, "sppm shadow flags", shadow_count)?;
+            let step = EyeStep {
+                depth,
+                slots: self.slots,
+                pixel_angle: self.pixel_angle,
+            };
+            let targets = EyeTargets {
+                child_rays: &mut child_rays,
+                child_paths: &mut child_paths,
+                child_flags: &mut child_flags,
+                shadow_rays: &mut shadow_rays,
+                shadow_values: &mut shadow_values,
+                shadow_flags: &mut shadow_flags,
+                radiance: &mut self.radiance,
+                points: &mut self.points,
+            };
+            kernels::eye_step(&self.params, &rays, &hits, &paths, step, targets)?;
+            if shadow_count > 0 {
+                let mut occluded = DeviceBuffer::uninit(&gpu, "sppm occlusion", shadow_count)?;
+                self.tracer
+                    .occluded(self.device.bvh(), &shadow_rays, &mut occluded)?;
+                kernels::shadow_add(
+                    &paths,
+                    self.slots,
+                    &occluded,
+                    &shadow_values,
+                    &shadow_flags,
+                    &mut self.radiance,
+                )?;
+                traced += shadow_count as u64;
+            }
+            let indices = select_indices(&child_flags)?;
+            rays = DeviceBuffer::uninit(&gpu, "sppm rays", indices.len())?;
+            paths = DeviceBuffer::uninit(&gpu, "sppm paths", indices.len())?;
+            kernels::gather_paths(&child_rays, &child_paths, &indices, &mut rays, &mut paths)?;
+        }
+        Ok(traced)
+    }
+}
