@@ -152,9 +152,6 @@ pub fn run(args: RenderArgs) -> Result<()> {
         return Ok(());
     }
     if args.integrator == Integrator::Sppm {
-        if matches!(args.device, caustic_gpu::Device::Cuda(_)) {
-            bail!("--integrator sppm runs on the CPU only (use --device cpu or auto)");
-        }
         let job = SppmJob {
             scene: &render_scene,
             camera: &camera,
@@ -166,6 +163,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
             output: &output,
             exposure: args.exposure,
             quiet: args.quiet,
+            device: args.device,
         };
         return render_sppm::run(job, &args.sppm);
     }

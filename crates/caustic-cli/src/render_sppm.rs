@@ -44,6 +44,8 @@ pub struct SppmJob<'a> {
     pub output: &'a Path,
     pub exposure: f32,
     pub quiet: bool,
+    /// `--device`: `cuda` renders on the GPU, `auto` there when one opens.
+    pub device: caustic_gpu::Device,
 }
 
 pub fn run(job: SppmJob, args: &SppmArgs) -> Result<()> {
@@ -61,22 +63,56 @@ pub fn run(job: SppmJob, args: &SppmArgs) -> Result<()> {
     settings.validate().context("invalid SPPM settings")?;
     let reference = load_reference(args.score.as_deref(), job.width, job.height)?;
     let bar = progress_bar(args.passes as u64, job.quiet || reference.is_some());
-    let mut on_pass = |view: &PassView| {
-        bar.set_position(view.passes as u64);
-        if let Some(reference) = &reference
-            && (view.passes.is_power_of_two() || view.passes == args.passes)
-        {
-            score_line(view, reference);
+    let scored = |passes: u32| passes.is_power_of_two() || passes == args.passes;
+    let gpu = match job.device {
+        caustic_gpu::Device::Cpu => None,
+        caustic_gpu::Device::Cuda(_) => caustic_gpu::select(job.device)?.gpu,
+        caustic_gpu::Device::Auto => caustic_gpu::select(job.device).ok().and_then(|s| s.gpu),
+    };
+    let (film, stats) = match &gpu {
+        Some(gpu) => {
+            let start = std::time::Instant::now();
+            let mut on_pass = |view: &sppm::GpuPassView| {
+                bar.set_position(view.passes as u64);
+                if let Some(reference) = &reference
+                    && scored(view.passes)
+                    && let Ok(film) = view.film()
+                {
+                    score_line(
+                        view.passes,
+                        start.elapsed().as_secs_f64(),
+                        &film,
+                        reference,
+                        None,
+                    );
+                }
+            };
+            sppm::render_cuda(gpu, job.scene, job.camera, &settings, &mut on_pass)?
+        }
+        None => {
+            let mut on_pass = |view: &PassView| {
+                bar.set_position(view.passes as u64);
+                if let Some(reference) = &reference
+                    && scored(view.passes)
+                {
+                    let (seconds, radius) = (view.stats.seconds, view.stats.mean_radius);
+                    score_line(view.passes, seconds, &view.film(), reference, Some(radius));
+                }
+            };
+            sppm::render_passes(job.scene, job.camera, &settings, &mut on_pass)?
         }
     };
-    let (film, stats) = sppm::render_passes(job.scene, job.camera, &settings, &mut on_pass)?;
     bar.finish_and_clear();
+    let backend = match &gpu {
+        Some(gpu) => gpu.info().name.clone(),
+        None => format!("{} CPU threads", rayon::current_num_threads()),
+    };
     image_io::write_image(&film, job.output, job.exposure)
         .with_context(|| format!("cannot write {}", job.output.display()))?;
     eprintln!(
         "wrote {} ({}x{}, sppm: {} passes x {} photons, {} triangles): {:.2} s \
          (eye {:.2} s, grid {:.2} s, photons {:.2} s, gather {:.2} s), {:.1} M rays, \
-         {:.1} M photons stored, {:.1} M deposits, mean radius {:.3e}, {} CPU threads",
+         {:.1} M photons stored, {:.1} M deposits, mean radius {:.3e}, on {backend}",
         job.output.display(),
         job.width,
         job.height,
@@ -92,7 +128,6 @@ pub fn run(job: SppmJob, args: &SppmArgs) -> Result<()> {
         stats.photons_stored as f64 / 1e6,
         stats.deposits as f64 / 1e6,
         stats.mean_radius,
-        rayon::current_num_threads(),
     );
     Ok(())
 }
@@ -115,16 +150,17 @@ fn load_reference(path: Option<&Path>, width: u32, height: u32) -> Result<Option
     Ok(Some(film))
 }
 
-/// One line of the convergence table: pass, time, RMSE, mean.
-fn score_line(view: &PassView, reference: &Film) {
-    let film = view.film();
-    let Ok(rmse) = image_io::rmse(&film, reference) else {
+/// One line of the convergence table: pass, time, RMSE, mean (and the
+/// mean radius when known).
+fn score_line(passes: u32, seconds: f64, film: &Film, reference: &Film, radius: Option<f64>) {
+    let Ok(rmse) = image_io::rmse(film, reference) else {
         return;
     };
     let m = film.mean();
+    let radius = radius.map_or(String::new(), |r| format!("  radius {r:.3e}"));
     eprintln!(
-        "pass {:5}: {:8.2} s  rmse {:.5}  mean ({:.4}, {:.4}, {:.4})  radius {:.3e}",
-        view.passes, view.stats.seconds, rmse, m.x, m.y, m.z, view.stats.mean_radius
+        "pass {passes:5}: {seconds:8.2} s  rmse {rmse:.5}  mean ({:.4}, {:.4}, {:.4}){radius}",
+        m.x, m.y, m.z
     );
 }
 
