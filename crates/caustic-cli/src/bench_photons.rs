@@ -8,7 +8,9 @@
 //!
 //! All structures answer every query identically (the crate's query
 //! contract); each query pass folds its answers into a checksum and the
-//! benchmark fails if two structures disagree.
+//! benchmark fails if two structures disagree. With `--device cuda` the
+//! GPU's hash grid and brute force join the kNN sweeps (rows `cuda:…`),
+//! checked against the CPU's answers the same way.
 
 use crate::alloc_counter;
 use crate::bench::{Timing, time_ms};
@@ -89,6 +91,11 @@ pub struct PhotonBenchArgs {
     /// Seed of the photon paths.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// `cuda` (or `cuda:N`) also measures the GPU's hash grid and brute
+    /// force (rows `cuda:hashgrid`, `cuda:brute`; kNN only), answers
+    /// checked against the CPU structures'; `auto` when a GPU opens.
+    #[arg(long, default_value = "cpu")]
+    device: caustic_gpu::Device,
     /// Append one JSON object per measurement to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -200,6 +207,18 @@ pub fn run(args: PhotonBenchArgs) -> Result<()> {
         k: args.at_k,
         max_radius,
     };
+    let gpu = match args.device {
+        caustic_gpu::Device::Cpu => None,
+        caustic_gpu::Device::Cuda(_) => caustic_gpu::select(args.device)?.gpu,
+        caustic_gpu::Device::Auto => caustic_gpu::select(args.device).ok().and_then(|s| s.gpu),
+    };
+    let gpu_bench = gpu.as_ref().map(|gpu| GpuBench { gpu, args: &args });
+    if let Some(gpu) = &gpu {
+        eprintln!(
+            "bench photons: also on {} (hash grid and brute-force kNN)",
+            gpu.info().name
+        );
+    }
     for map in &maps {
         for size in sizes_of(map) {
             let points = &map.positions[..size];
@@ -216,6 +235,13 @@ pub fn run(args: PhotonBenchArgs) -> Result<()> {
                 if let Some(row) = context.measure("size", knn_at, &at_points, (at_w, at_h)) {
                     queries.push(row);
                 }
+            }
+            if let Some(bench) = &gpu_bench {
+                let mut on = bench.on(&map.name, points, max_radius)?;
+                if let Some(row) = on.build_row()? {
+                    builds.push(row);
+                }
+                queries.extend(on.measure("size", knn_at, &at_points, (at_w, at_h))?);
             }
         }
         let size = sizes_of(map)
@@ -250,6 +276,18 @@ pub fn run(args: PhotonBenchArgs) -> Result<()> {
                 let (w, h) = parse_resolution(text)?;
                 let points = visible_points(&scene, &camera, w, h);
                 queries.extend(context.measure("resolution", knn_at, &points, (w, h)));
+            }
+        }
+        if let Some(bench) = &gpu_bench {
+            let mut on = bench.on(&map.name, points, max_radius)?;
+            for &k in &args.k {
+                let query = Query::Knn { k, max_radius };
+                queries.extend(on.measure("k", query, &at_points, (at_w, at_h))?);
+            }
+            for text in &args.resolution {
+                let (w, h) = parse_resolution(text)?;
+                let points = visible_points(&scene, &camera, w, h);
+                queries.extend(on.measure("resolution", knn_at, &points, (w, h))?);
             }
         }
     }
@@ -461,6 +499,141 @@ fn run_queries(structure: &dyn PointStructure, query: Query, points: &[Vec3]) ->
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1.wrapping_add(b.1)))
 }
 
+/// The GPU side of the benchmark: `cuda:hashgrid` (built on the device)
+/// and `cuda:brute`, kNN queries from device buffers. Times are host wall
+/// time around a synchronised launch sequence (the build reads its bounds
+/// back once); answers are downloaded after timing and checksummed as the
+/// CPU's, so `check_agreement` compares them with the CPU structures.
+struct GpuBench<'a> {
+    gpu: &'a caustic_gpu::Gpu,
+    args: &'a PhotonBenchArgs,
+}
+
+impl<'a> GpuBench<'a> {
+    /// The map's points uploaded, for the wanted structures.
+    fn on(&self, map: &'a str, points: &[Vec3], max_radius: f32) -> Result<GpuMap<'a>> {
+        let flat: Vec<[f32; 3]> = points.iter().map(|p| p.to_array()).collect();
+        let device = caustic_gpu::DeviceBuffer::from_slice(self.gpu, "bench photons", &flat)?;
+        Ok(GpuMap {
+            bench: GpuBench {
+                gpu: self.gpu,
+                args: self.args,
+            },
+            map,
+            points: device,
+            max_radius,
+            grid: None,
+        })
+    }
+}
+
+/// One map's points on the device, with its hash grid once built.
+struct GpuMap<'a> {
+    bench: GpuBench<'a>,
+    map: &'a str,
+    points: caustic_gpu::DeviceBuffer<[f32; 3]>,
+    /// The build radius: the largest kNN radius of the benchmark.
+    max_radius: f32,
+    grid: Option<caustic_gpu::points::GpuHashGrid>,
+}
+
+impl GpuMap<'_> {
+    fn wants(&self, name: &str) -> bool {
+        self.bench.args.points.iter().any(|p| p == name)
+    }
+
+    /// Times the hash grid's build (when `hashgrid` is benchmarked).
+    fn build_row(&mut self) -> Result<Option<BuildRow>> {
+        if !self.wants("hashgrid") {
+            return Ok(None);
+        }
+        let gpu = self.bench.gpu;
+        let mut failure = None;
+        let mut built = None;
+        let time = time_runs(self.bench.args.reps, || {
+            drop(built.take());
+            match caustic_gpu::points::GpuHashGrid::build(&self.points, self.max_radius)
+                .and_then(|g| gpu.synchronize().map(|()| g))
+            {
+                Ok(grid) => built = Some(grid),
+                Err(e) => failure = Some(e),
+            }
+        });
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+        let grid = built.context("a GPU build ran")?;
+        let row = BuildRow {
+            map: self.map.to_owned(),
+            structure: "cuda:hashgrid".to_owned(),
+            photons: self.points.len(),
+            time,
+            bytes: grid.bytes(),
+            peak_bytes: 0,
+        };
+        self.grid = Some(grid);
+        Ok(Some(row))
+    }
+
+    /// Times `query` (kNN) at `points` with the GPU structures benchmarked.
+    fn measure(
+        &mut self,
+        sweep: &'static str,
+        query: Query,
+        points: &[Vec3],
+        resolution: (u32, u32),
+    ) -> Result<Vec<QueryRow>> {
+        let Query::Knn { k, max_radius } = query else {
+            return Ok(Vec::new());
+        };
+        if self.grid.is_none() && self.wants("hashgrid") {
+            self.build_row()?;
+        }
+        let gpu = self.bench.gpu;
+        let flat: Vec<[f32; 3]> = points.iter().map(|p| p.to_array()).collect();
+        let queries = caustic_gpu::DeviceBuffer::from_slice(gpu, "bench queries", &flat)?;
+        let mut rows = Vec::new();
+        let brute_ok =
+            points.len().saturating_mul(self.points.len()) <= self.bench.args.brute_limit;
+        for name in ["hashgrid", "brute"] {
+            if !self.wants(name) || (name == "brute" && !brute_ok) {
+                continue;
+            }
+            let run = || -> Result<caustic_gpu::points::GpuNeighbours, caustic_gpu::GpuError> {
+                let out = match (name, &self.grid) {
+                    ("hashgrid", Some(grid)) => grid.knn(&queries, k, max_radius)?,
+                    _ => caustic_gpu::points::knn_brute(&self.points, &queries, k, max_radius)?,
+                };
+                gpu.synchronize()?;
+                Ok(out)
+            };
+            let mut last = None;
+            let time = time_runs(self.bench.args.reps, || last = Some(run()));
+            let answers = last.context("a GPU query pass ran")??.download()?;
+            let (mut found, mut sum) = (0u64, 0u64);
+            for row in &answers {
+                found += row.len() as u64;
+                for (rank, (index, _)) in row.iter().enumerate() {
+                    sum = sum.wrapping_add((*index as u64 + 1) * (rank as u64 + 1));
+                }
+            }
+            rows.push(QueryRow {
+                sweep,
+                map: self.map.to_owned(),
+                structure: format!("cuda:{name}"),
+                photons: self.points.len(),
+                query,
+                resolution,
+                queries: points.len(),
+                time,
+                mean_found: found as f64 / points.len().max(1) as f64,
+                checksum: sum,
+            });
+        }
+        Ok(rows)
+    }
+}
+
 /// Every structure must give the same answers to the same queries.
 fn check_agreement(rows: &[QueryRow]) -> Result<()> {
     for (i, a) in rows.iter().enumerate() {
@@ -542,15 +715,20 @@ fn print_tables(builds: &[BuildRow], queries: &[QueryRow], args: &PhotonBenchArg
     println!("| map | photons | structure | build ms | Mphotons/s | MB | peak build MB |");
     println!("|---|---:|---|---:|---:|---:|---:|");
     for r in builds {
+        // The allocation counter sees host memory only.
+        let peak = if r.structure.starts_with("cuda:") {
+            "n/a (device)".to_owned()
+        } else {
+            format!("{:.1}", megabytes(r.peak_bytes))
+        };
         println!(
-            "| {} | {} | {} | {:.2} | {:.1} | {:.1} | {:.1} |",
+            "| {} | {} | {} | {:.2} | {:.1} | {:.1} | {peak} |",
             r.map,
             r.photons,
             r.structure,
             r.time.best_ms,
             r.photons as f64 / r.time.best_ms.max(1e-9) / 1e3,
             megabytes(r.bytes),
-            megabytes(r.peak_bytes),
         );
     }
     let titles = [
