@@ -34,3 +34,24 @@ compact_select_indices(const u32* flags, u32* out, u32* count, u64 n, u64* statu
     SelectIo io{nullptr, flags, out, count};
     scan_tile<SumU32>(io, n, status, tile_counter);
 }
+
+// A wave of rays with their 32-byte path records, gathered by the indices
+// compact_select_indices kept: every renderer's path record (Whitted's,
+// the photons', the gather rays', SPPM's) is 32 bytes, so one kernel moves
+// them all. out[i] = in[indices[i]], i < n.
+struct Ray32 {
+    float4 a, b;
+};
+struct Record32 {
+    ulonglong2 a, b;
+};
+
+extern "C" __global__ void __launch_bounds__(256)
+compact_gather_wave(const Ray32* rays, const Record32* records, const u32* indices, u32 n,
+                    Ray32* out_rays, Record32* out_records) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 from = indices[i];
+    out_rays[i] = rays[from];
+    out_records[i] = records[from];
+}

@@ -4,7 +4,7 @@
 // caustic-gpu's photon.rs) emits one wave of photons (photon_emit), then per
 // bounce traces it (traverse_bvh2), runs photon_bounce, and compacts
 // (compact.cu) the stored photons into the maps (photon_gather_stored) and
-// the surviving photons into the next wave (photon_gather_paths). The maps
+// the surviving photons into the next wave (compact_gather_wave). The maps
 // are hash grids (points.cu); photon_estimate adds the radiance estimates of
 // both maps at the diffuse ends of the Whitted renderer's eye paths.
 //
@@ -294,17 +294,6 @@ photon_bounce(const WhittedParams* scene, const PhotonParams* params, const Ray*
 }
 
 // ------------------------------------------------------------ compaction
-
-// The live photons (indices from compact_select_indices) to the front.
-extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
-photon_gather_paths(const Ray* rays, const PhotonPath* paths, const u32* indices, u32 n,
-                    Ray* out_rays, PhotonPath* out_paths) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    u32 from = indices[i];
-    out_rays[i] = rays[from];
-    out_paths[i] = paths[from];
-}
 
 // The flagged stored photons to map[offset ..].
 extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
@@ -641,17 +630,6 @@ photon_gather_step(const WhittedParams* scene, const PhotonMapView* irradiance, 
     path.depth += 1;
     out_paths[i] = path;
     live[i] = 1;
-}
-
-// The surviving gather rays (indices from compact_select_indices) to the front.
-extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
-photon_gather_compact(const Ray* rays, const GatherPath* paths, const u32* indices, u32 n,
-                      Ray* out_rays, GatherPath* out_paths) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    u32 from = indices[i];
-    out_rays[i] = rays[from];
-    out_paths[i] = paths[from];
 }
 
 // The indirect light at eye vertices first .. first + count (in `order`):

@@ -155,17 +155,6 @@ sppm_eye_step(const WhittedParams* params, const Ray* rays, const Hit* hits,
     child_flags[i] = 1;
 }
 
-// The surviving eye paths (indices from compact_select_indices) to the front.
-extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
-sppm_gather_paths(const Ray* rays, const SppmPath* paths, const u32* indices, u32 n,
-                  Ray* out_rays, SppmPath* out_paths) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    u32 from = indices[i];
-    out_rays[i] = rays[from];
-    out_paths[i] = paths[from];
-}
-
 // Each path's unoccluded shadow contributions, summed in slot order, into
 // its pixel's radiance.
 extern "C" __global__ void __launch_bounds__(SPPM_THREADS)

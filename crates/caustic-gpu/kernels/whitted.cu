@@ -2,8 +2,8 @@
 // chapter 5). The host (caustic-render's whitted_cuda.rs through caustic-gpu's
 // whitted.rs) runs, per bounce: trace (traverse_bvh2), whitted_shade, then
 // compacts the child and shadow slots (compact.cu) and gathers them
-// (whitted_gather_*), traces the shadow rays any-hit and adds the unoccluded
-// ones (whitted_shadow_add). Every step mirrors caustic-render's whitted.rs
+// (compact_gather_wave, whitted_gather_shadows), traces the shadow rays
+// any-hit and adds the unoccluded ones (whitted_shadow_add). Every step mirrors caustic-render's whitted.rs
 // operation for operation, and draws the same counter-based random numbers
 // (whitted::draw), so the image equals the CPU's up to float rounding.
 #include "scene.cuh"
@@ -139,17 +139,6 @@ whitted_shade(const WhittedParams* params, const Ray* rays, const Hit* hits, con
 }
 
 // ------------------------------------------------------------ compaction
-
-// The kept child slots (indices from compact_select_indices) to the front.
-extern "C" __global__ void __launch_bounds__(WHITTED_THREADS)
-whitted_gather_paths(const Ray* rays, const Path* paths, const u32* indices, u32 n, Ray* out_rays,
-                     Path* out_paths) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    u32 from = indices[i];
-    out_rays[i] = rays[from];
-    out_paths[i] = paths[from];
-}
 
 // The kept shadow slots to the front.
 extern "C" __global__ void __launch_bounds__(WHITTED_THREADS)

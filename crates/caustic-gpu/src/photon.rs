@@ -10,16 +10,12 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::buffer::DeviceBuffer;
-use crate::context::Gpu;
 use crate::error::GpuError;
-use crate::kernels::{Kernel, photon as k};
-use crate::ops::{blocks_for, check_len};
+use crate::kernels::photon as k;
+use crate::ops::launch_per_element as launch;
 use crate::points::GpuHashGrid;
 use crate::trace::{GpuHit, GpuRay};
 use crate::whitted::{GpuPath, WhittedParams};
-
-/// Threads per block of every photon kernel (`PHOTON_THREADS`).
-const THREADS: u32 = 256;
 
 /// A stored photon: `caustic_render::photon::Photon` byte for byte
 /// (position, power divided by the emitted count, octahedral incoming
@@ -251,19 +247,6 @@ pub fn mean_occupancy(grid: &GpuHashGrid) -> Result<f64, GpuError> {
     })
 }
 
-fn launch(
-    gpu: &Gpu,
-    kernel: Kernel,
-    n: usize,
-    args: &[crate::context::Arg],
-) -> Result<(), GpuError> {
-    if n == 0 {
-        return Ok(());
-    }
-    check_len(kernel.name(), n, u32::MAX as usize)?;
-    gpu.launch(kernel, blocks_for(n, THREADS as usize), THREADS, args)
-}
-
 /// Emits photons `first_photon .. first_photon + rays.len()`: their first
 /// rays and states, `live[i] = 0` where a photon carries no power.
 pub fn emit(
@@ -321,26 +304,6 @@ pub fn bounce(
         out.caustic.arg(),
     ];
     launch(scene.gpu(), k::PHOTON_BOUNCE, n, &args)
-}
-
-/// `out[i] = input[indices[i]]` for the rays and paths of live photons.
-pub fn gather_paths(
-    rays: &DeviceBuffer<GpuRay>,
-    paths: &DeviceBuffer<GpuPhotonPath>,
-    indices: &DeviceBuffer<u32>,
-    out_rays: &mut DeviceBuffer<GpuRay>,
-    out_paths: &mut DeviceBuffer<GpuPhotonPath>,
-) -> Result<(), GpuError> {
-    let n = indices.len();
-    let args = [
-        rays.arg(),
-        paths.arg(),
-        indices.arg(),
-        (n as u32).into(),
-        out_rays.arg(),
-        out_paths.arg(),
-    ];
-    launch(rays.gpu(), k::PHOTON_GATHER_PATHS, n, &args)
 }
 
 /// `map[offset + i] = stored[indices[i]]`.
@@ -617,26 +580,6 @@ pub fn gather_finish(
         results.arg(),
     ];
     launch(scene.gpu(), k::PHOTON_GATHER_FINISH, chunk.count, &args)
-}
-
-/// `out[i] = input[indices[i]]` for surviving gather rays.
-pub fn gather_compact(
-    rays: &DeviceBuffer<GpuRay>,
-    paths: &DeviceBuffer<GpuGatherPath>,
-    indices: &DeviceBuffer<u32>,
-    out_rays: &mut DeviceBuffer<GpuRay>,
-    out_paths: &mut DeviceBuffer<GpuGatherPath>,
-) -> Result<(), GpuError> {
-    let n = indices.len();
-    let args = [
-        rays.arg(),
-        paths.arg(),
-        indices.arg(),
-        (n as u32).into(),
-        out_rays.arg(),
-        out_paths.arg(),
-    ];
-    launch(rays.gpu(), k::PHOTON_GATHER_COMPACT, n, &args)
 }
 
 #[cfg(test)]

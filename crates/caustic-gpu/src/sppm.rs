@@ -6,16 +6,12 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::buffer::DeviceBuffer;
-use crate::context::Gpu;
 use crate::error::GpuError;
-use crate::kernels::{Kernel, sppm as k};
-use crate::ops::{blocks_for, check_len};
+use crate::kernels::sppm as k;
+use crate::ops::launch_per_element as launch;
 use crate::photon::{GpuPhoton, GridView};
 use crate::trace::{GpuHit, GpuRay};
 use crate::whitted::WhittedParams;
-
-/// Threads per block of every sppm kernel (`SPPM_THREADS`).
-const THREADS: u32 = 256;
 
 /// A pixel's eye path of one pass.
 #[repr(C)]
@@ -56,19 +52,6 @@ pub struct GpuSppmPixel {
     pub radius: f64,
     pub flux: [f64; 3],
     pub traced: [f64; 3],
-}
-
-fn launch(
-    gpu: &Gpu,
-    kernel: Kernel,
-    n: usize,
-    args: &[crate::context::Arg],
-) -> Result<(), GpuError> {
-    if n == 0 {
-        return Ok(());
-    }
-    check_len(kernel.name(), n, u32::MAX as usize)?;
-    gpu.launch(kernel, blocks_for(n, THREADS as usize), THREADS, args)
 }
 
 /// Pass `pass`'s primary rays, one per pixel in 8×8 Morton tiles (as
@@ -142,26 +125,6 @@ pub fn eye_step(
         out.points.arg(),
     ];
     launch(params.gpu(), k::SPPM_EYE_STEP, n, &args)
-}
-
-/// `out[i] = input[indices[i]]` for surviving eye paths.
-pub fn gather_paths(
-    rays: &DeviceBuffer<GpuRay>,
-    paths: &DeviceBuffer<GpuSppmPath>,
-    indices: &DeviceBuffer<u32>,
-    out_rays: &mut DeviceBuffer<GpuRay>,
-    out_paths: &mut DeviceBuffer<GpuSppmPath>,
-) -> Result<(), GpuError> {
-    let n = indices.len();
-    let args = [
-        rays.arg(),
-        paths.arg(),
-        indices.arg(),
-        (n as u32).into(),
-        out_rays.arg(),
-        out_paths.arg(),
-    ];
-    launch(rays.gpu(), k::SPPM_GATHER_PATHS, n, &args)
 }
 
 /// Adds each path's unoccluded shadow values, in slot order, to its

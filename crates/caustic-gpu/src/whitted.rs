@@ -8,14 +8,10 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::buffer::DeviceBuffer;
-use crate::context::Gpu;
 use crate::error::GpuError;
-use crate::kernels::{Kernel, whitted as k};
-use crate::ops::{blocks_for, check_len};
+use crate::kernels::whitted as k;
+use crate::ops::launch_per_element as launch;
 use crate::trace::{GpuHit, GpuRay};
-
-/// Threads per block of every whitted kernel (`WHITTED_THREADS`).
-const THREADS: u32 = 256;
 
 /// One live ray of the specular tree: its random key, the product of the
 /// BSDF weights from the eye, its pixel and its depth.
@@ -158,19 +154,6 @@ pub fn primary_slots(width: u32, height: u32, spp: u32) -> usize {
     width.div_ceil(8) as usize * height.div_ceil(8) as usize * 64 * spp as usize
 }
 
-fn launch(
-    gpu: &Gpu,
-    kernel: Kernel,
-    n: usize,
-    args: &[crate::context::Arg],
-) -> Result<(), GpuError> {
-    if n == 0 {
-        return Ok(());
-    }
-    check_len(kernel.name(), n, u32::MAX as usize)?;
-    gpu.launch(kernel, blocks_for(n, THREADS as usize), THREADS, args)
-}
-
 /// Primary rays and paths for every slot of `rays` (Morton order inside 8x8
 /// tiles, `spp` consecutive slots per pixel).
 pub fn primary(
@@ -221,26 +204,6 @@ pub fn shade(
         out.shadow_flags.arg(),
     ];
     launch(params.gpu(), k::WHITTED_SHADE, n, &args)
-}
-
-/// `out[i] = input[indices[i]]` for rays and paths, `i < n`.
-pub fn gather_paths(
-    rays: &DeviceBuffer<GpuRay>,
-    paths: &DeviceBuffer<GpuPath>,
-    indices: &DeviceBuffer<u32>,
-    n: usize,
-    out_rays: &mut DeviceBuffer<GpuRay>,
-    out_paths: &mut DeviceBuffer<GpuPath>,
-) -> Result<(), GpuError> {
-    let args = [
-        rays.arg(),
-        paths.arg(),
-        indices.arg(),
-        (n as u32).into(),
-        out_rays.arg(),
-        out_paths.arg(),
-    ];
-    launch(rays.gpu(), k::WHITTED_GATHER_PATHS, n, &args)
 }
 
 /// `out[i] = input[indices[i]]` for shadow rays and values, `i < n`.

@@ -227,14 +227,56 @@ fn compaction_matches_cpu() {
             assert_same(&what, n, &out.download().unwrap()[..kept], &expected);
 
             let indices = compact::select_indices(&flags_buffer).unwrap();
+            let expected_indices = cpu::select_indices(&flags);
             assert_same(
                 &format!("index {what}"),
                 n,
                 &indices.download().unwrap(),
-                &cpu::select_indices(&flags),
+                &expected_indices,
             );
+            check_wave_gather(&mut rng, n, &indices, &expected_indices);
         }
     }
+}
+
+/// `gather_wave` moves each kept ray and its 32-byte record together.
+fn check_wave_gather(rng: &mut Pcg32, n: usize, indices: &DeviceBuffer<u32>, kept: &[u32]) {
+    let rays: Vec<caustic_gpu::GpuRay> = (0..n)
+        .map(|_| bytemuck::cast(std::array::from_fn::<u32, 8, _>(|_| rng.next_u32())))
+        .collect();
+    let records: Vec<[u64; 4]> = (0..n)
+        .map(|_| {
+            std::array::from_fn(|_| u64::from(rng.next_u32()) << 32 | u64::from(rng.next_u32()))
+        })
+        .collect();
+    let mut out_rays = poisoned(kept.len());
+    let mut out_records = poisoned(kept.len());
+    compact::gather_wave(
+        &upload(&rays),
+        &upload(&records),
+        indices,
+        &mut out_rays,
+        &mut out_records,
+    )
+    .unwrap();
+    let want_rays: Vec<[u32; 8]> = kept
+        .iter()
+        .map(|&i| bytemuck::cast(rays[i as usize]))
+        .collect();
+    let got_rays: Vec<[u32; 8]> = out_rays
+        .download()
+        .unwrap()
+        .iter()
+        .map(|r| bytemuck::cast(*r))
+        .collect();
+    assert_same("gathered rays", n, &got_rays, &want_rays);
+    let want: Vec<[u64; 4]> = kept.iter().map(|&i| records[i as usize]).collect();
+    assert_same(
+        "gathered records",
+        n,
+        &out_records.download().unwrap(),
+        &want,
+    );
 }
 
 #[test]

@@ -29,6 +29,7 @@ use std::time::Instant;
 
 use caustic_accel::TriangleBvh;
 use caustic_geom::Rgb;
+use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::trace::GpuHit;
 use caustic_gpu::whitted::{
     self as kernels, GpuAreaLight, GpuLight, GpuMaterial, GpuPath, GpuShading, GpuTexture,
@@ -311,7 +312,7 @@ impl Frame<'_> {
         flags: &DeviceBuffer<u32>,
     ) -> Result<(), GpuError> {
         let gpu = self.gpu().clone();
-        let indices = caustic_gpu::ops::compact::select_indices(flags)?;
+        let indices = select_indices(flags)?;
         let n = indices.len();
         if n == 0 {
             return Ok(());
@@ -332,17 +333,16 @@ impl Frame<'_> {
         flags: &DeviceBuffer<u32>,
     ) -> Result<Wave, GpuError> {
         let gpu = self.gpu().clone();
-        let indices = caustic_gpu::ops::compact::select_indices(flags)?;
+        let indices = select_indices(flags)?;
         let n = indices.len();
         let mut next = Wave {
             rays: DeviceBuffer::uninit(&gpu, "whitted rays", n)?,
             paths: DeviceBuffer::uninit(&gpu, "whitted paths", n)?,
         };
-        kernels::gather_paths(
+        gather_wave(
             &children.rays,
             &children.paths,
             &indices,
-            n,
             &mut next.rays,
             &mut next.paths,
         )?;

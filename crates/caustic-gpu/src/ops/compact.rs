@@ -67,6 +67,33 @@ pub fn select_indices(flags: &DeviceBuffer<u32>) -> Result<DeviceBuffer<u32>, Gp
     Ok(out)
 }
 
+/// `out_rays[i] = rays[indices[i]]` and the same for the rays' 32-byte path
+/// records (every renderer's path record is 32 bytes: the compaction of a
+/// wavefront after `select_indices`).
+pub fn gather_wave<P: bytemuck::Pod>(
+    rays: &DeviceBuffer<crate::trace::GpuRay>,
+    paths: &DeviceBuffer<P>,
+    indices: &DeviceBuffer<u32>,
+    out_rays: &mut DeviceBuffer<crate::trace::GpuRay>,
+    out_paths: &mut DeviceBuffer<P>,
+) -> Result<(), GpuError> {
+    const { assert!(size_of::<P>() == 32 && size_of::<crate::trace::GpuRay>() == 32) };
+    let kernel = k::COMPACT_GATHER_WAVE;
+    let n = indices.len();
+    check_same_len(kernel.name(), "rays", rays.len(), paths.len())?;
+    check_same_len(kernel.name(), "out_rays", n, out_rays.len())?;
+    check_same_len(kernel.name(), "out_paths", n, out_paths.len())?;
+    let args = [
+        rays.arg(),
+        paths.arg(),
+        indices.arg(),
+        (n as u32).into(),
+        out_rays.arg(),
+        out_paths.arg(),
+    ];
+    super::launch_per_element(rays.gpu(), kernel, n, &args)
+}
+
 fn check_inputs(
     operation: &'static str,
     n: usize,

@@ -90,6 +90,31 @@ pub(crate) fn launch_grid_stride(
     gpu.launch(kernel, blocks, GRID_STRIDE_THREADS, args)
 }
 
+/// Threads per block of the one-thread-per-element kernels of the
+/// renderers (`WHITTED_THREADS`, `PHOTON_THREADS`, `SPPM_THREADS`,
+/// `compact_gather_wave`).
+pub(crate) const ELEMENT_THREADS: u32 = 256;
+
+/// Queues a kernel with one thread per element (32-bit indices) over `n`
+/// elements; nothing for `n == 0`.
+pub(crate) fn launch_per_element(
+    gpu: &crate::context::Gpu,
+    kernel: crate::kernels::Kernel,
+    n: usize,
+    args: &[crate::context::Arg],
+) -> Result<(), GpuError> {
+    if n == 0 {
+        return Ok(());
+    }
+    check_len(kernel.name(), n, u32::MAX as usize)?;
+    gpu.launch(
+        kernel,
+        blocks_for(n, ELEMENT_THREADS as usize),
+        ELEMENT_THREADS,
+        args,
+    )
+}
+
 pub(crate) fn blocks_for(len: usize, per_block: usize) -> u32 {
     u32::try_from(len.div_ceil(per_block)).expect("callers bound len so the grid fits")
 }
@@ -206,6 +231,18 @@ mod tests {
             assert_eq!(
                 define(&[module.source()], name),
                 super::GRID_STRIDE_THREADS as usize,
+                "{name}"
+            );
+        }
+        // And every one-thread-per-element family with another.
+        for (module, name) in [
+            (ModuleId::Whitted, "WHITTED_THREADS"),
+            (ModuleId::Photon, "PHOTON_THREADS"),
+            (ModuleId::Sppm, "SPPM_THREADS"),
+        ] {
+            assert_eq!(
+                define(&[module.source()], name),
+                super::ELEMENT_THREADS as usize,
                 "{name}"
             );
         }

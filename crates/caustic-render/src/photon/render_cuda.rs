@@ -35,7 +35,7 @@
 
 use std::time::Instant;
 
-use caustic_gpu::ops::compact::select_indices;
+use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::photon::{
     self as kernels, GatherChunk, GatherTargets, GpuEyeVertex, GpuPhoton, PhotonMapView,
 };
@@ -276,7 +276,7 @@ impl FinalGather<'_> {
                 let indices = select_indices(&live)?;
                 rays = DeviceBuffer::uninit(gpu, "gather rays", indices.len())?;
                 paths = DeviceBuffer::uninit(gpu, "gather paths", indices.len())?;
-                kernels::gather_compact(&next_rays, &next_paths, &indices, &mut rays, &mut paths)?;
+                gather_wave(&next_rays, &next_paths, &indices, &mut rays, &mut paths)?;
             }
             kernels::gather_finish(params, chunk, &results)?;
             first += chunk.count;

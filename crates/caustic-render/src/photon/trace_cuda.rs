@@ -20,7 +20,7 @@
 
 use std::time::Instant;
 
-use caustic_gpu::ops::compact::select_indices;
+use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::photon::{
     self as kernels, BounceTargets, GpuPhoton, GpuPhotonPath, GpuPhotonSource, PhotonParams,
     global_rule, source_kind,
@@ -292,7 +292,7 @@ fn compact(wave: &Wave, flags: &DeviceBuffer<u32>) -> Result<Wave, GpuError> {
         rays: DeviceBuffer::uninit(gpu, "photon rays", n)?,
         paths: DeviceBuffer::uninit(gpu, "photon paths", n)?,
     };
-    kernels::gather_paths(
+    gather_wave(
         &wave.rays,
         &wave.paths,
         &indices,

@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use caustic_geom::Rgb;
-use caustic_gpu::ops::compact::select_indices;
+use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::photon::{self as photon_kernels, GridView};
 use caustic_gpu::points::GpuHashGrid;
 use caustic_gpu::sppm::{self as kernels, EyeStep, EyeTargets, GpuSppmPixel, GpuVisiblePoint};
@@ -278,7 +278,7 @@ impl<'a> State<'a> {
             let indices = select_indices(&child_flags)?;
             rays = DeviceBuffer::uninit(&gpu, "sppm rays", indices.len())?;
             paths = DeviceBuffer::uninit(&gpu, "sppm paths", indices.len())?;
-            kernels::gather_paths(&child_rays, &child_paths, &indices, &mut rays, &mut paths)?;
+            gather_wave(&child_rays, &child_paths, &indices, &mut rays, &mut paths)?;
         }
         Ok(traced)
     }
