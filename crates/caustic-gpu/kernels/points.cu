@@ -8,37 +8,18 @@
 // points gathered into bucket order as float4 (w = input index bits), so a
 // candidate costs one 16-byte load.
 //
-// Query: one thread per query keeps its k best candidates in a max-heap of
-// 64-bit keys (dist2 bits << 32 | index), the crate's tie rule as one
-// integer order: (dist2, index). The 27 cells around the query's cell are
-// visited centre first (Fleisz's order); a bucket two cells share under the
-// Teschner hash is visited once. Distances are computed with _rn intrinsics
-// in the CPU's order, ((dx*dx + dy*dy) + dz*dz), so no FMA contraction
-// changes a bit and the answers equal the CPU reference exactly.
-#include "common.cuh"
+// Query: one thread per query walks the 27 cells around the query's cell,
+// centre first (Fleisz's order); a bucket two cells share under the
+// Teschner hash is visited once. The walk offers its candidates to one of
+// points.cuh's visitors: a max-heap of 64-bit keys (dist2 bits << 32 |
+// index, the crate's tie rule as one integer order) for kNN, or the two
+// passes of an exact radius query (count, then fill and sort). Distances
+// are points.cuh's dist2, so the answers equal the CPU reference exactly.
+#include "points.cuh"
 
 #define POINTS_THREADS 256u
-// Largest k a query kernel keeps (the heap lives in local memory).
-#define POINTS_MAX_K 128u
-#define NO_NEIGHBOUR 0xffffffffu
 
 // ------------------------------------------------------------------ shared
-
-__device__ __forceinline__ bool finite3(float x, float y, float z) {
-    return isfinite(x) && isfinite(y) && isfinite(z);
-}
-
-// The crate's `dist2`, bit for bit.
-__device__ __forceinline__ float dist2(float3 a, float3 b) {
-    const float dx = __fsub_rn(a.x, b.x);
-    const float dy = __fsub_rn(a.y, b.y);
-    const float dz = __fsub_rn(a.z, b.z);
-    return __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
-}
-
-__device__ __forceinline__ float3 load_point(const float* p, u64 i) {
-    return make_float3(p[3 * i], p[3 * i + 1], p[3 * i + 2]);
-}
 
 // Floats as integers that compare in the same order (for atomicMin/Max).
 __device__ __forceinline__ int ordered(float f) {
@@ -144,83 +125,73 @@ points_gather(const float* points, const u32* order, u64 n, float4* sorted) {
     }
 }
 
-// ----------------------------------------------------------- bounded lists
+// ------------------------------------------------------------------ queries
 
-// A max-heap of at most k keys; heap[0] is the worst kept candidate.
-struct Best {
-    u64 heap[POINTS_MAX_K];
-    u32 k;
-    u32 size;
-    u64 bound;  // candidates need key < bound
-
-    __device__ __forceinline__ void init(u32 k_, float max_d2) {
-        k = k_;
-        size = 0;
-        // Keys of points within the radius: dist2 <= r2, any index.
-        bound = ((u64)__float_as_uint(max_d2) << 32) | 0xffffffffull;
-        bound += 1;  // strictly-below test admits dist2 == r2 with any index
-    }
-
-    __device__ __forceinline__ void offer(float d2, u32 index) {
-        const u64 key = ((u64)__float_as_uint(d2) << 32) | index;
-        if (key >= bound) return;
-        if (size < k) {
-            u32 i = size++;
-            while (i > 0) {
-                const u32 parent = (i - 1) / 2;
-                if (heap[parent] >= key) break;
-                heap[i] = heap[parent];
-                i = parent;
-            }
-            heap[i] = key;
-            if (size == k) bound = heap[0];
-        } else {
-            sift_down(key, size);
-            bound = heap[0];
+// Offers every point of the 3x3x3 cells around p's cell to `v`, centre
+// first; cells outside the grid hold nothing. Exact for radii up to the
+// cell edge (the host checks).
+template <class V>
+__device__ __forceinline__ void walk_hashgrid(const Grid& g, float3 p, const u32* start,
+                                              const u32* end, const float4* sorted, V& v) {
+    int c[3];
+    cell_of(g, p, c);
+    u32 visited[27];
+    u32 n_visited = 0;
+    for (int o = 0; o < 27; ++o) {
+        // Offset 0 is the centre; then the other 26 in a fixed order.
+        const int code = o == 0 ? 13 : (o <= 13 ? o - 1 : o);
+        const int cx = c[0] + code % 3 - 1;
+        const int cy = c[1] + (code / 3) % 3 - 1;
+        const int cz = c[2] + code / 9 - 1;
+        if (cx < 0 || cy < 0 || cz < 0 || cx >= g.dims[0] || cy >= g.dims[1] || cz >= g.dims[2])
+            continue;
+        const int cell[3] = {cx, cy, cz};
+        const u32 b = bucket_of(g, cell);
+        bool seen = false;
+        for (u32 i = 0; i < n_visited; ++i) seen |= visited[i] == b;
+        if (seen) continue;
+        visited[n_visited++] = b;
+        const u32 e = end[b];
+        for (u32 j = start[b]; j < e; ++j) {
+            const float4 s = sorted[j];
+            v.offer(dist2(p, make_float3(s.x, s.y, s.z)), __float_as_uint(s.w));
         }
     }
+}
 
-    // Puts `key` at the root of a heap of `n` and restores the order.
-    __device__ __forceinline__ void sift_down(u64 key, u32 n) {
-        u32 i = 0;
-        for (;;) {
-            u32 child = 2 * i + 1;
-            if (child >= n) break;
-            if (child + 1 < n && heap[child + 1] > heap[child]) ++child;
-            if (heap[child] <= key) break;
-            heap[i] = heap[child];
-            i = child;
-        }
-        heap[i] = key;
+// Offers every finite point to `v`.
+template <class V>
+__device__ __forceinline__ void walk_brute(float3 p, const float* points, u64 n, V& v) {
+    for (u64 i = 0; i < n; ++i) {
+        const float3 s = load_point(points, i);
+        if (!finite3(s.x, s.y, s.z)) continue;
+        v.offer(dist2(p, s), (u32)i);
     }
+}
 
-    // Writes the kept candidates in ascending key order (heap sort) and
-    // pads the row with NO_NEIGHBOUR.
-    __device__ __forceinline__ void write(u64 q, u32 row, u32* index, float* d2, u32* count) {
-        const u32 found = size;
-        for (u32 n = size; n > 1; --n) {
-            const u64 top = heap[0];
-            const u64 last = heap[n - 1];
-            sift_down(last, n - 1);
-            heap[n - 1] = top;
-        }
-        for (u32 j = 0; j < row; ++j) {
-            const bool kept = j < found;
-            index[q * row + j] = kept ? (u32)heap[j] : NO_NEIGHBOUR;
-            d2[q * row + j] = kept ? __uint_as_float((u32)(heap[j] >> 32)) : CAUSTIC_INF;
-        }
-        count[q] = found;
+// The two walks as callables for radius_query.
+struct HashgridWalk {
+    const Grid& g;
+    float3 p;
+    const u32* start;
+    const u32* end;
+    const float4* sorted;
+    template <class V>
+    __device__ __forceinline__ void operator()(V& v) const {
+        walk_hashgrid(g, p, start, end, sorted, v);
     }
 };
 
-__device__ __forceinline__ bool query_ok(float3 q, float r) {
-    return finite3(q.x, q.y, q.z) && r >= 0.0f;  // NaN radius fails
-}
+struct BruteWalk {
+    float3 p;
+    const float* points;
+    u64 n;
+    template <class V>
+    __device__ __forceinline__ void operator()(V& v) const {
+        walk_brute(p, points, n, v);
+    }
+};
 
-// ------------------------------------------------------------------ queries
-
-// The 3x3x3 cells around the query's, centre first; cells outside the grid
-// hold nothing. Exact for radii up to the cell edge (the host checks).
 extern "C" __global__ void __launch_bounds__(POINTS_THREADS)
 points_knn_hashgrid(const float* queries, u64 m, u32 k, float max_radius, float ox, float oy,
                     float oz, float inv_cell, u32 dx, u32 dy, u32 dz, u32 table_bits,
@@ -231,33 +202,7 @@ points_knn_hashgrid(const float* queries, u64 m, u32 k, float max_radius, float 
         const float3 p = load_point(queries, q);
         Best best;
         best.init(k, __fmul_rn(max_radius, max_radius));
-        if (k > 0 && query_ok(p, max_radius)) {
-            int c[3];
-            cell_of(g, p, c);
-            u32 visited[27];
-            u32 n_visited = 0;
-            for (int o = 0; o < 27; ++o) {
-                // Offset 0 is the centre; then the other 26 in a fixed order.
-                const int code = o == 0 ? 13 : (o <= 13 ? o - 1 : o);
-                const int cx = c[0] + code % 3 - 1;
-                const int cy = c[1] + (code / 3) % 3 - 1;
-                const int cz = c[2] + code / 9 - 1;
-                if (cx < 0 || cy < 0 || cz < 0 || cx >= g.dims[0] || cy >= g.dims[1] ||
-                    cz >= g.dims[2])
-                    continue;
-                const int cell[3] = {cx, cy, cz};
-                const u32 b = bucket_of(g, cell);
-                bool seen = false;
-                for (u32 v = 0; v < n_visited; ++v) seen |= visited[v] == b;
-                if (seen) continue;
-                visited[n_visited++] = b;
-                const u32 e = end[b];
-                for (u32 j = start[b]; j < e; ++j) {
-                    const float4 s = sorted[j];
-                    best.offer(dist2(p, make_float3(s.x, s.y, s.z)), __float_as_uint(s.w));
-                }
-            }
-        }
+        if (k > 0 && query_ok(p, max_radius)) walk_hashgrid(g, p, start, end, sorted, best);
         best.write(q, k, out_index, out_d2, out_count);
     }
 }
@@ -270,13 +215,33 @@ points_knn_brute(const float* queries, u64 m, u32 k, float max_radius, const flo
         const float3 p = load_point(queries, q);
         Best best;
         best.init(k, __fmul_rn(max_radius, max_radius));
-        if (k > 0 && query_ok(p, max_radius)) {
-            for (u64 i = 0; i < n; ++i) {
-                const float3 s = load_point(points, i);
-                if (!finite3(s.x, s.y, s.z)) continue;
-                best.offer(dist2(p, s), (u32)i);
-            }
-        }
+        if (k > 0 && query_ok(p, max_radius)) walk_brute(p, points, n, best);
         best.write(q, k, out_index, out_d2, out_count);
+    }
+}
+
+// Radius queries, pass 1 (offsets null: counts and total) or pass 2 (keys,
+// then the sorted index and dist2 lists); see points.cuh.
+extern "C" __global__ void __launch_bounds__(POINTS_THREADS)
+points_radius_hashgrid(const float* queries, u64 m, float radius, float ox, float oy, float oz,
+                       float inv_cell, u32 dx, u32 dy, u32 dz, u32 table_bits, const u32* start,
+                       const u32* end, const float4* sorted, const u32* offsets, u32* counts,
+                       u64* total, u64* keys, u32* out_index, float* out_d2) {
+    const Grid g = make_grid(ox, oy, oz, inv_cell, dx, dy, dz, table_bits);
+    for (u64 q = global_thread(); q < m; q += grid_threads()) {
+        const float3 p = load_point(queries, q);
+        radius_query(q, query_ok(p, radius), radius, offsets, counts, total, keys, out_index,
+                     out_d2, HashgridWalk{g, p, start, end, sorted});
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(POINTS_THREADS)
+points_radius_brute(const float* queries, u64 m, float radius, const float* points, u64 n,
+                    const u32* offsets, u32* counts, u64* total, u64* keys, u32* out_index,
+                    float* out_d2) {
+    for (u64 q = global_thread(); q < m; q += grid_threads()) {
+        const float3 p = load_point(queries, q);
+        radius_query(q, query_ok(p, radius), radius, offsets, counts, total, keys, out_index,
+                     out_d2, BruteWalk{p, points, n});
     }
 }
