@@ -8,16 +8,24 @@
 // points gathered into bucket order as float4 (w = input index bits), so a
 // candidate costs one 16-byte load.
 //
-// Query: one thread per query keeps its k best candidates in a max-heap of
-// 64-bit keys (dist2 bits << 32 | index), the crate's tie rule as one
-// integer order: (dist2, index). The 27 cells around the query's cell are
-// visited centre first (Fleisz's order); a bucket two cells share under the
-// Teschner hash is visited once. Distances are computed with _rn intrinsics
-// in the CPU's order, ((dx*dx + dy*dy) + dz*dz), so no FMA contraction
-// changes a bit and the answers equal the CPU reference exactly.
+// Query: one thread per query walks the 27 cells around the query's cell,
+// centre first (Fleisz's order); a bucket two cells share under the
+// Teschner hash is visited once. The walk offers its candidates to one of
+// points.cuh's visitors: a max-heap of 64-bit keys (dist2 bits << 32 |
+// index, the crate's tie rule as one integer order) for kNN, or the two
+// passes of an exact radius query (count, then fill and sort). Distances
+// are points.cuh's dist2, so the answers equal the CPU reference exactly.
 #include "points.cuh"
 
 #define POINTS_THREADS 256u
+
+// ------------------------------------------------------------------ shared
+
+// Floats as integers that compare in the same order (for atomicMin/Max).
+__device__ __forceinline__ int ordered(float f) {
+    const int i = __float_as_int(f);
+    return i >= 0 ? i : i ^ 0x7fffffff;
+}
 
 // ------------------------------------------------------------------- build
 
@@ -78,7 +86,49 @@ points_gather(const float* points, const u32* order, u64 n, float4* sorted) {
 
 // ------------------------------------------------------------------ queries
 
-// The k nearest within max_radius, from the 27 cells around the query's.
+// Offers every point of the 3x3x3 cells around p's cell to `v`, centre
+// first; cells outside the grid hold nothing. Exact for radii up to the
+// cell edge (the host checks).
+template <class V>
+__device__ __forceinline__ void walk_hashgrid(const Grid& g, float3 p, const u32* start,
+                                              const u32* end, const float4* sorted, V& v) {
+    grid_for_each_candidate(g, start, end, sorted, p,
+                            [&](float3 s, u32 index) { v.offer(dist2(p, s), index); });
+}
+
+// Offers every finite point to `v`.
+template <class V>
+__device__ __forceinline__ void walk_brute(float3 p, const float* points, u64 n, V& v) {
+    for (u64 i = 0; i < n; ++i) {
+        const float3 s = load_point(points, i);
+        if (!finite3(s.x, s.y, s.z)) continue;
+        v.offer(dist2(p, s), (u32)i);
+    }
+}
+
+// The two walks as callables for radius_query.
+struct HashgridWalk {
+    const Grid& g;
+    float3 p;
+    const u32* start;
+    const u32* end;
+    const float4* sorted;
+    template <class V>
+    __device__ __forceinline__ void operator()(V& v) const {
+        walk_hashgrid(g, p, start, end, sorted, v);
+    }
+};
+
+struct BruteWalk {
+    float3 p;
+    const float* points;
+    u64 n;
+    template <class V>
+    __device__ __forceinline__ void operator()(V& v) const {
+        walk_brute(p, points, n, v);
+    }
+};
+
 extern "C" __global__ void __launch_bounds__(POINTS_THREADS)
 points_knn_hashgrid(const float* queries, u64 m, u32 k, float max_radius, float ox, float oy,
                     float oz, float inv_cell, u32 dx, u32 dy, u32 dz, u32 table_bits,
@@ -89,10 +139,7 @@ points_knn_hashgrid(const float* queries, u64 m, u32 k, float max_radius, float 
         const float3 p = load_point(queries, q);
         Best best;
         best.init(k, __fmul_rn(max_radius, max_radius));
-        if (k > 0 && query_ok(p, max_radius)) {
-            grid_for_each_candidate(g, start, end, sorted, p,
-                                    [&](float3 s, u32 index) { best.offer(dist2(p, s), index); });
-        }
+        if (k > 0 && query_ok(p, max_radius)) walk_hashgrid(g, p, start, end, sorted, best);
         best.write(q, k, out_index, out_d2, out_count);
     }
 }
@@ -105,13 +152,33 @@ points_knn_brute(const float* queries, u64 m, u32 k, float max_radius, const flo
         const float3 p = load_point(queries, q);
         Best best;
         best.init(k, __fmul_rn(max_radius, max_radius));
-        if (k > 0 && query_ok(p, max_radius)) {
-            for (u64 i = 0; i < n; ++i) {
-                const float3 s = load_point(points, i);
-                if (!finite3(s.x, s.y, s.z)) continue;
-                best.offer(dist2(p, s), (u32)i);
-            }
-        }
+        if (k > 0 && query_ok(p, max_radius)) walk_brute(p, points, n, best);
         best.write(q, k, out_index, out_d2, out_count);
+    }
+}
+
+// Radius queries, pass 1 (offsets null: counts and total) or pass 2 (keys,
+// then the sorted index and dist2 lists); see points.cuh.
+extern "C" __global__ void __launch_bounds__(POINTS_THREADS)
+points_radius_hashgrid(const float* queries, u64 m, float radius, float ox, float oy, float oz,
+                       float inv_cell, u32 dx, u32 dy, u32 dz, u32 table_bits, const u32* start,
+                       const u32* end, const float4* sorted, const u32* offsets, u32* counts,
+                       u64* total, u64* keys, u32* out_index, float* out_d2) {
+    const Grid g = make_grid(ox, oy, oz, inv_cell, dx, dy, dz, table_bits);
+    for (u64 q = global_thread(); q < m; q += grid_threads()) {
+        const float3 p = load_point(queries, q);
+        radius_query(q, query_ok(p, radius), radius, offsets, counts, total, keys, out_index,
+                     out_d2, HashgridWalk{g, p, start, end, sorted});
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(POINTS_THREADS)
+points_radius_brute(const float* queries, u64 m, float radius, const float* points, u64 n,
+                    const u32* offsets, u32* counts, u64* total, u64* keys, u32* out_index,
+                    float* out_d2) {
+    for (u64 q = global_thread(); q < m; q += grid_threads()) {
+        const float3 p = load_point(queries, q);
+        radius_query(q, query_ok(p, radius), radius, offsets, counts, total, keys, out_index,
+                     out_d2, BruteWalk{p, points, n});
     }
 }

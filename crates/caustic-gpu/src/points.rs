@@ -16,6 +16,17 @@
 //! Queries visit the 27 cells around the query's cell, which is exact for
 //! radii up to the radius the grid was built for; a larger radius is an
 //! error ([`GpuError::Invalid`]), as is a `k` above [`MAX_K`].
+//!
+//! Radius queries ([`GpuHashGrid::radius`], [`radius_brute`], and the
+//! kd-tree's) return every point within the radius, exactly, as one
+//! compacted list ([`GpuRadiusNeighbours`]): a first pass counts each
+//! query's points, a scan turns the counts into offsets, and a second pass
+//! writes each query's neighbours into its slice, sorted by
+//! `(dist2, index)`. The list is sized by the count pass, so the caller
+//! sizes nothing; it costs 8 bytes per neighbour (plus 8 more of scratch
+//! during the query) and 4 per query. A total above 2^32 − 1 neighbours is
+//! [`GpuError::TooLarge`]: query in batches then (the first pass's
+//! [`GpuRadiusNeighbours::total`] tells how many a batch would return).
 
 use crate::buffer::DeviceBuffer;
 use crate::context::Gpu;
@@ -82,6 +93,89 @@ impl GpuNeighbours {
             })
             .collect())
     }
+}
+
+/// Every point within a radius of every query, on the device: query `q`'s
+/// neighbours are entries `offsets[q]..offsets[q + 1]` of `index` and
+/// `dist2`, in ascending `(dist2, index)` order.
+pub struct GpuRadiusNeighbours {
+    /// `queries + 1` offsets; the last is the total.
+    pub offsets: DeviceBuffer<u32>,
+    pub index: DeviceBuffer<u32>,
+    pub dist2: DeviceBuffer<f32>,
+}
+
+impl GpuRadiusNeighbours {
+    /// Number of neighbours of all queries together.
+    pub fn total(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Each query's `(index, dist2)` list, downloaded.
+    pub fn download(&self) -> Result<Vec<Vec<(u32, f32)>>, GpuError> {
+        let offsets = self.offsets.download()?;
+        let index = self.index.download()?;
+        let dist2 = self.dist2.download()?;
+        Ok(offsets
+            .windows(2)
+            .map(|w| {
+                (w[0] as usize..w[1] as usize)
+                    .map(|j| (index[j], dist2[j]))
+                    .collect()
+            })
+            .collect())
+    }
+}
+
+/// The two passes of a radius query over `m` queries: `launch(tail)` runs
+/// the query kernel with `tail` as its last six arguments (offsets,
+/// counts, total, keys, index, dist2); the first pass gets a null offsets
+/// pointer and counts, the second fills. Waits for the GPU once, to size
+/// the list.
+pub(crate) fn radius_two_pass(
+    gpu: &Gpu,
+    operation: &'static str,
+    m: usize,
+    launch: impl Fn(&[crate::context::Arg]) -> Result<(), GpuError>,
+) -> Result<GpuRadiusNeighbours, GpuError> {
+    use crate::context::Arg;
+    use crate::ops::scan::exclusive_u32;
+    check_len(operation, m, crate::ops::MAX_SCAN_LEN - 1)?;
+    // One slot more than queries: its count stays 0 and its offset is the total.
+    let counts = DeviceBuffer::<u32>::zeroed(gpu, "radius counts", m + 1)?;
+    let total = DeviceBuffer::<u64>::zeroed(gpu, "radius total", 1)?;
+    let null = Arg::U64(0);
+    launch(&[null, counts.arg(), total.arg(), null, null, null])?;
+    let found = total.download()?[0];
+    let max = crate::ops::MAX_SCAN_LEN;
+    if found > max as u64 {
+        return Err(GpuError::TooLarge {
+            operation,
+            len: usize::try_from(found).unwrap_or(usize::MAX),
+            max,
+        });
+    }
+    let found = found as usize;
+    let mut offsets = DeviceBuffer::<u32>::uninit(gpu, "radius offsets", m + 1)?;
+    exclusive_u32(&counts, &mut offsets)?;
+    let keys = DeviceBuffer::<u64>::uninit(gpu, "radius keys", found)?;
+    let index = DeviceBuffer::<u32>::uninit(gpu, "radius neighbour indices", found)?;
+    let dist2 = DeviceBuffer::<f32>::uninit(gpu, "radius neighbour distances", found)?;
+    if found > 0 {
+        launch(&[
+            offsets.arg(),
+            counts.arg(),
+            total.arg(),
+            keys.arg(),
+            index.arg(),
+            dist2.arg(),
+        ])?;
+    }
+    Ok(GpuRadiusNeighbours {
+        offsets,
+        index,
+        dist2,
+    })
 }
 
 /// The grid geometry chosen at build time.
@@ -282,6 +376,58 @@ impl GpuHashGrid {
         launch(gpu, k::POINTS_KNN_HASHGRID, m, &args)?;
         Ok(out)
     }
+
+    /// Every point within `radius` (at most the grid's radius) of every
+    /// query, sorted by `(dist2, index)`.
+    pub fn radius(
+        &self,
+        queries: &DeviceBuffer<[f32; 3]>,
+        radius: f32,
+    ) -> Result<GpuRadiusNeighbours, GpuError> {
+        if radius > self.geometry.max_radius {
+            return Err(GpuError::Invalid {
+                what: "hash grid query radius",
+                message: format!(
+                    "{radius} exceeds the radius {} the grid was built for",
+                    self.geometry.max_radius
+                ),
+            });
+        }
+        let gpu = queries.gpu();
+        let m = queries.len();
+        let kernel = k::POINTS_RADIUS_HASHGRID;
+        radius_two_pass(gpu, kernel.name(), m, |tail| {
+            let mut args = vec![queries.arg(), m.into(), radius.into()];
+            args.extend(self.geometry.args());
+            args.extend([self.start.arg(), self.end.arg(), self.sorted.arg()]);
+            args.extend_from_slice(tail);
+            launch(gpu, kernel, m, &args)
+        })
+    }
+}
+
+/// Every finite point of `points` within `radius` (any, `+inf` included)
+/// of every query, sorted by `(dist2, index)`, by testing every point.
+pub fn radius_brute(
+    points: &DeviceBuffer<[f32; 3]>,
+    queries: &DeviceBuffer<[f32; 3]>,
+    radius: f32,
+) -> Result<GpuRadiusNeighbours, GpuError> {
+    let kernel = k::POINTS_RADIUS_BRUTE;
+    check_len(kernel.name(), points.len(), MAX_POINTS)?;
+    let gpu = queries.gpu();
+    let m = queries.len();
+    radius_two_pass(gpu, kernel.name(), m, |tail| {
+        let mut args = vec![
+            queries.arg(),
+            m.into(),
+            radius.into(),
+            points.arg(),
+            points.len().into(),
+        ];
+        args.extend_from_slice(tail);
+        launch(gpu, kernel, m, &args)
+    })
 }
 
 /// The `k` nearest of `points` within `max_radius` (any, `+inf` included)
@@ -316,7 +462,7 @@ pub fn knn_brute(
     Ok(out)
 }
 
-fn check_k(k: usize) -> Result<(), GpuError> {
+pub(crate) fn check_k(k: usize) -> Result<(), GpuError> {
     if k > MAX_K {
         return Err(GpuError::Invalid {
             what: "kNN k",
@@ -327,7 +473,7 @@ fn check_k(k: usize) -> Result<(), GpuError> {
 }
 
 /// Bounds of the finite points: `min > max` on some axis when there is none.
-fn bounds(points: &DeviceBuffer<[f32; 3]>) -> Result<([f32; 3], [f32; 3]), GpuError> {
+pub(crate) fn bounds(points: &DeviceBuffer<[f32; 3]>) -> Result<([f32; 3], [f32; 3]), GpuError> {
     let gpu = points.gpu();
     let init = [f32::INFINITY; 3]
         .map(ordered)

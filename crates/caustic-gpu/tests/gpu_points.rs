@@ -15,7 +15,9 @@ mod device;
 
 use caustic_accel::points::{PointStructure, build_point_structure, reference};
 use caustic_geom::{Pcg32, Vec3};
-use caustic_gpu::points::{GpuHashGrid, GpuNeighbours, knn_brute};
+use caustic_gpu::points::{
+    GpuHashGrid, GpuNeighbours, GpuRadiusNeighbours, knn_brute, radius_brute,
+};
 use caustic_gpu::{DeviceBuffer, GpuError};
 use device::gpu;
 
@@ -87,6 +89,55 @@ fn cpu_answers(
         .map(|&q| {
             structure.knn(q, k, r, &mut out);
             out.iter().map(|n| (n.index, n.dist2.to_bits())).collect()
+        })
+        .collect()
+}
+
+/// The CPU structure's radius answers (sorted by `(dist2, index)`).
+fn cpu_radius_answers(
+    structure: &dyn PointStructure,
+    queries: &[Vec3],
+    r: f32,
+) -> Vec<Vec<(u32, u32)>> {
+    let mut out = Vec::new();
+    queries
+        .iter()
+        .map(|&q| {
+            structure.radius(q, r, &mut out);
+            out.iter().map(|n| (n.index, n.dist2.to_bits())).collect()
+        })
+        .collect()
+}
+
+fn gpu_radius_answers(result: &GpuRadiusNeighbours) -> Vec<Vec<(u32, u32)>> {
+    let rows: Vec<Vec<(u32, u32)>> = result
+        .download()
+        .unwrap()
+        .into_iter()
+        .map(|row| row.into_iter().map(|(i, d)| (i, d.to_bits())).collect())
+        .collect();
+    assert_eq!(
+        rows.iter().map(Vec::len).sum::<usize>(),
+        result.total(),
+        "the offsets cover the list"
+    );
+    rows
+}
+
+/// The exact reference's radius answers for the first `count` queries.
+fn reference_radius(
+    points: &[Vec3],
+    queries: &[Vec3],
+    r: f32,
+    count: usize,
+) -> Vec<Vec<(u32, u32)>> {
+    queries[..count]
+        .iter()
+        .map(|&q| {
+            reference::radius(points, q, r)
+                .iter()
+                .map(|n| (n.index, n.dist2.to_bits()))
+                .collect()
         })
         .collect()
 }
@@ -194,4 +245,82 @@ fn edge_cases_are_answered_or_refused_clearly() {
         Err(GpuError::Invalid { .. })
     ));
     assert!(gpu_answers(&grid.knn(&near, 0, 0.1).unwrap())[0].is_empty());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn hash_grid_and_brute_radius_equal_the_cpu() {
+    let mut rng = rng("hash_grid_and_brute_radius_equal_the_cpu");
+    let (mut total, mut found) = (0, 0);
+    for (name, points) in clouds(&mut rng, 20_000) {
+        let qs = queries(&mut rng, &points, 5_000);
+        let device_points = upload(&points);
+        let device_queries = upload(&qs);
+        let cpu = build_point_structure("kdtree", &points, 0.05).unwrap();
+        for (build_r, r) in [(0.01, 0.01), (0.05, 0.03), (0.05, 0.05), (0.1, 0.0)] {
+            let grid = GpuHashGrid::build(&device_points, build_r).unwrap();
+            let want = cpu_radius_answers(cpu.as_ref(), &qs, r);
+            let got = gpu_radius_answers(&grid.radius(&device_queries, r).unwrap());
+            assert_same(&format!("hash grid {name} r={r}"), &got, &want, &qs);
+            let exact = reference_radius(&points, &qs, r, 50);
+            assert_eq!(&got[..50], &exact[..], "hash grid {name} r={r}: reference");
+            total += qs.len();
+            found += got.iter().map(Vec::len).sum::<usize>();
+        }
+        // Brute force on a subset of the queries (it tests every point).
+        let few = &qs[..1_000];
+        let device_few = upload(few);
+        for r in [0.02, 0.08, f32::INFINITY] {
+            let (points_used, label) = if r.is_finite() {
+                (&points[..], "all")
+            } else {
+                (&points[..300], "300")
+            };
+            let device_used = upload(points_used);
+            let want: Vec<Vec<(u32, u32)>> = if r.is_finite() {
+                cpu_radius_answers(cpu.as_ref(), few, r)
+            } else {
+                reference_radius(points_used, few, r, few.len())
+            };
+            let got = gpu_radius_answers(&radius_brute(&device_used, &device_few, r).unwrap());
+            assert_same(
+                &format!("brute {name} ({label} points) r={r}"),
+                &got,
+                &want,
+                few,
+            );
+            total += few.len();
+        }
+    }
+    eprintln!("{total} radius queries ({found} hash-grid neighbours) equal the CPU");
+    assert!(total >= 100_000);
+    assert!(found > 0, "the queries find neighbours");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn radius_edge_cases() {
+    let same = upload(&[Vec3::splat(0.5); 300]);
+    let grid = GpuHashGrid::build(&same, 0.1).unwrap();
+    let near = upload(&[Vec3::splat(0.5), Vec3::splat(f32::NAN), Vec3::splat(9.0)]);
+    let answer = gpu_radius_answers(&grid.radius(&near, 0.1).unwrap());
+    let indices: Vec<u32> = answer[0].iter().map(|n| n.0).collect();
+    assert_eq!(
+        indices,
+        (0..300).collect::<Vec<u32>>(),
+        "ties sorted by index"
+    );
+    assert!(answer[1].is_empty() && answer[2].is_empty());
+    assert!(matches!(
+        grid.radius(&near, 1.0),
+        Err(GpuError::Invalid { .. })
+    ));
+    let negative = gpu_radius_answers(&grid.radius(&near, -1.0).unwrap());
+    assert!(negative.iter().all(Vec::is_empty));
+    let empty = upload(&[]);
+    let answer = gpu_radius_answers(&radius_brute(&empty, &near, 1.0).unwrap());
+    assert_eq!(answer.len(), 3);
+    assert!(answer.iter().all(Vec::is_empty));
+    let no_queries = gpu_radius_answers(&radius_brute(&same, &empty, 1.0).unwrap());
+    assert!(no_queries.is_empty());
 }
