@@ -9,7 +9,7 @@
 //! All structures answer every query identically (the crate's query
 //! contract); each query pass folds its answers into a checksum and the
 //! benchmark fails if two structures disagree. With `--device cuda` the
-//! GPU's hash grid and brute force join the kNN sweeps (rows `cuda:…`),
+//! GPU's hash grid and brute force join the sweeps (rows `cuda:…`),
 //! checked against the CPU's answers the same way.
 
 use crate::alloc_counter;
@@ -92,8 +92,8 @@ pub struct PhotonBenchArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// `cuda` (or `cuda:N`) also measures the GPU's hash grid and brute
-    /// force (rows `cuda:hashgrid`, `cuda:brute`; kNN only), answers
-    /// checked against the CPU structures'; `auto` when a GPU opens.
+    /// force (rows `cuda:hashgrid`, `cuda:brute`), answers checked against
+    /// the CPU structures'; `auto` when a GPU opens.
     #[arg(long, default_value = "cpu")]
     device: caustic_gpu::Device,
     /// Append one JSON object per measurement to this file.
@@ -215,7 +215,7 @@ pub fn run(args: PhotonBenchArgs) -> Result<()> {
     let gpu_bench = gpu.as_ref().map(|gpu| GpuBench { gpu, args: &args });
     if let Some(gpu) = &gpu {
         eprintln!(
-            "bench photons: also on {} (hash grid and brute-force kNN)",
+            "bench photons: also on {} (hash grid and brute force)",
             gpu.info().name
         );
     }
@@ -283,6 +283,12 @@ pub fn run(args: PhotonBenchArgs) -> Result<()> {
             for &k in &args.k {
                 let query = Query::Knn { k, max_radius };
                 queries.extend(on.measure("k", query, &at_points, (at_w, at_h))?);
+            }
+            for &fraction in &args.radius {
+                let query = Query::Radius {
+                    radius: fraction * diag,
+                };
+                queries.extend(on.measure("radius", query, &at_points, (at_w, at_h))?);
             }
             for text in &args.resolution {
                 let (w, h) = parse_resolution(text)?;
@@ -575,7 +581,7 @@ impl GpuMap<'_> {
         Ok(Some(row))
     }
 
-    /// Times `query` (kNN) at `points` with the GPU structures benchmarked.
+    /// Times `query` at `points` with the GPU structures benchmarked.
     fn measure(
         &mut self,
         sweep: &'static str,
@@ -583,9 +589,6 @@ impl GpuMap<'_> {
         points: &[Vec3],
         resolution: (u32, u32),
     ) -> Result<Vec<QueryRow>> {
-        let Query::Knn { k, max_radius } = query else {
-            return Ok(Vec::new());
-        };
         if self.grid.is_none() && self.wants("hashgrid") {
             self.build_row()?;
         }
@@ -596,27 +599,42 @@ impl GpuMap<'_> {
         let brute_ok =
             points.len().saturating_mul(self.points.len()) <= self.bench.args.brute_limit;
         for name in ["hashgrid", "brute"] {
-            if !self.wants(name) || (name == "brute" && !brute_ok) {
+            // The grid answers radii up to the one it was built for.
+            let too_wide = matches!(query, Query::Radius { radius } if radius > self.max_radius);
+            if !self.wants(name)
+                || (name == "brute" && !brute_ok)
+                || (name == "hashgrid" && too_wide)
+            {
                 continue;
             }
-            let run = || -> Result<caustic_gpu::points::GpuNeighbours, caustic_gpu::GpuError> {
-                let out = match (name, &self.grid) {
-                    ("hashgrid", Some(grid)) => grid.knn(&queries, k, max_radius)?,
-                    _ => caustic_gpu::points::knn_brute(&self.points, &queries, k, max_radius)?,
+            let grid = self.grid.as_ref().filter(|_| name == "hashgrid");
+            let run = || -> Result<Vec<Vec<(u32, f32)>>, caustic_gpu::GpuError> {
+                let answers = match (query, grid) {
+                    (Query::Knn { k, max_radius }, Some(grid)) => {
+                        grid.knn(&queries, k, max_radius)?.download()?
+                    }
+                    (Query::Knn { k, max_radius }, None) => {
+                        let out =
+                            caustic_gpu::points::knn_brute(&self.points, &queries, k, max_radius)?;
+                        out.download()?
+                    }
+                    (Query::Radius { radius }, Some(grid)) => {
+                        grid.radius(&queries, radius)?.download()?
+                    }
+                    (Query::Radius { radius }, None) => {
+                        let out =
+                            caustic_gpu::points::radius_brute(&self.points, &queries, radius)?;
+                        out.download()?
+                    }
                 };
-                gpu.synchronize()?;
-                Ok(out)
+                Ok(answers)
             };
+            // The timed runs include each pass's download (the radius
+            // lists' size is known only on the device); one warm-up first.
             let mut last = None;
             let time = time_runs(self.bench.args.reps, || last = Some(run()));
-            let answers = last.context("a GPU query pass ran")??.download()?;
-            let (mut found, mut sum) = (0u64, 0u64);
-            for row in &answers {
-                found += row.len() as u64;
-                for (rank, (index, _)) in row.iter().enumerate() {
-                    sum = sum.wrapping_add((*index as u64 + 1) * (rank as u64 + 1));
-                }
-            }
+            let answers = last.context("a GPU query pass ran")??;
+            let (found, sum) = checksum(query, &answers);
             rows.push(QueryRow {
                 sweep,
                 map: self.map.to_owned(),
@@ -632,6 +650,23 @@ impl GpuMap<'_> {
         }
         Ok(rows)
     }
+}
+
+/// The answers' count and checksum, as `run_queries` folds them: kNN by
+/// rank, radius answers unordered.
+fn checksum(query: Query, answers: &[Vec<(u32, f32)>]) -> (u64, u64) {
+    let (mut found, mut sum) = (0u64, 0u64);
+    for row in answers {
+        found += row.len() as u64;
+        for (rank, (index, _)) in row.iter().enumerate() {
+            let term = match query {
+                Query::Knn { .. } => (*index as u64 + 1) * (rank as u64 + 1),
+                Query::Radius { .. } => *index as u64 + 1,
+            };
+            sum = sum.wrapping_add(term);
+        }
+    }
+    (found, sum)
 }
 
 /// Every structure must give the same answers to the same queries.
