@@ -608,32 +608,29 @@ impl GpuMap<'_> {
                 continue;
             }
             let grid = self.grid.as_ref().filter(|_| name == "hashgrid");
-            let run = || -> Result<Vec<Vec<(u32, f32)>>, caustic_gpu::GpuError> {
+            // Timed: the queries on the device, synchronised; the answers
+            // are downloaded once afterwards for the checksum.
+            let run = || -> Result<GpuAnswers, caustic_gpu::GpuError> {
                 let answers = match (query, grid) {
                     (Query::Knn { k, max_radius }, Some(grid)) => {
-                        grid.knn(&queries, k, max_radius)?.download()?
+                        GpuAnswers::Knn(grid.knn(&queries, k, max_radius)?)
                     }
-                    (Query::Knn { k, max_radius }, None) => {
-                        let out =
-                            caustic_gpu::points::knn_brute(&self.points, &queries, k, max_radius)?;
-                        out.download()?
-                    }
+                    (Query::Knn { k, max_radius }, None) => GpuAnswers::Knn(
+                        caustic_gpu::points::knn_brute(&self.points, &queries, k, max_radius)?,
+                    ),
                     (Query::Radius { radius }, Some(grid)) => {
-                        grid.radius(&queries, radius)?.download()?
+                        GpuAnswers::Radius(grid.radius(&queries, radius)?)
                     }
-                    (Query::Radius { radius }, None) => {
-                        let out =
-                            caustic_gpu::points::radius_brute(&self.points, &queries, radius)?;
-                        out.download()?
-                    }
+                    (Query::Radius { radius }, None) => GpuAnswers::Radius(
+                        caustic_gpu::points::radius_brute(&self.points, &queries, radius)?,
+                    ),
                 };
+                gpu.synchronize()?;
                 Ok(answers)
             };
-            // The timed runs include each pass's download (the radius
-            // lists' size is known only on the device); one warm-up first.
             let mut last = None;
             let time = time_runs(self.bench.args.reps, || last = Some(run()));
-            let answers = last.context("a GPU query pass ran")??;
+            let answers = last.context("a GPU query pass ran")??.download()?;
             let (found, sum) = checksum(query, &answers);
             rows.push(QueryRow {
                 sweep,
@@ -649,6 +646,21 @@ impl GpuMap<'_> {
             });
         }
         Ok(rows)
+    }
+}
+
+/// A GPU query pass's answers, on the device.
+enum GpuAnswers {
+    Knn(caustic_gpu::points::GpuNeighbours),
+    Radius(caustic_gpu::points::GpuRadiusNeighbours),
+}
+
+impl GpuAnswers {
+    fn download(&self) -> Result<Vec<Vec<(u32, f32)>>, caustic_gpu::GpuError> {
+        match self {
+            Self::Knn(a) => a.download(),
+            Self::Radius(a) => a.download(),
+        }
     }
 }
 
