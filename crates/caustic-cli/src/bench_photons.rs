@@ -9,7 +9,7 @@
 //! All structures answer every query identically (the crate's query
 //! contract); each query pass folds its answers into a checksum and the
 //! benchmark fails if two structures disagree. With `--device cuda` the
-//! GPU's hash grid and brute force join the sweeps (rows `cuda:…`),
+//! GPU's kd-tree, hash grid and brute force join the sweeps (rows `cuda:…`),
 //! checked against the CPU's answers the same way.
 
 use crate::alloc_counter;
@@ -91,9 +91,9 @@ pub struct PhotonBenchArgs {
     /// Seed of the photon paths.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// `cuda` (or `cuda:N`) also measures the GPU's hash grid and brute
-    /// force (rows `cuda:hashgrid`, `cuda:brute`), answers checked against
-    /// the CPU structures'; `auto` when a GPU opens.
+    /// `cuda` (or `cuda:N`) also measures the GPU's kd-tree, hash grid and
+    /// brute force (rows `cuda:kdtree`, `cuda:hashgrid`, `cuda:brute`),
+    /// answers checked against the CPU structures'; `auto` when a GPU opens.
     #[arg(long, default_value = "cpu")]
     device: caustic_gpu::Device,
     /// Append one JSON object per measurement to this file.
@@ -215,7 +215,7 @@ pub fn run(args: PhotonBenchArgs) -> Result<()> {
     let gpu_bench = gpu.as_ref().map(|gpu| GpuBench { gpu, args: &args });
     if let Some(gpu) = &gpu {
         eprintln!(
-            "bench photons: also on {} (hash grid and brute force)",
+            "bench photons: also on {} (kd-tree, hash grid, brute force)",
             gpu.info().name
         );
     }
@@ -238,9 +238,7 @@ pub fn run(args: PhotonBenchArgs) -> Result<()> {
             }
             if let Some(bench) = &gpu_bench {
                 let mut on = bench.on(&map.name, points, max_radius)?;
-                if let Some(row) = on.build_row()? {
-                    builds.push(row);
-                }
+                builds.extend(on.build_rows()?);
                 queries.extend(on.measure("size", knn_at, &at_points, (at_w, at_h))?);
             }
         }
@@ -505,7 +503,7 @@ fn run_queries(structure: &dyn PointStructure, query: Query, points: &[Vec3]) ->
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1.wrapping_add(b.1)))
 }
 
-/// The GPU side of the benchmark: `cuda:hashgrid` (built on the device)
+/// The GPU side of the benchmark: `cuda:kdtree`, `cuda:hashgrid` (built on the device)
 /// and `cuda:brute`, kNN queries from device buffers. Times are host wall
 /// time around a synchronised launch sequence (the build reads its bounds
 /// back once); answers are downloaded after timing and checksummed as the
@@ -529,6 +527,7 @@ impl<'a> GpuBench<'a> {
             points: device,
             max_radius,
             grid: None,
+            kdtree: None,
         })
     }
 }
@@ -541,6 +540,7 @@ struct GpuMap<'a> {
     /// The build radius: the largest kNN radius of the benchmark.
     max_radius: f32,
     grid: Option<caustic_gpu::points::GpuHashGrid>,
+    kdtree: Option<caustic_gpu::point_kdtree::GpuPointKdTree>,
 }
 
 impl GpuMap<'_> {
@@ -548,37 +548,54 @@ impl GpuMap<'_> {
         self.bench.args.points.iter().any(|p| p == name)
     }
 
-    /// Times the hash grid's build (when `hashgrid` is benchmarked).
-    fn build_row(&mut self) -> Result<Option<BuildRow>> {
-        if !self.wants("hashgrid") {
-            return Ok(None);
+    /// Times the builds of the GPU structures benchmarked (hash grid,
+    /// kd-tree) and keeps them for the queries.
+    fn build_rows(&mut self) -> Result<Vec<BuildRow>> {
+        let mut rows = Vec::new();
+        if self.wants("hashgrid") {
+            let (grid, time) = self.time_build(|points, r| {
+                let grid = caustic_gpu::points::GpuHashGrid::build(points, r)?;
+                Ok((grid.bytes(), grid))
+            })?;
+            rows.push(self.build_row("cuda:hashgrid", time, grid.0));
+            self.grid = Some(grid.1);
         }
-        let gpu = self.bench.gpu;
-        let mut failure = None;
-        let mut built = None;
-        let time = time_runs(self.bench.args.reps, || {
-            drop(built.take());
-            match caustic_gpu::points::GpuHashGrid::build(&self.points, self.max_radius)
-                .and_then(|g| gpu.synchronize().map(|()| g))
-            {
-                Ok(grid) => built = Some(grid),
-                Err(e) => failure = Some(e),
-            }
-        });
-        if let Some(e) = failure {
-            return Err(e.into());
+        if self.wants("kdtree") {
+            let (tree, time) = self.time_build(|points, _| {
+                let tree = caustic_gpu::point_kdtree::GpuPointKdTree::build(points)?;
+                Ok((tree.bytes(), tree))
+            })?;
+            rows.push(self.build_row("cuda:kdtree", time, tree.0));
+            self.kdtree = Some(tree.1);
         }
-        let grid = built.context("a GPU build ran")?;
-        let row = BuildRow {
+        Ok(rows)
+    }
+
+    fn build_row(&self, structure: &str, time: Timing, bytes: usize) -> BuildRow {
+        BuildRow {
             map: self.map.to_owned(),
-            structure: "cuda:hashgrid".to_owned(),
+            structure: structure.to_owned(),
             photons: self.points.len(),
             time,
-            bytes: grid.bytes(),
+            bytes,
             peak_bytes: 0,
-        };
-        self.grid = Some(grid);
-        Ok(Some(row))
+        }
+    }
+
+    /// Times `build` (synchronised) after a warm-up; the last build is kept.
+    fn time_build<T>(
+        &self,
+        build: impl Fn(&caustic_gpu::DeviceBuffer<[f32; 3]>, f32) -> Result<T, caustic_gpu::GpuError>,
+    ) -> Result<(T, Timing)> {
+        let gpu = self.bench.gpu;
+        let mut last = None;
+        let time = time_runs(self.bench.args.reps, || {
+            drop(last.take());
+            last = Some(
+                build(&self.points, self.max_radius).and_then(|t| gpu.synchronize().map(|()| t)),
+            );
+        });
+        Ok((last.context("a GPU build ran")??, time))
     }
 
     /// Times `query` at `points` with the GPU structures benchmarked.
@@ -589,8 +606,8 @@ impl GpuMap<'_> {
         points: &[Vec3],
         resolution: (u32, u32),
     ) -> Result<Vec<QueryRow>> {
-        if self.grid.is_none() && self.wants("hashgrid") {
-            self.build_row()?;
+        if self.grid.is_none() && self.kdtree.is_none() {
+            self.build_rows()?;
         }
         let gpu = self.bench.gpu;
         let flat: Vec<[f32; 3]> = points.iter().map(|p| p.to_array()).collect();
@@ -598,7 +615,7 @@ impl GpuMap<'_> {
         let mut rows = Vec::new();
         let brute_ok =
             points.len().saturating_mul(self.points.len()) <= self.bench.args.brute_limit;
-        for name in ["hashgrid", "brute"] {
+        for name in ["kdtree", "hashgrid", "brute"] {
             // The grid answers radii up to the one it was built for.
             let too_wide = matches!(query, Query::Radius { radius } if radius > self.max_radius);
             if !self.wants(name)
@@ -608,20 +625,27 @@ impl GpuMap<'_> {
                 continue;
             }
             let grid = self.grid.as_ref().filter(|_| name == "hashgrid");
+            let tree = self.kdtree.as_ref().filter(|_| name == "kdtree");
             // Timed: the queries on the device, synchronised; the answers
             // are downloaded once afterwards for the checksum.
             let run = || -> Result<GpuAnswers, caustic_gpu::GpuError> {
-                let answers = match (query, grid) {
-                    (Query::Knn { k, max_radius }, Some(grid)) => {
+                let answers = match (query, grid, tree) {
+                    (Query::Knn { k, max_radius }, _, Some(tree)) => {
+                        GpuAnswers::Knn(tree.knn(&queries, k, max_radius)?)
+                    }
+                    (Query::Radius { radius }, _, Some(tree)) => {
+                        GpuAnswers::Radius(tree.radius(&queries, radius)?)
+                    }
+                    (Query::Knn { k, max_radius }, Some(grid), None) => {
                         GpuAnswers::Knn(grid.knn(&queries, k, max_radius)?)
                     }
-                    (Query::Knn { k, max_radius }, None) => GpuAnswers::Knn(
+                    (Query::Knn { k, max_radius }, None, None) => GpuAnswers::Knn(
                         caustic_gpu::points::knn_brute(&self.points, &queries, k, max_radius)?,
                     ),
-                    (Query::Radius { radius }, Some(grid)) => {
+                    (Query::Radius { radius }, Some(grid), None) => {
                         GpuAnswers::Radius(grid.radius(&queries, radius)?)
                     }
-                    (Query::Radius { radius }, None) => GpuAnswers::Radius(
+                    (Query::Radius { radius }, None, None) => GpuAnswers::Radius(
                         caustic_gpu::points::radius_brute(&self.points, &queries, radius)?,
                     ),
                 };

@@ -18,6 +18,8 @@
 //!   equal the CPU traversal's bit for bit.
 //! - [`points`]: photon-map neighbour search: the spatial hash grid of
 //!   seed 003 and brute-force kNN, answers equal to the CPU reference.
+//! - [`point_kdtree`]: a photon kd-tree built on the device level by level
+//!   (seed 002's spatial-median stage), kNN and radius queries.
 //! - [`photon`]: the device records and kernels of the GPU photon mapper
 //!   (photon wavefront with stream compaction, radiance estimates in
 //!   hash-grid maps; `caustic_render::photon::trace_cuda`, `render_cuda`).
@@ -42,6 +44,7 @@ pub mod kernels;
 pub mod layout;
 pub mod ops;
 pub mod photon;
+pub mod point_kdtree;
 pub mod points;
 pub mod rays;
 pub mod sppm;

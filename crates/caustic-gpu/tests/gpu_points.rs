@@ -324,3 +324,76 @@ fn radius_edge_cases() {
     let no_queries = gpu_radius_answers(&radius_brute(&same, &empty, 1.0).unwrap());
     assert!(no_queries.is_empty());
 }
+
+/// The GPU kd-tree's kNN and radius answers equal the CPU's (and the exact
+/// reference on a slice) on every cloud: 5 clouds × 5 000 queries × 6
+/// question shapes = 150 000 queries.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kdtree_knn_and_radius_equal_the_cpu() {
+    use caustic_gpu::point_kdtree::GpuPointKdTree;
+    let mut rng = rng("kdtree_knn_and_radius_equal_the_cpu");
+    let mut total = 0;
+    for (name, points) in clouds(&mut rng, 20_000) {
+        let qs = queries(&mut rng, &points, 5_000);
+        let device_queries = upload(&qs);
+        let tree = GpuPointKdTree::build(&upload(&points)).unwrap();
+        let (nodes, leaves, depth) = tree.shape();
+        eprintln!("{name}: {nodes} nodes, {leaves} leaves, depth {depth}");
+        assert_eq!(tree.len(), points.len());
+        let cpu = build_point_structure("kdtree", &points, 0.05).unwrap();
+        for (k, r) in [(1, 0.01), (10, 0.05), (64, 0.1), (128, f32::INFINITY)] {
+            let got = gpu_answers(&tree.knn(&device_queries, k, r).unwrap());
+            let want = cpu_answers(cpu.as_ref(), &qs, k, r);
+            assert_same(&format!("kd-tree {name} k={k} r={r}"), &got, &want, &qs);
+            for q in 0..30 {
+                let exact: Vec<(u32, u32)> = reference::knn(&points, qs[q], k, r)
+                    .iter()
+                    .map(|n| (n.index, n.dist2.to_bits()))
+                    .collect();
+                assert_eq!(got[q], exact, "kd-tree {name} k={k} r={r} query {q}");
+            }
+            total += qs.len();
+        }
+        for r in [0.0, 0.03] {
+            let got = gpu_radius_answers(&tree.radius(&device_queries, r).unwrap());
+            let want = cpu_radius_answers(cpu.as_ref(), &qs, r);
+            assert_same(&format!("kd-tree radius {name} r={r}"), &got, &want, &qs);
+            assert_eq!(&got[..30], &reference_radius(&points, &qs, r, 30)[..]);
+            total += qs.len();
+        }
+    }
+    eprintln!("{total} kd-tree queries equal the CPU");
+    assert!(total >= 100_000);
+}
+
+/// Degenerate sets: empty, one point, all points coincident (no plane
+/// separates them: one large leaf), all non-finite.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kdtree_degenerate_sets() {
+    use caustic_gpu::point_kdtree::GpuPointKdTree;
+    let q = upload(&[Vec3::splat(0.5), Vec3::new(f32::NAN, 0.0, 0.0)]);
+    let empty = GpuPointKdTree::build(&upload(&[])).unwrap();
+    assert!(
+        gpu_answers(&empty.knn(&q, 4, 1.0).unwrap())
+            .iter()
+            .all(Vec::is_empty)
+    );
+    let same = GpuPointKdTree::build(&upload(&[Vec3::splat(0.5); 500])).unwrap();
+    assert_eq!(same.shape().1, 1, "coincident points stay one leaf");
+    let got = gpu_answers(&same.knn(&q, 3, 1.0).unwrap());
+    let indices: Vec<u32> = got[0].iter().map(|n| n.0).collect();
+    assert_eq!(indices, [0, 1, 2], "ties go to the lowest index");
+    assert!(got[1].is_empty());
+    let broken = GpuPointKdTree::build(&upload(&[Vec3::splat(f32::NAN); 40])).unwrap();
+    assert!(
+        gpu_answers(&broken.knn(&q, 4, f32::INFINITY).unwrap())
+            .iter()
+            .all(Vec::is_empty)
+    );
+    assert!(matches!(
+        same.knn(&q, 500, 1.0),
+        Err(GpuError::Invalid { .. })
+    ));
+}
