@@ -503,7 +503,7 @@ fn run_queries(structure: &dyn PointStructure, query: Query, points: &[Vec3]) ->
         .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1.wrapping_add(b.1)))
 }
 
-/// The GPU side of the benchmark: `cuda:kdtree`, `cuda:hashgrid` (built on the device)
+/// The GPU side of the benchmark: `cuda:kdtree` and `cuda:hashgrid` (built on the device)
 /// and `cuda:brute`, kNN queries from device buffers. Times are host wall
 /// time around a synchronised launch sequence (the build reads its bounds
 /// back once); answers are downloaded after timing and checksummed as the
