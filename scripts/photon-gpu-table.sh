@@ -6,9 +6,11 @@
 #   bash target/gpu-bundle/photon-gpu-table.sh [SPP]
 #
 # For cornell-box and cornell-caustics at the references' 512x512: the
-# global map read directly, and the final gather at every shading point
-# (64 rays), for 10^5 .. 10^7 photons per map. Prints one markdown row per
-# render: RMSE, 8x8-block RMSE, and the render's own timing line.
+# global map read directly ("direct"), the final gather (64 rays) at the
+# CLI's adaptive irradiance samples ("samples") and at every shading point
+# ("gather"), for 10^5 .. 10^7 photons per map (CAUSTIC_TABLE_MODES and
+# CAUSTIC_TABLE_PHOTONS pick fewer). Prints one markdown row per render:
+# RMSE, 8x8-block RMSE, and the render's own timing line.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 [ -x "$here/caustic" ] || tar -xJf "$here/bin.tar.xz" -C "$here"
@@ -22,10 +24,13 @@ for scene in cornell-box cornell-caustics; do
     xml="$refs/$scene/$scene.xml"
     ref="$refs/$scene/${scene}_path.exr"
     [ -f "$xml" ] || { echo "skipping $scene: $xml not found"; continue; }
-    for photons in 100000 1000000 10000000; do
-        for mode in direct gather; do
-            args=(--no-final-gather)
-            [ "$mode" = gather ] && args=(--gather-rays 64 --sample-spacing 0)
+    for photons in ${CAUSTIC_TABLE_PHOTONS:-100000 1000000 10000000}; do
+        for mode in ${CAUSTIC_TABLE_MODES:-direct samples gather}; do
+            case "$mode" in
+                direct) args=(--no-final-gather) ;;
+                samples) args=(--gather-rays 64) ;;
+                *) args=(--gather-rays 64 --sample-spacing 0) ;;
+            esac
             image="$out/$scene-$photons-$mode.exr"
             line=$("$here/caustic" render "$xml" --integrator photon --device cuda --spp "$spp" \
                 --photons "$photons" --caustic-photons "$photons" "${args[@]}" -q -o "$image" 2>&1 |

@@ -118,10 +118,10 @@ impl PhotonArgs {
 /// counts image pixels. Returns the image and the backend's name.
 ///
 /// `--device cuda` renders on the GPU, whose photon mapper reads the global
-/// map directly or gathers at every shading point (`--sample-spacing 0`),
-/// with hash-grid maps, and says so clearly for other settings; `--device
-/// auto` takes the GPU when there is one and the settings suit it, the CPU
-/// otherwise.
+/// map directly or by the final gather (irradiance samples or every shading
+/// point), with hash-grid maps, and says so clearly for other settings;
+/// `--device auto` takes the GPU when there is one and the settings suit
+/// it, the CPU otherwise.
 pub fn run(
     args: &PhotonArgs,
     common: &Common,
@@ -159,11 +159,6 @@ pub fn run(
 
 /// Whether the GPU photon mapper can render these settings.
 fn gpu_path_supports(settings: &PhotonRenderSettings) -> Result<()> {
-    if settings.gather_rays > 0 && settings.samples.spacing > 0.0 {
-        bail!(
-            "the GPU final gather gathers at every shading point: add --sample-spacing 0 (or --no-final-gather; --device cpu has irradiance samples)"
-        );
-    }
     if settings.gather_rays > 0 && settings.precompute == 0 {
         bail!("the GPU final gather reads precomputed irradiance: --precompute must be 1 or more");
     }

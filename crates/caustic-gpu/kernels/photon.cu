@@ -469,6 +469,19 @@ photon_vertex_keys(const EyeVertex* vertices, u32 n, float lx, float ly, float l
     values[i] = i;
 }
 
+// photon_vertex_keys for the photons j * stride (j < n) of the map
+// `maps[0]`: the order in which photon_precompute takes them.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_precompute_keys(const PhotonMapView* maps, u32 stride, u32 n, float lx, float ly, float lz,
+                       float ix, float iy, float iz, u32* keys, u32* values) {
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    const Photon& ph = ((const Photon*)maps->photons)[(u64)j * stride];
+    const float3 p = load3(ph.position);
+    keys[j] = morton3_30(make_float3((p.x - lx) * ix, (p.y - ly) * iy, (p.z - lz) * iz));
+    values[j] = j;
+}
+
 // The radiance estimates of maps[0 .. map_count] at the eye vertices, in
 // the order `order` gives, times each path's throughput, into the
 // framebuffer.
@@ -494,10 +507,13 @@ photon_estimate(const WhittedParams* scene, const PhotonMapView* maps, u32 map_c
 // precomputed.rs: irradiance estimated at photons stride * j of the global
 // map `maps[0]`, with each photon's own normal; out[j] keeps the photon's
 // position and normal, its power field holds the irradiance.
+// Threads take the photons in `order` (Morton order of their positions),
+// so neighbouring threads search neighbouring photons.
 extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
-photon_precompute(const PhotonMapView* maps, u32 stride, u32 n, Photon* out) {
-    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= n) return;
+photon_precompute(const PhotonMapView* maps, u32 stride, const u32* order, u32 n, Photon* out) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    const u32 j = order[t];
     const PhotonMapView& map = *maps;
     Photon ph = ((const Photon*)map.photons)[(u64)j * stride];
     float3 zero = make_float3(0.0f, 0.0f, 0.0f);
@@ -509,23 +525,22 @@ photon_precompute(const PhotonMapView* maps, u32 stride, u32 n, Photon* out) {
 // Random-number purposes of gather.rs.
 #define GATHER_DIRECTION 0x67617468ull
 #define GATHER_FRESNEL 0x6672736cull
-// render.rs's POINT_GATHER key salt.
-#define POINT_GATHER 0x706f696eull
 // precomputed.rs: candidates per lookup, and the normal agreement needed.
 #define PRECOMPUTED_NORMAL_COS 0.9f
 
 // Gatherer::gather's rays for eye vertices first .. first + count (in
-// `order`), rays_per slots each: a jittered grid over the largest square
+// `order`), rays_per slots each, keyed by the vertex's key and `salt`
+// (photon.rs's POINT_GATHER or SAMPLE_GATHER): a jittered grid over the largest square
 // count, the rest uniform; slots whose direction is under the geometric
 // normal carry an empty ray.
 extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
 photon_gather_emit(const WhittedParams* scene, const EyeVertex* vertices, const u32* order,
-                   u32 first, u32 count, u32 rays_per, Ray* rays, GatherPath* paths) {
+                   u32 first, u32 count, u32 rays_per, u64 salt, Ray* rays, GatherPath* paths) {
     u32 s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= count * rays_per) return;
     const EyeVertex& v = vertices[order[first + s / rays_per]];
     u32 i = s % rays_per;
-    u64 key = mix_key(mix_key(v.key, POINT_GATHER), (u64)i);
+    u64 key = mix_key(mix_key(v.key, salt), (u64)i);
     Pcg g = pcg_new(key, GATHER_DIRECTION);
     float ux = pcg_f32(g);
     float uy = pcg_f32(g);
@@ -574,11 +589,13 @@ __device__ float3 precomputed_irradiance(const PhotonMapView& map, float3 point,
 // Gatherer::incoming for one wave of gather rays: at a diffuse or glossy
 // hit the precomputed irradiance times albedo / pi (and the throughput)
 // into results[slot]; mirrors and glass (Fresnel choice) continue the ray
-// (live flag); a miss adds the background; no emission anywhere.
+// (live flag); a miss adds the background; no emission anywhere. With
+// `distances`, a first ray's hit distance goes to distances[slot] (left 0
+// on a miss): Ward's harmonic mean at irradiance samples.
 extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
 photon_gather_step(const WhittedParams* scene, const PhotonMapView* irradiance, const Ray* rays,
                    const Hit* hits, const GatherPath* paths, u32 n, float* results,
-                   Ray* out_rays, GatherPath* out_paths, u32* live) {
+                   float* distances, Ray* out_rays, GatherPath* out_paths, u32* live) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     live[i] = 0;
@@ -592,6 +609,7 @@ photon_gather_step(const WhittedParams* scene, const PhotonMapView* irradiance, 
         store3(result, throughput * load3(p.background));
         return;
     }
+    if (distances != nullptr && path.depth == 0) distances[path.slot] = hit.t;
     const Ray ray = rays[i];
     Surface s = surface_at(p, ray, hit);
     const Material& m = ((const Material*)p.materials)[s.material];
@@ -646,4 +664,111 @@ photon_gather_finish(const WhittedParams* scene, const EyeVertex* vertices, cons
     for (u32 i = 0; i < rays_per; ++i) sum = sum + load3(results + 3ull * ((u64)j * rays_per + i));
     float3 e = sum * (PI_F / (float)rays_per);
     splat(*scene, v.pixel, load3(v.weight) * (load3(v.albedo) * FRAC_1_PI_F * e));
+}
+
+// ------------------------------------------------------ irradiance samples
+//
+// The final gather between adaptively placed samples (render.rs with
+// irradiance samples on; caustic_gpu::irradiance chooses them).
+
+// The seeding input of every eye vertex: position, normal towards the
+// viewer and pixel (x | y << 16).
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_seed_points(const WhittedParams* scene, const EyeVertex* vertices, u32 n, float* positions,
+                   float* normals, u32* pixels) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const EyeVertex& v = vertices[i];
+    store3(positions + 3ull * i, load3(v.point));
+    store3(normals + 3ull * i, load3(v.n));
+    const u32 width = scene->width;
+    pixels[i] = (v.pixel % width) | ((v.pixel / width) << 16);
+}
+
+// Positions of vertices[order[j]], j < n (kNN queries in that order).
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_vertex_positions(const EyeVertex* vertices, const u32* order, u32 n, float* out) {
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    store3(out + 3ull * j, load3(vertices[order[j]].point));
+}
+
+// Gatherer::gather's result at samples first .. first + count: irradiance
+// pi / rays_per * sum, and the harmonic mean of the first hits' distances
+// (+inf without hits), into irradiance[first + j].
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_sample_finish(u32 first, u32 count, u32 rays_per, const float* results,
+                     const float* distances, float4* irradiance) {
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= count) return;
+    float3 sum = make_float3(0.0f, 0.0f, 0.0f);
+    double inverse = 0.0;
+    u32 hits = 0;
+    for (u32 i = 0; i < rays_per; ++i) {
+        const u64 slot = (u64)j * rays_per + i;
+        sum = sum + load3(results + 3 * slot);
+        const float d = distances[slot];
+        if (d > 0.0f) {
+            inverse += 1.0 / (double)d;
+            ++hits;
+        }
+    }
+    const float3 e = sum * (PI_F / (float)rays_per);
+    const float harmonic = hits > 0 ? (float)((double)hits / inverse) : CAUSTIC_INF;
+    irradiance[first + j] = make_float4(e.x, e.y, e.z, harmonic);
+}
+
+// IrradianceCache::build per sample: its normal (from its vertex) and its
+// validity radius min(ward * H, 2 * distance to the farthest of its
+// `spacing_k` nearest fellow samples, itself included).
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_sample_frames(const EyeVertex* vertices, const u32* chosen, u32 m,
+                     const float4* irradiance, const float* near_d2, const u32* near_count,
+                     u32 spacing_k, float ward, float4* frames, float* finite_radius) {
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= m) return;
+    const EyeVertex& v = vertices[chosen[j]];
+    const u32 found = near_count[j];
+    const float spacing = found > 0 ? sqrtf(near_d2[(u64)j * spacing_k + found - 1]) : CAUSTIC_INF;
+    const float radius = fminf(ward * irradiance[j].w, 2.0f * spacing);
+    const float3 n = load3(v.n);
+    frames[j] = make_float4(n.x, n.y, n.z, radius);
+    finite_radius[j] = isfinite(radius) ? radius : 0.0f;
+}
+
+// IrradianceCache::interpolate at vertices[order[j]] from its `k` nearest
+// samples: where some sample is valid, the weighted irradiance times
+// albedo / pi and the path's throughput into the framebuffer, flag 0;
+// elsewhere flag 1 (the caller gathers there).
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_interpolate(const WhittedParams* scene, const EyeVertex* vertices, const u32* order, u32 n,
+                   const u32* near_index, const float* near_d2, const u32* near_count, u32 k,
+                   const float4* frames, const float4* irradiance, float normal_cos, u32* uncovered) {
+    u32 j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    const EyeVertex& v = vertices[order[j]];
+    const float3 normal = load3(v.n);
+    float3 sum = make_float3(0.0f, 0.0f, 0.0f);
+    float weights = 0.0f;
+    for (u32 i = 0; i < near_count[j]; ++i) {
+        const u64 slot = (u64)j * k + i;
+        const u32 s = near_index[slot];
+        const float4 f = frames[s];
+        const float agreement = (f.x * normal.x + f.y * normal.y + f.z * normal.z - normal_cos) /
+                                (1.0f - normal_cos);
+        const float closeness = 1.0f - sqrtf(near_d2[slot]) / f.w;
+        if (agreement > 0.0f && closeness > 0.0f) {
+            const float w = fminf(agreement, 1.0f) * closeness;
+            const float4 e = irradiance[s];
+            sum = sum + make_float3(e.x, e.y, e.z) * w;
+            weights += w;
+        }
+    }
+    if (weights > 1e-3f) {
+        const float3 e = div3(sum, weights);
+        splat(*scene, v.pixel, load3(v.weight) * (load3(v.albedo) * FRAC_1_PI_F * e));
+        uncovered[j] = 0;
+    } else {
+        uncovered[j] = 1;
+    }
 }

@@ -40,6 +40,7 @@ pub mod compile;
 pub mod context;
 pub mod device;
 pub mod error;
+pub mod irradiance;
 pub mod kernels;
 pub mod layout;
 pub mod ops;

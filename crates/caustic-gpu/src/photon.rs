@@ -477,19 +477,43 @@ pub fn estimate(
 /// Irradiance precomputed at every `stride`-th photon of the map `global`
 /// (one view), Christensen's speed-up of the final gather: the records keep
 /// the photons' positions and normals, their power fields hold the
-/// irradiance.
+/// irradiance. The photons are estimated in Morton order of their
+/// positions in the box `lo .. hi` (the map's photons lie in tracing
+/// order, which scatters neighbouring threads over the scene).
 pub fn precompute(
     global: &DeviceBuffer<PhotonMapView>,
     photons: usize,
     stride: usize,
+    (lo, hi): ([f32; 3], [f32; 3]),
 ) -> Result<DeviceBuffer<GpuPhoton>, GpuError> {
     let gpu = global.gpu();
     let stride = stride.max(1);
     let n = photons.div_ceil(stride);
+    let mut keys = DeviceBuffer::<u32>::uninit(gpu, "precompute keys", n)?;
+    let mut order = DeviceBuffer::<u32>::uninit(gpu, "precompute order", n)?;
+    let inv = |a: usize| 1.0 / (hi[a] - lo[a]).max(f32::MIN_POSITIVE);
+    let args = [
+        global.arg(),
+        (stride as u32).into(),
+        (n as u32).into(),
+        lo[0].into(),
+        lo[1].into(),
+        lo[2].into(),
+        inv(0).into(),
+        inv(1).into(),
+        inv(2).into(),
+        keys.arg(),
+        order.arg(),
+    ];
+    launch(gpu, k::PHOTON_PRECOMPUTE_KEYS, n, &args)?;
+    if n > 1 {
+        crate::ops::radix_sort::sort_pairs_bits(&mut keys, &mut order, 0..30)?;
+    }
     let out = DeviceBuffer::uninit(gpu, "precomputed irradiance", n)?;
     let args = [
         global.arg(),
         (stride as u32).into(),
+        order.arg(),
         (n as u32).into(),
         out.arg(),
     ];
@@ -497,8 +521,16 @@ pub fn precompute(
     Ok(out)
 }
 
+/// Key salt of the gathers at shading points no sample covers (render.rs's
+/// `POINT_GATHER`).
+pub const POINT_GATHER: u64 = 0x706f_696e;
+/// Key salt of the gathers at irradiance samples (render.rs's
+/// `SAMPLE_GATHER`).
+pub const SAMPLE_GATHER: u64 = 0x7361_6d70;
+
 /// Which eye vertices a final-gather chunk covers: `order[first ..
-/// first + count]`, `rays_per` gather rays each.
+/// first + count]`, `rays_per` gather rays each keyed with `salt`
+/// ([`POINT_GATHER`] or [`SAMPLE_GATHER`]).
 #[derive(Clone, Copy, Debug)]
 pub struct GatherChunk<'a> {
     pub vertices: &'a DeviceBuffer<GpuEyeVertex>,
@@ -506,6 +538,7 @@ pub struct GatherChunk<'a> {
     pub first: usize,
     pub count: usize,
     pub rays_per: u32,
+    pub salt: u64,
 }
 
 /// The chunk's gather rays, `rays_per` consecutive slots per vertex.
@@ -523,16 +556,19 @@ pub fn gather_emit(
         (chunk.first as u32).into(),
         (chunk.count as u32).into(),
         chunk.rays_per.into(),
+        chunk.salt.into(),
         rays.arg(),
         paths.arg(),
     ];
     launch(scene.gpu(), k::PHOTON_GATHER_EMIT, n, &args)
 }
 
-/// Where [`gather_step`] writes: results by slot (3 floats each), and each
-/// ray's continuation with its live flag.
+/// Where [`gather_step`] writes: results by slot (3 floats each), the
+/// first rays' hit distances by slot when wanted (irradiance samples), and
+/// each ray's continuation with its live flag.
 pub struct GatherTargets<'a> {
     pub results: &'a mut DeviceBuffer<f32>,
+    pub distances: Option<&'a mut DeviceBuffer<f32>>,
     pub rays: &'a mut DeviceBuffer<GpuRay>,
     pub paths: &'a mut DeviceBuffer<GpuGatherPath>,
     pub live: &'a mut DeviceBuffer<u32>,
@@ -557,6 +593,7 @@ pub fn gather_step(
         paths.arg(),
         (n as u32).into(),
         out.results.arg(),
+        out.distances.map_or(0u64.into(), |d| d.arg()),
         out.rays.arg(),
         out.paths.arg(),
         out.live.arg(),
@@ -580,6 +617,165 @@ pub fn gather_finish(
         results.arg(),
     ];
     launch(scene.gpu(), k::PHOTON_GATHER_FINISH, chunk.count, &args)
+}
+
+/// The seeding input of eye vertices (see [`crate::irradiance`]).
+pub struct VertexSeeds {
+    pub positions: DeviceBuffer<[f32; 3]>,
+    /// Shading normals towards the viewer.
+    pub normals: DeviceBuffer<[f32; 3]>,
+    /// Pixels as `x | y << 16`.
+    pub pixels: DeviceBuffer<u32>,
+}
+
+impl VertexSeeds {
+    pub fn points(&self) -> crate::irradiance::SeedPoints<'_> {
+        crate::irradiance::SeedPoints {
+            positions: &self.positions,
+            normals: &self.normals,
+            pixels: &self.pixels,
+        }
+    }
+}
+
+/// The seeding input of every vertex.
+pub fn seed_points(
+    scene: &DeviceBuffer<WhittedParams>,
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+) -> Result<VertexSeeds, GpuError> {
+    let gpu = vertices.gpu();
+    let n = vertices.len();
+    let seeds = VertexSeeds {
+        positions: DeviceBuffer::uninit(gpu, "seed positions", n)?,
+        normals: DeviceBuffer::uninit(gpu, "seed normals", n)?,
+        pixels: DeviceBuffer::uninit(gpu, "seed pixels", n)?,
+    };
+    let args = [
+        scene.arg(),
+        vertices.arg(),
+        (n as u32).into(),
+        seeds.positions.arg(),
+        seeds.normals.arg(),
+        seeds.pixels.arg(),
+    ];
+    launch(gpu, k::PHOTON_SEED_POINTS, n, &args)?;
+    Ok(seeds)
+}
+
+/// Positions of `vertices[order[j]]`, in that order.
+pub fn vertex_positions(
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    order: &DeviceBuffer<u32>,
+) -> Result<DeviceBuffer<[f32; 3]>, GpuError> {
+    let n = order.len();
+    let out = DeviceBuffer::uninit(vertices.gpu(), "vertex positions", n)?;
+    let args = [vertices.arg(), order.arg(), (n as u32).into(), out.arg()];
+    launch(vertices.gpu(), k::PHOTON_VERTEX_POSITIONS, n, &args)?;
+    Ok(out)
+}
+
+/// Irradiance and harmonic distance of the chunk's samples from their ray
+/// results and first-hit distances, into `irradiance[first ..]` (rgb, H).
+pub fn sample_finish(
+    chunk: GatherChunk<'_>,
+    results: &DeviceBuffer<f32>,
+    distances: &DeviceBuffer<f32>,
+    irradiance: &mut DeviceBuffer<[f32; 4]>,
+) -> Result<(), GpuError> {
+    let args = [
+        (chunk.first as u32).into(),
+        (chunk.count as u32).into(),
+        chunk.rays_per.into(),
+        results.arg(),
+        distances.arg(),
+        irradiance.arg(),
+    ];
+    launch(results.gpu(), k::PHOTON_SAMPLE_FINISH, chunk.count, &args)
+}
+
+/// The gathered irradiance samples: positions (for a point structure),
+/// frames (normal, validity radius) and irradiance (rgb, harmonic mean
+/// distance of the gather rays).
+pub struct GpuIrradianceSamples {
+    pub positions: DeviceBuffer<[f32; 3]>,
+    pub frames: DeviceBuffer<[f32; 4]>,
+    pub irradiance: DeviceBuffer<[f32; 4]>,
+    /// Largest finite validity radius (the interpolation's search radius).
+    pub largest_radius: f32,
+}
+
+/// Completes the samples at `vertices[chosen[j]]` from their gathered
+/// `irradiance`: positions, normals, and validity radii `min(ward · H, 2 ·
+/// spacing)`, the spacing being the distance to the farthest of each
+/// sample's `near` neighbours among the samples (itself included).
+pub fn sample_frames(
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    chosen: &DeviceBuffer<u32>,
+    irradiance: DeviceBuffer<[f32; 4]>,
+    near: &crate::points::GpuNeighbours,
+    ward: f32,
+    positions: DeviceBuffer<[f32; 3]>,
+) -> Result<GpuIrradianceSamples, GpuError> {
+    let gpu = vertices.gpu();
+    let m = chosen.len();
+    let frames = DeviceBuffer::uninit(gpu, "irradiance sample frames", m)?;
+    let finite = DeviceBuffer::<f32>::uninit(gpu, "irradiance sample radii", m)?;
+    let args = [
+        vertices.arg(),
+        chosen.arg(),
+        (m as u32).into(),
+        irradiance.arg(),
+        near.dist2.arg(),
+        near.count.arg(),
+        (near.k as u32).into(),
+        ward.into(),
+        frames.arg(),
+        finite.arg(),
+    ];
+    launch(gpu, k::PHOTON_SAMPLE_FRAMES, m, &args)?;
+    let largest_radius = if m > 0 {
+        crate::ops::reduce::max_f32(&finite)?
+    } else {
+        0.0
+    };
+    Ok(GpuIrradianceSamples {
+        positions,
+        frames,
+        irradiance,
+        largest_radius,
+    })
+}
+
+/// Interpolates the samples at `vertices[order[j]]` from each one's
+/// nearest samples `near` (kNN over the samples' positions, queries in
+/// `order`): covered vertices get their indirect light in the framebuffer;
+/// returns the flags of the vertices no sample covers.
+pub fn interpolate(
+    scene: &DeviceBuffer<WhittedParams>,
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    order: &DeviceBuffer<u32>,
+    near: &crate::points::GpuNeighbours,
+    samples: &GpuIrradianceSamples,
+    normal_cos: f32,
+) -> Result<DeviceBuffer<u32>, GpuError> {
+    let n = order.len();
+    let uncovered = DeviceBuffer::uninit(vertices.gpu(), "uncovered vertex flags", n)?;
+    let args = [
+        scene.arg(),
+        vertices.arg(),
+        order.arg(),
+        (n as u32).into(),
+        near.index.arg(),
+        near.dist2.arg(),
+        near.count.arg(),
+        (near.k as u32).into(),
+        samples.frames.arg(),
+        samples.irradiance.arg(),
+        normal_cos.into(),
+        uncovered.arg(),
+    ];
+    launch(scene.gpu(), k::PHOTON_INTERPOLATE, n, &args)?;
+    Ok(uncovered)
 }
 
 #[cfg(test)]

@@ -7,9 +7,11 @@
 //! Then one CPU frame with the same settings, for the speed-up and the
 //! agreement of the images.
 //!
-//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu]`
-//! (`--gather N`: the final gather with N rays at every shading point,
-//! reading irradiance precomputed at every 4th global photon).
+//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--spacing S] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu]`
+//! (`--gather N`: the final gather with N rays, reading irradiance
+//! precomputed at every 4th global photon, at irradiance samples placed
+//! every `S` pixels on average (default 4, the CLI's) and interpolated, or
+//! at every shading point with `--spacing 0`).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -40,8 +42,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let i = args.iter().position(|a| a == name)?;
         args.get(i + 1)?.parse().ok()
     };
-    // `--gather N`: the final gather with N rays at every shading point.
+    // `--gather N`: the final gather with N rays; `--spacing S`: its
+    // irradiance samples' spacing in pixels (0: gather at every point).
     let gather_rays = flag("--gather").unwrap_or(0);
+    let spacing = flag("--spacing").unwrap_or(4) as f32;
     let defaults = PhotonRenderSettings::default();
     // `caustic render --integrator photon`'s defaults: eye depth 5, 4
     // shadow rays per area light, 32 photon bounces.
@@ -64,13 +68,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         photon_bounces,
         light_samples,
         samples: caustic_render::photon::irradiance_samples::SampleSettings {
-            spacing: 0.0,
+            spacing,
             ..Default::default()
         },
         points: "hashgrid".to_owned(),
         ..Default::default()
     };
-    let mode = if gather_rays > 0 {
+    let mode = if gather_rays > 0 && spacing > 0.0 {
+        format!("final gather {gather_rays} rays at irradiance samples every {spacing} pixels")
+    } else if gather_rays > 0 {
         format!("final gather {gather_rays} rays at every shading point")
     } else {
         "no final gather".to_owned()
@@ -146,7 +152,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 fn stages(s: &PhotonRenderStats) -> String {
     format!(
-        "photons {:.2} ms ({} global, {} caustic stored), map builds {:.2} ms, precompute {:.2} ms ({} points), eye pass {:.2} ms ({} gathers), {:.1} M rays",
+        "photons {:.2} ms ({} global, {} caustic stored), map builds {:.2} ms, precompute {:.2} ms ({} points), eye pass {:.2} ms (final gather {:.2} ms: {} irradiance samples + {} point gathers), {:.1} M rays",
         s.photon_ms,
         s.global_stored,
         s.caustic_stored,
@@ -154,6 +160,8 @@ fn stages(s: &PhotonRenderStats) -> String {
         s.precompute_ms,
         s.precomputed,
         s.render_ms,
+        s.sample_ms,
+        s.samples,
         s.point_gathers,
         s.rays as f64 / 1e6
     )

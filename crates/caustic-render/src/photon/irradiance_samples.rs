@@ -167,8 +167,7 @@ impl Quadtree<'_> {
         run.iter()
             .map(|&(_, i)| {
                 let p = &self.points[i];
-                let bend = (2.0 - 2.0 * p.normal.dot(normal)).max(0.0).sqrt();
-                f64::from(self.alpha * p.position.distance(position) + bend)
+                f64::from(self.alpha * p.position.distance(position) + bend(p.normal.dot(normal)))
             })
             .sum()
     }
@@ -187,6 +186,22 @@ impl Quadtree<'_> {
             let at = ((j as f64 + f64::from(u)) * len as f64 / count as f64) as usize;
             out.push(self.order[lo + at.min(len - 1)].1);
         }
+    }
+}
+
+/// Below this `2 − 2 cos θ` (θ about 0.06°) a normal counts as the mean
+/// normal: the `f32` rounding of a unit normal's dot product with itself
+/// (about 10^-7) must not give single-point nodes an error, which would
+/// share samples among a node's pixels by rounding noise.
+pub const BEND_FLOOR: f32 = 1e-6;
+
+/// The normal term of eq. 6.1, `sqrt(2 − 2 cos θ)`, for `cos θ = cosine`.
+fn bend(cosine: f32) -> f32 {
+    let chord2 = 2.0 - 2.0 * cosine;
+    if chord2 > BEND_FLOOR {
+        chord2.sqrt()
+    } else {
+        0.0
     }
 }
 

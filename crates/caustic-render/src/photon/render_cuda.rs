@@ -1,6 +1,7 @@
 //! The photon-mapping integrator on a CUDA GPU, the twin of
-//! [`super::render`] in its global-map mode and with the final gather at
-//! every shading point: every stage of a frame on the device.
+//! [`super::render`] (global map read directly, or the final gather at
+//! irradiance samples or at every shading point): every stage of a frame
+//! on the device.
 //!
 //! 1. Photon passes ([`super::trace_cuda`], the CPU's [`PassPlan`]):
 //!    photons as a wavefront, stored by stream compaction.
@@ -20,14 +21,23 @@
 //!    estimate's rules).
 //!
 //! With `gather_rays > 0` the global map is traced with every diffuse hit
-//! and read by a **final gather at every shading point** (the CPU's
-//! `--sample-spacing 0`): irradiance precomputed at every `precompute`-th
-//! global photon (Christensen), then, per eye vertex, `gather_rays`
-//! cosine-distributed rays as a wavefront (mirrors and glass followed,
-//! Fresnel choice keyed as on the CPU) reading the nearest precomputed
-//! irradiance whose normal agrees; the per-ray results are summed per
-//! vertex in ray order, so no atomics decide the sum. The CPU's adaptive
-//! irradiance samples are not on the GPU.
+//! and read by the **final gather**: irradiance precomputed at every
+//! `precompute`-th global photon (Christensen); gather rays,
+//! cosine-distributed, as a wavefront (mirrors and glass followed, Fresnel
+//! choice keyed as on the CPU) read the nearest precomputed irradiance
+//! whose normal agrees; the per-ray results are summed per gathering point
+//! in ray order, so no atomics decide the sum. Where it gathers:
+//! - **irradiance samples** (the default, `spacing > 0`): placed adaptively
+//!   in screen space among the frame's eye vertices by
+//!   [`caustic_gpu::irradiance`] (the CPU's quadtree budget by seed 000's
+//!   error metric, level by level), gathered, given Ward's validity radius
+//!   (the gather's harmonic distance against the 4th nearest fellow sample,
+//!   kNN on a GPU kd-tree of the samples), then interpolated at every eye
+//!   vertex from its 8 nearest samples; the vertices no sample covers get
+//!   their own gather, as on the CPU. The CPU seeds from its pixel centres'
+//!   shading points, the GPU from the shading points of the frame itself,
+//!   which saves a second eye pass;
+//! - **every eye vertex** (`spacing == 0`, the CPU's `--sample-spacing 0`).
 //!
 //! The GPU traces the CPU's photons (same streams) and shades with the
 //! CPU's random numbers, so its image equals the CPU photon renderer's up
@@ -35,16 +45,21 @@
 
 use std::time::Instant;
 
+use caustic_gpu::irradiance::SeedSettings;
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
+use caustic_gpu::ops::segment::gather_u32;
 use caustic_gpu::photon::{
-    self as kernels, GatherChunk, GatherTargets, GpuEyeVertex, GpuPhoton, PhotonMapView,
+    self as kernels, GatherChunk, GatherTargets, GpuEyeVertex, GpuPhoton, POINT_GATHER,
+    PhotonMapView, SAMPLE_GATHER,
 };
+use caustic_gpu::point_kdtree::GpuPointKdTree;
 use caustic_gpu::points::GpuHashGrid;
 use caustic_gpu::whitted::WhittedParams;
 use caustic_gpu::{DeviceBuffer, GpuError};
 use caustic_scene::Camera;
 
 use super::emit::PhotonSources;
+use super::irradiance_samples::SampleSettings;
 use super::render::{PassPlan, PhotonRenderError, PhotonRenderSettings, PhotonRenderStats};
 use super::trace_cuda::{self, GpuPhotonMaps};
 use crate::whitted_cuda::{GpuScene, ShadedWave, WaveSteps};
@@ -113,7 +128,8 @@ impl GpuPhotonRenderer {
         let precompute_start = Instant::now();
         let precomputed = if gathering {
             let view = DeviceBuffer::from_slice(gpu, "global map view", &[global_view])?;
-            let points = kernels::precompute(&view, maps.global.len(), settings.precompute)?;
+            let stride = settings.precompute;
+            let points = kernels::precompute(&view, maps.global.len(), stride, self.bounds)?;
             stats.precomputed = points.len();
             Some(points)
         } else {
@@ -156,14 +172,25 @@ impl GpuPhotonRenderer {
                 irradiance: view,
                 rays_per: settings.gather_rays,
                 max_depth: settings.max_depth,
+                samples: (settings.samples.spacing > 0.0).then(|| SamplePlan {
+                    settings: settings.samples,
+                    count: sample_count(settings),
+                    alpha: settings.samples.position_weight / self.diagonal.max(1e-12),
+                    seed: settings.seed,
+                    bounds: self.bounds,
+                }),
             }),
             gathered: 0,
             gather_rays: 0,
+            samples: 0,
+            gather_ms: 0.0,
         };
         let (film, eye) = self.scene.render_with(camera, &whitted, &mut steps)?;
         stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
         stats.rays += eye.rays + steps.gather_rays;
         stats.point_gathers = steps.gathered;
+        stats.samples = steps.samples;
+        stats.sample_ms = steps.gather_ms;
         stats.seconds = start.elapsed().as_secs_f64();
         Ok((film, stats))
     }
@@ -207,17 +234,56 @@ struct EstimateSteps<'a> {
     /// Eye vertices gathered at, and gather rays traced.
     gathered: u64,
     gather_rays: u64,
+    /// Irradiance samples placed.
+    samples: usize,
+    /// Wall time of the final gather (samples, interpolation, gathers).
+    gather_ms: f64,
 }
 
-/// The final gather at every eye vertex (`gather.rs` with irradiance
-/// samples off): `rays_per` cosine-distributed rays, each following mirrors
-/// and glass to a diffuse hit and reading the irradiance precomputed there.
+/// The final gather (`gather.rs`): `rays_per` cosine-distributed rays per
+/// gathering point, each following mirrors and glass to a diffuse hit and
+/// reading the irradiance precomputed there; at every eye vertex, or at
+/// adaptively placed irradiance samples interpolated in between.
 struct FinalGather<'a> {
     scene: &'a GpuScene,
     irradiance: &'a DeviceBuffer<PhotonMapView>,
     rays_per: u32,
     /// Most specular bounces of a gather ray.
     max_depth: u32,
+    /// `None`: gather at every eye vertex (`--sample-spacing 0`).
+    samples: Option<SamplePlan>,
+}
+
+/// Where the irradiance samples go and how many (render.rs's
+/// `irradiance_samples` settings).
+struct SamplePlan {
+    settings: SampleSettings,
+    count: usize,
+    alpha: f32,
+    seed: u64,
+    bounds: ([f32; 3], [f32; 3]),
+}
+
+/// The CPU's sample budget: one sample per `spacing²` pixels.
+fn sample_count(settings: &PhotonRenderSettings) -> usize {
+    let pixels = f64::from(settings.width) * f64::from(settings.height);
+    let spacing = f64::from(settings.samples.spacing);
+    (pixels / (spacing * spacing)).ceil() as usize
+}
+
+/// What a gather's ray results become: indirect light in the framebuffer
+/// (eye vertices), or irradiance and Ward's harmonic distance per sample.
+enum GatherSink<'s> {
+    Film,
+    Samples(&'s mut DeviceBuffer<[f32; 4]>),
+}
+
+/// What a final gather did: points gathered at, samples placed, rays.
+#[derive(Default)]
+struct GatherCounts {
+    points: u64,
+    samples: usize,
+    rays: u64,
 }
 
 /// Gather rays per chunk of eye vertices: bounds the chunk's buffers
@@ -227,19 +293,83 @@ struct FinalGather<'a> {
 const GATHER_CHUNK_RAYS: usize = 1 << 24;
 /// `precomputed.rs`'s candidates per irradiance lookup.
 const PRECOMPUTED_CANDIDATES: usize = 8;
+/// irradiance_samples.rs: samples looked at per interpolation, and the
+/// nearest fellow sample (itself counted) that measures the spacing.
+const INTERPOLATION_NEIGHBOURS: usize = 8;
+const SPACING_NEIGHBOURS: usize = 5;
 
 impl FinalGather<'_> {
-    /// Gathers at every vertex of `order`, chunk by chunk; returns the rays
-    /// traced.
+    /// Indirect light at every vertex of `order` (Morton order), from
+    /// gathers or from irradiance samples.
+    fn light(
+        &self,
+        params: &DeviceBuffer<WhittedParams>,
+        vertices: &DeviceBuffer<GpuEyeVertex>,
+        order: &DeviceBuffer<u32>,
+    ) -> Result<GatherCounts, GpuError> {
+        let Some(plan) = &self.samples else {
+            let rays = self.run(params, vertices, order, GatherSink::Film)?;
+            let points = order.len() as u64;
+            return Ok(GatherCounts {
+                points,
+                samples: 0,
+                rays,
+            });
+        };
+        let seeds = kernels::seed_points(params, vertices)?;
+        let seed_settings = SeedSettings {
+            count: plan.count,
+            alpha: plan.alpha,
+            seed: plan.seed,
+            bounds: plan.bounds,
+        };
+        let chosen = caustic_gpu::irradiance::seed(&seeds.points(), &seed_settings)?;
+        drop(seeds);
+        let gpu = params.gpu();
+        let mut gathered = DeviceBuffer::zeroed(gpu, "sample irradiance", chosen.len())?;
+        let mut rays = self.run(
+            params,
+            vertices,
+            &chosen,
+            GatherSink::Samples(&mut gathered),
+        )?;
+        let positions = kernels::vertex_positions(vertices, &chosen)?;
+        let tree = GpuPointKdTree::build(&positions)?;
+        let near = tree.knn(&positions, SPACING_NEIGHBOURS, f32::INFINITY)?;
+        let ward = plan.settings.ward_scale;
+        let samples = kernels::sample_frames(vertices, &chosen, gathered, &near, ward, positions)?;
+        drop(near);
+        let queries = kernels::vertex_positions(vertices, order)?;
+        let near = tree.knn(&queries, INTERPOLATION_NEIGHBOURS, samples.largest_radius)?;
+        drop(queries);
+        let normal_cos = plan.settings.normal_cos;
+        let uncovered = kernels::interpolate(params, vertices, order, &near, &samples, normal_cos)?;
+        drop(near);
+        let uncovered = gather_u32(order, &select_indices(&uncovered)?)?;
+        rays += self.run(params, vertices, &uncovered, GatherSink::Film)?;
+        Ok(GatherCounts {
+            points: uncovered.len() as u64,
+            samples: chosen.len(),
+            rays,
+        })
+    }
+
+    /// Gathers at every vertex of `order`, chunk by chunk, into `sink`;
+    /// returns the rays traced.
     fn run(
         &self,
         params: &DeviceBuffer<WhittedParams>,
         vertices: &DeviceBuffer<GpuEyeVertex>,
         order: &DeviceBuffer<u32>,
+        mut sink: GatherSink<'_>,
     ) -> Result<u64, GpuError> {
         let gpu = params.gpu();
         let mut tracer = caustic_gpu::Tracer::new(gpu)?;
         let per_chunk = (GATHER_CHUNK_RAYS / self.rays_per as usize).max(1);
+        let salt = match sink {
+            GatherSink::Film => POINT_GATHER,
+            GatherSink::Samples(_) => SAMPLE_GATHER,
+        };
         let mut traced = 0;
         let mut first = 0;
         while first < order.len() {
@@ -249,9 +379,16 @@ impl FinalGather<'_> {
                 first,
                 count: per_chunk.min(order.len() - first),
                 rays_per: self.rays_per,
+                salt,
             };
             let slots = chunk.count * self.rays_per as usize;
             let mut results = DeviceBuffer::<f32>::zeroed(gpu, "gather results", 3 * slots)?;
+            let mut distances = match sink {
+                GatherSink::Film => None,
+                GatherSink::Samples(_) => {
+                    Some(DeviceBuffer::<f32>::zeroed(gpu, "gather distances", slots)?)
+                }
+            };
             let mut rays = DeviceBuffer::uninit(gpu, "gather rays", slots)?;
             let mut paths = DeviceBuffer::uninit(gpu, "gather paths", slots)?;
             kernels::gather_emit(params, chunk, &mut rays, &mut paths)?;
@@ -268,6 +405,7 @@ impl FinalGather<'_> {
                 let mut live = DeviceBuffer::uninit(gpu, "gather live flags", n)?;
                 let targets = GatherTargets {
                     results: &mut results,
+                    distances: distances.as_mut(),
                     rays: &mut next_rays,
                     paths: &mut next_paths,
                     live: &mut live,
@@ -278,7 +416,12 @@ impl FinalGather<'_> {
                 paths = DeviceBuffer::uninit(gpu, "gather paths", indices.len())?;
                 gather_wave(&next_rays, &next_paths, &indices, &mut rays, &mut paths)?;
             }
-            kernels::gather_finish(params, chunk, &results)?;
+            match (&mut sink, &distances) {
+                (GatherSink::Samples(out), Some(distances)) => {
+                    kernels::sample_finish(chunk, &results, distances, out)?
+                }
+                _ => kernels::gather_finish(params, chunk, &results)?,
+            }
             first += chunk.count;
         }
         Ok(traced)
@@ -321,8 +464,14 @@ impl WaveSteps for EstimateSteps<'_> {
         let order = kernels::morton_order(&vertices, self.bounds.0, self.bounds.1)?;
         kernels::estimate(params, self.views, &vertices, &order)?;
         if let Some(gather) = &self.gather {
-            self.gather_rays += gather.run(params, &vertices, &order)?;
-            self.gathered += order.len() as u64;
+            gpu.synchronize()?;
+            let start = Instant::now();
+            let counts = gather.light(params, &vertices, &order)?;
+            gpu.synchronize()?;
+            self.gather_ms += start.elapsed().as_secs_f64() * 1e3;
+            self.gather_rays += counts.rays;
+            self.gathered += counts.points;
+            self.samples += counts.samples;
         }
         Ok(())
     }
@@ -352,16 +501,12 @@ pub fn render(
     Ok((film, stats))
 }
 
-/// The settings the GPU path supports: the CPU's checks, plus no final
-/// gather (yet) and hash-grid maps.
+/// The settings the GPU path supports: the CPU's checks, plus precomputed
+/// irradiance for the final gather, hash-grid maps and k within the GPU
+/// heap's size.
 fn check(settings: &PhotonRenderSettings) -> Result<(), PhotonRenderError> {
     settings.validate()?;
     let fail = |m: &str| Err(PhotonRenderError::Invalid(m.to_owned()));
-    if settings.gather_rays > 0 && settings.samples.spacing > 0.0 {
-        return fail(
-            "the GPU final gather gathers at every shading point: set the irradiance-sample spacing to 0 (--sample-spacing 0), or read the global map directly (--no-final-gather)",
-        );
-    }
     if settings.gather_rays > 0 && settings.precompute == 0 {
         return fail(
             "the GPU final gather reads irradiance precomputed at photons: set --precompute to 1 or more",
