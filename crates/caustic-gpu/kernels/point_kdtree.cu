@@ -311,17 +311,17 @@ point_kdtree_small(const float* points, u32* perm, const SmallRoot* roots, u32 r
         if (lead) {
             // Right child below the left one: the left subtree is walked first.
             SmallTask& right = sh.stack[top];
-            SmallTask& near = sh.stack[top + 1];
+            SmallTask& below = sh.stack[top + 1];
             right = t;
-            near = t;
+            below = t;
             right.mask = t.mask & ~left;
             right.lo[axis] = pos;
-            near.mask = t.mask & left;
-            near.hi[axis] = pos;
-            right.depth = near.depth = t.depth + 1;
-            right.parent = near.parent = here;
+            below.mask = t.mask & left;
+            below.hi[axis] = pos;
+            right.depth = below.depth = t.depth + 1;
+            right.parent = below.parent = here;
             right.side = 1;
-            near.side = 0;
+            below.side = 0;
         }
         top += 2;
         __syncwarp();
