@@ -585,6 +585,13 @@ fn tail_offsets(base: usize, node_counts: impl IntoIterator<Item = u32>) -> (Vec
     (tails, end)
 }
 
+/// A pass of the small stage: counting (per-root node count, leaf count,
+/// deepest leaf into the stats) or writing (nodes behind the tails).
+enum SmallPass<'a> {
+    Count(&'a DeviceBuffer<[u32; 3]>),
+    Write(&'a DeviceBuffer<u32>, &'a DeviceBuffer<GpuKdNode>),
+}
+
 /// The VVH's constants for `point_kdtree_small`.
 struct SmallStage {
     /// `2R`, as the CPU's `inflated_volume` computes it.
@@ -616,7 +623,7 @@ impl SmallStage {
         }
         let roots = DeviceBuffer::from_slice(gpu, "kd-tree small roots", &small)?;
         let stats = DeviceBuffer::<[u32; 3]>::zeroed(gpu, "kd-tree small stats", small.len())?;
-        self.launch(points, perm, &roots, None, &stats)?;
+        self.launch(points, perm, &roots, SmallPass::Count(&stats))?;
         let stats = stats.download()?;
         for s in &stats {
             leaves += s[1] as usize;
@@ -626,24 +633,29 @@ impl SmallStage {
         nodes.resize(total, GpuKdNode::default());
         let device_nodes = DeviceBuffer::from_slice(gpu, "kd-tree nodes", &nodes)?;
         let tails = DeviceBuffer::from_slice(gpu, "kd-tree small tails", &tails)?;
-        let written = (&tails, &device_nodes);
-        let no_stats = DeviceBuffer::<[u32; 3]>::uninit(gpu, "kd-tree no stats", 0)?;
-        self.launch(points, perm, &roots, Some(written), &no_stats)?;
+        self.launch(
+            points,
+            perm,
+            &roots,
+            SmallPass::Write(&tails, &device_nodes),
+        )?;
         Ok((device_nodes, leaves, deepest))
     }
 
-    /// One pass of `point_kdtree_small`: the count pass without `write`,
-    /// the write pass with the tails and the node buffer.
+    /// One pass of `point_kdtree_small` (the kernel tells them apart by a
+    /// null node pointer).
     fn launch(
         &self,
         points: &DeviceBuffer<[f32; 3]>,
         perm: &DeviceBuffer<u32>,
         roots: &DeviceBuffer<SmallRoot>,
-        write: Option<(&DeviceBuffer<u32>, &DeviceBuffer<GpuKdNode>)>,
-        stats: &DeviceBuffer<[u32; 3]>,
+        pass: SmallPass,
     ) -> Result<(), GpuError> {
         let null = 0u64.into();
-        let (tails, nodes) = write.map_or((null, null), |(t, n)| (t.arg(), n.arg()));
+        let (tails, nodes, stats) = match pass {
+            SmallPass::Count(stats) => (null, null, stats.arg()),
+            SmallPass::Write(tails, nodes) => (tails.arg(), nodes.arg(), null),
+        };
         let count = roots.len() as u32;
         points.gpu().launch(
             k::POINT_KDTREE_SMALL,
@@ -659,7 +671,7 @@ impl SmallStage {
                 (MAX_DEPTH as u32).into(),
                 tails,
                 nodes,
-                stats.arg(),
+                stats,
             ],
         )
     }

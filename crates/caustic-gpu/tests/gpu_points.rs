@@ -461,29 +461,18 @@ fn same_tree(gpu: &HostKdTree, cpu: &PointKdTree) -> Result<(), String> {
 /// Downloads a GPU tree, validates it on the host (split rule for every
 /// point and ancestor, every finite input point exactly once, at its input
 /// position) and compares it with the CPU tree of the same configuration.
-fn check_against_cpu(name: &str, points: &[Vec3], config: &PointKdTreeConfig) {
+/// Says what differs rather than panicking, so one run reports every case.
+fn check_against_cpu(
+    name: &str,
+    points: &[Vec3],
+    config: &PointKdTreeConfig,
+) -> Result<(), String> {
     use caustic_gpu::point_kdtree::GpuPointKdTree;
     let device_points = upload(points);
     let start = std::time::Instant::now();
     let tree = GpuPointKdTree::build_with(&device_points, config).unwrap();
     gpu().synchronize().unwrap();
     let gpu_ms = start.elapsed().as_secs_f64() * 1e3;
-    let host = tree.download().unwrap();
-    host.validate()
-        .unwrap_or_else(|e| panic!("{name}: invalid GPU tree: {e}"));
-    let finite: Vec<u32> = (0..points.len() as u32)
-        .filter(|&i| points[i as usize].is_finite())
-        .collect();
-    let mut ids = host.ids.clone();
-    ids.sort_unstable();
-    assert_eq!(ids, finite, "{name}: every finite point once");
-    for (p, &id) in host.points.iter().zip(&host.ids) {
-        assert_eq!(
-            p.to_array(),
-            points[id as usize].to_array(),
-            "{name}: point {id}"
-        );
-    }
     let start = std::time::Instant::now();
     let cpu = PointKdTree::build(points, config);
     let cpu_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -497,14 +486,34 @@ fn check_against_cpu(name: &str, points: &[Vec3], config: &PointKdTreeConfig) {
         stats.leaves,
         stats.max_depth + 1
     );
-    if let Err(difference) = same_tree(&host, &cpu) {
-        panic!("{name}: the GPU tree differs from the CPU's: {difference}");
+    let host = tree.download().unwrap();
+    host.validate()
+        .map_err(|e| format!("{name}: invalid GPU tree: {e}"))?;
+    let finite: Vec<u32> = (0..points.len() as u32)
+        .filter(|&i| points[i as usize].is_finite())
+        .collect();
+    let mut ids = host.ids.clone();
+    ids.sort_unstable();
+    if ids != finite {
+        return Err(format!(
+            "{name}: {} points stored, {} finite",
+            ids.len(),
+            finite.len()
+        ));
     }
-    assert_eq!(
-        (leaves, depth),
-        (stats.leaves, stats.max_depth + 1),
-        "{name}"
-    );
+    for (p, &id) in host.points.iter().zip(&host.ids) {
+        if p.to_array() != points[id as usize].to_array() {
+            return Err(format!("{name}: point {id} moved"));
+        }
+    }
+    same_tree(&host, &cpu)
+        .map_err(|e| format!("{name}: the GPU tree differs from the CPU's: {e}"))?;
+    if (leaves, depth) != (stats.leaves, stats.max_depth + 1) {
+        return Err(format!(
+            "{name}: shape ({leaves}, {depth}) differs from the CPU's"
+        ));
+    }
+    Ok(())
 }
 
 /// The GPU kd-tree is the CPU's node for node (same large-stage cuts and
@@ -519,18 +528,25 @@ fn kdtree_equals_the_cpu_tree() {
         PointKdTreeConfig::default(),
         PointKdTreeConfig::zhou_photons(0.01),
     ];
+    let mut failures = Vec::new();
     for (name, points) in clouds(&mut rng, 30_000) {
         for config in &configs {
-            check_against_cpu(name, &points, config);
+            failures.extend(check_against_cpu(name, &points, config).err());
         }
     }
     for n in [1, 2, 64, 65, 300] {
         let points: Vec<Vec3> = (0..n)
             .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()))
             .collect();
-        check_against_cpu(&format!("{n} points"), &points, &configs[0]);
+        failures.extend(check_against_cpu(&format!("{n} points"), &points, &configs[0]).err());
     }
-    // Timing only (no assertion): a million photons, as the benchmark builds.
+    // Timing only (no assertion on it): a million photons, as the benchmark builds.
     let (_, big) = clouds(&mut rng, 1_000_000).swap_remove(1);
-    check_against_cpu("1M clustered", &big, &configs[0]);
+    for _ in 0..2 {
+        failures.extend(check_against_cpu("1M clustered", &big, &configs[0]).err());
+    }
+    for failure in &failures {
+        eprintln!("FAILED {failure}");
+    }
+    assert!(failures.is_empty(), "{} of 22 trees differ", failures.len());
 }
