@@ -561,8 +561,11 @@ impl GpuMap<'_> {
             self.grid = Some(grid.1);
         }
         if self.wants("kdtree") {
-            let (tree, time) = self.time_build(|points, _| {
-                let tree = caustic_gpu::point_kdtree::GpuPointKdTree::build(points)?;
+            // The CPU kd-tree's configuration (`build_point_structure`):
+            // the same VVH radius, so both build the same tree.
+            let (tree, time) = self.time_build(|points, r| {
+                let config = caustic_accel::points::PointKdTreeConfig::with_radius(r);
+                let tree = caustic_gpu::point_kdtree::GpuPointKdTree::build_with(points, &config)?;
                 Ok((tree.bytes(), tree))
             })?;
             rows.push(self.build_row("cuda:kdtree", time, tree.0));

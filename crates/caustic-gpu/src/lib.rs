@@ -18,8 +18,10 @@
 //!   equal the CPU traversal's bit for bit.
 //! - [`points`]: photon-map neighbour search: the spatial hash grid of
 //!   seed 003 and brute-force kNN, answers equal to the CPU reference.
-//! - [`point_kdtree`]: a photon kd-tree built on the device level by level
-//!   (seed 002's spatial-median stage), kNN and radius queries.
+//! - [`point_kdtree`]: the photon kd-tree of seed 002 built on the device
+//!   (large nodes level by level with empty-space cuts and spatial medians,
+//!   small roots by the VVH, one warp each), equal to the CPU's; kNN and
+//!   radius queries.
 //! - [`photon`]: the device records and kernels of the GPU photon mapper
 //!   (photon wavefront with stream compaction, radiance estimates in
 //!   hash-grid maps; `caustic_render::photon::trace_cuda`, `render_cuda`).

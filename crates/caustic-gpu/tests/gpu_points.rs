@@ -13,8 +13,10 @@
 #[path = "common/device.rs"]
 mod device;
 
+use caustic_accel::points::kdtree::{PointKdNode, PointKdTree, PointKdTreeConfig};
 use caustic_accel::points::{PointStructure, build_point_structure, reference};
 use caustic_geom::{Pcg32, Vec3};
+use caustic_gpu::point_kdtree::{GpuKdNode, HostKdTree};
 use caustic_gpu::points::{
     GpuHashGrid, GpuNeighbours, GpuRadiusNeighbours, knn_brute, radius_brute,
 };
@@ -337,7 +339,8 @@ fn kdtree_knn_and_radius_equal_the_cpu() {
     for (name, points) in clouds(&mut rng, 20_000) {
         let qs = queries(&mut rng, &points, 5_000);
         let device_queries = upload(&qs);
-        let tree = GpuPointKdTree::build(&upload(&points)).unwrap();
+        let config = PointKdTreeConfig::with_radius(0.05);
+        let tree = GpuPointKdTree::build_with(&upload(&points), &config).unwrap();
         let (nodes, leaves, depth) = tree.shape();
         eprintln!("{name}: {nodes} nodes, {leaves} leaves, depth {depth}");
         assert_eq!(tree.len(), points.len());
@@ -396,4 +399,154 @@ fn kdtree_degenerate_sets() {
         same.knn(&q, 500, 1.0),
         Err(GpuError::Invalid { .. })
     ));
+}
+
+/// Walks the GPU tree (explicit children) and the CPU tree (pre-order)
+/// together from their roots: same planes (bits), same leaves (first
+/// point, count) and the same input indices in every leaf, in order.
+fn same_tree(gpu: &HostKdTree, cpu: &PointKdTree) -> Result<(), String> {
+    fn walk(gpu: &HostKdTree, cpu: &PointKdTree, g: u32, c: usize) -> Result<usize, String> {
+        let (gn, cn): (GpuKdNode, PointKdNode) = (gpu.nodes[g as usize], cpu.nodes()[c]);
+        if gn.is_leaf() || cn.is_leaf() {
+            if !(gn.is_leaf() && cn.is_leaf()) {
+                return Err(format!(
+                    "GPU node {g} / CPU node {c}: leaf against inner node"
+                ));
+            }
+            let range = |first: u32, count: u32| first as usize..(first + count) as usize;
+            let (gpu_ids, cpu_ids) = (
+                &gpu.ids[range(gn.a, gn.b)],
+                &cpu.ids()[range(cn.first(), cn.count())],
+            );
+            if gn.b != cn.count() || (gn.b > 0 && (gn.a != cn.first() || gpu_ids != cpu_ids)) {
+                return Err(format!(
+                    "GPU leaf {g} ({}, {}: {gpu_ids:?}) / CPU leaf {c} ({}, {}: {cpu_ids:?})",
+                    gn.a,
+                    gn.b,
+                    cn.first(),
+                    cn.count()
+                ));
+            }
+            return Ok(c + 1);
+        }
+        if gn.axis as usize != cn.axis() || gn.split.to_bits() != cn.split().to_bits() {
+            return Err(format!(
+                "GPU node {g} splits {} at {} / CPU node {c} {} at {}",
+                gn.axis,
+                gn.split,
+                cn.axis(),
+                cn.split()
+            ));
+        }
+        let end = walk(gpu, cpu, gn.a, c + 1)?;
+        if end != cn.right() as usize {
+            return Err(format!("CPU node {c}: left subtree ends at {end}"));
+        }
+        walk(gpu, cpu, gn.b, end)
+    }
+    if cpu.nodes().is_empty() {
+        return Ok(());
+    }
+    let end = walk(gpu, cpu, 0, 0)?;
+    match (end == cpu.nodes().len(), gpu.nodes.len() == end) {
+        (true, true) => Ok(()),
+        _ => Err(format!(
+            "{end} nodes walked, CPU has {}, GPU {}",
+            cpu.nodes().len(),
+            gpu.nodes.len()
+        )),
+    }
+}
+
+/// Downloads a GPU tree, validates it on the host (split rule for every
+/// point and ancestor, every finite input point exactly once, at its input
+/// position) and compares it with the CPU tree of the same configuration.
+/// Says what differs rather than panicking, so one run reports every case.
+fn check_against_cpu(
+    name: &str,
+    points: &[Vec3],
+    config: &PointKdTreeConfig,
+) -> Result<(), String> {
+    use caustic_gpu::point_kdtree::GpuPointKdTree;
+    let device_points = upload(points);
+    let start = std::time::Instant::now();
+    let tree = GpuPointKdTree::build_with(&device_points, config).unwrap();
+    gpu().synchronize().unwrap();
+    let gpu_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = std::time::Instant::now();
+    let cpu = PointKdTree::build(points, config);
+    let cpu_ms = start.elapsed().as_secs_f64() * 1e3;
+    let stats = cpu.stats();
+    let (nodes, leaves, depth) = tree.shape();
+    eprintln!(
+        "{name} (R {}): GPU {nodes} nodes, {leaves} leaves, depth {depth}, {gpu_ms:.1} ms; \
+         CPU {} nodes, {} leaves, depth {}, {cpu_ms:.1} ms",
+        config.query_radius,
+        stats.nodes,
+        stats.leaves,
+        stats.max_depth + 1
+    );
+    let host = tree.download().unwrap();
+    host.validate()
+        .map_err(|e| format!("{name}: invalid GPU tree: {e}"))?;
+    let finite: Vec<u32> = (0..points.len() as u32)
+        .filter(|&i| points[i as usize].is_finite())
+        .collect();
+    let mut ids = host.ids.clone();
+    ids.sort_unstable();
+    if ids != finite {
+        return Err(format!(
+            "{name}: {} points stored, {} finite",
+            ids.len(),
+            finite.len()
+        ));
+    }
+    for (p, &id) in host.points.iter().zip(&host.ids) {
+        if p.to_array() != points[id as usize].to_array() {
+            return Err(format!("{name}: point {id} moved"));
+        }
+    }
+    same_tree(&host, &cpu)
+        .map_err(|e| format!("{name}: the GPU tree differs from the CPU's: {e}"))?;
+    if (leaves, depth) != (stats.leaves, stats.max_depth + 1) {
+        return Err(format!(
+            "{name}: shape ({leaves}, {depth}) differs from the CPU's"
+        ));
+    }
+    Ok(())
+}
+
+/// The GPU kd-tree is the CPU's node for node (same large-stage cuts and
+/// medians, same VVH splits, same leaf order) on every cloud, for the
+/// benchmark's radius, the density rule and Zhou's photon threshold.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kdtree_equals_the_cpu_tree() {
+    let mut rng = rng("kdtree_equals_the_cpu_tree");
+    let configs = [
+        PointKdTreeConfig::with_radius(0.05),
+        PointKdTreeConfig::default(),
+        PointKdTreeConfig::zhou_photons(0.01),
+    ];
+    let mut failures = Vec::new();
+    for (name, points) in clouds(&mut rng, 30_000) {
+        for config in &configs {
+            failures.extend(check_against_cpu(name, &points, config).err());
+        }
+    }
+    for n in [1, 2, 64, 65, 300] {
+        let points: Vec<Vec3> = (0..n)
+            .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()))
+            .collect();
+        failures.extend(check_against_cpu(&format!("{n} points"), &points, &configs[0]).err());
+    }
+    // Timing only (no assertion on it): a million photons, as the benchmark builds.
+    let (_, big) = clouds(&mut rng, 1_000_000).swap_remove(1);
+    for _ in 0..2 {
+        failures.extend(check_against_cpu("1M clustered", &big, &configs[0]).err());
+    }
+    for failure in &failures {
+        eprintln!("FAILED {failure}");
+    }
+    assert!(failures.is_empty(), "{} of 22 trees differ", failures.len());
 }

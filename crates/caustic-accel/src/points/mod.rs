@@ -40,7 +40,7 @@
 
 mod brute;
 mod hash_grid;
-mod kdtree;
+pub mod kdtree;
 mod neighbours;
 mod radix_sort;
 pub mod reference;

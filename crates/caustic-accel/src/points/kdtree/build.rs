@@ -77,20 +77,23 @@ pub(super) struct Context {
 }
 
 /// One empty-space cut: a plane and the side that holds no point.
-#[derive(Clone, Copy, Debug)]
-struct Cut {
-    axis: usize,
-    pos: f32,
-    empty_left: bool,
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EmptyCut {
+    pub axis: usize,
+    pub pos: f32,
+    pub empty_left: bool,
 }
 
-/// The large-node stage's decision for one node.
-struct LargePlan {
-    cuts: Vec<Cut>,
-    axis: usize,
-    split: f32,
+/// The large-node stage's decision for one node: the cut chain, outermost
+/// first, then the median split of the cut cell. Public so that the GPU
+/// builder (`caustic_gpu::point_kdtree`) plans its splits with this code.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LargeSplit {
+    pub cuts: Vec<EmptyCut>,
+    pub axis: usize,
+    pub split: f32,
     /// The node's cell after the cuts.
-    cell: Aabb,
+    pub cell: Aabb,
 }
 
 pub(super) fn build(points: &[Vec3], config: &PointKdTreeConfig) -> Built {
@@ -105,7 +108,7 @@ pub(super) fn build(points: &[Vec3], config: &PointKdTreeConfig) -> Built {
     let mut info = TreeInfo::default();
     if !items.is_empty() {
         let ctx = Context {
-            threshold: config.small_node_threshold.clamp(1, 64),
+            threshold: config.small_root_limit(),
             empty_ratio: config.empty_space_ratio,
             vvh_radius: vvh_radius(config.query_radius, bounds, items.len()),
             traversal_cost: config.traversal_cost,
@@ -131,7 +134,7 @@ pub(super) fn build(points: &[Vec3], config: &PointKdTreeConfig) -> Built {
 
 /// The VVH's `R`: the configured radius, or `diagonal / cbrt(n)` when that
 /// is not usable, never so small that a flat cloud has zero volume.
-fn vvh_radius(configured: f32, bounds: Aabb, n: usize) -> f32 {
+pub fn vvh_radius(configured: f32, bounds: Aabb, n: usize) -> f32 {
     let diagonal = bounds.diagonal();
     let radius = if configured.is_finite() && configured > 0.0 {
         configured
@@ -157,7 +160,7 @@ fn build_node(ctx: &Context, task: Task, out: &mut Vec<PointKdNode>, info: &mut 
         build_small(ctx, task.items, task.base, task.cell, task.depth, out, info);
         return;
     }
-    match plan_large_split(ctx, &task) {
+    match plan_large_split(task.cell, task.tight, task.depth, ctx.empty_ratio) {
         Some(plan) => emit_large(ctx, task, plan, out, info),
         // Coincident points, or the depth cap: one leaf holds them all.
         None => {
@@ -178,15 +181,20 @@ fn subtree(ctx: &Context, task: Task) -> (Vec<PointKdNode>, TreeInfo) {
 /// Cuts off empty space (Zhou's rule (a), repeated until no side has more
 /// than `C_e` of the cell empty) and picks the spatial median of the
 /// longest axis (rule (b)). `None` when the node cannot be split: all its
-/// points coincide, or it is at the depth cap.
-fn plan_large_split(ctx: &Context, task: &Task) -> Option<LargePlan> {
+/// points coincide, or it is at the depth cap. `cell` is the node's cell,
+/// `tight` its points' bounds, `depth` its depth (the root's is 0).
+pub fn plan_large_split(
+    cell: Aabb,
+    tight: Aabb,
+    depth: usize,
+    empty_ratio: f32,
+) -> Option<LargeSplit> {
     // The median split itself needs one level below the last cut.
-    let cut_budget = MAX_DEPTH.checked_sub(task.depth + 1)?.min(6);
-    let tight = task.tight;
-    let mut cell = task.cell;
+    let cut_budget = MAX_DEPTH.checked_sub(depth + 1)?.min(6);
+    let mut cell = cell;
     let mut cuts = Vec::new();
     while cuts.len() < cut_budget {
-        let Some(cut) = widest_empty_side(&cell, &tight, ctx.empty_ratio) else {
+        let Some(cut) = widest_empty_side(&cell, &tight, empty_ratio) else {
             break;
         };
         if cut.empty_left {
@@ -199,7 +207,7 @@ fn plan_large_split(ctx: &Context, task: &Task) -> Option<LargePlan> {
     let axis = cell.extent().max_position();
     let split = 0.5 * (cell.min[axis] + cell.max[axis]);
     // Both children non-empty: some point below the split, some at or above.
-    (tight.min[axis] < split && split <= tight.max[axis]).then_some(LargePlan {
+    (tight.min[axis] < split && split <= tight.max[axis]).then_some(LargeSplit {
         cuts,
         axis,
         split,
@@ -209,9 +217,9 @@ fn plan_large_split(ctx: &Context, task: &Task) -> Option<LargePlan> {
 
 /// The side whose empty gap is the largest fraction of the cell's extent,
 /// if that fraction exceeds `ratio`.
-fn widest_empty_side(cell: &Aabb, tight: &Aabb, ratio: f32) -> Option<Cut> {
+fn widest_empty_side(cell: &Aabb, tight: &Aabb, ratio: f32) -> Option<EmptyCut> {
     let extent = cell.extent();
-    let mut best: Option<(f32, Cut)> = None;
+    let mut best: Option<(f32, EmptyCut)> = None;
     for axis in 0..3 {
         if extent[axis] <= 0.0 {
             continue;
@@ -230,7 +238,7 @@ fn widest_empty_side(cell: &Aabb, tight: &Aabb, ratio: f32) -> Option<Cut> {
             if fraction > ratio && inside && best.is_none_or(|(f, _)| fraction > f) {
                 best = Some((
                     fraction,
-                    Cut {
+                    EmptyCut {
                         axis,
                         pos,
                         empty_left,
@@ -246,7 +254,7 @@ fn widest_empty_side(cell: &Aabb, tight: &Aabb, ratio: f32) -> Option<Cut> {
 fn emit_large(
     ctx: &Context,
     task: Task,
-    plan: LargePlan,
+    plan: LargeSplit,
     out: &mut Vec<PointKdNode>,
     info: &mut TreeInfo,
 ) {

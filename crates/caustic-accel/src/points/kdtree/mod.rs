@@ -46,6 +46,8 @@ mod build;
 mod query;
 mod small;
 
+pub use build::{EmptyCut, LargeSplit, plan_large_split, vvh_radius};
+
 use super::{Neighbour, PointStats, PointStructure, query_is_valid};
 use bytemuck::{Pod, Zeroable};
 use caustic_geom::{Aabb, Vec3};
@@ -195,6 +197,14 @@ impl PointKdTreeConfig {
     }
 }
 
+impl PointKdTreeConfig {
+    /// The largest small root the build makes: `small_node_threshold`
+    /// clamped to `1..=64` (one `u64` mask bit per point).
+    pub fn small_root_limit(&self) -> usize {
+        self.small_node_threshold.clamp(1, 64)
+    }
+}
+
 impl Default for PointKdTreeConfig {
     fn default() -> Self {
         Self::with_radius(f32::INFINITY)
@@ -254,6 +264,12 @@ impl PointKdTree {
 
     pub fn nodes(&self) -> &[PointKdNode] {
         &self.nodes
+    }
+
+    /// Input index of every stored point, in leaf order (leaves refer to
+    /// ranges of it).
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
     }
 
     /// Checks the invariants: pre-order links in range (left child next,
