@@ -191,8 +191,13 @@ pub struct PhotonRenderStats {
     /// Gathers at shading points that no sample covered (or every shading
     /// point's gather when samples are off).
     pub point_gathers: u64,
-    /// Collecting shading points, seeding and gathering at the samples.
+    /// Collecting shading points, seeding and gathering at the samples
+    /// (the GPU: its whole final gather).
     pub sample_ms: f64,
+    /// The GPU final gather's stages with irradiance samples, in ms:
+    /// seeding, sample gathers, sample radii (kd-tree and kNN),
+    /// interpolation, point gathers. Zero on the CPU.
+    pub gather_stage_ms: [f64; 5],
     /// The image pass.
     pub render_ms: f64,
     /// Every ray: photon, eye, shadow and gather rays.

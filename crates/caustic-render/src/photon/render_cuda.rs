@@ -184,6 +184,7 @@ impl GpuPhotonRenderer {
             gather_rays: 0,
             samples: 0,
             gather_ms: 0.0,
+            stage_ms: [0.0; 5],
         };
         let (film, eye) = self.scene.render_with(camera, &whitted, &mut steps)?;
         stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
@@ -191,6 +192,7 @@ impl GpuPhotonRenderer {
         stats.point_gathers = steps.gathered;
         stats.samples = steps.samples;
         stats.sample_ms = steps.gather_ms;
+        stats.gather_stage_ms = steps.stage_ms;
         stats.seconds = start.elapsed().as_secs_f64();
         Ok((film, stats))
     }
@@ -236,8 +238,10 @@ struct EstimateSteps<'a> {
     gather_rays: u64,
     /// Irradiance samples placed.
     samples: usize,
-    /// Wall time of the final gather (samples, interpolation, gathers).
+    /// Wall time of the final gather (samples, interpolation, gathers),
+    /// and of its stages with samples.
     gather_ms: f64,
+    stage_ms: [f64; 5],
 }
 
 /// The final gather (`gather.rs`): `rays_per` cosine-distributed rays per
@@ -278,12 +282,39 @@ enum GatherSink<'s> {
     Samples(&'s mut DeviceBuffer<[f32; 4]>),
 }
 
-/// What a final gather did: points gathered at, samples placed, rays.
+/// What a final gather did: points gathered at, samples placed, rays, and
+/// the stage times with samples (`gather_stage_ms`).
 #[derive(Default)]
 struct GatherCounts {
     points: u64,
     samples: usize,
     rays: u64,
+    stage_ms: [f64; 5],
+}
+
+/// Wall time between synchronised points of the device's work.
+struct StageClock<'g> {
+    gpu: &'g caustic_gpu::Gpu,
+    last: Instant,
+}
+
+impl<'g> StageClock<'g> {
+    fn new(gpu: &'g caustic_gpu::Gpu) -> Result<Self, GpuError> {
+        gpu.synchronize()?;
+        Ok(Self {
+            gpu,
+            last: Instant::now(),
+        })
+    }
+
+    /// Milliseconds since the last lap, once the device is idle.
+    fn lap(&mut self) -> Result<f64, GpuError> {
+        self.gpu.synchronize()?;
+        let now = Instant::now();
+        let ms = (now - self.last).as_secs_f64() * 1e3;
+        self.last = now;
+        Ok(ms)
+    }
 }
 
 /// Gather rays per chunk of eye vertices: bounds the chunk's buffers
@@ -312,10 +343,11 @@ impl FinalGather<'_> {
             let points = order.len() as u64;
             return Ok(GatherCounts {
                 points,
-                samples: 0,
                 rays,
+                ..Default::default()
             });
         };
+        let mut clock = StageClock::new(params.gpu())?;
         let seeds = kernels::seed_points(params, vertices)?;
         let seed_settings = SeedSettings {
             count: plan.count,
@@ -325,6 +357,7 @@ impl FinalGather<'_> {
         };
         let chosen = caustic_gpu::irradiance::seed(&seeds.points(), &seed_settings)?;
         drop(seeds);
+        let seeding = clock.lap()?;
         let gpu = params.gpu();
         let mut gathered = DeviceBuffer::zeroed(gpu, "sample irradiance", chosen.len())?;
         let mut rays = self.run(
@@ -333,12 +366,14 @@ impl FinalGather<'_> {
             &chosen,
             GatherSink::Samples(&mut gathered),
         )?;
+        let sample_gathers = clock.lap()?;
         let positions = kernels::vertex_positions(vertices, &chosen)?;
         let tree = GpuPointKdTree::build(&positions)?;
         let near = tree.knn(&positions, SPACING_NEIGHBOURS, f32::INFINITY)?;
         let ward = plan.settings.ward_scale;
         let samples = kernels::sample_frames(vertices, &chosen, gathered, &near, ward, positions)?;
         drop(near);
+        let radii = clock.lap()?;
         let queries = kernels::vertex_positions(vertices, order)?;
         let near = tree.knn(&queries, INTERPOLATION_NEIGHBOURS, samples.largest_radius)?;
         drop(queries);
@@ -346,11 +381,14 @@ impl FinalGather<'_> {
         let uncovered = kernels::interpolate(params, vertices, order, &near, &samples, normal_cos)?;
         drop(near);
         let uncovered = gather_u32(order, &select_indices(&uncovered)?)?;
+        let interpolation = clock.lap()?;
         rays += self.run(params, vertices, &uncovered, GatherSink::Film)?;
+        let point_gathers = clock.lap()?;
         Ok(GatherCounts {
             points: uncovered.len() as u64,
             samples: chosen.len(),
             rays,
+            stage_ms: [seeding, sample_gathers, radii, interpolation, point_gathers],
         })
     }
 
@@ -472,6 +510,7 @@ impl WaveSteps for EstimateSteps<'_> {
             self.gather_rays += counts.rays;
             self.gathered += counts.points;
             self.samples += counts.samples;
+            self.stage_ms = counts.stage_ms;
         }
         Ok(())
     }
