@@ -79,6 +79,21 @@ __device__ __forceinline__ u32 morton_expand_10(u32 v) {
     return v;
 }
 
+// Spreads the low 16 bits of v so that a zero bit follows each one.
+__device__ __forceinline__ u32 morton_expand_16(u32 v) {
+    v &= 0xffffu;
+    v = (v | (v << 8)) & 0x00ff00ffu;
+    v = (v | (v << 4)) & 0x0f0f0f0fu;
+    v = (v | (v << 2)) & 0x33333333u;
+    return (v | (v << 1)) & 0x55555555u;
+}
+
+// 32-bit 2D Morton code of (x, y), x in the low bit of each pair
+// (caustic-render's tiles::morton2).
+__device__ __forceinline__ u32 morton2_32(u32 x, u32 y) {
+    return morton_expand_16(x) | (morton_expand_16(y) << 1);
+}
+
 // Spreads the low 21 bits of v so that two zero bits follow each one.
 __device__ __forceinline__ u64 morton_expand_21(u64 v) {
     v &= 0x1fffffull;

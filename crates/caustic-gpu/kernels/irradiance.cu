@@ -44,21 +44,13 @@ struct ChildSums {
     u64 error;
 };
 
-__device__ __forceinline__ u32 irr_spread(u32 v) {
-    v &= 0xffffu;
-    v = (v | (v << 8)) & 0x00ff00ffu;
-    v = (v | (v << 4)) & 0x0f0f0f0fu;
-    v = (v | (v << 2)) & 0x33333333u;
-    return (v | (v << 1)) & 0x55555555u;
-}
-
 // keys[i] = morton2(x, y) of point i's pixel (packed x | y << 16),
 // order[i] = i, sides[i] = max(x, y).
 extern "C" __global__ void __launch_bounds__(IRR_THREADS)
 irradiance_keys(const u32* pixels, u32 n, u32* keys, u32* order, u32* sides) {
     for (u64 i = global_thread(); i < n; i += grid_threads()) {
         const u32 x = pixels[i] & 0xffffu, y = pixels[i] >> 16;
-        keys[i] = irr_spread(x) | (irr_spread(y) << 1);
+        keys[i] = morton2_32(x, y);
         order[i] = (u32)i;
         sides[i] = x > y ? x : y;
     }
@@ -103,25 +95,32 @@ __device__ __forceinline__ u32 child_slot(const u32* keys, const u32* node_of, u
     return node == IRR_NONE ? IRR_NONE : 4u * node + ((keys[s] >> shift) & 3u);
 }
 
-// Pass 1 of a level: every active point's count, position and normal into
-// its child's sums. Whole warps iterate together (the shuffles need them).
-extern "C" __global__ void __launch_bounds__(IRR_THREADS)
-irradiance_moments(const u32* keys, const Fixed3* fixed, const float4* normals,
-                   const u32* node_of, u64 n, u32 shift, ChildSums* sums) {
+// Calls visit(s, slot, peers) for every sorted point s that is still in
+// play at this level, whole warps at a time (warp_add needs every lane);
+// warps without such a point skip.
+template <class Visit>
+__device__ __forceinline__ void for_each_child_point(const u32* keys, const u32* node_of, u64 n,
+                                                     u32 shift, Visit visit) {
     const u64 warps = grid_threads() / 32;
     for (u64 base = global_thread() / 32 * 32; base < n; base += warps * 32) {
         const u64 s = base + lane_id();
         const u32 slot = child_slot(keys, node_of, s, n, shift);
         const u32 peers = __match_any_sync(CAUSTIC_FULL_MASK, slot);
         if (__all_sync(CAUSTIC_FULL_MASK, slot == IRR_NONE)) continue;
-        Fixed3 q = {0, 0, 0, 0};
-        float4 nrm = make_float4(-1.0f, -1.0f, -1.0f, 0.0f);
-        if (slot != IRR_NONE) {
-            q = fixed[s];
-            nrm = normals[s];
-        }
-        ChildSums* c = sums + (slot == IRR_NONE ? 0 : slot);
+        visit(s, slot, peers);
+    }
+}
+
+// Pass 1 of a level: every active point's count, position and normal into
+// its child's sums.
+extern "C" __global__ void __launch_bounds__(IRR_THREADS)
+irradiance_moments(const u32* keys, const Fixed3* fixed, const float4* normals,
+                   const u32* node_of, u64 n, u32 shift, ChildSums* sums) {
+    for_each_child_point(keys, node_of, n, shift, [&](u64 s, u32 slot, u32 peers) {
         const bool on = slot != IRR_NONE;
+        const Fixed3 q = on ? fixed[s] : Fixed3{0, 0, 0, 0};
+        const float4 nrm = on ? normals[s] : make_float4(-1.0f, -1.0f, -1.0f, 0.0f);
+        ChildSums* c = sums + (on ? slot : 0);
         warp_add(&c->count, on ? 1ull : 0ull, slot, peers);
         warp_add(&c->position[0], q.x, slot, peers);
         warp_add(&c->position[1], q.y, slot, peers);
@@ -131,7 +130,7 @@ irradiance_moments(const u32* keys, const Fixed3* fixed, const float4* normals,
             const double shifted = on ? ((double)comp[a] + 1.0) * IRR_NORMAL_ONE : 0.0;
             warp_add(&c->normal[a], (u64)llrint(fmax(shifted, 0.0)), slot, peers);
         }
-    }
+    });
 }
 
 // Pass 2 of a level: every active point's error term against its child's
@@ -140,12 +139,7 @@ extern "C" __global__ void __launch_bounds__(IRR_THREADS)
 irradiance_errors(const u32* keys, const Fixed3* fixed, const float4* normals,
                   const u32* node_of, u64 n, u32 shift, double alpha_scale, double error_scale,
                   ChildSums* sums) {
-    const u64 warps = grid_threads() / 32;
-    for (u64 base = global_thread() / 32 * 32; base < n; base += warps * 32) {
-        const u64 s = base + lane_id();
-        const u32 slot = child_slot(keys, node_of, s, n, shift);
-        const u32 peers = __match_any_sync(CAUSTIC_FULL_MASK, slot);
-        if (__all_sync(CAUSTIC_FULL_MASK, slot == IRR_NONE)) continue;
+    for_each_child_point(keys, node_of, n, shift, [&](u64 s, u32 slot, u32 peers) {
         u64 term = 0;
         if (slot != IRR_NONE) {
             const ChildSums& c = sums[slot];
@@ -168,7 +162,7 @@ irradiance_errors(const u32* keys, const Fixed3* fixed, const float4* normals,
             term = (u64)llrint((distance + bend) * error_scale);
         }
         warp_add(&sums[slot == IRR_NONE ? 0 : slot].error, term, slot, peers);
-    }
+    });
 }
 
 // irradiance_samples.rs's largest_remainder: `count` split in proportion

@@ -10,6 +10,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::buffer::DeviceBuffer;
+use crate::context::Arg;
 use crate::error::GpuError;
 use crate::kernels::photon as k;
 use crate::ops::launch_per_element as launch;
@@ -430,14 +431,26 @@ pub fn morton_order(
     lo: [f32; 3],
     hi: [f32; 3],
 ) -> Result<DeviceBuffer<u32>, GpuError> {
-    let gpu = vertices.gpu();
     let n = vertices.len();
-    let mut keys = DeviceBuffer::<u32>::uninit(gpu, "eye vertex keys", n)?;
-    let mut order = DeviceBuffer::<u32>::uninit(gpu, "eye vertex order", n)?;
+    let head = [vertices.arg(), (n as u32).into()];
+    morton_sorted(vertices.gpu(), k::PHOTON_VERTEX_KEYS, &head, n, (lo, hi))
+}
+
+/// Runs a Morton-key kernel over `n` items (its arguments: `head`, then
+/// the box's low corner and inverse extents, then keys and values) and
+/// sorts the item indices by key: neighbouring items come together.
+fn morton_sorted(
+    gpu: &crate::Gpu,
+    kernel: crate::kernels::Kernel,
+    head: &[Arg],
+    n: usize,
+    (lo, hi): ([f32; 3], [f32; 3]),
+) -> Result<DeviceBuffer<u32>, GpuError> {
+    let mut keys = DeviceBuffer::<u32>::uninit(gpu, "Morton keys", n)?;
+    let mut order = DeviceBuffer::<u32>::uninit(gpu, "Morton order", n)?;
     let inv = |a: usize| 1.0 / (hi[a] - lo[a]).max(f32::MIN_POSITIVE);
-    let args = [
-        vertices.arg(),
-        (n as u32).into(),
+    let mut args = head.to_vec();
+    args.extend([
         lo[0].into(),
         lo[1].into(),
         lo[2].into(),
@@ -446,8 +459,8 @@ pub fn morton_order(
         inv(2).into(),
         keys.arg(),
         order.arg(),
-    ];
-    launch(gpu, k::PHOTON_VERTEX_KEYS, n, &args)?;
+    ]);
+    launch(gpu, kernel, n, &args)?;
     if n > 1 {
         crate::ops::radix_sort::sort_pairs_bits(&mut keys, &mut order, 0..30)?;
     }
@@ -484,31 +497,13 @@ pub fn precompute(
     global: &DeviceBuffer<PhotonMapView>,
     photons: usize,
     stride: usize,
-    (lo, hi): ([f32; 3], [f32; 3]),
+    bounds: ([f32; 3], [f32; 3]),
 ) -> Result<DeviceBuffer<GpuPhoton>, GpuError> {
     let gpu = global.gpu();
     let stride = stride.max(1);
     let n = photons.div_ceil(stride);
-    let mut keys = DeviceBuffer::<u32>::uninit(gpu, "precompute keys", n)?;
-    let mut order = DeviceBuffer::<u32>::uninit(gpu, "precompute order", n)?;
-    let inv = |a: usize| 1.0 / (hi[a] - lo[a]).max(f32::MIN_POSITIVE);
-    let args = [
-        global.arg(),
-        (stride as u32).into(),
-        (n as u32).into(),
-        lo[0].into(),
-        lo[1].into(),
-        lo[2].into(),
-        inv(0).into(),
-        inv(1).into(),
-        inv(2).into(),
-        keys.arg(),
-        order.arg(),
-    ];
-    launch(gpu, k::PHOTON_PRECOMPUTE_KEYS, n, &args)?;
-    if n > 1 {
-        crate::ops::radix_sort::sort_pairs_bits(&mut keys, &mut order, 0..30)?;
-    }
+    let head = [global.arg(), (stride as u32).into(), (n as u32).into()];
+    let order = morton_sorted(gpu, k::PHOTON_PRECOMPUTE_KEYS, &head, n, bounds)?;
     let out = DeviceBuffer::uninit(gpu, "precomputed irradiance", n)?;
     let args = [
         global.arg(),
