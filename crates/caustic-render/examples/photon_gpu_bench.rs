@@ -152,7 +152,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 fn stages(s: &PhotonRenderStats) -> String {
     format!(
-        "photons {:.2} ms ({} global, {} caustic stored), map builds {:.2} ms, precompute {:.2} ms ({} points), eye pass {:.2} ms (final gather {:.2} ms: {} irradiance samples + {} point gathers; stages {:.2?} ms), {:.1} M rays",
+        "photons {:.2} ms ({} global, {} caustic stored), map builds {:.2} ms, precompute {:.2} ms ({} points), eye pass {:.2} ms (final gather {:.2} ms: {} irradiance samples + {} point gathers; stages {}), {:.1} M rays",
         s.photon_ms,
         s.global_stored,
         s.caustic_stored,
@@ -163,7 +163,11 @@ fn stages(s: &PhotonRenderStats) -> String {
         s.sample_ms,
         s.samples,
         s.point_gathers,
-        s.gather_stage_ms,
+        s.stage_ms
+            .iter()
+            .map(|(name, ms)| format!("{name} {ms:.2} ms"))
+            .collect::<Vec<_>>()
+            .join(", "),
         s.rays as f64 / 1e6
     )
 }

@@ -174,7 +174,7 @@ impl PhotonRenderSettings {
 }
 
 /// What a render did.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct PhotonRenderStats {
     /// Photons emitted, both passes together.
     pub photons_traced: u64,
@@ -194,10 +194,10 @@ pub struct PhotonRenderStats {
     /// Collecting shading points, seeding and gathering at the samples
     /// (the GPU: its whole final gather).
     pub sample_ms: f64,
-    /// The GPU final gather's stages with irradiance samples, in ms:
-    /// seeding, sample gathers, sample radii (kd-tree and kNN),
-    /// interpolation, point gathers. Zero on the CPU.
-    pub gather_stage_ms: [f64; 5],
+    /// The GPU eye pass's own stages in order, `(name, ms)` (eye-vertex
+    /// collection, their Morton order, the estimates, the final gather's
+    /// steps); empty on the CPU.
+    pub stage_ms: Vec<(&'static str, f64)>,
     /// The image pass.
     pub render_ms: f64,
     /// Every ray: photon, eye, shadow and gather rays.

@@ -184,7 +184,7 @@ impl GpuPhotonRenderer {
             gather_rays: 0,
             samples: 0,
             gather_ms: 0.0,
-            stage_ms: [0.0; 5],
+            stages: Vec::new(),
         };
         let (film, eye) = self.scene.render_with(camera, &whitted, &mut steps)?;
         stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
@@ -192,7 +192,7 @@ impl GpuPhotonRenderer {
         stats.point_gathers = steps.gathered;
         stats.samples = steps.samples;
         stats.sample_ms = steps.gather_ms;
-        stats.gather_stage_ms = steps.stage_ms;
+        stats.stage_ms = steps.stages;
         stats.seconds = start.elapsed().as_secs_f64();
         Ok((film, stats))
     }
@@ -238,10 +238,10 @@ struct EstimateSteps<'a> {
     gather_rays: u64,
     /// Irradiance samples placed.
     samples: usize,
-    /// Wall time of the final gather (samples, interpolation, gathers),
-    /// and of its stages with samples.
+    /// Wall time of the final gather (samples, interpolation, gathers).
     gather_ms: f64,
-    stage_ms: [f64; 5],
+    /// The stages' times, in order (`PhotonRenderStats::stage_ms`).
+    stages: Vec<(&'static str, f64)>,
 }
 
 /// The final gather (`gather.rs`): `rays_per` cosine-distributed rays per
@@ -283,13 +283,13 @@ enum GatherSink<'s> {
 }
 
 /// What a final gather did: points gathered at, samples placed, rays, and
-/// the stage times with samples (`gather_stage_ms`).
+/// the stage times with samples.
 #[derive(Default)]
 struct GatherCounts {
     points: u64,
     samples: usize,
     rays: u64,
-    stage_ms: [f64; 5],
+    stages: Vec<(&'static str, f64)>,
 }
 
 /// Wall time between synchronised points of the device's work.
@@ -388,7 +388,13 @@ impl FinalGather<'_> {
             points: uncovered.len() as u64,
             samples: chosen.len(),
             rays,
-            stage_ms: [seeding, sample_gathers, radii, interpolation, point_gathers],
+            stages: vec![
+                ("seeding", seeding),
+                ("sample gathers", sample_gathers),
+                ("sample radii", radii),
+                ("interpolation", interpolation),
+                ("point gathers", point_gathers),
+            ],
         })
     }
 
@@ -466,9 +472,20 @@ impl FinalGather<'_> {
     }
 }
 
+impl EstimateSteps<'_> {
+    /// Adds `ms` to the stage `name` (appended when new).
+    fn add_stage(&mut self, name: &'static str, ms: f64) {
+        match self.stages.iter_mut().find(|(n, _)| *n == name) {
+            Some(stage) => stage.1 += ms,
+            None => self.stages.push((name, ms)),
+        }
+    }
+}
+
 impl WaveSteps for EstimateSteps<'_> {
     fn wave(&mut self, wave: &ShadedWave) -> Result<(), GpuError> {
         let gpu = wave.params.gpu();
+        let mut clock = StageClock::new(gpu)?;
         let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", wave.len)?;
         let mut flags = DeviceBuffer::uninit(gpu, "eye vertex flags", wave.len)?;
         kernels::collect(
@@ -486,11 +503,13 @@ impl WaveSteps for EstimateSteps<'_> {
             kernels::gather_vertices(&vertices, &indices, &mut run, 0)?;
             self.runs.push(run);
         }
+        self.add_stage("collect", clock.lap()?);
         Ok(())
     }
 
     fn finish(&mut self, params: &DeviceBuffer<WhittedParams>) -> Result<(), GpuError> {
         let gpu = params.gpu();
+        let mut clock = StageClock::new(gpu)?;
         let total = self.runs.iter().map(DeviceBuffer::len).sum();
         let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", total)?;
         let mut offset = 0;
@@ -500,17 +519,22 @@ impl WaveSteps for EstimateSteps<'_> {
         }
         self.runs.clear();
         let order = kernels::morton_order(&vertices, self.bounds.0, self.bounds.1)?;
+        self.add_stage("vertex order", clock.lap()?);
         kernels::estimate(params, self.views, &vertices, &order)?;
+        self.add_stage("estimates", clock.lap()?);
         if let Some(gather) = &self.gather {
-            gpu.synchronize()?;
-            let start = Instant::now();
             let counts = gather.light(params, &vertices, &order)?;
-            gpu.synchronize()?;
-            self.gather_ms += start.elapsed().as_secs_f64() * 1e3;
+            let ms = clock.lap()?;
+            self.gather_ms += ms;
             self.gather_rays += counts.rays;
             self.gathered += counts.points;
             self.samples += counts.samples;
-            self.stage_ms = counts.stage_ms;
+            if counts.stages.is_empty() {
+                self.add_stage("final gather", ms);
+            }
+            for (name, ms) in counts.stages {
+                self.add_stage(name, ms);
+            }
         }
         Ok(())
     }
