@@ -199,13 +199,14 @@ __device__ void largest_remainder(u32 count, const double shares[4], u32 parts[4
 }
 
 // One thread per active node of the level (runs lo .. lo + len, `budget`
-// samples): the four children's runs and budgets. A child goes on to the
+// samples): the four children's runs, budgets and level. A child goes on to the
 // next level (`next` = 1) or picks its samples now (`pick` = 1), as
 // Quadtree::distribute decides.
 extern "C" __global__ void __launch_bounds__(IRR_THREADS)
 irradiance_split(const u32* node_lo, const u32* node_len, const u32* node_budget, u32 nodes,
                  const ChildSums* sums, double error_scale, u32 child_level, u32 levels,
-                 u32* child_lo, u32* child_len, u32* child_budget, u32* next, u32* pick) {
+                 u32* child_lo, u32* child_len, u32* child_budget, u32* child_levels,
+                 u32* next, u32* pick) {
     for (u64 a = global_thread(); a < nodes; a += grid_threads()) {
         double errors[4], total = 0.0;
         u32 lens[4];
@@ -229,6 +230,7 @@ irradiance_split(const u32* node_lo, const u32* node_len, const u32* node_budget
             child_lo[slot] = lo;
             child_len[slot] = lens[c];
             child_budget[slot] = parts[c];
+            child_levels[slot] = child_level;
             next[slot] = live && !now ? 1u : 0u;
             pick[slot] = live && now ? 1u : 0u;
             lo += lens[c];
@@ -253,18 +255,6 @@ irradiance_descend(const u32* keys, u64 n, u32 shift, const u32* index_of, u32* 
     }
 }
 
-// `out[j] = values[indices[j]]` for the node arrays (lo, len, budget).
-extern "C" __global__ void __launch_bounds__(IRR_THREADS)
-irradiance_gather_nodes(const u32* lo, const u32* len, const u32* budget, const u32* indices,
-                        u32 count, u32* out_lo, u32* out_len, u32* out_budget) {
-    for (u64 j = global_thread(); j < count; j += grid_threads()) {
-        const u32 i = indices[j];
-        out_lo[j] = lo[i];
-        out_len[j] = len[i];
-        out_budget[j] = budget[i];
-    }
-}
-
 // takes[j] = the samples node j yields: its budget, or its points when
 // fewer.
 extern "C" __global__ void __launch_bounds__(IRR_THREADS)
@@ -273,14 +263,15 @@ irradiance_takes(const u32* node_len, const u32* node_budget, u32 nodes, u32* ta
         takes[j] = node_len[j] < node_budget[j] ? node_len[j] : node_budget[j];
 }
 
-// Quadtree::select for each picking node of one level (its run lo .. lo +
-// len, `budget` samples, written from offsets[j]): every point when the run
-// is no longer than the budget, else one uniformly chosen point in each of
-// `budget` equal strata. Output: indices of the input points.
+// Quadtree::select for each picking node (its run lo .. lo + len at level
+// node_level[j], `budget` samples, written from offsets[j]): every point
+// when the run is no longer than the budget, else one uniformly chosen
+// point in each of `budget` equal strata. Output: indices of the input
+// points.
 extern "C" __global__ void __launch_bounds__(IRR_THREADS)
 irradiance_select(const u32* keys, const u32* order, const u32* node_lo, const u32* node_len,
-                  const u32* node_budget, u32 level, const u32* offsets, u32 nodes, u64 seed,
-                  u32* chosen) {
+                  const u32* node_budget, const u32* node_level, const u32* offsets, u32 nodes,
+                  u64 seed, u32* chosen) {
     for (u64 j = global_thread(); j < nodes; j += grid_threads()) {
         const u32 lo = node_lo[j], len = node_len[j], count = node_budget[j];
         u32* out = chosen + offsets[j];
@@ -288,7 +279,7 @@ irradiance_select(const u32* keys, const u32* order, const u32* node_lo, const u
             for (u32 i = 0; i < len; ++i) out[i] = order[lo + i];
             continue;
         }
-        const u64 node_key = mix_key(mix_key(seed, (u64)keys[lo]), (u64)level);
+        const u64 node_key = mix_key(mix_key(seed, (u64)keys[lo]), (u64)node_level[j]);
         for (u32 i = 0; i < count; ++i) {
             Pcg g = pcg_new(mix_key(node_key, (u64)i), IRR_JITTER);
             const float u = pcg_f32(g);

@@ -455,6 +455,12 @@ photon_gather_vertices(const EyeVertex* vertices, const u32* indices, u32 n, Eye
     out[offset + i] = vertices[indices[i]];
 }
 
+// 30-bit Morton code of p in the box lo .. lo + 1 / inv (per axis).
+__device__ __forceinline__ u32 box_morton(float3 p, float lx, float ly, float lz, float ix,
+                                          float iy, float iz) {
+    return morton3_30(make_float3((p.x - lx) * ix, (p.y - ly) * iy, (p.z - lz) * iz));
+}
+
 // Morton code of each vertex's position in the box lo .. lo + 1/inv_extent
 // (key) and its index (value): sorted, neighbouring threads estimate at
 // neighbouring points and share their photons in the caches.
@@ -463,9 +469,7 @@ photon_vertex_keys(const EyeVertex* vertices, u32 n, float lx, float ly, float l
                    float iy, float iz, u32* keys, u32* values) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const EyeVertex& v = vertices[i];
-    float3 unit = make_float3((v.point[0] - lx) * ix, (v.point[1] - ly) * iy, (v.point[2] - lz) * iz);
-    keys[i] = morton3_30(unit);
+    keys[i] = box_morton(load3(vertices[i].point), lx, ly, lz, ix, iy, iz);
     values[i] = i;
 }
 
@@ -477,8 +481,7 @@ photon_precompute_keys(const PhotonMapView* maps, u32 stride, u32 n, float lx, f
     u32 j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
     const Photon& ph = ((const Photon*)maps->photons)[(u64)j * stride];
-    const float3 p = load3(ph.position);
-    keys[j] = morton3_30(make_float3((p.x - lx) * ix, (p.y - ly) * iy, (p.z - lz) * iz));
+    keys[j] = box_morton(load3(ph.position), lx, ly, lz, ix, iy, iz);
     values[j] = j;
 }
 

@@ -17,15 +17,18 @@
 //! share's rounding is a near tie.
 //!
 //! The host reads two counts per level (the nodes that go on, the nodes
-//! that pick): about 11 levels for a 1920×1080 image.
+//! that pick; about 11 levels for a 1920×1080 image) and the sample count
+//! once, after the picking nodes of all levels are gathered into one
+//! selection launch.
 
 use crate::buffer::DeviceBuffer;
 use crate::error::GpuError;
 use crate::kernels::irradiance as k;
 use crate::ops::compact::select_indices;
-use crate::ops::launch_grid_stride as launch;
 use crate::ops::reduce::max_u32;
-use crate::ops::scan::exclusive_u32;
+use crate::ops::scan::{Direction, ScanKind, scan_u32};
+use crate::ops::segment::gather_u32;
+use crate::ops::{check_same_len, launch_grid_stride as launch};
 
 /// The points the samples are chosen from, one entry each.
 pub struct SeedPoints<'a> {
@@ -47,6 +50,8 @@ pub struct SeedSettings {
     pub bounds: ([f32; 3], [f32; 3]),
 }
 
+/// The operation named in length errors.
+const OPERATION: &str = "irradiance sample seeding";
 /// Fixed-point units of a position coordinate over the box (2^31).
 const POSITION_ONE: f64 = 2_147_483_648.0;
 /// One node's [`ChildSums`] (kernels/irradiance.cu): eight `u64`.
@@ -63,8 +68,8 @@ pub fn seed(
     if n == 0 || settings.count == 0 {
         return DeviceBuffer::uninit(gpu, "irradiance samples", 0);
     }
-    check_same(n, points.normals.len(), "normals")?;
-    check_same(n, points.pixels.len(), "pixels")?;
+    check_same_len(OPERATION, "normals", n, points.normals.len())?;
+    check_same_len(OPERATION, "pixels", n, points.pixels.len())?;
     let mut keys = DeviceBuffer::<u32>::uninit(gpu, "seed pixel keys", n)?;
     let mut order = DeviceBuffer::<u32>::uninit(gpu, "seed order", n)?;
     let sides = DeviceBuffer::<u32>::uninit(gpu, "seed pixel sides", n)?;
@@ -85,16 +90,6 @@ pub fn seed(
     tree.choose()
 }
 
-fn check_same(n: usize, len: usize, what: &'static str) -> Result<(), GpuError> {
-    if n == len {
-        return Ok(());
-    }
-    Err(GpuError::Invalid {
-        what: "irradiance seed points",
-        message: format!("{len} {what} for {n} positions"),
-    })
-}
-
 /// The sorted points and the constants every level uses.
 struct Quadtree<'a> {
     settings: &'a SeedSettings,
@@ -111,12 +106,14 @@ struct Quadtree<'a> {
     error_scale: f64,
 }
 
-/// Nodes of one level: runs `lo .. lo + len` of the sorted points with
-/// their budgets.
+/// Quadtree nodes: runs `lo .. lo + len` of the sorted points with their
+/// budgets and levels (a level's nodes that go on, or the nodes that pick
+/// their samples).
 struct Nodes {
     lo: DeviceBuffer<u32>,
     len: DeviceBuffer<u32>,
     budget: DeviceBuffer<u32>,
+    level: DeviceBuffer<u32>,
 }
 
 impl Nodes {
@@ -128,6 +125,16 @@ impl Nodes {
             lo: DeviceBuffer::from_slice(gpu, "seed node starts", &[0])?,
             len: DeviceBuffer::from_slice(gpu, "seed node lengths", &[n])?,
             budget: DeviceBuffer::from_slice(gpu, "seed node budgets", &[count])?,
+            level: DeviceBuffer::from_slice(gpu, "seed node levels", &[0])?,
+        })
+    }
+
+    fn uninit(gpu: &crate::Gpu, len: usize) -> Result<Self, GpuError> {
+        Ok(Self {
+            lo: DeviceBuffer::uninit(gpu, "seed node starts", len)?,
+            len: DeviceBuffer::uninit(gpu, "seed node lengths", len)?,
+            budget: DeviceBuffer::uninit(gpu, "seed node budgets", len)?,
+            level: DeviceBuffer::uninit(gpu, "seed node levels", len)?,
         })
     }
 
@@ -137,32 +144,27 @@ impl Nodes {
 
     /// The entries `indices` of `self`.
     fn select(&self, indices: &DeviceBuffer<u32>) -> Result<Self, GpuError> {
-        let gpu = self.lo.gpu();
-        let m = indices.len();
-        let out = Self {
-            lo: DeviceBuffer::uninit(gpu, "seed node starts", m)?,
-            len: DeviceBuffer::uninit(gpu, "seed node lengths", m)?,
-            budget: DeviceBuffer::uninit(gpu, "seed node budgets", m)?,
-        };
-        let args = [
-            self.lo.arg(),
-            self.len.arg(),
-            self.budget.arg(),
-            indices.arg(),
-            (m as u32).into(),
-            out.lo.arg(),
-            out.len.arg(),
-            out.budget.arg(),
-        ];
-        launch(gpu, k::IRRADIANCE_GATHER_NODES, m, &args)?;
+        Ok(Self {
+            lo: gather_u32(&self.lo, indices)?,
+            len: gather_u32(&self.len, indices)?,
+            budget: gather_u32(&self.budget, indices)?,
+            level: gather_u32(&self.level, indices)?,
+        })
+    }
+
+    /// All of `parts`, one after the other.
+    fn concat(gpu: &crate::Gpu, parts: &[Nodes]) -> Result<Self, GpuError> {
+        let mut out = Self::uninit(gpu, parts.iter().map(Nodes::len).sum())?;
+        let mut at = 0;
+        for part in parts {
+            out.lo.copy_from_at(&part.lo, at)?;
+            out.len.copy_from_at(&part.len, at)?;
+            out.budget.copy_from_at(&part.budget, at)?;
+            out.level.copy_from_at(&part.level, at)?;
+            at += part.len();
+        }
         Ok(out)
     }
-}
-
-/// Nodes that pick their samples, at one level.
-struct Picks {
-    nodes: Nodes,
-    level: u32,
 }
 
 impl<'a> Quadtree<'a> {
@@ -216,12 +218,11 @@ impl<'a> Quadtree<'a> {
     fn choose(&self) -> Result<DeviceBuffer<u32>, GpuError> {
         let gpu = self.keys.gpu();
         let n = self.keys.len();
-        let mut picks = Vec::new();
         let mut nodes = Nodes::root(self)?;
         if self.settings.count == 1 || self.levels == 0 || n <= self.settings.count {
-            picks.push(Picks { nodes, level: 0 });
-            return self.select(&picks);
+            return self.select(&nodes);
         }
+        let mut picks = Vec::new();
         let mut node_of = DeviceBuffer::<u32>::zeroed(gpu, "seed node of point", n)?;
         for level in 0..self.levels {
             if nodes.len() == 0 {
@@ -231,16 +232,13 @@ impl<'a> Quadtree<'a> {
             let (children, next, pick) = self.split(&nodes, &node_of, shift, level + 1)?;
             let pick = select_indices(&pick)?;
             if !pick.is_empty() {
-                picks.push(Picks {
-                    nodes: children.select(&pick)?,
-                    level: level + 1,
-                });
+                picks.push(children.select(&pick)?);
             }
             let next = select_indices(&next)?;
             self.descend(&next, 4 * nodes.len(), shift, &mut node_of)?;
             nodes = children.select(&next)?;
         }
-        self.select(&picks)
+        self.select(&Nodes::concat(gpu, &picks)?)
     }
 
     /// Sums the children of `nodes` (moments, then errors) and splits each
@@ -271,11 +269,7 @@ impl<'a> Quadtree<'a> {
         let mut args = common.to_vec();
         args.extend([self.alpha_scale.into(), self.error_scale.into(), sums.arg()]);
         launch(gpu, k::IRRADIANCE_ERRORS, n, &args)?;
-        let children = Nodes {
-            lo: DeviceBuffer::uninit(gpu, "seed node starts", slots)?,
-            len: DeviceBuffer::uninit(gpu, "seed node lengths", slots)?,
-            budget: DeviceBuffer::uninit(gpu, "seed node budgets", slots)?,
-        };
+        let children = Nodes::uninit(gpu, slots)?;
         let next = DeviceBuffer::<u32>::uninit(gpu, "seed next flags", slots)?;
         let pick = DeviceBuffer::<u32>::uninit(gpu, "seed pick flags", slots)?;
         let args = [
@@ -290,6 +284,7 @@ impl<'a> Quadtree<'a> {
             children.lo.arg(),
             children.len.arg(),
             children.budget.arg(),
+            children.level.arg(),
             next.arg(),
             pick.arg(),
         ];
@@ -322,46 +317,38 @@ impl<'a> Quadtree<'a> {
         launch(gpu, k::IRRADIANCE_DESCEND, n, &args)
     }
 
-    /// Every picking node's samples, concatenated.
-    fn select(&self, picks: &[Picks]) -> Result<DeviceBuffer<u32>, GpuError> {
+    /// The samples of the nodes `picks`, each its budget's worth (or its
+    /// every point when fewer) by jittered selection.
+    fn select(&self, picks: &Nodes) -> Result<DeviceBuffer<u32>, GpuError> {
         let gpu = self.keys.gpu();
-        let mut parts = Vec::with_capacity(picks.len());
-        for group in picks {
-            let m = group.nodes.len();
-            let takes = DeviceBuffer::<u32>::uninit(gpu, "seed takes", m)?;
-            let args = [
-                group.nodes.len.arg(),
-                group.nodes.budget.arg(),
-                (m as u32).into(),
-                takes.arg(),
-            ];
-            launch(gpu, k::IRRADIANCE_TAKES, m, &args)?;
-            let mut offsets = DeviceBuffer::<u32>::uninit(gpu, "seed offsets", m)?;
-            exclusive_u32(&takes, &mut offsets)?;
-            let total = crate::ops::reduce::sum_u32(&takes)? as usize;
-            let chosen = DeviceBuffer::<u32>::uninit(gpu, "irradiance samples", total)?;
-            let args = [
-                self.keys.arg(),
-                self.order.arg(),
-                group.nodes.lo.arg(),
-                group.nodes.len.arg(),
-                group.nodes.budget.arg(),
-                group.level.into(),
-                offsets.arg(),
-                (m as u32).into(),
-                self.settings.seed.into(),
-                chosen.arg(),
-            ];
-            launch(gpu, k::IRRADIANCE_SELECT, m, &args)?;
-            parts.push(chosen);
-        }
-        let total = parts.iter().map(DeviceBuffer::len).sum();
-        let mut out = DeviceBuffer::<u32>::uninit(gpu, "irradiance samples", total)?;
-        let mut at = 0;
-        for part in &parts {
-            out.copy_from_at(part, at)?;
-            at += part.len();
-        }
-        Ok(out)
+        let m = picks.len();
+        let takes = DeviceBuffer::<u32>::uninit(gpu, "seed takes", m)?;
+        let args = [
+            picks.len.arg(),
+            picks.budget.arg(),
+            (m as u32).into(),
+            takes.arg(),
+        ];
+        launch(gpu, k::IRRADIANCE_TAKES, m, &args)?;
+        let mut offsets = DeviceBuffer::<u32>::uninit(gpu, "seed offsets", m)?;
+        let mut total = DeviceBuffer::<u32>::zeroed(gpu, "seed sample count", 1)?;
+        let (exclusive, forward) = (ScanKind::Exclusive, Direction::Forward);
+        scan_u32(&takes, &mut offsets, exclusive, forward, Some(&mut total))?;
+        let total = total.download()?[0] as usize;
+        let chosen = DeviceBuffer::<u32>::uninit(gpu, "irradiance samples", total)?;
+        let args = [
+            self.keys.arg(),
+            self.order.arg(),
+            picks.lo.arg(),
+            picks.len.arg(),
+            picks.budget.arg(),
+            picks.level.arg(),
+            offsets.arg(),
+            (m as u32).into(),
+            self.settings.seed.into(),
+            chosen.arg(),
+        ];
+        launch(gpu, k::IRRADIANCE_SELECT, m, &args)?;
+        Ok(chosen)
     }
 }

@@ -49,8 +49,8 @@ use caustic_gpu::irradiance::SeedSettings;
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::ops::segment::gather_u32;
 use caustic_gpu::photon::{
-    self as kernels, GatherChunk, GatherTargets, GpuEyeVertex, GpuPhoton, POINT_GATHER,
-    PhotonMapView, SAMPLE_GATHER,
+    self as kernels, GatherChunk, GatherTargets, GpuEyeVertex, GpuIrradianceSamples, GpuPhoton,
+    POINT_GATHER, PhotonMapView, SAMPLE_GATHER,
 };
 use caustic_gpu::point_kdtree::GpuPointKdTree;
 use caustic_gpu::points::GpuHashGrid;
@@ -174,10 +174,12 @@ impl GpuPhotonRenderer {
                 max_depth: settings.max_depth,
                 samples: (settings.samples.spacing > 0.0).then(|| SamplePlan {
                     settings: settings.samples,
-                    count: sample_count(settings),
-                    alpha: settings.samples.position_weight / self.diagonal.max(1e-12),
-                    seed: settings.seed,
-                    bounds: self.bounds,
+                    seeding: SeedSettings {
+                        count: sample_count(settings),
+                        alpha: settings.samples.position_weight / self.diagonal.max(1e-12),
+                        seed: settings.seed,
+                        bounds: self.bounds,
+                    },
                 }),
             }),
             gathered: 0,
@@ -262,10 +264,7 @@ struct FinalGather<'a> {
 /// `irradiance_samples` settings).
 struct SamplePlan {
     settings: SampleSettings,
-    count: usize,
-    alpha: f32,
-    seed: u64,
-    bounds: ([f32; 3], [f32; 3]),
+    seeding: SeedSettings,
 }
 
 /// The CPU's sample budget: one sample per `spacing²` pixels.
@@ -349,38 +348,17 @@ impl FinalGather<'_> {
         };
         let mut clock = StageClock::new(params.gpu())?;
         let seeds = kernels::seed_points(params, vertices)?;
-        let seed_settings = SeedSettings {
-            count: plan.count,
-            alpha: plan.alpha,
-            seed: plan.seed,
-            bounds: plan.bounds,
-        };
-        let chosen = caustic_gpu::irradiance::seed(&seeds.points(), &seed_settings)?;
+        let chosen = caustic_gpu::irradiance::seed(&seeds.points(), &plan.seeding)?;
         drop(seeds);
         let seeding = clock.lap()?;
         let gpu = params.gpu();
         let mut gathered = DeviceBuffer::zeroed(gpu, "sample irradiance", chosen.len())?;
-        let mut rays = self.run(
-            params,
-            vertices,
-            &chosen,
-            GatherSink::Samples(&mut gathered),
-        )?;
+        let sink = GatherSink::Samples(&mut gathered);
+        let mut rays = self.run(params, vertices, &chosen, sink)?;
         let sample_gathers = clock.lap()?;
-        let positions = kernels::vertex_positions(vertices, &chosen)?;
-        let tree = GpuPointKdTree::build(&positions)?;
-        let near = tree.knn(&positions, SPACING_NEIGHBOURS, f32::INFINITY)?;
-        let ward = plan.settings.ward_scale;
-        let samples = kernels::sample_frames(vertices, &chosen, gathered, &near, ward, positions)?;
-        drop(near);
+        let (samples, tree) = sample_cache(vertices, &chosen, gathered, &plan.settings)?;
         let radii = clock.lap()?;
-        let queries = kernels::vertex_positions(vertices, order)?;
-        let near = tree.knn(&queries, INTERPOLATION_NEIGHBOURS, samples.largest_radius)?;
-        drop(queries);
-        let normal_cos = plan.settings.normal_cos;
-        let uncovered = kernels::interpolate(params, vertices, order, &near, &samples, normal_cos)?;
-        drop(near);
-        let uncovered = gather_u32(order, &select_indices(&uncovered)?)?;
+        let uncovered = interpolate(params, vertices, order, &samples, &tree, &plan.settings)?;
         let interpolation = clock.lap()?;
         rays += self.run(params, vertices, &uncovered, GatherSink::Film)?;
         let point_gathers = clock.lap()?;
@@ -470,6 +448,43 @@ impl FinalGather<'_> {
         }
         Ok(traced)
     }
+}
+
+/// IrradianceCache::build on the device: the samples at
+/// `vertices[chosen[j]]` with their gathered irradiance, validity radii
+/// from their nearest fellow samples, and the kd-tree over them.
+fn sample_cache(
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    chosen: &DeviceBuffer<u32>,
+    gathered: DeviceBuffer<[f32; 4]>,
+    settings: &SampleSettings,
+) -> Result<(GpuIrradianceSamples, GpuPointKdTree), GpuError> {
+    let positions = kernels::vertex_positions(vertices, chosen)?;
+    let tree = GpuPointKdTree::build(&positions)?;
+    let near = tree.knn(&positions, SPACING_NEIGHBOURS, f32::INFINITY)?;
+    let ward = settings.ward_scale;
+    let samples = kernels::sample_frames(vertices, chosen, gathered, &near, ward, positions)?;
+    Ok((samples, tree))
+}
+
+/// IrradianceCache::interpolate at every vertex of `order` (indirect light
+/// into the framebuffer where samples cover it); returns the vertices no
+/// sample covers, in `order`'s order.
+fn interpolate(
+    params: &DeviceBuffer<WhittedParams>,
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    order: &DeviceBuffer<u32>,
+    samples: &GpuIrradianceSamples,
+    tree: &GpuPointKdTree,
+    settings: &SampleSettings,
+) -> Result<DeviceBuffer<u32>, GpuError> {
+    let queries = kernels::vertex_positions(vertices, order)?;
+    let near = tree.knn(&queries, INTERPOLATION_NEIGHBOURS, samples.largest_radius)?;
+    drop(queries);
+    let cos = settings.normal_cos;
+    let uncovered = kernels::interpolate(params, vertices, order, &near, samples, cos)?;
+    drop(near);
+    gather_u32(order, &select_indices(&uncovered)?)
 }
 
 impl EstimateSteps<'_> {
