@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds everything the GPU machine runs, here where Rust is: the release
 # test binaries and the examples of caustic-gpu and caustic-render (its
-# GPU Whitted renderer's test and benchmark among them; and the caustic CLI,
+# GPU renderers' tests and benchmarks among them), the unit tests, GPU
+# tests and examples of caustic-accel (not its CPU-only integration tests,
+# which CI runs), and the caustic CLI (
 # unless CAUSTIC_BUNDLE_CLI=0), and copies them with gpu-run.sh into
 # target/gpu-bundle/ (CAUSTIC_BUNDLE_DIR names another folder), with the
 # standard scenes' archives (shared/scenes,
@@ -23,7 +25,7 @@ mkdir -p "$bundle/tests"
 
 # cargo test --no-run builds the test harnesses and the examples; its JSON
 # names each executable. Test targets go to tests/, examples beside them.
-cargo test -p caustic-gpu -p caustic-render --release --no-run --message-format=json \
+cargo test -p caustic-gpu -p caustic-accel -p caustic-render --release --no-run --message-format=json \
     | python3 -c '
 import json, shutil, sys
 bundle = sys.argv[1]
@@ -34,8 +36,15 @@ for line in sys.stdin:
     if msg.get("reason") != "compiler-artifact" or not msg.get("executable"):
         continue
     target = msg["target"]
+    crate = msg["package_id"].split("#")[0].rsplit("/", 1)[-1]
+    cpu_only = crate == "caustic-accel" and target["kind"] == ["test"] and not (
+        target["name"].startswith("gpu_") or target["name"] == "nvrtc_compile")
+    if cpu_only:
+        continue
     if msg["profile"]["test"]:
         name = target["name"] if target["kind"] != ["lib"] else target["name"] + "-unit"
+        if target["name"] == "nvrtc_compile":
+            name = crate.replace("caustic-", "") + "-nvrtc_compile"
         dest = f"{bundle}/tests/{name}"
     elif "example" in target["kind"]:
         dest = bundle + "/" + target["name"]

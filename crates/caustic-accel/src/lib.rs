@@ -22,7 +22,13 @@ mod build_input;
 pub mod bvh;
 pub mod grid;
 pub mod kdtree;
+#[cfg(feature = "cuda")]
+pub mod kernels;
+#[cfg(feature = "cuda")]
+mod layout_cuda;
 pub mod points;
+#[cfg(feature = "cuda")]
+pub mod protocol_cuda;
 pub mod registry;
 mod slab_ray;
 

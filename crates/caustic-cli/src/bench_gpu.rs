@@ -3,14 +3,17 @@
 //! the anchor ray protocol (rays generated on the device), so that the GPU
 //! tables of `docs/BENCHMARKS.md` and the OptiX comparison
 //! (`scripts/gpu_vs_optix.py`) come from the same code on every machine.
-//! The measuring itself lives in `caustic_gpu::bench`.
+//! The measuring itself lives in `caustic_gpu::bench` (primitives) and `caustic_accel::bvh::trace_bench_cuda` (traversal).
 
 use crate::bench::{protocol_camera, scene_files};
 use crate::scene_arg::{self, CameraArgs};
 use anyhow::{Context, Result, bail};
+use caustic_accel::bvh::trace_bench_cuda::{self as trace_bench, Pass, TraceResult, TraceSettings};
+use caustic_accel::bvh::traverse_cuda::Tracer;
+use caustic_accel::protocol_cuda::PrimaryCamera;
 use caustic_geom::protocol::{self, ProtocolCamera};
-use caustic_gpu::bench::{self, Pass, PrimitiveResult, Repeats, TraceResult, TraceSettings};
-use caustic_gpu::{Device, Gpu, PrimaryCamera, Tracer};
+use caustic_gpu::bench::{self, PrimitiveResult, Repeats};
+use caustic_gpu::{Device, Gpu};
 use clap::Args;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -116,7 +119,7 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
             up: camera.up,
             fov_deg: camera.fov_deg,
         };
-        let result = bench::trace_scene(&mut tracer, &triangles, &gpu_camera, &settings)
+        let result = trace_bench::trace_scene(&mut tracer, &triangles, &gpu_camera, &settings)
             .with_context(|| format!("tracing {name}"))?;
         rows.push(SceneRow {
             name,

@@ -539,8 +539,8 @@ struct GpuMap<'a> {
     points: caustic_gpu::DeviceBuffer<[f32; 3]>,
     /// The build radius: the largest kNN radius of the benchmark.
     max_radius: f32,
-    grid: Option<caustic_gpu::points::GpuHashGrid>,
-    kdtree: Option<caustic_gpu::point_kdtree::GpuPointKdTree>,
+    grid: Option<caustic_accel::points::hash_grid_cuda::GpuHashGrid>,
+    kdtree: Option<caustic_accel::points::kdtree::build_cuda::GpuPointKdTree>,
 }
 
 impl GpuMap<'_> {
@@ -554,7 +554,7 @@ impl GpuMap<'_> {
         let mut rows = Vec::new();
         if self.wants("hashgrid") {
             let (grid, time) = self.time_build(|points, r| {
-                let grid = caustic_gpu::points::GpuHashGrid::build(points, r)?;
+                let grid = caustic_accel::points::hash_grid_cuda::GpuHashGrid::build(points, r)?;
                 Ok((grid.bytes(), grid))
             })?;
             rows.push(self.build_row("cuda:hashgrid", time, grid.0));
@@ -565,7 +565,9 @@ impl GpuMap<'_> {
             // the same VVH radius, so both build the same tree.
             let (tree, time) = self.time_build(|points, r| {
                 let config = caustic_accel::points::PointKdTreeConfig::with_radius(r);
-                let tree = caustic_gpu::point_kdtree::GpuPointKdTree::build_with(points, &config)?;
+                let tree = caustic_accel::points::kdtree::build_cuda::GpuPointKdTree::build_with(
+                    points, &config,
+                )?;
                 Ok((tree.bytes(), tree))
             })?;
             rows.push(self.build_row("cuda:kdtree", time, tree.0));
@@ -642,15 +644,24 @@ impl GpuMap<'_> {
                     (Query::Knn { k, max_radius }, Some(grid), None) => {
                         GpuAnswers::Knn(grid.knn(&queries, k, max_radius)?)
                     }
-                    (Query::Knn { k, max_radius }, None, None) => GpuAnswers::Knn(
-                        caustic_gpu::points::knn_brute(&self.points, &queries, k, max_radius)?,
-                    ),
+                    (Query::Knn { k, max_radius }, None, None) => {
+                        GpuAnswers::Knn(caustic_accel::points::hash_grid_cuda::knn_brute(
+                            &self.points,
+                            &queries,
+                            k,
+                            max_radius,
+                        )?)
+                    }
                     (Query::Radius { radius }, Some(grid), None) => {
                         GpuAnswers::Radius(grid.radius(&queries, radius)?)
                     }
-                    (Query::Radius { radius }, None, None) => GpuAnswers::Radius(
-                        caustic_gpu::points::radius_brute(&self.points, &queries, radius)?,
-                    ),
+                    (Query::Radius { radius }, None, None) => {
+                        GpuAnswers::Radius(caustic_accel::points::hash_grid_cuda::radius_brute(
+                            &self.points,
+                            &queries,
+                            radius,
+                        )?)
+                    }
                 };
                 gpu.synchronize()?;
                 Ok(answers)
@@ -678,8 +689,8 @@ impl GpuMap<'_> {
 
 /// A GPU query pass's answers, on the device.
 enum GpuAnswers {
-    Knn(caustic_gpu::points::GpuNeighbours),
-    Radius(caustic_gpu::points::GpuRadiusNeighbours),
+    Knn(caustic_accel::points::hash_grid_cuda::GpuNeighbours),
+    Radius(caustic_accel::points::hash_grid_cuda::GpuRadiusNeighbours),
 }
 
 impl GpuAnswers {

@@ -10,27 +10,20 @@
 //!   and the median (and best) of the repetitions is reported.
 //!
 //! [`primitives`] measures the memory ceiling (a device-to-device copy) and
-//! the scan and radix sorts against it; [`trace_scene`] measures the BVH
-//! traversal on the anchor ray protocol's primary, AO and diffuse rays,
-//! generated on the device.
+//! the scan and radix sorts against it; `caustic_accel::bvh::trace_bench_cuda`
+//! measures the BVH traversal with the same rules.
 
 use std::cell::RefCell;
-use std::time::Instant;
 
-use caustic_accel::{Accel, TriangleBvh};
-use caustic_geom::protocol;
-use caustic_geom::{Hit, Pcg32, Ray, Triangle};
+use caustic_geom::Pcg32;
 
 use crate::buffer::DeviceBuffer;
-use crate::bvh::DeviceBvh;
 use crate::context::Gpu;
 use crate::error::GpuError;
-use crate::kernels::ModuleId;
+use crate::kernels::{ops_radix_sort, ops_scan};
 use crate::ops::cpu;
 use crate::ops::radix_sort::{self, RadixKey};
 use crate::ops::scan::{self, Direction, ScanKind};
-use crate::rays::{self, PrimaryCamera, SecondaryRays};
-use crate::trace::{GpuHit, GpuRay, Tracer};
 
 /// How often each step runs: `warm_up` untimed runs, then `repeats` timed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,7 +187,7 @@ impl PrimitiveResult {
 /// Measures every [`Primitive`] on `n` random keys (a fixed seed, so runs
 /// compare), each checked against its CPU twin first.
 pub fn primitives(gpu: &Gpu, n: usize, repeats: Repeats) -> Result<Vec<PrimitiveResult>, GpuError> {
-    for module in [ModuleId::Scan, ModuleId::RadixSort] {
+    for module in [&ops_scan::MODULE, &ops_radix_sort::MODULE] {
         gpu.load(module)?; // compile outside the timings
     }
     let mut rng = Pcg32::new(0x0be7c4, 1);
@@ -222,7 +215,8 @@ pub fn primitives(gpu: &Gpu, n: usize, repeats: Repeats) -> Result<Vec<Primitive
     Ok(out)
 }
 
-fn mismatch(what: &'static str, message: impl Into<String>) -> GpuError {
+/// The error a benchmark returns when a result differs from its CPU twin.
+pub fn mismatch(what: &'static str, message: impl Into<String>) -> GpuError {
     GpuError::Mismatch {
         what,
         message: message.into(),
@@ -311,249 +305,6 @@ fn time_sort_keys<K: RadixKey + Ord>(
         || work.borrow_mut().copy_from(&pristine),
         || radix_sort::sort_keys(&mut work.borrow_mut()),
     )
-}
-
-/// How [`trace_scene`] runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TraceSettings {
-    pub width: u32,
-    pub height: u32,
-    pub repeats: Repeats,
-    /// Every `check_every`-th ray of each pass is checked against the CPU
-    /// traversal, hit for hit (0: no check). The GPU tests compare them all.
-    pub check_every: usize,
-}
-
-impl Default for TraceSettings {
-    fn default() -> Self {
-        Self {
-            width: 1920,
-            height: 1080,
-            repeats: Repeats::default(),
-            check_every: 16,
-        }
-    }
-}
-
-/// One traced pass: its ray count and timing.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Pass {
-    pub rays: usize,
-    pub timing: Timing,
-}
-
-impl Pass {
-    /// Mrays/s at the median and at the best time.
-    pub fn mrays_per_s(&self) -> (f64, f64) {
-        self.timing.millions_per_s(self.rays)
-    }
-}
-
-/// One scene's trace measurement and the protocol's checksums.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TraceResult {
-    pub triangles: usize,
-    /// CPU build of the tree (`bvh-binned`), one run; the upload excluded.
-    pub build_ms: f64,
-    pub diag: f64,
-    /// Primary rays handed out in 8x4-pixel tiles (`Tracer::intersect_image`).
-    pub primary: Pass,
-    /// The same rays in buffer (row) order, for comparison.
-    pub primary_rows: Pass,
-    pub ao: Pass,
-    pub diffuse: Pass,
-    pub ao_tmax: f32,
-    /// The protocol's (hits, t_sum) of the primary pass.
-    pub primary_check: (u64, f64),
-    pub occluded: u64,
-    pub diffuse_check: (u64, f64),
-}
-
-/// Builds a BVH over `triangles` on the CPU, uploads it, generates the
-/// protocol's rays on the device from `camera` and times the closest-hit
-/// primary, any-hit AO and closest-hit diffuse passes. Ray generation stays
-/// outside the timings.
-pub fn trace_scene(
-    tracer: &mut Tracer,
-    triangles: &[Triangle],
-    camera: &PrimaryCamera,
-    settings: &TraceSettings,
-) -> Result<TraceResult, GpuError> {
-    let gpu = tracer.gpu().clone();
-    for module in [ModuleId::TraverseBvh2, ModuleId::Rays, ModuleId::Compact] {
-        gpu.load(module)?;
-    }
-    if triangles.is_empty() {
-        return Err(GpuError::Invalid {
-            what: "scene",
-            message: "it has no triangles to trace".into(),
-        });
-    }
-    let (width, height, repeats, every) = (
-        settings.width,
-        settings.height,
-        settings.repeats,
-        settings.check_every,
-    );
-    let start = Instant::now();
-    let accel = TriangleBvh::build(triangles);
-    let build_ms = start.elapsed().as_secs_f64() * 1e3;
-    let bvh = DeviceBvh::upload(&gpu, &accel)?;
-    let primary = rays::primary_rays(&gpu, camera, width, height)?;
-
-    let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "primary hits", primary.len())?;
-    let primary_rays = if every > 0 {
-        primary.download()?
-    } else {
-        Vec::new()
-    };
-    tracer.intersect(&bvh, &primary, &mut hits)?;
-    check_closest("primary (rows)", &accel, &primary_rays, &hits, every)?;
-    let rows_timing = time_device(
-        &gpu,
-        repeats,
-        || Ok(()),
-        || tracer.intersect(&bvh, &primary, &mut hits),
-    )?;
-    hits.poison()?;
-    tracer.intersect_image(&bvh, &primary, width, &mut hits)?;
-    check_closest("primary", &accel, &primary_rays, &hits, every)?;
-    let primary_timing = time_device(
-        &gpu,
-        repeats,
-        || Ok(()),
-        || tracer.intersect_image(&bvh, &primary, width, &mut hits),
-    )?;
-    let primary_hits = hits.download()?;
-
-    let diag = protocol::scene_diagonal(triangles);
-    let SecondaryRays {
-        diffuse,
-        ao,
-        ao_tmax,
-    } = rays::secondary_rays(&bvh, &primary, &hits, diag)?;
-    let mut occluded = DeviceBuffer::<u32>::uninit(&gpu, "AO results", ao.len())?;
-    occluded.poison()?;
-    tracer.occluded(&bvh, &ao, &mut occluded)?;
-    let ao_results = occluded.download()?;
-    if every > 0 {
-        check_occluded(&accel, &ao.download()?, &ao_results, every)?;
-    }
-    let ao_timing = time_device(
-        &gpu,
-        repeats,
-        || Ok(()),
-        || tracer.occluded(&bvh, &ao, &mut occluded),
-    )?;
-
-    let mut diffuse_hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "diffuse hits", diffuse.len())?;
-    diffuse_hits.poison()?;
-    tracer.intersect(&bvh, &diffuse, &mut diffuse_hits)?;
-    let diffuse_rays = if every > 0 {
-        diffuse.download()?
-    } else {
-        Vec::new()
-    };
-    check_closest("diffuse", &accel, &diffuse_rays, &diffuse_hits, every)?;
-    let diffuse_timing = time_device(
-        &gpu,
-        repeats,
-        || Ok(()),
-        || tracer.intersect(&bvh, &diffuse, &mut diffuse_hits),
-    )?;
-    let diffuse_results = diffuse_hits.download()?;
-
-    Ok(TraceResult {
-        triangles: triangles.len(),
-        build_ms,
-        diag,
-        primary: Pass {
-            rays: primary.len(),
-            timing: primary_timing,
-        },
-        primary_rows: Pass {
-            rays: primary.len(),
-            timing: rows_timing,
-        },
-        ao: Pass {
-            rays: ao.len(),
-            timing: ao_timing,
-        },
-        diffuse: Pass {
-            rays: diffuse.len(),
-            timing: diffuse_timing,
-        },
-        ao_tmax,
-        primary_check: checksum(&primary_hits),
-        occluded: ao_results.iter().map(|&o| u64::from(o != 0)).sum(),
-        diffuse_check: checksum(&diffuse_results),
-    })
-}
-
-/// The protocol's (hits, t_sum) checksum.
-fn checksum(hits: &[GpuHit]) -> (u64, f64) {
-    protocol::hit_checksum(&hits.iter().map(GpuHit::to_hit).collect::<Vec<_>>())
-}
-
-fn sample<T: Copy>(items: &[T], every: usize) -> Vec<T> {
-    items.iter().step_by(every).copied().collect()
-}
-
-/// Every `every`-th closest hit must equal the CPU's, bit for bit.
-fn check_closest(
-    pass: &'static str,
-    accel: &TriangleBvh,
-    rays: &[GpuRay],
-    hits: &DeviceBuffer<GpuHit>,
-    every: usize,
-) -> Result<(), GpuError> {
-    if every == 0 {
-        return Ok(());
-    }
-    let rays: Vec<Ray> = sample(rays, every).iter().map(GpuRay::to_ray).collect();
-    let mut expected: Vec<Option<Hit>> = vec![None; rays.len()];
-    accel.intersect_batch(&rays, &mut expected);
-    let differ = sample(&hits.download()?, every)
-        .iter()
-        .zip(&expected)
-        .filter(|(g, c)| **g != GpuHit::from_hit(**c))
-        .count();
-    if differ > 0 {
-        return Err(mismatch(
-            pass,
-            format!(
-                "{differ} of {} sampled hits differ from the CPU traversal",
-                rays.len()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn check_occluded(
-    accel: &TriangleBvh,
-    rays: &[GpuRay],
-    results: &[u32],
-    every: usize,
-) -> Result<(), GpuError> {
-    let rays: Vec<Ray> = sample(rays, every).iter().map(GpuRay::to_ray).collect();
-    let mut expected = vec![false; rays.len()];
-    accel.occluded_batch(&rays, &mut expected);
-    let differ = sample(results, every)
-        .iter()
-        .zip(&expected)
-        .filter(|(g, c)| **g != u32::from(**c))
-        .count();
-    if differ > 0 {
-        return Err(mismatch(
-            "AO",
-            format!(
-                "{differ} of {} sampled results differ from the CPU traversal",
-                rays.len()
-            ),
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

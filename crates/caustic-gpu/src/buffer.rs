@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use bytemuck::Pod;
 use cudarc::driver::{result, sys};
 
-use crate::context::{Arg, Gpu};
+use crate::context::Gpu;
 use crate::error::GpuError;
 
 /// The byte that [`DeviceBuffer::poison`] fills with: 0xA5A5A5A5 as a u32,
@@ -93,10 +93,6 @@ impl<T: Pod> DeviceBuffer<T> {
     /// The device address (0 when empty), for kernels this crate does not wrap.
     pub fn device_ptr(&self) -> u64 {
         self.ptr
-    }
-
-    pub(crate) fn arg(&self) -> Arg {
-        Arg::U64(self.ptr)
     }
 
     /// Exchanges the device memory of two buffers of equal length, keeping

@@ -2,11 +2,11 @@
 //!
 //! Each module is compiled for the device's real architecture (`sm_90` on an
 //! H100), so the driver loads machine code and never JIT-compiles PTX. The
-//! shared `.cuh` headers are handed to NVRTC by name, so `#include
-//! "common.cuh"` works without an include path or a toolkit on disk; so is
-//! `layout.cuh`, generated from the Rust structs ([`crate::layout`]). The
-//! compiler's log is kept even on success: the compile test fails on any
-//! warning.
+//! headers of the module's [`HeaderSet`](crate::HeaderSet)s are handed to
+//! NVRTC by name, so `#include "common.cuh"` works without an include path
+//! or a toolkit on disk; so do the layout headers generated from the Rust
+//! structs ([`crate::layout`]). The compiler's log is kept even on success:
+//! the compile test fails on any warning.
 
 use std::collections::HashMap;
 use std::ffi::{CString, c_char};
@@ -15,8 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cudarc::nvrtc::sys;
 
 use crate::error::GpuError;
-use crate::kernels::{HEADERS, ModuleId};
-use crate::layout;
+use crate::kernel::Module;
 
 /// A CUDA compute capability, such as 9.0 for the H100 and H200.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -44,7 +43,7 @@ impl std::fmt::Display for ComputeCapability {
 /// A module compiled to a cubin, with the compiler's log.
 #[derive(Debug)]
 pub struct CompiledModule {
-    pub module: ModuleId,
+    pub module: &'static Module,
     pub capability: ComputeCapability,
     /// Machine code for `capability`, loadable with `cuModuleLoadData`.
     pub cubin: Vec<u8>,
@@ -97,7 +96,7 @@ pub fn compile_options(capability: ComputeCapability) -> Vec<String> {
 
 /// Compiles one module for `capability`, uncached.
 pub fn compile(
-    module: ModuleId,
+    module: &'static Module,
     capability: ComputeCapability,
 ) -> Result<CompiledModule, GpuError> {
     compile_with(module, capability, &[])
@@ -106,7 +105,7 @@ pub fn compile(
 /// Compiles one module for `capability` with extra NVRTC options
 /// (`--ptxas-options=-v` puts register and spill counts in the log).
 pub fn compile_with(
-    module: ModuleId,
+    module: &'static Module,
     capability: ComputeCapability,
     extra_options: &[&str],
 ) -> Result<CompiledModule, GpuError> {
@@ -131,13 +130,13 @@ pub fn compile_with(
             log
         };
         return Err(GpuError::Compile {
-            module: module.file_name(),
+            module: module.name,
             arch,
             log,
         });
     }
     let cubin = program.cubin().map_err(|message| GpuError::Compile {
-        module: module.file_name(),
+        module: module.name,
         arch,
         log: message,
     })?;
@@ -151,13 +150,13 @@ pub fn compile_with(
 
 /// Compiles `module` for `capability` once per process; later calls share the result.
 pub fn compile_cached(
-    module: ModuleId,
+    module: &'static Module,
     capability: ComputeCapability,
 ) -> Result<Arc<CompiledModule>, GpuError> {
-    type Cache = Mutex<HashMap<(ModuleId, ComputeCapability), Arc<CompiledModule>>>;
+    type Cache = Mutex<HashMap<(&'static str, ComputeCapability), Arc<CompiledModule>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(hit) = cache.lock().unwrap().get(&(module, capability)) {
+    if let Some(hit) = cache.lock().unwrap().get(&(module.name, capability)) {
         return Ok(hit.clone());
     }
     // Compile outside the lock: modules compile in parallel from several threads.
@@ -165,7 +164,7 @@ pub fn compile_cached(
     Ok(cache
         .lock()
         .unwrap()
-        .entry((module, capability))
+        .entry((module.name, capability))
         .or_insert(compiled)
         .clone())
 }
@@ -177,19 +176,15 @@ struct Program {
 }
 
 impl Program {
-    fn create(module: ModuleId) -> Result<Program, GpuError> {
-        let source = CString::new(module.source()).expect("kernel sources hold no NUL");
+    fn create(module: &'static Module) -> Result<Program, GpuError> {
+        let source = CString::new(module.source).expect("kernel sources hold no NUL");
         let name = CString::new(module.file_name()).expect("file names hold no NUL");
-        // The files of kernels/ plus the generated layout header.
-        let headers = HEADERS
-            .iter()
-            .copied()
-            .chain([(layout::HEADER_NAME, layout::header())]);
-        let header_sources: Vec<CString> = headers
-            .clone()
+        let header_sources: Vec<CString> = module
+            .headers()
             .map(|(_, text)| CString::new(text).expect("headers hold no NUL"))
             .collect();
-        let header_names: Vec<CString> = headers
+        let header_names: Vec<CString> = module
+            .headers()
             .map(|(file, _)| CString::new(file).expect("file names hold no NUL"))
             .collect();
         let source_ptrs: Vec<*const c_char> = header_sources.iter().map(|s| s.as_ptr()).collect();
@@ -209,7 +204,7 @@ impl Program {
         }
         .result()
         .map_err(|e| GpuError::Compile {
-            module: module.file_name(),
+            module: module.name,
             arch: String::new(),
             log: format!("nvrtcCreateProgram failed: {e:?}"),
         })?;
@@ -263,4 +258,64 @@ impl Drop for Program {
             let _ = sys::nvrtcDestroyProgram(&mut self.raw);
         }
     }
+}
+
+/// Compiles every module for `capability` and returns what is wrong: a
+/// module that does not compile, a compiler log that is not empty (the
+/// compile tests fail on any warning), a kernel its generated constants
+/// name that the cubin does not define, a header name offered by two sets.
+/// Empty when all is well. Each crate's NVRTC compile test calls this on
+/// its `kernels::MODULES`.
+pub fn check_modules(modules: &[&'static Module], capability: ComputeCapability) -> Vec<String> {
+    let mut failures = Vec::new();
+    for &module in modules {
+        failures.extend(duplicate_headers(module));
+        match compile(module, capability) {
+            Err(e) => failures.push(e.to_string()),
+            Ok(compiled) => {
+                if !compiled.log.is_empty() {
+                    failures.push(format!("{}: compiler log:\n{}", module.name, compiled.log));
+                }
+                for kernel in module.kernels {
+                    if !defines_symbol(&compiled.cubin, kernel) {
+                        failures.push(format!("{}: no kernel {kernel}", module.name));
+                    }
+                }
+            }
+        }
+    }
+    failures
+}
+
+fn duplicate_headers(module: &Module) -> Option<String> {
+    let mut names: Vec<&str> = module.headers().map(|(name, _)| name).collect();
+    names.sort_unstable();
+    let twice: Vec<&str> = names
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| w[0])
+        .collect();
+    (!twice.is_empty()).then(|| format!("{}: headers offered twice: {twice:?}", module.name))
+}
+
+/// Whether the cubin's string tables hold `name` as a whole symbol.
+fn defines_symbol(cubin: &[u8], name: &str) -> bool {
+    let mut needle = vec![0u8];
+    needle.extend_from_slice(name.as_bytes());
+    needle.push(0);
+    cubin.windows(needle.len()).any(|w| w == needle.as_slice())
+}
+
+/// For the NVRTC compile tests: whether NVRTC can be loaded. Without it the
+/// test must fail under CI (`CI` set), so this panics there, and says why
+/// it skips elsewhere.
+pub fn nvrtc_for_tests() -> bool {
+    if nvrtc_available() {
+        return true;
+    }
+    let reason = "libnvrtc not found on LD_LIBRARY_PATH (pip install \"nvidia-cuda-nvrtc==13.0.*\" and add its nvidia/cu13/lib folder)";
+    let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false");
+    assert!(!in_ci, "{reason}");
+    eprintln!("skipped: {reason}");
+    false
 }

@@ -7,9 +7,10 @@
 //! All work goes to one non-blocking stream in issue order, which is why the
 //! buffers need no per-allocation events.
 
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUmemPool_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, result, sys};
@@ -17,7 +18,7 @@ use cudarc::nvrtc::Ptx;
 
 use crate::compile::{self, ComputeCapability};
 use crate::error::{GpuError, describe, human_bytes};
-use crate::kernels::{Kernel, ModuleId};
+use crate::kernel::{self, Kernel, Module, Signature};
 
 /// The name of the driver library that cudarc looks for first.
 pub const DRIVER_LIBRARY: &str = "libcuda.so";
@@ -64,65 +65,17 @@ struct Inner {
     context: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     info: DeviceInfo,
-    modules: Vec<OnceLock<Result<LoadedModule, GpuError>>>,
+    /// Loaded modules by name; a failed load is kept, so it is reported
+    /// again rather than retried at every launch.
+    modules: Mutex<HashMap<&'static str, Arc<Result<LoadedModule, GpuError>>>>,
     /// Synchronise after every launch so a fault names its kernel (`CAUSTIC_GPU_SYNC=1`).
     sync_each_launch: bool,
 }
 
 struct LoadedModule {
-    /// Indexed like `ModuleId::kernels()`.
+    /// Indexed like `Module::kernels`.
     functions: Vec<CudaFunction>,
     _module: Arc<CudaModule>,
-}
-
-/// A kernel argument, passed by value. Buffers pass their device address.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Arg {
-    U32(u32),
-    U64(u64),
-    F32(f32),
-    F64(f64),
-}
-
-impl Arg {
-    fn as_param(&mut self) -> *mut c_void {
-        match self {
-            Arg::U32(v) => (v as *mut u32).cast(),
-            Arg::U64(v) => (v as *mut u64).cast(),
-            Arg::F32(v) => (v as *mut f32).cast(),
-            Arg::F64(v) => (v as *mut f64).cast(),
-        }
-    }
-}
-
-impl From<u32> for Arg {
-    fn from(v: u32) -> Arg {
-        Arg::U32(v)
-    }
-}
-
-impl From<u64> for Arg {
-    fn from(v: u64) -> Arg {
-        Arg::U64(v)
-    }
-}
-
-impl From<f32> for Arg {
-    fn from(v: f32) -> Arg {
-        Arg::F32(v)
-    }
-}
-
-impl From<f64> for Arg {
-    fn from(v: f64) -> Arg {
-        Arg::F64(v)
-    }
-}
-
-impl From<usize> for Arg {
-    fn from(v: usize) -> Arg {
-        Arg::U64(v as u64)
-    }
 }
 
 impl std::fmt::Debug for Gpu {
@@ -191,7 +144,7 @@ impl Gpu {
                 context,
                 stream,
                 info,
-                modules: ModuleId::ALL.iter().map(|_| OnceLock::new()).collect(),
+                modules: Mutex::default(),
                 sync_each_launch,
             }),
         })
@@ -229,8 +182,11 @@ impl Gpu {
 
     /// Compiles (once per process) and loads (once per device) a module.
     /// Launches do this on first use; call it to keep compilation out of a timing.
-    pub fn load(&self, module: ModuleId) -> Result<(), GpuError> {
-        self.module(module).map(|_| ())
+    pub fn load(&self, module: &'static Module) -> Result<(), GpuError> {
+        match self.module(module).as_ref() {
+            Ok(_) => Ok(()),
+            Err(error) => Err(error.clone()),
+        }
     }
 
     /// Milliseconds of device time that the work `f` queues takes, measured
@@ -270,44 +226,60 @@ impl Gpu {
         self.inner.stream.cu_stream()
     }
 
-    fn module(&self, id: ModuleId) -> Result<&LoadedModule, GpuError> {
-        let slot = &self.inner.modules[id as usize];
-        slot.get_or_init(|| self.load_module(id))
-            .as_ref()
-            .map_err(Clone::clone)
+    fn module(&self, module: &'static Module) -> Arc<Result<LoadedModule, GpuError>> {
+        if let Some(loaded) = self.inner.modules.lock().unwrap().get(module.name) {
+            return loaded.clone();
+        }
+        // Compile and load outside the lock: modules load in parallel from
+        // several threads; the first to finish is kept.
+        let loaded = Arc::new(self.load_module(module));
+        self.inner
+            .modules
+            .lock()
+            .unwrap()
+            .entry(module.name)
+            .or_insert(loaded)
+            .clone()
     }
 
-    fn load_module(&self, id: ModuleId) -> Result<LoadedModule, GpuError> {
-        let compiled = compile::compile_cached(id, self.inner.info.capability)?;
+    fn function<S>(&self, kernel: Kernel<S>) -> Result<CudaFunction, GpuError> {
+        match self.module(kernel.module()).as_ref() {
+            Ok(module) => Ok(module.functions[kernel.index()].clone()),
+            Err(error) => Err(error.clone()),
+        }
+    }
+
+    fn load_module(&self, module: &'static Module) -> Result<LoadedModule, GpuError> {
+        let compiled = compile::compile_cached(module, self.inner.info.capability)?;
         let load_error = |message: String| GpuError::Load {
-            module: id.file_name(),
+            module: module.name,
             message,
         };
-        let module = self
+        let loaded = self
             .inner
             .context
             .load_module(Ptx::from_binary(compiled.cubin.clone()))
             .map_err(|e| load_error(describe(&e)))?;
-        let functions = id
-            .kernels()
+        let functions = module
+            .kernels
             .iter()
-            .map(|kernel| {
-                module
-                    .load_function(kernel.name())
-                    .map_err(|e| load_error(format!("kernel {}: {}", kernel.name(), describe(&e))))
+            .map(|name| {
+                loaded
+                    .load_function(name)
+                    .map_err(|e| load_error(format!("kernel {name}: {}", describe(&e))))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(LoadedModule {
             functions,
-            _module: module,
+            _module: loaded,
         })
     }
 
     /// How many blocks of `threads` threads of `kernel` fit on one
     /// multiprocessor at once (registers, shared memory, thread slots):
     /// persistent-thread kernels launch exactly that many per SM.
-    pub(crate) fn resident_blocks(&self, kernel: Kernel, threads: u32) -> Result<u32, GpuError> {
-        let function = &self.module(kernel.module())?.functions[kernel.index()];
+    pub fn resident_blocks<S>(&self, kernel: Kernel<S>, threads: u32) -> Result<u32, GpuError> {
+        let function = self.function(kernel)?;
         self.bind()?;
         // SAFETY: the function is loaded in this context, which is current.
         let blocks = unsafe {
@@ -321,23 +293,28 @@ impl Gpu {
         Ok(blocks.max(1) as u32)
     }
 
-    /// Queues `kernel` on `blocks` blocks of `threads` threads. `args` must
-    /// match the kernel's parameter list in type and order.
-    pub(crate) fn launch(
+    /// Queues `kernel` on `blocks` blocks of `threads` threads. The
+    /// arguments' types are the kernel's parameter list (see [`Kernel`]).
+    pub fn launch<S: Signature>(
         &self,
-        kernel: Kernel,
+        kernel: Kernel<S>,
         blocks: u32,
         threads: u32,
-        args: &[Arg],
+        args: S::Args<'_>,
     ) -> Result<(), GpuError> {
-        let function = &self.module(kernel.module())?.functions[kernel.index()];
+        let function = self.function(kernel)?;
         self.bind()?;
-        let mut values = args.to_vec();
-        let mut params: Vec<*mut c_void> = values.iter_mut().map(Arg::as_param).collect();
+        let mut values = kernel::encode::<S>(args);
+        let mut params: Vec<*mut c_void> = values
+            .values_mut()
+            .iter_mut()
+            .map(|v| v.as_param())
+            .collect();
         // SAFETY: the function is loaded in this context; `params` points at
         // `values`, which outlive the call (the driver copies them at launch);
-        // callers pass device addresses of live buffers that stay alive until
-        // the stream has run the kernel (buffers free in stream order).
+        // their number and types are the kernel's parameter list (checked by
+        // the type of `kernel`); pointer arguments borrow live buffers, which
+        // are freed in stream order, after the kernel has run.
         unsafe {
             result::launch_kernel(
                 function.cu_function(),

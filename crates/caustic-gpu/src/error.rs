@@ -28,7 +28,7 @@ pub enum GpuError {
     BadDeviceChoice(String),
 
     /// NVRTC rejected a kernel module; `log` is the compiler's output.
-    #[error("NVRTC could not compile kernels/{module} for {arch}:\n{log}")]
+    #[error("NVRTC could not compile {module} for {arch}:\n{log}")]
     Compile {
         module: &'static str,
         arch: String,
@@ -36,7 +36,7 @@ pub enum GpuError {
     },
 
     /// The driver could not load a compiled module or find a kernel in it.
-    #[error("could not load kernels/{module}: {message}")]
+    #[error("could not load {module}: {message}")]
     Load {
         module: &'static str,
         message: String,

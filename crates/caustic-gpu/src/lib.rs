@@ -6,60 +6,45 @@
 //!   never a panic), the device's facts, one stream, launches.
 //! - [`Device`] and [`select`]: `--device auto|cpu|cuda|cuda:N`.
 //! - [`DeviceBuffer`]: typed device memory, allocation failures named.
-//! - [`kernels`]: the `.cu` modules in `kernels/`, their kernel names as
-//!   generated constants; [`compile`]: NVRTC compilation for the device's
-//!   architecture, cached per process and loaded once per device.
+//! - [`Module`], [`Kernel`]: CUDA modules and kernels typed by their
+//!   parameter lists (generated from the `.cu` sources by
+//!   `caustic-gpu-build`), launched with [`Gpu::launch`] on tuples of
+//!   [`DevicePtr`]s and scalars checked against that list at compile time;
+//!   [`compile`]: NVRTC compilation for the device's architecture, cached
+//!   per process and loaded once per device.
+//! - [`RUNTIME_HEADERS`]: the device code every module may include
+//!   (`common.cuh`: vector math, boxes, Morton codes; the block and
+//!   tile-scan helpers; `layout_check.cuh` with [`layout`], which checks
+//!   CUDA structs against their Rust twins).
 //! - [`ops`]: data-parallel primitives (reduce, scan, compact, split, radix
 //!   sort, segment utilities), each with a CPU twin in [`ops::cpu`].
-//! - [`bvh`], [`trace`], [`rays`]: a `Bvh2` on the device in the CPU's node
-//!   layout ([`layout`] checks the CUDA structs against the Rust ones), its
-//!   closest-hit and any-hit traversal (Aila and Laine's persistent
-//!   while-while), and the ray protocol's rays generated on the device; hits
-//!   equal the CPU traversal's bit for bit.
-//! - [`points`]: photon-map neighbour search: the spatial hash grid of
-//!   seed 003 and brute-force kNN, answers equal to the CPU reference.
-//! - [`point_kdtree`]: the photon kd-tree of seed 002 built on the device
-//!   (large nodes level by level with empty-space cuts and spatial medians,
-//!   small roots by the VVH, one warp each), equal to the CPU's; kNN and
-//!   radius queries.
-//! - [`photon`]: the device records and kernels of the GPU photon mapper
-//!   (photon wavefront with stream compaction, radiance estimates in
-//!   hash-grid maps; `caustic_render::photon::trace_cuda`, `render_cuda`).
-//! - [`sppm`]: the device records and kernels of GPU stochastic progressive
-//!   photon mapping (`caustic_render::sppm::renderer_cuda`).
-//! - [`bench`]: the benchmarks behind `caustic bench gpu` (primitives
-//!   against the copy ceiling, trace throughput on the ray protocol).
-//! - [`whitted`]: the device records and kernels of the wavefront Whitted
-//!   renderer (`caustic_render::whitted_cuda`).
+//! - [`bench`]: the timing rules of every GPU benchmark and the primitives
+//!   measured against the copy ceiling.
+//!
+//! This crate is the runtime only. Each algorithm's CUDA host code and
+//! kernels live next to its CPU version, behind the `cuda` feature of its
+//! crate: the BVH upload and traversal, the device ray generation and the
+//! point structures in `caustic-accel`; the Whitted, photon-mapping and
+//! SPPM renderers in `caustic-render`.
 //!
 //! Set `CAUSTIC_GPU_SYNC=1` to synchronise after every launch, so that a
 //! kernel fault is reported as [`GpuError::Launch`] naming that kernel.
 
 pub mod bench;
 pub mod buffer;
-pub mod bvh;
 pub mod compile;
 pub mod context;
 pub mod device;
 pub mod error;
-pub mod irradiance;
+pub mod kernel;
 pub mod kernels;
 pub mod layout;
 pub mod ops;
-pub mod photon;
-pub mod point_kdtree;
-pub mod points;
-pub mod rays;
-pub mod sppm;
-pub mod trace;
-pub mod whitted;
 
 pub use buffer::DeviceBuffer;
-pub use bvh::{DeviceBvh, GpuTriangle};
 pub use compile::ComputeCapability;
 pub use context::{DeviceInfo, Gpu, device_count, driver_available};
 pub use device::{Device, Selection, select};
 pub use error::GpuError;
-pub use kernels::{Kernel, ModuleId};
-pub use rays::{PrimaryCamera, SecondaryRays};
-pub use trace::{GpuHit, GpuRay, Tracer};
+pub use kernel::{DevicePtr, DevicePtrMut, HeaderSet, Kernel, Module, Ptr, PtrMut, Signature};
+pub use kernels::HEADERS as RUNTIME_HEADERS;

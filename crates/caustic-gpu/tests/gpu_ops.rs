@@ -14,7 +14,7 @@ use caustic_geom::{Aabb, Pcg32, Vec3};
 use caustic_gpu::ops::scan::{Direction, ScanKind};
 use caustic_gpu::ops::segment::SegmentOp;
 use caustic_gpu::ops::{compact, cpu, radix_sort, reduce, scan, segment, split};
-use caustic_gpu::{DeviceBuffer, GpuError, ModuleId};
+use caustic_gpu::{DeviceBuffer, GpuError};
 use device::gpu;
 
 const SIZES: &[usize] = &[
@@ -71,7 +71,7 @@ fn assert_same<T: PartialEq + std::fmt::Debug>(what: &str, n: usize, gpu: &[T], 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_module_loads_on_the_device() {
-    for module in ModuleId::ALL {
+    for module in caustic_gpu::kernels::MODULES {
         gpu().load(module).unwrap();
     }
 }
@@ -241,8 +241,8 @@ fn compaction_matches_cpu() {
 
 /// `gather_wave` moves each kept ray and its 32-byte record together.
 fn check_wave_gather(rng: &mut Pcg32, n: usize, indices: &DeviceBuffer<u32>, kept: &[u32]) {
-    let rays: Vec<caustic_gpu::GpuRay> = (0..n)
-        .map(|_| bytemuck::cast(std::array::from_fn::<u32, 8, _>(|_| rng.next_u32())))
+    let rays: Vec<[u32; 8]> = (0..n)
+        .map(|_| std::array::from_fn::<u32, 8, _>(|_| rng.next_u32()))
         .collect();
     let records: Vec<[u64; 4]> = (0..n)
         .map(|_| {

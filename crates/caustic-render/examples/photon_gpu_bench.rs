@@ -109,7 +109,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         seed: settings.seed,
         ..Default::default()
     };
-    let eye_only = caustic_render::whitted_cuda::GpuScene::upload(&gpu, &rs)?;
+    let eye_only = caustic_render::whitted::render_cuda::GpuScene::upload(&gpu, &rs)?;
     eye_only.render(&camera, &whitted)?;
     let mut eye_times: Vec<f64> = (0..5)
         .map(|_| {

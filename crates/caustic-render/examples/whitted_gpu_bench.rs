@@ -9,8 +9,8 @@
 mod common;
 
 use caustic_render::RenderScene;
+use caustic_render::whitted::render_cuda::GpuScene;
 use caustic_render::whitted::{self, WhittedSettings};
-use caustic_render::whitted_cuda::GpuScene;
 use caustic_scene::Scene;
 use common::{Agreement, sponza_with_point_light};
 

@@ -2,7 +2,7 @@
 //! estimate that the photon-mapping and progressive renderers share.
 
 use crate::bsdf::reflect;
-use crate::whitted::draw;
+use crate::draw;
 use crate::{RenderScene, SurfaceHit};
 use caustic_geom::{Ray, Rgb, Vec2, Vec3};
 use caustic_scene::{Bsdf, Light, Material};

@@ -7,8 +7,15 @@
 //! - [`PinholeCamera`]: primary rays, the exact convention of the Mitsuba
 //!   references and the ray protocol.
 //! - [`whitted`]: the Whitted ray tracer (specular chains from the eye, then
-//!   direct light with shadow rays), parallel over Morton-ordered tiles;
-//!   [`whitted_cuda`]: the same renderer as a CUDA wavefront, same image.
+//!   direct light with shadow rays), parallel over Morton-ordered tiles,
+//!   and the same renderer as a CUDA wavefront (`whitted::render_cuda`,
+//!   feature `cuda`), same image.
+//! - [`photon`]: photon mapping (photon tracing, global and caustic maps,
+//!   radiance estimates, final gather at adaptive irradiance samples), on
+//!   the CPU and the GPU.
+//! - [`draw`]: the counter-based random numbers every renderer draws from,
+//!   on both devices; `scene_cuda` (feature `cuda`): the scene on the GPU
+//!   that every CUDA renderer shares.
 //! - [`sppm`]: stochastic progressive photon mapping, the consistent
 //!   global-illumination renderer (eye passes, a hash grid over visible
 //!   points, photon passes, per-pixel radius reduction).
@@ -18,15 +25,21 @@
 pub mod bsdf;
 mod camera;
 pub mod direct;
+pub mod draw;
 mod film;
 pub mod image_io;
+#[cfg(feature = "cuda")]
+pub mod kernels;
+#[cfg(feature = "cuda")]
+mod layout_cuda;
 mod lights;
 pub mod photon;
+#[cfg(feature = "cuda")]
+pub mod scene_cuda;
 mod scene_data;
 pub mod sppm;
 pub mod tiles;
 pub mod whitted;
-pub mod whitted_cuda;
 
 pub use camera::PinholeCamera;
 pub use film::Film;

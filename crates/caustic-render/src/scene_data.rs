@@ -156,7 +156,7 @@ impl RenderScene {
 
     /// The corner normals and uvs of triangle `prim`, where its mesh has
     /// them (the GPU renderer uploads them).
-    pub(crate) fn corner_attributes(&self, prim: usize) -> (Option<[Vec3; 3]>, Option<[Vec2; 3]>) {
+    pub fn corner_attributes(&self, prim: usize) -> (Option<[Vec3; 3]>, Option<[Vec2; 3]>) {
         (
             self.normals[prim].map(|CornerNormals(n)| n),
             self.uvs[prim].map(|CornerUvs(t)| t),

@@ -15,7 +15,7 @@ use caustic_render::photon::{
     GlobalRule, Photon, PhotonRenderSettings, PhotonSettings, PhotonSources, render,
     trace_caustic_photons, trace_cuda, trace_photons,
 };
-use caustic_render::whitted_cuda::GpuScene;
+use caustic_render::whitted::render_cuda::GpuScene;
 use caustic_render::{Film, RenderScene, image_io};
 use caustic_scene::Scene;
 use caustic_scene::data_dirs::ref_file;
@@ -264,7 +264,7 @@ fn gpu_seed(
     seed: u64,
 ) -> Vec<usize> {
     use caustic_gpu::DeviceBuffer;
-    use caustic_gpu::irradiance::{SeedPoints, SeedSettings};
+    use caustic_render::photon::irradiance_samples_cuda::{SeedPoints, SeedSettings};
     let positions: Vec<[f32; 3]> = points.iter().map(|p| p.position.to_array()).collect();
     let normals: Vec<[f32; 3]> = points.iter().map(|p| p.normal.to_array()).collect();
     let pixels: Vec<u32> = points
@@ -292,7 +292,8 @@ fn gpu_seed(
         normals: &normals,
         pixels: &pixels,
     };
-    let chosen = caustic_gpu::irradiance::seed(&seed_points, &settings).unwrap();
+    let chosen =
+        caustic_render::photon::irradiance_samples_cuda::seed(&seed_points, &settings).unwrap();
     let mut chosen: Vec<usize> = chosen
         .download()
         .unwrap()
@@ -600,7 +601,7 @@ fn estimate_search_returns_the_exact_k_nearest_photons() {
         let view = DeviceBuffer::from_slice(&gpu, "view", &[view]).unwrap();
         let as_arrays: Vec<[f32; 3]> = queries.iter().map(|q| q.to_array()).collect();
         let on_device = DeviceBuffer::from_slice(&gpu, "queries", &as_arrays).unwrap();
-        let got = caustic_gpu::photon::map_knn(&view, &on_device)
+        let got = caustic_render::photon::kernels_cuda::map_knn(&view, &on_device)
             .unwrap()
             .download()
             .unwrap();

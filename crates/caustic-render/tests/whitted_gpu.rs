@@ -5,8 +5,8 @@
 
 mod common;
 
+use caustic_render::whitted::render_cuda as whitted_cuda;
 use caustic_render::whitted::{self, WhittedSettings};
-use caustic_render::whitted_cuda;
 use caustic_scene::Scene;
 use common::{Agreement, sponza_with_point_light};
 

@@ -69,7 +69,7 @@ fn cornell_caustics_matches_mitsuba_whitted() {
 }
 
 /// Measured RMSE at 4 spp x 4 light samples with the counter-based random
-/// numbers of `whitted::draw` (0.0601 and 0.0640; the render is
+/// numbers of `draw` (0.0601 and 0.0640; the render is
 /// deterministic for a seed) with 25 % headroom for floating-point
 /// differences between machines. With the earlier per-pixel streams the
 /// same budget measured 0.0555 and 0.0609, and 16 and 64 spp measured

@@ -13,8 +13,14 @@
 
 pub mod build;
 mod node;
+#[cfg(feature = "cuda")]
+pub mod trace_bench_cuda;
 pub mod traverse;
+#[cfg(feature = "cuda")]
+pub mod traverse_cuda;
 mod triangle_bvh;
+#[cfg(feature = "cuda")]
+pub mod triangle_bvh_cuda;
 pub mod wide;
 
 pub use node::BvhNode;

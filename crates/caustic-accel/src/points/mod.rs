@@ -40,6 +40,8 @@
 
 mod brute;
 mod hash_grid;
+#[cfg(feature = "cuda")]
+pub mod hash_grid_cuda;
 pub mod kdtree;
 mod neighbours;
 mod radix_sort;

@@ -2,10 +2,12 @@
 //! flag is non-zero, in input order, in one pass (flag scan and scatter fused
 //! in a decoupled look-back scan). Semantics: [`super::cpu::compact_u32`].
 
-use super::{MAX_SCAN_LEN, check_len, check_same_len, launch_lookback};
+use super::{
+    MAX_SCAN_LEN, SCAN_THREADS, check_len, check_same_len, lookback_blocks, lookback_scratch,
+};
 use crate::buffer::DeviceBuffer;
 use crate::error::GpuError;
-use crate::kernels::compact as k;
+use crate::kernels::ops_compact as k;
 
 /// Writes the kept values to the front of `out` (at least as long as the
 /// input) and their number to `count[0]`, without waiting for the GPU.
@@ -18,12 +20,22 @@ pub fn select_u32_into(
     let kernel = k::COMPACT_SELECT_U32;
     let n = values.len();
     check_inputs(kernel.name(), n, flags, out, count)?;
-    launch_lookback(
-        values.gpu(),
-        kernel,
-        n,
-        &[values.arg(), flags.arg(), out.arg(), count.arg(), n.into()],
-    )
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = values.gpu();
+    let mut scratch = lookback_scratch(gpu, n)?;
+    let (status, counter) = scratch.pointers();
+    let args = (
+        values.ptr(),
+        flags.ptr(),
+        out.ptr_mut(),
+        count.ptr_mut(),
+        n as u64,
+        status,
+        counter,
+    );
+    gpu.launch(kernel, lookback_blocks(n), SCAN_THREADS, args)
 }
 
 /// Writes the indices of the non-zero flags, ascending, to the front of
@@ -36,12 +48,21 @@ pub fn select_indices_into(
     let kernel = k::COMPACT_SELECT_INDICES;
     let n = flags.len();
     check_inputs(kernel.name(), n, flags, out, count)?;
-    launch_lookback(
-        flags.gpu(),
-        kernel,
-        n,
-        &[flags.arg(), out.arg(), count.arg(), n.into()],
-    )
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = flags.gpu();
+    let mut scratch = lookback_scratch(gpu, n)?;
+    let (status, counter) = scratch.pointers();
+    let args = (
+        flags.ptr(),
+        out.ptr_mut(),
+        count.ptr_mut(),
+        n as u64,
+        status,
+        counter,
+    );
+    gpu.launch(kernel, lookback_blocks(n), SCAN_THREADS, args)
 }
 
 /// The kept values, in a new buffer of exactly their number (waits for the GPU).
@@ -68,30 +89,30 @@ pub fn select_indices(flags: &DeviceBuffer<u32>) -> Result<DeviceBuffer<u32>, Gp
 }
 
 /// `out_rays[i] = rays[indices[i]]` and the same for the rays' 32-byte path
-/// records (every renderer's path record is 32 bytes: the compaction of a
-/// wavefront after `select_indices`).
-pub fn gather_wave<P: bytemuck::Pod>(
-    rays: &DeviceBuffer<crate::trace::GpuRay>,
+/// records (every renderer's rays and path records are 32 bytes: the
+/// compaction of a wavefront after `select_indices`).
+pub fn gather_wave<R: bytemuck::Pod, P: bytemuck::Pod>(
+    rays: &DeviceBuffer<R>,
     paths: &DeviceBuffer<P>,
     indices: &DeviceBuffer<u32>,
-    out_rays: &mut DeviceBuffer<crate::trace::GpuRay>,
+    out_rays: &mut DeviceBuffer<R>,
     out_paths: &mut DeviceBuffer<P>,
 ) -> Result<(), GpuError> {
-    const { assert!(size_of::<P>() == 32 && size_of::<crate::trace::GpuRay>() == 32) };
+    const { assert!(size_of::<P>() == 32 && size_of::<R>() == 32) };
     let kernel = k::COMPACT_GATHER_WAVE;
     let n = indices.len();
     check_same_len(kernel.name(), "rays", rays.len(), paths.len())?;
     check_same_len(kernel.name(), "out_rays", n, out_rays.len())?;
     check_same_len(kernel.name(), "out_paths", n, out_paths.len())?;
-    let args = [
-        rays.arg(),
-        paths.arg(),
-        indices.arg(),
-        (n as u32).into(),
-        out_rays.arg(),
-        out_paths.arg(),
-    ];
-    super::launch_per_element(rays.gpu(), kernel, n, &args)
+    let args = (
+        rays.ptr().cast(),
+        paths.ptr().cast(),
+        indices.ptr(),
+        n as u32,
+        out_rays.ptr_mut().cast(),
+        out_paths.ptr_mut().cast(),
+    );
+    super::launch_per_element(rays.gpu(), kernel, n, args)
 }
 
 fn check_inputs(

@@ -23,8 +23,9 @@ pub mod segment;
 pub mod split;
 
 use crate::buffer::DeviceBuffer;
-use crate::context::{Arg, Gpu};
+use crate::context::Gpu;
 use crate::error::GpuError;
+use crate::kernel::{DevicePtrMut, Kernel, Signature};
 
 /// Elements per tile of the single-pass scans (`SCAN_TILE` in tile_scan.cuh).
 pub(crate) const SCAN_TILE: usize = 4096;
@@ -59,29 +60,26 @@ impl LookbackScratch {
         self.words.fill_zero()
     }
 
-    pub(crate) fn status(&self) -> Arg {
-        self.words.arg()
-    }
-
-    pub(crate) fn counter(&self) -> Arg {
-        Arg::U64(self.words.device_ptr() + 8 * self.status_words as u64)
+    /// The tile status words and the tile counter, as the kernels take them.
+    pub(crate) fn pointers(&mut self) -> (DevicePtrMut<'_, u64>, DevicePtrMut<'_, u32>) {
+        let (status, counter) = self.words.ptr_mut().split_at(self.status_words);
+        (status, counter.cast())
     }
 }
 
-/// Number of blocks that cover `len` elements, `per_block` at a time.
 /// Threads per block of the grid-stride kernels (`SEGMENT_THREADS`,
 /// `SEGSPLIT_THREADS`, `POINTS_THREADS` in the `.cu` files).
-pub(crate) const GRID_STRIDE_THREADS: u32 = 256;
+pub const GRID_STRIDE_THREADS: u32 = 256;
 /// Grid-stride launches stop adding blocks here; each thread then loops.
 const GRID_STRIDE_MAX_BLOCKS: u32 = 1 << 16;
 
 /// Queues a grid-stride kernel (one thread per element, looping over
 /// 64-bit indices) over `n` elements; nothing for `n == 0`.
-pub(crate) fn launch_grid_stride(
-    gpu: &crate::context::Gpu,
-    kernel: crate::kernels::Kernel,
+pub fn launch_grid_stride<S: Signature>(
+    gpu: &Gpu,
+    kernel: Kernel<S>,
     n: usize,
-    args: &[crate::context::Arg],
+    args: S::Args<'_>,
 ) -> Result<(), GpuError> {
     if n == 0 {
         return Ok(());
@@ -93,15 +91,15 @@ pub(crate) fn launch_grid_stride(
 /// Threads per block of the one-thread-per-element kernels of the
 /// renderers (`WHITTED_THREADS`, `PHOTON_THREADS`, `SPPM_THREADS`,
 /// `compact_gather_wave`).
-pub(crate) const ELEMENT_THREADS: u32 = 256;
+pub const ELEMENT_THREADS: u32 = 256;
 
 /// Queues a kernel with one thread per element (32-bit indices) over `n`
 /// elements; nothing for `n == 0`.
-pub(crate) fn launch_per_element(
-    gpu: &crate::context::Gpu,
-    kernel: crate::kernels::Kernel,
+pub fn launch_per_element<S: Signature>(
+    gpu: &Gpu,
+    kernel: Kernel<S>,
     n: usize,
-    args: &[crate::context::Arg],
+    args: S::Args<'_>,
 ) -> Result<(), GpuError> {
     if n == 0 {
         return Ok(());
@@ -115,11 +113,13 @@ pub(crate) fn launch_per_element(
     )
 }
 
-pub(crate) fn blocks_for(len: usize, per_block: usize) -> u32 {
+/// Number of blocks that cover `len` elements, `per_block` at a time.
+pub fn blocks_for(len: usize, per_block: usize) -> u32 {
     u32::try_from(len.div_ceil(per_block)).expect("callers bound len so the grid fits")
 }
 
-pub(crate) fn check_len(operation: &'static str, len: usize, max: usize) -> Result<(), GpuError> {
+/// [`GpuError::TooLarge`] when `len` exceeds `max`.
+pub fn check_len(operation: &'static str, len: usize, max: usize) -> Result<(), GpuError> {
     if len > max {
         return Err(GpuError::TooLarge {
             operation,
@@ -130,7 +130,8 @@ pub(crate) fn check_len(operation: &'static str, len: usize, max: usize) -> Resu
     Ok(())
 }
 
-pub(crate) fn check_same_len(
+/// [`GpuError::LengthMismatch`] when `actual` is not `expected`.
+pub fn check_same_len(
     operation: &'static str,
     what: &'static str,
     expected: usize,
@@ -147,102 +148,58 @@ pub(crate) fn check_same_len(
     Ok(())
 }
 
-/// Runs one single-pass look-back scan kernel over `len` elements: the tile
-/// scratch is allocated, zeroed and appended to `args` (status, counter).
-pub(crate) fn launch_lookback(
-    gpu: &Gpu,
-    kernel: crate::kernels::Kernel,
-    len: usize,
-    args: &[Arg],
-) -> Result<(), GpuError> {
-    if len == 0 {
-        return Ok(());
-    }
-    let tiles = len.div_ceil(SCAN_TILE);
-    let scratch = LookbackScratch::new(gpu, "scan tile status", tiles)?;
-    let mut all = args.to_vec();
-    all.extend([scratch.status(), scratch.counter()]);
-    gpu.launch(kernel, blocks_for(len, SCAN_TILE), SCAN_THREADS, &all)
+/// Blocks of a single-pass look-back scan over `len` elements.
+pub(crate) fn lookback_blocks(len: usize) -> u32 {
+    blocks_for(len, SCAN_TILE)
+}
+
+/// Fresh zeroed tile scratch for one look-back launch over `len` elements.
+pub(crate) fn lookback_scratch(gpu: &Gpu, len: usize) -> Result<LookbackScratch, GpuError> {
+    LookbackScratch::new(gpu, "scan tile status", len.div_ceil(SCAN_TILE))
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::kernels::ModuleId;
-
-    /// The value of `#define NAME VALUEu` in a module's source or headers.
-    fn define(sources: &[&str], name: &str) -> usize {
-        let prefix = format!("#define {name} ");
-        sources
-            .iter()
-            .flat_map(|s| s.lines())
-            .find_map(|line| line.strip_prefix(&prefix))
-            .and_then(|v| v.trim().trim_end_matches('u').parse().ok())
-            .unwrap_or_else(|| panic!("no numeric #define {name}"))
-    }
-
-    fn header(name: &str) -> &'static str {
-        crate::kernels::HEADERS
-            .iter()
-            .find(|(file, _)| *file == name)
-            .unwrap()
-            .1
-    }
+    use crate::kernels::{ops_radix_sort, ops_reduce, ops_scan, ops_segment, ops_split};
 
     /// The tile sizes the host launches with are the kernels' own.
     #[test]
     fn host_constants_match_the_kernels() {
-        let scan = [header("tile_scan.cuh")];
+        let scan = &ops_scan::MODULE;
         assert_eq!(
-            define(&scan, "SCAN_THREADS") * define(&scan, "SCAN_ITEMS"),
+            scan.define("SCAN_THREADS") * scan.define("SCAN_ITEMS"),
             super::SCAN_TILE
         );
-        assert_eq!(define(&scan, "SCAN_THREADS"), super::SCAN_THREADS as usize);
-        let sort = [ModuleId::RadixSort.source()];
+        assert_eq!(scan.define("SCAN_THREADS"), super::SCAN_THREADS as usize);
+        let sort = &ops_radix_sort::MODULE;
         use super::radix_sort::RadixKey;
-        let threads = define(&sort, "SORT_THREADS");
+        let threads = sort.define("SORT_THREADS");
         assert_eq!(
-            threads * define(&sort, "SORT_ITEMS_U32"),
+            threads * sort.define("SORT_ITEMS_U32"),
             <u32 as RadixKey>::TILE
         );
         assert_eq!(
-            threads * define(&sort, "SORT_ITEMS_U64"),
+            threads * sort.define("SORT_ITEMS_U64"),
             <u64 as RadixKey>::TILE
         );
+        assert_eq!(threads, super::radix_sort::SORT_THREADS as usize);
+        assert_eq!(sort.define("SORT_RADIX"), super::radix_sort::RADIX);
         assert_eq!(
-            define(&sort, "SORT_THREADS"),
-            super::radix_sort::SORT_THREADS as usize
-        );
-        assert_eq!(define(&sort, "SORT_RADIX"), super::radix_sort::RADIX);
-        assert_eq!(
-            define(&sort, "SORT_MAX_PASSES"),
+            sort.define("SORT_MAX_PASSES"),
             super::radix_sort::MAX_PASSES
         );
-        let reduce = [ModuleId::Reduce.source()];
         assert_eq!(
-            define(&reduce, "REDUCE_THREADS"),
+            ops_reduce::MODULE.define("REDUCE_THREADS"),
             super::reduce::THREADS as usize
         );
         // Every grid-stride kernel family is launched with one block size.
         for (module, name) in [
-            (ModuleId::Segment, "SEGMENT_THREADS"),
-            (ModuleId::Split, "SEGSPLIT_THREADS"),
-            (ModuleId::Points, "POINTS_THREADS"),
+            (&ops_segment::MODULE, "SEGMENT_THREADS"),
+            (&ops_split::MODULE, "SEGSPLIT_THREADS"),
         ] {
             assert_eq!(
-                define(&[module.source()], name),
+                module.define(name),
                 super::GRID_STRIDE_THREADS as usize,
-                "{name}"
-            );
-        }
-        // And every one-thread-per-element family with another.
-        for (module, name) in [
-            (ModuleId::Whitted, "WHITTED_THREADS"),
-            (ModuleId::Photon, "PHOTON_THREADS"),
-            (ModuleId::Sppm, "SPPM_THREADS"),
-        ] {
-            assert_eq!(
-                define(&[module.source()], name),
-                super::ELEMENT_THREADS as usize,
                 "{name}"
             );
         }

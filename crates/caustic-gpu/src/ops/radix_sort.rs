@@ -11,9 +11,26 @@ use bytemuck::Pod;
 
 use super::{LookbackScratch, blocks_for, check_len, check_same_len};
 use crate::buffer::DeviceBuffer;
-use crate::context::Arg;
 use crate::error::GpuError;
-use crate::kernels::{Kernel, radix_sort as k};
+use crate::kernel::{DevicePtr, DevicePtrMut, Kernel, Ptr, PtrMut};
+use crate::kernels::ops_radix_sort as k;
+
+/// `(keys, n, histograms, begin_bit, end_bit, passes)`.
+type Histogram<K> = (Ptr<K>, u64, PtrMut<u32>, u32, u32, u32);
+/// `(keys_in, keys_out, values_in, values_out, n, shift, mask,
+/// digit_offsets, status, tile_counter)`.
+type Onesweep<K> = (
+    Ptr<K>,
+    PtrMut<K>,
+    Ptr<u32>,
+    PtrMut<u32>,
+    u64,
+    u32,
+    u32,
+    Ptr<u32>,
+    PtrMut<u32>,
+    PtrMut<u32>,
+);
 
 /// Threads per block (`SORT_THREADS`).
 pub(crate) const SORT_THREADS: u32 = 256;
@@ -36,28 +53,28 @@ pub trait RadixKey: Pod + sealed::Sealed {
     #[doc(hidden)]
     const TILE: usize;
     #[doc(hidden)]
-    const HISTOGRAM: Kernel;
+    const HISTOGRAM: Kernel<Histogram<Self>>;
     #[doc(hidden)]
-    const ONESWEEP: Kernel;
+    const ONESWEEP: Kernel<Onesweep<Self>>;
     /// The keys-only pass (ranks by shared atomic OR; see radix_sort.cu).
     #[doc(hidden)]
-    const ONESWEEP_KEYS: Kernel;
+    const ONESWEEP_KEYS: Kernel<Onesweep<Self>>;
 }
 
 impl RadixKey for u32 {
     const BITS: u32 = 32;
     const TILE: usize = 4096;
-    const HISTOGRAM: Kernel = k::RADIX_SORT_HISTOGRAM_U32;
-    const ONESWEEP: Kernel = k::RADIX_SORT_ONESWEEP_U32;
-    const ONESWEEP_KEYS: Kernel = k::RADIX_SORT_ONESWEEP_KEYS_U32;
+    const HISTOGRAM: Kernel<Histogram<u32>> = k::RADIX_SORT_HISTOGRAM_U32;
+    const ONESWEEP: Kernel<Onesweep<u32>> = k::RADIX_SORT_ONESWEEP_U32;
+    const ONESWEEP_KEYS: Kernel<Onesweep<u32>> = k::RADIX_SORT_ONESWEEP_KEYS_U32;
 }
 
 impl RadixKey for u64 {
     const BITS: u32 = 64;
     const TILE: usize = 3072;
-    const HISTOGRAM: Kernel = k::RADIX_SORT_HISTOGRAM_U64;
-    const ONESWEEP: Kernel = k::RADIX_SORT_ONESWEEP_U64;
-    const ONESWEEP_KEYS: Kernel = k::RADIX_SORT_ONESWEEP_KEYS_U64;
+    const HISTOGRAM: Kernel<Histogram<u64>> = k::RADIX_SORT_HISTOGRAM_U64;
+    const ONESWEEP: Kernel<Onesweep<u64>> = k::RADIX_SORT_ONESWEEP_U64;
+    const ONESWEEP_KEYS: Kernel<Onesweep<u64>> = k::RADIX_SORT_ONESWEEP_KEYS_U64;
 }
 
 mod sealed {
@@ -91,7 +108,7 @@ pub fn sort_pairs_bits<K: RadixKey>(
 
 fn sort<K: RadixKey>(
     keys: &mut DeviceBuffer<K>,
-    values: Option<&mut DeviceBuffer<u32>>,
+    mut values: Option<&mut DeviceBuffer<u32>>,
     bits: Range<u32>,
 ) -> Result<(), GpuError> {
     let n = keys.len();
@@ -139,31 +156,38 @@ fn sort<K: RadixKey>(
             scratch.reset()?;
         }
         // Even passes read the caller's buffers, odd passes the alternates.
-        let (keys_in, keys_out) = ping_pong(pass, keys.arg(), alternate_keys.arg());
-        let (values_in, values_out) = match (values.as_deref(), alternate_values.as_ref()) {
-            (Some(v), Some(alt)) => ping_pong(pass, v.arg(), alt.arg()),
-            _ => (Arg::U64(0), Arg::U64(0)),
+        let even = pass.is_multiple_of(2);
+        let (keys_in, keys_out) = if even {
+            (keys.ptr(), alternate_keys.ptr_mut())
+        } else {
+            (alternate_keys.ptr(), keys.ptr_mut())
+        };
+        let (values_in, values_out) = match (values.as_deref_mut(), alternate_values.as_mut()) {
+            (Some(v), Some(alt)) if even => (v.ptr(), alt.ptr_mut()),
+            (Some(v), Some(alt)) => (alt.ptr(), v.ptr_mut()),
+            _ => (DevicePtr::null(), DevicePtrMut::null()),
         };
         let shift = bits.start + DIGIT_BITS * pass as u32;
         // The last pass may be narrower than a digit when the range ends early.
         let mask = (1u32 << DIGIT_BITS.min(bits.end - shift)) - 1;
-        let offsets = Arg::U64(digit_offsets.device_ptr() + (pass * RADIX * 4) as u64);
+        let offsets = digit_offsets.ptr_at(pass * RADIX);
+        let (status, counter) = scratch.pointers();
         gpu.launch(
             onesweep,
             blocks_for(n, K::TILE),
             SORT_THREADS,
-            &[
+            (
                 keys_in,
                 keys_out,
                 values_in,
                 values_out,
-                n.into(),
-                shift.into(),
-                mask.into(),
+                n as u64,
+                shift,
+                mask,
                 offsets,
-                scratch.status(),
-                scratch.counter(),
-            ],
+                status.cast(),
+                counter,
+            ),
         )?;
     }
     if passes % 2 == 1 {
@@ -175,14 +199,6 @@ fn sort<K: RadixKey>(
     Ok(())
 }
 
-fn ping_pong(pass: usize, caller: Arg, alternate: Arg) -> (Arg, Arg) {
-    if pass.is_multiple_of(2) {
-        (caller, alternate)
-    } else {
-        (alternate, caller)
-    }
-}
-
 /// For each pass, the exclusive prefix sum of its 256 digit counts: where
 /// each digit's keys start in that pass's output.
 fn digit_offsets<K: RadixKey>(
@@ -192,7 +208,7 @@ fn digit_offsets<K: RadixKey>(
 ) -> Result<DeviceBuffer<u32>, GpuError> {
     let gpu = keys.gpu();
     let n = keys.len();
-    let histograms = DeviceBuffer::<u32>::zeroed(gpu, "radix sort histograms", passes * RADIX)?;
+    let mut histograms = DeviceBuffer::<u32>::zeroed(gpu, "radix sort histograms", passes * RADIX)?;
     // Enough 256-thread blocks to fill every SM (2048 threads each).
     let most_blocks = 8 * gpu.info().multiprocessors.max(1);
     let blocks = blocks_for(n, SORT_THREADS as usize * HISTOGRAM_KEYS_PER_THREAD).min(most_blocks);
@@ -200,20 +216,20 @@ fn digit_offsets<K: RadixKey>(
         K::HISTOGRAM,
         blocks,
         SORT_THREADS,
-        &[
-            keys.arg(),
-            n.into(),
-            histograms.arg(),
-            bits.start.into(),
-            bits.end.into(),
-            (passes as u32).into(),
-        ],
+        (
+            keys.ptr(),
+            n as u64,
+            histograms.ptr_mut(),
+            bits.start,
+            bits.end,
+            passes as u32,
+        ),
     )?;
     gpu.launch(
         k::RADIX_SORT_SCAN_HISTOGRAMS,
         passes as u32,
         RADIX as u32,
-        &[histograms.arg()],
+        (histograms.ptr_mut(),),
     )?;
     Ok(histograms)
 }

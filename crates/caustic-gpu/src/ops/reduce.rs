@@ -10,7 +10,8 @@ use caustic_geom::Aabb;
 use super::{blocks_for, check_same_len};
 use crate::buffer::DeviceBuffer;
 use crate::error::GpuError;
-use crate::kernels::{Kernel, reduce as k};
+use crate::kernel::{Kernel, Ptr, PtrMut};
+use crate::kernels::ops_reduce as k;
 
 /// Threads per block (`REDUCE_THREADS` in reduce.cu).
 pub(crate) const THREADS: u32 = 256;
@@ -75,10 +76,13 @@ pub fn union_aabb_into(
     into_device(input, k::REDUCE_UNION_AABB, k::REDUCE_UNION_AABB, out)
 }
 
+/// A reduction kernel: `(input, n, per-block results)`.
+type Reduction<T, R> = Kernel<(Ptr<T>, u64, PtrMut<R>)>;
+
 fn to_host<T: Pod, R: Pod>(
     input: &DeviceBuffer<T>,
-    first: Kernel,
-    last: Kernel,
+    first: Reduction<T, R>,
+    last: Reduction<R, R>,
 ) -> Result<R, GpuError> {
     let mut out = DeviceBuffer::<R>::uninit(input.gpu(), "reduction result", 1)?;
     into_device(input, first, last, &mut out)?;
@@ -90,8 +94,8 @@ fn to_host<T: Pod, R: Pod>(
 /// counting u32 gives u32, every other reduction keeps its element type.
 fn into_device<T: Pod, R: Pod>(
     input: &DeviceBuffer<T>,
-    first: Kernel,
-    last: Kernel,
+    first: Reduction<T, R>,
+    last: Reduction<R, R>,
     out: &mut DeviceBuffer<R>,
 ) -> Result<(), GpuError> {
     check_same_len(first.name(), "result buffer", 1, out.len())?;
@@ -99,15 +103,15 @@ fn into_device<T: Pod, R: Pod>(
     let n = input.len();
     let blocks = blocks_for(n.max(1), THREADS as usize * MIN_PER_THREAD).min(MAX_BLOCKS as u32);
     if blocks == 1 {
-        return gpu.launch(first, 1, THREADS, &[input.arg(), n.into(), out.arg()]);
+        return gpu.launch(first, 1, THREADS, (input.ptr(), n as u64, out.ptr_mut()));
     }
-    let partials = DeviceBuffer::<R>::uninit(gpu, "reduction partials", blocks as usize)?;
+    let mut partials = DeviceBuffer::<R>::uninit(gpu, "reduction partials", blocks as usize)?;
     gpu.launch(
         first,
         blocks,
         THREADS,
-        &[input.arg(), n.into(), partials.arg()],
+        (input.ptr(), n as u64, partials.ptr_mut()),
     )?;
-    let count = blocks as usize;
-    gpu.launch(last, 1, THREADS, &[partials.arg(), count.into(), out.arg()])
+    let count = blocks as u64;
+    gpu.launch(last, 1, THREADS, (partials.ptr(), count, out.ptr_mut()))
 }

@@ -3,11 +3,13 @@
 //! with a decoupled look-back (Merrill & Garland 2016). Sums wrap modulo
 //! 2^32. Semantics and the thesis's test vectors: [`super::cpu`].
 
-use super::{MAX_SCAN_LEN, check_len, check_same_len, launch_lookback};
+use super::{
+    MAX_SCAN_LEN, SCAN_THREADS, check_len, check_same_len, lookback_blocks, lookback_scratch,
+};
 use crate::buffer::DeviceBuffer;
-use crate::context::Arg;
 use crate::error::GpuError;
-use crate::kernels::{Kernel, scan as k};
+use crate::kernel::DevicePtrMut;
+use crate::kernels::ops_scan as k;
 
 /// Whether element i of the result includes input i.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,13 +46,22 @@ pub fn scan_u32(
     let n = input.len();
     check_len(kernel.name(), n, MAX_SCAN_LEN)?;
     check_same_len(kernel.name(), "output", n, output.len())?;
-    let total = total_arg(kernel, total)?;
-    launch_lookback(
-        input.gpu(),
-        kernel,
-        n,
-        &[input.arg(), output.arg(), total, n.into()],
-    )
+    let total = total_arg(kernel.name(), total)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = input.gpu();
+    let mut scratch = lookback_scratch(gpu, n)?;
+    let (status, counter) = scratch.pointers();
+    let args = (
+        input.ptr(),
+        output.ptr_mut(),
+        total,
+        n as u64,
+        status,
+        counter,
+    );
+    gpu.launch(kernel, lookback_blocks(n), SCAN_THREADS, args)
 }
 
 /// Forward exclusive scan.
@@ -87,24 +98,37 @@ pub fn segmented_u32(
     check_len(kernel.name(), n, MAX_SCAN_LEN)?;
     check_same_len(kernel.name(), "head flags", n, heads.len())?;
     check_same_len(kernel.name(), "output", n, output.len())?;
-    let total = total_arg(kernel, total)?;
-    launch_lookback(
-        values.gpu(),
-        kernel,
-        n,
-        &[values.arg(), heads.arg(), output.arg(), total, n.into()],
-    )
+    let total = total_arg(kernel.name(), total)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = values.gpu();
+    let mut scratch = lookback_scratch(gpu, n)?;
+    let (status, counter) = scratch.pointers();
+    let args = (
+        values.ptr(),
+        heads.ptr(),
+        output.ptr_mut(),
+        total,
+        n as u64,
+        status,
+        counter,
+    );
+    gpu.launch(kernel, lookback_blocks(n), SCAN_THREADS, args)
 }
 
 /// The address of the one-element total buffer, or null.
-fn total_arg(kernel: Kernel, total: Option<&mut DeviceBuffer<u32>>) -> Result<Arg, GpuError> {
+fn total_arg<'a>(
+    operation: &'static str,
+    total: Option<&'a mut DeviceBuffer<u32>>,
+) -> Result<DevicePtrMut<'a, u32>, GpuError> {
     match total {
-        None => Ok(Arg::U64(0)),
+        None => Ok(DevicePtrMut::null()),
         Some(total) => {
-            check_same_len(kernel.name(), "total", 1, total.len())?;
+            check_same_len(operation, "total", 1, total.len())?;
             // An empty input launches nothing, so set its total here.
             total.fill_zero()?;
-            Ok(total.arg())
+            Ok(total.ptr_mut())
         }
     }
 }

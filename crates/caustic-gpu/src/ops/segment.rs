@@ -8,7 +8,11 @@ use super::scan::{self, Direction, ScanKind};
 use super::{MAX_SCAN_LEN, check_len, check_same_len};
 use crate::buffer::DeviceBuffer;
 use crate::error::GpuError;
-use crate::kernels::{Kernel, segment as k};
+use crate::kernel::{Kernel, Ptr, PtrMut, Signature};
+use crate::kernels::ops_segment as k;
+
+/// A segmented-reduction kernel: `(values, owner, n, out)`.
+type SegmentReduction = Kernel<(Ptr<u32>, Ptr<u32>, u64, PtrMut<u32>)>;
 
 /// The operator of a segmented reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +26,7 @@ pub enum SegmentOp {
 }
 
 impl SegmentOp {
-    fn kernel(self) -> Kernel {
+    fn kernel(self) -> SegmentReduction {
         match self {
             SegmentOp::Sum => k::SEGMENT_REDUCE_SUM_U32,
             SegmentOp::Min => k::SEGMENT_REDUCE_MIN_U32,
@@ -60,7 +64,7 @@ pub fn reduce_by_owner(
         values,
         kernel,
         n,
-        &[values.arg(), owner.arg(), n.into(), out.arg()],
+        (values.ptr(), owner.ptr(), n as u64, out.ptr_mut()),
     )?;
     Ok(out)
 }
@@ -71,13 +75,13 @@ pub fn gather_u32(
     indices: &DeviceBuffer<u32>,
 ) -> Result<DeviceBuffer<u32>, GpuError> {
     let n = indices.len();
-    let out = DeviceBuffer::<u32>::uninit(values.gpu(), "gathered values", n)?;
+    let mut out = DeviceBuffer::<u32>::uninit(values.gpu(), "gathered values", n)?;
     let kernel = k::SEGMENT_GATHER_U32;
     launch_elementwise(
         values,
         kernel,
         n,
-        &[values.arg(), indices.arg(), n.into(), out.arg()],
+        (values.ptr(), indices.ptr(), n as u64, out.ptr_mut()),
     )?;
     Ok(out)
 }
@@ -91,14 +95,14 @@ pub fn find_sorted_bounds(
     let gpu = sorted.gpu();
     let n = sorted.len();
     check_len(k::SEGMENT_FIND_SORTED_BOUNDS.name(), n, MAX_SCAN_LEN)?;
-    let start = DeviceBuffer::<u32>::zeroed(gpu, "sorted bounds start", values)?;
-    let end = DeviceBuffer::<u32>::zeroed(gpu, "sorted bounds end", values)?;
+    let mut start = DeviceBuffer::<u32>::zeroed(gpu, "sorted bounds start", values)?;
+    let mut end = DeviceBuffer::<u32>::zeroed(gpu, "sorted bounds end", values)?;
     let kernel = k::SEGMENT_FIND_SORTED_BOUNDS;
     launch_elementwise(
         sorted,
         kernel,
         n,
-        &[sorted.arg(), n.into(), start.arg(), end.arg()],
+        (sorted.ptr(), n as u64, start.ptr_mut(), end.ptr_mut()),
     )?;
     Ok((start, end))
 }
@@ -133,12 +137,12 @@ pub fn create_chunks(
     check_len(k::SEGMENT_CHUNK_COUNTS.name(), nodes, MAX_SCAN_LEN)?;
     let gpu = node_start.gpu();
 
-    let counts = DeviceBuffer::<u32>::uninit(gpu, "chunks per node", nodes)?;
+    let mut counts = DeviceBuffer::<u32>::uninit(gpu, "chunks per node", nodes)?;
     launch_elementwise(
         node_size,
         k::SEGMENT_CHUNK_COUNTS,
         nodes,
-        &[node_size.arg(), nodes.into(), chunk.into(), counts.arg()],
+        (node_size.ptr(), nodes as u64, chunk, counts.ptr_mut()),
     )?;
     let mut first = DeviceBuffer::<u32>::uninit(gpu, "first chunk per node", nodes)?;
     let mut total = DeviceBuffer::<u32>::uninit(gpu, "chunk count", 1)?;
@@ -151,46 +155,41 @@ pub fn create_chunks(
     )?;
     let chunks = total.download()?[0] as usize;
 
-    let heads = DeviceBuffer::<u32>::zeroed(gpu, "chunk heads", chunks)?;
+    let mut heads = DeviceBuffer::<u32>::zeroed(gpu, "chunk heads", chunks)?;
     launch_elementwise(
         node_start,
         k::SEGMENT_CHUNK_HEADS,
         nodes,
-        &[
-            first.arg(),
-            nodes.into(),
-            (chunks as u32).into(),
-            heads.arg(),
-        ],
+        (first.ptr(), nodes as u64, chunks as u32, heads.ptr_mut()),
     )?;
     let mut owner = DeviceBuffer::<u32>::uninit(gpu, "chunk owners", chunks)?;
     scan::inclusive_u32(&heads, &mut owner)?;
-    let start = DeviceBuffer::<u32>::uninit(gpu, "chunk starts", chunks)?;
-    let size = DeviceBuffer::<u32>::uninit(gpu, "chunk sizes", chunks)?;
+    let mut start = DeviceBuffer::<u32>::uninit(gpu, "chunk starts", chunks)?;
+    let mut size = DeviceBuffer::<u32>::uninit(gpu, "chunk sizes", chunks)?;
     launch_elementwise(
         node_start,
         k::SEGMENT_CHUNK_FILL,
         chunks,
-        &[
-            owner.arg(),
-            first.arg(),
-            node_start.arg(),
-            node_size.arg(),
-            chunks.into(),
-            chunk.into(),
-            start.arg(),
-            size.arg(),
-        ],
+        (
+            owner.ptr(),
+            first.ptr(),
+            node_start.ptr(),
+            node_size.ptr(),
+            chunks as u64,
+            chunk,
+            start.ptr_mut(),
+            size.ptr_mut(),
+        ),
     )?;
     Ok(Chunks { owner, start, size })
 }
 
 /// Launches a grid-stride kernel over `n` elements on `on`'s GPU.
-fn launch_elementwise<T: bytemuck::Pod>(
+fn launch_elementwise<T: bytemuck::Pod, S: Signature>(
     on: &DeviceBuffer<T>,
-    kernel: Kernel,
+    kernel: Kernel<S>,
     n: usize,
-    args: &[crate::context::Arg],
+    args: S::Args<'_>,
 ) -> Result<(), GpuError> {
     super::launch_grid_stride(on.gpu(), kernel, n, args)
 }

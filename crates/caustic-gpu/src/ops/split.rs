@@ -3,10 +3,13 @@
 //! number of zero flags. One counting reduction, then one fused scan-scatter
 //! pass. Semantics: [`super::cpu::split_u32`].
 
-use super::{MAX_SCAN_LEN, check_len, check_same_len, launch_lookback, reduce};
+use super::{
+    MAX_SCAN_LEN, SCAN_THREADS, check_len, check_same_len, lookback_blocks, lookback_scratch,
+    reduce,
+};
 use crate::buffer::DeviceBuffer;
 use crate::error::GpuError;
-use crate::kernels::split as k;
+use crate::kernels::ops_split as k;
 
 /// Partitions `values` into `out` (same length) and writes the split point
 /// to `split_point[0]`, without waiting for the GPU.
@@ -28,19 +31,19 @@ pub fn partition_u32_into(
     }
     let mut trues = DeviceBuffer::uninit(gpu, "split true count", 1)?;
     reduce::count_nonzero_u32_into(flags, &mut trues)?;
-    launch_lookback(
-        gpu,
-        kernel,
-        n,
-        &[
-            values.arg(),
-            flags.arg(),
-            out.arg(),
-            split_point.arg(),
-            trues.arg(),
-            n.into(),
-        ],
-    )
+    let mut scratch = lookback_scratch(gpu, n)?;
+    let (status, counter) = scratch.pointers();
+    let args = (
+        values.ptr(),
+        flags.ptr(),
+        out.ptr_mut(),
+        split_point.ptr_mut(),
+        trues.ptr(),
+        n as u64,
+        status,
+        counter,
+    );
+    gpu.launch(kernel, lookback_blocks(n), SCAN_THREADS, args)
 }
 
 /// Partitions the indices 0..n by `flags` into `out` (length n) and writes
@@ -61,18 +64,18 @@ pub fn partition_indices_into(
     }
     let mut trues = DeviceBuffer::uninit(gpu, "split true count", 1)?;
     reduce::count_nonzero_u32_into(flags, &mut trues)?;
-    launch_lookback(
-        gpu,
-        kernel,
-        n,
-        &[
-            flags.arg(),
-            out.arg(),
-            split_point.arg(),
-            trues.arg(),
-            n.into(),
-        ],
-    )
+    let mut scratch = lookback_scratch(gpu, n)?;
+    let (status, counter) = scratch.pointers();
+    let args = (
+        flags.ptr(),
+        out.ptr_mut(),
+        split_point.ptr_mut(),
+        trues.ptr(),
+        n as u64,
+        status,
+        counter,
+    );
+    gpu.launch(kernel, lookback_blocks(n), SCAN_THREADS, args)
 }
 
 /// Partitions `values` into `out` and returns the split point (waits for the GPU).
@@ -102,49 +105,49 @@ pub fn segmented_partition_u32(
     super::check_same_len(kernel.name(), "flags", n, flags.len())?;
     super::check_same_len(kernel.name(), "head flags", n, heads.len())?;
     let gpu = values.gpu();
-    let out = DeviceBuffer::<u32>::uninit(gpu, "segmented split output", n)?;
+    let mut out = DeviceBuffer::<u32>::uninit(gpu, "segmented split output", n)?;
     if n == 0 {
         return Ok(out);
     }
-    let zeros = DeviceBuffer::<u32>::uninit(gpu, "segmented split falses", n)?;
-    let ones = DeviceBuffer::<u32>::uninit(gpu, "segmented split ones", n)?;
+    let mut zeros = DeviceBuffer::<u32>::uninit(gpu, "segmented split falses", n)?;
+    let mut ones = DeviceBuffer::<u32>::uninit(gpu, "segmented split ones", n)?;
     super::launch_grid_stride(
         gpu,
         k::SPLIT_SEGMENTED_FLAGS_U32,
         n,
-        &[flags.arg(), n.into(), zeros.arg(), ones.arg()],
+        (flags.ptr(), n as u64, zeros.ptr_mut(), ones.ptr_mut()),
     )?;
     let mut rank0 = DeviceBuffer::<u32>::uninit(gpu, "segmented split ranks", n)?;
     let mut pos = DeviceBuffer::<u32>::uninit(gpu, "segmented split positions", n)?;
     segmented_u32(&zeros, heads, &mut rank0, ScanKind::Exclusive, None)?;
     segmented_u32(&ones, heads, &mut pos, ScanKind::Exclusive, None)?;
-    let falses = DeviceBuffer::<u32>::uninit(gpu, "segmented split counts", n)?;
+    let mut falses = DeviceBuffer::<u32>::uninit(gpu, "segmented split counts", n)?;
     super::launch_grid_stride(
         gpu,
         k::SPLIT_SEGMENTED_TOTALS_U32,
         n,
-        &[
-            zeros.arg(),
-            rank0.arg(),
-            pos.arg(),
-            heads.arg(),
-            n.into(),
-            falses.arg(),
-        ],
+        (
+            zeros.ptr(),
+            rank0.ptr(),
+            pos.ptr(),
+            heads.ptr(),
+            n as u64,
+            falses.ptr_mut(),
+        ),
     )?;
     super::launch_grid_stride(
         gpu,
         kernel,
         n,
-        &[
-            values.arg(),
-            flags.arg(),
-            rank0.arg(),
-            pos.arg(),
-            falses.arg(),
-            n.into(),
-            out.arg(),
-        ],
+        (
+            values.ptr(),
+            flags.ptr(),
+            rank0.ptr(),
+            pos.ptr(),
+            falses.ptr(),
+            n as u64,
+            out.ptr_mut(),
+        ),
     )?;
     Ok(out)
 }

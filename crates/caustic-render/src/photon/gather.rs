@@ -23,14 +23,14 @@
 //! The rays are stratified on a jittered grid over the unit square (the
 //! largest square not above `N`, the rest uniformly random), and every
 //! random number is keyed by the gather point's key and the ray's index
-//! (`whitted::draw`), so a gather does not depend on the thread that runs it.
+//! (`draw`), so a gather does not depend on the thread that runs it.
 
 use super::estimate::{self, EstimateSettings};
 use super::map::PhotonMap;
 use super::precomputed::IrradianceMap;
 use crate::bsdf::{fresnel_dielectric, reflect, refract};
 use crate::direct::{brdf, face_towards};
-use crate::whitted::draw;
+use crate::draw;
 use crate::{RenderScene, SurfaceHit};
 use caustic_accel::points::Neighbour;
 use caustic_geom::{Ray, Rgb, Vec2, Vec3, sampling};

@@ -34,8 +34,8 @@
 //! Ward's radius; without it corners and contact shadows blur).
 
 use super::gather::Gathered;
+use crate::draw;
 use crate::tiles::morton2;
-use crate::whitted::draw;
 use caustic_accel::points::{Neighbour, PointStructure, build_point_structure};
 use caustic_geom::{Rgb, Vec3};
 

@@ -38,12 +38,18 @@ pub mod emit;
 pub mod estimate;
 pub mod gather;
 pub mod irradiance_samples;
+#[cfg(feature = "cuda")]
+pub mod irradiance_samples_cuda;
+#[cfg(feature = "cuda")]
+pub mod kernels_cuda;
 pub mod map;
 pub mod precomputed;
 pub mod record;
 pub mod render;
+#[cfg(feature = "cuda")]
 pub mod render_cuda;
 pub mod trace;
+#[cfg(feature = "cuda")]
 pub mod trace_cuda;
 
 pub use emit::PhotonSources;

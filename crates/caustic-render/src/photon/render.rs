@@ -27,7 +27,7 @@
 //! irradiance samples (centre
 //! rays collect the diffuse shading points, seeding, a gather per sample);
 //! then the image, 8×8 tiles in Morton order with rayon. Every random
-//! decision is keyed (`whitted::draw`), photons by their index: the image
+//! decision is keyed (`draw`), photons by their index: the image
 //! does not depend on the thread count.
 
 use super::estimate::{self, EstimateSettings};
@@ -38,8 +38,9 @@ use super::precomputed::IrradianceMap;
 use super::record::Photon;
 use super::trace::{GlobalRule, PhotonSettings, trace_caustic_photons, trace_photons};
 use crate::direct::{brdf, direct_light, face_towards};
+use crate::draw;
 use crate::tiles::{Tile, morton_tiles};
-use crate::whitted::{SPLIT_THRESHOLD, TILE_SIZE, draw};
+use crate::whitted::{SPLIT_THRESHOLD, TILE_SIZE};
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
 use caustic_accel::points::{Neighbour, POINT_STRUCTURE_NAMES, UnknownPointStructure};
 use caustic_geom::{Ray, Rgb, Vec2, Vec3};
@@ -344,7 +345,7 @@ struct DiffuseVertex {
     surface: SurfaceHit,
     /// Unit direction towards the viewer.
     wo: Vec3,
-    /// Path key of the vertex (`whitted::draw`).
+    /// Path key of the vertex (`draw`).
     key: u64,
 }
 

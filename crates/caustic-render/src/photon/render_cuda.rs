@@ -45,16 +45,16 @@
 
 use std::time::Instant;
 
-use caustic_gpu::irradiance::SeedSettings;
-use caustic_gpu::ops::compact::{gather_wave, select_indices};
-use caustic_gpu::ops::segment::gather_u32;
-use caustic_gpu::photon::{
+use crate::photon::irradiance_samples_cuda::SeedSettings;
+use crate::photon::kernels_cuda::{
     self as kernels, GatherChunk, GatherTargets, GpuEyeVertex, GpuIrradianceSamples, GpuPhoton,
     POINT_GATHER, PhotonMapView, SAMPLE_GATHER,
 };
-use caustic_gpu::point_kdtree::GpuPointKdTree;
-use caustic_gpu::points::GpuHashGrid;
-use caustic_gpu::whitted::WhittedParams;
+use crate::scene_cuda::FrameParams;
+use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
+use caustic_accel::points::kdtree::build_cuda::GpuPointKdTree;
+use caustic_gpu::ops::compact::{gather_wave, select_indices};
+use caustic_gpu::ops::segment::gather_u32;
 use caustic_gpu::{DeviceBuffer, GpuError};
 use caustic_scene::Camera;
 
@@ -62,7 +62,7 @@ use super::emit::PhotonSources;
 use super::irradiance_samples::SampleSettings;
 use super::render::{PassPlan, PhotonRenderError, PhotonRenderSettings, PhotonRenderStats};
 use super::trace_cuda::{self, GpuPhotonMaps};
-use crate::whitted_cuda::{GpuScene, ShadedWave, WaveSteps};
+use crate::whitted::render_cuda::{GpuScene, ShadedWave, WaveSteps};
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
 
 /// A GPU photon-render error: a setting the GPU path does not support, or
@@ -333,7 +333,7 @@ impl FinalGather<'_> {
     /// gathers or from irradiance samples.
     fn light(
         &self,
-        params: &DeviceBuffer<WhittedParams>,
+        params: &DeviceBuffer<FrameParams>,
         vertices: &DeviceBuffer<GpuEyeVertex>,
         order: &DeviceBuffer<u32>,
     ) -> Result<GatherCounts, GpuError> {
@@ -348,7 +348,7 @@ impl FinalGather<'_> {
         };
         let mut clock = StageClock::new(params.gpu())?;
         let seeds = kernels::seed_points(params, vertices)?;
-        let chosen = caustic_gpu::irradiance::seed(&seeds.points(), &plan.seeding)?;
+        let chosen = crate::photon::irradiance_samples_cuda::seed(&seeds.points(), &plan.seeding)?;
         drop(seeds);
         let seeding = clock.lap()?;
         let gpu = params.gpu();
@@ -380,13 +380,13 @@ impl FinalGather<'_> {
     /// returns the rays traced.
     fn run(
         &self,
-        params: &DeviceBuffer<WhittedParams>,
+        params: &DeviceBuffer<FrameParams>,
         vertices: &DeviceBuffer<GpuEyeVertex>,
         order: &DeviceBuffer<u32>,
         mut sink: GatherSink<'_>,
     ) -> Result<u64, GpuError> {
         let gpu = params.gpu();
-        let mut tracer = caustic_gpu::Tracer::new(gpu)?;
+        let mut tracer = caustic_accel::bvh::traverse_cuda::Tracer::new(gpu)?;
         let per_chunk = (GATHER_CHUNK_RAYS / self.rays_per as usize).max(1);
         let salt = match sink {
             GatherSink::Film => POINT_GATHER,
@@ -471,7 +471,7 @@ fn sample_cache(
 /// into the framebuffer where samples cover it); returns the vertices no
 /// sample covers, in `order`'s order.
 fn interpolate(
-    params: &DeviceBuffer<WhittedParams>,
+    params: &DeviceBuffer<FrameParams>,
     vertices: &DeviceBuffer<GpuEyeVertex>,
     order: &DeviceBuffer<u32>,
     samples: &GpuIrradianceSamples,
@@ -522,7 +522,7 @@ impl WaveSteps for EstimateSteps<'_> {
         Ok(())
     }
 
-    fn finish(&mut self, params: &DeviceBuffer<WhittedParams>) -> Result<(), GpuError> {
+    fn finish(&mut self, params: &DeviceBuffer<FrameParams>) -> Result<(), GpuError> {
         let gpu = params.gpu();
         let mut clock = StageClock::new(gpu)?;
         let total = self.runs.iter().map(DeviceBuffer::len).sum();
@@ -595,7 +595,7 @@ fn check(settings: &PhotonRenderSettings) -> Result<(), PhotonRenderError> {
             "the GPU photon renderer indexes its maps with the hash grid: use --points hashgrid",
         );
     }
-    let max_k = caustic_gpu::points::MAX_K;
+    let max_k = caustic_accel::points::hash_grid_cuda::MAX_K;
     if settings.k > max_k || settings.caustic_k > max_k {
         return fail(&format!(
             "the GPU estimate takes at most k = {max_k} photons"

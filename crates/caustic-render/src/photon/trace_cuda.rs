@@ -20,17 +20,18 @@
 
 use std::time::Instant;
 
-use caustic_gpu::ops::compact::{gather_wave, select_indices};
-use caustic_gpu::photon::{
+use crate::photon::kernels_cuda::{
     self as kernels, BounceTargets, GpuPhoton, GpuPhotonPath, GpuPhotonSource, PhotonParams,
     global_rule, source_kind,
 };
-use caustic_gpu::{DeviceBuffer, GpuError, GpuHit, GpuRay, Tracer};
+use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
+use caustic_gpu::ops::compact::{gather_wave, select_indices};
+use caustic_gpu::{DeviceBuffer, GpuError};
 
 use super::emit::{PhotonSources, Source};
 use super::record::Photon;
 use super::trace::{GlobalRule, PhotonMaps, PhotonSettings, PhotonStats, RouletteRule};
-use crate::whitted_cuda::GpuScene;
+use crate::whitted::render_cuda::GpuScene;
 
 /// Most photons emitted in one wave: bounds the wave's device memory
 /// (about 170 bytes per photon).
@@ -193,7 +194,7 @@ fn source_records(sources: &PhotonSources) -> Vec<GpuPhotonSource> {
 /// One photon pass in progress.
 struct Pass<'a> {
     scene: &'a GpuScene,
-    scene_params: &'a DeviceBuffer<caustic_gpu::whitted::WhittedParams>,
+    scene_params: &'a DeviceBuffer<crate::scene_cuda::FrameParams>,
     tracer: Tracer,
     /// Compacted runs of stored photons, one per bounce and wave.
     global: Vec<DeviceBuffer<GpuPhoton>>,

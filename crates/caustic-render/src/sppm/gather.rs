@@ -56,7 +56,7 @@ pub fn photon_settings(photons: u64, max_depth: u32, seed: u64, pass: u32) -> Ph
         photons,
         max_bounces: max_depth.max(1),
         global_rule: GlobalRule::AfterFirstBounce,
-        seed: crate::whitted::draw::mix(seed, pass as u64),
+        seed: crate::draw::mix(seed, pass as u64),
         ..PhotonSettings::default()
     }
 }

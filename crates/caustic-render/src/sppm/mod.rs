@@ -29,7 +29,7 @@
 //! pass's photons instead of deposited from each photon.
 //!
 //! **Determinism.** Every random number is counter-based: the eye pass draws
-//! from `whitted::draw` keys (seed, pixel, pass, branch path), photon `i` of
+//! from `draw` keys (seed, pixel, pass, branch path), photon `i` of
 //! pass `p` from `photon_rng(mix(seed, p), i)`. Photons are gathered in
 //! fixed chunks of consecutive indices; each chunk lists its deposits in
 //! photon order and the chunks are merged in chunk order, so every pixel's
@@ -38,12 +38,16 @@
 
 pub mod gather;
 pub mod grid;
+#[cfg(feature = "cuda")]
+pub mod kernels_cuda;
 pub mod pixels;
 mod renderer;
+#[cfg(feature = "cuda")]
 pub mod renderer_cuda;
 pub mod visible;
 
 pub use renderer::{PassView, render, render_passes};
+#[cfg(feature = "cuda")]
 pub use renderer_cuda::{GpuPassView, SppmCudaError, render_cuda};
 
 use std::fmt;

@@ -14,19 +14,23 @@
 
 use std::time::Instant;
 
+use crate::photon::kernels_cuda::{self as photon_kernels, GridView};
+use crate::scene_cuda::FrameParams;
+use crate::sppm::kernels_cuda::{
+    self as kernels, EyeStep, EyeTargets, GpuSppmPixel, GpuVisiblePoint,
+};
+use crate::whitted::render_cuda::primary_slots;
+use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
+use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_geom::Rgb;
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
-use caustic_gpu::photon::{self as photon_kernels, GridView};
-use caustic_gpu::points::GpuHashGrid;
-use caustic_gpu::sppm::{self as kernels, EyeStep, EyeTargets, GpuSppmPixel, GpuVisiblePoint};
-use caustic_gpu::whitted::{WhittedParams, primary_slots};
-use caustic_gpu::{DeviceBuffer, Gpu, GpuError, GpuHit, GpuRay, Tracer};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
 use caustic_scene::Camera;
 
 use super::gather::photon_settings;
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
 use crate::photon::{PhotonSources, trace_cuda};
-use crate::whitted_cuda::GpuScene;
+use crate::whitted::render_cuda::GpuScene;
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
 
 /// A GPU SPPM error: a setting it cannot render, or a device failure.
@@ -124,7 +128,7 @@ fn image(
 struct State<'a> {
     device: &'a GpuScene,
     settings: &'a SppmSettings,
-    params: DeviceBuffer<WhittedParams>,
+    params: DeviceBuffer<FrameParams>,
     tracer: Tracer,
     pixels: DeviceBuffer<GpuSppmPixel>,
     points: DeviceBuffer<GpuVisiblePoint>,

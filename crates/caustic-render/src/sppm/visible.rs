@@ -11,13 +11,13 @@
 //! returned as the pass's *ray-traced radiance*; everything photons carry
 //! is added later at the visible point.
 //!
-//! Random numbers come from `whitted::draw` keys: the sample key of
+//! Random numbers come from `draw` keys: the sample key of
 //! `(seed, pixel, pass)`, a child key per bounce, so a pixel's eye path
 //! does not depend on the thread count.
 
 use crate::bsdf::{fresnel_dielectric, reflect, refract};
 use crate::direct::{direct_light, face_towards};
-use crate::whitted::draw;
+use crate::draw;
 use crate::{PinholeCamera, RenderScene, SurfaceHit};
 use caustic_geom::{Ray, Rgb, Vec3};
 use caustic_scene::{Bsdf, Camera};

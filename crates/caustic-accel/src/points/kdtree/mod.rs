@@ -43,6 +43,8 @@
 //! magnitude) and costs speed, never exactness.
 
 mod build;
+#[cfg(feature = "cuda")]
+pub mod build_cuda;
 mod query;
 mod small;
 

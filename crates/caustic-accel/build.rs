@@ -1,0 +1,16 @@
+//! Generates `$OUT_DIR/cuda_kernels.rs` from the CUDA sources next to the
+//! structures they serve (`src/**/*.cu`, `src/**/*.cuh`): typed kernel
+//! handles, included by `src/kernels.rs` when the `cuda` feature is on.
+
+fn main() {
+    caustic_gpu_build::Kernels::new()
+        .generated_header("accel_layout.cuh", "crate::layout_cuda::header")
+        .ty("BvhNode", "crate::BvhNode")
+        .ty("Triangle", "crate::bvh::triangle_bvh_cuda::GpuTriangle")
+        .ty("Ray", "crate::bvh::traverse_cuda::GpuRay")
+        .ty("Hit", "crate::bvh::traverse_cuda::GpuHit")
+        .ty("PrimaryFrame", "crate::protocol_cuda::PrimaryFrame")
+        .ty("KdNode", "crate::points::kdtree::build_cuda::GpuKdNode")
+        .ty("SmallRoot", "crate::points::kdtree::build_cuda::SmallRoot")
+        .generate();
+}

@@ -1,0 +1,147 @@
+// bvh.cuh: the structs that the BVH kernels share with Rust, checked field by
+// field against the Rust definitions, and the ray/box test of the traversal.
+//
+// accel_layout.cuh is generated at run time from the Rust structs
+// (caustic-accel's layout_cuda.rs); every struct below static_asserts its
+// size, alignment and field offsets against it (layout_check.cuh), so the two
+// sides cannot drift apart unnoticed.
+#pragma once
+#include "common.cuh"
+#include "layout_check.cuh"
+#include "accel_layout.cuh"
+
+// caustic_accel::BvhNode. count == 0: inner node, children at first and
+// first + 1; count > 0: leaf over the slots first .. first + count. Node i is
+// the two float4 words 2i (min, first) and 2i + 1 (max, count).
+struct BvhNode {
+    float min[3];
+    u32 first;
+    float max[3];
+    u32 count;
+};
+CAUSTIC_CHECK_SIZE(BvhNode);
+CAUSTIC_CHECK_FIELD(BvhNode, min);
+CAUSTIC_CHECK_FIELD(BvhNode, first);
+CAUSTIC_CHECK_FIELD(BvhNode, max);
+CAUSTIC_CHECK_FIELD(BvhNode, count);
+
+// caustic_accel::bvh::triangle_bvh_cuda::GpuTriangle: a leaf slot's triangle as three float4
+// words, the fourth lane of the first holding the triangle's scene id.
+struct Triangle {
+    float v0[3];
+    u32 prim;
+    float v1[3];
+    u32 pad1;
+    float v2[3];
+    u32 pad2;
+};
+CAUSTIC_CHECK_SIZE(Triangle);
+CAUSTIC_CHECK_FIELD(Triangle, v0);
+CAUSTIC_CHECK_FIELD(Triangle, prim);
+CAUSTIC_CHECK_FIELD(Triangle, v1);
+CAUSTIC_CHECK_FIELD(Triangle, pad1);
+CAUSTIC_CHECK_FIELD(Triangle, v2);
+CAUSTIC_CHECK_FIELD(Triangle, pad2);
+
+// caustic_accel::bvh::traverse_cuda::GpuRay: two float4 words (origin, tmin), (dir, tmax).
+struct Ray {
+    float origin[3];
+    float tmin;
+    float dir[3];
+    float tmax;
+};
+CAUSTIC_CHECK_SIZE(Ray);
+CAUSTIC_CHECK_FIELD(Ray, origin);
+CAUSTIC_CHECK_FIELD(Ray, tmin);
+CAUSTIC_CHECK_FIELD(Ray, dir);
+CAUSTIC_CHECK_FIELD(Ray, tmax);
+
+// caustic_accel::bvh::traverse_cuda::GpuHit: one float4 word; a miss is (+inf, NO_HIT, 0, 0).
+struct Hit {
+    float t;
+    u32 prim;
+    float u;
+    float v;
+};
+CAUSTIC_CHECK_SIZE(Hit);
+CAUSTIC_CHECK_FIELD(Hit, t);
+CAUSTIC_CHECK_FIELD(Hit, prim);
+CAUSTIC_CHECK_FIELD(Hit, u);
+CAUSTIC_CHECK_FIELD(Hit, v);
+
+#define NO_HIT 0xffffffffu
+
+__device__ __forceinline__ float3 xyz(float4 v) { return make_float3(v.x, v.y, v.z); }
+
+// ------------------------------------------------------------ ray/box test
+
+// caustic_accel::bvh::traverse::SLACK (2^-19), checked by a host test.
+#define BVH_SLACK (1.0f / 524288.0f)
+
+// Per-ray constants of the slab test of caustic_accel's traverse.rs, whose
+// module docs give the rule: a box is kept when the ray crosses all three
+// slabs and the slab of the depth axis overlaps [t_min, cutoff], both
+// widened by SLACK times the depth slab's larger distance. It reproduces the
+// CPU test operation for operation (the same roundings, the same NaN rules),
+// so the GPU culls exactly the boxes the CPU culls and never one that holds
+// the hit the CPU reports.
+struct RayBoxTest {
+    float3 origin;
+    float3 inv_dir;
+    // Whether the ray enters each slab through the max plane (a negative
+    // reciprocal, -0 directions included).
+    bool neg_x, neg_y, neg_z;
+    // The depth axis, chosen as the triangle test chooses it.
+    u32 depth;
+};
+
+__device__ __forceinline__ RayBoxTest ray_box_test_new(float3 origin, float3 dir) {
+    RayBoxTest r;
+    r.origin = origin;
+    r.inv_dir = make_float3(__frcp_rn(dir.x), __frcp_rn(dir.y), __frcp_rn(dir.z));
+    r.neg_x = __float_as_uint(r.inv_dir.x) >> 31;
+    r.neg_y = __float_as_uint(r.inv_dir.y) >> 31;
+    r.neg_z = __float_as_uint(r.inv_dir.z) >> 31;
+    r.depth = dominant_axis(dir);
+    return r;
+}
+
+// max(candidate, acc), keeping acc when candidate is NaN (the CPU's max_skip_nan).
+__device__ __forceinline__ float max_skip_nan(float candidate, float acc) {
+    return candidate > acc ? candidate : acc;
+}
+__device__ __forceinline__ float min_skip_nan(float candidate, float acc) {
+    return candidate < acc ? candidate : acc;
+}
+
+// Tests the box (lo.xyz, hi.xyz) over [t_min, cutoff]. On a hit, `bound` is
+// the smallest t a hit inside may have (the cull key) and `order` where the
+// ray enters the box (the key that picks the nearer child).
+__device__ __forceinline__ bool box_entry(const RayBoxTest& r, float4 lo, float4 hi, float t_min,
+                                          float cutoff, float& bound, float& order) {
+    // (plane - origin) * inv: a difference times a factor, which no
+    // contraction can fuse, rounded as the CPU rounds it.
+    const float lx = (lo.x - r.origin.x) * r.inv_dir.x, hx = (hi.x - r.origin.x) * r.inv_dir.x;
+    const float ly = (lo.y - r.origin.y) * r.inv_dir.y, hy = (hi.y - r.origin.y) * r.inv_dir.y;
+    const float lz = (lo.z - r.origin.z) * r.inv_dir.z, hz = (hi.z - r.origin.z) * r.inv_dir.z;
+    const float nx = r.neg_x ? hx : lx, fx = r.neg_x ? lx : hx;
+    const float ny = r.neg_y ? hy : ly, fy = r.neg_y ? ly : hy;
+    const float nz = r.neg_z ? hz : lz, fz = r.neg_z ? lz : hz;
+    // NaN slabs (a ray in a slab's boundary plane: 0 * inf) impose no limit:
+    // the CPU takes the largest non-NaN entry (-inf if there is none) and the
+    // smallest non-NaN exit, and fmaxf / fminf skip NaN the same way, in one
+    // instruction each. The order of the folds changes at most the sign of a
+    // zero, which no comparison below can see.
+    const float near = fmaxf(fmaxf(nx, ny), fmaxf(nz, -CAUSTIC_INF));
+    const float far = fminf(fminf(fx, fy), fminf(fz, CAUSTIC_INF));
+    const float near_d = r.depth == 0 ? nx : (r.depth == 1 ? ny : nz);
+    const float far_d = r.depth == 0 ? fx : (r.depth == 1 ? fy : fz);
+    const float margin = __fmul_rn(max_skip_nan(fabsf(near_d), fabsf(far_d)), BVH_SLACK);
+    const bool crosses = __fsub_rn(near, margin) <= __fadd_rn(far, margin);
+    // A NaN depth bound (inf - inf: the empty box) stays and fails lo <= hi.
+    const float lo_t = max_skip_nan(t_min, __fsub_rn(near_d, margin));
+    const float hi_t = min_skip_nan(cutoff, __fadd_rn(far_d, margin));
+    bound = lo_t;
+    order = near;
+    return crosses && lo_t <= hi_t;
+}

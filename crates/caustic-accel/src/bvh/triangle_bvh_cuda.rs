@@ -1,0 +1,189 @@
+//! A [`Bvh2`] over triangles on the device, in the node layout the CPU uses:
+//! the nodes are uploaded byte for byte ([`BvhNode`] is shared, and
+//! `kernels/bvh.cuh` checks its CUDA twin against it field by field), so a
+//! tree built by any builder, CPU or GPU, is traced by the same kernels.
+//!
+//! The triangles go in leaf-slot order (as [`TriangleBvh`] keeps them), one
+//! [`GpuTriangle`] of three 16-byte words per slot, so a leaf is one
+//! contiguous run of aligned loads; the fourth lane of the first word holds
+//! the triangle's scene id, which spares the kernel a load from the slot map
+//! on every candidate hit.
+
+use crate::bvh::MAX_DEPTH;
+use crate::{Bvh2, BvhNode, TriangleBvh};
+use bytemuck::{Pod, Zeroable};
+use caustic_geom::Triangle;
+
+use caustic_gpu::DeviceBuffer;
+use caustic_gpu::Gpu;
+use caustic_gpu::GpuError;
+
+/// One leaf slot's triangle on the device: three vertices padded to 16 bytes
+/// each, with the scene id in the first padding word.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct GpuTriangle {
+    pub v0: [f32; 3],
+    /// The triangle's scene id (`Bvh2::prim_indices` of its slot).
+    pub prim: u32,
+    pub v1: [f32; 3],
+    pub pad1: u32,
+    pub v2: [f32; 3],
+    pub pad2: u32,
+}
+
+const _: () = assert!(size_of::<GpuTriangle>() == 48);
+
+impl GpuTriangle {
+    pub fn new(tri: &Triangle, prim: u32) -> Self {
+        Self {
+            v0: tri.v0.to_array(),
+            prim,
+            v1: tri.v1.to_array(),
+            pad1: 0,
+            v2: tri.v2.to_array(),
+            pad2: 0,
+        }
+    }
+
+    pub fn triangle(&self) -> Triangle {
+        Triangle::new(self.v0.into(), self.v1.into(), self.v2.into())
+    }
+}
+
+/// A triangle BVH resident on the device.
+pub struct DeviceBvh {
+    nodes: DeviceBuffer<BvhNode>,
+    /// Slot k holds the triangle `prim_indices[k]`.
+    triangles: DeviceBuffer<GpuTriangle>,
+    /// Slot to scene id (`Bvh2::prim_indices`).
+    prim_indices: DeviceBuffer<u32>,
+    /// Scene id to slot: where a hit's triangle lies (the secondary rays
+    /// need its vertices).
+    slots: DeviceBuffer<u32>,
+}
+
+impl DeviceBvh {
+    /// Uploads a CPU-built triangle BVH.
+    pub fn upload(gpu: &Gpu, accel: &TriangleBvh) -> Result<Self, GpuError> {
+        Self::from_parts(gpu, accel.bvh(), accel.leaf_triangles())
+    }
+
+    /// Uploads `bvh` with `leaf_triangles[k]`, the triangle of slot `k`.
+    /// Refuses a tree deeper than [`MAX_DEPTH`], which would overflow the
+    /// traversal stack.
+    pub fn from_parts(
+        gpu: &Gpu,
+        bvh: &Bvh2,
+        leaf_triangles: &[Triangle],
+    ) -> Result<Self, GpuError> {
+        if leaf_triangles.len() != bvh.prim_indices.len() {
+            return Err(GpuError::LengthMismatch {
+                operation: "DeviceBvh::from_parts",
+                what: "leaf triangles",
+                expected: bvh.prim_indices.len(),
+                actual: leaf_triangles.len(),
+            });
+        }
+        let depth = bvh.shape().max_depth;
+        if depth > MAX_DEPTH {
+            return Err(GpuError::Invalid {
+                what: "BVH",
+                message: format!("depth {depth} exceeds the traversal stack ({MAX_DEPTH})"),
+            });
+        }
+        let triangles: Vec<GpuTriangle> = leaf_triangles
+            .iter()
+            .zip(&bvh.prim_indices)
+            .map(|(tri, &prim)| GpuTriangle::new(tri, prim))
+            .collect();
+        Ok(Self {
+            nodes: DeviceBuffer::from_slice(gpu, "BVH nodes", &bvh.nodes)?,
+            triangles: DeviceBuffer::from_slice(gpu, "BVH leaf triangles", &triangles)?,
+            prim_indices: DeviceBuffer::from_slice(gpu, "BVH prim indices", &bvh.prim_indices)?,
+            slots: DeviceBuffer::from_slice(gpu, "BVH slots", &inverse(&bvh.prim_indices)?)?,
+        })
+    }
+
+    pub fn gpu(&self) -> &Gpu {
+        self.nodes.gpu()
+    }
+
+    pub fn nodes(&self) -> &DeviceBuffer<BvhNode> {
+        &self.nodes
+    }
+
+    /// Triangles in leaf-slot order.
+    pub fn triangles(&self) -> &DeviceBuffer<GpuTriangle> {
+        &self.triangles
+    }
+
+    /// Slot to scene id.
+    pub fn prim_indices(&self) -> &DeviceBuffer<u32> {
+        &self.prim_indices
+    }
+
+    /// Scene id to slot.
+    pub fn slots(&self) -> &DeviceBuffer<u32> {
+        &self.slots
+    }
+
+    /// Number of triangles.
+    pub fn prims(&self) -> usize {
+        self.prim_indices.len()
+    }
+
+    /// Copies the hierarchy back (for validation, or to trace on the CPU).
+    pub fn download(&self) -> Result<(Bvh2, Vec<Triangle>), GpuError> {
+        let bvh = Bvh2 {
+            nodes: self.nodes.download()?,
+            prim_indices: self.prim_indices.download()?,
+        };
+        let triangles = self.triangles.download()?;
+        Ok((bvh, triangles.iter().map(GpuTriangle::triangle).collect()))
+    }
+}
+
+/// The inverse of the permutation `prim_indices` (slot to id).
+fn inverse(prim_indices: &[u32]) -> Result<Vec<u32>, GpuError> {
+    let mut slots = vec![u32::MAX; prim_indices.len()];
+    for (slot, &prim) in prim_indices.iter().enumerate() {
+        match slots.get_mut(prim as usize) {
+            Some(entry) if *entry == u32::MAX => *entry = slot as u32,
+            _ => {
+                return Err(GpuError::Invalid {
+                    what: "BVH",
+                    message: format!("prim_indices is not a permutation (slot {slot}: {prim})"),
+                });
+            }
+        }
+    }
+    Ok(slots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inverse_of_a_permutation() {
+        assert_eq!(inverse(&[2, 0, 1]).unwrap(), [1, 2, 0]);
+        assert!(inverse(&[0, 0]).is_err());
+        assert!(inverse(&[3]).is_err());
+        assert!(inverse(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn triangle_round_trips_with_its_id() {
+        let tri = Triangle::new(
+            [1.0, 2.0, 3.0].into(),
+            [4.0, 5.0, 6.0].into(),
+            [7.0, 8.0, 9.0].into(),
+        );
+        let gpu = GpuTriangle::new(&tri, 42);
+        assert_eq!(gpu.triangle(), tri);
+        let words: [u32; 12] = bytemuck::cast(gpu);
+        assert_eq!(words[3], 42);
+        assert_eq!(f32::from_bits(words[4]), 4.0);
+    }
+}

@@ -1,0 +1,40 @@
+//! `accel_layout.cuh`: the byte layout of the structs this crate shares
+//! with its kernels, from the Rust definitions; `bvh.cuh` and
+//! `protocol.cu` check their CUDA twins against it (see `caustic_gpu::layout`).
+
+use crate::BvhNode;
+use crate::bvh::traverse_cuda::{GpuHit, GpuRay};
+use crate::bvh::triangle_bvh_cuda::GpuTriangle;
+use crate::protocol_cuda::PrimaryFrame;
+
+/// The text of `accel_layout.cuh`.
+pub fn header() -> &'static str {
+    caustic_gpu::layout_header!(
+        "accel_layout.cuh",
+        [
+            BvhNode as "BvhNode" { min, first, max, count },
+            GpuTriangle as "Triangle" { v0, prim, v1, pad1, v2, pad2 },
+            GpuRay as "Ray" { origin, tmin, dir, tmax },
+            GpuHit as "Hit" { t, prim, u, v },
+            PrimaryFrame as "PrimaryFrame" { forward, right, up, half_height, aspect, eye, pad },
+        ]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn header_describes_the_node_as_documented() {
+        let h = super::header();
+        for line in [
+            "#define RUST_SIZEOF_BvhNode 32",
+            "#define RUST_OFFSETOF_BvhNode_first 12",
+            "#define RUST_OFFSETOF_BvhNode_count 28",
+            "#define RUST_SIZEOF_Ray 32",
+            "#define RUST_SIZEOF_Hit 16",
+            "#define RUST_SIZEOF_Triangle 48",
+        ] {
+            assert!(h.lines().any(|l| l == line), "missing `{line}` in\n{h}");
+        }
+    }
+}

@@ -1,0 +1,537 @@
+//! The GPU traversal and the GPU ray generators against their CPU twins.
+//!
+//! - Traversal: every closest hit (`t`, triangle, `u`, `v`, compared as
+//!   bits) and every any-hit answer of the GPU on a [`DeviceBvh`] must equal
+//!   `TriangleBvh`'s on the same tree, on random triangle soups (degenerate,
+//!   huge, flat, duplicated and non-finite triangles, shared edges) with
+//!   random and adversarial rays, and on every standard scene with the ray
+//!   protocol's primary, AO and diffuse rays at 1920x1080. A difference
+//!   that is an exact tie (same `t`, other triangle) is reported apart; the
+//!   tie rule makes even those equal, and the tests require it.
+//! - Rays: the GPU's primary rays must equal `caustic_geom::protocol`'s
+//!   bit for bit; its secondary rays may differ only where CUDA's `cos` and
+//!   `sin` round differently from glibc's: at most one ulp, in very few rays.
+//!
+//! These need a CUDA GPU: run with `--include-ignored --test-threads=1` on
+//! the GPU machine (`scripts/gpu-run.sh`, which unpacks the carried scenes,
+//! points `CAUSTIC_SCENES` at them and sets `CAUSTIC_REQUIRE_SCENES`). Each random test prints its seed;
+//! set `CAUSTIC_TEST_SEED` to replay it.
+
+#[path = "common/gpu_scenes.rs"]
+mod scenes;
+
+#[path = "common/device.rs"]
+mod device;
+
+use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
+use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
+use caustic_accel::protocol_cuda as rays;
+use caustic_accel::{Accel, TriangleBvh};
+use caustic_geom::protocol;
+use caustic_geom::{Hit, Pcg32, Ray, Triangle, Vec3};
+use caustic_gpu::DeviceBuffer;
+use device::gpu;
+
+const WIDTH: u32 = 1920;
+const HEIGHT: u32 = 1080;
+
+fn rng(test: &str) -> Pcg32 {
+    device::seeded_rng(test, 0x7ace)
+}
+
+// ------------------------------------------------------------ GPU helpers
+
+fn upload_rays(rays: &[Ray]) -> DeviceBuffer<GpuRay> {
+    let words: Vec<GpuRay> = rays.iter().map(GpuRay::from).collect();
+    DeviceBuffer::from_slice(gpu(), "test rays", &words).unwrap()
+}
+
+fn gpu_closest(tracer: &mut Tracer, bvh: &DeviceBvh, rays: &DeviceBuffer<GpuRay>) -> Vec<GpuHit> {
+    let mut hits = DeviceBuffer::uninit(gpu(), "test hits", rays.len()).unwrap();
+    hits.poison().unwrap();
+    tracer.intersect(bvh, rays, &mut hits).unwrap();
+    hits.download().unwrap()
+}
+
+fn gpu_closest_image(
+    tracer: &mut Tracer,
+    bvh: &DeviceBvh,
+    rays: &DeviceBuffer<GpuRay>,
+    width: u32,
+) -> Vec<GpuHit> {
+    let mut hits = DeviceBuffer::uninit(gpu(), "test hits", rays.len()).unwrap();
+    hits.poison().unwrap();
+    tracer.intersect_image(bvh, rays, width, &mut hits).unwrap();
+    hits.download().unwrap()
+}
+
+fn gpu_occluded(tracer: &mut Tracer, bvh: &DeviceBvh, rays: &DeviceBuffer<GpuRay>) -> Vec<u32> {
+    let mut out = DeviceBuffer::uninit(gpu(), "test occlusion", rays.len()).unwrap();
+    out.poison().unwrap();
+    tracer.occluded(bvh, rays, &mut out).unwrap();
+    out.download().unwrap()
+}
+
+fn cpu_closest(accel: &TriangleBvh, rays: &[Ray]) -> Vec<Option<Hit>> {
+    let mut hits = vec![None; rays.len()];
+    accel.intersect_batch(rays, &mut hits);
+    hits
+}
+
+fn cpu_occluded(accel: &TriangleBvh, rays: &[Ray]) -> Vec<bool> {
+    let mut out = vec![false; rays.len()];
+    accel.occluded_batch(rays, &mut out);
+    out
+}
+
+// ------------------------------------------------------------ comparisons
+
+/// Differences between GPU and CPU answers for one batch of rays.
+#[derive(Default)]
+struct Report {
+    rays: usize,
+    /// Same `t`, another triangle.
+    ties: usize,
+    /// Anything else: a hit on one side only, another `t`, `u` or `v`, or
+    /// an unwritten (poisoned) result.
+    others: usize,
+    /// The first few differences, spelled out.
+    details: Vec<String>,
+}
+
+impl Report {
+    fn note(&mut self, tie: bool, detail: impl FnOnce() -> String) {
+        if tie {
+            self.ties += 1;
+        } else {
+            self.others += 1;
+        }
+        if self.details.len() < 8 {
+            self.details.push(detail());
+        }
+    }
+
+    fn identical(&self) -> bool {
+        self.ties == 0 && self.others == 0
+    }
+
+    /// One line for the log; the details follow on their own lines.
+    fn summary(&self, what: &str) -> String {
+        let mut s = if self.identical() {
+            format!("{what}: {} rays, identical", self.rays)
+        } else {
+            format!(
+                "{what}: {} rays, {} differ ({} exact ties, {} others)",
+                self.rays,
+                self.ties + self.others,
+                self.ties,
+                self.others
+            )
+        };
+        for d in &self.details {
+            s += &format!("\n    {d}");
+        }
+        s
+    }
+}
+
+fn same_hit(gpu: &GpuHit, cpu: Option<Hit>) -> bool {
+    let expected = GpuHit::from_hit(cpu);
+    bytemuck::bytes_of(gpu) == bytemuck::bytes_of(&expected)
+}
+
+fn compare_closest(rays: &[Ray], gpu: &[GpuHit], cpu: &[Option<Hit>]) -> Report {
+    let mut report = Report {
+        rays: rays.len(),
+        ..Report::default()
+    };
+    for (i, ((ray, g), c)) in rays.iter().zip(gpu).zip(cpu).enumerate() {
+        if same_hit(g, *c) {
+            continue;
+        }
+        let tie = c.is_some_and(|c| g.prim != GpuHit::NO_HIT && g.t.to_bits() == c.t.to_bits());
+        report.note(tie, || format!("ray {i} {ray:?}: gpu {g:?}, cpu {c:?}"));
+    }
+    report
+}
+
+fn compare_occluded(rays: &[Ray], gpu: &[u32], cpu: &[bool]) -> Report {
+    let mut report = Report {
+        rays: rays.len(),
+        ..Report::default()
+    };
+    for (i, ((ray, &g), &c)) in rays.iter().zip(gpu).zip(cpu).enumerate() {
+        if g != u32::from(c) {
+            report.note(false, || format!("ray {i} {ray:?}: gpu {g:#x}, cpu {c}"));
+        }
+    }
+    report
+}
+
+/// Rays that differ in any bit, and the largest difference in ulps of any
+/// component.
+fn compare_rays(gpu: &[GpuRay], cpu: &[Ray]) -> (usize, u32, Vec<String>) {
+    assert_eq!(gpu.len(), cpu.len(), "ray counts differ");
+    let mut differ = 0;
+    let mut max_ulps = 0;
+    let mut details = Vec::new();
+    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        let expected = GpuRay::from(c);
+        let g_words: &[f32; 8] = bytemuck::cast_ref(g);
+        let c_words: &[f32; 8] = bytemuck::cast_ref(&expected);
+        let ulps = g_words
+            .iter()
+            .zip(c_words)
+            .map(|(a, b)| (a.to_bits() as i32).abs_diff(b.to_bits() as i32))
+            .max()
+            .unwrap();
+        if ulps > 0 {
+            differ += 1;
+            max_ulps = max_ulps.max(ulps);
+            if details.len() < 4 {
+                details.push(format!("ray {i}: gpu {g:?}, cpu {expected:?}"));
+            }
+        }
+    }
+    (differ, max_ulps, details)
+}
+
+// ------------------------------------------------------------ random soups
+
+/// True with probability `p`.
+fn chance(rng: &mut Pcg32, p: f32) -> bool {
+    rng.next_f32() < p
+}
+
+fn uniform(rng: &mut Pcg32, lo: f32, hi: f32) -> f32 {
+    lo + (hi - lo) * rng.next_f32()
+}
+
+fn point(rng: &mut Pcg32, lo: f32, hi: f32) -> Vec3 {
+    Vec3::new(
+        uniform(rng, lo, hi),
+        uniform(rng, lo, hi),
+        uniform(rng, lo, hi),
+    )
+}
+
+fn unit_vector(rng: &mut Pcg32) -> Vec3 {
+    loop {
+        let v = point(rng, -1.0, 1.0);
+        let len = v.length();
+        if len > 1e-3 && len <= 1.0 {
+            return v / len;
+        }
+    }
+}
+
+/// Small triangles in the unit cube, with every kind of awkward triangle
+/// mixed in: huge ones, zero-area ones (collinear, repeated vertex),
+/// axis-aligned flat ones on shared planes, exact duplicates, and a few
+/// with non-finite vertices.
+fn awkward_soup(rng: &mut Pcg32, n: usize) -> Vec<Triangle> {
+    let mut tris = Vec::with_capacity(n);
+    while tris.len() < n {
+        let c = point(rng, 0.0, 1.0);
+        let small = |rng: &mut Pcg32| c + point(rng, -0.03, 0.03);
+        let tri = match rng.next_u32() % 16 {
+            0 => Triangle::new(
+                point(rng, -5.0, 6.0),
+                point(rng, -5.0, 6.0),
+                point(rng, -5.0, 6.0),
+            ),
+            1 => {
+                let (a, b) = (small(rng), small(rng));
+                Triangle::new(a, b, a + 2.0 * (b - a))
+            }
+            2 => {
+                let a = small(rng);
+                Triangle::new(a, a, small(rng))
+            }
+            3 => {
+                let z = (rng.next_u32() % 4) as f32 * 0.25;
+                let p =
+                    |rng: &mut Pcg32| Vec3::new(uniform(rng, 0.0, 1.0), uniform(rng, 0.0, 1.0), z);
+                Triangle::new(p(rng), p(rng), p(rng))
+            }
+            4 if !tris.is_empty() => tris[rng.next_u32() as usize % tris.len()],
+            5 if chance(rng, 1.0 / 8.0) => {
+                let bad = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY][rng.next_u32() as usize % 3];
+                Triangle::new(small(rng), Vec3::new(bad, 0.5, 0.5), small(rng))
+            }
+            _ => Triangle::new(small(rng), small(rng), small(rng)),
+        };
+        tris.push(tri);
+    }
+    tris
+}
+
+/// A height field over the unit square: every inner edge shared by two
+/// triangles, so rays through edges and vertices test watertightness.
+fn grid_soup(rng: &mut Pcg32, cells: usize) -> Vec<Triangle> {
+    let heights: Vec<f32> = (0..(cells + 1) * (cells + 1))
+        .map(|_| uniform(rng, 0.0, 0.1))
+        .collect();
+    let vertex = |i: usize, j: usize| {
+        Vec3::new(
+            i as f32 / cells as f32,
+            j as f32 / cells as f32,
+            heights[j * (cells + 1) + i],
+        )
+    };
+    let mut tris = Vec::with_capacity(2 * cells * cells);
+    for j in 0..cells {
+        for i in 0..cells {
+            let (a, b, c, d) = (
+                vertex(i, j),
+                vertex(i + 1, j),
+                vertex(i + 1, j + 1),
+                vertex(i, j + 1),
+            );
+            tris.push(Triangle::new(a, b, c));
+            tris.push(Triangle::new(a, c, d));
+        }
+    }
+    tris
+}
+
+/// Rays of every kind: random, axis-aligned with signed zeros, aimed at
+/// vertices and edge midpoints, with random intervals, starting on
+/// surfaces, and untraceable ones (NaN, zero direction, empty interval).
+fn awkward_rays(rng: &mut Pcg32, tris: &[Triangle], n: usize) -> Vec<Ray> {
+    let mut rays = Vec::with_capacity(n);
+    while rays.len() < n {
+        let origin = point(rng, -0.5, 1.5);
+        let tri = tris[rng.next_u32() as usize % tris.len()];
+        let ray = match rng.next_u32() % 10 {
+            0 => {
+                let axis = rng.next_u32() as usize % 3;
+                let mut dir = Vec3::new(
+                    if chance(rng, 0.5) { 0.0 } else { -0.0 },
+                    if chance(rng, 0.5) { 0.0 } else { -0.0 },
+                    if chance(rng, 0.5) { 0.0 } else { -0.0 },
+                );
+                dir[axis] = if chance(rng, 0.5) { 1.0 } else { -1.0 };
+                Ray::new(origin, dir)
+            }
+            1 => Ray::new(origin, tri.v0 - origin),
+            2 => Ray::new(origin, (tri.v1 + tri.v2) * 0.5 - origin),
+            3 => {
+                let (a, b) = (uniform(rng, 0.0, 2.0), uniform(rng, 0.0, 2.0));
+                Ray::segment(origin, unit_vector(rng), a.min(b), a.max(b))
+            }
+            4 => {
+                let on = tri.point_at(0.3, 0.3);
+                Ray::segment(on, unit_vector(rng), 0.0, f32::INFINITY)
+            }
+            5 if chance(rng, 1.0 / 16.0) => match rng.next_u32() % 4 {
+                0 => Ray::new(Vec3::new(f32::NAN, 0.5, 0.5), unit_vector(rng)),
+                1 => Ray::new(origin, Vec3::ZERO),
+                2 => Ray::segment(origin, unit_vector(rng), 1.0, 1.0),
+                _ => Ray::segment(origin, unit_vector(rng), 0.0, f32::NAN),
+            },
+            6 => Ray::new(origin, unit_vector(rng) * uniform(rng, 1e-3, 1e3)),
+            _ => Ray::new(origin, unit_vector(rng)),
+        };
+        rays.push(ray);
+    }
+    rays
+}
+
+/// Traces `rays` on the GPU and the CPU with the same tree over `tris`;
+/// returns the closest-hit and any-hit reports.
+fn trace_both(tracer: &mut Tracer, tris: &[Triangle], rays: &[Ray]) -> (Report, Report) {
+    let accel = TriangleBvh::build(tris);
+    let bvh = DeviceBvh::upload(gpu(), &accel).unwrap();
+    let buffer = upload_rays(rays);
+    let closest = compare_closest(
+        rays,
+        &gpu_closest(tracer, &bvh, &buffer),
+        &cpu_closest(&accel, rays),
+    );
+    let any = compare_occluded(
+        rays,
+        &gpu_occluded(tracer, &bvh, &buffer),
+        &cpu_occluded(&accel, rays),
+    );
+    (closest, any)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn random_soups_match_the_cpu_traversal() {
+    let mut rng = rng("random_soups_match_the_cpu_traversal");
+    let mut tracer = Tracer::new(gpu()).unwrap();
+    let mut failures = Vec::new();
+    for (name, tris) in [
+        ("awkward soup, 1 tri", awkward_soup(&mut rng, 1)),
+        ("awkward soup, 37 tris", awkward_soup(&mut rng, 37)),
+        ("awkward soup, 20k tris", awkward_soup(&mut rng, 20_000)),
+        ("awkward soup, 200k tris", awkward_soup(&mut rng, 200_000)),
+        ("height field, 2x64x64 tris", grid_soup(&mut rng, 64)),
+        ("height field, 2x512x512 tris", grid_soup(&mut rng, 512)),
+    ] {
+        let rays = awkward_rays(&mut rng, &tris, 300_000);
+        let (closest, any) = trace_both(&mut tracer, &tris, &rays);
+        for (kind, report) in [("closest", closest), ("any", any)] {
+            let line = report.summary(&format!("{name}, {kind}"));
+            eprintln!("{line}");
+            if !report.identical() {
+                failures.push(line);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn empty_tree_misses_and_single_leaf_tree_hits() {
+    let mut tracer = Tracer::new(gpu()).unwrap();
+    let rays = [
+        Ray::new(Vec3::new(0.2, 0.2, -1.0), Vec3::Z),
+        Ray::new(Vec3::new(0.9, 0.9, -1.0), Vec3::Z),
+    ];
+    let buffer = upload_rays(&rays);
+    let empty = DeviceBvh::upload(gpu(), &TriangleBvh::build(&[])).unwrap();
+    assert_eq!(gpu_closest(&mut tracer, &empty, &buffer), [GpuHit::MISS; 2]);
+    assert_eq!(gpu_occluded(&mut tracer, &empty, &buffer), [0, 0]);
+    let tri = [Triangle::new(Vec3::ZERO, Vec3::X, Vec3::Y)];
+    let (closest, any) = trace_both(&mut tracer, &tri, &rays);
+    assert!(closest.identical() && any.identical());
+    let one = DeviceBvh::upload(gpu(), &TriangleBvh::build(&tri)).unwrap();
+    let hits = gpu_closest(&mut tracer, &one, &buffer);
+    assert_eq!((hits[0].t, hits[0].prim), (1.0, 0));
+    assert_eq!(hits[1], GpuHit::MISS);
+}
+
+// ---------------------------------------------------------- standard scenes
+
+/// Everything one scene checks; lines for the log, and whether all passed.
+struct SceneCheck {
+    lines: Vec<String>,
+    passed: bool,
+}
+
+impl SceneCheck {
+    fn traversal(&mut self, what: &str, report: &Report) {
+        self.lines.push(report.summary(what));
+        self.passed &= report.identical();
+    }
+
+    /// Ray generation: `exact` demands identical bits; otherwise at most
+    /// one ulp in at most one ray in 100 000 (CUDA's cos/sin).
+    fn rays(&mut self, what: &str, gpu: &[GpuRay], cpu: &[Ray], exact: bool) {
+        let (differ, max_ulps, details) = compare_rays(gpu, cpu);
+        let ok = differ == 0 || (!exact && max_ulps <= 1 && differ * 100_000 <= cpu.len());
+        let mut line = format!(
+            "{what}: {} rays, {differ} differ from the CPU's (largest difference {max_ulps} ulp)",
+            cpu.len()
+        );
+        for d in details {
+            line += &format!("\n    {d}");
+        }
+        self.lines.push(line);
+        self.passed &= ok;
+    }
+}
+
+fn check_scene(tracer: &mut Tracer, scene: &scenes::Loaded) -> SceneCheck {
+    let mut check = SceneCheck {
+        lines: vec![format!(
+            "{}: {} triangles",
+            scene.name,
+            scene.triangles.len()
+        )],
+        passed: true,
+    };
+    let accel = TriangleBvh::build(&scene.triangles);
+    let bvh = DeviceBvh::upload(gpu(), &accel).unwrap();
+
+    // Primary rays: generation, then tracing the CPU's rays on both sides.
+    let cpu_primary = protocol::primary_rays(&scene.camera, WIDTH, HEIGHT);
+    let gpu_primary =
+        rays::primary_rays(gpu(), &scenes::gpu_camera(&scene.camera), WIDTH, HEIGHT).unwrap();
+    check.rays(
+        "primary ray generation",
+        &gpu_primary.download().unwrap(),
+        &cpu_primary,
+        true,
+    );
+    let cpu_hits = cpu_closest(&accel, &cpu_primary);
+    let primary = upload_rays(&cpu_primary);
+    let gpu_hits = gpu_closest_image(tracer, &bvh, &primary, WIDTH);
+    let report = compare_closest(&cpu_primary, &gpu_hits, &cpu_hits);
+    check.traversal("primary closest hits (8x4 tile order)", &report);
+    let in_buffer_order = gpu_closest(tracer, &bvh, &primary);
+    let report = compare_closest(&cpu_primary, &in_buffer_order, &cpu_hits);
+    check.traversal("primary closest hits (buffer order)", &report);
+
+    // Secondary rays: the GPU's from its own primary hits, the CPU's from
+    // its own; then the CPU's rays traced on both sides.
+    let diag = protocol::scene_diagonal(&scene.triangles);
+    let cpu_secondary = protocol::secondary_rays(&cpu_primary, &cpu_hits, &scene.triangles, diag);
+    let ao_tmax = protocol::ao_tmax(diag);
+    let cpu_ao: Vec<Ray> = cpu_secondary
+        .iter()
+        .map(|r| Ray::segment(r.origin, r.dir, 0.0, ao_tmax))
+        .collect();
+    let gpu_hit_buffer = DeviceBuffer::from_slice(gpu(), "primary hits", &gpu_hits).unwrap();
+    let generated = rays::secondary_rays(&bvh, &gpu_primary, &gpu_hit_buffer, diag).unwrap();
+    assert_eq!(generated.ao_tmax, ao_tmax);
+    let gpu_diffuse = generated.diffuse.download().unwrap();
+    check.rays(
+        "diffuse ray generation",
+        &gpu_diffuse,
+        &cpu_secondary,
+        false,
+    );
+    check.rays(
+        "AO ray generation",
+        &generated.ao.download().unwrap(),
+        &cpu_ao,
+        false,
+    );
+
+    let ao = upload_rays(&cpu_ao);
+    let any = compare_occluded(
+        &cpu_ao,
+        &gpu_occluded(tracer, &bvh, &ao),
+        &cpu_occluded(&accel, &cpu_ao),
+    );
+    check.traversal("AO any hits", &any);
+    let diffuse = upload_rays(&cpu_secondary);
+    let closest = compare_closest(
+        &cpu_secondary,
+        &gpu_closest(tracer, &bvh, &diffuse),
+        &cpu_closest(&accel, &cpu_secondary),
+    );
+    check.traversal("diffuse closest hits", &closest);
+    check
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn standard_scenes_match_the_cpu_traversal_and_rays() {
+    let mut tracer = Tracer::new(gpu()).unwrap();
+    let mut failed = Vec::new();
+    let mut checked = 0;
+    for scene in scenes::SCENES {
+        let Some(loaded) = scene.load() else { continue };
+        let check = check_scene(&mut tracer, &loaded);
+        eprintln!("{}", check.lines.join("\n  "));
+        checked += 1;
+        if !check.passed {
+            failed.push(loaded.name);
+        }
+    }
+    eprintln!(
+        "{checked} of {} standard scenes checked",
+        scenes::SCENES.len()
+    );
+    // gpu-run.sh carries every scene; there a missing one is a failure.
+    if std::env::var_os("CAUSTIC_REQUIRE_SCENES").is_some() {
+        assert_eq!(checked, scenes::SCENES.len(), "scenes are missing");
+    }
+    assert!(failed.is_empty(), "GPU differs from the CPU on {failed:?}");
+}

@@ -1,0 +1,11 @@
+//! The Whitted ray tracer: specular chains from the eye, direct light by
+//! shadow rays at the first diffuse or glossy hit ([`render`], rayon over
+//! Morton-ordered tiles), and the same renderer as a CUDA wavefront with
+//! stream compaction ([`render_cuda`], kernels in `render.cu`), which
+//! draws the same random numbers ([`crate::draw`]) and gives the same image.
+
+mod render;
+#[cfg(feature = "cuda")]
+pub mod render_cuda;
+
+pub use render::*;

@@ -1,0 +1,272 @@
+//! The Whitted ray tracer (Whitted 1980), with area-light soft shadows.
+//!
+//! From the eye it follows perfectly specular chains: mirrors reflect,
+//! dielectrics split into a Fresnel-weighted reflected and refracted ray
+//! (total internal reflection included). Emitted radiance is added at every
+//! vertex of the chain. At the first non-specular surface it adds direct
+//! light: one shadow ray per point, spot and directional light, and `N`
+//! stratified shadow rays per area light, then stops. This is the quantity
+//! of the `whitted` references in `refs/` (paths E S* L and E S* D L).
+//!
+//! Work is split into 8×8 tiles traced in Morton order by rayon.
+//!
+//! Randomness is counter-based ([`draw`]): every random decision seeds a
+//! fresh PCG32 from a key that names it (seed, pixel, sample, the branch
+//! path through the specular tree, purpose), so an image depends neither on
+//! the thread count nor on the order in which work is done, and the CUDA
+//! wavefront renderer (`render_cuda`) draws exactly the same numbers.
+//!
+//! Weak branches of the specular tree (weight below [`SPLIT_THRESHOLD`]) are
+//! continued by Russian roulette instead of pruned, so the estimate stays
+//! unbiased while deep glass chains stay cheap.
+
+use crate::bsdf::{fresnel_dielectric, fresnel_schlick, reflect, refract};
+use crate::direct::{direct_light, face_towards};
+use crate::draw;
+use crate::tiles::{Tile, morton_tiles};
+use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
+use caustic_geom::{Ray, Rgb, Vec2};
+use caustic_scene::{Bsdf, Camera};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Branch weight under which the specular tree switches to Russian roulette.
+pub const SPLIT_THRESHOLD: f32 = 0.05;
+
+/// Tile edge in pixels.
+pub const TILE_SIZE: u32 = 8;
+
+/// Which Fresnel formula dielectrics use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FresnelMode {
+    #[default]
+    Exact,
+    Schlick,
+}
+
+/// What to render and how.
+#[derive(Clone, Debug)]
+pub struct WhittedSettings {
+    pub width: u32,
+    pub height: u32,
+    /// Primary rays per pixel: 1 goes through the pixel centre; more are
+    /// jittered (stratified on a grid when the count is a square).
+    pub spp: u32,
+    /// Largest number of specular bounces (reflection or refraction rays)
+    /// after the primary ray.
+    pub max_depth: u32,
+    /// Shadow rays per area light at each shaded point, stratified.
+    pub light_samples: u32,
+    pub fresnel: FresnelMode,
+    /// Seed of the per-pixel random streams.
+    pub seed: u64,
+}
+
+impl Default for WhittedSettings {
+    fn default() -> Self {
+        Self {
+            width: 512,
+            height: 512,
+            spp: 16,
+            max_depth: 5,
+            light_samples: 4,
+            fresnel: FresnelMode::Exact,
+            seed: 0,
+        }
+    }
+}
+
+/// What a render did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RenderStats {
+    pub seconds: f64,
+    /// Rays traced: primary, specular and shadow rays together.
+    pub rays: u64,
+}
+
+impl RenderStats {
+    pub fn mrays_per_second(&self) -> f64 {
+        self.rays as f64 / self.seconds.max(1e-12) / 1e6
+    }
+}
+
+/// Renders `scene` through `camera`; `progress` is called with the number
+/// of pixels finished after each tile.
+pub fn render(
+    scene: &RenderScene,
+    camera: &Camera,
+    settings: &WhittedSettings,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (Film, RenderStats) {
+    let start = Instant::now();
+    let pinhole = PinholeCamera::new(camera, settings.width, settings.height);
+    let rays = AtomicU64::new(0);
+    let tracer = Tracer { scene, settings };
+    let tiles = morton_tiles(settings.width, settings.height, TILE_SIZE);
+    let rendered: Vec<(Tile, Vec<Rgb>)> = tiles
+        .into_par_iter()
+        .map(|tile| {
+            let mut counter = 0u64;
+            let pixels = tracer.render_tile(&pinhole, tile, &mut counter);
+            rays.fetch_add(counter, Ordering::Relaxed);
+            progress(tile.pixel_count() as u64);
+            (tile, pixels)
+        })
+        .collect();
+    let mut film = Film::new(settings.width, settings.height);
+    for (tile, pixels) in rendered {
+        let mut it = pixels.into_iter();
+        for y in tile.y0..tile.y1 {
+            for x in tile.x0..tile.x1 {
+                film.set(x, y, it.next().unwrap_or_default());
+            }
+        }
+    }
+    let stats = RenderStats {
+        seconds: start.elapsed().as_secs_f64(),
+        rays: rays.into_inner(),
+    };
+    (film, stats)
+}
+
+struct Tracer<'a> {
+    scene: &'a RenderScene,
+    settings: &'a WhittedSettings,
+}
+
+/// Per-path state: the ray counter (the random numbers need none, being
+/// keyed by the path itself).
+struct PathContext<'r> {
+    rays: &'r mut u64,
+}
+
+impl Tracer<'_> {
+    fn render_tile(&self, camera: &PinholeCamera, tile: Tile, rays: &mut u64) -> Vec<Rgb> {
+        let mut out = Vec::with_capacity(tile.pixel_count());
+        for y in tile.y0..tile.y1 {
+            for x in tile.x0..tile.x1 {
+                let mut ctx = PathContext { rays: &mut *rays };
+                out.push(self.render_pixel(camera, x, y, &mut ctx));
+            }
+        }
+        out
+    }
+
+    fn render_pixel(&self, camera: &PinholeCamera, x: u32, y: u32, ctx: &mut PathContext) -> Rgb {
+        let spp = self.settings.spp.max(1);
+        let grid = (spp as f32).sqrt() as u32;
+        let stratified = grid * grid == spp;
+        let pixel = y as u64 * self.settings.width as u64 + x as u64;
+        let mut sum = Rgb::ZERO;
+        for s in 0..spp {
+            let key = draw::sample_key(self.settings.seed, pixel, s);
+            let offset = if spp == 1 {
+                Vec2::splat(0.5)
+            } else if stratified {
+                let cell = Vec2::new((s % grid) as f32, (s / grid) as f32);
+                (cell + draw::uniform2(key, draw::CAMERA)) / grid as f32
+            } else {
+                draw::uniform2(key, draw::CAMERA)
+            };
+            let ray = camera.ray(x as f32 + offset.x, y as f32 + offset.y);
+            sum += self.radiance(&ray, 0, key, ctx);
+        }
+        sum / spp as f32
+    }
+
+    /// Radiance along `ray`, which is the `depth`-th specular bounce and
+    /// has the path key `key`.
+    fn radiance(&self, ray: &Ray, depth: u32, key: u64, ctx: &mut PathContext) -> Rgb {
+        *ctx.rays += 1;
+        let Some(hit) = self.scene.intersect(ray) else {
+            return self.scene.background;
+        };
+        let surface = self.scene.surface(ray, &hit);
+        let material = &self.scene.materials[surface.material as usize];
+        let front = surface.geometric_normal.dot(ray.dir) < 0.0;
+        let mut radiance = Rgb::ZERO;
+        if material.is_emissive() && (front || material.two_sided) {
+            radiance += material.emission;
+        }
+        // One-sided surfaces are black from behind (except glass, whose two
+        // sides are its inside and outside).
+        let visible = front || material.two_sided;
+        match material.bsdf {
+            Bsdf::Dielectric { ior, tint } => {
+                radiance += tint * self.dielectric(ray, &surface, ior, depth, key, ctx);
+            }
+            Bsdf::Mirror { reflectance } if visible && depth < self.settings.max_depth => {
+                let n = face_towards(surface.shading_normal, -ray.dir);
+                let dir = reflect(ray.dir, n);
+                let next = self.scene.spawn(&surface, dir);
+                let child = draw::child_key(key, draw::REFLECT);
+                radiance += reflectance * self.branch(&next, depth + 1, 1.0, child, ctx);
+            }
+            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => {
+                radiance += direct_light(
+                    self.scene,
+                    -ray.dir,
+                    &surface,
+                    material,
+                    key,
+                    self.settings.light_samples,
+                    ctx.rays,
+                );
+            }
+            _ => {}
+        }
+        radiance
+    }
+
+    /// Fresnel split at a smooth dielectric interface.
+    fn dielectric(
+        &self,
+        ray: &Ray,
+        surface: &SurfaceHit,
+        ior: f32,
+        depth: u32,
+        key: u64,
+        ctx: &mut PathContext,
+    ) -> Rgb {
+        if depth >= self.settings.max_depth {
+            return Rgb::ZERO;
+        }
+        let (n, eta) = surface.interface(ray.dir, ior);
+        let cos_i = (-ray.dir.dot(n)).max(0.0);
+        let reflectance = match self.settings.fresnel {
+            FresnelMode::Exact => fresnel_dielectric(cos_i, eta),
+            FresnelMode::Schlick => fresnel_schlick(cos_i, eta),
+        };
+        let mut radiance = Rgb::ZERO;
+        if reflectance > 0.0 {
+            let next = self.scene.spawn(surface, reflect(ray.dir, n));
+            let child = draw::child_key(key, draw::REFLECT);
+            radiance += self.branch(&next, depth + 1, reflectance, child, ctx);
+        }
+        let transmitted = (reflectance < 1.0)
+            .then(|| refract(ray.dir, n, eta))
+            .flatten();
+        if let Some(dir) = transmitted {
+            let next = self.scene.spawn(surface, dir);
+            let child = draw::child_key(key, draw::REFRACT);
+            radiance += self.branch(&next, depth + 1, 1.0 - reflectance, child, ctx);
+        }
+        radiance
+    }
+
+    /// Traces a branch of weight `weight`, returning its weighted radiance;
+    /// weak branches survive Russian roulette with probability
+    /// `weight / SPLIT_THRESHOLD` and are then weighted by the threshold.
+    /// `key` is the branch's own path key.
+    fn branch(&self, ray: &Ray, depth: u32, weight: f32, key: u64, ctx: &mut PathContext) -> Rgb {
+        if weight >= SPLIT_THRESHOLD {
+            return weight * self.radiance(ray, depth, key, ctx);
+        }
+        if draw::uniform(key, draw::ROULETTE) * SPLIT_THRESHOLD < weight {
+            SPLIT_THRESHOLD * self.radiance(ray, depth, key, ctx)
+        } else {
+            Rgb::ZERO
+        }
+    }
+}

@@ -1,0 +1,470 @@
+//! The Whitted ray tracer of [`crate::whitted`] on a CUDA GPU, as a
+//! wavefront (Zeidan's thesis, chapter 5): the image is a queue of rays, and
+//! every bounce runs one kernel per stage over the whole queue.
+//!
+//! 1. Primary rays, `spp` per pixel, in Morton order inside 8×8 tiles.
+//! 2. Per bounce: closest-hit traversal (`caustic_gpu::Tracer`, the same
+//!    persistent kernel and bits as the CPU traversal); one shading kernel
+//!    adds emission and background to a device framebuffer and writes, per
+//!    ray, two child slots (mirror reflection, or the Fresnel split of a
+//!    dielectric, weak branches by Russian roulette) and one shadow slot per
+//!    point/spot/directional light and `light_samples` per area light;
+//!    stream compaction keeps the flagged slots; the shadow rays are traced
+//!    any-hit and the unoccluded ones added; the children are the next
+//!    bounce's queue.
+//! 3. The framebuffer stays on the device until the final image is
+//!    downloaded once.
+//!
+//! Every random number comes from [`crate::draw`], keyed by pixel,
+//! sample and branch path, so the GPU image equals the CPU image up to
+//! floating-point rounding in shading (contraction to FMA, the order of the
+//! framebuffer's atomic additions).
+//!
+//! The scene's own accelerator is a `dyn Accel`, which cannot be uploaded;
+//! the renderer builds a [`TriangleBvh`] (binned SAH) over the scene
+//! triangles. Hits do not depend on the tree: the traversal returns the
+//! closest hit, ties to the lowest triangle id, as every CPU accelerator.
+
+use std::time::Instant;
+
+use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
+use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
+use caustic_geom::Rgb;
+use caustic_gpu::ops::compact::{gather_wave, select_indices};
+use caustic_gpu::ops::launch_per_element as launch;
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+use caustic_scene::Camera;
+
+use crate::kernels::whitted_render as k;
+use crate::scene_cuda::{DeviceScene, FrameParams, GpuPath};
+use crate::whitted::{FresnelMode, RenderStats, WhittedSettings};
+use crate::{Film, RenderScene};
+
+/// Renders `scene` through `camera` on `gpu`; the same image as
+/// [`crate::whitted::render`] with the same settings. The time in the stats
+/// includes building and uploading the scene; [`GpuScene::render`] renders
+/// more frames of an uploaded scene.
+pub fn render(
+    gpu: &Gpu,
+    scene: &RenderScene,
+    camera: &Camera,
+    settings: &WhittedSettings,
+) -> Result<(Film, RenderStats), GpuError> {
+    let start = Instant::now();
+    let (film, mut stats) = GpuScene::upload(gpu, scene)?.render(camera, settings)?;
+    stats.seconds = start.elapsed().as_secs_f64();
+    Ok((film, stats))
+}
+
+/// A scene on the device, ready to render frames from any camera.
+pub struct GpuScene {
+    device: DeviceScene,
+}
+
+impl GpuScene {
+    /// Builds the BVH and uploads the scene.
+    pub fn upload(gpu: &Gpu, scene: &RenderScene) -> Result<Self, GpuError> {
+        Ok(Self {
+            device: DeviceScene::upload(gpu, scene)?,
+        })
+    }
+
+    /// One frame: every bounce on the device, one download at the end. The
+    /// stats' time is the frame's wall time, download included.
+    pub fn render(
+        &self,
+        camera: &Camera,
+        settings: &WhittedSettings,
+    ) -> Result<(Film, RenderStats), GpuError> {
+        self.render_with(camera, settings, &mut ())
+    }
+
+    /// [`Self::render`] with `extra`'s steps run on every traced wave after
+    /// its shading and on the framebuffer before its download (the photon
+    /// mapper collects its eye vertices, then adds its estimates there).
+    pub fn render_with(
+        &self,
+        camera: &Camera,
+        settings: &WhittedSettings,
+        extra: &mut dyn WaveSteps,
+    ) -> Result<(Film, RenderStats), GpuError> {
+        let start = Instant::now();
+        let gpu = self.device.bvh.gpu();
+        let pixels = settings.width as usize * settings.height as usize;
+        let framebuffer = DeviceBuffer::<f32>::zeroed(gpu, "whitted framebuffer", 3 * pixels)?;
+        let params = self.params(camera, settings, framebuffer.device_ptr());
+        let params = DeviceBuffer::from_slice(gpu, "whitted params", &[params])?;
+        let mut frame = Frame {
+            tracer: Tracer::new(gpu)?,
+            bvh: &self.device.bvh,
+            params: &params,
+            shadow_slots: self.shadow_slots(settings.light_samples),
+            rays: (pixels * settings.spp.max(1) as usize) as u64,
+        };
+        let mut wave = frame.primary(settings)?;
+        for _ in 0..=settings.max_depth {
+            if wave.rays.is_empty() {
+                break;
+            }
+            wave = frame.bounce(&wave, extra)?;
+        }
+        extra.finish(&params)?;
+        let film = download(&framebuffer, settings)?;
+        let stats = RenderStats {
+            seconds: start.elapsed().as_secs_f64(),
+            rays: frame.rays,
+        };
+        Ok((film, stats))
+    }
+
+    /// Shadow rays a shaded point casts: one per point, spot or directional
+    /// light, `light_samples` per area light.
+    pub fn shadow_slots(&self, light_samples: u32) -> u32 {
+        let d = &self.device;
+        (d.light_count + d.area_count * light_samples.max(1) as usize) as u32
+    }
+
+    /// The device the scene lives on.
+    pub fn gpu(&self) -> &Gpu {
+        self.device.bvh.gpu()
+    }
+
+    /// The scene's BVH on the device.
+    pub fn bvh(&self) -> &DeviceBvh {
+        &self.device.bvh
+    }
+
+    /// The scene arrays' addresses with no camera and no framebuffer: what
+    /// kernels that trace from the lights read.
+    pub fn scene_params(&self) -> FrameParams {
+        self.device.scene_params()
+    }
+
+    /// The frame's parameters: the scene's arrays, the camera, `settings`
+    /// and the framebuffer's address.
+    pub fn params(
+        &self,
+        camera: &Camera,
+        settings: &WhittedSettings,
+        framebuffer: u64,
+    ) -> FrameParams {
+        // PinholeCamera's frame, with the half extents folded in.
+        let (forward, right, up) = camera.frame();
+        let (tx, ty) = camera.half_extents(settings.width as f32 / settings.height as f32);
+        FrameParams {
+            framebuffer,
+            seed: settings.seed,
+            eye: camera.eye.to_array(),
+            forward: forward.to_array(),
+            width: settings.width,
+            right: (right * tx).to_array(),
+            height: settings.height,
+            up: (up * ty).to_array(),
+            spp: settings.spp.max(1),
+            max_depth: settings.max_depth,
+            light_samples: light_samples(settings) as u32,
+            schlick: u32::from(settings.fresnel == FresnelMode::Schlick),
+            ..self.scene_params()
+        }
+    }
+}
+
+fn light_samples(settings: &WhittedSettings) -> usize {
+    settings.light_samples.max(1) as usize
+}
+
+/// The rays of one bounce and their paths, slot for slot.
+struct Wave {
+    rays: DeviceBuffer<GpuRay>,
+    paths: DeviceBuffer<GpuPath>,
+}
+
+/// One traced and shaded wave of eye rays, as [`GpuScene::render_with`]
+/// hands it to its `extra` step: slots `0..len` of `rays`, `hits`, `paths`.
+pub struct ShadedWave<'a> {
+    pub params: &'a DeviceBuffer<FrameParams>,
+    pub rays: &'a DeviceBuffer<GpuRay>,
+    pub hits: &'a DeviceBuffer<GpuHit>,
+    pub paths: &'a DeviceBuffer<GpuPath>,
+    pub len: usize,
+}
+
+/// Extra steps of a frame ([`GpuScene::render_with`]).
+pub trait WaveSteps {
+    /// Runs on every wave, after its shading.
+    fn wave(&mut self, wave: &ShadedWave) -> Result<(), GpuError>;
+    /// Runs once after the last wave, before the image is downloaded.
+    fn finish(&mut self, _params: &DeviceBuffer<FrameParams>) -> Result<(), GpuError> {
+        Ok(())
+    }
+}
+
+/// No extra steps.
+impl WaveSteps for () {
+    fn wave(&mut self, _: &ShadedWave) -> Result<(), GpuError> {
+        Ok(())
+    }
+}
+
+/// What every bounce of one frame shares.
+struct Frame<'a> {
+    tracer: Tracer,
+    bvh: &'a DeviceBvh,
+    params: &'a DeviceBuffer<FrameParams>,
+    shadow_slots: u32,
+    /// Rays traced so far: primary, specular and shadow.
+    rays: u64,
+}
+
+impl Frame<'_> {
+    fn gpu(&self) -> &Gpu {
+        self.params.gpu()
+    }
+
+    fn primary(&self, settings: &WhittedSettings) -> Result<Wave, GpuError> {
+        let spp = settings.spp.max(1);
+        let n = primary_slots(settings.width, settings.height, spp);
+        let mut wave = Wave {
+            rays: DeviceBuffer::uninit(self.gpu(), "whitted primary rays", n)?,
+            paths: DeviceBuffer::uninit(self.gpu(), "whitted primary paths", n)?,
+        };
+        primary(self.params, &mut wave.rays, &mut wave.paths)?;
+        Ok(wave)
+    }
+
+    /// Traces and shades `wave`, adds its direct light, and returns the
+    /// compacted children.
+    fn bounce(&mut self, wave: &Wave, extra: &mut dyn WaveSteps) -> Result<Wave, GpuError> {
+        let gpu = self.gpu().clone();
+        let n = wave.rays.len();
+        let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "whitted hits", n)?;
+        self.tracer.intersect(self.bvh, &wave.rays, &mut hits)?;
+        let slots = n * self.shadow_slots as usize;
+        let mut children = Wave {
+            rays: DeviceBuffer::uninit(&gpu, "whitted child rays", 2 * n)?,
+            paths: DeviceBuffer::uninit(&gpu, "whitted child paths", 2 * n)?,
+        };
+        let mut child_flags = DeviceBuffer::uninit(&gpu, "whitted child flags", 2 * n)?;
+        let mut shadow_rays = DeviceBuffer::uninit(&gpu, "whitted shadow rays", slots)?;
+        let mut shadow_values = DeviceBuffer::uninit(&gpu, "whitted shadow values", slots)?;
+        let mut shadow_flags = DeviceBuffer::uninit(&gpu, "whitted shadow flags", slots)?;
+        let targets = ShadeTargets {
+            child_rays: &mut children.rays,
+            child_paths: &mut children.paths,
+            child_flags: &mut child_flags,
+            shadow_rays: &mut shadow_rays,
+            shadow_values: &mut shadow_values,
+            shadow_flags: &mut shadow_flags,
+        };
+        shade(
+            self.params,
+            &wave.rays,
+            &hits,
+            &wave.paths,
+            n,
+            self.shadow_slots,
+            targets,
+        )?;
+        extra.wave(&ShadedWave {
+            params: self.params,
+            rays: &wave.rays,
+            hits: &hits,
+            paths: &wave.paths,
+            len: n,
+        })?;
+        drop(hits);
+        if slots > 0 {
+            self.shadows(&shadow_rays, &shadow_values, &shadow_flags)?;
+        }
+        self.compact_children(&children, &child_flags)
+    }
+
+    /// Compacts the flagged shadow slots, traces them any-hit and adds the
+    /// unoccluded contributions.
+    fn shadows(
+        &mut self,
+        rays: &DeviceBuffer<GpuRay>,
+        values: &DeviceBuffer<[f32; 4]>,
+        flags: &DeviceBuffer<u32>,
+    ) -> Result<(), GpuError> {
+        let gpu = self.gpu().clone();
+        let indices = select_indices(flags)?;
+        let n = indices.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let mut live_rays = DeviceBuffer::uninit(&gpu, "whitted live shadow rays", n)?;
+        let mut live_values = DeviceBuffer::uninit(&gpu, "whitted live shadow values", n)?;
+        gather_shadows(rays, values, &indices, n, &mut live_rays, &mut live_values)?;
+        let mut occluded = DeviceBuffer::uninit(&gpu, "whitted occlusion", n)?;
+        self.tracer.occluded(self.bvh, &live_rays, &mut occluded)?;
+        shadow_add(self.params, &occluded, &live_values, n)?;
+        self.rays += n as u64;
+        Ok(())
+    }
+
+    fn compact_children(
+        &mut self,
+        children: &Wave,
+        flags: &DeviceBuffer<u32>,
+    ) -> Result<Wave, GpuError> {
+        let gpu = self.gpu().clone();
+        let indices = select_indices(flags)?;
+        let n = indices.len();
+        let mut next = Wave {
+            rays: DeviceBuffer::uninit(&gpu, "whitted rays", n)?,
+            paths: DeviceBuffer::uninit(&gpu, "whitted paths", n)?,
+        };
+        gather_wave(
+            &children.rays,
+            &children.paths,
+            &indices,
+            &mut next.rays,
+            &mut next.paths,
+        )?;
+        self.rays += n as u64;
+        Ok(next)
+    }
+}
+
+/// The framebuffer's sums over samples, averaged.
+fn download(framebuffer: &DeviceBuffer<f32>, settings: &WhittedSettings) -> Result<Film, GpuError> {
+    let sums = framebuffer.download()?;
+    let spp = settings.spp.max(1) as f32;
+    let mut film = Film::new(settings.width, settings.height);
+    for (pixel, sum) in film.pixels.iter_mut().zip(sums.chunks_exact(3)) {
+        *pixel = Rgb::new(sum[0], sum[1], sum[2]) / spp;
+    }
+    Ok(film)
+}
+
+// ------------------------------------------------------------------ launches
+
+/// The number of primary slots for an image: whole 8x8 tiles, `spp` slots
+/// per pixel (padding slots of partial tiles trace nothing).
+pub fn primary_slots(width: u32, height: u32, spp: u32) -> usize {
+    width.div_ceil(8) as usize * height.div_ceil(8) as usize * 64 * spp as usize
+}
+
+/// Primary rays and paths for every slot of `rays` (Morton order inside 8x8
+/// tiles, `spp` consecutive slots per pixel).
+pub fn primary(
+    params: &DeviceBuffer<FrameParams>,
+    rays: &mut DeviceBuffer<GpuRay>,
+    paths: &mut DeviceBuffer<GpuPath>,
+) -> Result<(), GpuError> {
+    let n = rays.len();
+    launch(
+        params.gpu(),
+        k::WHITTED_PRIMARY,
+        n,
+        (params.ptr(), rays.ptr_mut(), paths.ptr_mut(), n as u32),
+    )
+}
+
+/// Where [`shade`] writes: two child slots and `shadow_slots` shadow slots
+/// per shaded path, each with its compaction flag.
+pub struct ShadeTargets<'a> {
+    pub child_rays: &'a mut DeviceBuffer<GpuRay>,
+    pub child_paths: &'a mut DeviceBuffer<GpuPath>,
+    pub child_flags: &'a mut DeviceBuffer<u32>,
+    pub shadow_rays: &'a mut DeviceBuffer<GpuRay>,
+    /// `xyz`: weighted contribution, `w`: the pixel's bits.
+    pub shadow_values: &'a mut DeviceBuffer<[f32; 4]>,
+    pub shadow_flags: &'a mut DeviceBuffer<u32>,
+}
+
+/// Shades the first `n` paths: emission and background into the
+/// framebuffer, children and shadow rays into `out`.
+pub fn shade(
+    params: &DeviceBuffer<FrameParams>,
+    rays: &DeviceBuffer<GpuRay>,
+    hits: &DeviceBuffer<GpuHit>,
+    paths: &DeviceBuffer<GpuPath>,
+    n: usize,
+    shadow_slots: u32,
+    out: ShadeTargets<'_>,
+) -> Result<(), GpuError> {
+    launch(
+        params.gpu(),
+        k::WHITTED_SHADE,
+        n,
+        (
+            params.ptr(),
+            rays.ptr(),
+            hits.ptr(),
+            paths.ptr(),
+            n as u32,
+            shadow_slots,
+            out.child_rays.ptr_mut(),
+            out.child_paths.ptr_mut(),
+            out.child_flags.ptr_mut(),
+            out.shadow_rays.ptr_mut(),
+            out.shadow_values.ptr_mut(),
+            out.shadow_flags.ptr_mut(),
+        ),
+    )
+}
+
+/// `out[i] = input[indices[i]]` for shadow rays and values, `i < n`.
+pub fn gather_shadows(
+    rays: &DeviceBuffer<GpuRay>,
+    values: &DeviceBuffer<[f32; 4]>,
+    indices: &DeviceBuffer<u32>,
+    n: usize,
+    out_rays: &mut DeviceBuffer<GpuRay>,
+    out_values: &mut DeviceBuffer<[f32; 4]>,
+) -> Result<(), GpuError> {
+    launch(
+        rays.gpu(),
+        k::WHITTED_GATHER_SHADOWS,
+        n,
+        (
+            rays.ptr(),
+            values.ptr(),
+            indices.ptr(),
+            n as u32,
+            out_rays.ptr_mut(),
+            out_values.ptr_mut(),
+        ),
+    )
+}
+
+/// Adds the first `n` shadow values whose ray was not occluded.
+pub fn shadow_add(
+    params: &DeviceBuffer<FrameParams>,
+    occluded: &DeviceBuffer<u32>,
+    values: &DeviceBuffer<[f32; 4]>,
+    n: usize,
+) -> Result<(), GpuError> {
+    launch(
+        params.gpu(),
+        k::WHITTED_SHADOW_ADD,
+        n,
+        (params.ptr(), occluded.ptr(), values.ptr(), n as u32),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene_cuda::{GpuAreaLight, GpuLight, GpuMaterial, GpuShading};
+
+    #[test]
+    fn records_have_the_kernel_sizes() {
+        assert_eq!(size_of::<GpuPath>(), 32);
+        assert_eq!(size_of::<GpuMaterial>(), 64);
+        assert_eq!(size_of::<GpuShading>(), 68);
+        assert_eq!(size_of::<GpuLight>(), 48);
+        assert_eq!(size_of::<GpuAreaLight>(), 32);
+        assert_eq!(primary_slots(16, 8, 1), 128);
+        assert_eq!(primary_slots(17, 9, 2), 6 * 64 * 2);
+    }
+
+    #[test]
+    fn threads_match_the_kernels() {
+        let module = &crate::kernels::whitted_render::MODULE;
+        let threads = caustic_gpu::ops::ELEMENT_THREADS as usize;
+        assert_eq!(module.define("WHITTED_THREADS"), threads);
+    }
+}
