@@ -93,7 +93,8 @@ if [ "${CAUSTIC_BENCH:-1}" != 0 ] && [ -x "$here/caustic" ]; then
     bench_args=()
     [ "${CAUSTIC_PRIMITIVES_BENCH:-1}" != 0 ] || bench_args+=(--log2-n 0)
     if [ -n "${scenes:-}" ]; then
-        bench_args+=(--scene)
+        # Each standard scene's own camera, by its file name.
+        bench_args+=(--camera standard --scene)
         for spec in ${CAUSTIC_BENCH_SCENES:-$optix_scenes}; do bench_args+=("$scenes/$spec"); done
     fi
     timeout "${CAUSTIC_BENCH_TIMEOUT:-360}" "$here/caustic" bench gpu "${bench_args[@]}" \
