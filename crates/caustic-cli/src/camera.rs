@@ -99,7 +99,11 @@ impl CameraArgs {
     /// its source, and what to pass instead.
     fn explain(&self, problem: Degenerate, camera: &Camera, source: &str) -> String {
         let placed = self.eye.is_some() && self.at.is_some();
-        let v = |v: Vec3| format!("{},{},{}", v.x, v.y, v.z);
+        let v = |v: Vec3| {
+            // Four decimals (and no -0) read better than f32's last bits.
+            let r = |x: f32| (x * 1e4).round() / 1e4 + 0.0;
+            format!("{},{},{}", r(v.x), r(v.y), r(v.z))
+        };
         match problem {
             Degenerate::SamePoint if placed => format!(
                 "--eye and --at are the same point ({}), so the camera looks nowhere: move --eye away from --at",
@@ -123,7 +127,7 @@ impl CameraArgs {
                 };
                 let up = match (self.up.is_some(), placed) {
                     (true, _) => "--up",
-                    (false, true) => "the default up 0,1,0",
+                    (false, true) => "the default up",
                     (false, false) => "its up vector",
                 };
                 let forward = (camera.target - camera.eye).normalize();

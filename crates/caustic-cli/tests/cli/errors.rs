@@ -113,7 +113,7 @@ fn degenerate_cameras_name_the_flag() {
         ),
         (
             &["--eye", "0,5,0", "--at", "0,0,0"],
-            "parallel to the default up 0,1,0 (0,1,0), so the image has no up: pass an --up across the view, e.g. --up 0,0,1",
+            "the view direction from --eye to --at (0,-1,0) is parallel to the default up (0,1,0), so the image has no up: pass an --up across the view, e.g. --up 0,0,1",
         ),
         (
             &["--eye", "0,0,5", "--at", "0,0,0", "--up", "0,0,-2"],
