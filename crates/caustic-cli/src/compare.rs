@@ -51,12 +51,19 @@ pub fn run(args: CompareArgs) -> Result<()> {
 /// Reads an EXR or PNG as linear values, saying so for a PNG: its 8-bit
 /// sRGB values were clipped at 1 when written, so bright areas compare low.
 fn read(path: &Path) -> Result<Film> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if !matches!(ext.as_deref(), Some("exr" | "png")) || path.is_dir() {
+        bail!(
+            "{}: not an image compare reads: it reads .exr (linear) and .png (sRGB) files",
+            path.display()
+        );
+    }
     let film =
         image_io::read_image(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let is_png = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
-    if is_png {
+    if ext.as_deref() == Some("png") {
         notes::note(format!(
             "{}: PNG, converted from 8-bit sRGB to linear (values above 1 were clipped when it was written; EXR compares exactly)",
             path.display()

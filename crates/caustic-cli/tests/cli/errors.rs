@@ -182,8 +182,10 @@ fn compare_refuses_other_formats_and_sizes() {
         .ok();
     }
     std::fs::write(dir.join("a.jpg"), b"not an image").unwrap();
-    caustic_in(&dir, &["compare", "a.jpg", "a.png"])
-        .fails_with(1, "unknown image format '.jpg' (expected .exr or .png)");
+    for other in ["a.jpg", "a", "."] {
+        let says = format!("{other}: not an image compare reads: it reads .exr (linear) and .png");
+        caustic_in(&dir, &["compare", other, "a.png"]).fails_with(1, &says);
+    }
     caustic_in(&dir, &["compare", "a.png", "b.png"])
         .fails_with(1, "images differ in size: 8x8 vs 16x16");
     caustic_in(&dir, &["compare", "a.png", "a.png", "--block", "9"])
