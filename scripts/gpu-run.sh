@@ -87,13 +87,15 @@ done
 grep -E 'panicked|FAILED|failures:|CAUSTIC_TEST_SEED|^device' "$logs/tests.log" | head -n 60 | tee -a "$summary"
 
 # caustic bench gpu: the primitives, then the trace passes on the scenes of
-# the OptiX anchor (README cameras; 16 dragons framed as the anchor frames them).
+# the OptiX anchor (the standard cameras, --camera standard; 16 dragons framed
+# as the anchor frames them).
 optix_scenes="bunny/bun_zipper.ply dragon/dragon_vrip.ply sponza-dabrovic/sponza.obj sibenik/sibenik.obj conference-69k/conference.obj dragon/dragon_vrip.ply@16"
 if [ "${CAUSTIC_BENCH:-1}" != 0 ] && [ -x "$here/caustic" ]; then
     bench_args=()
     [ "${CAUSTIC_PRIMITIVES_BENCH:-1}" != 0 ] || bench_args+=(--log2-n 0)
     if [ -n "${scenes:-}" ]; then
-        bench_args+=(--scene)
+        # Each standard scene's own camera, by its file name.
+        bench_args+=(--camera standard --scene)
         for spec in ${CAUSTIC_BENCH_SCENES:-$optix_scenes}; do bench_args+=("$scenes/$spec"); done
     fi
     timeout "${CAUSTIC_BENCH_TIMEOUT:-360}" "$here/caustic" bench gpu "${bench_args[@]}" \

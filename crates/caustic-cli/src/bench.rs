@@ -1,9 +1,13 @@
 //! `caustic bench`: acceleration-structure benchmarks on the anchor ray
-//! protocol (`shared/anchors/PROTOCOL.md`), so the numbers stand next to the
-//! Embree and obvhs harnesses' on the same scene, rays and machine.
+//! protocol (`caustic_geom::protocol`: primary rays from a pinhole camera,
+//! then ambient-occlusion and diffuse rays from their hits), so the numbers
+//! stand next to the Embree and obvhs harnesses' on the same scene, rays
+//! and machine.
 
-use crate::plot;
-use crate::scene_arg::{self, CameraArgs};
+use crate::camera::CameraArgs;
+use crate::render::DEFAULT_ACCEL;
+use crate::scene_arg::{self, LoadedScene};
+use crate::{camera_presets, parse, plot};
 use anyhow::{Context, Result, bail};
 use caustic_accel::{ACCEL_NAMES, Accel, AccelStats, build_accel};
 use caustic_geom::protocol::{self, ProtocolCamera};
@@ -24,16 +28,14 @@ pub enum BenchCommand {
     Accel(AccelBenchArgs),
     /// Photon-map structures (kd-tree, hash grid, brute force): build time
     /// and memory against photon count, query time against map size, k,
-    /// radius and image resolution (seed 003's measurements).
-    #[command(after_help = "Examples:\n  caustic bench photons\n  \
-        caustic bench photons --sizes 1e5,1e6 --k 10,50 --resolution 512x512 --json photons.jsonl --plot photons")]
+    /// radius and image resolution (the measurements of Fleisz 2009).
+    #[command(after_help = crate::bench_photons::help())]
     Photons(crate::bench_photons::PhotonBenchArgs),
     /// The CUDA backend: copy, scan and radix sort throughput against the
     /// memory ceiling, and BVH traversal Mrays/s for primary, AO and diffuse
     /// rays at 1920x1080 (rays generated on the device). Needs a CUDA GPU.
     #[command(
-        after_help = "Examples:\n  caustic bench gpu                                # primitives only\n  \
-        caustic bench gpu --scene target/scenes/sponza-dabrovic/sponza.obj target/scenes/dragon/dragon_vrip.ply@16 --json gpu.json"
+        after_help = crate::bench_gpu::help()
     )]
     Gpu(crate::bench_gpu::GpuBenchArgs),
 }
@@ -41,38 +43,45 @@ pub enum BenchCommand {
 /// Examples, then every structure with the parameters its spec takes.
 fn accel_help() -> String {
     let mut help = String::from(
-        "Examples:\n  caustic bench accel --scene target/scenes/bunny/bun_zipper.ply\n  \
+        "Examples:\n  caustic bench accel --scene cornell-caustics\n  \
+         caustic bench accel --scene target/scenes/bunny/bun_zipper.ply --camera bunny\n  \
          caustic bench accel --scene target/scenes/sibenik/sibenik.obj --eye=-16,-10,0 --at=10,-10,0 --fov 60 --json sibenik.jsonl\n  \
-         caustic bench accel --scene target/scenes/dragon/dragon_vrip.ply --accel bvh-binned,bvh-binned-staged,lbvh:bits=30,lbvh:bits=63\n\n\
+         caustic bench accel --scene target/scenes --camera standard --accel all\n  \
+         caustic bench accel --scene target/scenes/dragon/dragon_vrip.ply --camera dragon --accel bvh-binned,bvh-binned-staged,lbvh:bits=30,lbvh:bits=63\n\n\
          Structures and their parameters (NAME:key=value:key=value):\n",
     );
     for (name, params) in caustic_accel::ACCEL_PARAMS {
         help.push_str(&format!("  {name:<18} {params}\n"));
     }
+    help.push('\n');
+    help.push_str(&camera_presets::help());
     help
 }
 
 #[derive(Args)]
 pub struct AccelBenchArgs {
-    /// Scene files or folders of scene files (searched one level deep).
+    /// Scene files, folders of scene files (searched one level deep) or
+    /// built-in scene names.
     #[arg(long, required = true, num_args = 1..)]
     scene: Vec<PathBuf>,
     /// Acceleration structures, comma separated, or `all`. Each is a name
     /// with optional `:key=value` parameters, e.g. `lbvh:bits=63`,
     /// `ploc:r=32`, `bvh-binned:schedule=65536@64/4096@32/0@8`,
     /// `bvh-wide:width=4:from=ploc` (the list is below).
-    #[arg(long, value_delimiter = ',', default_value = "bvh-binned")]
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_ACCEL)]
     accel: Vec<String>,
-    #[arg(long, default_value_t = 1024)]
+    /// Image width: primary rays per row.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
     width: u32,
-    #[arg(long, default_value_t = 1024)]
+    /// Image height: rows of primary rays.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
     height: u32,
     /// Timed repetitions of each build and trace pass (after one warm-up).
-    #[arg(long, default_value_t = 5)]
-    reps: usize,
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..), allow_negative_numbers = true)]
+    reps: u16,
     /// Worker threads (0 = all cores).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=4096), allow_negative_numbers = true)]
+    threads: u16,
     /// Append one protocol JSON object per scene and structure to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -138,9 +147,9 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
 }
 
 fn accel(args: AccelBenchArgs) -> Result<()> {
-    crate::set_threads(args.threads)?;
-    if args.reps == 0 || args.width == 0 || args.height == 0 {
-        bail!("--reps, --width and --height must be positive");
+    crate::set_threads(args.threads.into())?;
+    for path in args.json.iter().chain(&args.plot) {
+        crate::output::check_writable(path)?;
     }
     let names = accel_names(&args.accel)?;
     let scenes = scene_files(&args.scene)?;
@@ -148,7 +157,7 @@ fn accel(args: AccelBenchArgs) -> Result<()> {
     for path in &scenes {
         let arg = path.to_string_lossy();
         let loaded = scene_arg::load(&arg)?;
-        let camera = protocol_camera(&args.camera, &loaded.scene, args.width, args.height)?;
+        let camera = protocol_camera(&args.camera, &loaded, args.width, args.height)?;
         let triangles = loaded.scene.triangles();
         for name in &names {
             eprintln!(
@@ -213,6 +222,8 @@ fn accel_names(requested: &[String]) -> Result<Vec<String>> {
     Ok(specs)
 }
 
+/// The scene files `args` name: files, the scene files in folders (and
+/// their subfolders, one level down), and built-in scene names as given.
 pub(crate) fn scene_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
     const EXTENSIONS: [&str; 5] = ["obj", "ply", "gltf", "glb", "xml"];
     let is_scene = |p: &Path| {
@@ -252,7 +263,7 @@ pub(crate) fn scene_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// view turned into the vertical one the protocol takes.
 pub(crate) fn protocol_camera(
     args: &CameraArgs,
-    scene: &caustic_scene::Scene,
+    scene: &LoadedScene,
     width: u32,
     height: u32,
 ) -> Result<ProtocolCamera> {
@@ -290,7 +301,7 @@ fn bench_one(
 ) -> Result<Row> {
     // Build: one warm-up, then `reps` timed builds; the last one is traced.
     drop(build_accel(name, triangles)?);
-    let mut build_runs = Vec::with_capacity(args.reps);
+    let mut build_runs = Vec::with_capacity(args.reps.into());
     let mut accel = None;
     for _ in 0..args.reps {
         drop(accel.take());
@@ -303,7 +314,7 @@ fn bench_one(
     let primary_rays = protocol::primary_rays(camera, args.width, args.height);
     let order = tile_order(args.width, args.height, 16);
     let tiled: Vec<Ray> = order.iter().map(|&i| primary_rays[i as usize]).collect();
-    let (primary, tiled_hits) = closest_pass(accel.as_ref(), &tiled, 256, args.reps)?;
+    let (primary, tiled_hits) = closest_pass(accel.as_ref(), &tiled, 256, args.reps.into())?;
     let mut primary_hits = vec![None; tiled_hits.len()];
     for (j, &i) in order.iter().enumerate() {
         primary_hits[i as usize] = tiled_hits[j];
@@ -315,8 +326,8 @@ fn bench_one(
         .iter()
         .map(|r| Ray::segment(r.origin, r.dir, 0.0, ao_tmax))
         .collect();
-    let (ao, occluded) = occlusion_pass(accel.as_ref(), &ao_rays, 1024, args.reps)?;
-    let (diffuse, diffuse_hits) = closest_pass(accel.as_ref(), &secondary, 1024, args.reps)?;
+    let (ao, occluded) = occlusion_pass(accel.as_ref(), &ao_rays, 1024, args.reps.into())?;
+    let (diffuse, diffuse_hits) = closest_pass(accel.as_ref(), &secondary, 1024, args.reps.into())?;
     Ok(Row {
         scene: scene.to_string(),
         accel: name.to_string(),
@@ -453,7 +464,7 @@ fn print_table(rows: &[Row], args: &AccelBenchArgs) {
     print_structure_tables(rows);
 }
 
-/// One table per structure over the scenes, with the columns of seed 000's
+/// One table per structure over the scenes, with the columns of Zeidan's (2011)
 /// tables 4.3-4.9 (build, ray cast, their sum, SAH cost, nodes, memory)
 /// and the rest of the quality metrics: leaves, average and largest leaf,
 /// depth, and the build's peak working memory. "Ray cast" is the primary

@@ -6,7 +6,8 @@
 //! The measuring itself lives in `caustic_gpu::bench` (primitives) and `caustic_accel::bvh::trace_bench_cuda` (traversal).
 
 use crate::bench::{protocol_camera, scene_files};
-use crate::scene_arg::{self, CameraArgs};
+use crate::camera::CameraArgs;
+use crate::{camera_presets, parse, scene_arg};
 use anyhow::{Context, Result, bail};
 use caustic_accel::bvh::trace_bench_cuda::{self as trace_bench, Pass, TraceResult, TraceSettings};
 use caustic_accel::bvh::traverse_cuda::Tracer;
@@ -17,6 +18,16 @@ use caustic_gpu::{Device, Gpu};
 use clap::Args;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+
+/// Examples, then how cameras are chosen.
+pub fn help() -> String {
+    format!(
+        "Examples:\n  caustic bench gpu                                # primitives only\n  \
+         caustic bench gpu --camera standard --scene target/scenes/sponza-dabrovic/sponza.obj \
+         target/scenes/dragon/dragon_vrip.ply@16 --json gpu.json\n\n{}",
+        camera_presets::help()
+    )
+}
 
 #[derive(Args)]
 pub struct GpuBenchArgs {
@@ -29,18 +40,21 @@ pub struct GpuBenchArgs {
     /// The CUDA device: `cuda` or `cuda:N`.
     #[arg(long, default_value = "cuda")]
     device: Device,
-    #[arg(long, default_value_t = 1920)]
+    /// Image width: primary rays per row.
+    #[arg(long, default_value_t = 1920, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
     width: u32,
-    #[arg(long, default_value_t = 1080)]
+    /// Image height: rows of primary rays.
+    #[arg(long, default_value_t = 1080, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
     height: u32,
     /// Untimed runs of each step before the timed ones.
-    #[arg(long, default_value_t = 3)]
-    warm_up: usize,
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(0..), allow_negative_numbers = true)]
+    warm_up: u16,
     /// Timed runs of each step; the median is reported (and the best).
-    #[arg(long, default_value_t = 20)]
-    reps: usize,
-    /// The primitives run on 2^LOG2_N elements (0: skip them).
-    #[arg(long, default_value_t = 26)]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..), allow_negative_numbers = true)]
+    reps: u16,
+    /// The primitives run on 2^LOG2_N elements (0: skip them; at most 28,
+    /// as the sorts hold several buffers of 2^N keys).
+    #[arg(long, default_value_t = 26, value_parser = clap::value_parser!(u32).range(0..=28), allow_negative_numbers = true)]
     log2_n: u32,
     /// Check every Nth ray of each pass against the CPU traversal before
     /// timing (0: no check).
@@ -68,14 +82,8 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
             "caustic bench gpu measures a CUDA device; --device {other} is not one (use cuda or cuda:N)"
         ),
     };
-    if args.reps == 0 || args.width == 0 || args.height == 0 {
-        bail!("--reps, --width and --height must be positive");
-    }
-    if args.log2_n > 28 {
-        bail!(
-            "--log2-n {} is too large (at most 28: the sorts hold several buffers of 2^N keys)",
-            args.log2_n
-        );
+    if let Some(path) = &args.json {
+        crate::output::check_writable(path)?;
     }
     // Parse every scene argument before the GPU work starts, so a typo
     // fails at once rather than after minutes of primitives.
@@ -83,8 +91,8 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
     let gpu = Gpu::open(ordinal).context("caustic bench gpu needs a CUDA GPU")?;
     println!("device: {}", gpu.info());
     let repeats = Repeats {
-        warm_up: args.warm_up,
-        repeats: args.reps,
+        warm_up: args.warm_up.into(),
+        repeats: args.reps.into(),
     };
 
     let primitives = if args.log2_n > 0 {
@@ -104,7 +112,7 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
     let mut rows = Vec::new();
     for spec in &scenes {
         let loaded = scene_arg::load(&spec.path.to_string_lossy())?;
-        let mut camera = protocol_camera(&args.camera, &loaded.scene, args.width, args.height)?;
+        let mut camera = protocol_camera(&args.camera, &loaded, args.width, args.height)?;
         let mut triangles = loaded.scene.triangles();
         let mut name = loaded.name.clone();
         if spec.copies > 1 {
@@ -128,7 +136,7 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
         });
     }
 
-    print_primitives(&primitives, args.warm_up);
+    print_primitives(&primitives, args.warm_up.into());
     print_scenes(&gpu, &rows, &args);
     if let Some(path) = &args.json {
         write_json(path, &gpu, &primitives, &rows, &args)?;

@@ -1,28 +1,28 @@
-//! `caustic compare`: image metrics between two EXR files.
+//! `caustic compare`: image metrics between two images, in linear values.
 
-use anyhow::{Context, Result};
-use caustic_render::image_io;
+use crate::notes;
+use anyhow::{Context, Result, bail};
+use caustic_render::{Film, image_io};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 #[command(
-    after_help = "Example:\n  caustic compare cb.exr ../shared/refs/cornell-box/cornell-box_whitted.exr"
+    after_help = "Examples:\n  caustic compare cb.exr reference.exr --block 8\n  \
+    caustic compare cb.png reference.png   # sRGB PNGs, compared as linear values"
 )]
 pub struct CompareArgs {
-    /// Image to check (linear EXR).
+    /// Image to check: .exr (linear) or .png (sRGB, converted to linear).
     image: PathBuf,
-    /// Reference image (linear EXR) of the same size.
+    /// Reference image of the same size: .exr or .png.
     reference: PathBuf,
     /// Also print the RMSE of BLOCK x BLOCK block means (low-frequency
     /// error, apart from per-pixel noise).
-    #[arg(long, value_name = "BLOCK")]
+    #[arg(long, value_name = "BLOCK", value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     block: Option<u32>,
 }
 
 pub fn run(args: CompareArgs) -> Result<()> {
-    let read =
-        |p: &PathBuf| image_io::read_exr(p).with_context(|| format!("cannot read {}", p.display()));
     let image = read(&args.image)?;
     let reference = read(&args.reference)?;
     let rmse = image_io::rmse(&image, &reference)?;
@@ -31,8 +31,11 @@ pub fn run(args: CompareArgs) -> Result<()> {
     println!("rmse_linear {rmse:.6}");
     println!("psnr_db     {psnr:.2} (peak 1.0)");
     if let Some(block) = args.block {
-        if block == 0 || block > image.width.min(image.height) {
-            anyhow::bail!("--block must be between 1 and the image's smaller side");
+        if block > image.width.min(image.height) {
+            bail!(
+                "--block {block} is larger than the image's smaller side ({})",
+                image.width.min(image.height)
+            );
         }
         let down = |f| image_io::downsample(f, block);
         let rmse = image_io::rmse(&down(&image), &down(&reference))?;
@@ -43,4 +46,28 @@ pub fn run(args: CompareArgs) -> Result<()> {
         m.x, m.y, m.z, r.x, r.y, r.z
     );
     Ok(())
+}
+
+/// Reads an EXR or PNG as linear values, saying so for a PNG: its 8-bit
+/// sRGB values were clipped at 1 when written, so bright areas compare low.
+fn read(path: &Path) -> Result<Film> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if !matches!(ext.as_deref(), Some("exr" | "png")) || path.is_dir() {
+        bail!(
+            "{}: not an image compare reads: it reads .exr (linear) and .png (sRGB) files",
+            path.display()
+        );
+    }
+    let film =
+        image_io::read_image(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if ext.as_deref() == Some("png") {
+        notes::note(format!(
+            "{}: PNG, converted from 8-bit sRGB to linear (values above 1 were clipped when it was written; EXR compares exactly)",
+            path.display()
+        ));
+    }
+    Ok(film)
 }

@@ -6,9 +6,7 @@ use caustic_scene::{Bsdf, FovAxis, Light};
 use clap::Args;
 
 #[derive(Args)]
-#[command(
-    after_help = "Examples:\n  caustic info cornell-caustics\n  caustic info ../shared/refs/cornell-box/cornell-box.xml"
-)]
+#[command(after_help = "Examples:\n  caustic info cornell-caustics\n  caustic info scene.xml")]
 pub struct InfoArgs {
     /// Scene file or built-in scene name.
     scene: String,

@@ -4,12 +4,19 @@ mod alloc_counter;
 mod bench;
 mod bench_gpu;
 mod bench_photons;
+mod camera;
+mod camera_presets;
 mod compare;
+mod device;
 mod info;
+mod notes;
+mod output;
+mod parse;
 mod plot;
 mod render;
 mod render_photon;
 mod render_sppm;
+mod render_whitted;
 mod scene_arg;
 
 use clap::{Parser, Subcommand};
@@ -25,12 +32,15 @@ static ALLOCATOR: alloc_counter::CountingAllocator = alloc_counter::CountingAllo
     version,
     about = "Parallel ray tracing and photon-mapped global illumination",
     long_about = "caustic renders triangle scenes (OBJ, PLY, glTF, Mitsuba 3 XML, or a built-in \
-                  scene) with a parallel Whitted ray tracer on a BVH, and benchmarks acceleration \
-                  structures with the anchor ray protocol.",
-    after_help = "Examples:\n  caustic render                       # the built-in Cornell box -> cornell-box.png\n  \
-                  caustic render cornell-caustics -o caustics.exr --spp 64\n  \
-                  caustic info ../shared/refs/cornell-box/cornell-box.xml\n  \
-                  caustic bench accel --scene target/scenes/bunny/bun_zipper.ply"
+                  scene) with global illumination: photon mapping (caustic and global maps, final \
+                  gather), stochastic progressive photon mapping, or a Whitted ray tracer, each on \
+                  the CPU or an NVIDIA GPU. It also benchmarks acceleration structures and \
+                  photon-map structures on a shared ray protocol.",
+    after_help = "Examples:\n  caustic render                       # cornell-caustics by photon mapping -> cornell-caustics.png\n  \
+                  caustic render cornell-box --integrator whitted -o cb.exr --spp 64\n  \
+                  caustic info cornell-caustics\n  \
+                  caustic compare cb.exr reference.exr --block 8\n  \
+                  caustic bench accel --scene target/scenes/bunny/bun_zipper.ply --camera bunny"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -43,7 +53,8 @@ enum Command {
     Render(render::RenderArgs),
     /// Print what a scene contains: triangles, bounds, materials, lights, camera.
     Info(info::InfoArgs),
-    /// Image metrics (RMSE, PSNR, means) of an EXR against a reference EXR.
+    /// Image metrics (RMSE, PSNR, means) of an image against a reference,
+    /// in linear values (EXR as stored, PNG converted from sRGB).
     Compare(compare::CompareArgs),
     /// Benchmarks.
     #[command(subcommand)]

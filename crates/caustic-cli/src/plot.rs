@@ -40,7 +40,7 @@ const PALETTE: [RGBColor; 8] = [
 ];
 
 /// Build time against trace time, log-log, one colour per structure: the
-/// trade-off seed 000's tables show in numbers. Lower left is better on
+/// trade-off Zeidan's (2011) thesis tables show in numbers. Lower left is better on
 /// both counts.
 pub fn build_vs_trace(path: &Path, title: &str, points: &[TradeoffPoint]) -> Result<()> {
     let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw {}: {e}", path.display());

@@ -1,73 +1,95 @@
-//! `caustic render`.
+//! `caustic render`: the flags every integrator shares, the scene and
+//! camera set-up, and the image out; each integrator's own flags and run
+//! live in `render_whitted.rs`, `render_photon.rs` and `render_sppm.rs`.
 
+use crate::camera::CameraArgs;
 use crate::render_photon::{self, PhotonArgs};
-use crate::render_sppm::{self, SppmArgs, SppmJob};
-use crate::scene_arg::{self, CameraArgs};
+use crate::render_sppm::{self, SppmArgs};
+use crate::render_whitted::{self, Fresnel};
+use crate::{camera_presets, notes, output, parse, scene_arg};
 use anyhow::{Context, Result, bail};
-use caustic_render::whitted::render_cuda as whitted_cuda;
-use caustic_render::whitted::{self, FresnelMode, WhittedSettings};
-use caustic_render::{RenderScene, image_io};
-use caustic_scene::{Light, Scene};
+use caustic_geom::{Rgb, Vec3};
+use caustic_render::{Film, RenderScene, image_io};
+use caustic_scene::{Camera, Light, Scene};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
 
+/// The acceleration structure `render` and `bench accel` use unless told
+/// otherwise: the 8-wide SIMD BVH, the fastest CPU structure to trace.
+pub const DEFAULT_ACCEL: &str = "bvh-wide";
+
+/// The built-in scene a bare `caustic render` draws: caustics and indirect
+/// light, what photon mapping is for.
+const DEFAULT_SCENE: &str = "cornell-caustics";
+
+fn help() -> String {
+    format!(
+        "Examples:\n  \
+         caustic render                       # cornell-caustics by photon mapping -> cornell-caustics.png\n  \
+         caustic render cornell-caustics --spp 16 --photons 400000 -o caustics.exr\n  \
+         caustic render cornell-box --integrator whitted -o cb.png\n  \
+         caustic render scene.xml --integrator sppm --passes 256 -o sppm.exr\n  \
+         caustic render model.glb --two-sided --width 1280 --height 720\n  \
+         caustic render target/scenes/sibenik/sibenik.obj --camera sibenik\n\n{}",
+        camera_presets::help()
+    )
+}
+
 #[derive(Args)]
-#[command(
-    after_help = "Examples:\n  caustic render                                   # built-in Cornell box -> cornell-box.png\n  \
-    caustic render cornell-caustics --spp 64 -o caustics.exr\n  \
-    caustic render ../shared/refs/cornell-box/cornell-box.xml -o cb.exr --spp 256\n  \
-    caustic render ../shared/refs/cornell-caustics/cornell-caustics.xml --integrator photon -o pm.exr\n  \
-    caustic render target/scenes/sibenik/sibenik.obj --width 1280 --height 720\n  \
-    caustic render ../shared/refs/cornell-caustics/cornell-caustics.xml --integrator sppm --passes 256 -o sppm.exr"
-)]
+#[command(after_help = help())]
 pub struct RenderArgs {
     /// Scene file (.obj, .ply, .gltf, .glb, .xml) or built-in scene name
     /// (cornell-box, cornell-caustics).
-    #[arg(default_value = "cornell-box")]
+    #[arg(default_value = DEFAULT_SCENE)]
     scene: String,
     /// Output image: .png (sRGB) or .exr (linear radiance). Default: SCENE.png.
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Image width in pixels (default: the scene file's, else 512).
-    #[arg(long)]
+    /// Image width in pixels [default: the scene file's, else 512].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
     width: Option<u32>,
-    /// Image height in pixels (default: the scene file's, else 512).
-    #[arg(long)]
+    /// Image height in pixels [default: the scene file's, else 512].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
     height: Option<u32>,
-    /// Light transport: `whitted` (specular chains + direct light; CPU or
-    /// CUDA), `photon` (photon mapping: + caustics and indirect light; CPU)
-    /// or `sppm` (progressive photon mapping, consistent; CPU).
-    #[arg(long, value_enum, default_value_t = Integrator::Whitted)]
+    /// Light transport. All three run on the CPU or an NVIDIA GPU (--device).
+    #[arg(long, value_enum, default_value_t = Integrator::Photon)]
     integrator: Integrator,
-    /// Samples (primary rays) per pixel.
-    #[arg(long, default_value_t = 16)]
-    spp: u32,
-    /// Largest number of specular bounces after the primary ray (sppm:
-    /// also the most photon bounces) [default: 5 for whitted, 64 for sppm].
-    #[arg(long)]
+    /// Samples (eye rays) per pixel [default: 16 for whitted, 4 for photon;
+    /// sppm takes one per pass].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
+    spp: Option<u32>,
+    /// Most specular bounces after the primary ray (sppm: also the most
+    /// photon bounces) [default: 5 for whitted and photon, 64 for sppm].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=256), allow_negative_numbers = true)]
     max_depth: Option<u32>,
     /// Shadow rays per area light at each shaded point.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024), allow_negative_numbers = true)]
     light_samples: u32,
     /// Acceleration structure, with optional parameters (e.g. `ploc:r=32`;
     /// `caustic bench accel --help` lists them). The default, the 8-wide
     /// SIMD BVH, traces about twice as fast as the binary `bvh-binned`.
-    #[arg(long, default_value = "bvh-wide")]
+    #[arg(long, default_value = DEFAULT_ACCEL, value_parser = parse::accel_spec)]
     accel: String,
     /// Worker threads (0 = all cores).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
-    /// Fresnel formula for glass.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=4096), allow_negative_numbers = true)]
+    threads: u16,
+    /// Fresnel formula for glass (whitted only; photon and sppm use the
+    /// exact one).
     #[arg(long, value_enum, default_value_t = Fresnel::Exact)]
     fresnel: Fresnel,
     /// Seed of the random sample streams.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// PNG exposure in stops (linear values are scaled by 2^exposure).
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_parser = parse::exposure)]
     exposure: f32,
-    /// No progress bar.
+    /// Render every material two-sided (both faces shaded, emitters emit
+    /// from both): for files whose faces point the wrong way.
+    #[arg(long)]
+    two_sided: bool,
+    /// No progress bar and no notes (the device line among them);
+    /// warnings, errors and the summary still print.
     #[arg(short, long)]
     quiet: bool,
     /// Where to render: `auto` (CUDA when a driver and GPU are present,
@@ -85,163 +107,129 @@ pub struct RenderArgs {
 /// The light transport algorithms of `caustic render`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Integrator {
-    /// Specular chains, direct light by shadow rays (CPU or CUDA).
+    /// Specular chains, direct light by shadow rays: no indirect light.
     Whitted,
     /// Photon mapping: caustic map, final gather into a global map with
-    /// adaptive irradiance samples (CPU).
+    /// adaptive irradiance samples.
     Photon,
     /// Stochastic progressive photon mapping: full global illumination,
-    /// consistent (CPU).
+    /// consistent (the error goes to zero as --passes grows).
     Sppm,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Fresnel {
-    Exact,
-    Schlick,
+/// What every integrator needs, resolved once.
+pub struct Job<'a> {
+    pub scene: &'a RenderScene,
+    pub camera: &'a Camera,
+    pub width: u32,
+    pub height: u32,
+    pub spp: u32,
+    pub max_depth: Option<u32>,
+    pub light_samples: u32,
+    pub seed: u64,
+    pub device: caustic_gpu::Device,
+}
+
+/// An integrator's result: the image, and the summary that follows
+/// `wrote FILE` (sizes, counts, times, backend).
+pub struct Rendered {
+    pub film: Film,
+    pub summary: String,
 }
 
 pub fn run(args: RenderArgs) -> Result<()> {
-    crate::set_threads(args.threads)?;
-    let loaded = scene_arg::load(&args.scene)?;
-    let mut scene = loaded.scene;
-    let camera = args.camera.resolve(&scene)?;
-    add_headlight_if_unlit(&mut scene, camera.eye);
-    let film_size = scene.film;
-    let width = args.width.or(film_size.map(|f| f.width)).unwrap_or(512);
-    let height = args.height.or(film_size.map(|f| f.height)).unwrap_or(512);
-    if width == 0 || height == 0 || width > 1 << 15 || height > 1 << 15 {
-        bail!("image size {width}x{height} is out of range (1..=32768 per side)");
-    }
-    if args.integrator == Integrator::Whitted && args.spp == 0 {
-        bail!("--spp must be at least 1");
-    }
+    notes::set_quiet(args.quiet);
+    crate::set_threads(args.threads.into())?;
+    // Everything that can be refused is refused before the scene loads.
     let output = args
         .output
-        .unwrap_or_else(|| PathBuf::from(format!("{}.png", loaded.name)));
-    check_output_extension(&output)?;
-
-    let render_scene = RenderScene::new(&scene, &args.accel)?;
-    let build = render_scene.accel.stats().clone();
-    if args.integrator == Integrator::Photon {
-        if matches!(args.fresnel, Fresnel::Schlick) {
-            bail!("--integrator photon uses the exact Fresnel equations only");
-        }
-        let common = render_photon::Common {
-            scene: &render_scene,
-            camera: &camera,
-            width,
-            height,
-            spp: args.spp,
-            max_depth: args.max_depth.unwrap_or(5),
-            light_samples: args.light_samples.max(1),
-            seed: args.seed,
-        };
-        let bar = progress_bar(width as u64 * height as u64, args.quiet);
-        let (film, backend) = render_photon::run(&args.photon, &common, args.device, &bar)?;
-        image_io::write_image(&film, &output, args.exposure)
-            .with_context(|| format!("cannot write {}", output.display()))?;
-        eprintln!(
-            "wrote {} ({width}x{height}, {} spp, {} triangles, {} build {:.1} ms) on {backend}",
-            output.display(),
-            args.spp,
-            render_scene.triangles.len(),
-            build.name,
-            build.build_ms,
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.png", scene_arg::short_name(&args.scene))));
+    output::check_image_path(&output)?;
+    if args.integrator != Integrator::Whitted && matches!(args.fresnel, Fresnel::Schlick) {
+        bail!(
+            "--fresnel schlick is for --integrator whitted; photon and sppm use the exact Fresnel equations"
         );
-        return Ok(());
     }
-    if args.integrator == Integrator::Sppm {
-        let job = SppmJob {
-            scene: &render_scene,
-            camera: &camera,
-            width,
-            height,
-            max_depth: args.max_depth.unwrap_or(64),
-            light_samples: args.light_samples,
-            seed: args.seed,
-            output: &output,
-            exposure: args.exposure,
-            quiet: args.quiet,
-            device: args.device,
-        };
-        return render_sppm::run(job, &args.sppm);
+    let loaded = scene_arg::load(&args.scene)?;
+    let camera = args.camera.resolve(&loaded)?;
+    let mut scene = loaded.scene;
+    if args.two_sided {
+        scene.materials.iter_mut().for_each(|m| m.two_sided = true);
     }
-    let settings = WhittedSettings {
-        width,
-        height,
-        spp: args.spp,
-        max_depth: args.max_depth.unwrap_or(5),
-        light_samples: args.light_samples.max(1),
-        fresnel: match args.fresnel {
-            Fresnel::Exact => FresnelMode::Exact,
-            Fresnel::Schlick => FresnelMode::Schlick,
-        },
+    add_headlight_if_unlit(&mut scene, camera.eye);
+    let film_size = scene.film;
+    let render_scene = RenderScene::new(&scene, &args.accel)?;
+    let job = Job {
+        scene: &render_scene,
+        camera: &camera,
+        width: args.width.or(film_size.map(|f| f.width)).unwrap_or(512),
+        height: args.height.or(film_size.map(|f| f.height)).unwrap_or(512),
+        spp: args.spp.unwrap_or(match args.integrator {
+            Integrator::Whitted => 16,
+            _ => 4,
+        }),
+        max_depth: args.max_depth,
+        light_samples: args.light_samples,
         seed: args.seed,
+        device: args.device,
     };
-    let selection = caustic_gpu::select(args.device)?;
-    eprintln!("{}", selection.message);
-    let (film, stats) = match &selection.gpu {
-        Some(gpu) => whitted_cuda::render(gpu, &render_scene, &camera, &settings)?,
-        None => {
-            let bar = progress_bar(width as u64 * height as u64, args.quiet);
-            let result = whitted::render(&render_scene, &camera, &settings, &|n| bar.inc(n));
-            bar.finish_and_clear();
-            result
-        }
+    if job.width > parse::MAX_SIDE || job.height > parse::MAX_SIDE || job.width * job.height == 0 {
+        bail!(
+            "image size {}x{} is out of range (1..={} per side)",
+            job.width,
+            job.height,
+            parse::MAX_SIDE
+        );
+    }
+    let rendered = match args.integrator {
+        Integrator::Whitted => render_whitted::run(&job, args.fresnel)?,
+        Integrator::Photon => render_photon::run(&args.photon, &job)?,
+        Integrator::Sppm => render_sppm::run(&job, &args.sppm)?,
     };
-    image_io::write_image(&film, &output, args.exposure)
+    warn_if_empty(&rendered.film);
+    image_io::write_image(&rendered.film, &output, args.exposure)
         .with_context(|| format!("cannot write {}", output.display()))?;
-    let backend = match &selection.gpu {
-        Some(gpu) => gpu.info().name.clone(),
-        None => format!("{} CPU threads", rayon::current_num_threads()),
-    };
-    eprintln!(
-        "wrote {} ({width}x{height}, {} spp, {} triangles, {} build {:.1} ms): {:.2} s, {:.1} M rays, {:.2} Mrays/s on {backend}",
-        output.display(),
-        args.spp,
-        render_scene.triangles.len(),
-        build.name,
-        build.build_ms,
-        stats.seconds,
-        stats.rays as f64 / 1e6,
-        stats.mrays_per_second(),
-    );
+    eprintln!("wrote {} {}", output.display(), rendered.summary);
     Ok(())
 }
 
-fn check_output_extension(path: &std::path::Path) -> Result<()> {
-    match path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(|e| e.to_ascii_lowercase())
-    {
-        Some(e) if e == "png" || e == "exr" => Ok(()),
-        _ => bail!("{}: output must end in .png or .exr", path.display()),
-    }
-}
-
 /// A scene with no light of any kind would render black: light it from the
-/// camera, and say so.
-fn add_headlight_if_unlit(scene: &mut Scene, eye: caustic_geom::Vec3) {
+/// camera, and say so. The intensity gives a 50 % grey surface facing the
+/// camera at the scene's centre a radiance of about 0.5 (`I = π d²`), so a
+/// model without materials shows mid-grey rather than near-black.
+fn add_headlight_if_unlit(scene: &mut Scene, eye: Vec3) {
     if !scene.lights.is_empty() || scene.emissive_materials().next().is_some() {
         return;
     }
-    let diag = scene.bounds().diagonal().max(1e-3);
-    let intensity = caustic_geom::Rgb::splat(0.5 * diag * diag);
-    eprintln!("note: the scene has no lights; adding a point light at the camera");
+    let bounds = scene.bounds();
+    let distance = eye.distance(bounds.center()).max(1e-3);
+    let intensity = Rgb::splat(std::f32::consts::PI * distance * distance);
+    notes::note("the scene has no lights; adding a point light at the camera");
     scene.lights.push(Light::Point {
         position: eye,
         intensity,
     });
 }
 
-fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
-    styled_progress_bar(
-        total,
-        quiet,
-        "{spinner} rendering [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}",
-    )
+/// Warns when every pixel has the same value: nothing lit is in view.
+fn warn_if_empty(film: &Film) {
+    let Some(&first) = film.pixels.first() else {
+        return;
+    };
+    if film.pixels.iter().any(|&p| p != first) {
+        return;
+    }
+    let what = if first.max_element() <= 0.0 {
+        "black"
+    } else {
+        "one colour (the background)"
+    };
+    notes::warn(format!(
+        "the image is entirely {what}: nothing lit is in view. Check the camera (--camera, \
+         --eye/--at; `caustic info` shows the scene's bounds) and the lights; faces that point \
+         away from the camera or the light may need --two-sided"
+    ));
 }
 
 /// A progress bar on stderr counting to `total` with `template`, or a
@@ -257,4 +245,13 @@ pub(crate) fn styled_progress_bar(total: u64, quiet: bool, template: &str) -> Pr
             .progress_chars("=> "),
     );
     bar
+}
+
+/// The image-pass progress bar, hidden under `-q`.
+pub(crate) fn pixel_progress_bar(width: u32, height: u32) -> ProgressBar {
+    styled_progress_bar(
+        width as u64 * height as u64,
+        notes::quiet(),
+        "{spinner} rendering [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}",
+    )
 }

@@ -1,54 +1,40 @@
 //! `caustic render --integrator sppm`: stochastic progressive photon
-//! mapping on the CPU, with a progress bar over passes and, on request,
+//! mapping on the CPU or the GPU, with a progress bar over passes and, on request,
 //! the error against a reference image at every power-of-two pass.
 
+use crate::render::{Job, Rendered};
+use crate::{device, notes, parse};
 use anyhow::{Context, Result, bail};
 use caustic_render::sppm::{self, PassView, SppmSettings};
-use caustic_render::{Film, RenderScene, image_io};
-use caustic_scene::Camera;
+use caustic_render::{Film, image_io};
 use clap::Args;
 use indicatif::ProgressBar;
 use std::path::{Path, PathBuf};
 
 /// Options of the `sppm` integrator.
 #[derive(Args)]
+#[command(next_help_heading = "Progressive photon mapping (--integrator sppm)")]
 pub struct SppmArgs {
-    /// SPPM: eye pass + photon pass pairs.
-    #[arg(long, default_value_t = 64)]
+    /// Eye pass + photon pass pairs.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     passes: u32,
-    /// SPPM: photons emitted per pass.
-    #[arg(long, default_value_t = 200_000)]
+    /// Photons emitted per pass.
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..=u32::MAX as u64), allow_negative_numbers = true)]
     photons_per_pass: u64,
-    /// SPPM: initial gather radius in scene units (default: 2 pixel
-    /// footprints at each pixel's first visible point).
-    #[arg(long, allow_hyphen_values = true)]
+    /// Initial gather radius in scene units [default: 2 pixel footprints
+    /// at each pixel's first visible point].
+    #[arg(long, value_parser = parse::positive_f32, allow_negative_numbers = true)]
     radius: Option<f32>,
-    /// SPPM: fraction of new photons kept per pass, in (0, 1).
-    #[arg(long, default_value_t = 2.0 / 3.0, allow_hyphen_values = true)]
+    /// Fraction of new photons kept per pass, strictly between 0 and 1.
+    #[arg(long, default_value_t = 2.0 / 3.0, value_parser = parse::open_unit, allow_negative_numbers = true)]
     alpha: f32,
-    /// SPPM: linear EXR to score against; prints RMSE and mean at every
+    /// Linear EXR to score against; prints RMSE and mean at every
     /// power-of-two pass and at the last.
     #[arg(long, value_name = "REF.exr")]
     score: Option<PathBuf>,
 }
 
-/// What `render` has already resolved from the shared options.
-pub struct SppmJob<'a> {
-    pub scene: &'a RenderScene,
-    pub camera: &'a Camera,
-    pub width: u32,
-    pub height: u32,
-    pub max_depth: u32,
-    pub light_samples: u32,
-    pub seed: u64,
-    pub output: &'a Path,
-    pub exposure: f32,
-    pub quiet: bool,
-    /// `--device`: `cuda` renders on the GPU, `auto` there when one opens.
-    pub device: caustic_gpu::Device,
-}
-
-pub fn run(job: SppmJob, args: &SppmArgs) -> Result<()> {
+pub fn run(job: &Job, args: &SppmArgs) -> Result<Rendered> {
     let settings = SppmSettings {
         width: job.width,
         height: job.height,
@@ -56,19 +42,15 @@ pub fn run(job: SppmJob, args: &SppmArgs) -> Result<()> {
         photons_per_pass: args.photons_per_pass,
         initial_radius: args.radius,
         alpha: args.alpha,
-        max_depth: job.max_depth,
+        max_depth: job.max_depth.unwrap_or(64),
         light_samples: job.light_samples,
         seed: job.seed,
     };
     settings.validate().context("invalid SPPM settings")?;
     let reference = load_reference(args.score.as_deref(), job.width, job.height)?;
-    let bar = progress_bar(args.passes as u64, job.quiet || reference.is_some());
+    let bar = progress_bar(args.passes as u64, notes::quiet() || reference.is_some());
     let scored = |passes: u32| passes.is_power_of_two() || passes == args.passes;
-    let gpu = match job.device {
-        caustic_gpu::Device::Cpu => None,
-        caustic_gpu::Device::Cuda(_) => caustic_gpu::select(job.device)?.gpu,
-        caustic_gpu::Device::Auto => caustic_gpu::select(job.device).ok().and_then(|s| s.gpu),
-    };
+    let gpu = device::open(job.device)?;
     let (film, stats) = match &gpu {
         Some(gpu) => {
             let start = std::time::Instant::now();
@@ -103,17 +85,10 @@ pub fn run(job: SppmJob, args: &SppmArgs) -> Result<()> {
         }
     };
     bar.finish_and_clear();
-    let backend = match &gpu {
-        Some(gpu) => gpu.info().name.clone(),
-        None => format!("{} CPU threads", rayon::current_num_threads()),
-    };
-    image_io::write_image(&film, job.output, job.exposure)
-        .with_context(|| format!("cannot write {}", job.output.display()))?;
-    eprintln!(
-        "wrote {} ({}x{}, sppm: {} passes x {} photons, {} triangles): {:.2} s \
+    let summary = format!(
+        "({}x{}, sppm: {} passes x {} photons, {} triangles): {:.2} s \
          (eye {:.2} s, grid {:.2} s, photons {:.2} s, gather {:.2} s), {:.1} M rays, \
-         {:.1} M photons stored, {:.1} M deposits, mean radius {:.3e}, on {backend}",
-        job.output.display(),
+         {:.1} M photons stored, {:.1} M deposits, mean radius {:.3e}, on {}",
         job.width,
         job.height,
         stats.passes,
@@ -128,8 +103,9 @@ pub fn run(job: SppmJob, args: &SppmArgs) -> Result<()> {
         stats.photons_stored as f64 / 1e6,
         stats.deposits as f64 / 1e6,
         stats.mean_radius,
+        device::backend_name(gpu.as_ref()),
     );
-    Ok(())
+    Ok(Rendered { film, summary })
 }
 
 /// The reference to score against, checked for size before the render.

@@ -34,13 +34,56 @@ pub fn linear_to_srgb(x: f32) -> f32 {
     }
 }
 
-/// Writes `film` as EXR (linear) or PNG (sRGB), chosen by the extension.
-pub fn write_image(film: &Film, path: &Path, exposure: f32) -> Result<(), ImageError> {
-    let ext = path
-        .extension()
+/// The inverse of [`linear_to_srgb`]: an sRGB-encoded value in `[0, 1]`
+/// to linear.
+pub fn srgb_to_linear(x: f32) -> f32 {
+    if x <= 0.04045 {
+        x / 12.92
+    } else {
+        ((x + 0.055) / 1.055).powf(2.4)
+    }
+}
+
+/// The lower-case extension of `path`, or `""`.
+fn extension(path: &Path) -> String {
+    path.extension()
         .and_then(|e| e.to_str())
         .unwrap_or("")
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+/// Reads an image as linear radiance: EXR as stored, PNG (or any 8/16-bit
+/// image the `image` crate reads by that extension) decoded from sRGB.
+/// A PNG holds values clipped to `[0, 1]` after the exposure it was
+/// written with, so metrics against it are approximate where the scene
+/// is brighter than 1.
+pub fn read_image(path: &Path) -> Result<Film, ImageError> {
+    match extension(path).as_str() {
+        "exr" => read_exr(path),
+        "png" => read_png(path),
+        ext => Err(ImageError::UnknownFormat {
+            path: path.display().to_string(),
+            ext: ext.to_owned(),
+        }),
+    }
+}
+
+/// Reads a PNG and converts its sRGB values to linear.
+pub fn read_png(path: &Path) -> Result<Film, ImageError> {
+    let image = image::open(path)
+        .map_err(|e| io_error(path, e))?
+        .into_rgb32f();
+    let mut film = Film::new(image.width(), image.height());
+    for (p, rgb) in film.pixels.iter_mut().zip(image.pixels()) {
+        let [r, g, b] = rgb.0.map(srgb_to_linear);
+        *p = Rgb::new(r, g, b);
+    }
+    Ok(film)
+}
+
+/// Writes `film` as EXR (linear) or PNG (sRGB), chosen by the extension.
+pub fn write_image(film: &Film, path: &Path, exposure: f32) -> Result<(), ImageError> {
+    let ext = extension(path);
     match ext.as_str() {
         "exr" => write_exr(film, path),
         "png" => write_png(film, path, exposure),
@@ -163,6 +206,23 @@ mod tests {
         std::fs::remove_file(&path).ok();
         assert_eq!(back, film);
         assert_eq!(rmse(&film, &back).unwrap(), 0.0);
+    }
+
+    #[test]
+    fn png_reads_back_as_linear() {
+        let mut film = Film::new(3, 2);
+        let values = [0.0, 0.002, 0.18, 0.5, 0.9, 1.0];
+        for (p, v) in film.pixels.iter_mut().zip(values) {
+            *p = Rgb::new(v, v * 0.5, 1.0 - v);
+        }
+        let path = std::env::temp_dir().join(format!("caustic-png-{}.png", std::process::id()));
+        write_image(&film, &path, 0.0).unwrap();
+        let back = read_image(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert_eq!((back.width, back.height), (3, 2));
+        // 8 bits of sRGB: within half a code step, relative to the slope.
+        assert!(rmse(&film, &back).unwrap() < 4e-3, "{back:?}");
+        assert!(read_image(Path::new("x.tif")).is_err());
     }
 
     #[test]

@@ -38,17 +38,22 @@ impl Camera {
         }
     }
 
-    /// A camera in front of the box (on its +z side), looking at its centre
-    /// with a 45° vertical field of view, far enough to see all of it.
+    /// A camera that sees all of the box: looking at its centre with a 45°
+    /// vertical field of view from a 3/4 view above its front (+z) right
+    /// (+x) side, +y up, 30° round and 30° up. The view is oblique to every
+    /// axis so that a flat model lying in an axis plane (a floor plan, a
+    /// relief facing +z, a terrain) is never seen edge-on.
     pub fn framing(bounds: Aabb) -> Self {
         let (center, radius) = if bounds.is_empty() || !bounds.is_finite() {
             (Vec3::ZERO, 1.0)
         } else {
             (bounds.center(), (0.5 * bounds.diagonal()).max(1e-6))
         };
+        let (round, up) = (30f32.to_radians(), 30f32.to_radians());
+        let towards_eye = Vec3::new(round.sin() * up.cos(), up.sin(), round.cos() * up.cos());
         let half = 22.5f32.to_radians();
         let dist = radius / half.sin();
-        Self::look_at(center + Vec3::Z * dist, center, Vec3::Y, 45.0)
+        Self::look_at(center + towards_eye * dist, center, Vec3::Y, 45.0)
     }
 
     /// `(tan(fov_x / 2), tan(fov_y / 2))` for an image of the given aspect
@@ -78,5 +83,30 @@ impl Camera {
             && u.is_finite()
             && self.fov_deg > 0.0
             && self.fov_deg < 180.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A flat square in each axis plane: the framing camera sees its face
+    /// at a steep enough angle (not edge-on) and has all of it in view.
+    #[test]
+    fn framing_sees_flat_models_face_on_enough() {
+        for normal in [Vec3::X, Vec3::Y, Vec3::Z] {
+            let extent = Vec3::ONE - normal;
+            let bounds = Aabb::new(-extent, extent);
+            let camera = Camera::framing(bounds);
+            assert!(camera.is_valid());
+            let (forward, _, _) = camera.frame();
+            assert!(forward.dot(normal).abs() > 0.4, "{normal}: {forward}");
+            let to_corner = (extent - camera.eye).normalize();
+            let half = (camera.fov_deg * 0.5).to_radians();
+            assert!(
+                to_corner.dot(forward) > half.cos(),
+                "{normal}: corner out of view"
+            );
+        }
     }
 }

@@ -92,8 +92,8 @@ impl Scene {
         out
     }
 
-    /// The scene's camera, or one that frames its bounds from the front
-    /// (+z side, looking down -z) when the file has none.
+    /// The scene's camera, or one that frames its bounds from above and in
+    /// front ([`Camera::framing`]) when the file has none.
     pub fn camera_or_default(&self) -> Camera {
         self.camera
             .unwrap_or_else(|| Camera::framing(self.bounds()))

@@ -1,0 +1,210 @@
+//! Value parsers for the numeric flags of every subcommand, so that a
+//! value no algorithm can use (`nan`, `inf`, a zero count, a fraction
+//! outside its range) is refused by clap when the command line is read,
+//! with the flag's name, before any scene is loaded. Numeric flags also
+//! set `allow_negative_numbers`, so that `-1` reaches its parser and is
+//! refused by name rather than taken for an unknown flag.
+
+use caustic_geom::DVec3;
+
+/// A finite `f32`.
+pub fn finite_f32(text: &str) -> Result<f32, String> {
+    let value = text
+        .trim()
+        .parse::<f32>()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(format!("{value} is not a finite number"))
+    }
+}
+
+/// A finite `f32` above zero.
+pub fn positive_f32(text: &str) -> Result<f32, String> {
+    let value = finite_f32(text)?;
+    if value > 0.0 {
+        Ok(value)
+    } else {
+        Err(format!("{value} must be greater than 0"))
+    }
+}
+
+/// A finite `f32` of zero or more.
+pub fn non_negative_f32(text: &str) -> Result<f32, String> {
+    let value = finite_f32(text)?;
+    if value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(format!("{value} must be 0 or more"))
+    }
+}
+
+/// A fraction of the scene's diagonal: in (0, 1].
+pub fn diagonal_fraction(text: &str) -> Result<f32, String> {
+    let value = positive_f32(text)?;
+    if value <= 1.0 {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{value} is a fraction of the scene diagonal and must lie in (0, 1]"
+        ))
+    }
+}
+
+/// A number strictly between 0 and 1 (SPPM's alpha).
+pub fn open_unit(text: &str) -> Result<f32, String> {
+    let value = finite_f32(text)?;
+    if value > 0.0 && value < 1.0 {
+        Ok(value)
+    } else {
+        Err(format!("{value} must lie strictly between 0 and 1"))
+    }
+}
+
+/// PNG exposure in stops: beyond ±64 the scale `2^stops` leaves every
+/// pixel black or white, so such a value is a typo, not a choice.
+pub fn exposure(text: &str) -> Result<f32, String> {
+    let value = finite_f32(text)?;
+    if value.abs() <= 64.0 {
+        Ok(value)
+    } else {
+        Err(format!("{value} stops is out of range (-64 to 64)"))
+    }
+}
+
+/// A field of view in degrees, in the open interval (0, 180) where a
+/// pinhole camera exists.
+pub fn fov_degrees(text: &str) -> Result<f64, String> {
+    let value = text
+        .trim()
+        .parse::<f64>()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    if value > 0.0 && value < 180.0 {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{value}° is not a field of view: it must lie strictly between 0 and 180 degrees (e.g. --fov 45)"
+        ))
+    }
+}
+
+/// `x,y,z` in `f64`: the ray protocol computes its camera in `f64` from
+/// the numbers as written.
+pub fn vec3(text: &str) -> Result<DVec3, String> {
+    let parts: Vec<&str> = text
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .map(str::trim)
+        .collect();
+    if parts.len() != 3 {
+        return Err(format!("expected x,y,z but got '{text}'"));
+    }
+    let mut out = [0.0f64; 3];
+    for (o, p) in out.iter_mut().zip(&parts) {
+        *o = p
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .ok_or_else(|| format!("'{p}' is not a finite number"))?;
+    }
+    Ok(DVec3::from(out))
+}
+
+/// A count written `12345`, `1e6`, `2.5e6`, `250k` or `5M`; zero allowed.
+pub fn count(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let (number, scale) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1e3),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1e6),
+        _ => (t, 1.0),
+    };
+    match number.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v * scale < 1e15 => Ok((v * scale).round() as usize),
+        _ => Err(format!("`{text}` is not a count (e.g. 1000, 1e6, 250k)")),
+    }
+}
+
+/// A count as [`count`] that must be at least 1.
+pub fn positive_count(text: &str) -> Result<usize, String> {
+    match count(text)? {
+        0 => Err(format!("`{text}` must be at least 1")),
+        n => Ok(n),
+    }
+}
+
+/// An image size `WIDTHxHEIGHT`, each side 1 to 32768 pixels.
+pub fn resolution(text: &str) -> Result<(u32, u32), String> {
+    let parsed = text
+        .split_once(['x', 'X'])
+        .and_then(|(w, h)| Some((w.trim().parse().ok()?, h.trim().parse().ok()?)));
+    match parsed {
+        Some((w, h)) if (1..=MAX_SIDE).contains(&w) && (1..=MAX_SIDE).contains(&h) => Ok((w, h)),
+        _ => Err(format!(
+            "`{text}` is not an image size such as 512x512 (1 to {MAX_SIDE} pixels a side)"
+        )),
+    }
+}
+
+/// The largest image side any renderer accepts.
+pub const MAX_SIDE: u32 = 1 << 15;
+
+/// An acceleration-structure spec (`bvh-wide`, `ploc:r=32`), checked
+/// against the registry without building anything, so a typo fails before
+/// the scene loads.
+pub fn accel_spec(text: &str) -> Result<String, String> {
+    caustic_accel::build_accel(text, &[])
+        .map(|_| text.to_owned())
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_refuse_what_no_algorithm_uses() {
+        assert_eq!(finite_f32("-1.5"), Ok(-1.5));
+        for bad in ["nan", "NaN", "inf", "-inf", "", "x", "1e39"] {
+            assert!(finite_f32(bad).is_err(), "{bad}");
+        }
+        assert!(positive_f32("0").is_err());
+        assert_eq!(non_negative_f32("0"), Ok(0.0));
+        assert!(non_negative_f32("-0.1").is_err());
+        assert!(diagonal_fraction("1.5").is_err());
+        assert_eq!(diagonal_fraction("1"), Ok(1.0));
+        assert!(open_unit("1").is_err() && open_unit("0").is_err());
+        assert_eq!(exposure("-3"), Ok(-3.0));
+        assert!(exposure("200").is_err() && exposure("nan").is_err());
+        assert!(fov_degrees("0").is_err() && fov_degrees("180").is_err());
+        assert!(fov_degrees("nan").is_err());
+        assert_eq!(fov_degrees("39.3"), Ok(39.3));
+    }
+
+    #[test]
+    fn vectors_counts_and_resolutions_parse() {
+        assert_eq!(vec3("1, -2,3"), Ok(DVec3::new(1.0, -2.0, 3.0)));
+        assert_eq!(vec3("[1, 2, 3]"), Ok(DVec3::new(1.0, 2.0, 3.0)));
+        assert!(vec3("1,2").is_err() && vec3("1,nan,2").is_err());
+        assert_eq!(count("12345"), Ok(12345));
+        assert_eq!(count("1e6"), Ok(1_000_000));
+        assert_eq!(count("2.5e6"), Ok(2_500_000));
+        assert_eq!(count("250k"), Ok(250_000));
+        assert_eq!(count("5M"), Ok(5_000_000));
+        assert_eq!(count("0"), Ok(0));
+        assert!(positive_count("0").is_err());
+        assert!(count("-3").is_err() && count("many").is_err());
+        assert_eq!(resolution("1920x1080"), Ok((1920, 1080)));
+        assert!(resolution("0x10").is_err() && resolution("512").is_err());
+        assert!(resolution("40000x10").is_err());
+    }
+
+    #[test]
+    fn accel_specs_are_checked_without_a_scene() {
+        assert_eq!(accel_spec("ploc:r=32"), Ok("ploc:r=32".to_owned()));
+        assert!(accel_spec("bvh-fast").is_err());
+        assert!(accel_spec("lbvh:bits=99").is_err());
+    }
+}

@@ -1,0 +1,184 @@
+//! `info`, `compare`, `bench accel`, `bench photons` and `bench gpu`.
+
+use crate::common::{arg, caustic, caustic_in, flat_quad_obj, scratch};
+
+#[test]
+fn info_describes_built_in_scenes_and_files() {
+    let run = caustic(&["info", "cornell-caustics"]).ok();
+    assert!(run.stdout.contains("triangles  40972"), "{}", run.stdout);
+    assert!(run.stdout.contains("camera     eye"));
+    let dir = scratch("info");
+    let floor = flat_quad_obj(&dir);
+    let run = caustic_in(&dir, &["info", arg(&floor)]).ok();
+    assert!(run.stdout.contains("triangles  2"));
+    assert!(run.stdout.contains("camera     none"));
+}
+
+/// `compare` reads EXR as stored and PNG converted from sRGB, saying so.
+#[test]
+fn compare_reads_exr_and_png() {
+    let dir = scratch("compare");
+    // A grey floor under the automatic light: no pixel above 1, so the PNG
+    // differs from the EXR by its 8-bit rounding only.
+    let floor = flat_quad_obj(&dir);
+    for out in ["floor.exr", "floor.png"] {
+        caustic_in(
+            &dir,
+            &[
+                "render",
+                arg(&floor),
+                "--integrator",
+                "whitted",
+                "--spp",
+                "2",
+                "--width",
+                "16",
+                "--height",
+                "16",
+                "-q",
+                "-o",
+                out,
+            ],
+        )
+        .ok();
+    }
+    let same = caustic_in(&dir, &["compare", "floor.exr", "floor.exr", "--block", "4"]).ok();
+    assert!(
+        same.stdout.contains("rmse_linear 0.000000"),
+        "{}",
+        same.stdout
+    );
+    assert!(same.stdout.contains("psnr_db     inf"));
+    assert!(same.stdout.contains("rmse_block4 0.000000"));
+    let png = caustic_in(&dir, &["compare", "floor.png", "floor.exr"]).ok();
+    assert!(
+        png.stderr
+            .contains("note: floor.png: PNG, converted from 8-bit sRGB to linear"),
+        "{}",
+        png.stderr
+    );
+    let rmse: f64 = png.stdout.lines().next().unwrap()["rmse_linear ".len()..]
+        .parse()
+        .unwrap();
+    assert!(rmse > 0.0 && rmse < 0.005, "{rmse}\n{}", png.stdout);
+}
+
+#[test]
+fn bench_accel_times_every_structure_and_writes_json() {
+    let dir = scratch("bench-accel");
+    let run = caustic_in(
+        &dir,
+        &[
+            "bench",
+            "accel",
+            "--scene",
+            "cornell-box",
+            "--accel",
+            "all",
+            "--width",
+            "16",
+            "--height",
+            "16",
+            "--reps",
+            "1",
+            "--json",
+            "accel.jsonl",
+        ],
+    )
+    .ok();
+    for name in ["bvh-wide", "bvh-binned", "lbvh", "ploc", "kdtree", "grid"] {
+        assert!(
+            run.stdout.contains(&format!("| cornell-box | {name} |")),
+            "{name}\n{}",
+            run.stdout
+        );
+    }
+    let json = std::fs::read_to_string(dir.join("accel.jsonl")).unwrap();
+    assert!(json.lines().count() >= 9, "{json}");
+    // Every structure sees the same hits (the table's checksums agree).
+    let primary: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("| cornell-box |"))
+        .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+        .filter(|cells| cells[2].parse::<f64>().is_err()) // the first table's rows
+        .map(|cells| cells[11])
+        .collect();
+    assert_eq!(primary.len(), 9, "{}", run.stdout);
+    assert!(primary.windows(2).all(|w| w[0] == w[1]), "{primary:?}");
+    // The default structure is render's.
+    let run = caustic_in(
+        &dir,
+        &[
+            "bench",
+            "accel",
+            "--scene",
+            "cornell-box",
+            "--width",
+            "8",
+            "--height",
+            "8",
+            "--reps",
+            "1",
+        ],
+    )
+    .ok();
+    assert!(
+        run.stdout.contains("| cornell-box | bvh-wide |"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn bench_photons_measures_every_point_structure() {
+    let run = caustic(&[
+        "bench",
+        "photons",
+        "--scene",
+        "cornell-box",
+        "--sizes",
+        "2000",
+        "--at-size",
+        "2000",
+        "--k",
+        "4",
+        "--at-k",
+        "4",
+        "--radius",
+        "0.01",
+        "--resolution",
+        "8x8",
+        "--at-resolution",
+        "8x8",
+        "--reps",
+        "1",
+        "--max-emitted",
+        "1e5",
+    ])
+    .ok();
+    for name in ["kdtree", "hashgrid", "brute"] {
+        assert!(
+            run.stdout.contains(&format!("| global | 2000 | {name} |")),
+            "{name}\n{}",
+            run.stdout
+        );
+    }
+    assert!(
+        run.stdout
+            .contains("#### kNN query time against image resolution")
+    );
+}
+
+/// Without a GPU, `bench gpu` says it needs one; it never measures a CPU.
+#[test]
+fn bench_gpu_needs_a_cuda_device() {
+    caustic(&["bench", "gpu", "--device", "cpu"])
+        .fails_with(1, "--device cpu is not one (use cuda or cuda:N)");
+    let run = caustic(&["bench", "gpu", "--log2-n", "0"]);
+    if run.code == 0 {
+        eprintln!("a GPU is present: nothing to check here");
+        return;
+    }
+    run.fails_with(1, "caustic bench gpu needs a CUDA GPU");
+}
