@@ -191,57 +191,54 @@ fn check(scene: &str) {
     let Some(tris) = triangles(scene) else {
         return;
     };
-    let reference = build_accel(REFERENCE, &tris).unwrap();
-    let base = reference.stats().sah_cost;
+    let base = build_accel(REFERENCE, &tris).unwrap().stats().sah_cost;
     at_most(scene, REFERENCE, "SAH cost", base, measured.reference_cost);
     for &name in ACCEL_NAMES.iter().filter(|&&n| n != "brute") {
         let accel = build_accel(name, &tris).unwrap();
         let stats = accel.stats();
         assert_eq!(stats.prims, tris.len(), "{scene} {name}");
         sane_shape(scene, name, stats);
-        if let Some(k) = RATIO_ORDER.iter().position(|&n| n == name) {
-            assert!(
-                stats.sah_cost.is_finite() && stats.sah_cost > 0.0,
-                "{scene} {name}: {stats:?}"
-            );
-            let ratio = stats.sah_cost / base;
-            at_most(
-                scene,
-                name,
-                "SAH cost / bvh-sweep's",
-                ratio,
-                measured.ratios[k],
-            );
+        for (what, value, then) in measures(name, stats, base, measured) {
+            at_most(scene, name, what, value, then);
         }
-        if name == "kdtree" {
-            let refs = references_per_triangle(stats);
-            at_most(
-                scene,
-                name,
-                "references per triangle",
-                refs,
-                measured.kd_refs_per_triangle,
-            );
-        }
-        if name == "grid" {
-            let per_cell = stats.avg_leaf_size;
-            at_most(
-                scene,
-                name,
+    }
+}
+
+/// The cost measures of structure `name`: what, the value now, the value
+/// measured.
+fn measures(
+    name: &str,
+    stats: &AccelStats,
+    reference_cost: f32,
+    measured: &Measured,
+) -> Vec<(&'static str, f32, f32)> {
+    let mut out = Vec::new();
+    if let Some(k) = RATIO_ORDER.iter().position(|&n| n == name) {
+        let ratio = stats.sah_cost / reference_cost;
+        out.push(("SAH cost / bvh-sweep's", ratio, measured.ratios[k]));
+    }
+    let per_triangle = references_per_triangle(stats);
+    match name {
+        "kdtree" => out.push((
+            "references per triangle",
+            per_triangle,
+            measured.kd_refs_per_triangle,
+        )),
+        "grid" => out.extend([
+            (
                 "references per cell",
-                per_cell,
+                stats.avg_leaf_size,
                 measured.grid_refs_per_cell,
-            );
-            let per_triangle = references_per_triangle(stats);
-            at_most(
-                scene,
-                name,
+            ),
+            (
                 "references per triangle",
                 per_triangle,
                 measured.grid_refs_per_triangle,
-            );
-        }
+            ),
+        ]),
+        _ => {}
     }
+    out
 }
 
 fn at_most(scene: &str, name: &str, what: &str, value: f32, measured: f32) {
@@ -263,6 +260,9 @@ fn references_per_triangle(stats: &AccelStats) -> f32 {
 fn sane_shape(scene: &str, name: &str, s: &AccelStats) {
     let what = format!("{scene} {name}: {s:?}");
     let prims = s.prims as f32;
+    if name != "grid" {
+        assert!(s.sah_cost.is_finite() && s.sah_cost > 0.0, "{what}");
+    }
     match name {
         "bvh-wide" => {
             // Each inner node has 2 to 8 children, leaves hold up to 8.
