@@ -24,9 +24,10 @@ fn main() {
     let scene = args.next().unwrap_or_else(|| "sibenik/sibenik.obj".into());
     let names = args.next().unwrap_or_else(|| "bvh-binned".into());
     let reps: usize = args.next().map_or(15, |s| s.parse().expect("repetitions"));
-    let Some(path) = caustic_scene::data_dirs::scene_file(&scene) else {
-        return;
-    };
+    let path = caustic_scene::data_dirs::find_scene(&scene).unwrap_or_else(|missing| {
+        eprintln!("{missing}");
+        std::process::exit(2);
+    });
     let tris = caustic_scene::Scene::load(&path)
         .expect("scene loads")
         .triangles();

@@ -19,9 +19,10 @@ fn main() {
     let ray_count: usize = args
         .next()
         .map_or(1_000_000, |s| s.parse().expect("ray count"));
-    let Some(path) = caustic_scene::data_dirs::scene_file(&scene) else {
-        return;
-    };
+    let path = caustic_scene::data_dirs::find_scene(&scene).unwrap_or_else(|missing| {
+        eprintln!("{missing}");
+        std::process::exit(2);
+    });
     let tris = caustic_scene::Scene::load(&path)
         .expect("scene loads")
         .triangles();

@@ -2,7 +2,8 @@
 //! references (full global illumination), its convergence with passes,
 //! and its independence of the thread count.
 //!
-//! The reference tests skip, saying so, when `shared/refs` is absent.
+//! The reference tests skip, saying so, when `shared/refs` is absent, and
+//! fail under CI (see `caustic_scene::data_dirs`).
 //! Renders are deterministic for a seed, so the bounds are the measured
 //! values plus 25 % (for floating-point differences between machines);
 //! docs/BENCHMARKS.md ("SPPM (CPU)") has the measurements and how the
@@ -40,7 +41,6 @@ fn render_and_score(scene: &str) -> Option<(Scored, Film)> {
         ref_file(&format!("{scene}/{scene}.xml")),
         ref_file(&format!("{scene}/{scene}_path.exr")),
     ) else {
-        eprintln!("skipped: shared/refs/{scene} not found (set CAUSTIC_REFS)");
         return None;
     };
     let loaded = Scene::load(&xml).expect("reference scene loads");

@@ -806,9 +806,6 @@ fn real_cornell_box_variants() {
 
 #[test]
 fn refs_cornell_box_parts() {
-    let Some(dir) = data_dirs::refs_dir() else {
-        return;
-    };
     for part in [
         "back",
         "ceiling",
@@ -819,11 +816,9 @@ fn refs_cornell_box_parts() {
         "red_wall",
         "small_box",
     ] {
-        let path = dir.join(format!("cornell-box/{part}.obj"));
-        if !path.is_file() {
-            eprintln!("skipping: {} not found", path.display());
+        let Some(path) = data_dirs::ref_file(&format!("cornell-box/{part}.obj")) else {
             continue;
-        }
+        };
         let scene = Scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let expected = if part.ends_with("box") { 12 } else { 2 };
         assert_eq!(scene.triangle_count(), expected, "{part}");

@@ -7,13 +7,16 @@
 //! where the CPU has it (`is_x86_feature_detected!`), SSE for 4-wide trees
 //! on every x86_64 CPU, and the portable lanes otherwise. All backends give
 //! the same bits (see [`super::simd`]), so the choice never changes a result.
+//! The tree keeps the chosen backend's token ([`super::simd`] explains
+//! why the AVX2 code needs one), and the one `unsafe` step, entering code
+//! compiled with AVX2 enabled, takes it as its proof.
 
 use super::WideBvh;
 use super::collapse::{CollapseConfig, collapse};
 use super::leaf::{Closest, RayTriangles};
 use super::node::TriangleGroup;
 use super::packet;
-use super::simd::{Lanes, Portable};
+use super::simd::{AnyCpu, Lanes, Portable};
 use super::traverse::{LeafTest, RayBoxes, traverse};
 use crate::bvh::Bvh2;
 use crate::bvh::build::{BinnedSahBuilder, Bvh2Builder};
@@ -82,12 +85,49 @@ pub enum Backend {
 impl Backend {
     /// The best backend this CPU runs.
     pub fn detect() -> Self {
-        if super::simd::avx2_available() {
-            Self::Avx2
-        } else if cfg!(target_arch = "x86_64") {
-            Self::Sse
-        } else {
+        Engine::detect().backend()
+    }
+}
+
+/// A backend with its token, the proof that the CPU runs it: what the
+/// queries dispatch on.
+#[derive(Clone, Copy, Debug)]
+enum Engine {
+    #[cfg(target_arch = "x86_64")]
+    Avx2(super::simd::Avx2),
+    #[cfg(target_arch = "x86_64")]
+    Sse(super::simd::Sse2),
+    Portable,
+}
+
+impl Engine {
+    /// The best engine this CPU runs.
+    fn detect() -> Self {
+        Self::best_up_to(Backend::Avx2)
+    }
+
+    /// `backend` where the CPU runs it, else the best one below it.
+    fn best_up_to(backend: Backend) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        return match (backend, super::simd::Avx2::detect()) {
+            (Backend::Avx2, Some(avx)) => Self::Avx2(avx),
+            (Backend::Avx2 | Backend::Sse, _) => Self::Sse(super::simd::Sse2),
+            (Backend::Portable, _) => Self::Portable,
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = backend; // only the portable lanes on this target
             Self::Portable
+        }
+    }
+
+    fn backend(self) -> Backend {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx2(_) => Backend::Avx2,
+            #[cfg(target_arch = "x86_64")]
+            Self::Sse(_) => Backend::Sse,
+            Self::Portable => Backend::Portable,
         }
     }
 }
@@ -103,7 +143,7 @@ enum Tree {
 #[derive(Clone, Debug)]
 pub struct WideTriangleBvh {
     tree: Tree,
-    backend: Backend,
+    engine: Engine,
     stats: AccelStats,
 }
 
@@ -203,24 +243,21 @@ impl WideTriangleBvh {
         };
         Self {
             tree,
-            backend: Backend::detect(),
+            engine: Engine::detect(),
             stats,
         }
     }
 
-    /// The same tree traced with `backend` (tests compare backends; a
-    /// backend the CPU lacks falls back to the portable one).
+    /// The same tree traced with `backend` (tests compare backends; where
+    /// the CPU lacks it, the best backend below it: see [`Self::backend`]).
     pub fn with_backend(mut self, backend: Backend) -> Self {
-        self.backend = match backend {
-            Backend::Avx2 if Backend::detect() != Backend::Avx2 => Backend::detect(),
-            Backend::Sse if Backend::detect() == Backend::Portable => Backend::Portable,
-            other => other,
-        };
+        self.engine = Engine::best_up_to(backend);
         self
     }
 
+    /// The backend the queries run on.
     pub fn backend(&self) -> Backend {
-        self.backend
+        self.engine.backend()
     }
 
     /// Node width of the tree.
@@ -234,10 +271,14 @@ impl WideTriangleBvh {
 
 /// Closest hit of one traceable ray.
 #[inline(always)]
-pub(super) fn closest<const N: usize, V: Lanes<N>>(bvh: &WideBvh<N>, ray: &Ray) -> Option<Hit> {
-    let boxes = RayBoxes::<N, V>::new(ray.origin, ray.dir);
+pub(super) fn closest<const N: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    bvh: &WideBvh<N>,
+    ray: &Ray,
+) -> Option<Hit> {
+    let boxes = RayBoxes::<N, V>::new(isa, ray.origin, ray.dir);
     let mut leaf = ClosestLeaf {
-        triangles: RayTriangles::<N, V>::new(ray.origin, ray.dir),
+        triangles: RayTriangles::<N, V>::new(isa, ray.origin, ray.dir),
         t_min: ray.tmin,
         best: Closest::new(ray.tmax),
     };
@@ -247,10 +288,14 @@ pub(super) fn closest<const N: usize, V: Lanes<N>>(bvh: &WideBvh<N>, ray: &Ray) 
 
 /// Whether one traceable ray hits anything.
 #[inline(always)]
-pub(super) fn occluded<const N: usize, V: Lanes<N>>(bvh: &WideBvh<N>, ray: &Ray) -> bool {
-    let boxes = RayBoxes::<N, V>::new(ray.origin, ray.dir);
+pub(super) fn occluded<const N: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    bvh: &WideBvh<N>,
+    ray: &Ray,
+) -> bool {
+    let boxes = RayBoxes::<N, V>::new(isa, ray.origin, ray.dir);
     let mut leaf = AnyLeaf {
-        triangles: RayTriangles::<N, V>::new(ray.origin, ray.dir),
+        triangles: RayTriangles::<N, V>::new(isa, ray.origin, ray.dir),
         t_min: ray.tmin,
         t_max: ray.tmax,
     };
@@ -258,7 +303,7 @@ pub(super) fn occluded<const N: usize, V: Lanes<N>>(bvh: &WideBvh<N>, ray: &Ray)
 }
 
 /// Closest-hit leaf test: keeps the best hit so far.
-struct ClosestLeaf<const N: usize, V> {
+struct ClosestLeaf<const N: usize, V: Lanes<N>> {
     triangles: RayTriangles<N, V>,
     t_min: f32,
     best: Closest,
@@ -273,7 +318,7 @@ impl<const N: usize, V: Lanes<N>> LeafTest<N> for ClosestLeaf<N, V> {
 }
 
 /// Any-hit leaf test.
-struct AnyLeaf<const N: usize, V> {
+struct AnyLeaf<const N: usize, V: Lanes<N>> {
     triangles: RayTriangles<N, V>,
     t_min: f32,
     t_max: f32,
@@ -290,29 +335,40 @@ impl<const N: usize, V: Lanes<N>> LeafTest<N> for AnyLeaf<N, V> {
 
 #[cfg(target_arch = "x86_64")]
 mod avx {
-    //! The generic queries compiled with AVX2 enabled.
+    //! The generic queries compiled with AVX2 enabled, so that the `Avx8`
+    //! methods inline into them: each takes the token that proves the CPU
+    //! has AVX2, and that proof is what makes entering them safe.
     use super::*;
-    use crate::bvh::wide::simd::Avx8;
+    use crate::bvh::wide::simd::{Avx2, Avx8};
 
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn closest(bvh: &WideBvh<8>, ray: &Ray) -> Option<Hit> {
-        super::closest::<8, Avx8>(bvh, ray)
+    #[inline]
+    pub fn closest(avx: Avx2, bvh: &WideBvh<8>, ray: &Ray) -> Option<Hit> {
+        #[target_feature(enable = "avx2")]
+        unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, ray: &Ray) -> Option<Hit> {
+            super::closest::<8, Avx8>(avx, bvh, ray)
+        }
+        // SAFETY: `avx` exists, so the CPU has AVX2.
+        unsafe { run(avx, bvh, ray) }
     }
 
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn occluded(bvh: &WideBvh<8>, ray: &Ray) -> bool {
-        super::occluded::<8, Avx8>(bvh, ray)
+    #[inline]
+    pub fn occluded(avx: Avx2, bvh: &WideBvh<8>, ray: &Ray) -> bool {
+        #[target_feature(enable = "avx2")]
+        unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, ray: &Ray) -> bool {
+            super::occluded::<8, Avx8>(avx, bvh, ray)
+        }
+        // SAFETY: `avx` exists, so the CPU has AVX2.
+        unsafe { run(avx, bvh, ray) }
     }
 
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn closest_packets(bvh: &WideBvh<8>, rays: &[Ray], hits: &mut [Option<Hit>]) {
-        packet::closest_batch::<8, { PACKET_RAYS / 8 }, Avx8>(bvh, rays, hits)
+    #[inline]
+    pub fn closest_packets(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], hits: &mut [Option<Hit>]) {
+        #[target_feature(enable = "avx2")]
+        unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], hits: &mut [Option<Hit>]) {
+            packet::closest_batch::<8, { PACKET_RAYS / 8 }, Avx8>(avx, bvh, rays, hits)
+        }
+        // SAFETY: `avx` exists, so the CPU has AVX2.
+        unsafe { run(avx, bvh, rays, hits) }
     }
 }
 
@@ -321,19 +377,21 @@ impl WideTriangleBvh {
     /// coherent (see [`super::packet`]); `hits.len() == rays.len()`.
     pub fn intersect_run(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
-        match (&self.tree, self.backend) {
+        match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Backend::Avx2` is only set where AVX2 was detected.
-            (Tree::Eight(t), Backend::Avx2) => unsafe { avx::closest_packets(t, rays, hits) },
+            (Tree::Eight(t), Engine::Avx2(avx)) => avx::closest_packets(avx, t, rays, hits),
             (Tree::Eight(t), _) => {
-                packet::closest_batch::<8, { PACKET_RAYS / 8 }, Portable<8>>(t, rays, hits)
+                packet::closest_batch::<8, { PACKET_RAYS / 8 }, Portable<8>>(AnyCpu, t, rays, hits)
             }
             #[cfg(target_arch = "x86_64")]
-            (Tree::Four(t), Backend::Avx2 | Backend::Sse) => {
-                packet::closest_batch::<4, { PACKET_RAYS / 4 }, super::simd::Sse4>(t, rays, hits)
+            (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
+                let sse = super::simd::Sse2;
+                packet::closest_batch::<4, { PACKET_RAYS / 4 }, super::simd::Sse4>(
+                    sse, t, rays, hits,
+                )
             }
             (Tree::Four(t), _) => {
-                packet::closest_batch::<4, { PACKET_RAYS / 4 }, Portable<4>>(t, rays, hits)
+                packet::closest_batch::<4, { PACKET_RAYS / 4 }, Portable<4>>(AnyCpu, t, rays, hits)
             }
         }
     }
@@ -353,16 +411,15 @@ impl Accel for WideTriangleBvh {
         if !is_traceable(ray) {
             return None;
         }
-        match (&self.tree, self.backend) {
+        match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Backend::Avx2` is only set where AVX2 was detected.
-            (Tree::Eight(t), Backend::Avx2) => unsafe { avx::closest(t, ray) },
-            (Tree::Eight(t), _) => closest::<8, Portable<8>>(t, ray),
+            (Tree::Eight(t), Engine::Avx2(avx)) => avx::closest(avx, t, ray),
+            (Tree::Eight(t), _) => closest::<8, Portable<8>>(AnyCpu, t, ray),
             #[cfg(target_arch = "x86_64")]
-            (Tree::Four(t), Backend::Avx2 | Backend::Sse) => {
-                closest::<4, super::simd::Sse4>(t, ray)
+            (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
+                closest::<4, super::simd::Sse4>(super::simd::Sse2, t, ray)
             }
-            (Tree::Four(t), _) => closest::<4, Portable<4>>(t, ray),
+            (Tree::Four(t), _) => closest::<4, Portable<4>>(AnyCpu, t, ray),
         }
     }
 
@@ -370,16 +427,15 @@ impl Accel for WideTriangleBvh {
         if !is_traceable(ray) {
             return false;
         }
-        match (&self.tree, self.backend) {
+        match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Backend::Avx2` is only set where AVX2 was detected.
-            (Tree::Eight(t), Backend::Avx2) => unsafe { avx::occluded(t, ray) },
-            (Tree::Eight(t), _) => occluded::<8, Portable<8>>(t, ray),
+            (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded(avx, t, ray),
+            (Tree::Eight(t), _) => occluded::<8, Portable<8>>(AnyCpu, t, ray),
             #[cfg(target_arch = "x86_64")]
-            (Tree::Four(t), Backend::Avx2 | Backend::Sse) => {
-                occluded::<4, super::simd::Sse4>(t, ray)
+            (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
+                occluded::<4, super::simd::Sse4>(super::simd::Sse2, t, ray)
             }
-            (Tree::Four(t), _) => occluded::<4, Portable<4>>(t, ray),
+            (Tree::Four(t), _) => occluded::<4, Portable<4>>(AnyCpu, t, ray),
         }
     }
 
@@ -441,6 +497,20 @@ mod tests {
         rays
     }
 
+    /// Every backend this CPU runs, the portable one always; a missing AVX2
+    /// is said (or fails the test under `CAUSTIC_REQUIRE_AVX2=1`).
+    fn backends(test: &str) -> Vec<Backend> {
+        let mut out = vec![Backend::Portable];
+        if cfg!(target_arch = "x86_64") {
+            out.push(Backend::Sse);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if super::super::simd::avx2_for_test(test).is_some() {
+            out.push(Backend::Avx2);
+        }
+        out
+    }
+
     fn configs() -> [WideBvhConfig; 3] {
         [
             WideBvhConfig::EIGHT,
@@ -454,6 +524,7 @@ mod tests {
 
     #[test]
     fn every_backend_and_width_matches_brute_force() {
+        let test = "every_backend_and_width_matches_brute_force";
         let tris = soup(800, 1);
         let brute = BruteForce::new(&tris);
         let mut rng = Pcg32::new(2, 1);
@@ -468,8 +539,9 @@ mod tests {
             .collect();
         for config in configs() {
             let built = WideTriangleBvh::build_with(&tris, &BinnedSahBuilder::default(), &config);
-            for backend in [Backend::Avx2, Backend::Sse, Backend::Portable] {
+            for backend in backends(test) {
                 let bvh = built.clone().with_backend(backend);
+                assert_eq!(bvh.backend(), backend, "no silent fallback");
                 for ray in &rays {
                     let expected = brute.intersect(ray);
                     assert_eq!(
@@ -489,6 +561,7 @@ mod tests {
 
     #[test]
     fn packets_match_brute_force_on_camera_rays() {
+        let test = "packets_match_brute_force_on_camera_rays";
         let tris = soup(1500, 3);
         let brute = BruteForce::new(&tris);
         // Eyes outside and inside the soup, looking down each axis sign.
@@ -498,8 +571,9 @@ mod tests {
             for config in configs() {
                 let built =
                     WideTriangleBvh::build_with(&tris, &BinnedSahBuilder::default(), &config);
-                for backend in [Backend::Avx2, Backend::Sse, Backend::Portable] {
+                for backend in backends(test) {
                     let bvh = built.clone().with_backend(backend);
+                    assert_eq!(bvh.backend(), backend, "no silent fallback");
                     let mut hits = vec![None; rays.len()];
                     bvh.intersect_batch(&rays, &mut hits);
                     assert!(hits == expected, "{config:?} {backend:?} eye {eye:?}");

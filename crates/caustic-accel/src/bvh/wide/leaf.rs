@@ -22,7 +22,9 @@ use caustic_geom::{Hit, RayTriangleTest, Vec3};
 
 /// Per-ray constants of the watertight test, broadcast to `N` lanes.
 #[derive(Clone, Copy, Debug)]
-pub struct RayTriangles<const N: usize, V> {
+pub struct RayTriangles<const N: usize, V: Lanes<N>> {
+    /// The backend's token, for the vectors made from triangles.
+    isa: V::Isa,
     /// Vertex rows `kx, ky, kz` of the sheared frame (see `RayTriangleTest`).
     rows: [usize; 3],
     /// Origin coordinates along `kx, ky, kz`.
@@ -40,7 +42,7 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
     /// depth axis `kz` is the direction's largest component (first wins
     /// ties), and `kx`, `ky` swap when it is negative to keep the winding.
     #[inline(always)]
-    pub fn new(origin: Vec3, dir: Vec3) -> Self {
+    pub fn new(isa: V::Isa, origin: Vec3, dir: Vec3) -> Self {
         let abs = dir.abs();
         let kz = if abs.x >= abs.y && abs.x >= abs.z {
             0
@@ -55,15 +57,16 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
             std::mem::swap(&mut kx, &mut ky);
         }
         Self {
+            isa,
             rows: [kx, ky, kz],
             origin: [
-                V::splat(origin[kx]),
-                V::splat(origin[ky]),
-                V::splat(origin[kz]),
+                V::splat(isa, origin[kx]),
+                V::splat(isa, origin[ky]),
+                V::splat(isa, origin[kz]),
             ],
-            sx: V::splat(dir[kx] / dir[kz]),
-            sy: V::splat(dir[ky] / dir[kz]),
-            sz: V::splat(1.0 / dir[kz]),
+            sx: V::splat(isa, dir[kx] / dir[kz]),
+            sy: V::splat(isa, dir[ky] / dir[kz]),
+            sz: V::splat(isa, 1.0 / dir[kz]),
             ray: (origin, dir),
         }
     }
@@ -72,9 +75,10 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
     /// `(a[kx] - sx * a[kz], a[ky] - sy * a[kz], a[kz])`.
     #[inline(always)]
     fn sheared(&self, group: &TriangleGroup<N>, v: usize) -> (V, V, V) {
-        let x = V::load(&group.vertex[3 * v + self.rows[0]]) - self.origin[0];
-        let y = V::load(&group.vertex[3 * v + self.rows[1]]) - self.origin[1];
-        let z = V::load(&group.vertex[3 * v + self.rows[2]]) - self.origin[2];
+        let isa = self.isa;
+        let x = V::load(isa, &group.vertex[3 * v + self.rows[0]]) - self.origin[0];
+        let y = V::load(isa, &group.vertex[3 * v + self.rows[1]]) - self.origin[1];
+        let z = V::load(isa, &group.vertex[3 * v + self.rows[2]]) - self.origin[2];
         (x - self.sx * z, y - self.sy * z, z)
     }
 
@@ -87,7 +91,7 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
         let u = cx * by - cy * bx;
         let v = ax * cy - ay * cx;
         let w = bx * ay - by * ax;
-        let zero = V::splat(0.0);
+        let zero = V::splat(self.isa, 0.0);
         let on_edge = V::bits(u.eq(zero) | v.eq(zero) | w.eq(zero));
         let mixed_signs = V::bits(u.lt(zero) | v.lt(zero) | w.lt(zero))
             & V::bits(u.gt(zero) | v.gt(zero) | w.gt(zero));
@@ -108,10 +112,10 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
         }
         let det = u + v + w;
         let t_scaled = u * (self.sz * az) + v * (self.sz * bz) + w * (self.sz * cz);
-        let inv_det = V::splat(1.0) / det;
+        let inv_det = V::splat(self.isa, 1.0) / det;
         let t = t_scaled * inv_det;
         let accepted = det.ne_ordered(zero)
-            & det.abs().lt(V::splat(f32::INFINITY))
+            & det.abs().lt(V::splat(self.isa, f32::INFINITY))
             & t.gt(t_min)
             & t.lt(t_max);
         GroupHits {
@@ -143,11 +147,11 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
     #[inline(always)]
     pub fn closest(&self, groups: &[TriangleGroup<N>], t_min: f32, best: &mut Closest) -> bool {
         let mut improved = false;
-        let t_min_v = V::splat(t_min);
+        let t_min_v = V::splat(self.isa, t_min);
         for group in groups {
             // Accept `t == best.t` too, so that equal distances go to the lower id.
             let limit = next_up(best.t);
-            let found = self.test(group, t_min_v, V::splat(limit));
+            let found = self.test(group, t_min_v, V::splat(self.isa, limit));
             if found.hits | found.on_edge == 0 {
                 continue;
             }
@@ -175,7 +179,7 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
     /// Whether any triangle of `groups` has a hit in `(t_min, t_max)`.
     #[inline(always)]
     pub fn any(&self, groups: &[TriangleGroup<N>], t_min: f32, t_max: f32) -> bool {
-        let (t_min_v, t_max_v) = (V::splat(t_min), V::splat(t_max));
+        let (t_min_v, t_max_v) = (V::splat(self.isa, t_min), V::splat(self.isa, t_max));
         for group in groups {
             let found = self.test(group, t_min_v, t_max_v);
             if found.hits != 0
@@ -261,7 +265,7 @@ pub fn next_up(x: f32) -> f32 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::simd::Portable;
+    use super::super::simd::{AnyCpu, Portable};
     use super::*;
     use caustic_geom::{Pcg32, Triangle};
 
@@ -289,7 +293,7 @@ mod tests {
     }
 
     /// The lanes of one group give exactly the scalar test's answers.
-    fn group_agrees_with_scalar<const N: usize, V: Lanes<N>>(seed: u64) {
+    fn group_agrees_with_scalar<const N: usize, V: Lanes<N>>(isa: V::Isa, seed: u64) {
         let mut rng = Pcg32::new(seed, 3);
         for _ in 0..2000 {
             let origin = random_vec(&mut rng, 10.0);
@@ -301,7 +305,7 @@ mod tests {
                 continue;
             }
             let scalar = RayTriangleTest::new(origin, dir);
-            let test = RayTriangles::<N, V>::new(origin, dir);
+            let test = RayTriangles::<N, V>::new(isa, origin, dir);
             let mut group = TriangleGroup::<N>::padding();
             let lanes = 1 + rng.next_u32() as usize % N;
             let tris: Vec<Triangle> = (0..lanes)
@@ -311,7 +315,7 @@ mod tests {
                 group.set(lane, tri, lane as u32);
             }
             let (t_min, t_max) = (0.5, 4.0 + 2.0 * rng.next_f32());
-            let found = test.test(&group, V::splat(t_min), V::splat(t_max));
+            let found = test.test(&group, V::splat(isa, t_min), V::splat(isa, t_max));
             let t = found.t.to_array();
             for (lane, tri) in tris.iter().enumerate() {
                 let expected = scalar.intersect(tri, t_min, t_max);
@@ -350,22 +354,23 @@ mod tests {
 
     #[test]
     fn portable_groups_agree_with_the_scalar_test() {
-        group_agrees_with_scalar::<4, Portable<4>>(1);
-        group_agrees_with_scalar::<8, Portable<8>>(2);
+        group_agrees_with_scalar::<4, Portable<4>>(AnyCpu, 1);
+        group_agrees_with_scalar::<8, Portable<8>>(AnyCpu, 2);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn simd_groups_agree_with_the_scalar_test() {
-        use super::super::simd::{Avx8, Sse4, avx2_available};
-        group_agrees_with_scalar::<4, Sse4>(3);
-        #[target_feature(enable = "avx2")]
-        unsafe fn avx() {
-            group_agrees_with_scalar::<8, Avx8>(4);
-        }
-        if avx2_available() {
-            // SAFETY: the feature was detected.
-            unsafe { avx() };
+    fn sse_groups_agree_with_the_scalar_test() {
+        use super::super::simd::{Sse2, Sse4};
+        group_agrees_with_scalar::<4, Sse4>(Sse2, 3);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx_groups_agree_with_the_scalar_test() {
+        use super::super::simd::{Avx8, avx2_for_test};
+        if let Some(avx) = avx2_for_test("avx_groups_agree_with_the_scalar_test") {
+            group_agrees_with_scalar::<8, Avx8>(avx, 4);
         }
     }
 
@@ -376,7 +381,7 @@ mod tests {
         let mut group = TriangleGroup::<4>::padding();
         group.set(0, &Triangle::new(a, Vec3::new(1.0, 0.0, 1.0), b), 5);
         group.set(1, &Triangle::new(a, b, Vec3::new(0.0, 1.0, 1.0)), 3);
-        let test = RayTriangles::<4, Portable<4>>::new(Vec3::new(0.5, 0.5, 0.0), Vec3::Z);
+        let test = RayTriangles::<4, Portable<4>>::new(AnyCpu, Vec3::new(0.5, 0.5, 0.0), Vec3::Z);
         let found = test.test(&group, Portable([0.0; 4]), Portable([9.0; 4]));
         assert_ne!(found.on_edge, 0);
         let mut best = Closest::new(f32::INFINITY);

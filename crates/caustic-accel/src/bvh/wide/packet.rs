@@ -57,23 +57,24 @@ const STACK: usize = stack_capacity(8);
 /// `P * N` consecutive rays where they are coherent, ray by ray elsewhere.
 #[inline(always)]
 pub fn closest_batch<const N: usize, const P: usize, V: Lanes<N>>(
+    isa: V::Isa,
     bvh: &WideBvh<N>,
     rays: &[Ray],
     hits: &mut [Option<Hit>],
 ) {
     for (rays, hits) in rays.chunks(N * P).zip(hits.chunks_mut(N * P)) {
-        if let Some(packet) = Packet::<N, P, V>::new(rays) {
+        if let Some(packet) = Packet::<N, P, V>::new(isa, rays) {
             let found = packet.closest(bvh);
             for (hit, best) in hits.iter_mut().zip(found.iter().flatten()) {
                 *hit = best.hit;
             }
         } else if P > 1 {
             // Not coherent as a whole: try packets of one vector.
-            closest_batch::<N, 1, V>(bvh, rays, hits);
+            closest_batch::<N, 1, V>(isa, bvh, rays, hits);
         } else {
             for (ray, hit) in rays.iter().zip(hits) {
                 *hit = if is_traceable(ray) {
-                    super::accel::closest::<N, V>(bvh, ray)
+                    super::accel::closest::<N, V>(isa, bvh, ray)
                 } else {
                     None
                 };
@@ -84,7 +85,8 @@ pub fn closest_batch<const N: usize, const P: usize, V: Lanes<N>>(
 
 /// `P * N` coherent rays: their box-test bounds as intervals over the
 /// packet, their triangle-test constants one ray per lane.
-struct Packet<'a, const N: usize, const P: usize, V> {
+struct Packet<'a, const N: usize, const P: usize, V: Lanes<N>> {
+    isa: V::Isa,
     lanes: [LaneRays<'a, N, V>; P],
     /// Box test, per axis in the order `[other, other, depth]` (see
     /// `RayBoxes`): rows of the entry and exit planes, shared by all rays.
@@ -130,15 +132,15 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
     /// direction component (whose infinite reciprocal the interval bounds
     /// exclude).
     #[inline(always)]
-    fn new(rays: &'a [Ray]) -> Option<Self> {
+    fn new(isa: V::Isa, rays: &'a [Ray]) -> Option<Self> {
         if rays.len() != N * P {
             return None;
         }
-        let first = LaneRays::<N, V>::gather(&rays[..N]);
+        let first = LaneRays::<N, V>::gather(isa, &rays[..N]);
         let (depth, sign) = first.shape()?;
         let mut lanes = [first; P];
         for (p, lane) in lanes.iter_mut().enumerate().skip(1) {
-            *lane = LaneRays::gather(&rays[p * N..(p + 1) * N]);
+            *lane = LaneRays::gather(isa, &rays[p * N..(p + 1) * N]);
             if lane.shape()? != (depth, sign) {
                 return None;
             }
@@ -187,14 +189,31 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         }
         // No SIMD inside closures: see the soundness note in `simd`.
         Some(Self {
+            isa,
             lanes,
             near_row: [0, 1, 2].map(|k| row(k, false)),
             far_row: [0, 1, 2].map(|k| row(k, true)),
-            origin_low: [V::splat(low[0]), V::splat(low[1]), V::splat(low[2])],
-            origin_high: [V::splat(high[0]), V::splat(high[1]), V::splat(high[2])],
-            inv_low: [V::splat(inv[0].0), V::splat(inv[1].0), V::splat(inv[2].0)],
-            inv_high: [V::splat(inv[0].1), V::splat(inv[1].1), V::splat(inv[2].1)],
-            t_min: V::splat(t_min),
+            origin_low: [
+                V::splat(isa, low[0]),
+                V::splat(isa, low[1]),
+                V::splat(isa, low[2]),
+            ],
+            origin_high: [
+                V::splat(isa, high[0]),
+                V::splat(isa, high[1]),
+                V::splat(isa, high[2]),
+            ],
+            inv_low: [
+                V::splat(isa, inv[0].0),
+                V::splat(isa, inv[1].0),
+                V::splat(isa, inv[2].0),
+            ],
+            inv_high: [
+                V::splat(isa, inv[0].1),
+                V::splat(isa, inv[1].1),
+                V::splat(isa, inv[2].1),
+            ],
+            t_min: V::splat(isa, t_min),
             rows: [kx, ky, kz],
         })
     }
@@ -203,14 +222,14 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
     /// planes in row `row` along slot axis `k`, children in lanes.
     #[inline(always)]
     fn slab_low(&self, node: &WideNode<N>, row: usize, k: usize) -> V {
-        let x = V::load(&node.bounds[row]) - self.origin_low[k];
+        let x = V::load(self.isa, &node.bounds[row]) - self.origin_low[k];
         (x * self.inv_low[k]).min_or(x * self.inv_high[k])
     }
 
     /// The largest such distance.
     #[inline(always)]
     fn slab_high(&self, node: &WideNode<N>, row: usize, k: usize) -> V {
-        let x = V::load(&node.bounds[row]) - self.origin_high[k];
+        let x = V::load(self.isa, &node.bounds[row]) - self.origin_high[k];
         (x * self.inv_low[k]).max_or(x * self.inv_high[k])
     }
 
@@ -234,7 +253,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
             .abs()
             .max_or(n2_high.abs())
             .max_or(f2.abs().max_or(f2_low.abs()));
-        let margin = depth_extent * V::splat(SLACK);
+        let margin = depth_extent * V::splat(self.isa, SLACK);
         let crosses = (near - margin).le(far + margin);
         let lo = self.t_min.max_or(n2 - margin);
         let hi = cutoff.min_or(f2 + margin);
@@ -245,7 +264,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
     #[inline(always)]
     fn closest(&self, bvh: &WideBvh<N>) -> [[Closest; N]; P] {
         let mut best: [LaneBest<N, V>; P] =
-            std::array::from_fn(|p| LaneBest::new(self.lanes[p].t_max));
+            std::array::from_fn(|p| LaneBest::new(self.isa, self.lanes[p].t_max));
         if let Some((child, groups)) = root_entry(bvh.root) {
             self.trace(bvh, child, groups, &mut best);
         }
@@ -316,7 +335,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         stack: &mut [MaybeUninit<Entry>; STACK],
         depth: &mut usize,
     ) -> Option<Next> {
-        let (hits, order, bound) = self.test_children(node, V::splat(cutoff));
+        let (hits, order, bound) = self.test_children(node, V::splat(self.isa, cutoff));
         if hits == 0 {
             return None;
         }

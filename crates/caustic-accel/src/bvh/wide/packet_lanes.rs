@@ -25,7 +25,9 @@ pub(super) struct LaneHits<const N: usize, V: Lanes<N>> {
 /// `N` rays of a packet, one per lane, with the per-lane constants of the
 /// watertight triangle test.
 #[derive(Clone, Copy)]
-pub(super) struct LaneRays<'a, const N: usize, V> {
+pub(super) struct LaneRays<'a, const N: usize, V: Lanes<N>> {
+    /// The backend's token, for the vectors made from triangles and boxes.
+    isa: V::Isa,
     rays: &'a [Ray],
     /// Origin and direction per axis `x, y, z`.
     pub(super) origin: [V; 3],
@@ -65,7 +67,9 @@ pub(super) fn highest<const N: usize>(values: [f32; N]) -> f32 {
 
 /// The closest hit so far of each of `N` rays, in lanes.
 #[derive(Clone, Copy)]
-pub(super) struct LaneBest<const N: usize, V> {
+pub(super) struct LaneBest<const N: usize, V: Lanes<N>> {
+    /// The backend's token, for writing lanes back.
+    isa: V::Isa,
     /// Distance of the hit, or the ray's `tmax` while there is none.
     pub(super) t: V,
     u: V,
@@ -78,13 +82,14 @@ pub(super) struct LaneBest<const N: usize, V> {
 
 impl<const N: usize, V: Lanes<N>> LaneBest<N, V> {
     #[inline(always)]
-    pub(super) fn new(t_max: V) -> Self {
-        let zero = V::splat(0.0);
+    pub(super) fn new(isa: V::Isa, t_max: V) -> Self {
+        let zero = V::splat(isa, 0.0);
         Self {
+            isa,
             t: t_max,
             u: zero,
             v: zero,
-            id: V::splat(f32::from_bits(NO_PRIM)),
+            id: V::splat(isa, f32::from_bits(NO_PRIM)),
             t_max,
         }
     }
@@ -118,7 +123,13 @@ impl<const N: usize, V: Lanes<N>> LaneBest<N, V> {
             put(self.v, hit.v),
             put(self.id, f32::from_bits(hit.prim)),
         );
-        (self.t, self.u, self.v, self.id) = (V::load(&t), V::load(&u), V::load(&v), V::load(&id));
+        let isa = self.isa;
+        (self.t, self.u, self.v, self.id) = (
+            V::load(isa, &t),
+            V::load(isa, &u),
+            V::load(isa, &v),
+            V::load(isa, &id),
+        );
     }
 
     pub(super) fn finish(self) -> [Closest; N] {
@@ -144,7 +155,7 @@ impl<const N: usize, V: Lanes<N>> LaneBest<N, V> {
 impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
     /// The rays' fields in lanes; `shear` completes the triangle constants.
     #[inline(always)]
-    pub(super) fn gather(rays: &'a [Ray]) -> Self {
+    pub(super) fn gather(isa: V::Isa, rays: &'a [Ray]) -> Self {
         let mut o = [[0.0f32; N]; 3];
         let mut d = [[0.0f32; N]; 3];
         let (mut t_min, mut t_max) = ([0.0f32; N], [0.0f32; N]);
@@ -156,19 +167,28 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
             }
             (t_min[i], t_max[i]) = (ray.tmin, ray.tmax);
         }
-        let zero = V::splat(0.0);
-        let one = V::splat(1.0);
-        let dir = [V::load(&d[0]), V::load(&d[1]), V::load(&d[2])];
+        let zero = V::splat(isa, 0.0);
+        let one = V::splat(isa, 1.0);
+        let dir = [
+            V::load(isa, &d[0]),
+            V::load(isa, &d[1]),
+            V::load(isa, &d[2]),
+        ];
         Self {
+            isa,
             rays,
-            origin: [V::load(&o[0]), V::load(&o[1]), V::load(&o[2])],
+            origin: [
+                V::load(isa, &o[0]),
+                V::load(isa, &o[1]),
+                V::load(isa, &o[2]),
+            ],
             dir,
             inv: [one / dir[0], one / dir[1], one / dir[2]],
             sx: zero,
             sy: zero,
             sz: zero,
-            t_min: V::load(&t_min),
-            t_max: V::load(&t_max),
+            t_min: V::load(isa, &t_min),
+            t_max: V::load(isa, &t_max),
             tri_origin: [zero; 3],
             box_origin: [zero; 3],
             box_inv: [zero; 3],
@@ -181,8 +201,8 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
     #[inline(always)]
     pub(super) fn shape(&self) -> Option<(usize, [bool; 3])> {
         let all = (1u32 << N) - 1;
-        let zero = V::splat(0.0);
-        let inf = V::splat(f32::INFINITY);
+        let zero = V::splat(self.isa, 0.0);
+        let inf = V::splat(self.isa, f32::INFINITY);
         let [dx, dy, dz] = self.dir;
         let finite = self.origin[0].abs().lt(inf)
             & self.origin[1].abs().lt(inf)
@@ -250,7 +270,7 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         let f2 = self.slab(node.bounds[far_row[2]][slot], 2);
         let near = n0.max_or(n1.max_or(n2));
         let far = f0.min_or(f1.min_or(f2));
-        let margin = n2.abs().max_or(f2.abs()) * V::splat(SLACK);
+        let margin = n2.abs().max_or(f2.abs()) * V::splat(self.isa, SLACK);
         let crosses = (near - margin).le(far + margin);
         let lo = self.t_min.max_or(n2 - margin);
         let hi = cutoff.min_or(f2 + margin);
@@ -260,7 +280,7 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
     /// Each lane's distance to `plane` along slot axis `k`.
     #[inline(always)]
     fn slab(&self, plane: f32, k: usize) -> V {
-        (V::splat(plane) - self.box_origin[k]) * self.box_inv[k]
+        (V::splat(self.isa, plane) - self.box_origin[k]) * self.box_inv[k]
     }
 
     /// Tests every triangle of `groups` against the `N` rays, folding hits
@@ -291,7 +311,8 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
                 best.t = V::select(nearer, found.t, best.t);
                 best.u = V::select(nearer, found.v * found.inv_det, best.u);
                 best.v = V::select(nearer, found.w * found.inv_det, best.v);
-                best.id = V::select(nearer, V::splat(f32::from_bits(id)), best.id);
+                let id_lanes = V::splat(self.isa, f32::from_bits(id));
+                best.id = V::select(nearer, id_lanes, best.id);
                 let ties = hits & !V::bits(nearer);
                 if ties | on_edge != 0 {
                     self.settle(group, tri, ties, on_edge, &found, best);
@@ -362,16 +383,16 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         let u = cx * by - cy * bx;
         let v = ax * cy - ay * cx;
         let w = bx * ay - by * ax;
-        let zero = V::splat(0.0);
+        let zero = V::splat(self.isa, 0.0);
         let on_edge = u.eq(zero) | v.eq(zero) | w.eq(zero);
         let mixed_signs =
             (u.lt(zero) | v.lt(zero) | w.lt(zero)) & (u.gt(zero) | v.gt(zero) | w.gt(zero));
         let det = u + v + w;
         let t_scaled = u * (self.sz * az) + v * (self.sz * bz) + w * (self.sz * cz);
-        let inv_det = V::splat(1.0) / det;
+        let inv_det = V::splat(self.isa, 1.0) / det;
         let t = t_scaled * inv_det;
         let accepted = det.ne_ordered(zero)
-            & det.abs().lt(V::splat(f32::INFINITY))
+            & det.abs().lt(V::splat(self.isa, f32::INFINITY))
             & t.gt(self.t_min)
             & t.lt(best.t_max)
             & t.le(best.t);
@@ -395,9 +416,9 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         v: usize,
     ) -> (V, V, V) {
         let coord = |k: usize| group.vertex[3 * v + rows[k]][tri];
-        let x = V::splat(coord(0)) - self.tri_origin[0];
-        let y = V::splat(coord(1)) - self.tri_origin[1];
-        let z = V::splat(coord(2)) - self.tri_origin[2];
+        let x = V::splat(self.isa, coord(0)) - self.tri_origin[0];
+        let y = V::splat(self.isa, coord(1)) - self.tri_origin[1];
+        let z = V::splat(self.isa, coord(2)) - self.tri_origin[2];
         (x - self.sx * z, y - self.sy * z, z)
     }
 }

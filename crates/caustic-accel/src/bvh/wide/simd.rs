@@ -2,8 +2,8 @@
 //! with exactly the operations the node and triangle tests need, written
 //! once per instruction set:
 //!
-//! - [`Avx8`]: 8 lanes in a `__m256` (AVX2, chosen at run time with
-//!   `is_x86_feature_detected!`);
+//! - [`Avx8`]: 8 lanes in a `__m256` (AVX2, chosen at run time by
+//!   [`Avx2::detect`]);
 //! - [`Sse4`]: 4 lanes in a `__m128` (SSE2, part of every x86_64 CPU);
 //! - [`Portable`]: `N` lanes in a plain array, for other CPUs; the compiler
 //!   vectorises its loops where it can.
@@ -16,10 +16,19 @@
 //! second, which the slab test relies on (see `bvh::traverse`). The
 //! portable and SIMD versions therefore give the same bits; a test checks it.
 //!
-//! Soundness: `Avx8` values are only made inside functions compiled with
-//! `#[target_feature(enable = "avx2")]` that are reached only after the
-//! feature was detected; every method is `#[inline(always)]` so that its
-//! intrinsics are compiled inside such a function.
+//! Soundness: running an AVX instruction on a CPU without AVX is undefined
+//! behaviour, so safe code must not be able to make an [`Avx8`] there.
+//! Every backend names a token type, [`Lanes::Isa`], that proves the CPU
+//! runs its instructions, and the only ways to make a vector from scalars,
+//! [`Lanes::splat`] and [`Lanes::load`], take one. [`Avx2`] tokens come
+//! only from [`Avx2::detect`] (`is_x86_feature_detected!`); [`Sse2`] and
+//! [`AnyCpu`] tokens are free, as their instructions are part of the
+//! target. Every other vector is computed from vectors, so an `Avx8` is
+//! itself proof that the CPU has AVX2, and its methods may run AVX
+//! instructions without further checks. Speed is another matter: the
+//! methods are `#[inline(always)]` so that callers compiled with
+//! `#[target_feature(enable = "avx2")]` (see `accel`) get the instructions
+//! inline; elsewhere each becomes a call, correct but slow.
 
 use std::ops::{Add, BitAnd, BitOr, Div, Mul, Sub};
 
@@ -29,9 +38,14 @@ pub trait Lanes<const N: usize>:
 {
     /// Lane-wise comparison results.
     type Mask: Copy + BitAnd<Output = Self::Mask> + BitOr<Output = Self::Mask>;
+    /// The token that proves this CPU runs the backend's instructions (see
+    /// the module docs): [`Avx2`], [`Sse2`] or [`AnyCpu`].
+    type Isa: Copy;
 
-    fn splat(x: f32) -> Self;
-    fn load(row: &[f32; N]) -> Self;
+    /// `x` in every lane.
+    fn splat(isa: Self::Isa, x: f32) -> Self;
+    /// The lanes of `row`.
+    fn load(isa: Self::Isa, row: &[f32; N]) -> Self;
     fn to_array(self) -> [f32; N];
     fn abs(self) -> Self;
     /// `self < other ? self : other` per lane: `other` when either is NaN
@@ -52,6 +66,10 @@ pub trait Lanes<const N: usize>:
     /// Per lane, `a` where `mask` is set, else `b` (bits copied unchanged).
     fn select(mask: Self::Mask, a: Self, b: Self) -> Self;
 }
+
+/// The token of [`Portable`], whose plain arithmetic runs on any CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AnyCpu;
 
 /// `N` lanes in an array: the fallback for CPUs without a SIMD backend here.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -85,13 +103,14 @@ impl<const N: usize> Portable<N> {
 
 impl<const N: usize> Lanes<N> for Portable<N> {
     type Mask = u32;
+    type Isa = AnyCpu;
 
     #[inline(always)]
-    fn splat(x: f32) -> Self {
+    fn splat(_: AnyCpu, x: f32) -> Self {
         Self([x; N])
     }
     #[inline(always)]
-    fn load(row: &[f32; N]) -> Self {
+    fn load(_: AnyCpu, row: &[f32; N]) -> Self {
         Self(*row)
     }
     #[inline(always)]
@@ -159,13 +178,7 @@ impl<const N: usize> Lanes<N> for Portable<N> {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub use x86::{Avx8, Sse4, avx2_available};
-
-#[cfg(not(target_arch = "x86_64"))]
-/// No x86 SIMD on this target.
-pub fn avx2_available() -> bool {
-    false
-}
+pub use x86::{Avx2, Avx8, Mask4, Mask8, Sse2, Sse4};
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -173,12 +186,24 @@ mod x86 {
     use std::arch::x86_64::*;
     use std::ops::{Add, BitAnd, BitOr, Div, Mul, Sub};
 
-    /// Whether this CPU runs the [`Avx8`] backend.
-    pub fn avx2_available() -> bool {
-        is_x86_feature_detected!("avx2")
+    /// Proof that this CPU runs AVX2: the token of [`Avx8`]. The field is
+    /// private, so [`Avx2::detect`] is the only way to get one.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Avx2(());
+
+    impl Avx2 {
+        /// The token, where this CPU has AVX2 (and so AVX).
+        pub fn detect() -> Option<Self> {
+            is_x86_feature_detected!("avx2").then_some(Self(()))
+        }
     }
 
-    /// 8 lanes in an AVX register; see the module docs for when one may exist.
+    /// The token of [`Sse4`]: SSE2 is part of every x86_64 CPU.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Sse2;
+
+    /// 8 lanes in an AVX register; made only with an [`Avx2`] token (see
+    /// the module docs).
     #[derive(Clone, Copy, Debug)]
     pub struct Avx8(__m256);
 
@@ -201,7 +226,8 @@ mod x86 {
                 type Output = Self;
                 #[inline(always)]
                 fn add(self, rhs: Self) -> Self {
-                    // SAFETY: see the module docs (feature present).
+                    // SAFETY: `self` exists, so the CPU runs the backend's
+                    // instructions (module docs).
                     Self(unsafe { $add(self.0, rhs.0) })
                 }
             }
@@ -262,18 +288,20 @@ mod x86 {
         Sse4, Mask4, _mm_add_ps, _mm_sub_ps, _mm_mul_ps, _mm_div_ps, _mm_and_ps, _mm_or_ps
     );
 
-    // SAFETY (every `unsafe` block below): AVX is enabled wherever an `Avx8`
-    // exists (module docs); SSE2 is part of x86_64; loads and stores go
-    // through references to `[f32; N]`, with unaligned instructions.
+    // SAFETY (every `unsafe` block below): the CPU has AVX2 wherever an
+    // `Avx8` or an `Avx2` token exists (module docs), and SSE2 is part of
+    // x86_64; loads and stores go through references to `[f32; N]`, with
+    // unaligned instructions.
     impl Lanes<8> for Avx8 {
         type Mask = Mask8;
+        type Isa = Avx2;
 
         #[inline(always)]
-        fn splat(x: f32) -> Self {
+        fn splat(_: Avx2, x: f32) -> Self {
             Self(unsafe { _mm256_set1_ps(x) })
         }
         #[inline(always)]
-        fn load(row: &[f32; 8]) -> Self {
+        fn load(_: Avx2, row: &[f32; 8]) -> Self {
             Self(unsafe { _mm256_loadu_ps(row.as_ptr()) })
         }
         #[inline(always)]
@@ -330,13 +358,14 @@ mod x86 {
 
     impl Lanes<4> for Sse4 {
         type Mask = Mask4;
+        type Isa = Sse2;
 
         #[inline(always)]
-        fn splat(x: f32) -> Self {
+        fn splat(_: Sse2, x: f32) -> Self {
             Self(unsafe { _mm_set1_ps(x) })
         }
         #[inline(always)]
-        fn load(row: &[f32; 4]) -> Self {
+        fn load(_: Sse2, row: &[f32; 4]) -> Self {
             Self(unsafe { _mm_loadu_ps(row.as_ptr()) })
         }
         #[inline(always)]
@@ -396,6 +425,35 @@ mod x86 {
     }
 }
 
+/// The AVX2 token for a test of the AVX2 backend, or `None` where the CPU
+/// lacks AVX2: the test then says so past the harness's output capture and
+/// goes on with its other backends (the portable one always runs). With
+/// `CAUSTIC_REQUIRE_AVX2=1` a missing AVX2 fails the test instead, so that
+/// a machine meant to test the AVX2 code cannot pass without running it.
+#[cfg(all(test, target_arch = "x86_64"))]
+pub(crate) fn avx2_for_test(test: &str) -> Option<Avx2> {
+    let required = std::env::var("CAUSTIC_REQUIRE_AVX2").is_ok_and(|v| v.trim() == "1");
+    avx2_or_say(Avx2::detect(), required, test)
+}
+
+/// The policy of [`avx2_for_test`] for a detection result.
+#[cfg(all(test, target_arch = "x86_64"))]
+fn avx2_or_say(detected: Option<Avx2>, required: bool, test: &str) -> Option<Avx2> {
+    if detected.is_none() {
+        assert!(
+            !required,
+            "{test}: CAUSTIC_REQUIRE_AVX2=1, but this CPU has no AVX2"
+        );
+        use std::io::Write;
+        // Past the capture: a skipped backend must be seen.
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipping: {test}: its AVX2 backend, as this CPU has no AVX2 (SSE and portable are tested)"
+        );
+    }
+    detected
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,11 +471,11 @@ mod tests {
     ];
 
     /// Every lane operation of `V` against [`Portable`], bit for bit.
-    fn agrees_with_portable<const N: usize, V: Lanes<N>>() {
+    fn agrees_with_portable<const N: usize, V: Lanes<N>>(isa: V::Isa) {
         for shift in 0..8 {
             let a: [f32; N] = std::array::from_fn(|i| SPECIAL[(i + shift) % 8]);
             let b: [f32; N] = std::array::from_fn(|i| SPECIAL[(3 * i + 1) % 8] * 0.75);
-            let (va, vb) = (V::load(&a), V::load(&b));
+            let (va, vb) = (V::load(isa, &a), V::load(isa, &b));
             let (pa, pb) = (Portable(a), Portable(b));
             // Bits must agree, except which NaN comes out.
             let same = |x: [f32; N], y: [f32; N]| {
@@ -431,7 +489,7 @@ mod tests {
             same(va.abs().to_array(), pa.abs().0);
             same(va.min_or(vb).to_array(), pa.min_or(pb).0);
             same(va.max_or(vb).to_array(), pa.max_or(pb).0);
-            same(V::splat(a[0]).to_array(), [a[0]; N]);
+            same(V::splat(isa, a[0]).to_array(), [a[0]; N]);
             assert_eq!(V::bits(va.lt(vb)), pa.lt(pb));
             assert_eq!(V::bits(va.le(vb)), pa.le(pb));
             assert_eq!(V::bits(va.gt(vb)), pa.gt(pb));
@@ -454,19 +512,33 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn sse_matches_portable() {
-        agrees_with_portable::<4, Sse4>();
+        agrees_with_portable::<4, Sse4>(Sse2);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx_matches_portable() {
-        #[target_feature(enable = "avx2")]
-        unsafe fn run() {
-            agrees_with_portable::<8, Avx8>();
+        // Outside `#[target_feature]` code the methods are calls, not
+        // inlined instructions: slower, the same results.
+        if let Some(avx) = avx2_for_test("avx_matches_portable") {
+            agrees_with_portable::<8, Avx8>(avx);
         }
-        if avx2_available() {
-            // SAFETY: the feature was detected.
-            unsafe { run() };
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[should_panic(expected = "CAUSTIC_REQUIRE_AVX2=1, but this CPU has no AVX2")]
+    fn a_required_avx2_that_is_missing_fails() {
+        avx2_or_say(None, true, "test");
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_detected_avx2_is_handed_on() {
+        let detected = Avx2::detect();
+        assert_eq!(avx2_or_say(detected, false, "test"), detected);
+        if detected.is_some() {
+            assert_eq!(avx2_or_say(detected, true, "test"), detected);
         }
     }
 

@@ -41,7 +41,9 @@ const STACK: usize = stack_capacity(8);
 
 /// Per-ray constants of the `N`-lane slab test.
 #[derive(Clone, Copy, Debug)]
-pub struct RayBoxes<const N: usize, V> {
+pub struct RayBoxes<const N: usize, V: Lanes<N>> {
+    /// The backend's token, for the vectors made from nodes.
+    isa: V::Isa,
     /// Per axis in the order `[other, other, depth]` (the depth axis is the
     /// direction's largest component, as in the triangle test): the node row
     /// holding the plane the ray enters through, and the one it leaves by.
@@ -54,7 +56,7 @@ pub struct RayBoxes<const N: usize, V> {
 impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// `dir` must be finite and non-zero.
     #[inline(always)]
-    pub fn new(origin: Vec3, dir: Vec3) -> Self {
+    pub fn new(isa: V::Isa, origin: Vec3, dir: Vec3) -> Self {
         let depth = depth_axis(dir);
         let axes = [(depth + 1) % 3, (depth + 2) % 3, depth];
         let inv_dir = [1.0 / dir[axes[0]], 1.0 / dir[axes[1]], 1.0 / dir[axes[2]]];
@@ -62,17 +64,18 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
         let negative = |k: usize| usize::from(inv_dir[k].is_sign_negative());
         // No SIMD inside closures: see the soundness note in `simd`.
         Self {
+            isa,
             near_row: [0, 1, 2].map(|k| axes[k] + 3 * negative(k)),
             far_row: [0, 1, 2].map(|k| axes[k] + 3 * (1 - negative(k))),
             origin: [
-                V::splat(origin[axes[0]]),
-                V::splat(origin[axes[1]]),
-                V::splat(origin[axes[2]]),
+                V::splat(isa, origin[axes[0]]),
+                V::splat(isa, origin[axes[1]]),
+                V::splat(isa, origin[axes[2]]),
             ],
             inv_dir: [
-                V::splat(inv_dir[0]),
-                V::splat(inv_dir[1]),
-                V::splat(inv_dir[2]),
+                V::splat(isa, inv_dir[0]),
+                V::splat(isa, inv_dir[1]),
+                V::splat(isa, inv_dir[2]),
             ],
         }
     }
@@ -80,7 +83,7 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// Distances to the planes in row `row` of `node` along slot axis `k`.
     #[inline(always)]
     fn slab(&self, node: &WideNode<N>, row: usize, k: usize) -> V {
-        (V::load(&node.bounds[row]) - self.origin[k]) * self.inv_dir[k]
+        (V::load(self.isa, &node.bounds[row]) - self.origin[k]) * self.inv_dir[k]
     }
 
     /// Tests the `N` child boxes of `node` over `[t_min, cutoff]`: the
@@ -101,7 +104,7 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
         // `RayBoxTest::entry`, in two dependent steps instead of three.
         let near = n0.max_or(n1.max_or(n2));
         let far = f0.min_or(f1.min_or(f2));
-        let margin = n2.abs().max_or(f2.abs()) * V::splat(SLACK);
+        let margin = n2.abs().max_or(f2.abs()) * V::splat(self.isa, SLACK);
         let crosses = (near - margin).le(far + margin);
         let lo = t_min.max_or(n2 - margin);
         let hi = cutoff.min_or(f2 + margin);
@@ -157,7 +160,7 @@ pub fn traverse<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
     let Some((mut child, mut groups)) = root_entry(bvh.root) else {
         return false;
     };
-    let t_min_v = V::splat(t_min);
+    let t_min_v = V::splat(boxes.isa, t_min);
     let mut cutoff = t_max;
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
     let mut depth = 0;
@@ -165,7 +168,7 @@ pub fn traverse<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
     loop {
         if groups == 0 {
             let node = &bvh.nodes[child as usize];
-            let (hits, order, bound) = boxes.test(node, t_min_v, V::splat(cutoff));
+            let (hits, order, bound) = boxes.test(node, t_min_v, V::splat(boxes.isa, cutoff));
             if hits != 0 {
                 let first = hits.trailing_zeros() as usize;
                 let rest = hits & (hits - 1);
@@ -275,7 +278,7 @@ fn push_far_children<const N: usize, V: Lanes<N>>(
 #[cfg(test)]
 mod tests {
     use super::super::node::{ChildRef, WideNode};
-    use super::super::simd::Portable;
+    use super::super::simd::{AnyCpu, Portable};
     use super::*;
     use crate::bvh::BvhNode;
     use crate::bvh::traverse::RayBoxTest;
@@ -301,7 +304,7 @@ mod tests {
                 node.bounds[1][0] = origin.y.min(node.bounds[4][0]);
             }
             let (t_min, cutoff) = (unit().abs(), 3.0 * unit().abs());
-            let wide = RayBoxes::<4, Portable<4>>::new(origin, dir);
+            let wide = RayBoxes::<4, Portable<4>>::new(AnyCpu, origin, dir);
             let (hits, order, bound) =
                 wide.test(&node, Portable([t_min; 4]), Portable([cutoff; 4]));
             let scalar = RayBoxTest::new(origin, dir);
