@@ -16,16 +16,16 @@ fn main() {
         .ty("Hit", &format!("{accel}::traverse_cuda::GpuHit"))
         .ty("Path", "crate::scene_cuda::GpuPath")
         .ty("FrameParams", "crate::scene_cuda::FrameParams")
-        .ty("Photon", "crate::photon::kernels_cuda::GpuPhoton")
-        .ty("PhotonPath", "crate::photon::kernels_cuda::GpuPhotonPath")
-        .ty("PhotonParams", "crate::photon::kernels_cuda::PhotonParams")
-        .ty("GridView", "crate::photon::kernels_cuda::GridView")
+        .ty("Photon", "crate::photon::records_cuda::GpuPhoton")
+        .ty("PhotonPath", "crate::photon::records_cuda::GpuPhotonPath")
+        .ty("PhotonParams", "crate::photon::records_cuda::PhotonParams")
+        .ty("GridView", "crate::photon::records_cuda::GridView")
         .ty(
             "PhotonMapView",
-            "crate::photon::kernels_cuda::PhotonMapView",
+            "crate::photon::records_cuda::PhotonMapView",
         )
-        .ty("EyeVertex", "crate::photon::kernels_cuda::GpuEyeVertex")
-        .ty("GatherPath", "crate::photon::kernels_cuda::GpuGatherPath")
+        .ty("EyeVertex", "crate::photon::records_cuda::GpuEyeVertex")
+        .ty("GatherPath", "crate::photon::records_cuda::GpuGatherPath")
         .ty("Fixed3", "[u64; 4]")
         .ty("ChildSums", "[u64; 8]")
         .ty("SppmPath", "crate::sppm::kernels_cuda::GpuSppmPath")

@@ -3,7 +3,7 @@
 //! `photon/photon.cuh` and `sppm/sppm.cuh` check their CUDA twins against
 //! it (see `caustic_gpu::layout`).
 
-use crate::photon::kernels_cuda::{
+use crate::photon::records_cuda::{
     GpuEyeVertex, GpuGatherPath, GpuPhoton, GpuPhotonPath, GpuPhotonSource, GridView,
     PhotonMapView, PhotonParams,
 };

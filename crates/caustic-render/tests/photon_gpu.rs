@@ -601,7 +601,7 @@ fn estimate_search_returns_the_exact_k_nearest_photons() {
         let view = DeviceBuffer::from_slice(&gpu, "view", &[view]).unwrap();
         let as_arrays: Vec<[f32; 3]> = queries.iter().map(|q| q.to_array()).collect();
         let on_device = DeviceBuffer::from_slice(&gpu, "queries", &as_arrays).unwrap();
-        let got = caustic_render::photon::kernels_cuda::map_knn(&view, &on_device)
+        let got = caustic_render::photon::estimate_cuda::map_knn(&view, &on_device)
             .unwrap()
             .download()
             .unwrap();

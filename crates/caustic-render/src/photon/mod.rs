@@ -36,15 +36,19 @@
 
 pub mod emit;
 pub mod estimate;
+#[cfg(feature = "cuda")]
+pub mod estimate_cuda;
 pub mod gather;
+#[cfg(feature = "cuda")]
+pub mod gather_cuda;
 pub mod irradiance_samples;
 #[cfg(feature = "cuda")]
 pub mod irradiance_samples_cuda;
-#[cfg(feature = "cuda")]
-pub mod kernels_cuda;
 pub mod map;
 pub mod precomputed;
 pub mod record;
+#[cfg(feature = "cuda")]
+pub mod records_cuda;
 pub mod render;
 #[cfg(feature = "cuda")]
 pub mod render_cuda;

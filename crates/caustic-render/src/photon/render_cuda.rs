@@ -45,11 +45,12 @@
 
 use std::time::Instant;
 
-use crate::photon::irradiance_samples_cuda::SeedSettings;
-use crate::photon::kernels_cuda::{
-    self as kernels, GatherChunk, GatherTargets, GpuEyeVertex, GpuIrradianceSamples, GpuPhoton,
-    POINT_GATHER, PhotonMapView, SAMPLE_GATHER,
+use crate::photon::estimate_cuda;
+use crate::photon::gather_cuda::{
+    self, GatherChunk, GatherTargets, GpuIrradianceSamples, POINT_GATHER, SAMPLE_GATHER,
 };
+use crate::photon::irradiance_samples_cuda::SeedSettings;
+use crate::photon::records_cuda::{GpuEyeVertex, GpuPhoton, PhotonMapView};
 use crate::scene_cuda::FrameParams;
 use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_accel::points::kdtree::build_cuda::GpuPointKdTree;
@@ -129,7 +130,7 @@ impl GpuPhotonRenderer {
         let precomputed = if gathering {
             let view = DeviceBuffer::from_slice(gpu, "global map view", &[global_view])?;
             let stride = settings.precompute;
-            let points = kernels::precompute(&view, maps.global.len(), stride, self.bounds)?;
+            let points = gather_cuda::precompute(&view, maps.global.len(), stride, self.bounds)?;
             stats.precomputed = points.len();
             Some(points)
         } else {
@@ -347,7 +348,7 @@ impl FinalGather<'_> {
             });
         };
         let mut clock = StageClock::new(params.gpu())?;
-        let seeds = kernels::seed_points(params, vertices)?;
+        let seeds = gather_cuda::seed_points(params, vertices)?;
         let chosen = crate::photon::irradiance_samples_cuda::seed(&seeds.points(), &plan.seeding)?;
         drop(seeds);
         let seeding = clock.lap()?;
@@ -413,7 +414,7 @@ impl FinalGather<'_> {
             };
             let mut rays = DeviceBuffer::uninit(gpu, "gather rays", slots)?;
             let mut paths = DeviceBuffer::uninit(gpu, "gather paths", slots)?;
-            kernels::gather_emit(params, chunk, &mut rays, &mut paths)?;
+            gather_cuda::gather_emit(params, chunk, &mut rays, &mut paths)?;
             for _ in 0..=self.max_depth {
                 if rays.is_empty() {
                     break;
@@ -432,7 +433,7 @@ impl FinalGather<'_> {
                     paths: &mut next_paths,
                     live: &mut live,
                 };
-                kernels::gather_step(params, self.irradiance, &rays, &hits, &paths, targets)?;
+                gather_cuda::gather_step(params, self.irradiance, &rays, &hits, &paths, targets)?;
                 let indices = select_indices(&live)?;
                 rays = DeviceBuffer::uninit(gpu, "gather rays", indices.len())?;
                 paths = DeviceBuffer::uninit(gpu, "gather paths", indices.len())?;
@@ -440,9 +441,9 @@ impl FinalGather<'_> {
             }
             match (&mut sink, &distances) {
                 (GatherSink::Samples(out), Some(distances)) => {
-                    kernels::sample_finish(chunk, &results, distances, out)?
+                    gather_cuda::sample_finish(chunk, &results, distances, out)?
                 }
-                _ => kernels::gather_finish(params, chunk, &results)?,
+                _ => gather_cuda::gather_finish(params, chunk, &results)?,
             }
             first += chunk.count;
         }
@@ -459,11 +460,11 @@ fn sample_cache(
     gathered: DeviceBuffer<[f32; 4]>,
     settings: &SampleSettings,
 ) -> Result<(GpuIrradianceSamples, GpuPointKdTree), GpuError> {
-    let positions = kernels::vertex_positions(vertices, chosen)?;
+    let positions = gather_cuda::vertex_positions(vertices, chosen)?;
     let tree = GpuPointKdTree::build(&positions)?;
     let near = tree.knn(&positions, SPACING_NEIGHBOURS, f32::INFINITY)?;
     let ward = settings.ward_scale;
-    let samples = kernels::sample_frames(vertices, chosen, gathered, &near, ward, positions)?;
+    let samples = gather_cuda::sample_frames(vertices, chosen, gathered, &near, ward, positions)?;
     Ok((samples, tree))
 }
 
@@ -478,11 +479,11 @@ fn interpolate(
     tree: &GpuPointKdTree,
     settings: &SampleSettings,
 ) -> Result<DeviceBuffer<u32>, GpuError> {
-    let queries = kernels::vertex_positions(vertices, order)?;
+    let queries = gather_cuda::vertex_positions(vertices, order)?;
     let near = tree.knn(&queries, INTERPOLATION_NEIGHBOURS, samples.largest_radius)?;
     drop(queries);
     let cos = settings.normal_cos;
-    let uncovered = kernels::interpolate(params, vertices, order, &near, samples, cos)?;
+    let uncovered = gather_cuda::interpolate(params, vertices, order, &near, samples, cos)?;
     drop(near);
     gather_u32(order, &select_indices(&uncovered)?)
 }
@@ -503,7 +504,7 @@ impl WaveSteps for EstimateSteps<'_> {
         let mut clock = StageClock::new(gpu)?;
         let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", wave.len)?;
         let mut flags = DeviceBuffer::uninit(gpu, "eye vertex flags", wave.len)?;
-        kernels::collect(
+        estimate_cuda::collect(
             wave.params,
             wave.rays,
             wave.hits,
@@ -515,7 +516,7 @@ impl WaveSteps for EstimateSteps<'_> {
         let indices = select_indices(&flags)?;
         if !indices.is_empty() {
             let mut run = DeviceBuffer::uninit(gpu, "eye vertex run", indices.len())?;
-            kernels::gather_vertices(&vertices, &indices, &mut run, 0)?;
+            estimate_cuda::gather_vertices(&vertices, &indices, &mut run, 0)?;
             self.runs.push(run);
         }
         self.add_stage("collect", clock.lap()?);
@@ -533,9 +534,9 @@ impl WaveSteps for EstimateSteps<'_> {
             offset += run.len();
         }
         self.runs.clear();
-        let order = kernels::morton_order(&vertices, self.bounds.0, self.bounds.1)?;
+        let order = estimate_cuda::morton_order(&vertices, self.bounds.0, self.bounds.1)?;
         self.add_stage("vertex order", clock.lap()?);
-        kernels::estimate(params, self.views, &vertices, &order)?;
+        estimate_cuda::estimate(params, self.views, &vertices, &order)?;
         self.add_stage("estimates", clock.lap()?);
         if let Some(gather) = &self.gather {
             let counts = gather.light(params, &vertices, &order)?;
@@ -626,9 +627,9 @@ impl<'a> IndexedPhotons<'a> {
         max_radius: f32,
         k: usize,
     ) -> Result<Self, GpuError> {
-        let positions = kernels::positions(photons)?;
+        let positions = trace_cuda::positions(photons)?;
         let coarse = GpuHashGrid::build(&positions, max_radius)?;
-        let occupancy = kernels::mean_occupancy(&coarse)?;
+        let occupancy = estimate_cuda::mean_occupancy(&coarse)?;
         let cell = coarse.geometry().cell as f64;
         let density = occupancy / (cell * cell);
         let kth = (k as f64 / (std::f64::consts::PI * density.max(1e-30))).sqrt();

@@ -20,12 +20,14 @@
 
 use std::time::Instant;
 
-use crate::photon::kernels_cuda::{
-    self as kernels, BounceTargets, GpuPhoton, GpuPhotonPath, GpuPhotonSource, PhotonParams,
-    global_rule, source_kind,
+use crate::kernels::photon_trace as k;
+use crate::photon::records_cuda::{
+    GpuPhoton, GpuPhotonPath, GpuPhotonSource, PhotonParams, global_rule, source_kind,
 };
+use crate::scene_cuda::FrameParams;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
+use caustic_gpu::ops::launch_per_element as launch;
 use caustic_gpu::{DeviceBuffer, GpuError};
 
 use super::emit::{PhotonSources, Source};
@@ -222,7 +224,7 @@ impl Pass<'_> {
             paths: DeviceBuffer::uninit(&gpu, "emitted photon paths", count)?,
         };
         let mut live = DeviceBuffer::uninit(&gpu, "emitted photon flags", count)?;
-        kernels::emit(
+        emit(
             self.scene_params,
             params,
             &mut emitted.rays,
@@ -269,7 +271,7 @@ impl Pass<'_> {
             global: &mut global,
             caustic: &mut caustic,
         };
-        kernels::bounce(
+        bounce(
             self.scene_params,
             params,
             &wave.rays,
@@ -314,7 +316,7 @@ fn keep_flagged(
         return Ok(());
     }
     let mut run = DeviceBuffer::uninit(stored.gpu(), "photon map run", indices.len())?;
-    kernels::gather_stored(stored, &indices, &mut run, 0)?;
+    gather_stored(stored, &indices, &mut run, 0)?;
     runs.push(run);
     Ok(())
 }
@@ -332,5 +334,115 @@ fn concat(
         out.copy_from_at(run, offset)?;
         offset += run.len();
     }
+    Ok(out)
+}
+
+// ------------------------------------------------------------------ launches
+
+/// Emits photons `first_photon .. first_photon + rays.len()`: their first
+/// rays and states, `live[i] = 0` where a photon carries no power.
+pub fn emit(
+    scene: &DeviceBuffer<FrameParams>,
+    params: &DeviceBuffer<PhotonParams>,
+    rays: &mut DeviceBuffer<GpuRay>,
+    paths: &mut DeviceBuffer<GpuPhotonPath>,
+    live: &mut DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    let n = rays.len();
+    launch(
+        scene.gpu(),
+        k::PHOTON_EMIT,
+        n,
+        (
+            scene.ptr(),
+            params.ptr(),
+            n as u32,
+            rays.ptr_mut(),
+            paths.ptr_mut(),
+            live.ptr_mut(),
+        ),
+    )
+}
+
+/// Where [`bounce`] writes, one slot per photon of the wave: its next ray
+/// and state (`live`), and the photon it stored with its map flags.
+pub struct BounceTargets<'a> {
+    pub rays: &'a mut DeviceBuffer<GpuRay>,
+    pub paths: &'a mut DeviceBuffer<GpuPhotonPath>,
+    pub live: &'a mut DeviceBuffer<u32>,
+    pub stored: &'a mut DeviceBuffer<GpuPhoton>,
+    pub global: &'a mut DeviceBuffer<u32>,
+    pub caustic: &'a mut DeviceBuffer<u32>,
+}
+
+/// One bounce of the wave `rays`/`paths` with their `hits`.
+pub fn bounce(
+    scene: &DeviceBuffer<FrameParams>,
+    params: &DeviceBuffer<PhotonParams>,
+    rays: &DeviceBuffer<GpuRay>,
+    hits: &DeviceBuffer<GpuHit>,
+    paths: &DeviceBuffer<GpuPhotonPath>,
+    out: BounceTargets<'_>,
+) -> Result<(), GpuError> {
+    let n = rays.len();
+    launch(
+        scene.gpu(),
+        k::PHOTON_BOUNCE,
+        n,
+        (
+            scene.ptr(),
+            params.ptr(),
+            rays.ptr(),
+            hits.ptr(),
+            paths.ptr(),
+            n as u32,
+            out.rays.ptr_mut(),
+            out.paths.ptr_mut(),
+            out.live.ptr_mut(),
+            out.stored.ptr_mut(),
+            out.global.ptr_mut(),
+            out.caustic.ptr_mut(),
+        ),
+    )
+}
+
+/// `map[offset + i] = stored[indices[i]]`.
+pub fn gather_stored(
+    stored: &DeviceBuffer<GpuPhoton>,
+    indices: &DeviceBuffer<u32>,
+    map: &mut DeviceBuffer<GpuPhoton>,
+    offset: usize,
+) -> Result<(), GpuError> {
+    let n = indices.len();
+    if offset + n > map.len() {
+        return Err(GpuError::Invalid {
+            what: "photon map append",
+            message: format!("{n} photons at {offset} overflow a map of {}", map.len()),
+        });
+    }
+    launch(
+        stored.gpu(),
+        k::PHOTON_GATHER_STORED,
+        n,
+        (
+            stored.ptr(),
+            indices.ptr(),
+            n as u32,
+            map.ptr_mut(),
+            offset as u64,
+        ),
+    )
+}
+
+/// The photons' positions, the input of a hash grid.
+pub fn positions(photons: &DeviceBuffer<GpuPhoton>) -> Result<DeviceBuffer<[f32; 3]>, GpuError> {
+    let n = photons.len();
+    let mut out = DeviceBuffer::<[f32; 3]>::uninit(photons.gpu(), "photon positions", n)?;
+    launch(
+        photons.gpu(),
+        k::PHOTON_POSITIONS,
+        n,
+        (photons.ptr(), n as u32, out.ptr_mut().cast()),
+    )?;
     Ok(out)
 }

@@ -6,7 +6,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::kernels::sppm_renderer as k;
-use crate::photon::kernels_cuda::{GpuPhoton, GridView};
+use crate::photon::records_cuda::{GpuPhoton, GridView};
 use crate::scene_cuda::FrameParams;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_gpu::DeviceBuffer;

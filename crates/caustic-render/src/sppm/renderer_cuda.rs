@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use crate::photon::kernels_cuda::{self as photon_kernels, GridView};
+use crate::photon::records_cuda::GridView;
 use crate::scene_cuda::FrameParams;
 use crate::sppm::kernels_cuda::{
     self as kernels, EyeStep, EyeTargets, GpuSppmPixel, GpuVisiblePoint,
@@ -205,7 +205,7 @@ impl<'a> State<'a> {
         } else {
             1.0
         };
-        let positions = photon_kernels::positions(&maps.global)?;
+        let positions = crate::photon::trace_cuda::positions(&maps.global)?;
         let grid = GpuHashGrid::build(&positions, cell)?;
         let view = DeviceBuffer::from_slice(&gpu, "sppm photon grid", &[GridView::new(&grid)])?;
         stats.grid_seconds += clock.elapsed().as_secs_f64();

@@ -1,0 +1,201 @@
+//! The radiance estimates of the photon maps on the GPU (kernels in
+//! `estimate.cu`), the twin of [`super::estimate`]: eye vertices collected
+//! from the Whitted waves, Morton-ordered, and both maps' estimates added
+//! to the framebuffer; the map search alone for the tests.
+
+use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
+use caustic_accel::points::hash_grid_cuda::{GpuHashGrid, GpuNeighbours};
+use caustic_gpu::ops::launch_per_element as launch;
+use caustic_gpu::{DeviceBuffer, DevicePtrMut, GpuError};
+
+use super::records_cuda::{GpuEyeVertex, PhotonMapView};
+use crate::kernels::photon_estimate as k;
+use crate::scene_cuda::{FrameParams, GpuPath};
+
+/// The search of [`estimate`] on its own: the `k` nearest photons of the
+/// map `view` (one element) within its radius for every query, as the
+/// point-search kernels report them.
+pub fn map_knn(
+    view: &DeviceBuffer<PhotonMapView>,
+    queries: &DeviceBuffer<[f32; 3]>,
+) -> Result<GpuNeighbours, GpuError> {
+    let m = queries.len();
+    let per_query = view.download()?.first().map_or(0, |v| v.k as usize);
+    let mut out = GpuNeighbours::new(view.gpu(), m, per_query)?;
+    launch(
+        view.gpu(),
+        k::PHOTON_MAP_KNN,
+        m,
+        (
+            view.ptr(),
+            queries.ptr().cast(),
+            m as u32,
+            out.index.ptr_mut(),
+            out.dist2.ptr_mut(),
+            out.count.ptr_mut(),
+        ),
+    )?;
+    Ok(out)
+}
+
+/// The photon-weighted mean number of points per non-empty cell of `grid`
+/// (`Σ n² / Σ n` over its buckets); 0 for an empty grid.
+pub fn mean_occupancy(grid: &GpuHashGrid) -> Result<f64, GpuError> {
+    let (start, end) = grid.bucket_bounds();
+    let buckets = grid.geometry().buckets;
+    let mut sums = DeviceBuffer::<u64>::zeroed(grid.gpu(), "grid occupancy", 2)?;
+    launch(
+        grid.gpu(),
+        k::PHOTON_OCCUPANCY,
+        buckets.min(1 << 20),
+        (start.ptr(), end.ptr(), buckets as u32, sums.ptr_mut()),
+    )?;
+    let sums = sums.download()?;
+    Ok(if sums[1] == 0 {
+        0.0
+    } else {
+        sums[0] as f64 / sums[1] as f64
+    })
+}
+
+/// The diffuse ends among the first `n` eye paths of one Whitted wave
+/// (rays, hits, paths): their vertices and compaction flags, slot for slot.
+pub fn collect(
+    scene: &DeviceBuffer<FrameParams>,
+    rays: &DeviceBuffer<GpuRay>,
+    hits: &DeviceBuffer<GpuHit>,
+    paths: &DeviceBuffer<GpuPath>,
+    n: usize,
+    vertices: &mut DeviceBuffer<GpuEyeVertex>,
+    flags: &mut DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    launch(
+        scene.gpu(),
+        k::PHOTON_COLLECT,
+        n,
+        (
+            scene.ptr(),
+            rays.ptr(),
+            hits.ptr(),
+            paths.ptr(),
+            n as u32,
+            vertices.ptr_mut(),
+            flags.ptr_mut(),
+        ),
+    )
+}
+
+/// `out[offset + i] = vertices[indices[i]]`.
+pub fn gather_vertices(
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    indices: &DeviceBuffer<u32>,
+    out: &mut DeviceBuffer<GpuEyeVertex>,
+    offset: usize,
+) -> Result<(), GpuError> {
+    let n = indices.len();
+    if offset + n > out.len() {
+        return Err(GpuError::Invalid {
+            what: "eye vertex append",
+            message: format!("{n} vertices at {offset} overflow {}", out.len()),
+        });
+    }
+    launch(
+        vertices.gpu(),
+        k::PHOTON_GATHER_VERTICES,
+        n,
+        (
+            vertices.ptr(),
+            indices.ptr(),
+            n as u32,
+            out.ptr_mut(),
+            offset as u64,
+        ),
+    )
+}
+
+/// The vertices' indices in Morton order of their positions inside the box
+/// `lo .. hi`, so that neighbouring threads estimate at neighbouring points.
+pub fn morton_order(
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    lo: [f32; 3],
+    hi: [f32; 3],
+) -> Result<DeviceBuffer<u32>, GpuError> {
+    let n = vertices.len();
+    morton_sorted(
+        vertices.gpu(),
+        n,
+        (lo, hi),
+        |[lx, ly, lz], [ix, iy, iz], keys, order| {
+            launch(
+                vertices.gpu(),
+                k::PHOTON_VERTEX_KEYS,
+                n,
+                (
+                    vertices.ptr(),
+                    n as u32,
+                    lx,
+                    ly,
+                    lz,
+                    ix,
+                    iy,
+                    iz,
+                    keys,
+                    order,
+                ),
+            )
+        },
+    )
+}
+
+/// Runs a Morton-key kernel over `n` items (`keys_kernel(low corner,
+/// inverse extents, keys, values)` launches it with the box) and sorts the
+/// item indices by key: neighbouring items come together.
+pub(crate) fn morton_sorted(
+    gpu: &caustic_gpu::Gpu,
+    n: usize,
+    (lo, hi): ([f32; 3], [f32; 3]),
+    keys_kernel: impl FnOnce(
+        [f32; 3],
+        [f32; 3],
+        DevicePtrMut<'_, u32>,
+        DevicePtrMut<'_, u32>,
+    ) -> Result<(), GpuError>,
+) -> Result<DeviceBuffer<u32>, GpuError> {
+    let mut keys = DeviceBuffer::<u32>::uninit(gpu, "Morton keys", n)?;
+    let mut order = DeviceBuffer::<u32>::uninit(gpu, "Morton order", n)?;
+    let inv = |a: usize| 1.0 / (hi[a] - lo[a]).max(f32::MIN_POSITIVE);
+    keys_kernel(
+        lo,
+        [inv(0), inv(1), inv(2)],
+        keys.ptr_mut(),
+        order.ptr_mut(),
+    )?;
+    if n > 1 {
+        caustic_gpu::ops::radix_sort::sort_pairs_bits(&mut keys, &mut order, 0..30)?;
+    }
+    Ok(order)
+}
+
+/// Adds the radiance estimates of `maps` at `vertices` (taken in `order`),
+/// times each path's throughput, to the framebuffer `scene` names.
+pub fn estimate(
+    scene: &DeviceBuffer<FrameParams>,
+    maps: &DeviceBuffer<PhotonMapView>,
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    order: &DeviceBuffer<u32>,
+) -> Result<(), GpuError> {
+    let n = order.len();
+    launch(
+        scene.gpu(),
+        k::PHOTON_ESTIMATE,
+        n,
+        (
+            scene.ptr(),
+            maps.ptr(),
+            maps.len() as u32,
+            vertices.ptr(),
+            order.ptr(),
+            n as u32,
+        ),
+    )
+}

@@ -1,0 +1,128 @@
+// photon_device.cuh: the device code the photon mapper's kernels share
+// (trace.cu, estimate.cu, gather.cu): the photon random streams and
+// sampling of photon/trace.rs, and the map search and radiance estimate of
+// photon/estimate.rs over two hash grids (PhotonMapView).
+#pragma once
+#include "scene.cuh"
+#include "points.cuh"
+#include "photon.cuh"
+
+#define PHOTON_THREADS 256u
+#define GOLDEN_GAMMA 0x9e3779b97f4a7c15ull
+// Shells of fine cells an estimate searches before it falls back to the
+// coarse cells (7^3 = 343 cells).
+#define FINE_SHELLS 3
+// estimate::CONE_KAPPA.
+#define CONE_KAPPA 1.1f
+
+// ------------------------------------------------------------ sampling
+
+// trace::photon_rng: PCG32 stream `index`, state scrambled by SplitMix64.
+__device__ __forceinline__ Pcg photon_rng(u64 seed, u64 index) {
+    return pcg_new(fmix64((seed ^ fmix64(index + GOLDEN_GAMMA)) + GOLDEN_GAMMA), index);
+}
+
+// sampling::onb and to_world: `local` (z up) in the frame of unit `axis`.
+__device__ float3 to_world(float3 local, float3 n) {
+    float s = copysignf(1.0f, n.z);
+    float a = -1.0f / (s + n.z);
+    float b = n.x * n.y * a;
+    float3 t = make_float3(1.0f + s * n.x * n.x * a, s * b, -s * n.x);
+    float3 bt = make_float3(b, s + n.y * n.y * a, -n.y);
+    return t * local.x + bt * local.y + n * local.z;
+}
+
+// sampling::cosine_hemisphere.
+__device__ float3 cosine_hemisphere(float ux, float uy) {
+    float r = sqrtf(ux);
+    float phi = 2.0f * PI_F * uy;
+    return make_float3(r * cosf(phi), r * sinf(phi), sqrtf(fmaxf(1.0f - ux, 0.0f)));
+}
+
+// sampling::uniform_cone about +z.
+__device__ float3 uniform_cone(float ux, float uy, float cos_max) {
+    float cos_theta = (1.0f - ux) + ux * cos_max;
+    float sin_theta = sqrtf(fmaxf(1.0f - cos_theta * cos_theta, 0.0f));
+    float phi = 2.0f * PI_F * uy;
+    return make_float3(sin_theta * cosf(phi), sin_theta * sinf(phi), cos_theta);
+}
+
+// trace::phong_lobe: density (n + 1) / (2 pi) cos^n about unit `r`.
+__device__ float3 phong_lobe(float3 r, float exponent, float ux, float uy) {
+    float cos_alpha = powf(ux, 1.0f / (exponent + 1.0f));
+    float sin_alpha = sqrtf(fmaxf(1.0f - cos_alpha * cos_alpha, 0.0f));
+    float phi = 2.0f * PI_F * uy;
+    return to_world(make_float3(sin_alpha * cosf(phi), sin_alpha * sinf(phi), cos_alpha), r);
+}
+
+__device__ __forceinline__ float max_element(float3 v) { return fmaxf(fmaxf(v.x, v.y), v.z); }
+
+// ------------------------------------------------------------ estimate
+
+__device__ __forceinline__ Grid grid_of(const GridView& v) {
+    return make_grid(v.origin[0], v.origin[1], v.origin[2], v.inv_cell, v.dims[0], v.dims[1],
+                     v.dims[2], v.table_bits);
+}
+
+// The k nearest photons of `map` within its radius, into `best` (which the
+// caller initialised for k and the radius).
+__device__ void map_knn(const PhotonMapView& map, float3 point, Best& best) {
+    // Sparse surroundings: the 27 coarse cells hold few photons and answer
+    // exactly. Dense ones: shells of fine cells, which end after a few
+    // hundred candidates where the coarse cells hold thousands; where the
+    // fine cells prove too small (a sparse spot beside a dense one), the
+    // coarse cells answer after all, from a fresh list.
+    const Grid coarse = grid_of(map.coarse);
+    const u32* cs = (const u32*)map.coarse.start;
+    const u32* ce = (const u32*)map.coarse.end;
+    // A limit of 0 skips the count: the fine cells first, always.
+    if ((map.coarse_limit == 0 || grid_candidate_count(coarse, cs, ce, point) > map.coarse_limit) &&
+        grid_knn_rings(grid_of(map.fine), (const u32*)map.fine.start, (const u32*)map.fine.end,
+                       (const float4*)map.fine.sorted, point, map.max_radius, FINE_SHELLS, best)) {
+        return;
+    }
+    best.init(best.k, __fmul_rn(map.max_radius, map.max_radius));
+    grid_for_each_candidate(coarse, cs, ce, (const float4*)map.coarse.sorted, point,
+                            [&](float3 s, u32 index) { best.offer(dist2(point, s), index); });
+}
+
+// estimate::density: the k nearest photons within the map's radius on the
+// side of `ng`, over the disc to the k-th photon (which only sets the
+// radius), each photon's power weighted by the BRDF for its direction
+// (estimate::radiance), or not when `m` is null (estimate::irradiance).
+__device__ float3 density_estimate(const PhotonMapView& map, const Material* m, float3 albedo,
+                                   float3 n, float3 ng, float3 wo, float3 point) {
+    float3 zero = make_float3(0.0f, 0.0f, 0.0f);
+    if (map.count == 0) return zero;
+    u32 k = max(min(map.k, POINTS_MAX_K), 2u);
+    Best best;
+    best.init(k, __fmul_rn(map.max_radius, map.max_radius));
+    map_knn(map, point, best);
+    // A full heap's root is the k-th photon: it fixes the radius only.
+    bool full = best.size == k;
+    float r2 = full ? __uint_as_float((u32)(best.heap[0] >> 32)) : map.max_radius * map.max_radius;
+    if (!(r2 > 0.0f) || !isfinite(r2)) return zero;
+    float kr = CONE_KAPPA * sqrtf(r2);
+    const Photon* photons = (const Photon*)map.photons;
+    float3 sum = zero;
+    for (u32 j = full ? 1u : 0u; j < best.size; ++j) {
+        const Photon& ph = photons[(u32)best.heap[j]];
+        if (dot(octahedral_decode(ph.normal), ng) <= 0.0f) continue;
+        float w = 1.0f;
+        if (map.cone) w = fmaxf(1.0f - sqrtf(__uint_as_float((u32)(best.heap[j] >> 32))) / kr, 0.0f);
+        float3 power = load3(ph.power) * w;
+        sum = sum + (m ? brdf(*m, albedo, n, wo, octahedral_decode(ph.incoming)) * power : power);
+    }
+    float norm = map.cone ? 1.0f - 2.0f / (3.0f * CONE_KAPPA) : 1.0f;
+    return div3(sum, norm * PI_F * r2);
+}
+
+// 30-bit Morton code of p in the box lo .. lo + 1 / inv (per axis).
+__device__ __forceinline__ u32 box_morton(float3 p, float lx, float ly, float lz, float ix,
+                                          float iy, float iz) {
+    return morton3_30(make_float3((p.x - lx) * ix, (p.y - ly) * iy, (p.z - lz) * iz));
+}
+
+__device__ __forceinline__ Ray empty_ray() {
+    return make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f);
+}
