@@ -16,7 +16,8 @@ mod device;
 use caustic_accel::points::hash_grid_cuda::{
     GpuHashGrid, GpuNeighbours, GpuRadiusNeighbours, knn_brute, radius_brute,
 };
-use caustic_accel::points::kdtree::build_cuda::{GpuKdNode, HostKdTree};
+use caustic_accel::points::kdtree::build_cuda::GpuKdNode;
+use caustic_accel::points::kdtree::validate_cuda::HostKdTree;
 use caustic_accel::points::kdtree::{PointKdNode, PointKdTree, PointKdTreeConfig};
 use caustic_accel::points::{PointStructure, build_point_structure, reference};
 use caustic_geom::{Pcg32, Vec3};

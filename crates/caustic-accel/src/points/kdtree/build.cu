@@ -1,63 +1,20 @@
-// point_kdtree.cu: a photon kd-tree built on the GPU after Zhou et al.
-// 2008 (seed 002: data-parallel large-node stage, per-node small-node
-// stage), and its kNN and radius queries.
-//
-// Build, driven by point_kdtree.rs; the finite points' indices form the
-// permutation `perm`, one contiguous range per node.
+// points/kdtree/build.cu: a photon kd-tree built on the GPU after Zhou,
+// Hou, Wang and Guo 2008 (data-parallel large-node stage, per-node
+// small-node stage); the twin of build.rs, driven by build_cuda.rs. The
+// finite points' indices form the permutation `perm`, one contiguous range
+// per node.
 // - Large nodes, level by level: point_kdtree_bounds (one block per node)
 //   finds each node's tight box; the host plans the empty-space cuts and
-//   the spatial-median split with caustic-accel's own code; then
-//   point_kdtree_flag (one block per node) flags the points right of the
-//   median plane and counts the left ones, point_kdtree_heads marks every
-//   node's range as a segment, and the segmented split (split.cu) moves
-//   each node's left points before its right ones, stably.
+//   the spatial-median split with the CPU's own code (plan_large_split);
+//   then point_kdtree_flag (one block per node) flags the points right of
+//   the median plane and counts the left ones, point_kdtree_heads marks
+//   every node's range as a segment, and the segmented split (split.cu)
+//   moves each node's left points before its right ones, stably.
 // - Small roots (at most 64 points), point_kdtree_small: one warp per root
-//   builds its subtree by the VVH over u64 point masks, as caustic-accel's
-//   points/kdtree/small.rs does, first to count its nodes, then (after the
-//   host scans the counts) to write them and its leaf order of points.
-//
-// Queries walk the tree with a stack, near child first; a far child is
-// skipped only when its splitting plane is strictly farther than the
-// visitor's bound (points.cuh's Best, RadiusCount, RadiusFill), so the
-// answers are the exact ones, ties included.
-#include "points.cuh"
-
-#define KD_THREADS 256u
-#define KD_STACK 64
-#define KD_LEAF_AXIS 3u
-// Small roots: at most 64 points (one u64 mask bit each), one warp each.
-#define KD_SMALL 64u
-#define KD_SMALL_THREADS 32u
-// Pending right children of a small root's walk: one per level below the
-// root, plus the two children of the deepest split (depth cap 64).
-#define KD_SMALL_STACK 66u
-#define KD_NONE 0xffffffffu
-
-// caustic_accel::points::kdtree::build_cuda::GpuKdNode: an inner node splits `axis` at
-// `split` with children a (below) and b (at or above); a leaf (axis 3)
-// holds sorted points a .. a + b.
-struct KdNode {
-    float split;
-    u32 axis;
-    u32 a;
-    u32 b;
-};
-
-// caustic_accel::points::kdtree::build_cuda::SmallRoot: a node of at most 64 points
-// perm[start .. start + count], its cell and depth; its own node goes to
-// nodes[slot] (the large stage's child link points there).
-struct SmallRoot {
-    u32 start;
-    u32 count;
-    u32 depth;
-    u32 slot;
-    float lo[3];
-    float hi[3];
-};
-
-__device__ __forceinline__ float coord(float3 p, u32 axis) {
-    return axis == 0 ? p.x : (axis == 1 ? p.y : p.z);
-}
+//   builds its subtree by the VVH over u64 point masks, as small.rs does,
+//   first to count its nodes, then (after the host scans the counts) to
+//   write them and its leaf order of points.
+#include "kdtree.cuh"
 
 // flags[i] = 1 for a finite point: the build leaves the others out.
 extern "C" __global__ void __launch_bounds__(KD_THREADS)
@@ -330,78 +287,5 @@ point_kdtree_small(const float* points, u32* perm, const SmallRoot* roots, u32 r
         stats[3 * r] = produced;
         stats[3 * r + 1] = leaves;
         stats[3 * r + 2] = deepest;
-    }
-}
-
-// Offers the points of the tree to `v`, nearest subtrees first, skipping a
-// far subtree whose plane lies strictly beyond `v.bound()`.
-template <class V>
-__device__ __forceinline__ void walk_kdtree(const KdNode* nodes, const float4* sorted, float3 p,
-                                            V& v) {
-    u32 stack[KD_STACK];
-    float plane[KD_STACK];
-    int top = 0;
-    u32 node = 0;
-    float d = 0.0f;
-    for (;;) {
-        if (d <= v.bound()) {
-            const KdNode n = nodes[node];
-            if (n.axis == KD_LEAF_AXIS) {
-                for (u32 j = n.a; j < n.a + n.b; ++j) {
-                    const float4 s = sorted[j];
-                    v.offer(dist2(p, make_float3(s.x, s.y, s.z)), __float_as_uint(s.w));
-                }
-            } else {
-                const float diff = coord(p, n.axis) - n.split;
-                const u32 near = diff < 0.0f ? n.a : n.b;
-                const u32 far = diff < 0.0f ? n.b : n.a;
-                stack[top] = far;
-                plane[top] = diff * diff;
-                ++top;
-                node = near;
-                d = 0.0f;
-                continue;
-            }
-        }
-        if (top == 0) return;
-        --top;
-        node = stack[top];
-        d = plane[top];
-    }
-}
-
-struct KdWalk {
-    const KdNode* nodes;
-    const float4* sorted;
-    float3 p;
-    template <class V>
-    __device__ __forceinline__ void operator()(V& v) const {
-        walk_kdtree(nodes, sorted, p, v);
-    }
-};
-
-extern "C" __global__ void __launch_bounds__(KD_THREADS)
-point_kdtree_knn(const KdNode* nodes, const float4* sorted, u32 point_count, const float* queries,
-                 u64 m, u32 k, float max_radius, u32* out_index, float* out_d2, u32* out_count) {
-    for (u64 q = global_thread(); q < m; q += grid_threads()) {
-        const float3 p = load_point(queries, q);
-        Best best;
-        best.init(k, __fmul_rn(max_radius, max_radius));
-        if (k > 0 && point_count > 0 && query_ok(p, max_radius)) {
-            walk_kdtree(nodes, sorted, p, best);
-        }
-        best.write(q, k, out_index, out_d2, out_count);
-    }
-}
-
-extern "C" __global__ void __launch_bounds__(KD_THREADS)
-point_kdtree_radius(const KdNode* nodes, const float4* sorted, u32 point_count,
-                    const float* queries, u64 m, float radius, const u32* offsets, u32* counts,
-                    u64* total, u64* keys, u32* out_index, float* out_d2) {
-    for (u64 q = global_thread(); q < m; q += grid_threads()) {
-        const float3 p = load_point(queries, q);
-        const bool ok = point_count > 0 && query_ok(p, radius);
-        radius_query(q, ok, radius, offsets, counts, total, keys, out_index, out_d2,
-                     KdWalk{nodes, sorted, p});
     }
 }

@@ -1,6 +1,6 @@
-//! A photon kd-tree built on the GPU (`kernels/point_kdtree.cu`) after
-//! Zhou et al. 2008 (seed 002 §3–4 and §8.1), node for node the tree of
-//! `caustic_accel::points::kdtree` for the same points and configuration:
+//! A photon kd-tree built on the GPU (`build.cu`) after Zhou, Hou, Wang and
+//! Guo 2008 (§3–4 and §8.1), node for node the tree of [`super`] (the CPU
+//! build, `build.rs`) for the same points and configuration:
 //!
 //! - **large-node stage**, level by level (nodes of more than
 //!   [`PointKdTreeConfig::small_root_limit`] points): one block per node
@@ -23,9 +23,8 @@
 //! Not done: Zhou's chunked reductions (a block walks a whole large node,
 //! so the top levels run on few blocks) and the device-side layout (the
 //! host reads each large level's boxes and left counts back: two round
-//! trips per level). Queries (kNN and radius) follow
-//! `caustic_accel::points`'s contract bit for bit, as [`crate::points`]'s
-//! do.
+//! trips per level). Queries: [`super::query_cuda`]; the downloaded tree
+//! and its validation: [`super::validate_cuda`].
 
 use crate::points::kdtree::{
     LargeSplit, MAX_DEPTH, PointKdTreeConfig, plan_large_split, vvh_radius,
@@ -33,10 +32,9 @@ use crate::points::kdtree::{
 use bytemuck::{Pod, Zeroable};
 use caustic_geom::{Aabb, Vec3};
 
+use super::validate_cuda::HostKdTree;
 use crate::kernels::{points_hash_grid as pk, points_kdtree_build as k};
-use crate::points::hash_grid_cuda::{
-    GpuNeighbours, GpuRadiusNeighbours, MAX_K, MAX_POINTS, radius_two_pass,
-};
+use crate::points::hash_grid_cuda::MAX_POINTS;
 use caustic_gpu::GpuError;
 use caustic_gpu::ops::compact::select_indices;
 use caustic_gpu::ops::split::segmented_partition_u32;
@@ -106,143 +104,12 @@ pub struct SmallRoot {
 
 /// A kd-tree over points on the device.
 pub struct GpuPointKdTree {
-    nodes: DeviceBuffer<GpuKdNode>,
+    pub(super) nodes: DeviceBuffer<GpuKdNode>,
     /// Finite points in leaf order; `w` holds the input index's bits.
-    sorted: DeviceBuffer<[f32; 4]>,
+    pub(super) sorted: DeviceBuffer<[f32; 4]>,
     len: usize,
     depth: usize,
     leaves: usize,
-}
-
-/// The tree as the host sees it after [`GpuPointKdTree::download`].
-#[derive(Clone, Debug)]
-pub struct HostKdTree {
-    pub nodes: Vec<GpuKdNode>,
-    /// Finite points in leaf order.
-    pub points: Vec<Vec3>,
-    /// Input index of each entry of `points`.
-    pub ids: Vec<u32>,
-}
-
-impl HostKdTree {
-    /// Checks the invariants the queries rely on: every node reached once
-    /// from the root, depth at most `MAX_DEPTH`, every point obeys the
-    /// split rule (`left iff coord < split`) of every ancestor, the
-    /// non-empty leaves tile `points` without gaps or overlap, input
-    /// indices are distinct, and every inner node holds points (an empty
-    /// leaf is only ever the empty side of a node with points).
-    pub fn validate(&self) -> Result<(), String> {
-        let mut seen = vec![false; self.nodes.len()];
-        let mut ranges = Vec::new();
-        let unbounded = ([f32::NEG_INFINITY; 3], [f32::INFINITY; 3]);
-        let walk = Walk {
-            tree: self,
-            seen: &mut seen,
-            ranges: &mut ranges,
-        };
-        walk.run(0, unbounded.0, unbounded.1)?;
-        if let Some(node) = seen.iter().position(|&s| !s) {
-            return Err(format!("node {node} is not reachable"));
-        }
-        ranges.sort_unstable();
-        let mut next = 0;
-        for (first, count) in ranges {
-            if first != next {
-                return Err(format!("leaves skip or overlap at point {next}"));
-            }
-            next += count;
-        }
-        if next as usize != self.points.len() {
-            return Err(format!(
-                "leaves hold {next} of {} points",
-                self.points.len()
-            ));
-        }
-        let mut ids = self.ids.clone();
-        ids.sort_unstable();
-        match ids.windows(2).find(|w| w[0] == w[1]) {
-            Some(w) => Err(format!("point {} is stored twice", w[0])),
-            None => Ok(()),
-        }
-    }
-}
-
-/// The state of [`HostKdTree::validate`]'s walk.
-struct Walk<'a> {
-    tree: &'a HostKdTree,
-    seen: &'a mut [bool],
-    /// `(first, count)` of every non-empty leaf.
-    ranges: &'a mut Vec<(u32, u32)>,
-}
-
-impl Walk<'_> {
-    fn run(mut self, root: u32, lower: [f32; 3], upper: [f32; 3]) -> Result<u32, String> {
-        self.node(root, lower, upper, 0)
-    }
-
-    /// Checks the subtree at `node`, whose points must satisfy
-    /// `lower <= p < upper`; returns how many points it holds.
-    fn node(
-        &mut self,
-        node: u32,
-        lower: [f32; 3],
-        upper: [f32; 3],
-        depth: usize,
-    ) -> Result<u32, String> {
-        let n = *self
-            .tree
-            .nodes
-            .get(node as usize)
-            .ok_or(format!("link to node {node} out of range"))?;
-        if std::mem::replace(&mut self.seen[node as usize], true) {
-            return Err(format!("node {node} is reached twice"));
-        }
-        if depth > MAX_DEPTH {
-            return Err(format!("node {node} is deeper than {MAX_DEPTH}"));
-        }
-        if n.is_leaf() {
-            return self.leaf(node, n, lower, upper);
-        }
-        let axis = n.axis as usize;
-        if axis > 2 {
-            return Err(format!("node {node} has axis {axis}"));
-        }
-        let (mut below_upper, mut above_lower) = (upper, lower);
-        below_upper[axis] = below_upper[axis].min(n.split);
-        above_lower[axis] = above_lower[axis].max(n.split);
-        let below = self.node(n.a, lower, below_upper, depth + 1)?;
-        let above = self.node(n.b, above_lower, upper, depth + 1)?;
-        if below + above == 0 {
-            return Err(format!("node {node} splits no points"));
-        }
-        Ok(below + above)
-    }
-
-    fn leaf(
-        &mut self,
-        node: u32,
-        n: GpuKdNode,
-        lower: [f32; 3],
-        upper: [f32; 3],
-    ) -> Result<u32, String> {
-        if n.b == 0 {
-            return Ok(0);
-        }
-        let end = n.a as usize + n.b as usize;
-        let points = self
-            .tree
-            .points
-            .get(n.a as usize..end)
-            .ok_or(format!("leaf {node} overruns the points"))?;
-        for (j, p) in points.iter().enumerate() {
-            if (0..3).any(|a| !(lower[a] <= p[a] && p[a] < upper[a])) {
-                let id = self.tree.ids[n.a as usize + j];
-                return Err(format!("point {id} breaks a split above leaf {node}"));
-            }
-        }
-        self.ranges.push((n.a, n.b));
-        Ok(n.b)
-    }
 }
 
 impl GpuPointKdTree {
@@ -323,71 +190,6 @@ impl GpuPointKdTree {
     /// Device bytes the tree holds.
     pub fn bytes(&self) -> usize {
         self.nodes.bytes() + self.sorted.bytes()
-    }
-
-    /// The `k` nearest points within `max_radius` of every query.
-    pub fn knn(
-        &self,
-        queries: &DeviceBuffer<[f32; 3]>,
-        k: usize,
-        max_radius: f32,
-    ) -> Result<GpuNeighbours, GpuError> {
-        if k > MAX_K {
-            return Err(GpuError::Invalid {
-                what: "kNN k",
-                message: format!("{k} neighbours asked, the GPU kernels keep at most {MAX_K}"),
-            });
-        }
-        let gpu = queries.gpu();
-        let m = queries.len();
-        let mut out = GpuNeighbours::new(gpu, m, k)?;
-        launch(
-            gpu,
-            k::POINT_KDTREE_KNN,
-            m,
-            (
-                self.nodes.ptr(),
-                self.sorted.ptr(),
-                self.sorted.len() as u32,
-                queries.ptr().cast(),
-                m as u64,
-                k as u32,
-                max_radius,
-                out.index.ptr_mut(),
-                out.dist2.ptr_mut(),
-                out.count.ptr_mut(),
-            ),
-        )?;
-        Ok(out)
-    }
-
-    /// Every point within `radius` (any, `+inf` included) of every query,
-    /// sorted by `(dist2, index)`.
-    pub fn radius(
-        &self,
-        queries: &DeviceBuffer<[f32; 3]>,
-        radius: f32,
-    ) -> Result<GpuRadiusNeighbours, GpuError> {
-        let gpu = queries.gpu();
-        let m = queries.len();
-        let kernel = k::POINT_KDTREE_RADIUS;
-        radius_two_pass(gpu, kernel.name(), m, |tail| {
-            let args = (
-                self.nodes.ptr(),
-                self.sorted.ptr(),
-                self.sorted.len() as u32,
-                queries.ptr().cast(),
-                m as u64,
-                radius,
-                tail.offsets,
-                tail.counts,
-                tail.total,
-                tail.keys,
-                tail.index,
-                tail.dist2,
-            );
-            launch(gpu, kernel, m, args)
-        })
     }
 }
 
@@ -778,204 +580,5 @@ fn split_level(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::points::kdtree::{PointKdNode, PointKdTree};
-    use caustic_geom::Pcg32;
-
-    #[test]
-    fn node_is_sixteen_bytes() {
-        assert_eq!(size_of::<GpuKdNode>(), 16);
-        assert_eq!(size_of::<SmallRoot>(), 40);
-    }
-
-    #[test]
-    fn tails_pack_each_roots_nodes_after_the_first() {
-        let (tails, total) = tail_offsets(10, [1, 5, 3, 1, 7]);
-        assert_eq!(tails, [10, 10, 14, 16, 16]);
-        assert_eq!(total, 22);
-        assert_eq!(tail_offsets(4, []), (vec![], 4));
-    }
-
-    /// Clusters far apart in a big box (so cells have empty space to cut)
-    /// plus a few duplicates and non-finite points.
-    fn cloud(n: usize, seed: u64) -> Vec<Vec3> {
-        let mut rng = Pcg32::new(seed, 7);
-        let mut unit = || rng.next_f32();
-        let centres: Vec<Vec3> = (0..5)
-            .map(|_| Vec3::new(unit(), unit(), unit()) * 10.0)
-            .collect();
-        let mut points: Vec<Vec3> = (0..n)
-            .map(|i| centres[i % 5] + Vec3::new(unit(), unit() * 0.3, unit()) * 0.2)
-            .collect();
-        for i in (0..n).step_by(53) {
-            points[i] = points[i / 2];
-        }
-        points[3] = Vec3::new(f32::NAN, 0.0, 0.0);
-        points
-    }
-
-    /// The large stage on the host: the device's bounds, flag and stable
-    /// segmented split done by plain loops around the real [`Layout`].
-    fn host_large_stage(points: &[Vec3], config: &PointKdTreeConfig) -> (Layout, Vec<u32>) {
-        let mut perm: Vec<u32> = (0..points.len() as u32)
-            .filter(|&i| points[i as usize].is_finite())
-            .collect();
-        let tight = |perm: &[u32]| {
-            perm.iter()
-                .fold(Aabb::EMPTY, |b, &i| b.grown(points[i as usize]))
-        };
-        let mut layout = Layout::new(config.small_root_limit());
-        let mut level = Vec::new();
-        let root = layout.reserve();
-        layout.file(root, 0, perm.len() as u32, tight(&perm), 0, &mut level);
-        while !level.is_empty() {
-            let mut plans = Vec::new();
-            let mut lefts = Vec::new();
-            for node in &level {
-                let range = node.start as usize..(node.start + node.count) as usize;
-                let plan = plan_large_split(
-                    node.cell,
-                    tight(&perm[range.clone()]),
-                    node.depth,
-                    config.empty_space_ratio,
-                );
-                if let Some(plan) = &plan {
-                    let below = |i: &u32| points[*i as usize][plan.axis] < plan.split;
-                    let (left, right): (Vec<u32>, Vec<u32>) =
-                        perm[range.clone()].iter().copied().partition(below);
-                    lefts.push(left.len() as u32);
-                    perm[range].copy_from_slice(&[left, right].concat());
-                }
-                plans.push(plan);
-            }
-            level = layout.emit_level(&level, &plans, &lefts);
-        }
-        (layout, perm)
-    }
-
-    /// The CPU subtree at `node`: its leaves' point range and the index
-    /// one past it.
-    fn cpu_subtree(nodes: &[PointKdNode], node: usize) -> (std::ops::Range<u32>, usize) {
-        let n = nodes[node];
-        if n.is_leaf() {
-            return (n.first()..n.first() + n.count(), node + 1);
-        }
-        let (below, end) = cpu_subtree(nodes, node + 1);
-        let (above, end) = cpu_subtree(nodes, end);
-        // Empty cut leaves sit at either end of their sibling's range.
-        let start = if below.is_empty() {
-            above.start
-        } else {
-            below.start
-        };
-        (start..start + below.len() as u32 + above.len() as u32, end)
-    }
-
-    /// Walks the host large stage and the CPU tree together: same planes,
-    /// same leaves, and each small root holds exactly the points (in the
-    /// same order) of the CPU subtree in its place.
-    fn compare_large(
-        layout: &Layout,
-        perm: &[u32],
-        cpu: &PointKdTree,
-        slot: u32,
-        node: usize,
-        cuts: &mut usize,
-    ) {
-        let cpu_node = cpu.nodes()[node];
-        if let Some(root) = layout.small.iter().find(|r| r.slot == slot) {
-            let (range, _) = cpu_subtree(cpu.nodes(), node);
-            assert_eq!(range.start, root.start, "small root at node {node}");
-            let mut want = cpu.ids()[range.start as usize..range.end as usize].to_vec();
-            let mut got = perm[root.start as usize..(root.start + root.count) as usize].to_vec();
-            want.sort_unstable();
-            got.sort_unstable();
-            assert_eq!(got, want, "small root at node {node}");
-            return;
-        }
-        let n = layout.nodes[slot as usize];
-        if n.is_leaf() {
-            assert!(cpu_node.is_leaf(), "leaf at node {node}");
-            assert_eq!((n.a, n.b), (cpu_node.first(), cpu_node.count()));
-            return;
-        }
-        assert!(!cpu_node.is_leaf(), "inner node {node}");
-        assert_eq!(n.axis as usize, cpu_node.axis(), "axis of node {node}");
-        assert_eq!(n.split.to_bits(), cpu_node.split().to_bits(), "node {node}");
-        let is_empty = |child: u32| {
-            let c = layout.nodes[child as usize];
-            c.is_leaf() && c.b == 0 && !layout.small.iter().any(|r| r.slot == child)
-        };
-        *cuts += usize::from(is_empty(n.a) || is_empty(n.b));
-        compare_large(layout, perm, cpu, n.a, node + 1, cuts);
-        compare_large(layout, perm, cpu, n.b, cpu_node.right() as usize, cuts);
-    }
-
-    #[test]
-    fn large_stage_takes_the_cpu_trees_planes() {
-        for (n, radius) in [(3_000, 0.05), (20_000, f32::INFINITY), (40, 0.1)] {
-            let points = cloud(n, n as u64);
-            let config = PointKdTreeConfig::with_radius(radius);
-            let cpu = PointKdTree::build(&points, &config);
-            let (layout, perm) = host_large_stage(&points, &config);
-            let mut cuts = 0;
-            compare_large(&layout, &perm, &cpu, 0, 0, &mut cuts);
-            assert!(layout.small.iter().all(|r| r.count <= 64 && r.count > 0));
-            let held: u32 = layout.small.iter().map(|r| r.count).sum();
-            assert!(held as usize <= perm.len());
-            if n > 1_000 {
-                assert!(cuts > 0, "the clusters leave empty space to cut");
-            }
-        }
-    }
-
-    fn tree(nodes: Vec<GpuKdNode>, points: &[[f32; 3]]) -> HostKdTree {
-        HostKdTree {
-            nodes,
-            points: points.iter().map(|&p| Vec3::from_array(p)).collect(),
-            ids: (0..points.len() as u32).collect(),
-        }
-    }
-
-    #[test]
-    fn validate_accepts_a_cut_and_a_split() {
-        // Root cuts x below 0.5 (empty left), then splits y at 0.5.
-        let nodes = vec![
-            GpuKdNode::inner(0, 0.5, 1, 2),
-            GpuKdNode::leaf(0, 0),
-            GpuKdNode::inner(1, 0.5, 3, 4),
-            GpuKdNode::leaf(0, 1),
-            GpuKdNode::leaf(1, 2),
-        ];
-        let ok = tree(
-            nodes.clone(),
-            &[[0.6, 0.1, 0.0], [0.7, 0.5, 0.0], [0.9, 0.9, 0.0]],
-        );
-        assert_eq!(ok.validate(), Ok(()));
-        let wrong_side = tree(
-            nodes.clone(),
-            &[[0.6, 0.5, 0.0], [0.7, 0.5, 0.0], [0.9, 0.9, 0.0]],
-        );
-        assert!(
-            wrong_side
-                .validate()
-                .unwrap_err()
-                .contains("breaks a split")
-        );
-        let mut gap = nodes.clone();
-        gap[4] = GpuKdNode::leaf(2, 1);
-        assert!(
-            tree(gap, &[[0.6, 0.1, 0.0], [0.7, 0.5, 0.0], [0.9, 0.9, 0.0]])
-                .validate()
-                .is_err()
-        );
-        let mut shared = nodes.clone();
-        shared[2].b = 3;
-        assert!(tree(shared, &[[0.6, 0.1, 0.0]; 3]).validate().is_err());
-        let mut hollow = nodes;
-        hollow[2] = GpuKdNode::inner(1, 0.5, 3, 1);
-        hollow[3] = GpuKdNode::leaf(0, 0);
-        assert!(tree(hollow, &[[0.6, 0.1, 0.0]; 3]).validate().is_err());
-    }
-}
+#[path = "build_cuda_tests.rs"]
+mod tests;

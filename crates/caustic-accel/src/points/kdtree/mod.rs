@@ -46,7 +46,11 @@ mod build;
 #[cfg(feature = "cuda")]
 pub mod build_cuda;
 mod query;
+#[cfg(feature = "cuda")]
+pub mod query_cuda;
 mod small;
+#[cfg(feature = "cuda")]
+pub mod validate_cuda;
 
 pub use build::{EmptyCut, LargeSplit, plan_large_split, vvh_radius};
 
