@@ -39,6 +39,37 @@ fn main() -> Result<()> {
     };
     let gpu = Gpu::probe()?;
     println!("device: {}", gpu.info());
+    // Resident blocks of 128 threads per multiprocessor: what registers and
+    // local memory leave of the occupancy.
+    use caustic_accel::kernels::{bvh_traverse as bin, bvh_wide_traverse_compressed as wide};
+    for (name, blocks) in [
+        (
+            "binary closest",
+            gpu.resident_blocks(bin::TRAVERSE_BVH2_CLOSEST, 128)?,
+        ),
+        (
+            "binary any",
+            gpu.resident_blocks(bin::TRAVERSE_BVH2_ANY, 128)?,
+        ),
+        (
+            "wide closest",
+            gpu.resident_blocks(wide::TRAVERSE_CWBVH_CLOSEST, 128)?,
+        ),
+        (
+            "wide any",
+            gpu.resident_blocks(wide::TRAVERSE_CWBVH_ANY, 128)?,
+        ),
+        (
+            "wide-eager closest",
+            gpu.resident_blocks(wide::TRAVERSE_CWBVH_CLOSEST_EAGER, 128)?,
+        ),
+        (
+            "wide-exact closest",
+            gpu.resident_blocks(wide::TRAVERSE_CWBVH_CLOSEST_EXACT, 128)?,
+        ),
+    ] {
+        println!("{name}: {blocks} blocks of 128 threads per multiprocessor");
+    }
     let mut results = Vec::new();
     for name in &names {
         let (base, copies) = match name.split_once('@') {
@@ -67,7 +98,7 @@ fn main() -> Result<()> {
         for pass in &result.passes {
             let t = &pass.timings;
             println!(
-                "  {} ({} rays): median (best) ms binary {:.3} ({:.3}), wide {:.3} ({:.3}), wide-exact {:.3} ({:.3})",
+                "  {} ({} rays): median (best) ms binary {:.3} ({:.3}), wide {:.3} ({:.3}), wide-eager {:.3} ({:.3}), wide-exact {:.3} ({:.3})",
                 pass.kind,
                 pass.rays,
                 t[0].median_ms,
@@ -75,7 +106,9 @@ fn main() -> Result<()> {
                 t[1].median_ms,
                 t[1].best_ms,
                 t[2].median_ms,
-                t[2].best_ms
+                t[2].best_ms,
+                t[3].median_ms,
+                t[3].best_ms
             );
         }
         results.push((loaded.name.clone(), result));

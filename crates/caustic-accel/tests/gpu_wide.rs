@@ -6,7 +6,7 @@
 //!   traversal's stack) and hold every triangle bit for bit under its
 //!   scene id.
 //! - Traversal: every closest hit (`t`, triangle, `u`, `v`, as bits) and
-//!   every any-hit answer of [`CompressedTracer`], with both box tests, must
+//!   every any-hit answer of [`CompressedTracer`], with each kernel, must
 //!   equal the binary [`Tracer`]'s on the same tree (which `gpu_trace.rs`
 //!   holds to the CPU's): on random soups (degenerate, huge, flat,
 //!   duplicated and non-finite triangles, shared edges) with random and
@@ -34,7 +34,7 @@ use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
 use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
 use caustic_accel::bvh::wide::compressed::{CompressedBvh, CompressedShape};
 use caustic_accel::bvh::wide::compressed_cuda::{CompressedWideBvh, MAX_WIDE_DEPTH};
-use caustic_accel::bvh::wide::traverse_compressed_cuda::{BoxTest, CompressedTracer};
+use caustic_accel::bvh::wide::traverse_compressed_cuda::{CompressedTracer, TraversalKernel};
 use caustic_accel::protocol_cuda as rays;
 use caustic_geom::protocol;
 use caustic_geom::{Ray, Triangle, Vec3};
@@ -45,18 +45,27 @@ use soups::{awkward_rays, awkward_soup, grid_soup};
 const WIDTH: u32 = 1920;
 const HEIGHT: u32 = 1080;
 
-/// The binary tracer (the reference) and the compressed one with each box test.
+/// The binary tracer (the reference) and the compressed one with each kernel.
 struct Tracers {
     binary: Tracer,
-    wide: [(BoxTest, CompressedTracer); 2],
+    wide: [(TraversalKernel, CompressedTracer); 3],
 }
 
 impl Tracers {
     fn new() -> Self {
-        let wide = |test| (test, CompressedTracer::with_box_test(gpu(), test).unwrap());
+        let wide = |kernel| {
+            (
+                kernel,
+                CompressedTracer::with_kernel(gpu(), kernel).unwrap(),
+            )
+        };
         Tracers {
             binary: Tracer::new(gpu()).unwrap(),
-            wide: [wide(BoxTest::Fast), wide(BoxTest::Exact)],
+            wide: [
+                wide(TraversalKernel::Fast),
+                wide(TraversalKernel::Eager),
+                wide(TraversalKernel::Exact),
+            ],
         }
     }
 }
@@ -205,9 +214,9 @@ fn compare_all(
     let host_rays = rays.download().unwrap();
     for &q in queries {
         let want = binary_words(&mut tracers.binary, bvh, rays, q);
-        for (test, tracer) in &mut tracers.wide {
+        for (kernel, tracer) in &mut tracers.wide {
             let got = wide_words(tracer, tree, rays, q);
-            let label = format!("{what}, {} ({test:?})", query_name(q));
+            let label = format!("{what}, {} ({kernel:?})", query_name(q));
             match differences(&label, q, &host_rays, &want, &got) {
                 Some(line) => {
                     eprintln!("{line}");

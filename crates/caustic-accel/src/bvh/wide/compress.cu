@@ -10,7 +10,8 @@
 // of Wald et al., SIGGRAPH 2014, which compressed_cuda.rs's docs compare
 // with Ylitie et al.'s SAH-optimal one). An item needs opening when it holds
 // more than CW_LEAF_MAX triangles; one with at most that many becomes a leaf
-// child. Then the children go to slots by octant (so that visiting the slots
+// child, and slots still free split the largest leaf children. Then the
+// children go to slots by octant (so that visiting the slots
 // in the order slot ^ octant_inverse meets them roughly front to back), the
 // child boxes are quantised conservatively, inner children get consecutive
 // node indices (one atomic add) and their items go to the next level's
@@ -122,7 +123,8 @@ __device__ __forceinline__ bool must_open(const BvhNode* bvh, const BvhNode& ite
 }
 
 // Splits an item in two: a binary inner node into its children, a run of
-// slots into two runs of whole groups of CW_LEAF_MAX (the left one larger).
+// slots into two runs (of whole groups of CW_LEAF_MAX if it is longer than
+// one group). Needs an inner node or a run of at least two slots.
 __device__ void open_item(const BvhNode* bvh, const Triangle* tris, const BvhNode& item,
                           BvhNode& left, BvhNode& right) {
     if (item.count == 0) {
@@ -135,8 +137,11 @@ __device__ void open_item(const BvhNode* bvh, const Triangle* tris, const BvhNod
         right.max[0] = r1.x, right.max[1] = r1.y, right.max[2] = r1.z, right.count = __float_as_uint(r1.w);
         return;
     }
+    // A run that must be opened splits at whole groups; a run that fits
+    // one leaf (and is split only to fill free slots) splits in half.
     const u32 groups = (item.count + CW_LEAF_MAX - 1) / CW_LEAF_MAX;
-    const u32 left_count = min(item.count, CW_LEAF_MAX * ((groups + 1) / 2));
+    const u32 left_count = item.count > CW_LEAF_MAX ? CW_LEAF_MAX * ((groups + 1) / 2)
+                                                     : item.count / 2;
     left = range_item(tris, item.first, left_count, item);
     right = range_item(tris, item.first + left_count, item.count - left_count, item);
 }
@@ -279,6 +284,24 @@ __device__ void build_node(const BvhNode* bvh, const Triangle* tris_in, BvhNode*
         open_item(bvh, tris_in, items[best], left, right);
         items[best] = left, open[best] = must_open(bvh, left);
         items[n] = right, open[n] = must_open(bvh, right);
+        ++n;
+    }
+    // Slots still free split leaf children, largest first: the traversal
+    // tests all eight boxes of a node anyway, and smaller leaves spare
+    // triangle tests.
+    while (n < CW_WIDTH) {
+        u32 best = CW_WIDTH;
+        float best_area = 0.0f;
+        for (u32 i = 0; i < n; ++i) {
+            if (open[i] || (items[i].count == 1)) continue;
+            const float area = item_area(items[i]);
+            if (best == CW_WIDTH || area > best_area) best = i, best_area = area;
+        }
+        if (best == CW_WIDTH) break;
+        BvhNode left, right;
+        open_item(bvh, tris_in, items[best], left, right);
+        items[best] = left, open[best] = false;
+        items[n] = right, open[n] = false;
         ++n;
     }
 

@@ -17,7 +17,10 @@
 //!   and is what this build does. A subtree of at most three triangles is a
 //!   leaf child (the paper's leaves, whose triangle count the meta byte
 //!   holds in unary); a binary leaf of more is opened into runs of whole
-//!   groups of three, their boxes computed from the triangles.
+//!   groups of three, their boxes computed from the triangles. Slots left
+//!   free then split the largest leaf children (the traversal tests all
+//!   eight boxes of a node anyway, and smaller leaves spare triangle
+//!   tests: 3 to 10 % fewer on sponza, sibenik and conference).
 //! - **Child order**: each child takes the slot of its octant around the
 //!   node centre (greedy assignment of the best (child, slot) pairs), so the
 //!   traversal's fixed order `slot ^ octant` visits them roughly front to

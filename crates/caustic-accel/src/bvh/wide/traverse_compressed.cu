@@ -23,8 +23,10 @@
 // - EXACT: decodes the planes (compressed::decode) and runs box_entry on
 //   them; a decoded box contains the exact box, and box_entry keeps every
 //   box that holds a hit (traverse.rs's docs say why).
-// - fast (the default): the paper's one fused multiply-add per plane,
-//   t = q * (scale / d) + (origin - o) / d, with the per-node terms widened
+// - fast: the paper's one fused multiply-add per plane,
+//   t = q * (scale / d) + (origin - o) / d (with q as 2^23 + q straight
+//   from a byte permutation, the 2^23 folded into the per-node term, again
+//   rounded outwards), with the per-node terms widened
 //   so that the result brackets box_entry's arithmetic: each term's
 //   rounding is bounded by CW_REL_ERROR of the magnitudes involved, the
 //   planes are rounded outwards (__fmaf_rd / _ru), and box_entry's margin
@@ -89,15 +91,17 @@ struct CwRay {
     u32 oct_inv;
 };
 
-// Byte k of w as a float, exactly: the byte becomes the low mantissa bits
-// of 2^23, which is then subtracted (one PRMT and one FADD).
-__device__ __forceinline__ float byte_float(u32 w, u32 k) {
-    return __uint_as_float(__byte_perm(w, 0x4b000000u, 0x7540u | k)) - 8388608.0f;
+// 2^23 + byte k of w, as a float, in one PRMT: the byte becomes the low
+// mantissa bits of 2^23. The fast test folds the 2^23 into its per-node
+// terms (axis_terms), so a plane costs this and one FFMA.
+__device__ __forceinline__ float byte_mantissa(u32 w, u32 k) {
+    return __uint_as_float(__byte_perm(w, 0x4b000000u, 0x7540u | k));
 }
 
-// The fast test's per-node terms of one axis: t = q * b + a, with a widened
-// by `margin` plus the rounding bound (a_lo for entry planes, a_hi for exit
-// planes); an axis with non-finite terms gets (0, -inf, +inf): no limit.
+// The fast test's per-node terms of one axis: t = q * b + a for step q, as
+// m * b + (a - 2^23 b) for m = 2^23 + q, with a widened by `widen` (entry
+// planes: a_lo, exit planes: a_hi) and the fold rounded outwards; an axis
+// whose terms are not finite gets (0, -inf, +inf): no limit.
 struct AxisTerms {
     float b, a_lo, a_hi;
 };
@@ -109,16 +113,47 @@ __device__ __forceinline__ float axis_error(float p, float s, float o, float inv
 }
 
 __device__ __forceinline__ AxisTerms axis_terms(float a, float b, float widen) {
+    // 2^23 b is exact (a power of two times b) unless it overflows, which
+    // the check below catches with room for m up to 2^24.
+    const float shift = __fmul_rn(8388608.0f, b);
     AxisTerms t;
     t.b = b;
-    t.a_lo = __fsub_rd(a, widen);
-    t.a_hi = __fadd_ru(a, widen);
-    if (!(fabsf(t.a_lo) < CAUSTIC_INF && fabsf(t.a_hi) < CAUSTIC_INF && fabsf(b) < CAUSTIC_INF)) {
+    t.a_lo = __fsub_rd(__fsub_rd(a, widen), shift);
+    t.a_hi = __fsub_ru(__fadd_ru(a, widen), shift);
+    if (!(fabsf(t.a_lo) < CAUSTIC_INF && fabsf(t.a_hi) < CAUSTIC_INF &&
+          fabsf(__fmul_rn(16777216.0f, b)) < CAUSTIC_INF)) {
         t.b = 0.0f;
         t.a_lo = -CAUSTIC_INF;
         t.a_hi = CAUSTIC_INF;
     }
     return t;
+}
+
+// Where four children's hits go in a node's hit mask, from their meta
+// bytes (one 32-bit word), four bytes at once as in Ylitie et al.'s
+// pseudocode: `index4` the bit (a leaf's triangle offset; 24 + (slot ^
+// oct_inv) for an inner child, whose meta byte's low bits are 24 + slot:
+// 0b11xxx), `bits4` what to set there (the unary triangle count; 1 for an
+// inner child; 0 for an empty slot).
+struct MetaBits {
+    u32 index4, bits4;
+};
+
+__device__ __forceinline__ MetaBits meta_bits(u32 meta4, u32 oct_inv) {
+    // Bit 4 of each byte: both bits 4 and 3 of its meta byte set (the
+    // shift cannot carry into bit 4 of the next byte).
+    const u32 inner4 = (meta4 & (meta4 << 1)) & 0x10101010u;
+    MetaBits m;
+    // (inner4 >> 4) is 1 in the bytes of inner children; times oct_inv
+    // (< 8) puts oct_inv in those bytes without carries.
+    m.index4 = (meta4 ^ ((inner4 >> 4) * oct_inv)) & 0x1f1f1f1fu;
+    m.bits4 = (meta4 >> 5) & 0x07070707u;
+    return m;
+}
+
+// The hit bits of child k (0..3) of a group of four.
+__device__ __forceinline__ u32 child_hit_bits(MetaBits m, u32 k) {
+    return ((m.bits4 >> (8 * k)) & 0xffu) << ((m.index4 >> (8 * k)) & 0xffu);
 }
 
 // The two words of a plane array's eight bytes, by slot half.
@@ -139,6 +174,7 @@ __device__ __forceinline__ void visit_node(const CompressedNode* __restrict__ no
                 lo_z = make_uint2(w3.x, w3.y), hi_x = make_uint2(w3.z, w3.w),
                 hi_y = make_uint2(w4.x, w4.y), hi_z = make_uint2(w4.z, w4.w);
     const RayBoxTest& r = s.box;
+    const MetaBits meta_lo = meta_bits(w1.z, s.oct_inv), meta_hi = meta_bits(w1.w, s.oct_inv);
     u32 hits = 0;
     if (EXACT) {
 #pragma unroll
@@ -154,9 +190,7 @@ __device__ __forceinline__ void visit_node(const CompressedNode* __restrict__ no
                                           0.0f);
             float bound, order;
             if (box_entry(r, lo, hi, s.tmin, s.closest, bound, order)) {
-                const u32 meta = ((half ? w1.w : w1.z) >> (8 * k)) & 0xffu;
-                const u32 inner = (meta & (meta << 1)) & 0x10u;
-                hits |= (meta >> 5) << (inner ? ((meta & 31u) ^ s.oct_inv) : (meta & 31u));
+                hits |= child_hit_bits(half ? meta_hi : meta_lo, k);
             }
         }
     } else {
@@ -187,12 +221,12 @@ __device__ __forceinline__ void visit_node(const CompressedNode* __restrict__ no
 #pragma unroll
         for (u32 i = 0; i < CW_WIDTH; ++i) {
             const u32 half = i >> 2, k = i & 3u;
-            const float enter_x = __fmaf_rd(byte_float(pick(nx, half), k), tx.b, tx.a_lo);
-            const float leave_x = __fmaf_ru(byte_float(pick(fx, half), k), tx.b, tx.a_hi);
-            const float enter_y = __fmaf_rd(byte_float(pick(ny, half), k), ty.b, ty.a_lo);
-            const float leave_y = __fmaf_ru(byte_float(pick(fy, half), k), ty.b, ty.a_hi);
-            const float enter_z = __fmaf_rd(byte_float(pick(nz, half), k), tz.b, tz.a_lo);
-            const float leave_z = __fmaf_ru(byte_float(pick(fz, half), k), tz.b, tz.a_hi);
+            const float enter_x = __fmaf_rd(byte_mantissa(pick(nx, half), k), tx.b, tx.a_lo);
+            const float leave_x = __fmaf_ru(byte_mantissa(pick(fx, half), k), tx.b, tx.a_hi);
+            const float enter_y = __fmaf_rd(byte_mantissa(pick(ny, half), k), ty.b, ty.a_lo);
+            const float leave_y = __fmaf_ru(byte_mantissa(pick(fy, half), k), ty.b, ty.a_hi);
+            const float enter_z = __fmaf_rd(byte_mantissa(pick(nz, half), k), tz.b, tz.a_lo);
+            const float leave_z = __fmaf_ru(byte_mantissa(pick(fz, half), k), tz.b, tz.a_hi);
             const float enter = fmaxf(fmaxf(enter_x, enter_y), enter_z);
             const float leave = fminf(fminf(leave_x, leave_y), leave_z);
             const float enter_d = r.depth == 0 ? enter_x : (r.depth == 1 ? enter_y : enter_z);
@@ -200,9 +234,7 @@ __device__ __forceinline__ void visit_node(const CompressedNode* __restrict__ no
             // box_entry's conditions, each widened: crosses, and the depth
             // slab overlapping [tmin, closest].
             if (enter <= leave && enter_d <= s.closest && leave_d >= s.tmin) {
-                const u32 meta = ((half ? w1.w : w1.z) >> (8 * k)) & 0xffu;
-                const u32 inner = (meta & (meta << 1)) & 0x10u;
-                hits |= (meta >> 5) << (inner ? ((meta & 31u) ^ s.oct_inv) : (meta & 31u));
+                hits |= child_hit_bits(half ? meta_hi : meta_lo, k);
             }
         }
     }
@@ -234,7 +266,7 @@ __device__ __forceinline__ bool test_triangle(const Triangle* __restrict__ tris,
 
 // Traverses until the ray is done (group and stack empty) or the warp wants
 // to refill idle lanes. Returns whether an any-hit ray found a hit.
-template <bool ANY_HIT, bool EXACT>
+template <bool ANY_HIT, bool EXACT, bool POSTPONE>
 __device__ __forceinline__ bool traverse(const CompressedNode* __restrict__ nodes,
                                          const Triangle* __restrict__ tris, CwRay& s,
                                          uint2& group, CwStack& stack) {
@@ -252,15 +284,20 @@ __device__ __forceinline__ bool traverse(const CompressedNode* __restrict__ node
             triangles = group;
             group = make_uint2(0u, 0u);
         }
-        const u32 lanes = __popc(__activemask());
-        while (triangles.y != 0u) {
-            // Postpone while too few lanes test triangles and this one has
-            // nodes to go on with (Ylitie et al.).
-            if ((group.y & CW_CHILD_BITS) && stack.size < CW_STACK_POSTPONE &&
-                __popc(__activemask()) * 100u < lanes * CW_POSTPONE_PERCENT) {
+        if (POSTPONE) {
+            // Postponing (Ylitie et al.): when few of the lanes stepping
+            // together have triangles, those push them and go on with
+            // nodes instead of keeping the others waiting. Decided once per
+            // step, by a vote among the lanes that are here together.
+            const u32 active = __activemask();
+            const u32 testing = __ballot_sync(active, triangles.y != 0u);
+            if (triangles.y != 0u && (group.y & CW_CHILD_BITS) && stack.size < CW_STACK_POSTPONE &&
+                __popc(testing) * 100u < __popc(active) * CW_POSTPONE_PERCENT) {
                 stack.push(triangles);
-                break;
+                triangles.y = 0u;
             }
+        }
+        while (triangles.y != 0u) {
             const u32 k = __ffs(triangles.y) - 1u;
             triangles.y &= triangles.y - 1u;
             if (test_triangle<ANY_HIT>(tris, triangles.x + k, s)) {
@@ -314,7 +351,7 @@ __device__ __forceinline__ void store_result(bool any_hit, u32 index, const CwRa
 // The persistent loop of traverse.cu's trace(): every round starts with the
 // whole warp converged, idle lanes take consecutive rays with one atomic,
 // busy lanes traverse until done or too few remain.
-template <bool ANY_HIT, bool EXACT>
+template <bool ANY_HIT, bool EXACT, bool POSTPONE>
 __device__ __forceinline__ void trace(const CompressedNode* __restrict__ nodes, u32 node_count,
                                       const Triangle* __restrict__ tris,
                                       const Ray* __restrict__ rays, u32 ray_count,
@@ -345,7 +382,7 @@ __device__ __forceinline__ void trace(const CompressedNode* __restrict__ nodes, 
         }
         if (__all_sync(CAUSTIC_FULL_MASK, exhausted)) break;
         if (busy) {
-            const bool found = traverse<ANY_HIT, EXACT>(nodes, tris, s, group, stack);
+            const bool found = traverse<ANY_HIT, EXACT, POSTPONE>(nodes, tris, s, group, stack);
             if (group.y == 0u && stack.size == 0) {
                 store_result(ANY_HIT, index, s, found, hits, occluded);
                 busy = false;
@@ -354,34 +391,48 @@ __device__ __forceinline__ void trace(const CompressedNode* __restrict__ nodes, 
     }
 }
 
+// The kernels: the fast box test with postponing, the fast test without
+// postponing ("eager"), the exact test with postponing (the host's default,
+// see traverse_compressed_cuda.rs for why).
+
 extern "C" __global__ void __launch_bounds__(CW_TRACE_THREADS)
     traverse_cwbvh_closest(const CompressedNode* nodes, u32 node_count, const Triangle* tris,
-                           const Ray* rays, u32 ray_count, u32 image_width, Hit* hits,
-                           u32* counter) {
-    trace<false, false>(nodes, node_count, tris, rays, ray_count, image_width, hits, nullptr,
-                        counter);
+        const Ray* rays, u32 ray_count, u32 image_width, Hit* hits, u32* counter) {
+    trace<false, false, true>(nodes, node_count, tris, rays, ray_count, image_width,
+        hits, nullptr, counter);
 }
 
 extern "C" __global__ void __launch_bounds__(CW_TRACE_THREADS)
     traverse_cwbvh_any(const CompressedNode* nodes, u32 node_count, const Triangle* tris,
-                       const Ray* rays, u32 ray_count, u32 image_width, u32* occluded,
-                       u32* counter) {
-    trace<true, false>(nodes, node_count, tris, rays, ray_count, image_width, nullptr, occluded,
-                       counter);
+        const Ray* rays, u32 ray_count, u32 image_width, u32* occluded, u32* counter) {
+    trace<true, false, true>(nodes, node_count, tris, rays, ray_count, image_width,
+        nullptr, occluded, counter);
 }
 
 extern "C" __global__ void __launch_bounds__(CW_TRACE_THREADS)
-    traverse_cwbvh_closest_exact(const CompressedNode* nodes, u32 node_count,
-                                 const Triangle* tris, const Ray* rays, u32 ray_count,
-                                 u32 image_width, Hit* hits, u32* counter) {
-    trace<false, true>(nodes, node_count, tris, rays, ray_count, image_width, hits, nullptr,
-                       counter);
+    traverse_cwbvh_closest_eager(const CompressedNode* nodes, u32 node_count, const Triangle* tris,
+        const Ray* rays, u32 ray_count, u32 image_width, Hit* hits, u32* counter) {
+    trace<false, false, false>(nodes, node_count, tris, rays, ray_count, image_width,
+        hits, nullptr, counter);
+}
+
+extern "C" __global__ void __launch_bounds__(CW_TRACE_THREADS)
+    traverse_cwbvh_any_eager(const CompressedNode* nodes, u32 node_count, const Triangle* tris,
+        const Ray* rays, u32 ray_count, u32 image_width, u32* occluded, u32* counter) {
+    trace<true, false, false>(nodes, node_count, tris, rays, ray_count, image_width,
+        nullptr, occluded, counter);
+}
+
+extern "C" __global__ void __launch_bounds__(CW_TRACE_THREADS)
+    traverse_cwbvh_closest_exact(const CompressedNode* nodes, u32 node_count, const Triangle* tris,
+        const Ray* rays, u32 ray_count, u32 image_width, Hit* hits, u32* counter) {
+    trace<false, true, true>(nodes, node_count, tris, rays, ray_count, image_width,
+        hits, nullptr, counter);
 }
 
 extern "C" __global__ void __launch_bounds__(CW_TRACE_THREADS)
     traverse_cwbvh_any_exact(const CompressedNode* nodes, u32 node_count, const Triangle* tris,
-                             const Ray* rays, u32 ray_count, u32 image_width, u32* occluded,
-                             u32* counter) {
-    trace<true, true>(nodes, node_count, tris, rays, ray_count, image_width, nullptr, occluded,
-                      counter);
+        const Ray* rays, u32 ray_count, u32 image_width, u32* occluded, u32* counter) {
+    trace<true, true, true>(nodes, node_count, tris, rays, ray_count, image_width,
+        nullptr, occluded, counter);
 }

@@ -10,7 +10,7 @@
 //! [`Tracer`](crate::bvh::traverse_cuda::Tracer) and hence the CPU's: the
 //! same watertight test and tie rule, and a box test on the quantised boxes
 //! that never culls a child the binary box test would keep on the exact box
-//! ([`BoxTest`] says how; the GPU tests compare every hit).
+//! ([`TraversalKernel`] says how; the GPU tests compare every hit).
 
 use crate::bvh::traverse_cuda::{GpuHit, GpuRay, MAX_RAYS, tile_order_width};
 use crate::bvh::triangle_bvh_cuda::GpuTriangle;
@@ -36,18 +36,35 @@ type TraverseKernel<O> = Kernel<(
     PtrMut<u32>,
 )>;
 
-/// How the kernels test a ray against a node's eight quantised boxes.
+/// Which traversal kernel a [`CompressedTracer`] runs: how it tests a ray
+/// against a node's eight quantised boxes, and whether it postpones
+/// triangle tests. All three give the binary traversal's hits bit for bit
+/// (`tests/gpu_wide.rs`).
+///
+/// Measured on an H100 (`examples/wide_bench.rs`, protocol rays at
+/// 1920x1080): `Eager` is the fastest of the three wherever it behaves,
+/// 1.03 to 1.30 times the binary kernel on the dragon, the 16 dragons and
+/// sponza's diffuse rays, but `Fast` and `Eager` run the secondary rays of
+/// sibenik and conference 6 to 17 times slower than `Exact` (the same tree
+/// traced on the host with the same kernel code visits as many nodes with
+/// either test, so the cause is on the device and not yet found). `Exact`
+/// never shows it and is the default until it is understood.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BoxTest {
-    /// The paper's test, one fused multiply-add per plane from per-node
-    /// terms, rounded outwards and widened by a bound of its rounding
-    /// error and of the binary test's margin, so that it keeps every child
-    /// the exact test keeps (and a few more, by far less than a grid step).
-    #[default]
+pub enum TraversalKernel {
+    /// The paper's box test, one fused multiply-add per plane from per-node
+    /// terms, rounded outwards and widened by a bound of its rounding error
+    /// and of the binary test's margin, so that it keeps every child the
+    /// exact test keeps (and a few more: the planes move out by at most
+    /// one grid step); triangle tests postponed while few lanes of the warp
+    /// have any (Ylitie et al.).
     Fast,
+    /// [`TraversalKernel::Fast`] without postponing: a lane tests the
+    /// triangles of the leaves it hits right away.
+    Eager,
     /// Decodes each plane to world space and runs the binary kernel's own
     /// box test on it: the same decisions as the binary traversal on the
-    /// decoded boxes, at three operations per plane.
+    /// decoded boxes, at three operations per plane; postponing.
+    #[default]
     Exact,
 }
 
@@ -56,29 +73,34 @@ pub enum BoxTest {
 pub struct CompressedTracer {
     gpu: Gpu,
     counter: DeviceBuffer<u32>,
-    box_test: BoxTest,
+    kernel: TraversalKernel,
     closest: (TraverseKernel<GpuHit>, u32),
     any: (TraverseKernel<u32>, u32),
 }
 
 impl CompressedTracer {
-    /// The tracer with the default [`BoxTest::Fast`].
+    /// The tracer with the default kernel ([`TraversalKernel::Exact`]).
     pub fn new(gpu: &Gpu) -> Result<Self, GpuError> {
-        Self::with_box_test(gpu, BoxTest::Fast)
+        Self::with_kernel(gpu, TraversalKernel::default())
     }
 
-    /// Loads the kernels of `box_test` and sizes the persistent grid: as
+    /// Loads the kernels of `kernel` and sizes the persistent grid: as
     /// many blocks as are resident at once.
-    pub fn with_box_test(gpu: &Gpu, box_test: BoxTest) -> Result<Self, GpuError> {
-        let (closest, any) = match box_test {
-            BoxTest::Fast => (k::TRAVERSE_CWBVH_CLOSEST, k::TRAVERSE_CWBVH_ANY),
-            BoxTest::Exact => (k::TRAVERSE_CWBVH_CLOSEST_EXACT, k::TRAVERSE_CWBVH_ANY_EXACT),
+    pub fn with_kernel(gpu: &Gpu, kernel: TraversalKernel) -> Result<Self, GpuError> {
+        let (closest, any) = match kernel {
+            TraversalKernel::Fast => (k::TRAVERSE_CWBVH_CLOSEST, k::TRAVERSE_CWBVH_ANY),
+            TraversalKernel::Eager => {
+                (k::TRAVERSE_CWBVH_CLOSEST_EAGER, k::TRAVERSE_CWBVH_ANY_EAGER)
+            }
+            TraversalKernel::Exact => {
+                (k::TRAVERSE_CWBVH_CLOSEST_EXACT, k::TRAVERSE_CWBVH_ANY_EXACT)
+            }
         };
         let sms = gpu.info().multiprocessors.max(1);
         Ok(Self {
             gpu: gpu.clone(),
             counter: DeviceBuffer::zeroed(gpu, "ray fetch counter", 1)?,
-            box_test,
+            kernel,
             closest: (
                 closest,
                 sms * gpu.resident_blocks(closest, CW_TRACE_THREADS)?,
@@ -91,8 +113,8 @@ impl CompressedTracer {
         &self.gpu
     }
 
-    pub fn box_test(&self) -> BoxTest {
-        self.box_test
+    pub fn kernel(&self) -> TraversalKernel {
+        self.kernel
     }
 
     /// The closest hit of every ray into `hits` (same length), without waiting.
