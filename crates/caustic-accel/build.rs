@@ -9,6 +9,10 @@ fn main() {
         .ty("Triangle", "crate::bvh::triangle_bvh_cuda::GpuTriangle")
         .ty("Ray", "crate::bvh::traverse_cuda::GpuRay")
         .ty("Hit", "crate::bvh::traverse_cuda::GpuHit")
+        .ty(
+            "CompressedNode",
+            "crate::bvh::wide::compressed::CompressedNode",
+        )
         .ty("PrimaryFrame", "crate::protocol_cuda::PrimaryFrame")
         .ty("KdNode", "crate::points::kdtree::build_cuda::GpuKdNode")
         .ty("SmallRoot", "crate::points::kdtree::build_cuda::SmallRoot")

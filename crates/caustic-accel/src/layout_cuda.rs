@@ -5,6 +5,7 @@
 use crate::BvhNode;
 use crate::bvh::traverse_cuda::{GpuHit, GpuRay};
 use crate::bvh::triangle_bvh_cuda::GpuTriangle;
+use crate::bvh::wide::compressed::CompressedNode;
 use crate::protocol_cuda::PrimaryFrame;
 
 /// The text of `accel_layout.cuh`.
@@ -17,6 +18,20 @@ pub fn header() -> &'static str {
             GpuRay as "Ray" { origin, tmin, dir, tmax },
             GpuHit as "Hit" { t, prim, u, v },
             PrimaryFrame as "PrimaryFrame" { forward, right, up, half_height, aspect, eye, pad },
+            CompressedNode as "CompressedNode" {
+                origin,
+                exponents,
+                inner_mask,
+                child_base,
+                triangle_base,
+                meta,
+                lo_x,
+                lo_y,
+                lo_z,
+                hi_x,
+                hi_y,
+                hi_z
+            },
         ]
     )
 }
@@ -33,6 +48,8 @@ mod tests {
             "#define RUST_SIZEOF_Ray 32",
             "#define RUST_SIZEOF_Hit 16",
             "#define RUST_SIZEOF_Triangle 48",
+            "#define RUST_SIZEOF_CompressedNode 80",
+            "#define RUST_OFFSETOF_CompressedNode_meta 24",
         ] {
             assert!(h.lines().any(|l| l == line), "missing `{line}` in\n{h}");
         }

@@ -48,14 +48,6 @@ __device__ __forceinline__ NodeRef node_ref(u32 first, u32 count) {
 }
 __device__ __forceinline__ bool is_leaf(NodeRef n) { return n.count != 0 && n.count != NODE_NONE; }
 
-// The smallest float above x (the CPU's next_up): leaves accept t == closest.
-__device__ __forceinline__ float next_up(float x) {
-    if (!(x < CAUSTIC_INF)) return x;
-    if (x == 0.0f) return __uint_as_float(1u);
-    const u32 bits = __float_as_uint(x);
-    return __uint_as_float(x > 0.0f ? bits + 1u : bits - 1u);
-}
-
 // One lane's traversal stack, in local memory; `bounds` is unused by any-hit.
 template <bool ANY_HIT>
 struct Stack {
@@ -92,15 +84,6 @@ struct RayState {
     u32 prim;
     float u, v;
 };
-
-// Whether the CPU would trace the ray at all (caustic_accel::is_traceable).
-__device__ __forceinline__ bool is_traceable(float4 o, float4 d) {
-    const bool finite = fabsf(o.x) < CAUSTIC_INF && fabsf(o.y) < CAUSTIC_INF &&
-                        fabsf(o.z) < CAUSTIC_INF && fabsf(d.x) < CAUSTIC_INF &&
-                        fabsf(d.y) < CAUSTIC_INF && fabsf(d.z) < CAUSTIC_INF;
-    const bool nonzero = d.x != 0.0f || d.y != 0.0f || d.z != 0.0f;
-    return finite && nonzero && o.w < d.w;
-}
 
 // Loads a node's two float4 words.
 __device__ __forceinline__ void load_node(const BvhNode* nodes, u32 index, float4& lo, float4& hi) {
@@ -212,19 +195,6 @@ __device__ __forceinline__ bool traverse(const BvhNode* nodes, const Triangle* t
         if (__popc(__activemask()) < TRACE_FETCH_THRESHOLD) break;
     }
     return false;
-}
-
-// The ray of work item `w`. With image_width = 0 that is ray w. Otherwise the
-// rays are an image of that width in pixel order (width a multiple of 8,
-// height of 4: the host checks) and consecutive work items walk it in 8x4
-// tiles, so the 32 rays a warp takes at once are a compact block of pixels
-// rather than a sliver of one row: more coherent primary rays.
-__device__ __forceinline__ u32 ray_of_work(u32 w, u32 image_width) {
-    if (image_width == 0) return w;
-    const u32 tile = w / 32, within = w % 32, tiles_x = image_width / 8;
-    const u32 x = (tile % tiles_x) * 8 + within % 8;
-    const u32 y = (tile / tiles_x) * 4 + within / 8;
-    return y * image_width + x;
 }
 
 __device__ __forceinline__ void store_result(bool any_hit, u32 index, const RayState& s,

@@ -239,7 +239,7 @@ impl Tracer {
 
 /// The kernel's `image_width` for `len` rays of an image `width` wide: the
 /// width when the image splits into whole 8x4 tiles, else 0 (buffer order).
-fn tile_order_width(len: usize, width: u32) -> u32 {
+pub(crate) fn tile_order_width(len: usize, width: u32) -> u32 {
     let tiles = width > 0 && width.is_multiple_of(8) && len.is_multiple_of(width as usize);
     if tiles && (len / width as usize).is_multiple_of(4) {
         width

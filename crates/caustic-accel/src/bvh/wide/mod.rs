@@ -15,7 +15,12 @@
 //! - [`leaf`]: the SIMD watertight triangle test, bit-identical to the scalar one;
 //! - [`packet`]: packet traversal (64 rays, interval node test) for coherent
 //!   batches, with its per-lane leaf stage in `packet_lanes`;
-//! - [`accel`]: [`WideTriangleBvh`], the registered accel `bvh-wide`.
+//! - [`accel`]: [`WideTriangleBvh`], the registered accel `bvh-wide`;
+//! - [`compressed`]: the GPU's compressed 8-wide node (Ylitie et al.'s
+//!   80-byte format with 8-bit quantised child boxes), its quantisation and
+//!   the validator of a downloaded tree; with the `cuda` feature,
+//!   `compressed_cuda` collapses any device-resident binary BVH into it on
+//!   the device and `traverse_compressed_cuda` traces it.
 //!
 //! Invariants, checked by [`WideBvh::validate`] after every build in debug
 //! builds: `root` is an inner node (index 0), a leaf, or empty when there are
@@ -30,12 +35,19 @@
 
 pub mod accel;
 pub mod collapse;
+pub mod compressed;
+#[cfg(feature = "cuda")]
+pub mod compressed_cuda;
 pub mod leaf;
 pub mod node;
 pub mod packet;
 mod packet_lanes;
 pub mod simd;
+#[cfg(feature = "cuda")]
+pub mod trace_bench_compressed_cuda;
 pub mod traverse;
+#[cfg(feature = "cuda")]
+pub mod traverse_compressed_cuda;
 
 pub use accel::{WideBvhConfig, WideTriangleBvh, Width};
 pub use collapse::{CollapseConfig, collapse};
