@@ -497,7 +497,12 @@ mod tests {
         for &name in ACCEL_NAMES {
             assert_eq!(check_spec(name), Ok(()), "{name}");
         }
-        for spec in ["ploc:r=0", "lbvh:radius=3", "octree", "bvh-wide:from=kdtree"] {
+        for spec in [
+            "ploc:r=0",
+            "lbvh:radius=3",
+            "octree",
+            "bvh-wide:from=kdtree",
+        ] {
             let tris = soup();
             let built = build_accel(spec, &tris).err();
             assert_eq!(check_spec(spec).err(), built, "{spec}");
