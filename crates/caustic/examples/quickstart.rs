@@ -10,7 +10,8 @@
 //! The device is `auto`: the GPU when one is usable, else the CPU.
 
 use caustic::{
-    AccelKind, Accelerator, Device, Integrator, PhotonSettings, PinholeCamera, Renderer,
+    AccelKind, Accelerator, Device, Integrator, PhotonSettings, PinholeCamera, Ray, Renderer,
+    Scene, Triangle, Vec3,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,10 +42,13 @@ fn run(name: &str, output: &std::path::Path) -> caustic::Result<()> {
     println!("scene {name}: {} triangles", scene.triangle_count());
     let camera = scene.camera_or_default();
 
-    // Ray queries: a structure over the scene's triangles, five rays
-    // across the middle row of the image.
+    // Ray queries: a structure over the scene's triangles; five camera
+    // rays across the image at three quarters of its height (through the
+    // spheres of the Cornell boxes), then from each hit point a shadow ray
+    // to the light.
+    let triangles = scene.triangles();
     let kind = AccelKind::default();
-    let accel = Accelerator::build(&scene.triangles(), kind, Device::Auto)?;
+    let accel = Accelerator::build(&triangles, kind, Device::Auto)?;
     let stats = accel.stats();
     println!("{}", accel.note());
     println!(
@@ -52,18 +56,38 @@ fn run(name: &str, output: &std::path::Path) -> caustic::Result<()> {
         stats.build_ms, stats.nodes, stats.leaves, stats.sah_cost
     );
     let pinhole = PinholeCamera::new(&camera, SIZE, SIZE);
-    let rays: Vec<_> = (0..5)
-        .map(|i| pinhole.ray((i as f32 + 0.5) * SIZE as f32 / 5.0, SIZE as f32 / 2.0))
+    let rays: Vec<Ray> = (0..5)
+        .map(|i| pinhole.ray((i as f32 + 0.5) * SIZE as f32 / 5.0, 0.75 * SIZE as f32))
         .collect();
     let hits = accel.intersect(&rays)?;
-    let blocked = accel.occluded(&rays)?;
-    for (i, (hit, blocked)) in hits.iter().zip(&blocked).enumerate() {
+    let light = light_point(&scene, &triangles);
+    let shadow_rays: Vec<Ray> = rays
+        .iter()
+        .zip(&hits)
+        .map(|(ray, hit)| match (hit, light) {
+            // Ends short of both surfaces, so neither counts as a blocker.
+            (Some(hit), Some(light)) => {
+                let point = ray.at(hit.t);
+                Ray::segment(point, light - point, 1e-4, 1.0 - 1e-4)
+            }
+            _ => Ray::segment(Vec3::ZERO, Vec3::X, 0.0, 0.0), // traced as a miss
+        })
+        .collect();
+    let in_shadow = accel.occluded(&shadow_rays)?;
+    for (i, (hit, shadowed)) in hits.iter().zip(&in_shadow).enumerate() {
         match hit {
             Some(hit) => println!(
-                "  ray {i}: triangle {:5} at t = {:.3} (occluded: {blocked})",
-                hit.prim, hit.t
+                "  ray {i}: triangle {:5} ({}) at t = {:.3}, {}",
+                hit.prim,
+                material_name(&scene, hit.prim),
+                hit.t,
+                if *shadowed {
+                    "in shadow"
+                } else {
+                    "sees the light"
+                }
             ),
-            None => println!("  ray {i}: miss (occluded: {blocked})"),
+            None => println!("  ray {i}: miss"),
         }
     }
 
@@ -73,8 +97,9 @@ fn run(name: &str, output: &std::path::Path) -> caustic::Result<()> {
         width: SIZE,
         height: SIZE,
         spp: 4,
-        global_photons: 50_000,
-        caustic_photons: 200_000,
+        global_photons: 100_000,
+        caustic_photons: 500_000,
+        gather_rays: 64,
         ..PhotonSettings::default()
     };
     let renderer = Renderer::new(&scene).accel(kind).device(Device::Auto);
@@ -93,4 +118,23 @@ fn run(name: &str, output: &std::path::Path) -> caustic::Result<()> {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The centre of the first emitting triangle, if the scene has one.
+fn light_point(scene: &Scene, triangles: &[Triangle]) -> Option<Vec3> {
+    let emitting: Vec<usize> = scene.emissive_materials().collect();
+    let mut materials = scene.meshes.iter().flat_map(|m| &m.material_ids);
+    let prim = materials.position(|id| emitting.contains(&(*id as usize)))?;
+    let t = triangles.get(prim)?;
+    Some((t.v0 + t.v1 + t.v2) / 3.0)
+}
+
+/// The material name of triangle `prim` in scene numbering (mesh order,
+/// then triangle order).
+fn material_name(scene: &Scene, prim: u32) -> &str {
+    let mut materials = scene.meshes.iter().flat_map(|m| &m.material_ids);
+    materials
+        .nth(prim as usize)
+        .and_then(|&id| scene.materials.get(id as usize))
+        .map_or("?", |m| m.name.as_str())
 }

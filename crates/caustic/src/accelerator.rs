@@ -42,8 +42,10 @@ pub struct Accelerator {
 /// Where the structure lives.
 enum Structure {
     Cpu(Box<dyn Accel>),
+    /// Boxed: the device buffers and tracer are ten times the CPU
+    /// variant's size.
     #[cfg(feature = "cuda")]
-    Gpu(crate::accelerator_cuda::GpuAccel),
+    Gpu(Box<crate::accelerator_cuda::GpuAccel>),
 }
 
 impl Accelerator {
@@ -69,9 +71,9 @@ impl Accelerator {
     #[cfg(feature = "cuda")]
     fn build_on(backend: &Backend, triangles: &[Triangle], kind: AccelKind) -> Result<Structure> {
         match (backend.gpu(), kind.gpu_tree()) {
-            (Some(gpu), Some(tree)) => Ok(Structure::Gpu(
+            (Some(gpu), Some(tree)) => Ok(Structure::Gpu(Box::new(
                 crate::accelerator_cuda::GpuAccel::build(gpu, triangles, tree)?,
-            )),
+            ))),
             _ => Ok(Structure::Cpu(kind.build(triangles)?)),
         }
     }

@@ -30,7 +30,14 @@ fn gpu_queries_equal_the_cpu_queries() {
     let scene = scene();
     let triangles = scene.triangles();
     let rays = camera_rays(&scene, 128);
-    for spec in ["bvh-wide", "bvh-binned", "lbvh", "ploc:r=8", "hlbvh", "bvh-sweep"] {
+    for spec in [
+        "bvh-wide",
+        "bvh-binned",
+        "lbvh",
+        "ploc:r=8",
+        "hlbvh",
+        "bvh-sweep",
+    ] {
         let kind: AccelKind = spec.parse().unwrap();
         let gpu = Accelerator::build(&triangles, kind, Device::Cuda(0)).unwrap();
         let cpu = Accelerator::build(&triangles, kind, Device::Cpu).unwrap();
@@ -63,7 +70,12 @@ fn gpu_vs_cpu(integrator: &Integrator) -> f64 {
     let cpu = Renderer::new(&scene).device(Device::Cpu);
     let cpu = cpu.render(&camera, integrator).unwrap();
     assert_ne!(gpu.device, cpu.device);
-    let peak = cpu.film.pixels.iter().map(|p| p.max_element()).fold(0.0, f32::max);
+    let peak = cpu
+        .film
+        .pixels
+        .iter()
+        .map(|p| p.max_element())
+        .fold(0.0, f32::max);
     let db = psnr(&gpu.film, &cpu.film, peak as f64).unwrap();
     println!(
         "{}: GPU {} in {:.3} s, CPU {} in {:.3} s, PSNR {db:.1} dB",
@@ -119,7 +131,11 @@ fn photon_settings_only_the_cpu_takes_fall_back_on_auto() {
     });
     let camera = scene.camera_or_default();
     let auto = Renderer::new(&scene).render(&camera, &settings).unwrap();
-    assert!(auto.note.contains("does not take these settings"), "{}", auto.note);
+    assert!(
+        auto.note.contains("does not take these settings"),
+        "{}",
+        auto.note
+    );
     assert!(auto.device.ends_with("CPU threads"));
     let cuda = Renderer::new(&scene).device(Device::Cuda(0));
     assert!(matches!(
@@ -147,7 +163,10 @@ fn sppm_on_the_gpu_matches_the_cpu_and_reports_passes() {
             if let caustic::Progress::Pass(pass) = p {
                 let film = pass.film().unwrap();
                 let stats = pass.stats().is_some();
-                passes.lock().unwrap().push((pass.passes(), film.width, stats));
+                passes
+                    .lock()
+                    .unwrap()
+                    .push((pass.passes(), film.width, stats));
             }
         });
     let image = renderer
@@ -155,6 +174,14 @@ fn sppm_on_the_gpu_matches_the_cpu_and_reports_passes() {
         .unwrap();
     drop(renderer);
     let passes = passes.into_inner().unwrap();
-    assert_eq!(passes, [(1, 64, false), (2, 64, false), (3, 64, false), (4, 64, false)]);
+    assert_eq!(
+        passes,
+        [
+            (1, 64, false),
+            (2, 64, false),
+            (3, 64, false),
+            (4, 64, false)
+        ]
+    );
     assert_eq!(image.film.width, 64);
 }
