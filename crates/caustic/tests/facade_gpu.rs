@@ -1,10 +1,13 @@
 //! The facade on a CUDA GPU: every test needs one and is ignored
-//! elsewhere; run them on the GPU machine with `--include-ignored`.
+//! elsewhere; `scripts/gpu-bundle.sh` builds them and `gpu-run.sh` runs
+//! them on the GPU machine with `--include-ignored`.
 //!
 //! The GPU queries must equal the CPU's bit for bit (one traversal
 //! contract); the GPU images must equal the CPU images up to float
 //! rounding (the same keyed random numbers on both devices), checked here
-//! by PSNR against the CPU render.
+//! by PSNR against the CPU render with the brightest CPU pixel as the
+//! peak. The bounds are loose (60 dB, where the renderers' own GPU tests
+//! measure 80 dB and more) until a GPU run of these tests measures them.
 
 use caustic::{
     AccelKind, Accelerator, Device, Integrator, PhotonMapKind, PhotonSettings, Ray, Renderer,
@@ -112,7 +115,7 @@ fn photon_mapping_on_the_gpu_matches_the_cpu() {
         gather_rays: 0,
         ..PhotonSettings::default()
     };
-    assert!(gpu_vs_cpu(&Integrator::Photon(settings)) > 50.0);
+    assert!(gpu_vs_cpu(&Integrator::Photon(settings)) > 60.0);
 }
 
 #[test]
