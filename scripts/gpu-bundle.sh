@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything the GPU machine runs, here where Rust is: the release
-# test binaries and the examples of caustic-gpu and caustic-render (its
-# GPU renderers' tests and benchmarks among them), the unit tests, GPU
+# test binaries and the examples of caustic-gpu, caustic-render (its
+# GPU renderers' tests and benchmarks among them) and the caustic facade
+# (its queries and renders on the GPU against the CPU), the unit tests, GPU
 # tests and examples of caustic-accel (not its CPU-only integration tests,
 # which CI runs), and the caustic CLI (
 # unless CAUSTIC_BUNDLE_CLI=0), and copies them with gpu-run.sh into
@@ -25,7 +26,7 @@ mkdir -p "$bundle/tests"
 
 # cargo test --no-run builds the test harnesses and the examples; its JSON
 # names each executable. Test targets go to tests/, examples beside them.
-cargo test -p caustic-gpu -p caustic-accel -p caustic-render --release --no-run --message-format=json \
+cargo test -p caustic-gpu -p caustic-accel -p caustic-render -p caustic --release --no-run --message-format=json \
     | python3 -c '
 import json, shutil, sys
 bundle = sys.argv[1]

@@ -151,6 +151,27 @@ pub fn build_accel(spec: &str, triangles: &[Triangle]) -> Result<Box<dyn Accel>,
     Ok(accel)
 }
 
+/// Checks `spec` exactly as [`build_accel`] would (name, keys, value
+/// ranges), without triangles to build over: how a typed or command-line
+/// spec is rejected before any work starts.
+pub fn check_spec(spec: &str) -> Result<(), AccelSpecError> {
+    // Every parameter is checked before the build starts, and a build over
+    // no triangles costs nothing, so this is the same check as a real build.
+    build_accel(spec, &[]).map(|_| ())
+}
+
+/// The binary BVH that `spec` names (`bvh-binned`, `bvh-binned-staged`,
+/// `bvh-sweep`, `lbvh`, `hlbvh`, `ploc`, with their parameters) over
+/// `triangles`, as a [`TriangleBvh`]: the tree the CUDA traversal uploads.
+/// Other structures are an error.
+pub fn build_triangle_bvh(
+    spec: &str,
+    triangles: &[Triangle],
+) -> Result<TriangleBvh, AccelSpecError> {
+    let builder = binary_builder(&mut Params::parse(spec)?)?;
+    Ok(TriangleBvh::build_with(triangles, builder.as_ref()))
+}
+
 /// The binary BVH builder a spec names, its parameters consumed.
 fn binary_builder(params: &mut Params) -> Result<Box<dyn Bvh2Builder>, AccelSpecError> {
     use crate::bvh::build::*;
@@ -469,6 +490,33 @@ mod tests {
                 assert_eq!(accel.intersect(&ray), brute.intersect(&ray), "{spec}");
             }
         }
+    }
+
+    #[test]
+    fn check_spec_agrees_with_the_build() {
+        for &name in ACCEL_NAMES {
+            assert_eq!(check_spec(name), Ok(()), "{name}");
+        }
+        for spec in [
+            "ploc:r=0",
+            "lbvh:radius=3",
+            "octree",
+            "bvh-wide:from=kdtree",
+        ] {
+            let tris = soup();
+            let built = build_accel(spec, &tris).err();
+            assert_eq!(check_spec(spec).err(), built, "{spec}");
+        }
+    }
+
+    #[test]
+    fn triangle_bvh_from_a_binary_spec() {
+        let tris = soup();
+        let bvh = build_triangle_bvh("ploc:r=4", &tris).unwrap();
+        assert_eq!(bvh.stats().name, "ploc");
+        assert_eq!(bvh.stats().prims, tris.len());
+        assert!(build_triangle_bvh("kdtree", &tris).is_err());
+        assert!(build_triangle_bvh("lbvh:bits=31", &tris).is_err());
     }
 
     #[test]

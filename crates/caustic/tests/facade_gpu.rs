@@ -1,0 +1,190 @@
+//! The facade on a CUDA GPU: every test needs one and is ignored
+//! elsewhere; `scripts/gpu-bundle.sh` builds them and `gpu-run.sh` runs
+//! them on the GPU machine with `--include-ignored`.
+//!
+//! The GPU queries must equal the CPU's bit for bit (one traversal
+//! contract); the GPU images must equal the CPU images up to float
+//! rounding (the same keyed random numbers on both devices), checked here
+//! by PSNR against the CPU render with the brightest CPU pixel as the
+//! peak. The bounds are loose (60 dB, where the renderers' own GPU tests
+//! measure 80 dB and more) until a GPU run of these tests measures them.
+
+use caustic::{
+    AccelKind, Accelerator, Device, Integrator, PhotonMapKind, PhotonSettings, Ray, Renderer,
+    Scene, SppmSettings, WhittedSettings,
+};
+use caustic_render::image_io::psnr;
+use std::sync::Mutex;
+
+fn scene() -> Scene {
+    caustic::load_scene("cornell-caustics").unwrap()
+}
+
+fn camera_rays(scene: &Scene, side: u32) -> Vec<Ray> {
+    let pinhole = caustic::PinholeCamera::new(&scene.camera_or_default(), side, side);
+    (0..side * side)
+        .map(|i| pinhole.ray((i % side) as f32 + 0.5, (i / side) as f32 + 0.5))
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_queries_equal_the_cpu_queries() {
+    let scene = scene();
+    let triangles = scene.triangles();
+    let rays = camera_rays(&scene, 128);
+    for spec in [
+        "bvh-wide",
+        "bvh-binned",
+        "lbvh",
+        "ploc:r=8",
+        "hlbvh",
+        "bvh-sweep",
+    ] {
+        let kind: AccelKind = spec.parse().unwrap();
+        let gpu = Accelerator::build(&triangles, kind, Device::Cuda(0)).unwrap();
+        let cpu = Accelerator::build(&triangles, kind, Device::Cpu).unwrap();
+        assert!(gpu.is_gpu(), "{}", gpu.note());
+        println!("{spec}: {}", gpu.note());
+        assert_eq!(gpu.intersect(&rays).unwrap(), cpu.intersect(&rays).unwrap());
+        assert_eq!(gpu.occluded(&rays).unwrap(), cpu.occluded(&rays).unwrap());
+        assert!(gpu.intersect(&[]).unwrap().is_empty());
+    }
+    let auto = Accelerator::build(&triangles, "kdtree".parse().unwrap(), Device::Auto).unwrap();
+    assert!(!auto.is_gpu());
+    assert!(auto.note().contains("kdtree runs on the CPU only"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn auto_takes_the_gpu_and_says_so() {
+    let backend = Device::Auto.resolve().unwrap();
+    assert!(backend.is_gpu());
+    assert!(backend.note().ends_with("(auto)"), "{}", backend.note());
+    println!("{}", backend.note());
+}
+
+/// Renders `integrator` on the GPU and the CPU; returns the PSNR.
+fn gpu_vs_cpu(integrator: &Integrator) -> f64 {
+    let scene = scene();
+    let camera = scene.camera_or_default();
+    let gpu = Renderer::new(&scene).device(Device::Cuda(0));
+    let gpu = gpu.render(&camera, integrator).unwrap();
+    let cpu = Renderer::new(&scene).device(Device::Cpu);
+    let cpu = cpu.render(&camera, integrator).unwrap();
+    assert_ne!(gpu.device, cpu.device);
+    let peak = cpu
+        .film
+        .pixels
+        .iter()
+        .map(|p| p.max_element())
+        .fold(0.0, f32::max);
+    let db = psnr(&gpu.film, &cpu.film, peak as f64).unwrap();
+    println!(
+        "{}: GPU {} in {:.3} s, CPU {} in {:.3} s, PSNR {db:.1} dB",
+        integrator.name(),
+        gpu.device,
+        gpu.stats.seconds(),
+        cpu.device,
+        cpu.stats.seconds()
+    );
+    db
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn whitted_on_the_gpu_matches_the_cpu() {
+    let settings = WhittedSettings {
+        width: 96,
+        height: 96,
+        spp: 4,
+        ..WhittedSettings::default()
+    };
+    assert!(gpu_vs_cpu(&Integrator::Whitted(settings)) > 60.0);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn photon_mapping_on_the_gpu_matches_the_cpu() {
+    let settings = PhotonSettings {
+        width: 96,
+        height: 96,
+        spp: 1,
+        global_photons: 20_000,
+        caustic_photons: 50_000,
+        gather_rays: 0,
+        ..PhotonSettings::default()
+    };
+    assert!(gpu_vs_cpu(&Integrator::Photon(settings)) > 60.0);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn photon_settings_only_the_cpu_takes_fall_back_on_auto() {
+    let scene = scene();
+    let settings = Integrator::Photon(PhotonSettings {
+        width: 16,
+        height: 16,
+        spp: 1,
+        global_photons: 2_000,
+        caustic_photons: 2_000,
+        gather_rays: 8,
+        points: Some(PhotonMapKind::KdTree),
+        ..PhotonSettings::default()
+    });
+    let camera = scene.camera_or_default();
+    let auto = Renderer::new(&scene).render(&camera, &settings).unwrap();
+    assert!(
+        auto.note.contains("does not take these settings"),
+        "{}",
+        auto.note
+    );
+    assert!(auto.device.ends_with("CPU threads"));
+    let cuda = Renderer::new(&scene).device(Device::Cuda(0));
+    assert!(matches!(
+        cuda.render(&camera, &settings),
+        Err(caustic::Error::Photon(_))
+    ));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sppm_on_the_gpu_matches_the_cpu_and_reports_passes() {
+    let settings = SppmSettings {
+        width: 64,
+        height: 64,
+        passes: 4,
+        photons_per_pass: 20_000,
+        ..SppmSettings::default()
+    };
+    assert!(gpu_vs_cpu(&Integrator::Sppm(settings.clone())) > 60.0);
+    let scene = scene();
+    let passes = Mutex::new(Vec::new());
+    let renderer = Renderer::new(&scene)
+        .device(Device::Cuda(0))
+        .on_progress(|p| {
+            if let caustic::Progress::Pass(pass) = p {
+                let film = pass.film().unwrap();
+                let stats = pass.stats().is_some();
+                passes
+                    .lock()
+                    .unwrap()
+                    .push((pass.passes(), film.width, stats));
+            }
+        });
+    let image = renderer
+        .render(&scene.camera_or_default(), &Integrator::Sppm(settings))
+        .unwrap();
+    drop(renderer);
+    let passes = passes.into_inner().unwrap();
+    assert_eq!(
+        passes,
+        [
+            (1, 64, false),
+            (2, 64, false),
+            (3, 64, false),
+            (4, 64, false)
+        ]
+    );
+    assert_eq!(image.film.width, 64);
+}
