@@ -116,9 +116,17 @@ __device__ void walk_leaves(const Tree& t, u32 root, bool stop_at_leaves, u32* o
     }
 }
 
+// Queues two tasks. The threads of a warp that push together take their
+// places with one atomic (warp-aggregated): every push of a level goes to
+// one counter, which single atomics would serialise.
 __device__ __forceinline__ void push_task(LayoutTask* out, u32* count, const LayoutTask& a,
                                           const LayoutTask& b) {
-    const u32 at = atomicAdd(count, 2u);
+    const u32 mask = __activemask();
+    const u32 leader = __ffs(mask) - 1u;
+    u32 base = 0u;
+    if (lane_id() == leader) base = atomicAdd(count, 2u * __popc(mask));
+    base = __shfl_sync(mask, base, leader);
+    const u32 at = base + 2u * __popc(mask & lanemask_lt());
     out[at] = a;
     out[at + 1] = b;
 }
@@ -155,7 +163,7 @@ __device__ void write_leaf(const Tree& t, u32 ref, u32 slot, u32 prim_base, BvhN
         out_prims[prim_base] = t.items[i];
         return;
     }
-    const LinkedNode n = t.nodes[ref];
+    const LinkedNode n = load_node(t.nodes, ref);
     out_nodes[slot] = make_node(node_bounds(n), prim_base, n.prims);
     walk_leaves(t, ref, false, out_prims + prim_base);
 }
@@ -195,7 +203,7 @@ __device__ void layout_linked(const Tree& t, const LayoutTask& task, u32* leaf_l
         write_leaf(t, ref, task.slot, task.prim_base, out_nodes, out_prims);
         return;
     }
-    const LinkedNode n = t.nodes[ref];
+    const LinkedNode n = load_node(t.nodes, ref);
     const Summary left = shape_of(n.children[0], t.nodes, t.item_bounds);
     const Summary right = shape_of(n.children[1], t.nodes, t.item_bounds);
     const bool left_fits = task.depth + 1u + ceil_log2(left.leaves) <= LT_MAX_DEPTH;

@@ -130,40 +130,53 @@ __device__ __forceinline__ Summary node_summary(const LinkedNode& n) {
     return s;
 }
 
+// Nodes move as three 16-byte words (a node is 48 bytes, and every node
+// array starts 256-byte aligned), in the field order the layout check pins.
 __device__ __forceinline__ void store_node(LinkedNode* nodes, u32 k, u32 left, u32 right,
                                            const Summary& s) {
+    uint4* words = reinterpret_cast<uint4*>(nodes + k);
+    words[0] = make_uint4(left, right, __float_as_uint(s.bounds.min.x),
+                          __float_as_uint(s.bounds.min.y));
+    words[1] = make_uint4(__float_as_uint(s.bounds.min.z), __float_as_uint(s.bounds.max.x),
+                          __float_as_uint(s.bounds.max.y), __float_as_uint(s.bounds.max.z));
+    words[2] = make_uint4(s.prims, s.leaves, s.height, __float_as_uint(s.cost));
+}
+
+__device__ __forceinline__ LinkedNode node_from_words(uint4 a, uint4 b, uint4 c) {
     LinkedNode n;
-    n.children[0] = left;
-    n.children[1] = right;
-    n.min[0] = s.bounds.min.x;
-    n.min[1] = s.bounds.min.y;
-    n.min[2] = s.bounds.min.z;
-    n.max[0] = s.bounds.max.x;
-    n.max[1] = s.bounds.max.y;
-    n.max[2] = s.bounds.max.z;
-    n.prims = s.prims;
-    n.leaves = s.leaves;
-    n.height = s.height;
-    n.cost = s.cost;
-    nodes[k] = n;
+    n.children[0] = a.x;
+    n.children[1] = a.y;
+    n.min[0] = __uint_as_float(a.z);
+    n.min[1] = __uint_as_float(a.w);
+    n.min[2] = __uint_as_float(b.x);
+    n.max[0] = __uint_as_float(b.y);
+    n.max[1] = __uint_as_float(b.z);
+    n.max[2] = __uint_as_float(b.w);
+    n.prims = c.x;
+    n.leaves = c.y;
+    n.height = c.z;
+    n.cost = __uint_as_float(c.w);
+    return n;
+}
+
+// A node written by an earlier launch.
+__device__ __forceinline__ LinkedNode load_node(const LinkedNode* nodes, u32 k) {
+    const uint4* words = reinterpret_cast<const uint4*>(nodes + k);
+    return node_from_words(words[0], words[1], words[2]);
 }
 
 // A node written by another block in this launch: read past the
 // incoherent L1 (ld.global.cg), after the atomic that ordered the write.
 __device__ __forceinline__ LinkedNode load_node_cg(const LinkedNode* nodes, u32 k) {
-    LinkedNode n;
-    const u32* src = reinterpret_cast<const u32*>(nodes + k);
-    u32* dst = reinterpret_cast<u32*>(&n);
-#pragma unroll
-    for (int w = 0; w < 12; ++w) dst[w] = __ldcg(src + w);
-    return n;
+    const uint4* words = reinterpret_cast<const uint4*>(nodes + k);
+    return node_from_words(__ldcg(words), __ldcg(words + 1), __ldcg(words + 2));
 }
 
 // The summary of whatever `ref` points at (summary_of in linked_tree.rs).
 __device__ __forceinline__ Summary ref_summary(u32 ref, const LinkedNode* nodes,
                                                const Aabb* item_bounds, const Collapse& c) {
     if (lt_is_item(ref)) return summary_prim(item_bounds[lt_index(ref)], c);
-    return node_summary(nodes[ref]);
+    return node_summary(load_node(nodes, ref));
 }
 
 __device__ __forceinline__ Summary ref_summary_cg(u32 ref, const LinkedNode* nodes,

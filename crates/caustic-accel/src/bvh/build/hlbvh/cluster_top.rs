@@ -211,8 +211,9 @@ mod tests {
                 .sum();
             let mut root = NodeRef::item(slot);
             let mut summary = Summary::prim(item_bounds[slot], &COLLAPSE);
-            for k in slot + 1..slot + prims as usize {
-                let right = Summary::prim(item_bounds[k], &COLLAPSE);
+            let end = slot + prims as usize;
+            for (k, &bounds) in item_bounds.iter().enumerate().take(end).skip(slot + 1) {
+                let right = Summary::prim(bounds, &COLLAPSE);
                 summary = Summary::merge(&summary, &right, &COLLAPSE);
                 nodes.push(LinkedNode {
                     children: [root, NodeRef::item(k)],

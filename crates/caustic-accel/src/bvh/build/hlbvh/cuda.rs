@@ -88,6 +88,13 @@ pub(crate) fn hlbvh_tree(
     config: &HlbvhConfig,
     clock: &mut StageClock,
 ) -> Result<(DeviceLinkedTree, HlbvhShape), GpuError> {
+    if !(2..=super::binning::MAX_BINS).contains(&config.bins) {
+        return Err(invalid(format!(
+            "{} bins; the top bins with 2 to {}",
+            config.bins,
+            super::binning::MAX_BINS
+        )));
+    }
     let n = order.placed;
     let collapse = hlbvh_collapse(config);
     let mut tree = DeviceLinkedTree::new(gpu, n, collapse)?;
