@@ -3,6 +3,7 @@
 //! `protocol.cu` check their CUDA twins against it (see `caustic_gpu::layout`).
 
 use crate::BvhNode;
+use crate::bvh::build::linked_tree_cuda::{GpuLinkedNode, LayoutTask};
 use crate::bvh::traverse_cuda::{GpuHit, GpuRay};
 use crate::bvh::triangle_bvh_cuda::GpuTriangle;
 use crate::bvh::wide::compressed::CompressedNode;
@@ -32,6 +33,8 @@ pub fn header() -> &'static str {
                 hi_y,
                 hi_z
             },
+            GpuLinkedNode as "LinkedNode" { children, min, max, prims, leaves, height, cost },
+            LayoutTask as "LayoutTask" { target, slot, node_base, prim_base, depth, k0, k1, kind },
         ]
     )
 }

@@ -41,6 +41,9 @@
 //! runs out, as `bvh-binned` does.
 
 mod binning;
+mod cluster_top;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
 mod sweep;
 
 use super::build_box::BuildBox;
