@@ -241,7 +241,11 @@ fn triangles(
     let mut out = Vec::with_capacity(indices.len());
     let mut start = 0;
     for &arity in arities {
-        let corners = &indices[start..start + arity as usize];
+        // tobj's arities add up to its index count; should they not, the
+        // faces that fit are kept rather than indexing past the end.
+        let Some(corners) = indices.get(start..start + arity as usize) else {
+            break;
+        };
         start += arity as usize;
         triangulator.triangulate(positions, corners, &mut out);
     }

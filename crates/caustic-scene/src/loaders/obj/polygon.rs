@@ -83,6 +83,11 @@ impl Triangulator {
     }
 
     fn ear_clip(&mut self, positions: &[Vec3], corners: &[u32], out: &mut Vec<[u32; 3]>) {
+        if corners.iter().any(|&c| c as usize >= positions.len()) {
+            // Not for us to judge: `Mesh::sanitize` reports the bad index.
+            fan(corners, out);
+            return;
+        }
         let corner = |i: usize| positions[corners[i] as usize].as_dvec3();
         let origin = corner(0);
         let relative: Vec<DVec3> = (0..corners.len()).map(|i| corner(i) - origin).collect();
