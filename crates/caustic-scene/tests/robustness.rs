@@ -9,6 +9,7 @@ mod common;
 use caustic_scene::{ErrorKind, Scene};
 use common::*;
 use proptest::prelude::*;
+use std::path::{Path, PathBuf};
 
 // ------------------------------------------------- fuzzing regressions --
 
@@ -51,6 +52,80 @@ fn gltf_huge_position_accessor_index_is_an_error() {
             "but the file has 2 accessor(s)",
         ],
     );
+}
+
+/// Replays every input of the fuzz corpus (`fuzz/corpus/TARGET`) the way
+/// its fuzz target does (see `fuzz/fuzz_targets`), so that `cargo test`
+/// keeps the campaign's findings fixed without libFuzzer. A successful
+/// load must hold what `Scene::load` promises.
+#[test]
+fn the_fuzz_corpus_loads_or_fails_cleanly() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+    let mut replayed = 0;
+    for target in ["obj", "ply", "gltf", "mitsuba"] {
+        let dir = TempDir::new();
+        dir.write("buffer.bin", GLTF_BUFFER);
+        dir.write("mesh.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\nf 1 2 3\n");
+        dir.write(
+            "mesh.ply",
+            std::fs::read(fixture("ply/quad_normals.ply")).unwrap(),
+        );
+        let mut inputs: Vec<PathBuf> = std::fs::read_dir(corpus.join(target))
+            .unwrap_or_else(|e| panic!("fuzz/corpus/{target}: {e}"))
+            .map(|entry| entry.unwrap().path())
+            .collect();
+        inputs.sort();
+        for input in inputs {
+            let data = std::fs::read(&input).unwrap();
+            let result = match target {
+                "obj" => {
+                    let (obj, mtl) =
+                        data.split_at(data.iter().position(|&b| b == 0).unwrap_or(data.len()));
+                    dir.write("scene.mtl", mtl.get(1..).unwrap_or_default());
+                    Scene::load(dir.write("scene.obj", obj))
+                }
+                "ply" => Scene::load(dir.write("scene.ply", &data)),
+                "gltf" if data.starts_with(b"glTF") => Scene::load(dir.write("scene.glb", &data)),
+                "gltf" => Scene::load(dir.write("scene.gltf", &data)),
+                _ => Scene::load(dir.write("scene.xml", &data)),
+            };
+            check_promises(&input, result);
+            replayed += 1;
+        }
+    }
+    assert!(replayed >= 40, "only {replayed} corpus inputs");
+}
+
+/// The buffer `fuzz/fuzz_targets/gltf.rs` puts beside its input.
+const GLTF_BUFFER: [u8; 42] = [
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0x80, 0x3f, 0, 0, 0, 0, 0, 0, 1, 0, 2, 0,
+];
+
+fn check_promises(input: &Path, result: Result<Scene, caustic_scene::SceneError>) {
+    let name = input.display();
+    let scene = match result {
+        Ok(scene) => scene,
+        Err(e) => return assert!(!e.message.is_empty(), "{name}: empty error"),
+    };
+    assert!(scene.triangle_count() > 0, "{name}");
+    for mesh in &scene.meshes {
+        let n = mesh.positions.len();
+        assert!(mesh.normals.is_empty() || mesh.normals.len() == n, "{name}");
+        assert!(mesh.uvs.is_empty() || mesh.uvs.len() == n, "{name}");
+        assert!(
+            mesh.indices.iter().flatten().all(|&i| (i as usize) < n),
+            "{name}"
+        );
+        assert!(
+            mesh.material_ids
+                .iter()
+                .all(|&m| (m as usize) < scene.materials.len()),
+            "{name}"
+        );
+    }
+    let bounds = scene.bounds();
+    assert!(bounds.min.is_finite() && bounds.max.is_finite(), "{name}");
 }
 
 // ------------------------------------------------------ not scene files --
