@@ -60,6 +60,7 @@ pub(super) struct PolygonStats {
 /// Reusable buffers, so a file of a million quads allocates once.
 #[derive(Default)]
 pub(super) struct Triangulator {
+    relative: Vec<DVec3>,
     points: Vec<DVec2>,
     prev: Vec<usize>,
     next: Vec<usize>,
@@ -90,41 +91,27 @@ impl Triangulator {
         }
         let corner = |i: usize| positions[corners[i] as usize].as_dvec3();
         let origin = corner(0);
-        let relative: Vec<DVec3> = (0..corners.len()).map(|i| corner(i) - origin).collect();
-        let normal = newell_normal(&relative);
+        self.relative.clear();
+        self.relative
+            .extend((0..corners.len()).map(|i| corner(i) - origin));
+        let normal = newell_normal(&self.relative);
         let Some(unit) = normal.try_normalize().filter(|_| normal.is_finite()) else {
             // No area or no finite coordinates: nothing to clip; the zero
             // or non-finite triangles are dropped (and counted) later.
             fan(corners, out);
             return;
         };
-        self.note_bend(&relative, unit);
-        let u = unit.any_orthonormal_vector();
-        let v = unit.cross(u);
-        self.points.clear();
-        self.points
-            .extend(relative.iter().map(|p| DVec2::new(p.dot(u), p.dot(v))));
-        self.clip_ears(corners, out);
-    }
-
-    /// Counts the polygon as non-planar if a corner is off the plane
-    /// through the corners' centroid by more than the tolerance.
-    fn note_bend(&mut self, relative: &[DVec3], unit: DVec3) {
-        let centroid = relative.iter().sum::<DVec3>() / relative.len() as f64;
-        let (lo, hi) = relative.iter().fold(
-            (DVec3::splat(f64::MAX), DVec3::splat(f64::MIN)),
-            |(lo, hi), &p| (lo.min(p), hi.max(p)),
-        );
-        let size = (hi - lo).length();
-        let off = relative
-            .iter()
-            .map(|&p| (p - centroid).dot(unit).abs())
-            .fold(0.0, f64::max);
-        let bend = off / size;
+        let bend = bend(&self.relative, unit);
         if bend > PLANAR_TOLERANCE {
             self.stats.non_planar += 1;
             self.stats.worst_bend = self.stats.worst_bend.max(bend);
         }
+        let u = unit.any_orthonormal_vector();
+        let v = unit.cross(u);
+        self.points.clear();
+        self.points
+            .extend(self.relative.iter().map(|p| DVec2::new(p.dot(u), p.dot(v))));
+        self.clip_ears(corners, out);
     }
 
     /// Ear clipping over `self.points` (counter-clockwise).
@@ -218,6 +205,22 @@ fn orient(a: DVec2, b: DVec2, c: DVec2) -> f64 {
 /// Whether `p` lies in the counter-clockwise triangle `abc`, edges included.
 fn in_triangle(a: DVec2, b: DVec2, c: DVec2, p: DVec2) -> bool {
     orient(a, b, p) >= 0.0 && orient(b, c, p) >= 0.0 && orient(c, a, p) >= 0.0
+}
+
+/// How far the corners lie off the plane through their centroid with
+/// normal `unit`, relative to the polygon's size (its bounding-box
+/// diagonal).
+fn bend(relative: &[DVec3], unit: DVec3) -> f64 {
+    let centroid = relative.iter().sum::<DVec3>() / relative.len() as f64;
+    let (lo, hi) = relative.iter().fold(
+        (DVec3::splat(f64::MAX), DVec3::splat(f64::MIN)),
+        |(lo, hi), &p| (lo.min(p), hi.max(p)),
+    );
+    let off = relative
+        .iter()
+        .map(|&p| (p - centroid).dot(unit).abs())
+        .fold(0.0, f64::max);
+    off / (hi - lo).length()
 }
 
 /// The Newell normal: the sum of the cross products of consecutive corners
