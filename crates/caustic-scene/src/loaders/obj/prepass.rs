@@ -44,7 +44,8 @@ pub(super) struct PreparedObj {
     pub used_materials: Vec<(String, usize)>,
 }
 
-/// Statements skipped because caustic does not render them, reported once.
+/// Statements (or parts of them: vertex colours) caustic does not render,
+/// counted so that each kind is reported once, with its first line.
 #[derive(Default)]
 struct Ignored {
     count: usize,
