@@ -270,3 +270,36 @@ fn ply_vertex_colours_are_ignored_with_a_warning() {
         "vertex colours (red, green, blue) are ignored (caustic shades with materials)",
     );
 }
+
+#[test]
+fn ply_concave_faces_are_ear_clipped_like_obj_polygons() {
+    // The star of tests/data/obj/concave_star.obj as one PLY face, listed
+    // after the faces element would allow (the vertex element comes last).
+    let corners: Vec<(f32, f32)> = (0..10)
+        .map(|i| {
+            let a = std::f32::consts::FRAC_PI_2 + i as f32 * std::f32::consts::PI / 5.0;
+            let r = if i % 2 == 0 { 1.0 } else { 0.4 };
+            (r * a.cos(), r * a.sin())
+        })
+        .collect();
+    let mut text = "ply\nformat ascii 1.0\nelement face 1\nproperty list uchar int vertex_indices\n\
+                    element vertex 10\nproperty float x\nproperty float y\nproperty float z\nend_header\n10"
+        .to_string();
+    for i in 0..10 {
+        text += &format!(" {i}");
+    }
+    text += "\n";
+    for (x, y) in &corners {
+        text += &format!("{x} {y} 0\n");
+    }
+    let scene = load_text("star.ply", text).unwrap();
+    let mesh = &scene.meshes[0];
+    assert_eq!(mesh.indices.len(), 8);
+    let area: f32 = (0..8).map(|i| mesh.triangle(i).area()).sum();
+    let expected = 10.0 * 0.5 * 0.4 * 36f32.to_radians().sin();
+    assert!(
+        (area - expected).abs() < 1e-5,
+        "area {area}, expected {expected}"
+    );
+    assert!((0..8).all(|i| mesh.triangle(i).cross().z > 0.0));
+}

@@ -6,6 +6,7 @@ mod input;
 mod mitsuba;
 mod obj;
 mod ply;
+mod polygon;
 
 use crate::error::collapse_warnings;
 use crate::{ErrorKind, Scene, SceneError};

@@ -5,7 +5,8 @@
 //! `v//vn` or `v/vt/vn` with 1-based indices (negative ones count back from
 //! the last element defined so far), `o`/`g` names, `usemtl` picking a
 //! material from the `mtllib` files, `#` comments. Polygons are
-//! triangulated by ear clipping in their best-fit plane (`polygon.rs`);
+//! triangulated by ear clipping in their best-fit plane
+//! (`loaders/polygon.rs`);
 //! points and lines are ignored. Each tobj model (an object, group or
 //! `usemtl` run) becomes one [`Mesh`].
 //!
@@ -25,16 +26,15 @@
 //! tobj itself still runs under the panic guard (`loaders/guard.rs`).
 
 mod mtl;
-mod polygon;
 mod prepass;
 
 use super::guard::guarded;
 use super::input::read_text_bytes;
+use super::polygon::Triangulator;
 use crate::error::ErrorKind;
 use crate::{Material, Mesh, Scene, SceneError, Warning};
 use caustic_geom::{Vec2, Vec3};
 use mtl::{Library, TextureCache, convert_material, load_libraries};
-use polygon::{MAX_EAR_CLIPPED, PolygonStats, Triangulator};
 use prepass::prepare_obj;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -75,7 +75,7 @@ fn load_into(path: &Path, warnings: &mut Vec<Warning>) -> Result<Scene, SceneErr
             meshes.push(mesh);
         }
     }
-    warn_polygons(path, &triangulator.stats, warnings);
+    triangulator.stats.warn(path, warnings);
     Ok(Scene {
         meshes,
         materials,
@@ -99,7 +99,7 @@ pub(crate) fn read_obj_geometry(
         .into_iter()
         .filter_map(|model| model_to_mesh(model, 0, path, &mut triangulator, warnings))
         .collect();
-    warn_polygons(path, &triangulator.stats, warnings);
+    triangulator.stats.warn(path, warnings);
     let mut mesh = merge_meshes(parts, path, warnings);
     mesh.name = path
         .file_stem()
@@ -123,30 +123,6 @@ fn read_text(path: &Path, warnings: &mut Vec<Warning>) -> Result<String, SceneEr
             String::from_utf8_lossy(e.as_bytes()).into_owned()
         }
     })
-}
-
-/// One line for each kind of polygon trouble in the file.
-fn warn_polygons(path: &Path, stats: &PolygonStats, warnings: &mut Vec<Warning>) {
-    let mut warn = |message: String| warnings.push(Warning::new(path, message));
-    if stats.non_planar > 0 {
-        warn(format!(
-            "{} polygon(s) are not planar (up to {:.1}% of their size off their best-fit plane); triangulated in that plane",
-            stats.non_planar,
-            stats.worst_bend * 100.0
-        ));
-    }
-    if stats.no_ear > 0 {
-        warn(format!(
-            "{} polygon(s) cross themselves or are degenerate; fanned from a corner",
-            stats.no_ear
-        ));
-    }
-    if stats.too_large > 0 {
-        warn(format!(
-            "{} polygon(s) have more than {MAX_EAR_CLIPPED} corners; fanned from their first corner (right only if convex)",
-            stats.too_large
-        ));
-    }
 }
 
 // --------------------------------------------------------------- tobj --

@@ -4,6 +4,7 @@
 use super::header::{Element, Header, Property, PropertyKind, Scalar};
 use super::reader::{ReadError, ValueReader};
 use crate::error::ErrorKind;
+use crate::loaders::polygon::Triangulator;
 use crate::{Mesh, SceneError, Warning};
 use caustic_geom::{Vec2, Vec3};
 use std::path::Path;
@@ -47,6 +48,7 @@ pub(super) fn read_body<R: ValueReader>(
         ));
     }
     let mut mesh = Mesh::default();
+    let mut polygons = Polygons::default();
     for element in &header.elements {
         let cx = Context { path, element };
         match element.name.as_str() {
@@ -54,7 +56,7 @@ pub(super) fn read_body<R: ValueReader>(
                 warn_colours(path, element, warnings);
                 read_vertices(&cx, reader, &mut mesh)?
             }
-            "face" => read_faces(&cx, reader, vertex_count as u32, &mut mesh, warnings)?,
+            "face" => read_faces(&cx, reader, vertex_count as u32, &mut polygons, warnings)?,
             _ => {
                 skip_element(&cx, reader)?;
                 warnings.push(Warning::new(
@@ -67,8 +69,32 @@ pub(super) fn read_body<R: ValueReader>(
             }
         }
     }
+    // After the whole body: the vertex element may follow the faces.
+    polygons.triangulate(&mut mesh, path, warnings);
     mesh.material_ids = vec![0; mesh.indices.len()];
     Ok(mesh)
+}
+
+/// The faces as read: every polygon's corners, one after the other.
+#[derive(Default)]
+struct Polygons {
+    corners: Vec<u32>,
+    arities: Vec<u32>,
+}
+
+impl Polygons {
+    /// Ear-clips every polygon (triangles pass through), as OBJ's are.
+    fn triangulate(&self, mesh: &mut Mesh, path: &Path, warnings: &mut Vec<Warning>) {
+        let mut triangulator = Triangulator::default();
+        mesh.indices.reserve(self.corners.len() / 3);
+        let mut start = 0;
+        for &arity in &self.arities {
+            let corners = &self.corners[start..start + arity as usize];
+            start += arity as usize;
+            triangulator.triangulate(&mesh.positions, corners, &mut mesh.indices);
+        }
+        triangulator.stats.warn(path, warnings);
+    }
 }
 
 /// Vertex colours are common in scanned PLY meshes; caustic shades with
@@ -272,7 +298,7 @@ fn read_faces<R: ValueReader>(
     cx: &Context,
     reader: &mut R,
     vertex_count: u32,
-    mesh: &mut Mesh,
+    polygons: &mut Polygons,
     warnings: &mut Vec<Warning>,
 ) -> Result<(), SceneError> {
     let element = cx.element;
@@ -286,7 +312,7 @@ fn read_faces<R: ValueReader>(
                 "face element has no 'vertex_indices' list property",
             )
         })?;
-    mesh.indices.reserve(cx.reservation(reader));
+    polygons.arities.reserve(cx.reservation(reader));
     let mut polygon: Vec<u32> = Vec::with_capacity(16);
     let mut too_small = 0usize;
     for record in 0..element.count {
@@ -311,10 +337,8 @@ fn read_faces<R: ValueReader>(
             too_small += 1;
             continue;
         }
-        // Fan around the first corner: exact for convex polygons, which is
-        // what PLY writers emit.
-        mesh.indices
-            .extend(polygon.windows(2).skip(1).map(|w| [polygon[0], w[0], w[1]]));
+        polygons.corners.extend_from_slice(&polygon);
+        polygons.arities.push(polygon.len() as u32);
     }
     if too_small > 0 {
         warnings.push(Warning::new(

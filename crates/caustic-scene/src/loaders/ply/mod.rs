@@ -12,9 +12,10 @@
 //!
 //! caustic reads the `vertex` element (`x y z`, optional `nx ny nz`, uvs as
 //! `u v`, `s t` or `texture_u texture_v`) and the `face` element's
-//! `vertex_indices` (or `vertex_index`) list, fan-triangulating polygons.
-//! Every other element and property is skipped by its declared layout, so
-//! files with tristrips, edges or per-vertex colours still load.
+//! `vertex_indices` (or `vertex_index`) list, its polygons ear-clipped as
+//! OBJ's are (`loaders/polygon.rs`). Every other element and property is
+//! skipped by its declared layout, with a warning, so files with
+//! tristrips, edges or per-vertex colours (named as ignored) still load.
 //!
 //! The whole file is read into memory and parsed by hand: no per-value
 //! allocation, no per-line `String`. Problems become [`SceneError`]s naming

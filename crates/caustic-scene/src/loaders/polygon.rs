@@ -1,5 +1,5 @@
-//! Triangulation of OBJ polygons by ear clipping in the polygon's best-fit
-//! plane.
+//! Triangulation of polygons (OBJ and PLY faces) by ear clipping in the
+//! polygon's best-fit plane.
 //!
 //! A fan from the first corner (what tobj does) is right only for convex
 //! polygons: for a concave one some fan triangles lie outside the polygon
@@ -30,8 +30,10 @@
 //! clipping costs up to O(n²) tests, and a hostile file must not hang the
 //! loader.
 
+use crate::Warning;
 use caustic_geom::{DVec3, Vec3};
 use glam::DVec2;
+use std::path::Path;
 
 /// How far (relative to the polygon's size, its bounding-box diagonal) a
 /// corner may lie off the best-fit plane before the polygon counts as
@@ -55,6 +57,32 @@ pub(super) struct PolygonStats {
     pub no_ear: usize,
     /// Polygons fanned because they have more than [`MAX_EAR_CLIPPED`] corners.
     pub too_large: usize,
+}
+
+impl PolygonStats {
+    /// One warning for each kind of polygon trouble in a file.
+    pub fn warn(&self, path: &Path, warnings: &mut Vec<Warning>) {
+        let mut warn = |message: String| warnings.push(Warning::new(path, message));
+        if self.non_planar > 0 {
+            warn(format!(
+                "{} polygon(s) are not planar (up to {:.1}% of their size off their best-fit plane); triangulated in that plane",
+                self.non_planar,
+                self.worst_bend * 100.0
+            ));
+        }
+        if self.no_ear > 0 {
+            warn(format!(
+                "{} polygon(s) cross themselves or are degenerate; fanned from a corner",
+                self.no_ear
+            ));
+        }
+        if self.too_large > 0 {
+            warn(format!(
+                "{} polygon(s) have more than {MAX_EAR_CLIPPED} corners; fanned from their first corner (right only if convex)",
+                self.too_large
+            ));
+        }
+    }
 }
 
 /// Reusable buffers, so a file of a million quads allocates once.
