@@ -54,6 +54,57 @@ fn gltf_huge_position_accessor_index_is_an_error() {
     );
 }
 
+#[test]
+fn gltf_image_without_uri_or_buffer_view_is_an_error() {
+    // Found by the gltf fuzz target: `bufferView` misspelt (GLB) or `uri`
+    // misspelt (JSON) leaves an image with no source; the validation of
+    // gltf 1.4.1 accepts it and `Image::source` unwrapped the missing uri.
+    for name in [
+        "gltf-image-without-source-1.glb",
+        "gltf-image-without-source-2.gltf",
+    ] {
+        assert_regression(
+            name,
+            ErrorKind::Syntax,
+            &["images[0]", "an image needs a uri or a bufferView"],
+        );
+    }
+}
+
+#[test]
+fn gltf_image_in_a_buffer_view_without_mime_type_is_an_error() {
+    // The same accessor unwraps the mimeType of a buffer-view image.
+    let json =
+        std::fs::read_to_string(fixture("fuzz-regressions/gltf-image-without-source-2.gltf"))
+            .unwrap()
+            .replace(
+                r#""ur1": "data:image/png;base64,"#,
+                r#""bufferView": 0, "name": ""#,
+            );
+    let err = load_text("no_mime.gltf", json).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Syntax, "{err}");
+    assert!(
+        err.to_string()
+            .contains("images[0]: an image in a buffer view needs a mimeType"),
+        "{err}"
+    );
+}
+
+#[test]
+fn gltf_camera_without_its_projection_object_is_an_error() {
+    // The validation wants one of `perspective` or `orthographic`, not the
+    // one `type` names; `Camera::projection` unwrapped that one.
+    let json = r#"{"asset": {"version": "2.0"},
+        "cameras": [{"type": "perspective", "orthographic": {"xmag": 1, "ymag": 1, "znear": 0.1, "zfar": 10}}]}"#;
+    let err = load_text("camera.gltf", json).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Syntax, "{err}");
+    assert!(
+        err.to_string()
+            .contains("cameras[0]: a camera of type 'perspective' needs a 'perspective' object"),
+        "{err}"
+    );
+}
+
 /// Replays every input of the fuzz corpus (`fuzz/corpus/TARGET`) the way
 /// its fuzz target does (see `fuzz/fuzz_targets`), so that `cargo test`
 /// keeps the campaign's findings fixed without libFuzzer. A successful

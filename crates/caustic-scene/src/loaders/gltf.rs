@@ -38,6 +38,7 @@ mod accessor;
 mod files;
 mod primitive;
 
+use super::guard::guarded;
 use super::input::{read_file, reject_utf16};
 use accessor::view_range;
 use files::{load_buffers, parse_document, read_uri, split_glb};
@@ -76,7 +77,10 @@ pub(crate) fn load(path: &Path) -> Result<Scene, SceneError> {
             ..Scene::default()
         },
     };
-    match loader.walk() {
+    // The walk calls the gltf crate's accessors, which unwrap what they
+    // take the validation to have checked; `parse_document` checks what it
+    // does not (see files.rs), and the guard is the last line of defence.
+    match guarded(path, "gltf", || loader.walk()) {
         Ok(()) => Ok(loader.scene),
         Err(e) => Err(e.with_warnings(loader.scene.warnings)),
     }

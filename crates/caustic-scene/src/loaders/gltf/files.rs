@@ -27,10 +27,13 @@ pub(super) fn parse_document(
     let warnings = check_extensions(path, &root)?;
     check_attribute_accessors(path, &root)?;
     check_draco_accessors(path, &root)?;
+    check_images_and_cameras(path, &root)?;
     // gltf-json's validation hooks index arrays with indices that other
     // hooks have not checked yet; `check_attribute_accessors` covers the
     // one known to panic (gltf-json 1.4.1, mesh.rs:151, see
     // tests/data/fuzz-regressions). The guard catches any other.
+    // `check_images_and_cameras` covers what the validation lets through
+    // but the crate's accessors then unwrap (found by fuzzing).
     let document = guarded(path, "gltf", || {
         Document::from_json(root).map_err(|e| gltf_error(path, e))
     })?;
@@ -105,6 +108,50 @@ fn check_draco_accessors(path: &Path, root: &Root) -> Result<(), SceneError> {
                 )
                 .at(format!("meshes[{m}].primitives[{p}]")));
             }
+        }
+    }
+    Ok(())
+}
+
+/// What the validation of gltf 1.4.1 accepts but its accessors unwrap
+/// (`Image::source`, `Camera::projection`): an image needs a `uri` or a
+/// `bufferView` with a `mimeType`, and a camera the projection object its
+/// `type` names.
+fn check_images_and_cameras(path: &Path, root: &Root) -> Result<(), SceneError> {
+    use ::gltf::json::camera::Type;
+    use ::gltf::json::validation::Checked;
+    let invalid = |at: String, what: &str| {
+        Err(SceneError::new(ErrorKind::Syntax, path, what.to_string()).at(at))
+    };
+    for (i, image) in root.images.iter().enumerate() {
+        match (&image.buffer_view, &image.uri, &image.mime_type) {
+            (Some(_), _, None) => {
+                return invalid(
+                    format!("images[{i}]"),
+                    "an image in a buffer view needs a mimeType",
+                );
+            }
+            (None, None, _) => {
+                return invalid(
+                    format!("images[{i}]"),
+                    "an image needs a uri or a bufferView",
+                );
+            }
+            _ => {}
+        }
+    }
+    for (i, camera) in root.cameras.iter().enumerate() {
+        let (name, present) = match camera.type_ {
+            Checked::Valid(Type::Perspective) => ("perspective", camera.perspective.is_some()),
+            Checked::Valid(Type::Orthographic) => ("orthographic", camera.orthographic.is_some()),
+            // An unknown type is the validation's to report.
+            Checked::Invalid => continue,
+        };
+        if !present {
+            return invalid(
+                format!("cameras[{i}]"),
+                &format!("a camera of type '{name}' needs a '{name}' object"),
+            );
         }
     }
     Ok(())
