@@ -23,6 +23,10 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# Inputs to replay are named relative to where the script was started.
+if [ "${1:-}" = --run ] && [ $# -ge 3 ]; then
+    set -- "$1" "$2" $(realpath "${@:3}")
+fi
 cd "$root/fuzz"
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin_dir="target/$host/release"
