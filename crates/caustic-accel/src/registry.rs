@@ -34,6 +34,8 @@ pub enum AccelSpecError {
     },
     /// A registered structure that the GPU does not build.
     NotOnGpu { name: String },
+    /// A structure where a binary BVH builder is needed (`cpu:SPEC` on the GPU).
+    NotBinary { name: String },
     /// A parameter given twice, without `=`, or with a value out of range.
     BadValue {
         accel: String,
@@ -63,7 +65,9 @@ impl fmt::Display for AccelSpecError {
             ),
             Self::NotOnGpu { name } => write!(
                 f,
-                "accel `{name}` has no GPU builder; the GPU builds: {}",
+                "accel `{name}` has no GPU builder; the GPU builds {}, bvh-wide[:from=SPEC] \
+                 (the compressed 8-wide BVH of one of them), or cpu:SPEC (a binary BVH \
+                 built on the CPU and uploaded, e.g. cpu:bvh-binned)",
                 GPU_ACCEL_NAMES.join(", ")
             ),
             Self::BadValue {
@@ -71,6 +75,10 @@ impl fmt::Display for AccelSpecError {
                 param,
                 message,
             } => write!(f, "accel `{accel}`, parameter `{param}`: {message}"),
+            Self::NotBinary { name } => write!(
+                f,
+                "`{name}` is not a binary BVH builder (bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc)"
+            ),
         }
     }
 }
@@ -175,7 +183,19 @@ pub fn build_triangle_bvh(
     spec: &str,
     triangles: &[Triangle],
 ) -> Result<TriangleBvh, AccelSpecError> {
-    let builder = binary_builder(&mut Params::parse(spec)?)?;
+    const BINARY: [&str; 6] = [
+        "bvh-binned",
+        "bvh-binned-staged",
+        "bvh-sweep",
+        "lbvh",
+        "hlbvh",
+        "ploc",
+    ];
+    let mut params = Params::parse(spec)?;
+    if !BINARY.contains(&params.accel.as_str()) {
+        return Err(AccelSpecError::NotBinary { name: params.accel });
+    }
+    let builder = binary_builder(&mut params)?;
     Ok(TriangleBvh::build_with(triangles, builder.as_ref()))
 }
 
@@ -264,6 +284,57 @@ impl MortonBuilderConfig {
             Self::Hlbvh(_) => "hlbvh",
             Self::Ploc(_) => "ploc",
         }
+    }
+
+    /// The spec string of this configuration: the name and every
+    /// parameter that differs from its default (parses back to `self`).
+    pub fn spec(&self) -> String {
+        use crate::bvh::build::{HlbvhConfig, LbvhConfig, MortonBits, PlocConfig};
+        let mut spec = self.name().to_owned();
+        let mut param = |key: &str, value: String| spec.push_str(&format!(":{key}={value}"));
+        let bits = |b: MortonBits| match b {
+            MortonBits::Bits30 => "30",
+            MortonBits::Bits63 => "63",
+        };
+        match *self {
+            Self::Lbvh(c) => {
+                let d = LbvhConfig::default();
+                if c.morton_bits != d.morton_bits {
+                    param("bits", bits(c.morton_bits).into());
+                }
+                if c.max_leaf_size != d.max_leaf_size {
+                    param("leaf", c.max_leaf_size.to_string());
+                }
+            }
+            Self::Hlbvh(c) => {
+                let d = HlbvhConfig::default();
+                if c.morton_bits != d.morton_bits {
+                    param("bits", bits(c.morton_bits).into());
+                }
+                if c.cluster_bits != d.cluster_bits {
+                    param("k", c.cluster_bits.to_string());
+                }
+                if c.bins != d.bins {
+                    param("bins", c.bins.to_string());
+                }
+                if c.max_leaf_size != d.max_leaf_size {
+                    param("leaf", c.max_leaf_size.to_string());
+                }
+            }
+            Self::Ploc(c) => {
+                let d = PlocConfig::default();
+                if c.morton_bits != d.morton_bits {
+                    param("bits", bits(c.morton_bits).into());
+                }
+                if c.radius != d.radius {
+                    param("r", c.radius.to_string());
+                }
+                if c.max_leaf_size != d.max_leaf_size {
+                    param("leaf", c.max_leaf_size.to_string());
+                }
+            }
+        }
+        spec
     }
 
     /// The CPU builder of this configuration.

@@ -12,6 +12,8 @@
 //! (no primitives) has no nodes at all.
 
 pub mod build;
+#[cfg(feature = "cuda")]
+pub mod device_accel_cuda;
 mod node;
 #[cfg(feature = "cuda")]
 pub mod trace_bench_cuda;
