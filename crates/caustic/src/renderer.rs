@@ -233,9 +233,10 @@ impl<'a> Renderer<'a> {
             return Ok(prepared);
         }
         let backend = self.device.resolve()?;
-        let spec = match backend.gpu() {
-            Some(_) => "brute".to_owned(),
-            None => self.accel.to_string(),
+        let spec = if backend.is_gpu() {
+            "brute".to_owned()
+        } else {
+            self.accel.to_string()
         };
         let scene = RenderScene::new(self.scene, &spec)?;
         Ok(self.prepared.get_or_init(|| Prepared {

@@ -41,6 +41,8 @@
 //! runs out, as `bvh-binned` does.
 
 mod binning;
+// The GPU build plans its top on the host with the CPU builder's code.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod cluster_top;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
