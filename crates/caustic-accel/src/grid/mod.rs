@@ -1,5 +1,5 @@
 //! The uniform grid over triangles (`grid`), after Kalojanov and Slusallek
-//! (seed 004): a density-formula resolution and a multi-pass, sort-based
+//! (Ivson 2009): a density-formula resolution and a multi-pass, sort-based
 //! parallel build ([`build`]), traced by a 3D-DDA ([`dda`]).
 //!
 //! [`UniformGrid`] holds the cells as ranges into one reference array:
@@ -53,7 +53,7 @@ pub struct GridConfig {
 }
 
 impl GridConfig {
-    /// `grid`: seed 004's density `k = 5`, box overlap as in the paper,
+    /// `grid`: Ivson's (2009) density `k = 5`, box overlap as in the paper,
     /// 4^3-cell macro cells.
     pub const DEFAULT: Self = Self {
         density: 5.0,

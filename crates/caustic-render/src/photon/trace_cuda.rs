@@ -1,5 +1,5 @@
 //! Photon tracing on a CUDA GPU, the twin of [`super::trace`]: photons as a
-//! wavefront, stored by stream compaction (seed 000, §15.1 and chapter 5).
+//! wavefront, stored by stream compaction (Zeidan 2011, §15.1 and chapter 5).
 //!
 //! 1. One kernel emits a wave of photons (at most [`WAVE`]); the photons
 //!    that carry power are compacted into the first bounce's queue.
