@@ -16,5 +16,6 @@ fn main() {
         .ty("PrimaryFrame", "crate::protocol_cuda::PrimaryFrame")
         .ty("KdNode", "crate::points::kdtree::build_cuda::GpuKdNode")
         .ty("SmallRoot", "crate::points::kdtree::build_cuda::SmallRoot")
+        .ty("GridFrame", "crate::grid::build_cuda::GridFrame")
         .generate();
 }
