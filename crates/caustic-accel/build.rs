@@ -24,5 +24,6 @@ fn main() {
             "LayoutTask",
             "crate::bvh::build::linked_tree_cuda::LayoutTask",
         )
+        .ty("GridFrame", "crate::grid::build_cuda::GridFrame")
         .generate();
 }

@@ -26,8 +26,14 @@
 //! rounding exceeds it take a slow path that is exact too (see [`dda`]).
 
 pub mod build;
+#[cfg(feature = "cuda")]
+pub mod build_cuda;
 pub mod dda;
+#[cfg(feature = "cuda")]
+pub mod dda_cuda;
 mod overlap;
+#[cfg(feature = "cuda")]
+pub mod validate_cuda;
 
 /// Origins up to `FAR_ORIGIN_SCALE - 1` times the scene's largest
 /// coordinate away are covered by the tolerance; the references grow by a

@@ -14,7 +14,7 @@
 use caustic_geom::{Aabb, Triangle, Vec3};
 
 /// Relative slack on a separating gap, so that touching counts as overlap.
-const SLACK: f32 = 1e-6;
+pub(super) const SLACK: f32 = 1e-6;
 
 /// Whether `tri` overlaps the closed box `b` (finite inputs).
 pub fn triangle_overlaps_box(tri: &Triangle, b: &Aabb) -> bool {
