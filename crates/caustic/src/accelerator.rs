@@ -61,7 +61,7 @@ impl Accelerator {
             Some(_) => device.resolve()?,
             None => device.cpu_only(
                 kind.name(),
-                "the GPU traces binary BVHs (bvh-binned, bvh-sweep, lbvh, hlbvh, ploc, bvh-wide)",
+                "the GPU traces BVHs (lbvh, hlbvh and ploc built there, bvh-wide collapsed there, other BVHs built on the CPU and uploaded)",
             )?,
         };
         let structure = Self::build_on(&backend, triangles, kind)?;
@@ -113,8 +113,8 @@ impl Accelerator {
     }
 
     /// Build time, SAH cost (`C_trav = C_isect = 1`, over the root's
-    /// area), nodes, leaves and bytes. On a GPU: those of the tree that was
-    /// uploaded (built on the CPU).
+    /// area), nodes, leaves and bytes. On a GPU: those of the structure
+    /// built there (its device build time, its peak device memory).
     pub fn stats(&self) -> &AccelStats {
         match &self.structure {
             Structure::Cpu(accel) => accel.stats(),
