@@ -5,6 +5,7 @@
 //! set `allow_negative_numbers`, so that `-1` reaches its parser and is
 //! refused by name rather than taken for an unknown flag.
 
+use caustic::AccelKind;
 use caustic_geom::DVec3;
 
 /// A finite `f32`.
@@ -151,13 +152,11 @@ pub fn resolution(text: &str) -> Result<(u32, u32), String> {
 /// The largest image side any renderer accepts.
 pub const MAX_SIDE: u32 = 1 << 15;
 
-/// An acceleration-structure spec (`bvh-wide`, `ploc:r=32`), checked
-/// against the registry without building anything, so a typo fails before
-/// the scene loads.
-pub fn accel_spec(text: &str) -> Result<String, String> {
-    caustic_accel::build_accel(text, &[])
-        .map(|_| text.to_owned())
-        .map_err(|e| e.to_string())
+/// An acceleration-structure spec (`bvh-wide`, `ploc:r=32`) as the
+/// facade's typed [`AccelKind`], judged by the registry without building
+/// anything (its messages), so a typo fails before the scene loads.
+pub fn accel_spec(text: &str) -> Result<AccelKind, String> {
+    text.parse().map_err(|e: caustic::Error| e.to_string())
 }
 
 #[cfg(test)]
@@ -203,7 +202,11 @@ mod tests {
 
     #[test]
     fn accel_specs_are_checked_without_a_scene() {
-        assert_eq!(accel_spec("ploc:r=32"), Ok("ploc:r=32".to_owned()));
+        let ploc = accel_spec("ploc:r=32").map(|kind| kind.to_string());
+        assert_eq!(ploc, Ok("ploc:r=32".to_owned()));
+        // `render` and `bench accel` default to the facade's structure.
+        let default = accel_spec(crate::render::DEFAULT_ACCEL);
+        assert_eq!(default, Ok(AccelKind::default()));
         assert!(accel_spec("bvh-fast").is_err());
         assert!(accel_spec("lbvh:bits=99").is_err());
     }

@@ -18,13 +18,12 @@ use crate::accel::AccelKind;
 use crate::device::{Backend, Device};
 use crate::error::{Error, Result};
 use crate::integrator::{Integrator, PhotonSettings, Stats};
+#[cfg(feature = "cuda")]
+use caustic_render::photon::PhotonRenderError;
 use caustic_render::sppm::{PassView, SppmSettings, SppmStats};
 use caustic_render::{Film, RenderScene, WhittedSettings, photon, sppm, whitted};
 use caustic_scene::{Camera, Scene};
 use std::sync::OnceLock;
-
-/// The largest image side the renderers accept.
-const MAX_SIDE: u32 = 1 << 15;
 
 /// A callback for progress reports.
 type ProgressFn<'a> = dyn Fn(Progress<'_>) + Send + Sync + 'a;
@@ -179,21 +178,64 @@ impl<'a> Renderer<'a> {
 
     /// Renders through `camera` with `integrator`.
     ///
-    /// On `Auto` with a GPU, the photon mapper falls back to the CPU for
-    /// settings its GPU version does not take (a point structure other
-    /// than the hash grid, `precompute: 0` with a final gather), and says
-    /// why in [`Rendered::note`]; on `Cuda` those settings are an error.
+    /// It runs where [`Renderer::backend_for`] says: on `Auto` with a GPU,
+    /// the photon mapper falls back to the CPU for settings its GPU
+    /// version does not take, and says why in [`Rendered::note`]; on
+    /// `Cuda` those settings are an error.
     pub fn render(&self, camera: &Camera, integrator: &Integrator) -> Result<Rendered> {
         if !camera.is_valid() {
             return Err(Error::Camera(format!("{camera:?}")));
         }
-        check_size(integrator)?;
+        integrator.validate()?;
+        let backend = self.backend_for(integrator)?;
         let prepared = self.prepared()?;
         match integrator {
             Integrator::Whitted(settings) => self.whitted(prepared, camera, settings),
-            Integrator::Photon(settings) => self.photon(prepared, camera, settings),
+            Integrator::Photon(settings) => self.photon(prepared, &backend, camera, settings),
             Integrator::Sppm(settings) => self.sppm(prepared, camera, settings),
         }
+    }
+
+    /// The device a render with `integrator` runs on, and its one-line
+    /// note, known before the render: a caller can say where a long render
+    /// runs before it starts. Prepares the renderer (see
+    /// [`Renderer::prepare`]) if that was not done yet.
+    ///
+    /// It is [`Renderer::backend`] except for photon-mapping settings the
+    /// GPU version does not take (a point structure other than the hash
+    /// grid, `precompute: 0` with a final gather, `k` past the GPU's
+    /// limit): on `Auto` with a GPU the CPU then, the reason in the note;
+    /// on `Cuda` an error naming the setting, before the device is opened.
+    ///
+    /// ```
+    /// use caustic::{Device, Integrator, PhotonSettings, Renderer, Scene};
+    ///
+    /// let scene = Scene::builtin("cornell-box").expect("a built-in scene");
+    /// let renderer = Renderer::new(&scene).device(Device::Cpu);
+    /// let backend = renderer.backend_for(&Integrator::Photon(PhotonSettings::default()))?;
+    /// assert_eq!(backend.note(), "device: CPU");
+    /// # Ok::<(), caustic::Error>(())
+    /// ```
+    #[cfg(feature = "cuda")]
+    pub fn backend_for(&self, integrator: &Integrator) -> Result<Backend> {
+        let refusal = match integrator {
+            Integrator::Photon(settings) => settings.gpu_refusal(),
+            _ => None,
+        };
+        let backend = match (refusal, self.device) {
+            (Some(why), Device::Cuda(_)) => return Err(PhotonRenderError::Invalid(why).into()),
+            (Some(why), Device::Auto) if self.backend()?.is_gpu() => {
+                Backend::cpu(format!("device: CPU (auto; {why})"))
+            }
+            _ => self.backend()?.clone(),
+        };
+        Ok(backend)
+    }
+
+    /// Without the `cuda` feature every render runs on the CPU.
+    #[cfg(not(feature = "cuda"))]
+    pub fn backend_for(&self, _integrator: &Integrator) -> Result<Backend> {
+        Ok(self.backend()?.clone())
     }
 
     fn prepared(&self) -> Result<&Prepared> {
@@ -212,12 +254,6 @@ impl<'a> Renderer<'a> {
     }
 
     fn whitted(&self, p: &Prepared, camera: &Camera, s: &WhittedSettings) -> Result<Rendered> {
-        if s.spp == 0 {
-            return Err(Error::Settings {
-                integrator: "whitted",
-                message: "spp must be at least 1".into(),
-            });
-        }
         #[cfg(feature = "cuda")]
         if let Some(gpu) = p.backend.gpu() {
             let (film, stats) = whitted::render_cuda::render(gpu, &p.scene, camera, s)?;
@@ -228,37 +264,24 @@ impl<'a> Renderer<'a> {
         Ok(rendered(film, Stats::Whitted(stats), &p.backend))
     }
 
-    fn photon(&self, p: &Prepared, camera: &Camera, s: &PhotonSettings) -> Result<Rendered> {
-        #[cfg(feature = "cuda")]
-        if let Some(gpu) = p.backend.gpu() {
-            use photon::render_cuda::GpuPhotonError;
-            match photon::render_cuda::render(gpu, &p.scene, camera, &s.render_settings(true)) {
-                Ok((film, stats)) => return Ok(rendered(film, Stats::Photon(stats), &p.backend)),
-                // `Auto` asks for an image wherever it can be made: settings
-                // that only the CPU version takes are rendered there.
-                Err(GpuPhotonError::Settings(why)) if self.device == Device::Auto => {
-                    let note = format!(
-                        "device: CPU (auto; the GPU photon mapper does not take these settings: {why})"
-                    );
-                    return self.photon_cpu(p, camera, s, &Backend::cpu(note));
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        self.photon_cpu(p, camera, s, &p.backend)
-    }
-
-    fn photon_cpu(
+    /// `backend` is [`Renderer::backend_for`]'s: the CPU where `Auto`
+    /// found settings the GPU version does not take.
+    fn photon(
         &self,
         p: &Prepared,
+        backend: &Backend,
         camera: &Camera,
         s: &PhotonSettings,
-        backend: &Backend,
     ) -> Result<Rendered> {
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = backend.gpu() {
+            let settings = s.render_settings(true);
+            let (film, stats) = photon::render_cuda::render(gpu, &p.scene, camera, &settings)?;
+            return Ok(rendered(film, Stats::Photon(stats), backend));
+        }
         let settings = s.render_settings(false);
-        let (film, stats) = photon::render(&p.scene, camera, &settings, &|n| {
-            self.report(Progress::Pixels(n))
-        })?;
+        let report = |n| self.report(Progress::Pixels(n));
+        let (film, stats) = photon::render(&p.scene, camera, &settings, &report)?;
         Ok(rendered(film, Stats::Photon(stats), backend))
     }
 
@@ -289,17 +312,4 @@ fn rendered(film: Film, stats: Stats, backend: &Backend) -> Rendered {
         device: backend.name(),
         note: backend.note().to_owned(),
     }
-}
-
-/// The renderers allocate per pixel: a size of 0 or past 32768 a side is
-/// refused before any work.
-fn check_size(integrator: &Integrator) -> Result<()> {
-    let (width, height) = integrator.size();
-    if (1..=MAX_SIDE).contains(&width) && (1..=MAX_SIDE).contains(&height) {
-        return Ok(());
-    }
-    Err(Error::Settings {
-        integrator: integrator.name(),
-        message: format!("image size {width}x{height} is out of range (1..={MAX_SIDE} per side)"),
-    })
 }

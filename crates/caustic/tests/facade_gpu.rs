@@ -133,12 +133,15 @@ fn photon_settings_only_the_cpu_takes_fall_back_on_auto() {
         ..PhotonSettings::default()
     });
     let camera = scene.camera_or_default();
-    let auto = Renderer::new(&scene).render(&camera, &settings).unwrap();
+    let auto = Renderer::new(&scene);
+    let planned = auto.backend_for(&settings).unwrap();
+    let auto = auto.render(&camera, &settings).unwrap();
     assert!(
-        auto.note.contains("does not take these settings"),
+        auto.note.starts_with("device: CPU (auto; ") && auto.note.contains("--points"),
         "{}",
         auto.note
     );
+    assert_eq!(planned.note(), auto.note, "said before the render as after");
     assert!(auto.device.ends_with("CPU threads"));
     let cuda = Renderer::new(&scene).device(Device::Cuda(0));
     assert!(matches!(
