@@ -16,5 +16,14 @@ fn main() {
         .ty("PrimaryFrame", "crate::protocol_cuda::PrimaryFrame")
         .ty("KdNode", "crate::points::kdtree::build_cuda::GpuKdNode")
         .ty("SmallRoot", "crate::points::kdtree::build_cuda::SmallRoot")
+        .ty(
+            "LinkedNode",
+            "crate::bvh::build::linked_tree_cuda::GpuLinkedNode",
+        )
+        .ty(
+            "LayoutTask",
+            "crate::bvh::build::linked_tree_cuda::LayoutTask",
+        )
+        .ty("GridFrame", "crate::grid::build_cuda::GridFrame")
         .generate();
 }

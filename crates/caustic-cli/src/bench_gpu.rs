@@ -1,18 +1,21 @@
-//! `caustic bench gpu`: the CUDA backend's numbers in one command, the
-//! primitives against the memory ceiling and the BVH traversal's Mrays/s on
-//! the anchor ray protocol (rays generated on the device), so that the GPU
-//! tables of `docs/BENCHMARKS.md` and the OptiX comparison
-//! (`scripts/gpu_vs_optix.py`) come from the same code on every machine.
+//! `caustic bench gpu`: the CUDA backend's numbers in one command: the
+//! primitives against the memory ceiling, and for every structure the GPU
+//! builds (`--accel`) on every scene its build time by stage, quality and
+//! memory and its Mrays/s on the anchor ray protocol (rays generated on the
+//! device), so that the GPU tables of `docs/BENCHMARKS.md` and the OptiX
+//! comparison (`scripts/gpu_vs_optix.py`) come from the same code on every
+//! machine.
 //!
 //! This file holds the flags, which every build parses alike; the run is
 //! `bench_gpu_cuda.rs`, compiled with the `cuda` feature only. The
 //! measuring itself lives in `caustic_gpu::bench` (primitives) and
-//! `caustic_accel::bvh::trace_bench_cuda` (traversal).
+//! `caustic_accel::bvh::trace_bench_cuda` (builds and traversal).
 
 use crate::camera::CameraArgs;
 use crate::{camera_presets, parse};
 use anyhow::{Result, bail};
 use caustic::Device;
+use caustic_accel::registry::{DEFAULT_GPU_SPEC, GPU_STRUCTURES};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -21,7 +24,11 @@ pub fn help() -> String {
     format!(
         "Examples:\n  caustic bench gpu                                # primitives only\n  \
          caustic bench gpu --camera standard --scene target/scenes/sponza-dabrovic/sponza.obj \
-         target/scenes/dragon/dragon_vrip.ply@16 --json gpu.json\n\n{}",
+         target/scenes/dragon/dragon_vrip.ply@16 --accel all --json gpu.json\n\n\
+         Structures the GPU builds (--accel): {} (default {DEFAULT_GPU_SPEC}); \
+         `all` = {}.\n\n{}",
+        GPU_STRUCTURES.join(", "),
+        ALL_STRUCTURES.join(", "),
         camera_presets::help()
     )
 }
@@ -64,9 +71,18 @@ pub struct GpuBenchArgs {
     /// object to this file.
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
+    /// The structures to build and trace, comma-separated GPU specs
+    /// (`ploc`, `lbvh:bits=63`, `hlbvh`, `bvh-wide:from=lbvh`,
+    /// `cpu:bvh-binned`) or `all`.
+    #[arg(long, default_value = DEFAULT_GPU_SPEC)]
+    pub(crate) accel: String,
     #[command(flatten)]
     pub(crate) camera: CameraArgs,
 }
+
+/// What `--accel all` builds: every device builder, the wide BVH over the
+/// default, and the CPU's binned SAH tree uploaded, for comparison.
+pub(crate) const ALL_STRUCTURES: &[&str] = &["lbvh", "hlbvh", "ploc", "bvh-wide", "cpu:bvh-binned"];
 
 /// Measures the CUDA device `--device` names; any other device is
 /// refused, so a GPU benchmark never quietly measures a CPU.

@@ -5,21 +5,24 @@
 //! `render_whitted.rs`, `render_photon.rs` and `render_sppm.rs`.
 
 use crate::camera::CameraArgs;
+use crate::parse::AccelArg;
 use crate::render_photon::{self, PhotonArgs};
 use crate::render_sppm::{self, Scorer, SppmArgs};
 use crate::render_whitted::{self, Fresnel};
 use crate::{camera_presets, device, notes, output, parse, scene_arg};
 use anyhow::{Context, Result, bail};
+use caustic::accel::{DEFAULT_GPU_SPEC, GPU_STRUCTURES};
 use caustic::{
-    AccelKind, AccelStats, Backend, Device, Film, Integrator, Light, Progress, Rendered, Renderer,
-    Rgb, Scene, Stats, Vec3, image_io,
+    AccelKind, Backend, Device, Film, Integrator, Light, Progress, Rendered, Renderer, Rgb, Scene,
+    Stats, Vec3, image_io,
 };
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
 
-/// The acceleration structure `render` and `bench accel` use unless told
-/// otherwise: the 8-wide SIMD BVH, the fastest CPU structure to trace.
+/// The acceleration structure `render` (on the CPU) and `bench accel` use
+/// unless told otherwise: the 8-wide SIMD BVH, the fastest CPU structure to
+/// trace. On a GPU `render` builds `DEFAULT_GPU_SPEC` there.
 pub const DEFAULT_ACCEL: &str = "bvh-wide";
 
 /// The built-in scene a bare `caustic render` draws: caustics and indirect
@@ -34,7 +37,15 @@ fn help() -> String {
          caustic render cornell-box --integrator whitted -o cb.png\n  \
          caustic render scene.xml --integrator sppm --passes 256 -o sppm.exr\n  \
          caustic render model.glb --two-sided --width 1280 --height 720\n  \
-         caustic render target/scenes/sibenik/sibenik.obj --camera sibenik\n\n{}",
+         caustic render target/scenes/sibenik/sibenik.obj --camera sibenik\n  \
+         caustic render cornell-box --device cuda --accel lbvh:bits=63\n  \
+         caustic render cornell-box --device cuda --accel cpu:bvh-binned   # CPU-built, uploaded\n\n\
+         --accel on a GPU (--device cuda, or auto with a GPU): the structure of that name built \
+         on the device: {} (default {DEFAULT_GPU_SPEC}); cpu:SPEC traces a tree the CPU built \
+         (on the CPU, cpu:SPEC is SPEC). Structures the GPU does not build (grid, kdtree, \
+         bvh-sweep, bvh-binned, ...) are an error with --device cuda and render on the CPU \
+         with --device auto.\n\n{}",
+        GPU_STRUCTURES.join(", "),
         camera_presets::help()
     )
 }
@@ -70,10 +81,12 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024), allow_negative_numbers = true)]
     light_samples: u32,
     /// Acceleration structure, with optional parameters (e.g. `ploc:r=32`;
-    /// `caustic bench accel --help` lists them). The default, the 8-wide
-    /// SIMD BVH, traces about twice as fast as the binary `bvh-binned`.
-    #[arg(long, default_value = DEFAULT_ACCEL, value_parser = parse::accel_spec)]
-    accel: AccelKind,
+    /// `caustic bench accel --help` lists them). On the CPU the default,
+    /// the 8-wide SIMD BVH, traces about twice as fast as the binary
+    /// `bvh-binned`; on a GPU the structure is built there (see below)
+    /// [default: bvh-wide on the CPU, ploc on a GPU].
+    #[arg(long, value_parser = parse::accel_arg)]
+    accel: Option<AccelArg>,
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=4096), allow_negative_numbers = true)]
     threads: u16,
@@ -146,6 +159,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
             "--fresnel schlick is for --integrator whitted; photon and sppm use the exact Fresnel equations"
         );
     }
+    check_gpu_flags(&args)?;
     let loaded = scene_arg::load(&args.scene)?;
     let camera = args.camera.resolve(&loaded)?;
     let mut scene = loaded.scene;
@@ -160,7 +174,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
         Integrator::Sppm(settings) => args.sppm.reference(settings)?,
         _ => None,
     };
-    let renderer = Renderer::new(&scene).accel(args.accel).device(args.device);
+    let renderer = args.renderer(&scene);
     let backend = renderer.backend_for(&integrator)?;
     device::say(&backend);
     let watch = Watch::new(&integrator, &backend, reference);
@@ -176,7 +190,51 @@ pub fn run(args: RenderArgs) -> Result<()> {
     Ok(())
 }
 
+/// `--device cuda` renders on the GPU or not at all: a structure the GPU
+/// does not build is refused from the flags, before the scene loads or the
+/// device opens (and a build without CUDA refuses `cuda` here too).
+fn check_gpu_flags(args: &RenderArgs) -> Result<()> {
+    if !matches!(args.device, Device::Cuda(_)) {
+        return Ok(());
+    }
+    #[cfg(feature = "cuda")]
+    if let Some(accel) = &args.accel
+        && let Err(e) = accel.spec.parse::<caustic::accel::GpuAccelSpec>()
+    {
+        bail!("--accel {} with --device {}: {e}", accel.spec, args.device);
+    }
+    #[cfg(not(feature = "cuda"))]
+    args.device.resolve()?;
+    Ok(())
+}
+
 impl RenderArgs {
+    /// The facade's renderer of `scene` with the structure of `--accel` on
+    /// each device (see [`AccelArg`]) and `--device`.
+    fn renderer<'a>(&self, scene: &'a Scene) -> Renderer<'a> {
+        let cpu = match &self.accel {
+            Some(accel) => accel.cpu,
+            None => default_accel(),
+        };
+        let renderer = Renderer::new(scene).accel(cpu).device(self.device);
+        self.with_gpu_accel(renderer)
+    }
+
+    /// The GPU's structure: `--accel` as the GPU reads it, or its default.
+    #[cfg(feature = "cuda")]
+    fn with_gpu_accel<'a>(&self, renderer: Renderer<'a>) -> Renderer<'a> {
+        let spec = self
+            .accel
+            .as_ref()
+            .map_or(DEFAULT_GPU_SPEC, |a| a.spec.as_str());
+        renderer.gpu_accel_spec(spec)
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn with_gpu_accel<'a>(&self, renderer: Renderer<'a>) -> Renderer<'a> {
+        renderer
+    }
+
     /// The chosen integrator with its typed settings.
     fn integrator(&self, scene: &Scene) -> Integrator {
         let film = scene.film;
@@ -201,11 +259,51 @@ impl RenderArgs {
     }
 }
 
-/// What the summaries say of the scene: its triangles and the structure
-/// the CPU renderers traced.
-pub struct Built<'a> {
+/// The CPU's structure when `--accel` is not given.
+fn default_accel() -> AccelKind {
+    parse::accel_spec(DEFAULT_ACCEL).expect("the default structure's spec parses")
+}
+
+/// What the summaries say of the scene: its triangles, and the structure
+/// the render traced with its build time on the device that built it
+/// (`bvh-wide build 3.1 ms`, `ploc build 0.4 ms on the GPU`).
+pub struct Built {
     pub triangles: usize,
-    pub accel: &'a AccelStats,
+    pub accel: String,
+}
+
+/// The structure a render traced, from the facade's build statistics.
+fn structure(renderer: &Renderer, on_gpu: bool) -> String {
+    if let Some(gpu) = gpu_structure(renderer, on_gpu) {
+        return gpu;
+    }
+    match renderer.cpu_accel_stats() {
+        Some(stats) => format!("{} build {:.1} ms", stats.name, stats.build_ms),
+        None => "no structure built".to_owned(),
+    }
+}
+
+/// The GPU's structure, when the render ran there: the spec, and the
+/// build's device time (a `cpu:SPEC` tree is built on the CPU, then uploaded).
+#[cfg(feature = "cuda")]
+fn gpu_structure(renderer: &Renderer, on_gpu: bool) -> Option<String> {
+    let stats = renderer.gpu_accel_stats().filter(|_| on_gpu)?;
+    let built_on = if stats.spec.starts_with("cpu:") {
+        "CPU"
+    } else if stats.spec.contains("cpu:") {
+        "CPU and GPU"
+    } else {
+        "GPU"
+    };
+    Some(format!(
+        "{} build {:.1} ms on the {built_on}",
+        stats.spec, stats.build_ms
+    ))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_structure(_: &Renderer, _: bool) -> Option<String> {
+    None
 }
 
 /// The text after `wrote FILE`: sizes, counts, times and the device, in
@@ -216,10 +314,9 @@ fn summary(
     backend: &Backend,
     renderer: &Renderer,
 ) -> Result<String> {
-    let scene = renderer.prepare()?;
     let built = Built {
-        triangles: scene.triangles.len(),
-        accel: scene.accel.stats(),
+        triangles: renderer.prepare()?.triangles.len(),
+        accel: structure(renderer, backend.is_gpu()),
     };
     let on = &rendered.device;
     Ok(match (integrator, &rendered.stats) {

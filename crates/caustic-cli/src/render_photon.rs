@@ -119,8 +119,8 @@ impl PhotonArgs {
 /// takes the GPU when there is one and the settings suit it.
 pub fn summary(s: &PhotonSettings, built: &Built, on: &str) -> String {
     format!(
-        "({}x{}, {} spp, {} triangles, {} build {:.1} ms) on {on}",
-        s.width, s.height, s.spp, built.triangles, built.accel.name, built.accel.build_ms,
+        "({}x{}, {} spp, {} triangles, {}) on {on}",
+        s.width, s.height, s.spp, built.triangles, built.accel,
     )
 }
 

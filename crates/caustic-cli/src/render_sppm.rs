@@ -93,7 +93,7 @@ impl Scorer {
 /// Sizes, passes, time per stage, counts and the device `on`.
 pub fn summary(s: &SppmSettings, stats: &SppmStats, built: &Built, on: &str) -> String {
     format!(
-        "({}x{}, sppm: {} passes x {} photons, {} triangles): {:.2} s \
+        "({}x{}, sppm: {} passes x {} photons, {} triangles, {}): {:.2} s \
          (eye {:.2} s, grid {:.2} s, photons {:.2} s, gather {:.2} s), {:.1} M rays, \
          {:.1} M photons stored, {:.1} M deposits, mean radius {:.3e}, on {on}",
         s.width,
@@ -101,6 +101,7 @@ pub fn summary(s: &SppmSettings, stats: &SppmStats, built: &Built, on: &str) -> 
         stats.passes,
         s.photons_per_pass,
         built.triangles,
+        built.accel,
         stats.seconds,
         stats.eye_seconds,
         stats.grid_seconds,

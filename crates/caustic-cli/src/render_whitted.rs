@@ -32,13 +32,12 @@ pub fn settings(common: &Common, fresnel: Fresnel) -> WhittedSettings {
 /// Sizes, the structure, time and ray throughput, and the device `on`.
 pub fn summary(s: &WhittedSettings, stats: &RenderStats, built: &Built, on: &str) -> String {
     format!(
-        "({}x{}, {} spp, {} triangles, {} build {:.1} ms): {:.2} s, {:.1} M rays, {:.2} Mrays/s on {on}",
+        "({}x{}, {} spp, {} triangles, {}): {:.2} s, {:.1} M rays, {:.2} Mrays/s on {on}",
         s.width,
         s.height,
         s.spp,
         built.triangles,
-        built.accel.name,
-        built.accel.build_ms,
+        built.accel,
         stats.seconds,
         stats.rays as f64 / 1e6,
         stats.mrays_per_second(),

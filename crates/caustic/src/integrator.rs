@@ -291,7 +291,11 @@ impl PhotonSettings {
                 "the GPU photon mapper's estimates take at most {max_k} photons: set k and caustic_k (--k, --caustic-k) to {max_k} or less"
             ))
         } else {
-            None
+            // Any other check the GPU renderer makes, in its words.
+            let settings = self.render_settings(true);
+            caustic_render::photon::render_cuda::check(&settings)
+                .err()
+                .map(|e| e.to_string())
         }
     }
 

@@ -8,13 +8,23 @@
 
 mod binned_sah;
 mod build_box;
+#[cfg(feature = "cuda")]
+mod device_build;
 mod fragment;
 mod hlbvh;
 mod lbvh;
+#[cfg(feature = "cuda")]
+pub(crate) mod lbvh_cuda;
 mod linked_tree;
+#[cfg(feature = "cuda")]
+pub(crate) mod linked_tree_cuda;
 mod memory;
+#[cfg(feature = "cuda")]
+pub(crate) mod morton_cuda;
 mod morton_order;
 mod ploc;
+#[cfg(feature = "cuda")]
+pub(crate) mod ploc_cuda;
 mod radix_sort;
 mod sorted_sweep;
 mod sweep_sah;
@@ -22,6 +32,8 @@ mod sweep_sah;
 pub use binned_sah::{
     BinSchedule, BinStage, BinnedSahBuilder, BinnedSahConfig, FIVE_STAGES, MAX_BINS, MAX_STAGES,
 };
+#[cfg(feature = "cuda")]
+pub use device_build::{DeviceBuildError, DeviceBuildStats, upload_triangles};
 pub use hlbvh::{HlbvhBuilder, HlbvhConfig};
 pub use lbvh::{LbvhBuilder, LbvhConfig};
 pub use memory::PeakMemory;
