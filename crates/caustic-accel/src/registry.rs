@@ -248,6 +248,14 @@ fn binary_builder(params: &mut Params) -> Result<Box<dyn Bvh2Builder>, AccelSpec
     Ok(builder)
 }
 
+/// Every structure the GPU builds and traces, as `--accel` names them with
+/// `--device cuda` (`cpu:SPEC` uploads a CPU-built binary tree); the
+/// builds themselves are `bvh::device_accel_cuda` (feature `cuda`).
+pub const GPU_STRUCTURES: &[&str] = &["ploc", "lbvh", "hlbvh", "bvh-wide", "cpu:SPEC"];
+
+/// The spec `--device cuda` builds when none is given.
+pub const DEFAULT_GPU_SPEC: &str = "ploc";
+
 /// The structures of the Morton-code family, which the GPU builds too
 /// (`DeviceBvh::build`), in the order reports list them.
 pub const GPU_ACCEL_NAMES: &[&str] = &["lbvh", "hlbvh", "ploc"];

@@ -33,7 +33,8 @@ pub enum BenchCommand {
     Photons(crate::bench_photons::PhotonBenchArgs),
     /// The CUDA backend: copy, scan and radix sort throughput against the
     /// memory ceiling, and BVH traversal Mrays/s for primary, AO and diffuse
-    /// rays at 1920x1080 (rays generated on the device). Needs a CUDA GPU.
+    /// rays at 1920x1080 (rays generated on the device). Needs a CUDA GPU
+    /// and a build with the `cuda` feature (the default).
     #[command(
         after_help = crate::bench_gpu::help()
     )]

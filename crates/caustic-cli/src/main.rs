@@ -3,6 +3,8 @@
 mod alloc_counter;
 mod bench;
 mod bench_gpu;
+#[cfg(feature = "cuda")]
+mod bench_gpu_cuda;
 mod bench_photons;
 mod camera;
 mod camera_presets;

@@ -70,11 +70,14 @@ impl Accelerator {
 
     #[cfg(feature = "cuda")]
     fn build_on(backend: &Backend, triangles: &[Triangle], kind: AccelKind) -> Result<Structure> {
-        match (backend.gpu(), crate::accelerator_cuda::gpu_spec(&kind)) {
-            (Some(gpu), Some(spec)) => Ok(Structure::Gpu(Box::new(
+        let Some(gpu) = backend.gpu() else {
+            return Ok(Structure::Cpu(kind.build(triangles)?));
+        };
+        match crate::accelerator_cuda::gpu_spec(&kind)? {
+            Some(spec) => Ok(Structure::Gpu(Box::new(
                 crate::accelerator_cuda::GpuAccel::build(gpu, triangles, &spec)?,
             ))),
-            _ => Ok(Structure::Cpu(kind.build(triangles)?)),
+            None => Ok(Structure::Cpu(kind.build(triangles)?)),
         }
     }
 

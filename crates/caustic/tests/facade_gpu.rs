@@ -133,18 +133,74 @@ fn photon_settings_only_the_cpu_takes_fall_back_on_auto() {
         ..PhotonSettings::default()
     });
     let camera = scene.camera_or_default();
-    let auto = Renderer::new(&scene).render(&camera, &settings).unwrap();
+    let auto = Renderer::new(&scene);
+    let planned = auto.backend_for(&settings).unwrap();
+    let auto = auto.render(&camera, &settings).unwrap();
     assert!(
-        auto.note.contains("does not take these settings"),
+        auto.note.starts_with("device: CPU (auto; ") && auto.note.contains("--points"),
         "{}",
         auto.note
     );
+    assert_eq!(planned.note(), auto.note, "said before the render as after");
     assert!(auto.device.ends_with("CPU threads"));
     let cuda = Renderer::new(&scene).device(Device::Cuda(0));
     assert!(matches!(
         cuda.render(&camera, &settings),
         Err(caustic::Error::Photon(_))
     ));
+}
+
+/// The GPU builds the structure a spec names (`cpu:SPEC` on the CPU,
+/// uploaded), every one giving the same image (the same hits); on `Auto` a structure it
+/// does not build sends the render to the CPU, which the note says.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_structures_by_spec_and_auto_takes_the_cpu_for_the_others() {
+    let scene = scene();
+    let camera = scene.camera_or_default();
+    let whitted = Integrator::Whitted(WhittedSettings {
+        width: 32,
+        height: 32,
+        spp: 1,
+        ..WhittedSettings::default()
+    });
+    let default = Renderer::new(&scene).device(Device::Cuda(0));
+    let reference = default.render(&camera, &whitted).unwrap().film;
+    assert_eq!(default.gpu_accel_stats().unwrap().spec, "ploc");
+    for (spec, written) in [
+        ("lbvh:bits=63", "lbvh:bits=63"),
+        ("hlbvh", "hlbvh"),
+        ("bvh-wide", "bvh-wide:from=ploc"),
+        ("cpu:bvh-binned", "cpu:bvh-binned"),
+    ] {
+        let renderer = Renderer::new(&scene)
+            .device(Device::Cuda(0))
+            .gpu_accel_spec(spec);
+        let image = renderer.render(&camera, &whitted).unwrap();
+        let stats = renderer.gpu_accel_stats().unwrap();
+        assert_eq!(stats.spec, written);
+        assert!(stats.build_ms > 0.0, "{spec}");
+        assert!(renderer.cpu_accel_stats().is_none(), "{spec}");
+        let peak = reference
+            .pixels
+            .iter()
+            .map(|p| p.max_element())
+            .fold(0.0, f32::max);
+        let db = psnr(&image.film, &reference, peak as f64).unwrap();
+        assert!(db > 60.0, "{spec}: {db:.1} dB against ploc");
+    }
+    let grid: AccelKind = "grid".parse().unwrap();
+    let auto = Renderer::new(&scene).accel(grid).gpu_accel_spec("grid");
+    let planned = auto.backend_for(&whitted).unwrap();
+    let image = auto.render(&camera, &whitted).unwrap();
+    assert!(
+        image.note.starts_with("device: CPU (auto; ") && image.note.contains("no GPU builder"),
+        "{}",
+        image.note
+    );
+    assert_eq!(planned.note(), image.note);
+    assert!(image.device.ends_with("CPU threads"));
+    assert_eq!(auto.cpu_accel_stats().unwrap().name, "grid");
 }
 
 #[test]

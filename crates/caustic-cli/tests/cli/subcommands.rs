@@ -170,12 +170,17 @@ fn bench_photons_measures_every_point_structure() {
     );
 }
 
-/// Without a GPU, `bench gpu` says it needs one; it never measures a CPU.
+/// Without a GPU, `bench gpu` says it needs one (and without the `cuda`
+/// feature, that it needs the feature); it never measures a CPU.
 #[test]
 fn bench_gpu_needs_a_cuda_device() {
     caustic(&["bench", "gpu", "--device", "cpu"])
         .fails_with(1, "--device cpu is not one (use cuda or cuda:N)");
     let run = caustic(&["bench", "gpu", "--log2-n", "0"]);
+    if !cfg!(feature = "cuda") {
+        run.fails_with(1, "caustic bench gpu needs the `cuda` feature");
+        return;
+    }
     if run.code == 0 {
         eprintln!("a GPU is present: nothing to check here");
         return;
