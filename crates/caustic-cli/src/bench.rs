@@ -142,8 +142,14 @@ struct Row {
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Accel(args) => accel(args),
-        BenchCommand::Photons(args) => crate::bench_photons::run(args),
-        BenchCommand::Gpu(args) => crate::bench_gpu::run(args),
+        BenchCommand::Photons(args) => {
+            crate::set_threads(0)?;
+            crate::bench_photons::run(args)
+        }
+        BenchCommand::Gpu(args) => {
+            crate::set_threads(0)?;
+            crate::bench_gpu::run(args)
+        }
     }
 }
 

@@ -6,8 +6,9 @@
 //! contract); the GPU images must equal the CPU images up to float
 //! rounding (the same keyed random numbers on both devices), checked here
 //! by PSNR against the CPU render with the brightest CPU pixel as the
-//! peak. The bounds are loose (60 dB, where the renderers' own GPU tests
-//! measure 80 dB and more) until a GPU run of these tests measures them.
+//! peak. Each bound sits about 15 dB under the agreement measured on an
+//! NVIDIA H100 (2026-11-26): Whitted 150.2 dB, photon mapping 123.3 dB,
+//! SPPM 110.3 dB; a wrong bounce or a lost light costs far more.
 
 use caustic::{
     AccelKind, Accelerator, Device, Integrator, PhotonMapKind, PhotonSettings, Ray, Renderer,
@@ -100,7 +101,7 @@ fn whitted_on_the_gpu_matches_the_cpu() {
         spp: 4,
         ..WhittedSettings::default()
     };
-    assert!(gpu_vs_cpu(&Integrator::Whitted(settings)) > 60.0);
+    assert!(gpu_vs_cpu(&Integrator::Whitted(settings)) > 135.0);
 }
 
 #[test]
@@ -115,7 +116,7 @@ fn photon_mapping_on_the_gpu_matches_the_cpu() {
         gather_rays: 0,
         ..PhotonSettings::default()
     };
-    assert!(gpu_vs_cpu(&Integrator::Photon(settings)) > 60.0);
+    assert!(gpu_vs_cpu(&Integrator::Photon(settings)) > 105.0);
 }
 
 #[test]
@@ -187,7 +188,10 @@ fn gpu_structures_by_spec_and_auto_takes_the_cpu_for_the_others() {
             .map(|p| p.max_element())
             .fold(0.0, f32::max);
         let db = psnr(&image.film, &reference, peak as f64).unwrap();
-        assert!(db > 60.0, "{spec}: {db:.1} dB against ploc");
+        println!("{spec}: {db:.1} dB against ploc");
+        // Trees differ only in which of two equally near triangles an
+        // exact tie returns.
+        assert!(db > 80.0, "{spec}: {db:.1} dB against ploc");
     }
     let grid: AccelKind = "grid".parse().unwrap();
     let auto = Renderer::new(&scene).accel(grid).gpu_accel_spec("grid");
@@ -213,7 +217,7 @@ fn sppm_on_the_gpu_matches_the_cpu_and_reports_passes() {
         photons_per_pass: 20_000,
         ..SppmSettings::default()
     };
-    assert!(gpu_vs_cpu(&Integrator::Sppm(settings.clone())) > 60.0);
+    assert!(gpu_vs_cpu(&Integrator::Sppm(settings.clone())) > 95.0);
     let scene = scene();
     let passes = Mutex::new(Vec::new());
     let renderer = Renderer::new(&scene)
