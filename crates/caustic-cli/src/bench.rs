@@ -139,22 +139,27 @@ struct Row {
     diffuse_check: (u64, f64),
 }
 
-pub fn run(cmd: BenchCommand) -> Result<()> {
-    match cmd {
-        BenchCommand::Accel(args) => accel(args),
-        BenchCommand::Photons(args) => {
-            crate::set_threads(0)?;
-            crate::bench_photons::run(args)
-        }
-        BenchCommand::Gpu(args) => {
-            crate::set_threads(0)?;
-            crate::bench_gpu::run(args)
+impl BenchCommand {
+    /// `--threads` of `bench accel` and `bench photons` (0: one per
+    /// core); `bench gpu` uses every core for its CPU references.
+    pub fn threads(&self) -> usize {
+        match self {
+            BenchCommand::Accel(args) => args.threads.into(),
+            BenchCommand::Photons(args) => args.threads.into(),
+            BenchCommand::Gpu(_) => 0,
         }
     }
 }
 
+pub fn run(cmd: BenchCommand) -> Result<()> {
+    match cmd {
+        BenchCommand::Accel(args) => accel(args),
+        BenchCommand::Photons(args) => crate::bench_photons::run(args),
+        BenchCommand::Gpu(args) => crate::bench_gpu::run(args),
+    }
+}
+
 fn accel(args: AccelBenchArgs) -> Result<()> {
-    crate::set_threads(args.threads.into())?;
     for path in args.json.iter().chain(&args.plot) {
         crate::output::check_writable(path)?;
     }

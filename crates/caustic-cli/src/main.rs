@@ -67,10 +67,10 @@ fn main() -> ExitCode {
     end_quietly_when_the_reader_leaves();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Render(args) => render::run(args),
-        Command::Info(args) => set_threads(0).and_then(|()| info::run(args)),
+        Command::Render(args) => with_threads(args.threads(), || render::run(args)),
+        Command::Info(args) => with_threads(0, || info::run(args)),
         Command::Compare(args) => compare::run(args),
-        Command::Bench(cmd) => bench::run(cmd),
+        Command::Bench(cmd) => with_threads(cmd.threads(), || bench::run(cmd)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -94,16 +94,21 @@ fn end_quietly_when_the_reader_leaves() {
     }
 }
 
-pub(crate) fn set_threads(threads: usize) -> anyhow::Result<()> {
-    // 0: rayon's default, one worker per core. Workers get 16 MiB stacks
-    // (reserved, touched only as used): the builders recurse under
-    // `rayon::join`, and a worker that waits there runs stolen tasks on
-    // top of its own stack, so the depth a worker's stack holds is not the
-    // tree's depth alone.
+/// Runs `job` on a rayon pool of `threads` workers (0: one per core), so
+/// every parallel loop inside it runs there, whatever touched rayon's
+/// global pool first (checking an `--accel` spec builds over no
+/// triangles). Workers get 16 MiB stacks (reserved, touched only as used):
+/// the builders recurse under `rayon::join`, and a worker that waits there
+/// runs stolen tasks on top of its own stack, so the depth a stack holds is
+/// not the tree's depth alone.
+fn with_threads<T: Send>(
+    threads: usize,
+    job: impl FnOnce() -> anyhow::Result<T> + Send,
+) -> anyhow::Result<T> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .stack_size(16 << 20)
-        .build_global()
-        .map_err(|e| anyhow::anyhow!("cannot set up {threads} threads: {e}"))?;
-    Ok(())
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot set up {threads} threads: {e}"))?
+        .install(job)
 }

@@ -145,9 +145,15 @@ pub struct Common {
     pub seed: u64,
 }
 
+impl RenderArgs {
+    /// `--threads` (0: one per core).
+    pub fn threads(&self) -> usize {
+        self.threads.into()
+    }
+}
+
 pub fn run(args: RenderArgs) -> Result<()> {
     notes::set_quiet(args.quiet);
-    crate::set_threads(args.threads.into())?;
     // Everything that can be refused is refused before the scene loads.
     let output = args
         .output

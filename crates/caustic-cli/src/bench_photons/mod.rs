@@ -96,7 +96,7 @@ pub struct PhotonBenchArgs {
     reps: usize,
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=4096), allow_negative_numbers = true)]
-    threads: u16,
+    pub(crate) threads: u16,
     /// Most photons emitted to fill the largest map (caustic maps fill
     /// slowly: sizes they cannot reach are skipped, saying so).
     #[arg(long, default_value = "1e7", value_parser = parse::positive_count, allow_negative_numbers = true)]
@@ -143,7 +143,6 @@ struct Rows {
 }
 
 pub fn run(args: PhotonBenchArgs) -> Result<()> {
-    crate::set_threads(args.threads.into())?;
     check_args(&args)?;
     let loaded = scene_arg::load(&args.scene)?;
     let camera = args.camera.resolve(&loaded)?;
