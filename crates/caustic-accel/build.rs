@@ -16,5 +16,12 @@ fn main() {
         .ty("PrimaryFrame", "crate::protocol_cuda::PrimaryFrame")
         .ty("KdNode", "crate::points::kdtree::build_cuda::GpuKdNode")
         .ty("SmallRoot", "crate::points::kdtree::build_cuda::SmallRoot")
+        .ty("PrimRef", "crate::bvh::build::sah_records_cuda::PrimRef")
+        .ty("SahTask", "crate::bvh::build::sah_records_cuda::SahTask")
+        .ty("SahPlan", "crate::bvh::build::sah_records_cuda::SahPlan")
+        .ty("SplitSides", "crate::bvh::build::sah_records_cuda::SplitSides")
+        .ty("SahChunk", "crate::bvh::build::sah_records_cuda::SahChunk")
+        .ty("SahSmallRoot", "crate::bvh::build::sah_records_cuda::SahSmallRoot")
+        .ty("SahParams", "crate::bvh::build::sah_records_cuda::SahParams")
         .generate();
 }

@@ -3,6 +3,9 @@
 //! `protocol.cu` check their CUDA twins against it (see `caustic_gpu::layout`).
 
 use crate::BvhNode;
+use crate::bvh::build::sah_records_cuda::{
+    PrimRef, SahChunk, SahParams, SahPlan, SahSmallRoot, SahTask, SplitSides,
+};
 use crate::bvh::traverse_cuda::{GpuHit, GpuRay};
 use crate::bvh::triangle_bvh_cuda::GpuTriangle;
 use crate::bvh::wide::compressed::CompressedNode;
@@ -31,6 +34,24 @@ pub fn header() -> &'static str {
                 hi_x,
                 hi_y,
                 hi_z
+            },
+            PrimRef as "PrimRef" { lo, id, hi, pad },
+            SahTask as "SahTask" { lo, start, hi, count, clo, slot, chi, depth },
+            SahPlan as "SahPlan" { kind, axis, bin, left, origin, scale, top, pivot_hi, pivot_lo, pad },
+            SplitSides as "SplitSides" { left, right, left_centers, right_centers },
+            SahChunk as "SahChunk" { node, start, count, left_offset },
+            SahSmallRoot as "SahSmallRoot" { lo, start, hi, count, slot, depth, parity, pad },
+            SahParams as "SahParams" {
+                stage_min,
+                stage_bins,
+                stages,
+                bins,
+                sweep_max,
+                min_leaf,
+                max_leaf,
+                traversal_cost,
+                intersection_cost,
+                pad
             },
         ]
     )

@@ -13,7 +13,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUmemPool_attribute};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, result, sys};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, result, sys};
 use cudarc::nvrtc::Ptx;
 
 use crate::compile::{self, ComputeCapability};
@@ -180,6 +180,59 @@ impl Gpu {
         result::mem_get_info().map_err(GpuError::driver("reading free memory"))
     }
 
+    /// Bytes of buffers allocated and not yet freed, now and at most since
+    /// the last [`Gpu::reset_peak_memory`], from the stream-ordered memory
+    /// pool that every [`DeviceBuffer`](crate::DeviceBuffer) (and every
+    /// primitive's scratch) comes from; `None` on a device without that
+    /// pool. A build's peak working memory is the peak after a reset minus
+    /// what was in use before.
+    pub fn memory_in_use(&self) -> Result<Option<(usize, usize)>, GpuError> {
+        if !self.has_async_alloc() {
+            return Ok(None);
+        }
+        let pool = self.default_pool()?;
+        let read = |attribute| {
+            let mut value = 0u64;
+            // SAFETY: the pool is the device's; both attributes are u64s.
+            unsafe {
+                result::mem_pool::get_attribute(pool, attribute, (&mut value as *mut u64).cast())
+            }
+            .map_err(GpuError::driver("reading the memory pool's usage"))?;
+            Ok::<usize, GpuError>(value as usize)
+        };
+        Ok(Some((
+            read(CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?,
+            read(CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH)?,
+        )))
+    }
+
+    /// Restarts the peak that [`Gpu::memory_in_use`] reports from the
+    /// bytes in use now (nothing on a device without the pool).
+    pub fn reset_peak_memory(&self) -> Result<(), GpuError> {
+        if !self.has_async_alloc() {
+            return Ok(());
+        }
+        let pool = self.default_pool()?;
+        let mut zero = 0u64;
+        // SAFETY: the pool is the device's; the attribute takes a u64, and
+        // setting it to 0 resets the high-water mark.
+        unsafe {
+            result::mem_pool::set_attribute(
+                pool,
+                CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                (&mut zero as *mut u64).cast(),
+            )
+        }
+        .map_err(GpuError::driver("resetting the memory pool's peak"))
+    }
+
+    fn default_pool(&self) -> Result<sys::CUmemoryPool, GpuError> {
+        self.bind()?;
+        // SAFETY: the device handle comes from this live context.
+        unsafe { result::device::get_default_mem_pool(self.inner.context.cu_device()) }
+            .map_err(GpuError::driver("reading the memory pool"))
+    }
+
     /// Compiles (once per process) and loads (once per device) a module.
     /// Launches do this on first use; call it to keep compilation out of a timing.
     pub fn load(&self, module: &'static Module) -> Result<(), GpuError> {
@@ -209,6 +262,28 @@ impl Gpu {
         start
             .elapsed_ms(&end)
             .map_err(GpuError::driver("timing with events"))
+    }
+
+    /// A [`StageClock`] whose first stage starts with the work queued from now on.
+    pub fn stage_clock(&self) -> Result<StageClock, GpuError> {
+        let start = self.timing_event()?;
+        Ok(StageClock {
+            gpu: self.clone(),
+            start,
+            marks: Vec::new(),
+        })
+    }
+
+    fn timing_event(&self) -> Result<CudaEvent, GpuError> {
+        let event = self
+            .inner
+            .context
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(GpuError::driver("creating an event"))?;
+        event
+            .record(&self.inner.stream)
+            .map_err(GpuError::driver("recording an event"))?;
+        Ok(event)
     }
 
     pub(crate) fn bind(&self) -> Result<(), GpuError> {
@@ -333,6 +408,41 @@ impl Gpu {
                 .map_err(GpuError::launch(kernel.name()))?;
         }
         Ok(())
+    }
+}
+
+/// Device time per stage of a multi-stage operation (a BVH build, say),
+/// from events recorded on the stream between the stages: marking a stage
+/// neither waits for the GPU nor adds work, so the stages run back to back
+/// as they would untimed. [`StageClock::finish`] waits and reads the times.
+pub struct StageClock {
+    gpu: Gpu,
+    start: CudaEvent,
+    marks: Vec<(&'static str, CudaEvent)>,
+}
+
+impl StageClock {
+    /// Ends the stage `name` (which began at the previous mark, or at the
+    /// clock's start) after the work queued so far.
+    pub fn mark(&mut self, name: &'static str) -> Result<(), GpuError> {
+        let event = self.gpu.timing_event()?;
+        self.marks.push((name, event));
+        Ok(())
+    }
+
+    /// Waits for the marked work and returns each stage's milliseconds, in
+    /// order (a stage marked twice appears twice).
+    pub fn finish(self) -> Result<Vec<(&'static str, f32)>, GpuError> {
+        let mut previous = &self.start;
+        let mut stages = Vec::with_capacity(self.marks.len());
+        for (name, event) in &self.marks {
+            let ms = previous
+                .elapsed_ms(event)
+                .map_err(GpuError::driver("timing with events"))?;
+            stages.push((*name, ms));
+            previous = event;
+        }
+        Ok(stages)
     }
 }
 

@@ -43,7 +43,7 @@ pub mod ops;
 
 pub use buffer::DeviceBuffer;
 pub use compile::ComputeCapability;
-pub use context::{DeviceInfo, Gpu, device_count, driver_available};
+pub use context::{DeviceInfo, Gpu, StageClock, device_count, driver_available};
 pub use device::{Device, Selection, select};
 pub use error::GpuError;
 pub use kernel::{DevicePtr, DevicePtrMut, HeaderSet, Kernel, Module, Ptr, PtrMut, Signature};

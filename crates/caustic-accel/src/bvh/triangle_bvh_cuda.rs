@@ -105,6 +105,26 @@ impl DeviceBvh {
         })
     }
 
+    /// Wraps buffers a device builder filled (the inverse map included).
+    pub(crate) fn from_device_parts(
+        nodes: DeviceBuffer<BvhNode>,
+        triangles: DeviceBuffer<GpuTriangle>,
+        prim_indices: DeviceBuffer<u32>,
+        slots: DeviceBuffer<u32>,
+    ) -> Self {
+        Self {
+            nodes,
+            triangles,
+            prim_indices,
+            slots,
+        }
+    }
+
+    /// Bytes held on the device: nodes, triangles, slot maps.
+    pub fn bytes(&self) -> usize {
+        self.nodes.bytes() + self.triangles.bytes() + self.prim_indices.bytes() + self.slots.bytes()
+    }
+
     pub fn gpu(&self) -> &Gpu {
         self.nodes.gpu()
     }
