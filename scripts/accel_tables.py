@@ -5,7 +5,7 @@ usage: accel_tables.py DIR [--structures bvh-binned,bvh-wide,...]
 
 Prints, in markdown:
 1. one table per caustic structure over the scenes, with the columns of
-   seed 000's tables 4.3-4.9 (build, ray cast = the primary pass, their sum,
+   Zeidan's (2011) tables 4.3-4.9 (build, ray cast = the primary pass, their sum,
    SAH, nodes / MB) plus leaves, leaf sizes, depth and peak build memory;
 2. per scene, caustic/peer ratios: build time against Embree medium, and
    Mrays/s per ray kind against Embree's best configuration (the faster of

@@ -14,6 +14,7 @@
 #   CAUSTIC_BENCH=0                           skip caustic bench gpu
 #   CAUSTIC_BENCH_SCENES="sponza-dabrovic/sponza.obj dragon/dragon_vrip.ply@16"
 #                                             its scenes (paths in the scene folder; default: the OptiX set)
+#   CAUSTIC_BENCH_ACCEL="ploc,lbvh"            the structures it builds and traces (default: all)
 #   CAUSTIC_PRIMITIVES_BENCH=0                skip the primitives (ours, torch.sort, cupy.sort)
 #   CAUSTIC_OPTIX=0                           skip the OptiX anchor
 #   CAUSTIC_WHITTED_BENCH=0                   skip the GPU-vs-CPU Whitted frame-time benchmark
@@ -89,7 +90,7 @@ grep -E 'panicked|FAILED|failures:|CAUSTIC_TEST_SEED|^device' "$logs/tests.log" 
 # caustic bench gpu: the primitives, then the trace passes on the scenes of
 # the OptiX anchor (the standard cameras, --camera standard; 16 dragons framed
 # as the anchor frames them).
-optix_scenes="bunny/bun_zipper.ply dragon/dragon_vrip.ply sponza-dabrovic/sponza.obj sibenik/sibenik.obj conference-69k/conference.obj dragon/dragon_vrip.ply@16"
+optix_scenes="bunny/bun_zipper.ply dragon/dragon_vrip.ply sponza-dabrovic/sponza.obj sibenik/sibenik.obj conference-69k/conference.obj dragon/dragon_vrip.ply@16 dragon/dragon_vrip.ply@36"
 if [ "${CAUSTIC_BENCH:-1}" != 0 ] && [ -x "$here/caustic" ]; then
     bench_args=()
     [ "${CAUSTIC_PRIMITIVES_BENCH:-1}" != 0 ] || bench_args+=(--log2-n 0)
@@ -99,7 +100,7 @@ if [ "${CAUSTIC_BENCH:-1}" != 0 ] && [ -x "$here/caustic" ]; then
         for spec in ${CAUSTIC_BENCH_SCENES:-$optix_scenes}; do bench_args+=("$scenes/$spec"); done
     fi
     timeout "${CAUSTIC_BENCH_TIMEOUT:-360}" "$here/caustic" bench gpu "${bench_args[@]}" \
-        --json "$logs/caustic_gpu.json" 2>&1 | tee -a "$logs/bench.log"
+        --accel "${CAUSTIC_BENCH_ACCEL:-all}" --json "$logs/caustic_gpu.json" 2>&1 | tee -a "$logs/bench.log"
 fi
 
 # The Whitted renderer at 1920x1080: GPU frame time against the CPU's.
@@ -183,7 +184,8 @@ if [ "${CAUSTIC_OPTIX:-1}" != 0 ] && [ -f "$here/optix/mts312.tar.xz" ] && [ -n 
         "sponza:sponza-dabrovic/sponza.obj:-14,0,2.5:0,0,4:0,0,1:65" \
         "sibenik:sibenik/sibenik.obj:-17,-9,0:10,-11,0:0,1,0:65" \
         "conference:conference-69k/conference.obj:-850,-550,480:700,350,100:0,0,1:65" \
-        "dragon-x16:dragon/dragon_vrip.ply:0,0,0:0,0,-1:0,1,0:40:16") 2>&1 | tee -a "$logs/bench.log"
+        "dragon-x16:dragon/dragon_vrip.ply:0,0,0:0,0,-1:0,1,0:40:16" \
+        "dragon-x36:dragon/dragon_vrip.ply:0,0,0:0,0,-1:0,1,0:40:36") 2>&1 | tee -a "$logs/bench.log"
     if [ -f "$logs/caustic_gpu.json" ] && [ -f "$logs/optix.jsonl" ]; then
         python3 "$here/gpu_vs_optix.py" "$logs/caustic_gpu.json" "$logs/optix.jsonl" | tee -a "$summary"
     fi

@@ -16,6 +16,15 @@ fn main() {
         .ty("PrimaryFrame", "crate::protocol_cuda::PrimaryFrame")
         .ty("KdNode", "crate::points::kdtree::build_cuda::GpuKdNode")
         .ty("SmallRoot", "crate::points::kdtree::build_cuda::SmallRoot")
+        .ty(
+            "LinkedNode",
+            "crate::bvh::build::linked_tree_cuda::GpuLinkedNode",
+        )
+        .ty(
+            "LayoutTask",
+            "crate::bvh::build::linked_tree_cuda::LayoutTask",
+        )
+        .ty("GridFrame", "crate::grid::build_cuda::GridFrame")
         .ty("PrimRef", "crate::bvh::build::sah_records_cuda::PrimRef")
         .ty("SahTask", "crate::bvh::build::sah_records_cuda::SahTask")
         .ty("SahPlan", "crate::bvh::build::sah_records_cuda::SahPlan")

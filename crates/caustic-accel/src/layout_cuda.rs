@@ -3,12 +3,14 @@
 //! `protocol.cu` check their CUDA twins against it (see `caustic_gpu::layout`).
 
 use crate::BvhNode;
+use crate::bvh::build::linked_tree_cuda::{GpuLinkedNode, LayoutTask};
 use crate::bvh::build::sah_records_cuda::{
     PrimRef, SahChunk, SahParams, SahPlan, SahSmallRoot, SahTask, SplitSides,
 };
 use crate::bvh::traverse_cuda::{GpuHit, GpuRay};
 use crate::bvh::triangle_bvh_cuda::GpuTriangle;
 use crate::bvh::wide::compressed::CompressedNode;
+use crate::grid::build_cuda::GridFrame;
 use crate::protocol_cuda::PrimaryFrame;
 
 /// The text of `accel_layout.cuh`.
@@ -21,6 +23,20 @@ pub fn header() -> &'static str {
             GpuRay as "Ray" { origin, tmin, dir, tmax },
             GpuHit as "Hit" { t, prim, u, v },
             PrimaryFrame as "PrimaryFrame" { forward, right, up, half_height, aspect, eye, pad },
+            GridFrame as "GridFrame" {
+                bounds_min,
+                tolerance,
+                bounds_max,
+                scale,
+                cell_size,
+                macro_size,
+                inv_cell_size,
+                exact,
+                res,
+                cells,
+                macro_res,
+                macros
+            },
             CompressedNode as "CompressedNode" {
                 origin,
                 exponents,
@@ -35,6 +51,8 @@ pub fn header() -> &'static str {
                 hi_y,
                 hi_z
             },
+            GpuLinkedNode as "LinkedNode" { children, min, max, prims, leaves, height, cost },
+            LayoutTask as "LayoutTask" { target, slot, node_base, prim_base, depth, k0, k1, kind },
             PrimRef as "PrimRef" { lo, id, hi, pad },
             SahTask as "SahTask" { lo, start, hi, count, clo, slot, chi, depth },
             SahPlan as "SahPlan" { kind, axis, bin, left, origin, scale, top, pivot_hi, pivot_lo, pad },
@@ -71,6 +89,8 @@ mod tests {
             "#define RUST_SIZEOF_Triangle 48",
             "#define RUST_SIZEOF_CompressedNode 80",
             "#define RUST_OFFSETOF_CompressedNode_meta 24",
+            "#define RUST_SIZEOF_GridFrame 96",
+            "#define RUST_OFFSETOF_GridFrame_macros 92",
         ] {
             assert!(h.lines().any(|l| l == line), "missing `{line}` in\n{h}");
         }

@@ -32,6 +32,10 @@ pub enum AccelSpecError {
         param: String,
         valid: &'static str,
     },
+    /// A registered structure that the GPU does not build.
+    NotOnGpu { name: String },
+    /// A structure where a binary BVH builder is needed (`cpu:SPEC` on the GPU).
+    NotBinary { name: String },
     /// A parameter given twice, without `=`, or with a value out of range.
     BadValue {
         accel: String,
@@ -59,11 +63,22 @@ impl fmt::Display for AccelSpecError {
                 f,
                 "accel `{accel}` has no parameter `{param}`; it takes: {valid}"
             ),
+            Self::NotOnGpu { name } => write!(
+                f,
+                "accel `{name}` has no GPU builder; the GPU builds {}, bvh-wide[:from=SPEC] \
+                 (the compressed 8-wide BVH of one of them), or cpu:SPEC (a binary BVH \
+                 built on the CPU and uploaded, e.g. cpu:bvh-binned)",
+                GPU_ACCEL_NAMES.join(", ")
+            ),
             Self::BadValue {
                 accel,
                 param,
                 message,
             } => write!(f, "accel `{accel}`, parameter `{param}`: {message}"),
+            Self::NotBinary { name } => write!(
+                f,
+                "`{name}` is not a binary BVH builder (bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc)"
+            ),
         }
     }
 }
@@ -168,7 +183,19 @@ pub fn build_triangle_bvh(
     spec: &str,
     triangles: &[Triangle],
 ) -> Result<TriangleBvh, AccelSpecError> {
-    let builder = binary_builder(&mut Params::parse(spec)?)?;
+    const BINARY: [&str; 6] = [
+        "bvh-binned",
+        "bvh-binned-staged",
+        "bvh-sweep",
+        "lbvh",
+        "hlbvh",
+        "ploc",
+    ];
+    let mut params = Params::parse(spec)?;
+    if !BINARY.contains(&params.accel.as_str()) {
+        return Err(AccelSpecError::NotBinary { name: params.accel });
+    }
+    let builder = binary_builder(&mut params)?;
     Ok(TriangleBvh::build_with(triangles, builder.as_ref()))
 }
 
@@ -205,45 +232,7 @@ fn binary_builder(params: &mut Params) -> Result<Box<dyn Bvh2Builder>, AccelSpec
             }
             Box::new(SweepSahBuilder::new(config))
         }
-        "lbvh" => {
-            let mut config = LbvhConfig::default();
-            if let Some(bits) = params.take_bits()? {
-                config.morton_bits = bits;
-            }
-            if let Some(leaf) = params.take_usize("leaf", 1..=64)? {
-                config.max_leaf_size = leaf as u32;
-            }
-            Box::new(LbvhBuilder::new(config))
-        }
-        "hlbvh" => {
-            let mut config = HlbvhConfig::default();
-            if let Some(bits) = params.take_bits()? {
-                config.morton_bits = bits;
-            }
-            if let Some(k) = params.take_usize("k", 3..=30)? {
-                config.cluster_bits = k as u32;
-            }
-            if let Some(bins) = params.take_usize("bins", 2..=32)? {
-                config.bins = bins;
-            }
-            if let Some(leaf) = params.take_usize("leaf", 1..=64)? {
-                config.max_leaf_size = leaf;
-            }
-            Box::new(HlbvhBuilder::new(config))
-        }
-        "ploc" => {
-            let mut config = PlocConfig::default();
-            if let Some(bits) = params.take_bits()? {
-                config.morton_bits = bits;
-            }
-            if let Some(r) = params.take_usize("r", 1..=256)? {
-                config.radius = r;
-            }
-            if let Some(leaf) = params.take_usize("leaf", 1..=64)? {
-                config.max_leaf_size = leaf as u32;
-            }
-            Box::new(PlocBuilder::new(config))
-        }
+        "lbvh" | "hlbvh" | "ploc" => morton_config(params)?.cpu_builder(),
         other => {
             // Only `bvh-wide:from=` reaches here with another structure.
             return Err(AccelSpecError::BadValue {
@@ -257,6 +246,142 @@ fn binary_builder(params: &mut Params) -> Result<Box<dyn Bvh2Builder>, AccelSpec
     };
     params.finish()?;
     Ok(builder)
+}
+
+/// The structures of the Morton-code family, which the GPU builds too
+/// (`DeviceBvh::build`), in the order reports list them.
+pub const GPU_ACCEL_NAMES: &[&str] = &["lbvh", "hlbvh", "ploc"];
+
+/// The configuration a spec of the Morton-code family names: the same for
+/// the CPU builder and its GPU twin.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MortonBuilderConfig {
+    Lbvh(crate::bvh::build::LbvhConfig),
+    Hlbvh(crate::bvh::build::HlbvhConfig),
+    Ploc(crate::bvh::build::PlocConfig),
+}
+
+impl MortonBuilderConfig {
+    /// Parses `lbvh`, `hlbvh` or `ploc` with their parameters
+    /// ([`ACCEL_PARAMS`]); any other registered name is an error that lists
+    /// [`GPU_ACCEL_NAMES`].
+    pub fn parse(spec: &str) -> Result<Self, AccelSpecError> {
+        let mut params = Params::parse(spec)?;
+        if !GPU_ACCEL_NAMES.contains(&params.accel.as_str()) {
+            return Err(AccelSpecError::NotOnGpu {
+                name: params.accel.clone(),
+            });
+        }
+        let config = morton_config(&mut params)?;
+        params.finish()?;
+        Ok(config)
+    }
+
+    /// The registry name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Lbvh(_) => "lbvh",
+            Self::Hlbvh(_) => "hlbvh",
+            Self::Ploc(_) => "ploc",
+        }
+    }
+
+    /// The spec string of this configuration: the name and every
+    /// parameter that differs from its default (parses back to `self`).
+    pub fn spec(&self) -> String {
+        use crate::bvh::build::{HlbvhConfig, LbvhConfig, MortonBits, PlocConfig};
+        let mut spec = self.name().to_owned();
+        let mut param = |key: &str, value: String| spec.push_str(&format!(":{key}={value}"));
+        let bits = |b: MortonBits| match b {
+            MortonBits::Bits30 => "30",
+            MortonBits::Bits63 => "63",
+        };
+        match *self {
+            Self::Lbvh(c) => {
+                let d = LbvhConfig::default();
+                if c.morton_bits != d.morton_bits {
+                    param("bits", bits(c.morton_bits).into());
+                }
+                if c.max_leaf_size != d.max_leaf_size {
+                    param("leaf", c.max_leaf_size.to_string());
+                }
+            }
+            Self::Hlbvh(c) => {
+                let d = HlbvhConfig::default();
+                if c.morton_bits != d.morton_bits {
+                    param("bits", bits(c.morton_bits).into());
+                }
+                if c.cluster_bits != d.cluster_bits {
+                    param("k", c.cluster_bits.to_string());
+                }
+                if c.bins != d.bins {
+                    param("bins", c.bins.to_string());
+                }
+                if c.max_leaf_size != d.max_leaf_size {
+                    param("leaf", c.max_leaf_size.to_string());
+                }
+            }
+            Self::Ploc(c) => {
+                let d = PlocConfig::default();
+                if c.morton_bits != d.morton_bits {
+                    param("bits", bits(c.morton_bits).into());
+                }
+                if c.radius != d.radius {
+                    param("r", c.radius.to_string());
+                }
+                if c.max_leaf_size != d.max_leaf_size {
+                    param("leaf", c.max_leaf_size.to_string());
+                }
+            }
+        }
+        spec
+    }
+
+    /// The CPU builder of this configuration.
+    pub fn cpu_builder(&self) -> Box<dyn Bvh2Builder> {
+        use crate::bvh::build::{HlbvhBuilder, LbvhBuilder, PlocBuilder};
+        match *self {
+            Self::Lbvh(config) => Box::new(LbvhBuilder::new(config)),
+            Self::Hlbvh(config) => Box::new(HlbvhBuilder::new(config)),
+            Self::Ploc(config) => Box::new(PlocBuilder::new(config)),
+        }
+    }
+}
+
+/// The configuration of `lbvh`, `hlbvh` or `ploc` from their parameters.
+fn morton_config(params: &mut Params) -> Result<MortonBuilderConfig, AccelSpecError> {
+    use crate::bvh::build::{HlbvhConfig, LbvhConfig, PlocConfig};
+    let bits = params.take_bits()?;
+    let leaf = params.take_usize("leaf", 1..=64)?;
+    Ok(match params.accel.as_str() {
+        "lbvh" => {
+            let mut config = LbvhConfig::default();
+            config.morton_bits = bits.unwrap_or(config.morton_bits);
+            config.max_leaf_size = leaf.map_or(config.max_leaf_size, |l| l as u32);
+            MortonBuilderConfig::Lbvh(config)
+        }
+        "hlbvh" => {
+            let mut config = HlbvhConfig::default();
+            config.morton_bits = bits.unwrap_or(config.morton_bits);
+            config.max_leaf_size = leaf.unwrap_or(config.max_leaf_size);
+            if let Some(k) = params.take_usize("k", 3..=30)? {
+                config.cluster_bits = k as u32;
+            }
+            if let Some(bins) = params.take_usize("bins", 2..=32)? {
+                config.bins = bins;
+            }
+            MortonBuilderConfig::Hlbvh(config)
+        }
+        _ => {
+            let mut config = PlocConfig::default();
+            config.morton_bits = bits.unwrap_or(config.morton_bits);
+            config.max_leaf_size = leaf.map_or(config.max_leaf_size, |l| l as u32);
+            if let Some(r) = params.take_usize("r", 1..=256)? {
+                config.radius = r;
+            }
+            MortonBuilderConfig::Ploc(config)
+        }
+    })
 }
 
 fn kdtree_config(params: &mut Params) -> Result<crate::kdtree::KdTreeConfig, AccelSpecError> {
@@ -517,6 +642,45 @@ mod tests {
         assert_eq!(bvh.stats().prims, tris.len());
         assert!(build_triangle_bvh("kdtree", &tris).is_err());
         assert!(build_triangle_bvh("lbvh:bits=31", &tris).is_err());
+    }
+
+    #[test]
+    fn morton_specs_configure_the_cpu_and_gpu_builders_alike() {
+        use crate::bvh::build::MortonBits;
+        let MortonBuilderConfig::Lbvh(lbvh) =
+            MortonBuilderConfig::parse("lbvh:bits=63:leaf=4").unwrap()
+        else {
+            panic!("not lbvh");
+        };
+        assert_eq!(
+            (lbvh.morton_bits, lbvh.max_leaf_size),
+            (MortonBits::Bits63, 4)
+        );
+        let MortonBuilderConfig::Ploc(ploc) = MortonBuilderConfig::parse("ploc:r=32").unwrap()
+        else {
+            panic!("not ploc");
+        };
+        assert_eq!((ploc.radius, ploc.morton_bits), (32, MortonBits::Bits30));
+        let MortonBuilderConfig::Hlbvh(hlbvh) =
+            MortonBuilderConfig::parse("hlbvh:k=12:bins=8").unwrap()
+        else {
+            panic!("not hlbvh");
+        };
+        assert_eq!((hlbvh.cluster_bits, hlbvh.bins), (12, 8));
+        let config = MortonBuilderConfig::parse("ploc").unwrap();
+        assert_eq!(
+            (config.name(), config.cpu_builder().name()),
+            ("ploc", "ploc")
+        );
+        for spec in ["grid", "bvh-wide:from=lbvh", "brute"] {
+            let message = MortonBuilderConfig::parse(spec).unwrap_err().to_string();
+            assert!(message.contains("no GPU builder"), "{message}");
+            assert!(message.contains("lbvh, hlbvh, ploc"), "{message}");
+        }
+        let message = |spec| MortonBuilderConfig::parse(spec).unwrap_err().to_string();
+        assert!(message("lbvh:k=3").contains("no parameter `k`"));
+        assert!(message("ploc:r=0").contains("1..=256"));
+        assert!(message("octree").contains("unknown accel"));
     }
 
     #[test]

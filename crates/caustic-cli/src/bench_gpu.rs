@@ -1,16 +1,18 @@
-//! `caustic bench gpu`: the CUDA backend's numbers in one command, the
-//! primitives against the memory ceiling and the BVH traversal's Mrays/s on
-//! the anchor ray protocol (rays generated on the device), so that the GPU
-//! tables of `docs/BENCHMARKS.md` and the OptiX comparison
-//! (`scripts/gpu_vs_optix.py`) come from the same code on every machine.
-//! The measuring itself lives in `caustic_gpu::bench` (primitives) and `caustic_accel::bvh::trace_bench_cuda` (traversal).
+//! `caustic bench gpu`: the CUDA backend's numbers in one command: the
+//! primitives against the memory ceiling, and for every structure the GPU
+//! builds (`--accel`) on every scene its build time by stage, quality and
+//! memory and its Mrays/s on the anchor ray protocol (rays generated on the
+//! device), so that the GPU tables of `docs/BENCHMARKS.md` and the OptiX
+//! comparison (`scripts/gpu_vs_optix.py`) come from the same code on every
+//! machine. The measuring itself lives in `caustic_gpu::bench` (primitives)
+//! and `caustic_accel::bvh::trace_bench_cuda` (builds and traversal).
 
 use crate::bench::{protocol_camera, scene_files};
 use crate::camera::CameraArgs;
 use crate::{camera_presets, parse, scene_arg};
 use anyhow::{Context, Result, bail};
+use caustic_accel::bvh::device_accel_cuda::{DEFAULT_GPU_SPEC, GPU_STRUCTURES, GpuAccelSpec};
 use caustic_accel::bvh::trace_bench_cuda::{self as trace_bench, Pass, TraceResult, TraceSettings};
-use caustic_accel::bvh::traverse_cuda::Tracer;
 use caustic_accel::protocol_cuda::PrimaryCamera;
 use caustic_geom::protocol::{self, ProtocolCamera};
 use caustic_gpu::bench::{self, PrimitiveResult, Repeats};
@@ -24,7 +26,11 @@ pub fn help() -> String {
     format!(
         "Examples:\n  caustic bench gpu                                # primitives only\n  \
          caustic bench gpu --camera standard --scene target/scenes/sponza-dabrovic/sponza.obj \
-         target/scenes/dragon/dragon_vrip.ply@16 --json gpu.json\n\n{}",
+         target/scenes/dragon/dragon_vrip.ply@16 --accel all --json gpu.json\n\n\
+         Structures the GPU builds (--accel): {} (default {DEFAULT_GPU_SPEC}); \
+         `all` = {}.\n\n{}",
+        GPU_STRUCTURES.join(", "),
+        ALL_STRUCTURES.join(", "),
         camera_presets::help()
     )
 }
@@ -64,13 +70,47 @@ pub struct GpuBenchArgs {
     /// object to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// The structures to build and trace, comma-separated GPU specs
+    /// (`ploc`, `lbvh:bits=63`, `hlbvh`, `bvh-wide:from=lbvh`,
+    /// `cpu:bvh-binned`) or `all`.
+    #[arg(long, default_value = DEFAULT_GPU_SPEC)]
+    accel: String,
     #[command(flatten)]
     camera: CameraArgs,
 }
 
-/// One scene's result, with what the table and the JSON need.
+/// What `--accel all` builds: every device builder, the wide BVH over the
+/// default, and the CPU's binned SAH tree uploaded, for comparison.
+const ALL_STRUCTURES: &[&str] = &["lbvh", "hlbvh", "ploc", "bvh-wide", "cpu:bvh-binned"];
+
+/// `--accel`'s list, each spec checked before any GPU work.
+fn accel_specs(list: &str) -> Result<Vec<GpuAccelSpec>> {
+    let specs: Vec<&str> = match list.trim() {
+        "all" => ALL_STRUCTURES.to_vec(),
+        other => split_specs(other),
+    };
+    specs
+        .iter()
+        .map(|spec| {
+            spec.parse::<GpuAccelSpec>()
+                .with_context(|| format!("--accel {spec}"))
+        })
+        .collect()
+}
+
+/// Splits a comma-separated list of specs; a `bvh-wide:from=` spec keeps
+/// its own parameters (they contain no commas either).
+fn split_specs(list: &str) -> Vec<&str> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// One structure on one scene, with what the tables and the JSON need.
 struct SceneRow {
     name: String,
+    accel: String,
     camera: ProtocolCamera,
     result: TraceResult,
 }
@@ -88,6 +128,7 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
     // Parse every scene argument before the GPU work starts, so a typo
     // fails at once rather than after minutes of primitives.
     let scenes = scene_specs(&args.scene)?;
+    let accels = accel_specs(&args.accel)?;
     let gpu = Gpu::open(ordinal).context("caustic bench gpu needs a CUDA GPU")?;
     println!("device: {}", gpu.info());
     let repeats = Repeats {
@@ -108,7 +149,6 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
         repeats,
         check_every: args.check_every,
     };
-    let mut tracer = Tracer::new(&gpu)?;
     let mut rows = Vec::new();
     for spec in &scenes {
         let loaded = scene_arg::load(&spec.path.to_string_lossy())?;
@@ -127,13 +167,17 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
             up: camera.up,
             fov_deg: camera.fov_deg,
         };
-        let result = trace_bench::trace_scene(&mut tracer, &triangles, &gpu_camera, &settings)
-            .with_context(|| format!("tracing {name}"))?;
-        rows.push(SceneRow {
-            name,
-            camera,
-            result,
-        });
+        for spec in &accels {
+            eprintln!("bench gpu: {name}: {spec}");
+            let result = trace_bench::trace_scene(&gpu, &triangles, spec, &gpu_camera, &settings)
+                .with_context(|| format!("{spec} on {name}"))?;
+            rows.push(SceneRow {
+                name: name.clone(),
+                accel: spec.to_string(),
+                camera,
+                result,
+            });
+        }
     }
 
     print_primitives(&primitives, args.warm_up.into());
@@ -217,7 +261,7 @@ fn print_scenes(gpu: &Gpu, rows: &[SceneRow], args: &GpuBenchArgs) {
         return;
     }
     println!(
-        "\nBVH2 traversal on {} ({} SMs), {}x{} anchor-protocol rays generated on the device; Mrays/s, median (best) of {} after {} warm-ups\n",
+        "\nStructures built and traced on {} ({} SMs), {}x{} anchor-protocol rays generated on the device; build: device ms of its stages; Mrays/s and ms median (best) of {} after {} warm-ups\n",
         gpu.info().name,
         gpu.info().multiprocessors,
         args.width,
@@ -226,24 +270,54 @@ fn print_scenes(gpu: &Gpu, rows: &[SceneRow], args: &GpuBenchArgs) {
         args.warm_up
     );
     println!(
-        "| scene | triangles | primary | AO | diffuse | primary, row order | CPU build ms | primary hits / t_sum | AO occluded | diffuse hits / t_sum |"
+        "| scene | structure | triangles | build ms | SAH | nodes | MB | peak MB | primary | AO | diffuse | build + primary frame ms |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---|---:|---|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let cell = |p: &Pass| {
         let (median, best) = p.mrays_per_s();
         format!("{median:.0} ({best:.0})")
     };
+    let mb = |bytes: usize| bytes as f64 / (1 << 20) as f64;
     for row in rows {
         let r = &row.result;
+        let peak = r
+            .stats
+            .peak_device_bytes
+            .map_or("n/a".to_owned(), |b| format!("{:.0}", mb(b)));
         println!(
-            "| {} | {} | {} | {} | {} | {} | {:.0} | {} / {:.6e} | {} | {} / {:.6e} |",
+            "| {} | {} | {} | {:.2} ({:.2}) | {:.2} | {} | {:.0} | {peak} | {} | {} | {} | {:.2} |",
             row.name,
+            row.accel,
             r.triangles,
+            r.build.median_ms,
+            r.build.best_ms,
+            r.stats.sah_cost,
+            r.stats.nodes,
+            mb(r.stats.bytes),
             cell(&r.primary),
             cell(&r.ao),
             cell(&r.diffuse),
-            cell(&r.primary_rows),
-            r.build_ms,
+            r.frame_ms(),
+        );
+    }
+    println!("\nBuild stages (device ms, the last build), and the protocol's checksums\n");
+    println!(
+        "| scene | structure | stages | primary hits / t_sum | AO occluded | diffuse hits / t_sum |"
+    );
+    println!("|---|---|---|---|---:|---|");
+    for row in rows {
+        let r = &row.result;
+        let stages: Vec<String> = r
+            .stats
+            .stages
+            .iter()
+            .map(|(stage, ms)| format!("{stage} {ms:.2}"))
+            .collect();
+        println!(
+            "| {} | {} | {} | {} / {:.6e} | {} | {} / {:.6e} |",
+            row.name,
+            row.accel,
+            stages.join(", "),
             r.primary_check.0,
             r.primary_check.1,
             r.occluded,
@@ -289,12 +363,28 @@ fn write_json(
         .map(|row| {
             let r = &row.result;
             let c = &row.camera;
+            let stages: serde_json::Map<String, Value> = r
+                .stats
+                .stages
+                .iter()
+                .map(|(stage, ms)| ((*stage).to_owned(), json!(ms)))
+                .collect();
             json!({
                 "scene": row.name,
+                "accel": row.accel,
                 "tris": r.triangles,
                 "diag": r.diag,
                 "camera": {"eye": c.eye.to_array(), "look_at": c.look_at.to_array(), "up": c.up.to_array(), "fov_deg": c.fov_deg},
-                "cpu_build_ms": r.build_ms,
+                "build": {
+                    "median_ms": r.build.median_ms,
+                    "best_ms": r.build.best_ms,
+                    "stages_ms": stages,
+                    "sah_cost": r.stats.sah_cost,
+                    "nodes": r.stats.nodes,
+                    "bytes": r.stats.bytes,
+                    "peak_device_bytes": r.stats.peak_device_bytes,
+                },
+                "frame_ms": r.frame_ms(),
                 "primary": {"hits": r.primary_check.0, "t_sum": r.primary_check.1, "tiles_8x4": pass_json(&r.primary), "rows": pass_json(&r.primary_rows)},
                 "ao": {"tmax": r.ao_tmax, "occluded": r.occluded, "pass": pass_json(&r.ao)},
                 "diffuse": {"hits": r.diffuse_check.0, "t_sum": r.diffuse_check.1, "pass": pass_json(&r.diffuse)},
@@ -314,7 +404,7 @@ fn write_json(
             "l2_bytes": info.l2_cache_bytes,
             "driver_cuda": format!("{}.{}", info.driver_version.0, info.driver_version.1),
         },
-        "settings": {"width": args.width, "height": args.height, "warm_up": args.warm_up, "reps": args.reps, "check_every": args.check_every, "traversal": "bvh2 while-while (bvh-binned, built on the CPU)"},
+        "settings": {"width": args.width, "height": args.height, "warm_up": args.warm_up, "reps": args.reps, "check_every": args.check_every, "accel": args.accel},
         "primitives": primitives,
         "scenes": scenes,
     });

@@ -51,7 +51,8 @@ pub struct Timing {
 }
 
 impl Timing {
-    fn from_runs(mut runs: Vec<f64>) -> Self {
+    /// The median, best and count of `runs` (milliseconds).
+    pub fn from_runs(mut runs: Vec<f64>) -> Self {
         runs.sort_by(f64::total_cmp);
         Self {
             median_ms: runs[runs.len() / 2],

@@ -6,8 +6,7 @@
 //! into those records on the device with its BVH.
 
 use bytemuck::{Pod, Zeroable};
-use caustic_accel::TriangleBvh;
-use caustic_accel::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
+use caustic_accel::bvh::device_accel_cuda::{DeviceAccel, GpuAccelSpec};
 use caustic_geom::Rgb;
 use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
 use caustic_scene::{Bsdf, Light, Material};
@@ -157,8 +156,9 @@ pub struct DeviceScene {
     /// Point, spot and directional lights; area lights.
     pub light_count: usize,
     pub area_count: usize,
-    pub bvh: DeviceBvh,
-    triangles: DeviceBuffer<GpuTriangle>,
+    /// The structure the rays are traced against; it also holds the
+    /// scene-order triangles that shading reads.
+    pub accel: DeviceAccel,
     shading: DeviceBuffer<GpuShading>,
     materials: DeviceBuffer<GpuMaterial>,
     lights: DeviceBuffer<GpuLight>,
@@ -170,12 +170,20 @@ pub struct DeviceScene {
 }
 
 impl DeviceScene {
-    /// Builds the BVH and uploads the scene's arrays.
+    /// Builds the default GPU structure ([`GpuAccelSpec::default`]) and
+    /// uploads the scene's arrays.
     pub fn upload(gpu: &Gpu, scene: &RenderScene) -> Result<Self, GpuError> {
-        let bvh = TriangleBvh::build(&scene.triangles);
-        let triangles: Vec<GpuTriangle> = (scene.triangles.iter().enumerate())
-            .map(|(id, tri)| GpuTriangle::new(tri, id as u32))
-            .collect();
+        Self::upload_with(gpu, scene, &GpuAccelSpec::default())
+    }
+
+    /// Builds the structure `spec` names on the device and uploads the
+    /// scene's arrays.
+    pub fn upload_with(
+        gpu: &Gpu,
+        scene: &RenderScene,
+        spec: &GpuAccelSpec,
+    ) -> Result<Self, GpuError> {
+        let accel = DeviceAccel::build(gpu, &scene.triangles, spec)?;
         let (area_lights, light_tris, light_cdf) = area_lights(scene);
         let (textures, texels) = textures(scene);
         Ok(Self {
@@ -183,8 +191,7 @@ impl DeviceScene {
             background: scene.background,
             light_count: scene.lights.len(),
             area_count: scene.area_lights.len(),
-            bvh: DeviceBvh::upload(gpu, &bvh)?,
-            triangles: DeviceBuffer::from_slice(gpu, "scene triangles", &triangles)?,
+            accel,
             shading: DeviceBuffer::from_slice(gpu, "scene shading", &shading(scene))?,
             materials: DeviceBuffer::from_slice(gpu, "scene materials", &materials(scene))?,
             lights: DeviceBuffer::from_slice(gpu, "scene lights", &lights(scene))?,
@@ -198,14 +205,14 @@ impl DeviceScene {
 
     /// The device the scene lives on.
     pub fn gpu(&self) -> &Gpu {
-        self.bvh.gpu()
+        self.accel.gpu()
     }
 
     /// The scene arrays' addresses with no camera and no framebuffer: what
     /// kernels that trace from the lights read.
     pub fn scene_params(&self) -> FrameParams {
         FrameParams {
-            triangles: self.triangles.device_ptr(),
+            triangles: self.accel.scene_triangles().device_ptr(),
             shading: self.shading.device_ptr(),
             materials: self.materials.device_ptr(),
             lights: self.lights.device_ptr(),

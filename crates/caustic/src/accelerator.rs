@@ -70,9 +70,9 @@ impl Accelerator {
 
     #[cfg(feature = "cuda")]
     fn build_on(backend: &Backend, triangles: &[Triangle], kind: AccelKind) -> Result<Structure> {
-        match (backend.gpu(), kind.gpu_tree()) {
-            (Some(gpu), Some(tree)) => Ok(Structure::Gpu(Box::new(
-                crate::accelerator_cuda::GpuAccel::build(gpu, triangles, tree)?,
+        match (backend.gpu(), crate::accelerator_cuda::gpu_spec(&kind)) {
+            (Some(gpu), Some(spec)) => Ok(Structure::Gpu(Box::new(
+                crate::accelerator_cuda::GpuAccel::build(gpu, triangles, &spec)?,
             ))),
             _ => Ok(Structure::Cpu(kind.build(triangles)?)),
         }

@@ -1,38 +1,65 @@
-//! The GPU half of [`crate::Accelerator`]: a binary BVH on the device,
-//! traced by the persistent while-while kernels of Aila and Laine
-//! ("Understanding the Efficiency of Ray Traversal on GPUs", HPG 2009),
-//! whose hits equal the CPU traversal's bit for bit.
-//!
-//! [`GpuAccel::build`] is the one place a GPU structure is made. Today it
-//! builds the tree on the CPU through the registry and uploads it; GPU
-//! builders plug in here.
+//! The GPU half of [`crate::Accelerator`]: the structure built on the
+//! device by the GPU builder of the same name where there is one (`lbvh`,
+//! `hlbvh`, `ploc`; `bvh-wide` collapses that binary tree to the compressed
+//! 8-wide layout of Ylitie, Karras and Laine 2017), the CPU builder's tree
+//! uploaded otherwise (`bvh-binned`, `bvh-sweep`), traced by the kernels of
+//! `caustic_accel::bvh::device_accel_cuda`, whose hits equal the CPU
+//! traversal's bit for bit.
 
-use crate::accel::{AccelStats, BinaryBvh};
+use crate::accel::{AccelKind, AccelStats, BinaryBvh};
 use crate::error::Result;
-use caustic_accel::Accel;
-use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
-use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
+use caustic_accel::bvh::device_accel_cuda::{AccelTracer, DeviceAccel, GpuAccelSpec};
+use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_geom::{Hit, Ray, Triangle};
 use caustic_gpu::{DeviceBuffer, Gpu};
 use std::sync::Mutex;
 
-/// A BVH resident on the device with its tracer.
+/// The GPU structure that stands for `kind`: its device build, or its
+/// CPU-built tree uploaded; `None` for the kd-tree, grid and brute force.
+pub(crate) fn gpu_spec(kind: &AccelKind) -> Option<GpuAccelSpec> {
+    let binary = |tree: BinaryBvh| -> GpuAccelSpec {
+        let spec = tree.to_string();
+        match tree {
+            BinaryBvh::Lbvh(_) | BinaryBvh::Hlbvh(_) | BinaryBvh::Ploc(_) => spec
+                .parse()
+                .expect("the registry's Morton specs are the GPU's"),
+            _ => GpuAccelSpec::Uploaded(spec),
+        }
+    };
+    Some(match *kind {
+        AccelKind::BvhWide(p) => GpuAccelSpec::Wide(Box::new(binary(p.from))),
+        _ => binary(kind.gpu_tree()?),
+    })
+}
+
+/// A structure resident on the device with its tracer.
 pub(crate) struct GpuAccel {
-    bvh: DeviceBvh,
+    accel: DeviceAccel,
     /// The tracer keeps the launch shape and a ray counter between calls;
     /// the lock lets queries take `&self` like the CPU's.
-    tracer: Mutex<Tracer>,
+    tracer: Mutex<AccelTracer>,
     stats: AccelStats,
 }
 
 impl GpuAccel {
-    /// Builds `tree` over `triangles` and uploads it to `gpu`.
-    pub(crate) fn build(gpu: &Gpu, triangles: &[Triangle], tree: BinaryBvh) -> Result<Self> {
-        let bvh = caustic_accel::registry::build_triangle_bvh(&tree.to_string(), triangles)?;
+    /// Builds the structure `spec` names over `triangles` on `gpu`.
+    pub(crate) fn build(gpu: &Gpu, triangles: &[Triangle], spec: &GpuAccelSpec) -> Result<Self> {
+        let accel = DeviceAccel::build(gpu, triangles, spec)?;
+        let s = accel.stats();
+        let stats = AccelStats {
+            name: gpu_name(spec),
+            build_ms: s.wall_ms,
+            sah_cost: s.sah_cost,
+            nodes: s.nodes,
+            bytes: s.bytes,
+            prims: s.prims,
+            peak_build_bytes: s.peak_device_bytes.unwrap_or(0),
+            ..AccelStats::default()
+        };
         Ok(Self {
-            bvh: DeviceBvh::upload(gpu, &bvh)?,
-            tracer: Mutex::new(Tracer::new(gpu)?),
-            stats: bvh.stats().clone(),
+            tracer: Mutex::new(accel.tracer()?),
+            accel,
+            stats,
         })
     }
 
@@ -42,7 +69,7 @@ impl GpuAccel {
         }
         let (gpu, rays) = self.upload(rays)?;
         let mut hits = DeviceBuffer::<GpuHit>::zeroed(&gpu, "query hits", rays.len())?;
-        self.tracer().intersect(&self.bvh, &rays, &mut hits)?;
+        self.tracer().intersect(&self.accel, &rays, &mut hits)?;
         Ok(hits.download()?.iter().map(GpuHit::to_hit).collect())
     }
 
@@ -52,7 +79,7 @@ impl GpuAccel {
         }
         let (gpu, rays) = self.upload(rays)?;
         let mut flags = DeviceBuffer::<u32>::zeroed(&gpu, "query occlusion", rays.len())?;
-        self.tracer().occluded(&self.bvh, &rays, &mut flags)?;
+        self.tracer().occluded(&self.accel, &rays, &mut flags)?;
         Ok(flags.download()?.iter().map(|&f| f != 0).collect())
     }
 
@@ -61,7 +88,7 @@ impl GpuAccel {
     }
 
     fn upload(&self, rays: &[Ray]) -> Result<(Gpu, DeviceBuffer<GpuRay>)> {
-        let gpu = self.bvh.gpu().clone();
+        let gpu = self.accel.gpu().clone();
         let rays: Vec<GpuRay> = rays.iter().map(GpuRay::from).collect();
         let buffer = DeviceBuffer::from_slice(&gpu, "query rays", &rays)?;
         Ok((gpu, buffer))
@@ -70,7 +97,16 @@ impl GpuAccel {
     /// The tracer; a panic elsewhere while it was held leaves nothing
     /// half-done in it (each call resets its counter), so a poisoned lock
     /// is taken as is.
-    fn tracer(&self) -> std::sync::MutexGuard<'_, Tracer> {
+    fn tracer(&self) -> std::sync::MutexGuard<'_, AccelTracer> {
         self.tracer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The registry name of the structure a spec builds.
+fn gpu_name(spec: &GpuAccelSpec) -> &'static str {
+    match spec {
+        GpuAccelSpec::Device(config) => config.name(),
+        GpuAccelSpec::Uploaded(_) => "cpu-built BVH",
+        GpuAccelSpec::Wide(_) => "bvh-wide",
     }
 }

@@ -23,6 +23,9 @@ use caustic_render::{Film, RenderScene, WhittedSettings, photon, sppm, whitted};
 use caustic_scene::{Camera, Scene};
 use std::sync::OnceLock;
 
+#[cfg(feature = "cuda")]
+use caustic_accel::bvh::device_accel_cuda::GpuAccelSpec;
+
 /// The largest image side the renderers accept.
 const MAX_SIDE: u32 = 1 << 15;
 
@@ -48,6 +51,11 @@ type ProgressFn<'a> = dyn Fn(Progress<'_>) + Send + Sync + 'a;
 pub struct Renderer<'a> {
     scene: &'a Scene,
     accel: AccelKind,
+    /// Whether [`Renderer::accel`] chose the structure (on a GPU it then
+    /// picks the same structure's GPU version; else the GPU default).
+    accel_chosen: bool,
+    #[cfg(feature = "cuda")]
+    gpu_accel: Option<GpuAccelSpec>,
     device: Device,
     progress: Option<Box<ProgressFn<'a>>>,
     prepared: OnceLock<Prepared>,
@@ -55,8 +63,13 @@ pub struct Renderer<'a> {
 
 /// What every render of the scene shares.
 struct Prepared {
+    /// On a GPU, the scene flattened with no CPU structure built (brute
+    /// force, which builds in one copy): the GPU builds its own.
     scene: RenderScene,
     backend: Backend,
+    /// The scene on the GPU with its structure, uploaded at the first GPU render.
+    #[cfg(feature = "cuda")]
+    gpu_scene: OnceLock<whitted::render_cuda::GpuScene>,
 }
 
 /// A progress report, from the thread doing the work.
@@ -137,15 +150,34 @@ impl<'a> Renderer<'a> {
         Self {
             scene,
             accel: AccelKind::default(),
+            accel_chosen: false,
+            #[cfg(feature = "cuda")]
+            gpu_accel: None,
             device: Device::Auto,
             progress: None,
             prepared: OnceLock::new(),
         }
     }
 
-    /// The acceleration structure the CPU renderers trace.
+    /// The acceleration structure the renderers trace: on the CPU this
+    /// structure, on a GPU its GPU version (the device build of `lbvh`,
+    /// `hlbvh`, `ploc`, the compressed wide BVH for `bvh-wide`, the CPU
+    /// build uploaded for the other binary BVHs) unless
+    /// [`Renderer::gpu_accel`] says otherwise. Without either, a GPU builds
+    /// its default ([`GpuAccelSpec::default`]).
     pub fn accel(mut self, kind: AccelKind) -> Self {
         self.accel = kind;
+        self.accel_chosen = true;
+        self.prepared = OnceLock::new();
+        self
+    }
+
+    /// The structure the GPU renderers build and trace, whatever
+    /// [`Renderer::accel`] says (`"lbvh:bits=63".parse()?`,
+    /// `"cpu:bvh-binned".parse()?`).
+    #[cfg(feature = "cuda")]
+    pub fn gpu_accel(mut self, spec: GpuAccelSpec) -> Self {
+        self.gpu_accel = Some(spec);
         self.prepared = OnceLock::new();
         self
     }
@@ -201,8 +233,72 @@ impl<'a> Renderer<'a> {
             return Ok(prepared);
         }
         let backend = self.device.resolve()?;
-        let scene = RenderScene::new(self.scene, &self.accel.to_string())?;
-        Ok(self.prepared.get_or_init(|| Prepared { scene, backend }))
+        let spec = if backend.is_gpu() {
+            "brute".to_owned()
+        } else {
+            self.accel.to_string()
+        };
+        let scene = RenderScene::new(self.scene, &spec)?;
+        Ok(self.prepared.get_or_init(|| Prepared {
+            scene,
+            backend,
+            #[cfg(feature = "cuda")]
+            gpu_scene: OnceLock::new(),
+        }))
+    }
+
+    /// The GPU structure to build: the explicit one, the chosen CPU
+    /// structure's GPU version, or the GPU default.
+    #[cfg(feature = "cuda")]
+    fn gpu_spec(&self) -> Result<GpuAccelSpec> {
+        if let Some(spec) = &self.gpu_accel {
+            return Ok(spec.clone());
+        }
+        if !self.accel_chosen {
+            return Ok(GpuAccelSpec::default());
+        }
+        crate::accelerator_cuda::gpu_spec(&self.accel).ok_or_else(|| Error::Settings {
+            integrator: "gpu",
+            message: format!(
+                "the GPU has no `{}`; it builds {}",
+                self.accel.name(),
+                caustic_accel::bvh::device_accel_cuda::GPU_STRUCTURES.join(", ")
+            ),
+        })
+    }
+
+    /// The scene on the GPU with its structure, built on the first call.
+    #[cfg(feature = "cuda")]
+    fn gpu_scene<'p>(
+        &self,
+        p: &'p Prepared,
+        gpu: &caustic_gpu::Gpu,
+    ) -> Result<&'p whitted::render_cuda::GpuScene> {
+        if let Some(uploaded) = p.gpu_scene.get() {
+            return Ok(uploaded);
+        }
+        let uploaded =
+            whitted::render_cuda::GpuScene::upload_with(gpu, &p.scene, &self.gpu_spec()?)?;
+        Ok(p.gpu_scene.get_or_init(|| uploaded))
+    }
+
+    /// The build statistics of the GPU structure, once a GPU render (or
+    /// [`Renderer::prepare_gpu`]) has built it; `None` on the CPU.
+    #[cfg(feature = "cuda")]
+    pub fn gpu_accel_stats(&self) -> Option<&caustic_accel::bvh::device_accel_cuda::GpuAccelStats> {
+        let prepared = self.prepared.get()?;
+        Some(prepared.gpu_scene.get()?.accel().stats())
+    }
+
+    /// Builds the GPU structure and uploads the scene now, on a GPU
+    /// backend, rather than at the first render; nothing on the CPU.
+    #[cfg(feature = "cuda")]
+    pub fn prepare_gpu(&self) -> Result<()> {
+        let prepared = self.prepared()?;
+        if let Some(gpu) = prepared.backend.gpu() {
+            self.gpu_scene(prepared, gpu)?;
+        }
+        Ok(())
     }
 
     fn report(&self, progress: Progress<'_>) {
@@ -220,7 +316,7 @@ impl<'a> Renderer<'a> {
         }
         #[cfg(feature = "cuda")]
         if let Some(gpu) = p.backend.gpu() {
-            let (film, stats) = whitted::render_cuda::render(gpu, &p.scene, camera, s)?;
+            let (film, stats) = self.gpu_scene(p, gpu)?.render(camera, s)?;
             return Ok(rendered(film, Stats::Whitted(stats), &p.backend));
         }
         let (film, stats) =
@@ -231,18 +327,30 @@ impl<'a> Renderer<'a> {
     fn photon(&self, p: &Prepared, camera: &Camera, s: &PhotonSettings) -> Result<Rendered> {
         #[cfg(feature = "cuda")]
         if let Some(gpu) = p.backend.gpu() {
-            use photon::render_cuda::GpuPhotonError;
-            match photon::render_cuda::render(gpu, &p.scene, camera, &s.render_settings(true)) {
-                Ok((film, stats)) => return Ok(rendered(film, Stats::Photon(stats), &p.backend)),
+            use photon::render_cuda::{GpuPhotonError, GpuPhotonRenderer};
+            let settings = s.render_settings(true);
+            match photon::render_cuda::check(&settings) {
+                Ok(()) => {
+                    let uploaded = self.gpu_scene(p, gpu)?;
+                    let (film, stats) =
+                        GpuPhotonRenderer::on(uploaded, &p.scene).render(camera, &settings)?;
+                    return Ok(rendered(film, Stats::Photon(stats), &p.backend));
+                }
                 // `Auto` asks for an image wherever it can be made: settings
                 // that only the CPU version takes are rendered there.
-                Err(GpuPhotonError::Settings(why)) if self.device == Device::Auto => {
+                Err(why) if self.device == Device::Auto => {
                     let note = format!(
                         "device: CPU (auto; the GPU photon mapper does not take these settings: {why})"
                     );
-                    return self.photon_cpu(p, camera, s, &Backend::cpu(note));
+                    // The prepared scene has no CPU structure on a GPU backend.
+                    let cpu = Prepared {
+                        scene: RenderScene::new(self.scene, &self.accel.to_string())?,
+                        backend: Backend::cpu(note),
+                        gpu_scene: OnceLock::new(),
+                    };
+                    return self.photon_cpu(&cpu, camera, s, &cpu.backend);
                 }
-                Err(e) => return Err(e.into()),
+                Err(why) => return Err(GpuPhotonError::Settings(why).into()),
             }
         }
         self.photon_cpu(p, camera, s, &p.backend)
@@ -270,7 +378,8 @@ impl<'a> Renderer<'a> {
                 let view = PassSource::Gpu(view);
                 self.report(Progress::Pass(SppmPass { view, total }));
             };
-            let (film, stats) = sppm::render_cuda(gpu, &p.scene, camera, s, &mut on_pass)?;
+            let uploaded = self.gpu_scene(p, gpu)?;
+            let (film, stats) = sppm::render_cuda_on(uploaded, &p.scene, camera, s, &mut on_pass)?;
             return Ok(rendered(film, Stats::Sppm(stats), &p.backend));
         }
         let mut on_pass = |view: &PassView| {

@@ -12,6 +12,8 @@
 //! (no primitives) has no nodes at all.
 
 pub mod build;
+#[cfg(feature = "cuda")]
+pub mod device_accel_cuda;
 mod node;
 #[cfg(feature = "cuda")]
 pub mod trace_bench_cuda;
@@ -26,6 +28,7 @@ pub mod wide;
 pub use node::BvhNode;
 pub use triangle_bvh::TriangleBvh;
 
+use crate::BuildInput;
 use caustic_geom::Aabb;
 
 /// The deepest a leaf may sit (root at depth 0). Builders guarantee it (the
@@ -133,6 +136,72 @@ impl Bvh2 {
         let mut checker = Checker::new(self, prim_bounds);
         checker.run()?;
         checker.finish()
+    }
+}
+
+impl Bvh2 {
+    /// Checks what [`Bvh2::validate`] leaves to tolerance or does not ask,
+    /// for trees built from `input` by another builder (a GPU one, say):
+    /// every box is exactly tight (an inner node's box is the union of its
+    /// children's, a leaf's the union of its primitives' boxes), leaves hold
+    /// at most `max_leaf_size` primitives, and only unplaceable primitives
+    /// (see [`BuildInput::is_placeable`]) sit in the parking leaf, a leaf
+    /// with the empty box, which may hold any number. Run it after
+    /// [`Bvh2::validate`], which guarantees the walk terminates.
+    pub fn validate_tight(&self, input: &BuildInput, max_leaf_size: usize) -> Result<(), String> {
+        let mut problem = None;
+        self.walk(|index, _| {
+            if problem.is_some() {
+                return;
+            }
+            problem = self.check_tight(index, input, max_leaf_size).err();
+        });
+        problem.map_or(Ok(()), Err)
+    }
+
+    fn check_tight(&self, index: usize, input: &BuildInput, max_leaf: usize) -> Result<(), String> {
+        let node = &self.nodes[index];
+        let bounds = node.bounds();
+        if !node.is_leaf() {
+            let left = node.left_child();
+            let union = self.nodes[left]
+                .bounds()
+                .union(self.nodes[left + 1].bounds());
+            return if union == bounds {
+                Ok(())
+            } else {
+                Err(format!(
+                    "node {index}'s box {bounds:?} is not its children's union {union:?}"
+                ))
+            };
+        }
+        let prims = &self.prim_indices[node.prim_range()];
+        let placeable = |&p: &u32| input.is_placeable(p as usize);
+        if bounds.is_empty() {
+            return match prims.iter().find(|p| placeable(p)) {
+                Some(p) => Err(format!("prim {p} is placeable but parked in leaf {index}")),
+                None => Ok(()),
+            };
+        }
+        if prims.len() > max_leaf {
+            return Err(format!(
+                "leaf {index} holds {} prims > {max_leaf}",
+                prims.len()
+            ));
+        }
+        if let Some(p) = prims.iter().find(|p| !placeable(p)) {
+            return Err(format!("leaf {index} holds unplaceable prim {p}"));
+        }
+        let union = prims
+            .iter()
+            .fold(Aabb::EMPTY, |b, &p| b.union(input.bounds[p as usize]));
+        if union == bounds {
+            Ok(())
+        } else {
+            Err(format!(
+                "leaf {index}'s box {bounds:?} is not its prims' union {union:?}"
+            ))
+        }
     }
 }
 
@@ -341,6 +410,58 @@ mod tests {
         assert!(good.validate(&prims[..1]).is_err());
         assert!(Bvh2::empty().validate(&[]).is_ok());
         assert!(Bvh2::empty().validate(&prims).is_err());
+    }
+
+    #[test]
+    fn validate_tight_finds_loose_boxes_big_leaves_and_wrong_parking() {
+        let (good, prims) = two_leaf_tree();
+        let input = BuildInput {
+            centroids: prims.iter().map(Aabb::center).collect(),
+            bounds: prims.clone(),
+        };
+        good.validate_tight(&input, 1).unwrap();
+        let mut loose = good.clone();
+        loose.nodes[0].max[1] = 2.0;
+        assert!(
+            loose
+                .validate_tight(&input, 1)
+                .unwrap_err()
+                .contains("children's union")
+        );
+        let mut loose_leaf = good.clone();
+        loose_leaf.nodes[1].min[0] = -1.0;
+        loose_leaf.nodes[0].min[0] = -1.0;
+        assert!(
+            loose_leaf
+                .validate_tight(&input, 1)
+                .unwrap_err()
+                .contains("prims' union")
+        );
+        let one_leaf = Bvh2 {
+            nodes: vec![BvhNode::leaf(prims[0].union(prims[1]), 0, 2)],
+            prim_indices: vec![0, 1],
+        };
+        one_leaf.validate_tight(&input, 2).unwrap();
+        assert!(
+            one_leaf
+                .validate_tight(&input, 1)
+                .unwrap_err()
+                .contains("> 1")
+        );
+        let parked = Bvh2 {
+            nodes: vec![BvhNode::leaf(Aabb::EMPTY, 0, 2)],
+            prim_indices: vec![0, 1],
+        };
+        assert!(
+            parked
+                .validate_tight(&input, 8)
+                .unwrap_err()
+                .contains("parked")
+        );
+        let mut nan = input.clone();
+        nan.bounds = vec![Aabb::new(Vec3::splat(f32::NAN), Vec3::ONE); 2];
+        nan.centroids = vec![Vec3::splat(f32::NAN); 2];
+        parked.validate_tight(&nan, 1).unwrap();
     }
 
     #[test]

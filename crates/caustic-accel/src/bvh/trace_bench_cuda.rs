@@ -1,17 +1,17 @@
-//! The GPU traversal benchmark behind `caustic bench gpu`: a BVH on the
-//! device traced with the anchor ray protocol's primary, AO and diffuse
-//! rays, generated on the device, each pass checked against the CPU before
-//! it is timed (timing rules: [`caustic_gpu::bench`]).
-
-use std::time::Instant;
+//! The GPU benchmark behind `caustic bench gpu`: a structure built on the
+//! device by spec ([`GpuAccelSpec`]: `lbvh`, `hlbvh`, `ploc`, `bvh-wide`,
+//! `cpu:SPEC`), its build timed, then traced with the anchor ray
+//! protocol's primary, AO and diffuse rays generated on the device, each
+//! pass checked against the CPU traversal before it is timed (timing rules:
+//! [`caustic_gpu::bench`]).
 
 use caustic_geom::protocol;
 use caustic_geom::{Hit, Ray, Triangle};
 use caustic_gpu::bench::{Repeats, Timing, time_device};
-use caustic_gpu::{DeviceBuffer, GpuError};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
 
-use crate::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
-use crate::bvh::triangle_bvh_cuda::DeviceBvh;
+use crate::bvh::device_accel_cuda::{DeviceAccel, GpuAccelSpec, GpuAccelStats};
+use crate::bvh::traverse_cuda::{GpuHit, GpuRay};
 use crate::protocol_cuda::{self as rays, PrimaryCamera, SecondaryRays};
 use crate::{Accel, TriangleBvh};
 
@@ -51,14 +51,16 @@ impl Pass {
     }
 }
 
-/// One scene's trace measurement and the protocol's checksums.
-#[derive(Clone, Debug, PartialEq)]
+/// One structure on one scene: its build and the protocol's passes.
+#[derive(Clone, Debug)]
 pub struct TraceResult {
     pub triangles: usize,
-    /// CPU build of the tree (`bvh-binned`), one run; the upload excluded.
-    pub build_ms: f64,
+    /// Device time of the build (the sum of its stages), over the repeats.
+    pub build: Timing,
+    /// The last build's stats: stages, SAH cost, nodes, bytes, peak memory.
+    pub stats: GpuAccelStats,
     pub diag: f64,
-    /// Primary rays handed out in 8x4-pixel tiles (`Tracer::intersect_image`).
+    /// Primary rays handed out in 8x4-pixel tiles.
     pub primary: Pass,
     /// The same rays in buffer (row) order, for comparison.
     pub primary_rows: Pass,
@@ -71,64 +73,66 @@ pub struct TraceResult {
     pub diffuse_check: (u64, f64),
 }
 
-/// Builds a BVH over `triangles` on the CPU, uploads it, generates the
-/// protocol's rays on the device from `camera` and times the closest-hit
-/// primary, any-hit AO and closest-hit diffuse passes. Ray generation stays
-/// outside the timings.
+impl TraceResult {
+    /// Build plus one primary frame (tiles) at the medians: what a frame
+    /// costs when the scene changes every frame.
+    pub fn frame_ms(&self) -> f64 {
+        self.build.median_ms + self.primary.timing.median_ms
+    }
+}
+
+/// Builds the structure `spec` names over `triangles` on `gpu` (untimed
+/// warm-ups, then timed repeats, device events over the build's stages),
+/// generates the protocol's rays on the device from `camera` and times the
+/// closest-hit primary, any-hit AO and closest-hit diffuse passes. Ray
+/// generation stays outside the timings.
 pub fn trace_scene(
-    tracer: &mut Tracer,
+    gpu: &Gpu,
     triangles: &[Triangle],
+    spec: &GpuAccelSpec,
     camera: &PrimaryCamera,
     settings: &TraceSettings,
 ) -> Result<TraceResult, GpuError> {
-    let gpu = tracer.gpu().clone();
-    for module in [
-        &crate::kernels::bvh_traverse::MODULE,
-        &crate::kernels::protocol::MODULE,
-        &caustic_gpu::kernels::ops_compact::MODULE,
-    ] {
-        gpu.load(module)?;
-    }
     if triangles.is_empty() {
         return Err(GpuError::Invalid {
             what: "scene",
             message: "it has no triangles to trace".into(),
         });
     }
+    let (accel, build) = timed_builds(gpu, triangles, spec, settings.repeats)?;
     let (width, height, repeats, every) = (
         settings.width,
         settings.height,
         settings.repeats,
         settings.check_every,
     );
-    let start = Instant::now();
-    let accel = TriangleBvh::build(triangles);
-    let build_ms = start.elapsed().as_secs_f64() * 1e3;
-    let bvh = DeviceBvh::upload(&gpu, &accel)?;
-    let primary = rays::primary_rays(&gpu, camera, width, height)?;
+    // The CPU traversal the sampled hits are checked against.
+    let reference = (every > 0).then(|| TriangleBvh::build(triangles));
+    let mut tracer = accel.tracer()?;
+    let primary = rays::primary_rays(gpu, camera, width, height)?;
 
-    let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "primary hits", primary.len())?;
+    let mut hits = DeviceBuffer::<GpuHit>::uninit(gpu, "primary hits", primary.len())?;
     let primary_rays = if every > 0 {
         primary.download()?
     } else {
         Vec::new()
     };
-    tracer.intersect(&bvh, &primary, &mut hits)?;
-    check_closest("primary (rows)", &accel, &primary_rays, &hits, every)?;
+    tracer.intersect(&accel, &primary, &mut hits)?;
+    check_closest("primary (rows)", &reference, &primary_rays, &hits, every)?;
     let rows_timing = time_device(
-        &gpu,
+        gpu,
         repeats,
         || Ok(()),
-        || tracer.intersect(&bvh, &primary, &mut hits),
+        || tracer.intersect(&accel, &primary, &mut hits),
     )?;
     hits.poison()?;
-    tracer.intersect_image(&bvh, &primary, width, &mut hits)?;
-    check_closest("primary", &accel, &primary_rays, &hits, every)?;
+    tracer.intersect_image(&accel, &primary, width, &mut hits)?;
+    check_closest("primary", &reference, &primary_rays, &hits, every)?;
     let primary_timing = time_device(
-        &gpu,
+        gpu,
         repeats,
         || Ok(()),
-        || tracer.intersect_image(&bvh, &primary, width, &mut hits),
+        || tracer.intersect_image(&accel, &primary, width, &mut hits),
     )?;
     let primary_hits = hits.download()?;
 
@@ -137,41 +141,42 @@ pub fn trace_scene(
         diffuse,
         ao,
         ao_tmax,
-    } = rays::secondary_rays(&bvh, &primary, &hits, diag)?;
-    let mut occluded = DeviceBuffer::<u32>::uninit(&gpu, "AO results", ao.len())?;
+    } = rays::secondary_rays(accel.binary(), &primary, &hits, diag)?;
+    let mut occluded = DeviceBuffer::<u32>::uninit(gpu, "AO results", ao.len())?;
     occluded.poison()?;
-    tracer.occluded(&bvh, &ao, &mut occluded)?;
+    tracer.occluded(&accel, &ao, &mut occluded)?;
     let ao_results = occluded.download()?;
-    if every > 0 {
-        check_occluded(&accel, &ao.download()?, &ao_results, every)?;
+    if let Some(reference) = &reference {
+        check_occluded(reference, &ao.download()?, &ao_results, every)?;
     }
     let ao_timing = time_device(
-        &gpu,
+        gpu,
         repeats,
         || Ok(()),
-        || tracer.occluded(&bvh, &ao, &mut occluded),
+        || tracer.occluded(&accel, &ao, &mut occluded),
     )?;
 
-    let mut diffuse_hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "diffuse hits", diffuse.len())?;
+    let mut diffuse_hits = DeviceBuffer::<GpuHit>::uninit(gpu, "diffuse hits", diffuse.len())?;
     diffuse_hits.poison()?;
-    tracer.intersect(&bvh, &diffuse, &mut diffuse_hits)?;
+    tracer.intersect(&accel, &diffuse, &mut diffuse_hits)?;
     let diffuse_rays = if every > 0 {
         diffuse.download()?
     } else {
         Vec::new()
     };
-    check_closest("diffuse", &accel, &diffuse_rays, &diffuse_hits, every)?;
+    check_closest("diffuse", &reference, &diffuse_rays, &diffuse_hits, every)?;
     let diffuse_timing = time_device(
-        &gpu,
+        gpu,
         repeats,
         || Ok(()),
-        || tracer.intersect(&bvh, &diffuse, &mut diffuse_hits),
+        || tracer.intersect(&accel, &diffuse, &mut diffuse_hits),
     )?;
     let diffuse_results = diffuse_hits.download()?;
 
     Ok(TraceResult {
         triangles: triangles.len(),
-        build_ms,
+        build,
+        stats: accel.stats().clone(),
         diag,
         primary: Pass {
             rays: primary.len(),
@@ -196,6 +201,29 @@ pub fn trace_scene(
     })
 }
 
+/// Builds `repeats.warm_up + repeats.repeats` times (each build from the
+/// triangles, the previous structure freed first) and times the repeats
+/// by their stages' device events; returns the last structure.
+fn timed_builds(
+    gpu: &Gpu,
+    triangles: &[Triangle],
+    spec: &GpuAccelSpec,
+    repeats: Repeats,
+) -> Result<(DeviceAccel, Timing), GpuError> {
+    let mut runs = Vec::with_capacity(repeats.repeats);
+    let mut last = None;
+    for i in 0..repeats.warm_up + repeats.repeats.max(1) {
+        drop(last.take());
+        let accel = DeviceAccel::build(gpu, triangles, spec)?;
+        if i >= repeats.warm_up {
+            runs.push(accel.stats().build_ms);
+        }
+        last = Some(accel);
+    }
+    let accel = last.expect("at least one build ran");
+    Ok((accel, Timing::from_runs(runs)))
+}
+
 /// The protocol's (hits, t_sum) checksum.
 fn checksum(hits: &[GpuHit]) -> (u64, f64) {
     protocol::hit_checksum(&hits.iter().map(GpuHit::to_hit).collect::<Vec<_>>())
@@ -208,14 +236,14 @@ fn sample<T: Copy>(items: &[T], every: usize) -> Vec<T> {
 /// Every `every`-th closest hit must equal the CPU's, bit for bit.
 fn check_closest(
     pass: &'static str,
-    accel: &TriangleBvh,
+    reference: &Option<TriangleBvh>,
     rays: &[GpuRay],
     hits: &DeviceBuffer<GpuHit>,
     every: usize,
 ) -> Result<(), GpuError> {
-    if every == 0 {
+    let Some(accel) = reference else {
         return Ok(());
-    }
+    };
     let rays: Vec<Ray> = sample(rays, every).iter().map(GpuRay::to_ray).collect();
     let mut expected: Vec<Option<Hit>> = vec![None; rays.len()];
     accel.intersect_batch(&rays, &mut expected);

@@ -10,7 +10,7 @@
 //! on every candidate hit.
 
 use crate::bvh::MAX_DEPTH;
-use crate::{Bvh2, BvhNode, TriangleBvh};
+use crate::{BuildInput, Bvh2, BvhNode, TriangleBvh};
 use bytemuck::{Pod, Zeroable};
 use caustic_geom::Triangle;
 
@@ -161,6 +161,53 @@ impl DeviceBvh {
         };
         let triangles = self.triangles.download()?;
         Ok((bvh, triangles.iter().map(GpuTriangle::triangle).collect()))
+    }
+}
+
+impl DeviceBvh {
+    /// The structural validator of device-built trees: downloads the tree
+    /// and checks it against the scene triangles it was built over (scene
+    /// order): every invariant of [`Bvh2::validate`] (each triangle in
+    /// exactly one leaf, child boxes inside their parents, every node
+    /// reachable once, no cycles, depth at most [`MAX_DEPTH`]), exact tight
+    /// boxes and leaves of at most `max_leaf_size` triangles
+    /// ([`Bvh2::validate_tight`]), each slot's triangle equal to its scene
+    /// triangle bit for bit with its scene id, and the scene-id-to-slot map
+    /// the inverse of the slots. Returns the downloaded tree.
+    pub fn validate(&self, scene: &[Triangle], max_leaf_size: usize) -> Result<Bvh2, String> {
+        let download = |e: GpuError| format!("downloading the tree: {e}");
+        let bvh = Bvh2 {
+            nodes: self.nodes.download().map_err(download)?,
+            prim_indices: self.prim_indices.download().map_err(download)?,
+        };
+        let input = BuildInput::from_triangles(scene);
+        bvh.validate(&input.bounds)?;
+        bvh.validate_tight(&input, max_leaf_size)?;
+        let triangles = self.triangles.download().map_err(download)?;
+        let slots = self.slots.download().map_err(download)?;
+        if triangles.len() != scene.len() || slots.len() != scene.len() {
+            return Err(format!(
+                "{} slot triangles and {} slot entries for {} triangles",
+                triangles.len(),
+                slots.len(),
+                scene.len()
+            ));
+        }
+        for (slot, (stored, &id)) in triangles.iter().zip(&bvh.prim_indices).enumerate() {
+            let expected = GpuTriangle::new(&scene[id as usize], id);
+            if bytemuck::bytes_of(stored) != bytemuck::bytes_of(&expected) {
+                return Err(format!(
+                    "slot {slot} holds {stored:?}, expected scene triangle {id}"
+                ));
+            }
+            if slots[id as usize] as usize != slot {
+                return Err(format!(
+                    "triangle {id} sits in slot {slot} but the map says {}",
+                    slots[id as usize]
+                ));
+            }
+        }
+        Ok(bvh)
     }
 }
 

@@ -1,5 +1,5 @@
 //! Uniform grid construction after Kalojanov and Slusallek, "A Parallel
-//! Algorithm for Construction of Uniform Grids" (HPG 2009; seed 004): the
+//! Algorithm for Construction of Uniform Grids" (HPG 2009): the
 //! resolution from a density formula, then a sort-based build in passes
 //! that need no atomics or per-cell lists:
 //!

@@ -1,12 +1,12 @@
 //! Grid traversal by the 3D-DDA of Amanatides and Woo, "A Fast Voxel
-//! Traversal Algorithm for Ray Tracing" (Eurographics 1987), as seed 004's
+//! Traversal Algorithm for Ray Tracing" (Eurographics 1987), as Ivson's (2009)
 //! tracer uses it, generic over closest-hit and any-hit (`ANY_HIT`) and
 //! over the cell test (a closure over a range of references).
 //!
 //! The walk steps from cell to cell along the axis whose next boundary the
 //! ray reaches first; boundary distances are recomputed from the cell
 //! index at every step (not accumulated), so they carry one rounding, not
-//! one per step. Seed 004 accepts a hit only inside the current cell and
+//! one per step. Ivson 2009 accepts a hit only inside the current cell and
 //! stops at the first cell with one; the crate's exact contract rules that
 //! out (`crate::slab_ray`: the test's `t` for a sliver or a grazing ray can
 //! lie cells away from the crossing, so a triangle met later may report a

@@ -1,5 +1,5 @@
 //! The uniform grid over triangles (`grid`), after Kalojanov and Slusallek
-//! (seed 004): a density-formula resolution and a multi-pass, sort-based
+//! (Ivson 2009): a density-formula resolution and a multi-pass, sort-based
 //! parallel build ([`build`]), traced by a 3D-DDA ([`dda`]).
 //!
 //! [`UniformGrid`] holds the cells as ranges into one reference array:
@@ -26,8 +26,14 @@
 //! rounding exceeds it take a slow path that is exact too (see [`dda`]).
 
 pub mod build;
+#[cfg(feature = "cuda")]
+pub mod build_cuda;
 pub mod dda;
+#[cfg(feature = "cuda")]
+pub mod dda_cuda;
 mod overlap;
+#[cfg(feature = "cuda")]
+pub mod validate_cuda;
 
 /// Origins up to `FAR_ORIGIN_SCALE - 1` times the scene's largest
 /// coordinate away are covered by the tolerance; the references grow by a
@@ -53,7 +59,7 @@ pub struct GridConfig {
 }
 
 impl GridConfig {
-    /// `grid`: seed 004's density `k = 5`, box overlap as in the paper,
+    /// `grid`: Ivson's (2009) density `k = 5`, box overlap as in the paper,
     /// 4^3-cell macro cells.
     pub const DEFAULT: Self = Self {
         density: 5.0,

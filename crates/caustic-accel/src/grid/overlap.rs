@@ -5,7 +5,7 @@
 //! and the nine cross products of a box axis with a triangle edge.
 //!
 //! The grid builder may use it to keep a triangle out of the cells its
-//! box overlaps but the triangle itself does not (seed 004 tested only
+//! box overlaps but the triangle itself does not (Ivson 2009 tested only
 //! boxes and found exact tests slower on its GPU). Callers pass boxes
 //! already grown by the grid's tolerance, so rounding near a face cannot
 //! drop a cell the triangle touches: an axis separates only when the gap
@@ -14,7 +14,7 @@
 use caustic_geom::{Aabb, Triangle, Vec3};
 
 /// Relative slack on a separating gap, so that touching counts as overlap.
-const SLACK: f32 = 1e-6;
+pub(super) const SLACK: f32 = 1e-6;
 
 /// Whether `tri` overlaps the closed box `b` (finite inputs).
 pub fn triangle_overlaps_box(tri: &Triangle, b: &Aabb) -> bool {

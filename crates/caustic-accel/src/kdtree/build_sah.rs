@@ -1,5 +1,5 @@
-//! `kdtree` construction after Zhou et al. 2008 (seed 002, §3) as
-//! reimplemented in Zeidan's thesis (seed 000, §6), breadth first in two
+//! `kdtree` construction after Zhou et al. 2008 (§3) as
+//! reimplemented in Zeidan's thesis (2011, §6), breadth first in two
 //! stages:
 //!
 //! 1. **Large-node stage** ([`large_nodes`]): while nodes hold more than

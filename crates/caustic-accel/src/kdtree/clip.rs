@@ -3,9 +3,9 @@
 //! polygon clipping (Sutherland and Hodgman, "Reentrant Polygon Clipping",
 //! CACM 17(1), 1974) of the triangle against the cell's six planes.
 //!
-//! Zhou et al. (seed 002, §3.1) clip every triangle that straddles a
+//! Zhou et al. (2008, §3.1) clip every triangle that straddles a
 //! large node's split plane, so each child sees the triangle's *tight* box
-//! inside it; seed 000 (§6.1) clipped only the triangle's box to the child
+//! inside it; Zeidan 2011 (§6.1) clipped only the triangle's box to the child
 //! (box ∩ child cell), which keeps boxes that the triangle never reaches
 //! (a diagonal triangle's box corner) and blamed its slower tree on that.
 //!

@@ -1,6 +1,6 @@
 //! The SAH kd-tree over triangles (`kdtree`), after Zhou, Hou, Wang and Guo,
 //! "Real-Time KD-Tree Construction on Graphics Hardware" (SIGGRAPH Asia
-//! 2008; seed 002) and its reimplementation in Zeidan's thesis (seed 000,
+//! 2008) and its reimplementation in Zeidan's thesis (Zeidan 2011,
 //! §6): a large-node stage of empty-space cut-offs and spatial-median
 //! splits with triangle clipping, then a small-node stage of exact SAH over
 //! bit-mask triangle sets ([`build_sah`]), traced front to back with a stack

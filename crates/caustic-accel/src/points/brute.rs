@@ -1,6 +1,6 @@
 //! `brute`: brute-force k nearest neighbours, the baseline of Garcia,
-//! Debreuve and Barlaud (CVPR workshops 2008) that seed 003 (Fleisz 2009,
-//! §2.3) compares against.
+//! Debreuve and Barlaud (CVPR workshops 2008) that Fleisz (2009, §2.3)
+//! compares against.
 //!
 //! Garcia's GPU version fills a query-by-point distance matrix, then runs a
 //! modified insertion sort that only orders the first `k` entries; Fleisz

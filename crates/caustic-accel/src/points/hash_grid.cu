@@ -1,5 +1,5 @@
 // points.cu: photon-map neighbour search on the GPU: the spatial hash of
-// Fleisz 2009 (seed 003) and the brute-force baseline (Garcia et al. 2008).
+// Fleisz 2009 and the brute-force baseline (Garcia et al. 2008).
 //
 // Build: bounds of the finite points (block reduction, then float atomics
 // on an order-preserving integer map), then per point its bucket `hash(cell)`

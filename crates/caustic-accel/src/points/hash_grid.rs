@@ -1,5 +1,5 @@
 //! `hashgrid`: photon search by spatial hashing, after Fleisz, "Photon
-//! Mapping on the GPU" (M.Sc. thesis, Edinburgh 2009; seed 003), who
+//! Mapping on the GPU" (M.Sc. thesis, Edinburgh 2009), who
 //! adapted the sort-based neighbour grid of Green's CUDA particles sample.
 //!
 //! Build (Fleisz §3.3):

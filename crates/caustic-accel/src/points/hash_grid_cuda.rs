@@ -1,5 +1,5 @@
 //! Photon-map neighbour search on the GPU (`kernels/points.cu`): the
-//! spatial hash grid of Fleisz 2009 (seed 003) and the brute-force
+//! spatial hash grid of Fleisz 2009 and the brute-force
 //! baseline. Answers follow `caustic_accel::points`'s query contract bit
 //! for bit (same `dist2` expression, same `(dist2, index)` tie rule,
 //! non-finite points never returned), so the GPU tests compare them with

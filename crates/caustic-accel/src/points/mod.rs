@@ -10,10 +10,10 @@
 //!   heuristic, nodes in pre-order; kNN by a bounded priority queue
 //!   (default) or by Zhou's iterative histogram radius search;
 //! - `hashgrid` ([`PointHashGrid`]): the spatial hash of Fleisz (2009,
-//!   seed 003): cells of the maximum query radius, linear or Teschner hash,
+//!   Fleisz 2009): cells of the maximum query radius, linear or Teschner hash,
 //!   radix sort, one contiguous run per bucket;
 //! - `brute` ([`BrutePoints`]): every point for every query, the Garcia et
-//!   al. (2008) baseline of seed 003.
+//!   al. (2008) baseline of Fleisz 2009.
 //!
 //! The structures index positions only; a photon's payload (power,
 //! direction) stays with the renderer, which looks it up by the returned

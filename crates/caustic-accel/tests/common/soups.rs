@@ -1,5 +1,6 @@
 //! Random triangle soups and rays with every awkward case mixed in, shared
-//! by the GPU traversal tests (`gpu_trace.rs`, `gpu_wide.rs`).
+//! by the GPU traversal tests (`gpu_trace.rs`, `gpu_wide.rs`, `gpu_grid.rs`)
+//! and the grid kernels' host emulation (`grid_kernels_on_cpu.rs`).
 
 #![allow(dead_code)] // each includer uses its own part
 
@@ -143,4 +144,19 @@ pub fn awkward_rays(rng: &mut Pcg32, tris: &[Triangle], n: usize) -> Vec<Ray> {
         rays.push(ray);
     }
     rays
+}
+
+/// Rays from origins far outside the triangles (100 to 2 10^4 times the
+/// unit soup's size away), aimed at finite ones: the spatial structures'
+/// exact slow path for origins beyond their rounding tolerance.
+pub fn far_rays(rng: &mut Pcg32, tris: &[Triangle], n: usize) -> Vec<Ray> {
+    let finite: Vec<&Triangle> = tris.iter().filter(|t| t.is_finite()).collect();
+    (0..n)
+        .map(|i| {
+            let target = finite[rng.next_u32() as usize % finite.len()].point_at(0.25, 0.25);
+            let dir = unit_vector(rng);
+            let distance = [100.0, 1e3, 1e4][i % 3] * (1.0 + rng.next_f32());
+            Ray::new(target - dir * distance, dir)
+        })
+        .collect()
 }

@@ -1,4 +1,4 @@
-//! The radiance estimate (Jensen 2001, eq. 7.6; seed 000 §6.1.2.1):
+//! The radiance estimate (Jensen 2001, eq. 7.6; Zeidan 2011, §6.1.2.1):
 //! reflected radiance at a surface point from the photons nearest to it,
 //!
 //! `L_r(x, ω) ≈ Σ_p f_r(x, ω_p, ω) ΔΦ_p / (π r²)`,

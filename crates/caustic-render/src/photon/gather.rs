@@ -1,4 +1,4 @@
-//! Final gather (Jensen 2001 §9.3; seed 000 §6.1.2.2 and §6.2.4): the
+//! Final gather (Jensen 2001 §9.3; Zeidan 2011, §6.1.2.2 and §6.2.4): the
 //! indirect irradiance at a point from `N` cosine-distributed hemisphere
 //! rays, each looking the radiance up in the **global** photon map where it
 //! lands.

@@ -1,5 +1,5 @@
 // irradiance.cu: irradiance samples placed adaptively in screen space on
-// the GPU, the twin of caustic-render's irradiance_samples.rs (seed 000
+// the GPU, the twin of caustic-render's irradiance_samples.rs (Zeidan 2011
 // §6.2.3): shading points sorted by the Morton code of their pixel, so
 // that every node of the screen-space quadtree is a contiguous run; the
 // sample budget goes down the tree level by level, each child getting a

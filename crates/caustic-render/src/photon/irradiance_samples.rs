@@ -1,5 +1,5 @@
 //! Irradiance samples placed adaptively in screen space, and their
-//! interpolation (seed 000 §6.2.3–6.2.4, after Wang et al. 2009).
+//! interpolation (Zeidan 2011, §6.2.3–6.2.4, after Wang et al. 2009).
 //!
 //! A final gather per shading point is the expensive part of photon
 //! mapping; indirect irradiance changes slowly, so it is gathered at a few
@@ -11,7 +11,7 @@
 //! contiguous run. The sample budget `K` starts at the root and goes down
 //! the tree, each child getting a share proportional to its error
 //!
-//! `η = Σ_i α‖x_i − x̄‖ + sqrt(2 − 2 n_i·n̄)` (seed 000, eq. 6.1)
+//! `η = Σ_i α‖x_i − x̄‖ + sqrt(2 − 2 n_i·n̄)` (Zeidan 2011, eq. 6.1)
 //!
 //! over its points (`x̄`, `n̄` the node's mean position and normal), shares
 //! rounded by largest remainder so the total stays `K`. Where geometry

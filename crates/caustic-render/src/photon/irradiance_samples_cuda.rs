@@ -1,13 +1,13 @@
 //! Irradiance samples placed adaptively in screen space, on the device
 //! (`irradiance_samples.cu`): the twin of
-//! `photon::irradiance_samples::seed` (seed 000 §6.2.3), which the photon
+//! `photon::irradiance_samples::seed` (Zeidan 2011, §6.2.3), which the photon
 //! renderer's final gather interpolates between.
 //!
 //! The shading points are sorted by the Morton code of their pixel, so that
 //! every node of the screen-space quadtree is a contiguous run, and the
 //! sample budget goes down the tree **level by level** where the CPU
 //! recurses: per level, every point adds its moments, then its error term
-//! (seed 000, eq. 6.1) to its child node, and one thread per node splits
+//! (Zeidan 2011, eq. 6.1) to its child node, and one thread per node splits
 //! the node's budget among its four children by largest remainder. A child
 //! that gets one sample, is a pixel, or has no more points than samples
 //! picks them by jittered selection along its run, with the CPU's random

@@ -1,7 +1,7 @@
 //! Photon mapping, first pass: photons shot from the lights and stored on
 //! diffuse surfaces (Jensen, "Realistic Image Synthesis Using Photon
-//! Mapping", 2001; the GPU formulation of seed 000, Zeidan 2011 §15, and
-//! the maps of seed 003, Fleisz 2009 §2.1).
+//! Mapping", 2001; the GPU formulation of Zeidan 2011 §15, and
+//! the maps of Fleisz 2009 §2.1).
 //!
 //! - [`emit`]: each light is a photon source chosen by power; area lights
 //!   emit cosine-distributed photons from uniformly chosen points on their

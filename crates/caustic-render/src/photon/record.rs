@@ -8,8 +8,8 @@
 //! | 24–27 | `incoming` | unit vector towards where the photon came from, octahedral, 2 × 16-bit |
 //! | 28–31 | `normal` | unit geometric normal on the side the photon arrived, octahedral, 2 × 16-bit |
 //!
-//! Seed 000 (§15.1) stores position, a 2-byte quantised direction and
-//! 3 float powers; Fleisz (seed 003) packs power as 4-byte RGBE. Full `f32`
+//! Zeidan 2011 (§15.1) stores position, a 2-byte quantised direction and
+//! 3 float powers; Fleisz (2009) packs power as 4-byte RGBE. Full `f32`
 //! power keeps the estimate free of quantisation bias (RGBE rounds each
 //! photon by up to 1/256 of its largest channel) for 8 more bytes, and
 //! makes the record exactly half a 64-byte cache line. The octahedral

@@ -1,4 +1,4 @@
-//! The photon-mapping integrator (Jensen 2001; seed 000 chapter 6): the
+//! The photon-mapping integrator (Jensen 2001; Zeidan 2011 chapter 6): the
 //! image as the sum of four parts, each computed where it is cheapest and
 //! counted exactly once.
 //!

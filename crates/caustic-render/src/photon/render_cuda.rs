@@ -5,7 +5,7 @@
 //!
 //! 1. Photon passes ([`super::trace_cuda`], the CPU's [`PassPlan`]):
 //!    photons as a wavefront, stored by stream compaction.
-//! 2. Both maps indexed by hash grids ([`GpuHashGrid`], seed 003): one
+//! 2. Both maps indexed by hash grids ([`GpuHashGrid`], Fleisz 2009): one
 //!    with cells of the maximum search radius (Fleisz's 27-cell query) for
 //!    sparse surroundings, one with cells about the k-th neighbour's
 //!    distance in the map's dense parts, searched in growing shells of
@@ -29,7 +29,7 @@
 //! in ray order, so no atomics decide the sum. Where it gathers:
 //! - **irradiance samples** (the default, `spacing > 0`): placed adaptively
 //!   in screen space among the frame's eye vertices by
-//!   [`caustic_gpu::irradiance`] (the CPU's quadtree budget by seed 000's
+//!   [`caustic_gpu::irradiance`] (the CPU's quadtree budget by Zeidan's (2011)
 //!   error metric, level by level), gathered, given Ward's validity radius
 //!   (the gather's harmonic distance against the 4th nearest fellow sample,
 //!   kNN on a GPU kd-tree of the samples), then interpolated at every eye
@@ -76,24 +76,67 @@ pub enum GpuPhotonError {
     Gpu(#[from] GpuError),
 }
 
+/// The uploaded scene a [`GpuPhotonRenderer`] renders: its own, or one
+/// the caller keeps (and reuses for other integrators).
+enum SceneRef<'s> {
+    Owned(Box<GpuScene>),
+    Borrowed(&'s GpuScene),
+}
+
+impl std::ops::Deref for SceneRef<'_> {
+    type Target = GpuScene;
+    fn deref(&self) -> &GpuScene {
+        match self {
+            SceneRef::Owned(scene) => scene,
+            SceneRef::Borrowed(scene) => scene,
+        }
+    }
+}
+
 /// A scene uploaded for photon-mapped frames.
-pub struct GpuPhotonRenderer {
-    scene: GpuScene,
+pub struct GpuPhotonRenderer<'s> {
+    scene: SceneRef<'s>,
     sources: PhotonSources,
     diagonal: f32,
     /// The scene's bounds (lo, hi), for the Morton order of eye vertices.
     bounds: ([f32; 3], [f32; 3]),
 }
 
-impl GpuPhotonRenderer {
-    /// Uploads `scene` (builds its BVH) to the device of `gpu`.
+impl GpuPhotonRenderer<'static> {
+    /// Uploads `scene` to the device of `gpu`, with the default GPU
+    /// structure built there.
     pub fn new(gpu: &caustic_gpu::Gpu, scene: &RenderScene) -> Result<Self, GpuError> {
-        Ok(Self {
-            scene: GpuScene::upload(gpu, scene)?,
+        Ok(Self::from_parts(
+            SceneRef::Owned(Box::new(GpuScene::upload(gpu, scene)?)),
+            scene,
+        ))
+    }
+
+    /// The renderer of `scene`, already uploaded as `uploaded` (with the
+    /// structure of the caller's choice).
+    pub fn from_scene(uploaded: GpuScene, scene: &RenderScene) -> Self {
+        Self::from_parts(SceneRef::Owned(Box::new(uploaded)), scene)
+    }
+}
+
+impl<'s> GpuPhotonRenderer<'s> {
+    /// The renderer of `scene` on an upload the caller keeps.
+    pub fn on(uploaded: &'s GpuScene, scene: &RenderScene) -> Self {
+        Self::from_parts(SceneRef::Borrowed(uploaded), scene)
+    }
+
+    fn from_parts(uploaded: SceneRef<'s>, scene: &RenderScene) -> Self {
+        Self {
+            scene: uploaded,
             sources: PhotonSources::new(scene),
             diagonal: scene.scene_diagonal,
             bounds: bounds(scene),
-        })
+        }
+    }
+
+    /// The uploaded scene (its structure's build stats among others).
+    pub fn scene(&self) -> &GpuScene {
+        &self.scene
     }
 
     /// One frame from scratch: photon passes, map builds, the eye pass.
@@ -387,7 +430,7 @@ impl FinalGather<'_> {
         mut sink: GatherSink<'_>,
     ) -> Result<u64, GpuError> {
         let gpu = params.gpu();
-        let mut tracer = caustic_accel::bvh::traverse_cuda::Tracer::new(gpu)?;
+        let mut tracer = self.scene.accel().tracer()?;
         let per_chunk = (GATHER_CHUNK_RAYS / self.rays_per as usize).max(1);
         let salt = match sink {
             GatherSink::Film => POINT_GATHER,
@@ -421,7 +464,7 @@ impl FinalGather<'_> {
                 }
                 let n = rays.len();
                 let mut hits = DeviceBuffer::uninit(gpu, "gather hits", n)?;
-                tracer.intersect(self.scene.bvh(), &rays, &mut hits)?;
+                tracer.intersect(self.scene.accel(), &rays, &mut hits)?;
                 traced += n as u64;
                 let mut next_rays = DeviceBuffer::uninit(gpu, "gather next rays", n)?;
                 let mut next_paths = DeviceBuffer::uninit(gpu, "gather next paths", n)?;
@@ -583,7 +626,7 @@ pub fn render(
 /// The settings the GPU path supports: the CPU's checks, plus precomputed
 /// irradiance for the final gather, hash-grid maps and k within the GPU
 /// heap's size.
-fn check(settings: &PhotonRenderSettings) -> Result<(), PhotonRenderError> {
+pub fn check(settings: &PhotonRenderSettings) -> Result<(), PhotonRenderError> {
     settings.validate()?;
     let fail = |m: &str| Err(PhotonRenderError::Invalid(m.to_owned()));
     if settings.gather_rays > 0 && settings.precompute == 0 {

@@ -1,5 +1,5 @@
 //! Photon tracing: emission, bounces, storage into the global and caustic
-//! maps (Jensen 2001; seed 000 §15.1 and §15.3).
+//! maps (Jensen 2001; Zeidan 2011, §15.1 and §15.3).
 //!
 //! At each hit:
 //! - **diffuse** (Lambertian, and the Lambertian part of glossy): store the
@@ -101,7 +101,7 @@ impl Default for PhotonSettings {
 }
 
 impl PhotonSettings {
-    /// Seed 000's setting: 200 K photons, 5 bounces.
+    /// Zeidan's (2011) setting: 200 K photons, 5 bounces.
     pub fn zeidan() -> Self {
         Self {
             max_bounces: 5,

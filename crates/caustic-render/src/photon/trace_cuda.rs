@@ -1,5 +1,5 @@
 //! Photon tracing on a CUDA GPU, the twin of [`super::trace`]: photons as a
-//! wavefront, stored by stream compaction (seed 000, §15.1 and chapter 5).
+//! wavefront, stored by stream compaction (Zeidan 2011, §15.1 and chapter 5).
 //!
 //! 1. One kernel emits a wave of photons (at most [`WAVE`]); the photons
 //!    that carry power are compacted into the first bounce's queue.
@@ -25,7 +25,8 @@ use crate::photon::records_cuda::{
     GpuPhoton, GpuPhotonPath, GpuPhotonSource, PhotonParams, global_rule, source_kind,
 };
 use crate::scene_cuda::FrameParams;
-use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
+use caustic_accel::bvh::device_accel_cuda::AccelTracer;
+use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::ops::launch_per_element as launch;
 use caustic_gpu::{DeviceBuffer, GpuError};
@@ -100,7 +101,7 @@ fn trace_with(
     let mut pass = Pass {
         scene,
         scene_params: &scene_params,
-        tracer: Tracer::new(&gpu)?,
+        tracer: scene.accel().tracer()?,
         global: Vec::new(),
         caustic: Vec::new(),
         rays: 0,
@@ -197,7 +198,7 @@ fn source_records(sources: &PhotonSources) -> Vec<GpuPhotonSource> {
 struct Pass<'a> {
     scene: &'a GpuScene,
     scene_params: &'a DeviceBuffer<crate::scene_cuda::FrameParams>,
-    tracer: Tracer,
+    tracer: AccelTracer,
     /// Compacted runs of stored photons, one per bounce and wave.
     global: Vec<DeviceBuffer<GpuPhoton>>,
     caustic: Vec<DeviceBuffer<GpuPhoton>>,
@@ -253,7 +254,7 @@ impl Pass<'_> {
         let n = wave.rays.len();
         let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "photon hits", n)?;
         self.tracer
-            .intersect(self.scene.bvh(), &wave.rays, &mut hits)?;
+            .intersect(self.scene.accel(), &wave.rays, &mut hits)?;
         self.rays += n as u64;
         let mut next = Wave {
             rays: DeviceBuffer::uninit(&gpu, "photon next rays", n)?,

@@ -1,7 +1,7 @@
 //! The hash grid over visible points that photons look up (the reverse of
 //! a photon map query: the points carry the radii, the photons ask).
 //!
-//! After Fleisz's spatial hash (seed 003, §3.2–3.3) and pbrt-v3's SPPM
+//! After Fleisz's spatial hash (Fleisz 2009, §3.2–3.3) and pbrt-v3's SPPM
 //! grid:
 //! - a point is entered into **every** cell its sphere overlaps, so a
 //!   photon needs to look into its own cell only;

@@ -48,7 +48,7 @@ pub mod visible;
 
 pub use renderer::{PassView, render, render_passes};
 #[cfg(feature = "cuda")]
-pub use renderer_cuda::{GpuPassView, SppmCudaError, render_cuda};
+pub use renderer_cuda::{GpuPassView, SppmCudaError, render_cuda, render_cuda_on};
 
 use std::fmt;
 

@@ -20,7 +20,8 @@ use crate::sppm::kernels_cuda::{
     self as kernels, EyeStep, EyeTargets, GpuSppmPixel, GpuVisiblePoint,
 };
 use crate::whitted::render_cuda::primary_slots;
-use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
+use caustic_accel::bvh::device_accel_cuda::AccelTracer;
+use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_geom::Rgb;
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
@@ -59,10 +60,28 @@ impl GpuPassView<'_> {
     }
 }
 
-/// Renders `scene` through `camera` on `gpu`; `on_pass` is called after
-/// every pass with the state so far.
+/// Renders `scene` through `camera` on `gpu` (the scene uploaded with the
+/// default GPU structure); `on_pass` is called after every pass with the
+/// state so far.
 pub fn render_cuda(
     gpu: &Gpu,
+    scene: &RenderScene,
+    camera: &Camera,
+    settings: &SppmSettings,
+    on_pass: &mut dyn FnMut(&GpuPassView),
+) -> Result<(Film, SppmStats), SppmCudaError> {
+    settings.validate()?;
+    let start = Instant::now();
+    let device = GpuScene::upload(gpu, scene)?;
+    let (film, mut stats) = render_cuda_on(&device, scene, camera, settings, on_pass)?;
+    stats.seconds = start.elapsed().as_secs_f64();
+    Ok((film, stats))
+}
+
+/// [`render_cuda`] on a scene already uploaded as `device` (with the
+/// structure of the caller's choice); the stats' time leaves the upload out.
+pub fn render_cuda_on(
+    device: &GpuScene,
     scene: &RenderScene,
     camera: &Camera,
     settings: &SppmSettings,
@@ -73,9 +92,8 @@ pub fn render_cuda(
         return Err(SppmError("the camera frame is degenerate".into()).into());
     }
     let start = Instant::now();
-    let device = GpuScene::upload(gpu, scene)?;
     let sources = PhotonSources::new(scene);
-    let mut state = State::new(&device, camera, settings)?;
+    let mut state = State::new(device, camera, settings)?;
     let mut stats = SppmStats::default();
     for pass in 0..settings.passes {
         state.pass(&sources, pass, &mut stats)?;
@@ -129,7 +147,7 @@ struct State<'a> {
     device: &'a GpuScene,
     settings: &'a SppmSettings,
     params: DeviceBuffer<FrameParams>,
-    tracer: Tracer,
+    tracer: AccelTracer,
     pixels: DeviceBuffer<GpuSppmPixel>,
     points: DeviceBuffer<GpuVisiblePoint>,
     radiance: DeviceBuffer<f32>,
@@ -160,7 +178,7 @@ impl<'a> State<'a> {
             device,
             settings,
             params: DeviceBuffer::from_slice(gpu, "sppm params", &[params])?,
-            tracer: Tracer::new(gpu)?,
+            tracer: device.accel().tracer()?,
             pixels: DeviceBuffer::zeroed(gpu, "sppm pixels", count)?,
             points: DeviceBuffer::zeroed(gpu, "sppm visible points", count)?,
             radiance: DeviceBuffer::zeroed(gpu, "sppm pass radiance", 3 * count)?,
@@ -239,7 +257,8 @@ impl<'a> State<'a> {
                 break;
             }
             let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "sppm hits", n)?;
-            self.tracer.intersect(self.device.bvh(), &rays, &mut hits)?;
+            self.tracer
+                .intersect(self.device.accel(), &rays, &mut hits)?;
             traced += n as u64;
             let shadow_count = n * self.slots as usize;
             let mut child_rays = DeviceBuffer::uninit(&gpu, "sppm child rays", n)?;
@@ -268,7 +287,7 @@ impl<'a> State<'a> {
             if shadow_count > 0 {
                 let mut occluded = DeviceBuffer::uninit(&gpu, "sppm occlusion", shadow_count)?;
                 self.tracer
-                    .occluded(self.device.bvh(), &shadow_rays, &mut occluded)?;
+                    .occluded(self.device.accel(), &shadow_rays, &mut occluded)?;
                 kernels::shadow_add(
                     &paths,
                     self.slots,

@@ -27,8 +27,8 @@
 
 use std::time::Instant;
 
-use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
-use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
+use caustic_accel::bvh::device_accel_cuda::{AccelTracer, DeviceAccel, GpuAccelSpec};
+use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_geom::Rgb;
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::ops::launch_per_element as launch;
@@ -62,10 +62,19 @@ pub struct GpuScene {
 }
 
 impl GpuScene {
-    /// Builds the BVH and uploads the scene.
+    /// Builds the default GPU structure and uploads the scene.
     pub fn upload(gpu: &Gpu, scene: &RenderScene) -> Result<Self, GpuError> {
+        Self::upload_with(gpu, scene, &GpuAccelSpec::default())
+    }
+
+    /// Builds the structure `spec` names on the device and uploads the scene.
+    pub fn upload_with(
+        gpu: &Gpu,
+        scene: &RenderScene,
+        spec: &GpuAccelSpec,
+    ) -> Result<Self, GpuError> {
         Ok(Self {
-            device: DeviceScene::upload(gpu, scene)?,
+            device: DeviceScene::upload_with(gpu, scene, spec)?,
         })
     }
 
@@ -89,14 +98,14 @@ impl GpuScene {
         extra: &mut dyn WaveSteps,
     ) -> Result<(Film, RenderStats), GpuError> {
         let start = Instant::now();
-        let gpu = self.device.bvh.gpu();
+        let gpu = self.device.gpu();
         let pixels = settings.width as usize * settings.height as usize;
         let framebuffer = DeviceBuffer::<f32>::zeroed(gpu, "whitted framebuffer", 3 * pixels)?;
         let params = self.params(camera, settings, framebuffer.device_ptr());
         let params = DeviceBuffer::from_slice(gpu, "whitted params", &[params])?;
         let mut frame = Frame {
-            tracer: Tracer::new(gpu)?,
-            bvh: &self.device.bvh,
+            tracer: self.device.accel.tracer()?,
+            accel: &self.device.accel,
             params: &params,
             shadow_slots: self.shadow_slots(settings.light_samples),
             rays: (pixels * settings.spp.max(1) as usize) as u64,
@@ -126,12 +135,12 @@ impl GpuScene {
 
     /// The device the scene lives on.
     pub fn gpu(&self) -> &Gpu {
-        self.device.bvh.gpu()
+        self.device.gpu()
     }
 
-    /// The scene's BVH on the device.
-    pub fn bvh(&self) -> &DeviceBvh {
-        &self.device.bvh
+    /// The structure the scene's rays are traced against, with its build stats.
+    pub fn accel(&self) -> &DeviceAccel {
+        &self.device.accel
     }
 
     /// The scene arrays' addresses with no camera and no framebuffer: what
@@ -208,8 +217,8 @@ impl WaveSteps for () {
 
 /// What every bounce of one frame shares.
 struct Frame<'a> {
-    tracer: Tracer,
-    bvh: &'a DeviceBvh,
+    tracer: AccelTracer,
+    accel: &'a DeviceAccel,
     params: &'a DeviceBuffer<FrameParams>,
     shadow_slots: u32,
     /// Rays traced so far: primary, specular and shadow.
@@ -238,7 +247,7 @@ impl Frame<'_> {
         let gpu = self.gpu().clone();
         let n = wave.rays.len();
         let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "whitted hits", n)?;
-        self.tracer.intersect(self.bvh, &wave.rays, &mut hits)?;
+        self.tracer.intersect(self.accel, &wave.rays, &mut hits)?;
         let slots = n * self.shadow_slots as usize;
         let mut children = Wave {
             rays: DeviceBuffer::uninit(&gpu, "whitted child rays", 2 * n)?,
@@ -297,7 +306,8 @@ impl Frame<'_> {
         let mut live_values = DeviceBuffer::uninit(&gpu, "whitted live shadow values", n)?;
         gather_shadows(rays, values, &indices, n, &mut live_rays, &mut live_values)?;
         let mut occluded = DeviceBuffer::uninit(&gpu, "whitted occlusion", n)?;
-        self.tracer.occluded(self.bvh, &live_rays, &mut occluded)?;
+        self.tracer
+            .occluded(self.accel, &live_rays, &mut occluded)?;
         shadow_add(self.params, &occluded, &live_values, n)?;
         self.rays += n as u64;
         Ok(())

@@ -4,10 +4,12 @@
 //! Supported subset:
 //! - the default scene (else the first) walked from its roots with node
 //!   transforms (matrix or TRS) composed down the tree;
-//! - mesh primitives of mode `TRIANGLES` (others are skipped with a
-//!   warning), indexed or not, with `POSITION`, `NORMAL` and `TEXCOORD_0`
-//!   (v flipped to the OBJ convention `Texture::sample` uses, since glTF's
-//!   uv origin is the top left of the image);
+//! - mesh primitives of mode `TRIANGLES`, `TRIANGLE_STRIP` and
+//!   `TRIANGLE_FAN` (points and lines are skipped with a warning naming the
+//!   mode), indexed or not, with `POSITION`, `NORMAL` and `TEXCOORD_0` (v
+//!   flipped to the OBJ convention `Texture::sample` uses, since glTF's uv
+//!   origin is the top left of the image); vertex colours are ignored with
+//!   a warning (`primitive.rs`);
 //! - materials: `baseColorFactor` and `baseColorTexture` (PNG, JPEG, BMP,
 //!   TGA; sRGB decoded to linear; the renderer multiplies it by the factor),
 //!   emission `emissiveFactor * KHR_materials_emissive_strength`,
@@ -18,43 +20,51 @@
 //! - `KHR_lights_punctual` point, spot and directional lights, their
 //!   photometric intensity (cd, lux) taken as the radiometric one.
 //!
+//! The JSON is checked before the `gltf` crate validates it (one of its
+//! validation hooks indexes without checking), and the crate runs under the
+//! panic guard (`loaders/guard.rs`). Required extensions caustic cannot
+//! read are errors naming them (Draco, `KHR_draco_mesh_compression`, in
+//! particular); `KHR_texture_transform` is ignored with a warning.
 //! Buffers are read here rather than by `gltf::import`, so that every byte
 //! range is checked before it is sliced: a bad file is an error naming the
 //! buffer, view or accessor, never a panic. A missing external buffer is
 //! `MissingReference`; a missing or undecodable texture image is a warning
 //! (the material keeps its factor). Skins, morph targets and animations are
-//! not read (the bind pose is loaded). Layout: `files.rs` (GLB, buffers,
-//! URIs, error mapping), `accessor.rs` (checked accessor reads).
+//! not read (the bind pose is loaded). Layout: `files.rs` (GLB, JSON
+//! checks, buffers, URIs, error mapping), `primitive.rs` (primitives to
+//! meshes), `accessor.rs` (checked accessor reads).
 
 mod accessor;
 mod files;
+mod primitive;
 
+use super::guard::guarded;
+use super::input::{read_file, reject_utf16};
 use accessor::view_range;
-use files::{gltf_error, load_buffers, read_uri, split_glb};
+use files::{load_buffers, parse_document, read_uri, split_glb};
 
 use crate::{
-    Bsdf, Camera, ErrorKind, FovAxis, Light, Material, Mesh, Scene, SceneError, Texture, TextureId,
+    Bsdf, Camera, ErrorKind, FovAxis, Light, Material, Scene, SceneError, Texture, TextureId,
     Warning,
 };
 use ::gltf::khr_lights_punctual::Kind as LightKind;
-use ::gltf::mesh::{Mode, Semantic};
 use ::gltf::{Document, Node};
-use caustic_geom::{Mat4, Rgb, Vec2, Vec3};
+use caustic_geom::{Mat4, Rgb, Vec3};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub(crate) fn load(path: &Path) -> Result<Scene, SceneError> {
-    let bytes = std::fs::read(path).map_err(|e| SceneError::io(path, &e))?;
+    let bytes = read_file(path)?;
     let (json, blob) = if bytes.starts_with(b"glTF") {
         split_glb(path, &bytes)?
     } else {
+        reject_utf16(path, &bytes)?;
         (&bytes[..], None)
     };
-    let document = ::gltf::Gltf::from_slice(json)
-        .map_err(|e| gltf_error(path, e))?
-        .document;
+    let (document, warnings) = parse_document(path, json)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let buffers = load_buffers(path, &dir, &document, blob)?;
+    let buffers =
+        load_buffers(path, &dir, &document, blob).map_err(|e| e.with_warnings(warnings.clone()))?;
     let mut loader = Loader {
         path,
         dir,
@@ -62,10 +72,18 @@ pub(crate) fn load(path: &Path) -> Result<Scene, SceneError> {
         buffers,
         materials: HashMap::new(),
         textures: HashMap::new(),
-        scene: Scene::default(),
+        scene: Scene {
+            warnings,
+            ..Scene::default()
+        },
     };
-    loader.walk()?;
-    Ok(loader.scene)
+    // The walk calls the gltf crate's accessors, which unwrap what they
+    // take the validation to have checked; `parse_document` checks what it
+    // does not (see files.rs), and the guard is the last line of defence.
+    match guarded(path, "gltf", || loader.walk()) {
+        Ok(()) => Ok(loader.scene),
+        Err(e) => Err(e.with_warnings(loader.scene.warnings)),
+    }
 }
 
 /// State of one file's load.
@@ -160,73 +178,6 @@ impl Loader<'_> {
             self.light(&light, node.index(), world);
         }
         Ok(())
-    }
-
-    fn primitive(
-        &mut self,
-        prim: &::gltf::Primitive,
-        at: &str,
-        name: String,
-    ) -> Result<Option<Mesh>, SceneError> {
-        if prim.mode() != Mode::Triangles {
-            self.warn(
-                at,
-                format!(
-                    "mode {:?} is not supported (only triangles); skipped",
-                    prim.mode()
-                ),
-            );
-            return Ok(None);
-        }
-        let Some(positions) = prim.get(&Semantic::Positions) else {
-            self.warn(at, "no POSITION attribute; skipped");
-            return Ok(None);
-        };
-        let positions: Vec<Vec3> = self
-            .read_floats::<3>(&positions, at, "POSITION")?
-            .into_iter()
-            .map(Vec3::from_array)
-            .collect();
-        let normals = match prim.get(&Semantic::Normals) {
-            Some(acc) => self
-                .read_floats::<3>(&acc, at, "NORMAL")?
-                .into_iter()
-                .map(Vec3::from_array)
-                .collect(),
-            None => Vec::new(),
-        };
-        let uvs = match prim.get(&Semantic::TexCoords(0)) {
-            Some(acc) => self
-                .read_floats::<2>(&acc, at, "TEXCOORD_0")?
-                .into_iter()
-                .map(|[u, v]| Vec2::new(u, 1.0 - v))
-                .collect(),
-            None => Vec::new(),
-        };
-        let flat = match prim.indices() {
-            Some(acc) => self.read_indices(&acc, at)?,
-            None => (0..positions.len() as u32).collect(),
-        };
-        if flat.len() % 3 != 0 {
-            self.warn(
-                at,
-                format!(
-                    "index count {} is not a multiple of 3; the last {} ignored",
-                    flat.len(),
-                    flat.len() % 3
-                ),
-            );
-        }
-        let indices: Vec<[u32; 3]> = flat.chunks_exact(3).map(|t| [t[0], t[1], t[2]]).collect();
-        let material = self.material(&prim.material());
-        Ok(Some(Mesh {
-            name,
-            positions,
-            normals,
-            uvs,
-            material_ids: vec![material; indices.len()],
-            indices,
-        }))
     }
 
     fn camera(&mut self, camera: &::gltf::Camera, node: usize, world: &Mat4) {

@@ -42,23 +42,29 @@ mod sensor;
 mod shape;
 mod transform;
 
+use super::guard::guarded;
+use super::input::read_text_bytes;
 use crate::{ErrorKind, Material, Scene, SceneError, Warning};
 use roxmltree::{Document, Node};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 pub(crate) fn load(path: &Path) -> Result<Scene, SceneError> {
-    let bytes = std::fs::read(path).map_err(|e| SceneError::io(path, &e))?;
+    let bytes = read_text_bytes(path)?;
     let text = std::str::from_utf8(&bytes)
         .map_err(|e| SceneError::new(ErrorKind::Syntax, path, format!("not UTF-8 text: {e}")))?;
-    let doc = Document::parse(text).map_err(|e| {
-        let pos = e.pos();
-        SceneError::new(ErrorKind::Syntax, path, format!("malformed XML: {e}"))
-            .at(format!("line {}, column {}", pos.row, pos.col))
+    let doc = guarded(path, "roxmltree", || {
+        Document::parse(text).map_err(|e| {
+            let pos = e.pos();
+            SceneError::new(ErrorKind::Syntax, path, format!("malformed XML: {e}"))
+                .at(format!("line {}, column {}", pos.row, pos.col))
+        })
     })?;
     let mut loader = Loader::new(path, &doc)?;
-    loader.load_scene()?;
-    Ok(loader.scene)
+    match loader.load_scene() {
+        Ok(()) => Ok(loader.scene),
+        Err(e) => Err(e.with_warnings(loader.scene.warnings)),
+    }
 }
 
 /// State of one scene file's load.

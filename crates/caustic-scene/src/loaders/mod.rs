@@ -1,68 +1,65 @@
 //! File loaders, one per format, behind [`load`].
 
 mod gltf;
+mod guard;
+mod input;
 mod mitsuba;
 mod obj;
 mod ply;
+mod polygon;
 
+use crate::error::collapse_warnings;
 use crate::{ErrorKind, Scene, SceneError};
 use std::path::Path;
 
+/// The extensions [`load`] knows, as error messages list them.
+const EXTENSIONS: &str = ".obj, .ply, .gltf, .glb or .xml";
+
 pub(crate) fn load(path: &Path) -> Result<Scene, SceneError> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(|e| e.to_ascii_lowercase())
-        .unwrap_or_default();
     if !path.exists() {
         return Err(SceneError::new(ErrorKind::Io, path, "no such file"));
     }
+    let not_a_scene = |why: String| {
+        Err(SceneError::new(
+            ErrorKind::UnsupportedFormat,
+            path,
+            format!("not a scene file: {why} (scene files end in {EXTENSIONS})"),
+        ))
+    };
+    if path.is_dir() {
+        return not_a_scene("it is a directory".into());
+    }
+    let Some(ext) = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+    else {
+        return not_a_scene("the name has no extension".into());
+    };
     let mut scene = match ext.as_str() {
         "obj" => obj::load(path)?,
         "ply" => ply::load(path)?,
         "gltf" | "glb" => gltf::load(path)?,
         "xml" => mitsuba::load(path)?,
-        _ => {
-            return Err(SceneError::new(
-                ErrorKind::UnsupportedFormat,
-                path,
-                format!("unknown scene format '.{ext}' (expected .obj, .ply, .gltf, .glb or .xml)"),
-            ));
-        }
+        _ => return not_a_scene(format!("unknown extension '.{ext}'")),
     };
-    finish(path, &mut scene)?;
+    if let Err(e) = finish(path, &mut scene) {
+        return Err(e.with_warnings(std::mem::take(&mut scene.warnings)));
+    }
     Ok(scene)
 }
 
 /// Checks shared by every loader: sanitises meshes, drops empty ones with a
 /// warning, guarantees a material list, and rejects scenes with no triangles.
+/// Leaves the warnings collapsed (identical ones merged with a count), in
+/// `scene.warnings` whether or not it fails.
 pub(crate) fn finish(path: &Path, scene: &mut Scene) -> Result<(), SceneError> {
     if scene.materials.is_empty() {
         scene.materials.push(crate::Material::default_grey());
     }
-    let material_count = scene.materials.len() as u32;
     let mut warnings = std::mem::take(&mut scene.warnings);
-    for mesh in &mut scene.meshes {
-        if let Some(bad) = mesh.material_ids.iter().find(|&&m| m >= material_count) {
-            return Err(SceneError::new(
-                ErrorKind::IndexOutOfRange,
-                path,
-                format!("mesh '{}': material index {bad} out of range", mesh.name),
-            ));
-        }
-        scene.skipped_triangles += mesh.sanitize(path, &mut warnings)?;
-    }
-    scene.meshes.retain(|m| {
-        let empty = m.indices.is_empty();
-        if empty {
-            warnings.push(crate::Warning::new(
-                path,
-                format!("mesh '{}' has no triangles; skipped", m.name),
-            ));
-        }
-        !empty
-    });
-    scene.warnings = warnings;
+    let result = sanitize_meshes(path, scene, &mut warnings);
+    scene.warnings = collapse_warnings(warnings);
+    result?;
     if scene.triangle_count() == 0 {
         return Err(SceneError::new(
             ErrorKind::Empty,
@@ -80,5 +77,35 @@ pub(crate) fn finish(path: &Path, scene: &mut Scene) -> Result<(), SceneError> {
             ),
         ));
     }
+    Ok(())
+}
+
+/// Checks material ids, drops bad triangles and then empty meshes.
+fn sanitize_meshes(
+    path: &Path,
+    scene: &mut Scene,
+    warnings: &mut Vec<crate::Warning>,
+) -> Result<(), SceneError> {
+    let material_count = scene.materials.len() as u32;
+    for mesh in &mut scene.meshes {
+        if let Some(bad) = mesh.material_ids.iter().find(|&&m| m >= material_count) {
+            return Err(SceneError::new(
+                ErrorKind::IndexOutOfRange,
+                path,
+                format!("mesh '{}': material index {bad} out of range", mesh.name),
+            ));
+        }
+        scene.skipped_triangles += mesh.sanitize(path, warnings)?;
+    }
+    scene.meshes.retain(|m| {
+        let empty = m.indices.is_empty();
+        if empty {
+            warnings.push(crate::Warning::new(
+                path,
+                format!("mesh '{}' has no triangles; skipped", m.name),
+            ));
+        }
+        !empty
+    });
     Ok(())
 }

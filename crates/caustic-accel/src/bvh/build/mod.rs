@@ -10,13 +10,23 @@ mod binned_sah;
 #[cfg(feature = "cuda")]
 mod binned_sah_cuda;
 mod build_box;
+#[cfg(feature = "cuda")]
+mod device_build;
 mod fragment;
 mod hlbvh;
 mod lbvh;
+#[cfg(feature = "cuda")]
+pub(crate) mod lbvh_cuda;
 mod linked_tree;
+#[cfg(feature = "cuda")]
+pub(crate) mod linked_tree_cuda;
 mod memory;
+#[cfg(feature = "cuda")]
+pub(crate) mod morton_cuda;
 mod morton_order;
 mod ploc;
+#[cfg(feature = "cuda")]
+pub(crate) mod ploc_cuda;
 mod radix_sort;
 #[cfg(feature = "cuda")]
 mod sah_levels_cuda;
@@ -31,6 +41,7 @@ pub use binned_sah::{
     BinSchedule, BinStage, BinnedSahBuilder, BinnedSahConfig, FIVE_STAGES, MAX_BINS, MAX_STAGES,
 };
 #[cfg(feature = "cuda")]
+pub use device_build::{DeviceBuildError, DeviceBuildStats, upload_triangles};
 pub use binned_sah_cuda::{GpuSahBuilder, MAX_TRIANGLES as GPU_SAH_MAX_TRIANGLES, SahBuildStats};
 pub use hlbvh::{HlbvhBuilder, HlbvhConfig};
 pub use lbvh::{LbvhBuilder, LbvhConfig};

@@ -1,4 +1,4 @@
-//! The large-node stage of Zhou et al. 2008 (seed 002, §3.1, Algorithm 2):
+//! The large-node stage of Zhou et al. 2008 (§3.1, Algorithm 2):
 //! how one node of more than `small_node_max` references is split.
 //!
 //! The greedy SAH assumes both children become leaves, which is far from

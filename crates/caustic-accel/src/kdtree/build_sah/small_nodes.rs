@@ -1,4 +1,4 @@
-//! The small-node stage of Zhou et al. 2008 (seed 002, §3.2, Algorithms 4
+//! The small-node stage of Zhou et al. 2008 (§3.2, Algorithms 4
 //! and 5): the subtree under a *small root* of at most 64 references, by
 //! the exact greedy SAH
 //!

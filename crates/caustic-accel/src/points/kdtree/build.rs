@@ -1,5 +1,5 @@
 //! The fork-join driver and the large-node stage of the photon kd-tree
-//! (Zhou et al. 2008, §3.1 / Algorithm 2, as adapted to points in seed 000
+//! (Zhou et al. 2008, §3.1 / Algorithm 2, as adapted to points in Zeidan 2011
 //! §15.4): empty-space cut-off, then a spatial-median split of the cell's
 //! longest axis. Nodes of at most `small_node_threshold` points go to the
 //! small-node stage ([`super::small`]).

@@ -1,7 +1,7 @@
 //! `kdtree`: the photon kd-tree of Zhou, Hou, Wang and Guo, "Real-Time
-//! KD-Tree Construction on Graphics Hardware" (SIGGRAPH Asia 2008; seed
-//! 002 §8), in the form seed 000 (Zeidan 2011, §15.4) and seed 003 (Fleisz
-//! 2009, §2.4) describe for photons.
+//! KD-Tree Construction on Graphics Hardware" (SIGGRAPH Asia 2008, §8), in
+//! the form Zeidan (2011, §15.4) and Fleisz (2009, §2.4) describe for
+//! photons.
 //!
 //! Build ([`build`], [`small`]):
 //! - **large-node stage** (more than `small_node_threshold` points):
@@ -12,7 +12,7 @@
 //! - **small-node stage** (at most 64 points, one `u64` bit mask): split
 //!   candidates are the points' own coordinates, each with its left set as
 //!   a bit mask over the small root; the split minimising the **voxel
-//!   volume heuristic** (Wald et al. 2004; seed 000 §15.4)
+//!   volume heuristic** (Wald et al. 2004; Zeidan 2011, §15.4)
 //!   `VVH = C_ts + (C_L·Vol(V_L ⊕ R) + C_R·Vol(V_R ⊕ R)) / Vol(V ⊕ R)` is
 //!   taken while it beats the leaf cost (the point count); `R` is the
 //!   maximum query radius, so leaves end up about the size of a query;
@@ -67,7 +67,7 @@ const FIELD_MASK: u32 = (1 << 30) - 1;
 /// The "axis" value that marks a leaf.
 const LEAF_TAG: u32 = 3;
 
-/// One node, 8 bytes, the layout of seed 000's final photon tree (§17):
+/// One node, 8 bytes, the layout of Zeidan's (2011) final photon tree (§17):
 /// `header` bits 31–30 hold the split axis (0, 1, 2) or 3 for a leaf; bits
 /// 29–0 the right child's index (inner node; the left child is the next
 /// node) or the point count (leaf). `payload` is the split position's bits

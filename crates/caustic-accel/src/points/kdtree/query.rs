@@ -1,6 +1,6 @@
 //! Queries on the photon kd-tree: range search, priority-queue kNN and
 //! Zhou et al.'s iterative histogram kNN (Algorithm 6 of "Real-Time KD-Tree
-//! Construction on Graphics Hardware", 2008; seed 002 §8.2).
+//! Construction on Graphics Hardware", 2008, §8.2).
 //!
 //! All three walk the tree the same way: a fixed stack (the tree is at most
 //! [`MAX_DEPTH`] deep and the stack holds at most one far child per level),

@@ -1,10 +1,188 @@
-//! The containers around a glTF document: the GLB chunks, buffers from the
-//! BIN chunk, `data:` URIs or files next to the glTF file, and the mapping
-//! of the `gltf` crate's errors to [`SceneError`]s.
+//! The containers around a glTF document: the GLB chunks, the JSON
+//! (checked before the `gltf` crate validates it), buffers from the BIN
+//! chunk, `data:` URIs or files next to the glTF file, and the mapping of
+//! the `gltf` crate's errors to [`SceneError`]s.
 
-use crate::{ErrorKind, SceneError};
+use crate::loaders::guard::guarded;
+use crate::loaders::input::read_file;
+use crate::{ErrorKind, SceneError, Warning};
 use ::gltf::Document;
+use ::gltf::json::Root;
 use std::path::Path;
+
+/// The extension that stores meshes Draco-compressed; caustic has no
+/// decoder for it.
+const DRACO: &str = "KHR_draco_mesh_compression";
+
+/// Deserializes the JSON, checks what the `gltf` crate's validation takes
+/// for granted, then lets it validate. Returns the document and the
+/// warnings about extensions caustic reads only in part.
+pub(super) fn parse_document(
+    path: &Path,
+    json: &[u8],
+) -> Result<(Document, Vec<Warning>), SceneError> {
+    let root = guarded(path, "glTF JSON", || {
+        Root::from_slice(json).map_err(|e| gltf_error(path, ::gltf::Error::Deserialize(e)))
+    })?;
+    let warnings = check_extensions(path, &root)?;
+    check_attribute_accessors(path, &root)?;
+    check_draco_accessors(path, &root)?;
+    check_images_and_cameras(path, &root)?;
+    // gltf-json's validation hooks index arrays with indices that other
+    // hooks have not checked yet; `check_attribute_accessors` covers the
+    // one known to panic (gltf-json 1.4.1, mesh.rs:151, see
+    // tests/data/fuzz-regressions). The guard catches any other.
+    // `check_images_and_cameras` covers what the validation lets through
+    // but the crate's accessors then unwrap (found by fuzzing).
+    let document = guarded(path, "gltf", || {
+        Document::from_json(root).map_err(|e| gltf_error(path, e))
+    })?;
+    Ok((document, warnings))
+}
+
+/// Refuses extensions the file requires but caustic cannot read, naming
+/// them, and warns about used ones it reads only in part.
+fn check_extensions(path: &Path, root: &Root) -> Result<Vec<Warning>, SceneError> {
+    let unsupported = |what: String| Err(SceneError::new(ErrorKind::Unsupported, path, what));
+    if root.extensions_required.iter().any(|e| e == DRACO) {
+        return unsupported(format!(
+            "Draco-compressed meshes ({DRACO}) are not supported; convert the file to uncompressed accessors first"
+        ));
+    }
+    let known = ::gltf::json::extensions::ENABLED_EXTENSIONS;
+    let missing: Vec<&str> = root
+        .extensions_required
+        .iter()
+        .map(String::as_str)
+        .filter(|e| !known.contains(e))
+        .collect();
+    if !missing.is_empty() {
+        return unsupported(format!(
+            "the file requires glTF extension(s) caustic does not support: {}",
+            missing.join(", ")
+        ));
+    }
+    let mut warnings = Vec::new();
+    for used in &root.extensions_used {
+        let message = match used.as_str() {
+            DRACO => format!(
+                "{DRACO} is not supported; reading the uncompressed fallback data where the file has it"
+            ),
+            "KHR_texture_transform" => {
+                "KHR_texture_transform is ignored: textures are mapped without their offset, rotation and scale".to_string()
+            }
+            _ => continue,
+        };
+        warnings.push(Warning::new(path, message).at("extensionsUsed"));
+    }
+    Ok(warnings)
+}
+
+/// A file that uses Draco but not as a requirement should carry plain
+/// accessors as a fallback; one whose primitive accessor has no data of its
+/// own (no buffer view, not sparse) has only the compressed copy. Named
+/// here, because the validation would only say "Missing data".
+fn check_draco_accessors(path: &Path, root: &Root) -> Result<(), SceneError> {
+    if !root.extensions_used.iter().any(|e| e == DRACO) {
+        return Ok(());
+    }
+    let empty = |index: usize| {
+        root.accessors
+            .get(index)
+            .is_some_and(|a| a.buffer_view.is_none() && a.sparse.is_none())
+    };
+    for (m, mesh) in root.meshes.iter().enumerate() {
+        for (p, primitive) in mesh.primitives.iter().enumerate() {
+            let accessors = primitive
+                .attributes
+                .values()
+                .chain(primitive.indices.as_ref())
+                .map(|i| i.value());
+            if let Some(index) = accessors.into_iter().find(|&i| empty(i)) {
+                return Err(SceneError::new(
+                    ErrorKind::Unsupported,
+                    path,
+                    format!(
+                        "accessor {index} has no uncompressed data: the mesh is Draco-compressed ({DRACO}), which caustic does not decode; convert the file to uncompressed accessors first"
+                    ),
+                )
+                .at(format!("meshes[{m}].primitives[{p}]")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the validation of gltf 1.4.1 accepts but its accessors unwrap
+/// (`Image::source`, `Camera::projection`): an image needs a `uri` or a
+/// `bufferView` with a `mimeType`, and a camera the projection object its
+/// `type` names.
+fn check_images_and_cameras(path: &Path, root: &Root) -> Result<(), SceneError> {
+    use ::gltf::json::camera::Type;
+    use ::gltf::json::validation::Checked;
+    let invalid = |at: String, what: &str| {
+        Err(SceneError::new(ErrorKind::Syntax, path, what.to_string()).at(at))
+    };
+    for (i, image) in root.images.iter().enumerate() {
+        match (&image.buffer_view, &image.uri, &image.mime_type) {
+            (Some(_), _, None) => {
+                return invalid(
+                    format!("images[{i}]"),
+                    "an image in a buffer view needs a mimeType",
+                );
+            }
+            (None, None, _) => {
+                return invalid(
+                    format!("images[{i}]"),
+                    "an image needs a uri or a bufferView",
+                );
+            }
+            _ => {}
+        }
+    }
+    for (i, camera) in root.cameras.iter().enumerate() {
+        let (name, present) = match camera.type_ {
+            Checked::Valid(Type::Perspective) => ("perspective", camera.perspective.is_some()),
+            Checked::Valid(Type::Orthographic) => ("orthographic", camera.orthographic.is_some()),
+            // An unknown type is the validation's to report.
+            Checked::Invalid => continue,
+        };
+        if !present {
+            return invalid(
+                format!("cameras[{i}]"),
+                &format!("a camera of type '{name}' needs a '{name}' object"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Every primitive attribute must name an existing accessor.
+fn check_attribute_accessors(path: &Path, root: &Root) -> Result<(), SceneError> {
+    let accessors = root.accessors.len();
+    for (m, mesh) in root.meshes.iter().enumerate() {
+        for (p, primitive) in mesh.primitives.iter().enumerate() {
+            for (semantic, index) in &primitive.attributes {
+                if index.value() >= accessors {
+                    let name = match semantic {
+                        ::gltf::json::validation::Checked::Valid(s) => s.to_string(),
+                        ::gltf::json::validation::Checked::Invalid => "(unknown)".to_string(),
+                    };
+                    return Err(SceneError::new(
+                        ErrorKind::IndexOutOfRange,
+                        path,
+                        format!(
+                            "attribute {name} refers to accessor {}, but the file has {accessors} accessor(s)",
+                            index.value()
+                        ),
+                    )
+                    .at(format!("meshes[{m}].primitives[{p}]")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Splits a GLB file into its JSON chunk and optional BIN chunk, checking
 /// every length against the bytes actually present.
@@ -169,7 +347,7 @@ pub(super) fn read_uri(dir: &Path, uri: &str) -> Result<Vec<u8>, String> {
         ));
     }
     let file = dir.join(percent_decode(uri));
-    std::fs::read(&file).map_err(|e| format!("cannot read '{}': {e}", file.display()))
+    read_file(&file).map_err(|e| format!("cannot read '{}': {}", file.display(), e.message))
 }
 
 /// Decodes `%XX` escapes; a malformed escape is kept as written.

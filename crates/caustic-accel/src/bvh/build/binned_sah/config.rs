@@ -104,7 +104,7 @@ fn validate_stages(stages: &[BinStage]) -> Result<(), String> {
     Ok(())
 }
 
-/// The five-stage schedule of [`BinnedSahConfig::STAGED`]. Seed 000 uses
+/// The five-stage schedule of [`BinnedSahConfig::STAGED`]. Zeidan 2011 uses
 /// five stages but gives neither their bounds nor their bin counts; these
 /// are ours: 64 bins from 2^16 primitives, 32 from 2^12, 16 from 2^8, 8
 /// down to the exact-sweep size, and the exact sweep below it as the fifth

@@ -1,7 +1,7 @@
 //! `bvh-binned`: top-down SAH BVH construction with binning, after Wald,
 //! "On fast Construction of SAH-based Bounding Volume Hierarchies" (IEEE
 //! Symposium on Interactive Ray Tracing, 2007), with the multi-stage bin
-//! schedule of Zeidan's thesis (seed 000, §4.6) as an option.
+//! schedule of Zeidan's thesis (2011, §4.6) as an option.
 //!
 //! Each large node projects its primitives' split points into `bins` equal
 //! bins over the box of those points on each of the three axes (all three

@@ -10,7 +10,7 @@
 //!    i.e. the occupied cells of a `2^(cluster_bits / 3)`-per-axis grid
 //!    over the centroid box (`cluster_bits = 15`: 32^3 cells). This is the
 //!    parameter `k` of the HLBVH papers counted from the top of the code:
-//!    seed 001 (Vinkler et al.) writes the cluster prefix as `30 - 3k`
+//!    Vinkler et al. (2013) write the cluster prefix as `30 - 3k`
 //!    bits of a 30-bit code, so the default is their `k = 5`.
 //! 3. **Top tree**: binned SAH over the clusters, each weighing its
 //!    primitive count (Garanzha et al. build it with SAH too), down to one
@@ -21,7 +21,7 @@
 //!    small nodes, see `sweep.rs`), with SAH leaf termination and leaves of
 //!    at most `max_leaf_size`, where
 //!    Garanzha et al. split the remaining Morton bits at their midpoint;
-//!    this is seed 000's preferred division of labour turned upside down
+//!    this is Zeidan's (2011) preferred division of labour turned upside down
 //!    (its hybrid builds the top by LBVH and the rest by binned SAH; seed
 //!    001's HLBVH baseline, like this one, does SAH at the top). The top
 //!    tree's levels are cheap (one item per cluster) and the bottom trees
@@ -41,6 +41,11 @@
 //! runs out, as `bvh-binned` does.
 
 mod binning;
+// The GPU build plans its top on the host with the CPU builder's code.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod cluster_top;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
 mod sweep;
 
 use super::build_box::BuildBox;

@@ -1,0 +1,205 @@
+//! Building a [`DeviceBvh`] on the GPU with the Morton-code family: `lbvh`
+//! (Karras 2012), `ploc` (Meister & Bittner 2018) and `hlbvh` (Pantaleoni &
+//! Luebke 2010, Garanzha et al. 2011), from triangles already on the
+//! device, named by the registry's specs (`lbvh:bits=63`, `ploc:r=32`,
+//! `hlbvh:k=12`; [`MortonBuilderConfig`]).
+//!
+//! Every build runs the same pipeline: the Morton order
+//! ([`DeviceMortonOrder`]), the builder's bottom-up tree
+//! ([`DeviceLinkedTree`]), and its layout with SAH leaf collapsing and the
+//! depth bound ([`to_device_bvh`]), which also gathers the triangles into
+//! leaf-slot order with their scene ids: the result is ready for
+//! [`Tracer`](crate::bvh::traverse_cuda::Tracer). `lbvh` and `ploc` give
+//! the CPU builders' trees node for node; `hlbvh` differs from its CPU
+//! twin below the clusters (see `hlbvh/cuda.rs`).
+//!
+//! [`DeviceBuildStats`] reports device time per stage (events on the
+//! stream, host waits included, since they hold the build up), the SAH
+//! cost, the node count, the bytes of the result and the peak of device
+//! memory in use during the build beyond what was in use before it. Running
+//! out of device memory is [`GpuError::OutOfMemory`] naming the buffer.
+
+use super::hlbvh::cuda::hlbvh_tree;
+use super::lbvh_cuda::radix_tree;
+use super::linked_tree_cuda::{device_sah_cost, to_device_bvh};
+use super::morton_cuda::DeviceMortonOrder;
+use super::ploc_cuda::clustering;
+use crate::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
+use crate::registry::{AccelSpecError, MortonBuilderConfig};
+use caustic_geom::Triangle;
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+use std::time::Instant;
+
+/// What a device build reports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeviceBuildStats {
+    /// Registry name of the builder.
+    pub name: &'static str,
+    /// Triangles built over.
+    pub prims: usize,
+    /// Device milliseconds per stage, in order: "morton codes", "sort",
+    /// "gather", then the builder's own ("hierarchy" for lbvh,
+    /// "clustering" for ploc, "clusters", "top", "group trees", "top
+    /// nodes" for hlbvh), then "layout" and "triangles".
+    pub stages: Vec<(&'static str, f32)>,
+    /// Device milliseconds of the whole build (the stages' sum).
+    pub build_ms: f32,
+    /// Host wall-clock milliseconds of the call, waits included.
+    pub wall_ms: f64,
+    /// [`crate::sah_cost`] of the tree, summed on the device.
+    pub sah_cost: f32,
+    pub nodes: usize,
+    pub leaves: usize,
+    /// Levels below the root after collapsing, before the depth bound.
+    pub height: usize,
+    /// Device bytes of the result (nodes, triangles, slot maps).
+    pub bytes: usize,
+    /// Peak device memory the build held beyond what was in use when it
+    /// started (its output included); `None` where the device has no
+    /// stream-ordered memory pool to ask.
+    pub peak_device_bytes: Option<usize>,
+    /// Clustering iterations (`ploc`, and `hlbvh`'s cluster subtrees).
+    pub iterations: usize,
+    /// Morton-prefix clusters and the top's groups of them (`hlbvh`).
+    pub clusters: usize,
+    pub groups: usize,
+}
+
+impl DeviceBuildStats {
+    /// Milliseconds of the stage `name` (0 when it did not run).
+    pub fn stage_ms(&self, name: &str) -> f32 {
+        self.stages
+            .iter()
+            .filter(|(stage, _)| *stage == name)
+            .map(|(_, ms)| ms)
+            .sum()
+    }
+}
+
+/// Why a device build by spec failed.
+#[derive(Debug)]
+pub enum DeviceBuildError {
+    /// The spec names no GPU builder or has bad parameters.
+    Spec(AccelSpecError),
+    /// The device failed (out of memory, say).
+    Gpu(GpuError),
+}
+
+impl std::fmt::Display for DeviceBuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Spec(e) => e.fmt(f),
+            Self::Gpu(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for DeviceBuildError {}
+
+impl From<AccelSpecError> for DeviceBuildError {
+    fn from(e: AccelSpecError) -> Self {
+        Self::Spec(e)
+    }
+}
+
+impl From<GpuError> for DeviceBuildError {
+    fn from(e: GpuError) -> Self {
+        Self::Gpu(e)
+    }
+}
+
+impl DeviceBvh {
+    /// Builds the structure `spec` names over `triangles` (scene order,
+    /// on the device; their `prim` fields are ignored).
+    pub fn build(
+        gpu: &Gpu,
+        triangles: &DeviceBuffer<GpuTriangle>,
+        spec: &str,
+    ) -> Result<(Self, DeviceBuildStats), DeviceBuildError> {
+        let config = MortonBuilderConfig::parse(spec)?;
+        Ok(Self::build_with(gpu, triangles, &config)?)
+    }
+
+    /// [`DeviceBvh::build`] from host triangles, uploaded first (not timed).
+    pub fn build_from_host(
+        gpu: &Gpu,
+        triangles: &[Triangle],
+        spec: &str,
+    ) -> Result<(Self, DeviceBuildStats), DeviceBuildError> {
+        let config = MortonBuilderConfig::parse(spec)?;
+        let device = upload_triangles(gpu, triangles)?;
+        Ok(Self::build_with(gpu, &device, &config)?)
+    }
+
+    /// Builds with a parsed configuration.
+    pub fn build_with(
+        gpu: &Gpu,
+        triangles: &DeviceBuffer<GpuTriangle>,
+        config: &MortonBuilderConfig,
+    ) -> Result<(Self, DeviceBuildStats), GpuError> {
+        let wall = Instant::now();
+        let in_use = gpu.memory_in_use()?;
+        gpu.reset_peak_memory()?;
+        let mut clock = gpu.stage_clock()?;
+        let (bits, centroids) = match config {
+            MortonBuilderConfig::Lbvh(c) => (c.morton_bits, false),
+            MortonBuilderConfig::Ploc(c) => (c.morton_bits, false),
+            MortonBuilderConfig::Hlbvh(c) => (c.morton_bits, true),
+        };
+        let mut order = DeviceMortonOrder::new(gpu, triangles, bits, centroids, &mut clock)?;
+        let mut stats = DeviceBuildStats {
+            name: config.name(),
+            prims: triangles.len(),
+            ..DeviceBuildStats::default()
+        };
+        let tree = match config {
+            MortonBuilderConfig::Lbvh(c) => {
+                let tree = radix_tree(gpu, &order, c)?;
+                clock.mark("hierarchy")?;
+                tree
+            }
+            MortonBuilderConfig::Ploc(c) => {
+                let (tree, iterations) = clustering(gpu, &order, c)?;
+                clock.mark("clustering")?;
+                stats.iterations = iterations;
+                tree
+            }
+            MortonBuilderConfig::Hlbvh(c) => {
+                let (tree, shape) = hlbvh_tree(gpu, &mut order, c, &mut clock)?;
+                stats.iterations = shape.iterations;
+                stats.clusters = shape.clusters;
+                stats.groups = shape.groups;
+                tree
+            }
+        };
+        let (bvh, shape) = to_device_bvh(gpu, &tree, &order, triangles, &mut clock)?;
+        drop(tree);
+        drop(order);
+        stats.stages = clock.finish()?;
+        stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+        stats.build_ms = stats.stages.iter().map(|(_, ms)| ms).sum();
+        stats.peak_device_bytes = match (in_use, gpu.memory_in_use()?) {
+            (Some((before, _)), Some((_, peak))) => Some(peak.saturating_sub(before)),
+            _ => None,
+        };
+        stats.sah_cost = device_sah_cost(gpu, bvh.nodes())?;
+        stats.nodes = shape.nodes;
+        stats.leaves = shape.leaves;
+        stats.height = shape.height;
+        stats.bytes = bvh.bytes();
+        Ok((bvh, stats))
+    }
+}
+
+/// Triangles in scene order as the device builders take them.
+pub fn upload_triangles(
+    gpu: &Gpu,
+    triangles: &[Triangle],
+) -> Result<DeviceBuffer<GpuTriangle>, GpuError> {
+    let words: Vec<GpuTriangle> = triangles
+        .iter()
+        .enumerate()
+        .map(|(i, t)| GpuTriangle::new(t, i as u32))
+        .collect();
+    DeviceBuffer::from_slice(gpu, "scene triangles", &words)
+}

@@ -1,0 +1,120 @@
+// lbvh.cu: Karras's linear BVH on the device (Karras, "Maximizing
+// Parallelism in the Construction of BVHs, Octrees, and k-d Trees", HPG
+// 2012), the twin of lbvh.rs, driven by lbvh_cuda.rs.
+//
+// - lbvh_splits_30 / _63: one thread per inner node i of the binary radix
+//   tree over the sorted codes (§4, Figure 4): the direction of its range
+//   from the neighbours' common-prefix lengths, the other end by an
+//   exponential then a binary search, the split by a second binary search.
+//   Equal codes are told apart by position (the prefix of two equal keys is
+//   64 + clz(i ^ j)), exactly as lbvh.rs does, so the hierarchy is the
+//   CPU's. Each node records its children and is recorded as their parent.
+// - lbvh_summaries: bottom-up (§4, "bounding boxes"): one thread per
+//   primitive climbs from its leaf; at each inner node an atomic counter
+//   lets the second child to arrive go on, after merging the two children's
+//   summaries with the CPU's Summary::merge (linked_tree.cuh), so boxes and
+//   leaf-collapse decisions equal the CPU's bit for bit. The first child to
+//   arrive stops: its subtree's summary is already in memory, ordered before
+//   the counter by a fence.
+#include "linked_tree.cuh"
+
+#define LBVH_THREADS 256u
+
+// Karras's delta: the common prefix of the keys (code, position) at i and
+// j, or -1 when j is outside [0, n).
+template <typename Code>
+__device__ __forceinline__ int common_prefix(const Code* codes, u32 n, i32 i, long long j) {
+    if (j < 0 || j >= (long long)n) return -1;
+    const u64 a = (u64)codes[i], b = (u64)codes[(u32)j];
+    const u64 x = a ^ b;
+    if (x != 0ull) return __clzll((long long)x);
+    return 64 + __clz((int)((u32)i ^ (u32)j));
+}
+
+// lbvh.rs's split_of, line for line, plus the range [lo, hi] it finds.
+template <typename Code>
+__device__ void karras_node(const Code* codes, u32 n, u32 node, u32* lo_out, u32* hi_out,
+                            u32* split_out) {
+    const i32 i = (i32)node;
+    const i32 d = common_prefix(codes, n, i, (long long)i + 1) >
+                          common_prefix(codes, n, i, (long long)i - 1)
+                      ? 1
+                      : -1;
+    const int prefix_min = common_prefix(codes, n, i, (long long)i - d);
+    long long max_len = 2;
+    while (common_prefix(codes, n, i, (long long)i + max_len * d) > prefix_min) max_len *= 2;
+    long long len = 0;
+    for (long long step = max_len / 2; step >= 1; step /= 2) {
+        if (common_prefix(codes, n, i, (long long)i + (len + step) * d) > prefix_min) len += step;
+    }
+    const int node_prefix = common_prefix(codes, n, i, (long long)i + len * d);
+    long long split = 0;
+    long long step = len;
+    while (true) {
+        step = (step + 1) / 2;
+        if (common_prefix(codes, n, i, (long long)i + (split + step) * d) > node_prefix) {
+            split += step;
+        }
+        if (step == 1) break;
+    }
+    const long long j = (long long)i + len * d;
+    *lo_out = (u32)min((long long)i, j);
+    *hi_out = (u32)max((long long)i, j);
+    *split_out = (u32)((long long)i + split * d + (d < 0 ? -1 : 0));
+}
+
+template <typename Code>
+__device__ void splits(const Code* codes, u32 n, LinkedNode* nodes, u32* node_parent,
+                       u32* item_parent, u32* counters) {
+    for (u64 t = global_thread(); t + 1 < n; t += grid_threads()) {
+        const u32 k = (u32)t;
+        u32 lo, hi, gamma;
+        karras_node(codes, n, k, &lo, &hi, &gamma);
+        const u32 left = gamma == lo ? (gamma | LT_ITEM_BIT) : gamma;
+        const u32 right = gamma + 1u == hi ? ((gamma + 1u) | LT_ITEM_BIT) : gamma + 1u;
+        nodes[k].children[0] = left;
+        nodes[k].children[1] = right;
+        set_parent(left, k, node_parent, item_parent);
+        set_parent(right, k, node_parent, item_parent);
+        counters[k] = 0u;
+        if (k == 0u) node_parent[0] = LT_NONE;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(LBVH_THREADS)
+lbvh_splits_30(const u32* codes, u32 n, LinkedNode* nodes, u32* node_parent, u32* item_parent,
+               u32* counters) {
+    splits(codes, n, nodes, node_parent, item_parent, counters);
+}
+
+extern "C" __global__ void __launch_bounds__(LBVH_THREADS)
+lbvh_splits_63(const u64* codes, u32 n, LinkedNode* nodes, u32* node_parent, u32* item_parent,
+               u32* counters) {
+    splits(codes, n, nodes, node_parent, item_parent, counters);
+}
+
+// Bottom-up summaries over the n - 1 inner nodes (n >= 2 primitives).
+extern "C" __global__ void __launch_bounds__(LBVH_THREADS)
+lbvh_summaries(const Aabb* item_bounds, u32 n, const u32* node_parent, const u32* item_parent,
+               LinkedNode* nodes, u32* counters, u32 max_leaf_size, float traversal_cost,
+               float intersection_cost) {
+    Collapse c;
+    c.max_leaf_size = max_leaf_size;
+    c.traversal_cost = traversal_cost;
+    c.intersection_cost = intersection_cost;
+    for (u64 t = global_thread(); t < n; t += grid_threads()) {
+        u32 node = item_parent[t];
+        while (node != LT_NONE) {
+            // Publish this thread's subtree before telling the parent.
+            __threadfence();
+            if (atomicAdd(&counters[node], 1u) == 0u) break;
+            __threadfence();
+            const u32 left = __ldcg(&nodes[node].children[0]);
+            const u32 right = __ldcg(&nodes[node].children[1]);
+            const Summary s = summary_merge(ref_summary_cg(left, nodes, item_bounds, c),
+                                            ref_summary_cg(right, nodes, item_bounds, c), c);
+            store_node(nodes, node, left, right, s);
+            node = __ldcg(&node_parent[node]);
+        }
+    }
+}

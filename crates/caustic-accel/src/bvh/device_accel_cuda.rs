@@ -1,0 +1,404 @@
+//! The triangle structure a GPU renderer or benchmark traces, chosen by a
+//! spec the way `--accel` chooses a CPU structure:
+//!
+//! - `lbvh`, `hlbvh`, `ploc` (with their CPU parameters): a binary BVH built
+//!   on the device ([`DeviceBvh::build_with`]: Karras 2012; Garanzha et
+//!   al. 2011; Meister and Bittner 2018), traced by the binary kernel;
+//! - `bvh-wide[:from=lbvh|hlbvh|ploc]`: that binary tree collapsed on the
+//!   device to the compressed 8-wide layout of Ylitie, Karras and Laine
+//!   2017 ([`CompressedWideBvh`]), traced by the wide kernel;
+//! - `cpu:SPEC`: any binary builder of the CPU (`cpu:bvh-binned`), the tree
+//!   uploaded, for comparisons with the device builders.
+//!
+//! Every structure gives the same hits (the watertight test and the tie
+//! rule are the CPU's), so a renderer never knows which it traces: it asks
+//! [`DeviceAccel::tracer`] for an [`AccelTracer`] and calls `intersect` and
+//! `occluded`. The scene's triangles go to the device once, in scene order;
+//! the renderers read them from [`DeviceAccel::scene_triangles`].
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Instant;
+
+use caustic_geom::Triangle;
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+
+use super::build::upload_triangles;
+use super::traverse_cuda::{GpuHit, GpuRay, Tracer};
+use super::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
+use super::wide::compressed_cuda::CompressedWideBvh;
+use super::wide::traverse_compressed_cuda::CompressedTracer;
+use crate::registry::{AccelSpecError, MortonBuilderConfig, build_triangle_bvh};
+
+/// Every structure the GPU builds and traces, as `--accel` names them with
+/// `--device cuda` (`cpu:SPEC` uploads a CPU-built binary tree).
+pub const GPU_STRUCTURES: &[&str] = &["ploc", "lbvh", "hlbvh", "bvh-wide", "cpu:SPEC"];
+
+/// The spec `--device cuda` builds when none is given.
+pub const DEFAULT_GPU_SPEC: &str = "ploc";
+
+/// A GPU structure and its parameters; parse one from a spec string.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GpuAccelSpec {
+    /// A binary BVH built on the device.
+    Device(MortonBuilderConfig),
+    /// A CPU binary builder's tree (the spec after `cpu:`), uploaded.
+    Uploaded(String),
+    /// A binary tree (a device build or an upload) collapsed to the
+    /// compressed 8-wide layout on the device.
+    Wide(Box<GpuAccelSpec>),
+}
+
+impl Default for GpuAccelSpec {
+    fn default() -> Self {
+        DEFAULT_GPU_SPEC
+            .parse()
+            .expect("the default GPU spec parses")
+    }
+}
+
+impl FromStr for GpuAccelSpec {
+    type Err = AccelSpecError;
+
+    fn from_str(spec: &str) -> Result<Self, AccelSpecError> {
+        let spec = spec.trim();
+        if let Some(cpu) = spec.strip_prefix("cpu:") {
+            // Checks the spec and that it names a binary builder, without
+            // building over real triangles.
+            build_triangle_bvh(cpu, &[])?;
+            return Ok(Self::Uploaded(cpu.to_owned()));
+        }
+        if let Some(params) = wide_params(spec) {
+            return parse_wide(params);
+        }
+        MortonBuilderConfig::parse(spec).map(Self::Device)
+    }
+}
+
+/// The parameters after `bvh-wide` (empty for a bare `bvh-wide`), or
+/// `None` for another structure.
+fn wide_params(spec: &str) -> Option<&str> {
+    match spec.strip_prefix("bvh-wide")? {
+        "" => Some(""),
+        rest => rest.strip_prefix(':'),
+    }
+}
+
+/// `width=8` (the only width of the compressed layout) and `from=SPEC`,
+/// where SPEC is everything after `from=` (it has parameters of its own).
+fn parse_wide(params: &str) -> Result<GpuAccelSpec, AccelSpecError> {
+    let bad = |param: &str, message: &str| AccelSpecError::BadValue {
+        accel: "bvh-wide".into(),
+        param: param.into(),
+        message: message.into(),
+    };
+    let mut rest = params;
+    let mut from = DEFAULT_GPU_SPEC.to_owned();
+    while !rest.is_empty() {
+        if let Some(spec) = rest.strip_prefix("from=") {
+            from = spec.to_owned();
+            break;
+        }
+        let (param, tail) = rest.split_once(':').unwrap_or((rest, ""));
+        match param {
+            "width=8" => {}
+            p if p.starts_with("width=") => {
+                return Err(bad("width", "the GPU's compressed wide BVH is 8 wide"));
+            }
+            p => {
+                return Err(AccelSpecError::UnknownParam {
+                    accel: "bvh-wide".into(),
+                    param: p.split('=').next().unwrap_or(p).into(),
+                    valid: "width=8, from=lbvh|hlbvh|ploc|cpu:SPEC (with their parameters)",
+                });
+            }
+        }
+        rest = tail;
+    }
+    let inner: GpuAccelSpec = from.parse()?;
+    if matches!(inner, GpuAccelSpec::Wide(_)) {
+        return Err(bad(
+            "from",
+            "a wide BVH collapses a binary tree, not another wide one",
+        ));
+    }
+    Ok(GpuAccelSpec::Wide(Box::new(inner)))
+}
+
+impl fmt::Display for GpuAccelSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Device(config) => write!(f, "{}", config.spec()),
+            Self::Uploaded(spec) => write!(f, "cpu:{spec}"),
+            Self::Wide(from) => write!(f, "bvh-wide:from={from}"),
+        }
+    }
+}
+
+/// What building a [`DeviceAccel`] did and cost.
+#[derive(Clone, Debug, Default)]
+pub struct GpuAccelStats {
+    /// The spec, as [`GpuAccelSpec`]'s `Display` writes it.
+    pub spec: String,
+    pub prims: usize,
+    /// `(stage, device ms)` in order; a CPU build is one stage timed on the host.
+    pub stages: Vec<(&'static str, f32)>,
+    /// The stages' sum: the build's time on its device.
+    pub build_ms: f64,
+    /// Wall time of the whole build, allocations and host reads included.
+    pub wall_ms: f64,
+    /// SAH cost of the binary tree (C_trav = C_isect = 1, over the root's area).
+    pub sah_cost: f32,
+    /// Nodes of the traced structure (wide nodes for `bvh-wide`).
+    pub nodes: usize,
+    /// Device bytes of the traced structure (nodes and leaf triangles).
+    pub bytes: usize,
+    /// Peak device memory the build allocated beyond what was in use
+    /// before it, where the driver's memory pool reports it.
+    pub peak_device_bytes: Option<usize>,
+}
+
+/// A triangle structure on the device, ready to trace; see the module docs.
+pub struct DeviceAccel {
+    /// Scene-order triangles, `prim` = scene id: what shading reads.
+    scene_triangles: DeviceBuffer<GpuTriangle>,
+    binary: DeviceBvh,
+    wide: Option<CompressedWideBvh>,
+    stats: GpuAccelStats,
+}
+
+impl DeviceAccel {
+    /// Uploads `triangles` (scene order) and builds the structure `spec`
+    /// names over them on `gpu`.
+    pub fn build(gpu: &Gpu, triangles: &[Triangle], spec: &GpuAccelSpec) -> Result<Self, GpuError> {
+        let wall = Instant::now();
+        let scene_triangles = upload_triangles(gpu, triangles)?;
+        let (binary, mut stats) = build_binary(gpu, triangles, &scene_triangles, spec)?;
+        let wide = match spec {
+            GpuAccelSpec::Wide(_) => {
+                let wide = CompressedWideBvh::build(&binary)?;
+                let w = wide.stats();
+                stats.stages.push(("wide setup", w.setup_ms as f32));
+                stats.stages.push(("wide collapse", w.collapse_ms as f32));
+                stats.stages.push(("wide compact", w.compact_ms as f32));
+                stats.build_ms += w.setup_ms + w.collapse_ms + w.compact_ms;
+                stats.nodes = w.nodes;
+                stats.bytes = w.bytes;
+                Some(wide)
+            }
+            _ => None,
+        };
+        stats.spec = spec.to_string();
+        stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+        Ok(Self {
+            scene_triangles,
+            binary,
+            wide,
+            stats,
+        })
+    }
+
+    pub fn gpu(&self) -> &Gpu {
+        self.binary.gpu()
+    }
+
+    /// The scene's triangles in scene order, each with its scene id.
+    pub fn scene_triangles(&self) -> &DeviceBuffer<GpuTriangle> {
+        &self.scene_triangles
+    }
+
+    /// The binary tree (the wide structure's source for `bvh-wide`).
+    pub fn binary(&self) -> &DeviceBvh {
+        &self.binary
+    }
+
+    /// The compressed wide tree, for `bvh-wide`.
+    pub fn wide(&self) -> Option<&CompressedWideBvh> {
+        self.wide.as_ref()
+    }
+
+    pub fn stats(&self) -> &GpuAccelStats {
+        &self.stats
+    }
+
+    /// A tracer for this structure's kind (it may trace any structure of
+    /// that kind on the same device).
+    pub fn tracer(&self) -> Result<AccelTracer, GpuError> {
+        let gpu = self.gpu();
+        Ok(AccelTracer {
+            binary: Tracer::new(gpu)?,
+            wide: match self.wide {
+                Some(_) => Some(CompressedTracer::new(gpu)?),
+                None => None,
+            },
+        })
+    }
+}
+
+/// The binary tree of `spec` (the wide spec's source) and its stats.
+fn build_binary(
+    gpu: &Gpu,
+    triangles: &[Triangle],
+    scene_triangles: &DeviceBuffer<GpuTriangle>,
+    spec: &GpuAccelSpec,
+) -> Result<(DeviceBvh, GpuAccelStats), GpuError> {
+    match spec {
+        GpuAccelSpec::Wide(from) => build_binary(gpu, triangles, scene_triangles, from),
+        GpuAccelSpec::Device(config) => {
+            let (bvh, s) = DeviceBvh::build_with(gpu, scene_triangles, config)?;
+            let stats = GpuAccelStats {
+                prims: s.prims,
+                stages: s.stages,
+                build_ms: f64::from(s.build_ms),
+                sah_cost: s.sah_cost,
+                nodes: s.nodes,
+                bytes: s.bytes,
+                peak_device_bytes: s.peak_device_bytes,
+                ..GpuAccelStats::default()
+            };
+            Ok((bvh, stats))
+        }
+        GpuAccelSpec::Uploaded(cpu) => {
+            let start = Instant::now();
+            let tree = build_triangle_bvh(cpu, triangles).map_err(|e| GpuError::Invalid {
+                what: "accel spec",
+                message: e.to_string(),
+            })?;
+            let cpu_ms = start.elapsed().as_secs_f64() * 1e3;
+            let bvh = DeviceBvh::upload(gpu, &tree)?;
+            let stats = GpuAccelStats {
+                prims: triangles.len(),
+                stages: vec![("cpu build", cpu_ms as f32)],
+                build_ms: cpu_ms,
+                sah_cost: crate::Accel::stats(&tree).sah_cost,
+                nodes: tree.bvh().nodes.len(),
+                bytes: bvh.bytes(),
+                peak_device_bytes: None,
+                ..GpuAccelStats::default()
+            };
+            Ok((bvh, stats))
+        }
+    }
+}
+
+/// Traces ray buffers against a [`DeviceAccel`] with the kernel of its
+/// kind; holds the persistent kernels' launch shapes and ray counters, so
+/// calls allocate nothing.
+pub struct AccelTracer {
+    binary: Tracer,
+    wide: Option<CompressedTracer>,
+}
+
+impl AccelTracer {
+    /// The closest hit of every ray into `hits` (same length), without waiting.
+    pub fn intersect(
+        &mut self,
+        accel: &DeviceAccel,
+        rays: &DeviceBuffer<GpuRay>,
+        hits: &mut DeviceBuffer<GpuHit>,
+    ) -> Result<(), GpuError> {
+        match (&accel.wide, &mut self.wide) {
+            (Some(wide), Some(tracer)) => tracer.intersect(wide, rays, hits),
+            (Some(_), None) => Err(no_wide_tracer()),
+            (None, _) => self.binary.intersect(&accel.binary, rays, hits),
+        }
+    }
+
+    /// [`Self::intersect`] for the rays of an image `width` pixels wide in
+    /// pixel order, handed out in 8x4-pixel tiles (primary rays).
+    pub fn intersect_image(
+        &mut self,
+        accel: &DeviceAccel,
+        rays: &DeviceBuffer<GpuRay>,
+        width: u32,
+        hits: &mut DeviceBuffer<GpuHit>,
+    ) -> Result<(), GpuError> {
+        match (&accel.wide, &mut self.wide) {
+            (Some(wide), Some(tracer)) => tracer.intersect_image(wide, rays, width, hits),
+            (Some(_), None) => Err(no_wide_tracer()),
+            (None, _) => self
+                .binary
+                .intersect_image(&accel.binary, rays, width, hits),
+        }
+    }
+
+    /// 1 for every ray with a hit in `(tmin, tmax)`, else 0, without waiting.
+    pub fn occluded(
+        &mut self,
+        accel: &DeviceAccel,
+        rays: &DeviceBuffer<GpuRay>,
+        occluded: &mut DeviceBuffer<u32>,
+    ) -> Result<(), GpuError> {
+        match (&accel.wide, &mut self.wide) {
+            (Some(wide), Some(tracer)) => tracer.occluded(wide, rays, occluded),
+            (Some(_), None) => Err(no_wide_tracer()),
+            (None, _) => self.binary.occluded(&accel.binary, rays, occluded),
+        }
+    }
+}
+
+fn no_wide_tracer() -> GpuError {
+    GpuError::Invalid {
+        what: "tracer",
+        message: "a tracer made for a binary structure cannot trace a wide one (ask the structure for its tracer)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(spec: &str) -> Result<GpuAccelSpec, String> {
+        spec.parse::<GpuAccelSpec>().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn specs_round_trip() {
+        for (spec, written) in [
+            ("ploc", "ploc"),
+            ("lbvh:bits=63", "lbvh:bits=63"),
+            ("hlbvh:k=12", "hlbvh:k=12"),
+            ("bvh-wide", "bvh-wide:from=ploc"),
+            ("bvh-wide:from=lbvh:bits=63", "bvh-wide:from=lbvh:bits=63"),
+            (
+                "bvh-wide:width=8:from=cpu:bvh-binned",
+                "bvh-wide:from=cpu:bvh-binned",
+            ),
+            ("cpu:bvh-binned:bins=16", "cpu:bvh-binned:bins=16"),
+        ] {
+            let parsed = parse(spec).unwrap();
+            assert_eq!(parsed.to_string(), written, "{spec}");
+            assert_eq!(parse(written).unwrap(), parsed, "{written}");
+        }
+        assert_eq!(GpuAccelSpec::default().to_string(), DEFAULT_GPU_SPEC);
+    }
+
+    #[test]
+    fn structures_without_a_gpu_version_say_what_the_gpu_builds() {
+        for spec in ["grid", "kdtree", "bvh-binned", "brute"] {
+            let message = parse(spec).unwrap_err();
+            assert!(message.contains("no GPU builder"), "{spec}: {message}");
+            assert!(
+                message.contains("bvh-wide") && message.contains("cpu:"),
+                "{message}"
+            );
+        }
+        assert!(
+            parse("cpu:grid")
+                .unwrap_err()
+                .contains("not a binary BVH builder")
+        );
+        assert!(parse("bvh-wide:width=4").unwrap_err().contains("8 wide"));
+        assert!(
+            parse("bvh-wide:from=bvh-wide")
+                .unwrap_err()
+                .contains("not another wide")
+        );
+        assert!(
+            parse("bvh-wide:depth=3")
+                .unwrap_err()
+                .contains("no parameter `depth`")
+        );
+        assert!(parse("octree").unwrap_err().contains("unknown accel"));
+    }
+}

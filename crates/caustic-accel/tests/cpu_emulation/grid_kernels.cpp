@@ -1,0 +1,82 @@
+// grid_kernels.cpp: the grid's CUDA kernels (src/grid/build.cu, dda.cu),
+// compiled unchanged by the host compiler over cuda_shim.h and run one
+// thread at a time, for tests/grid_kernels_on_cpu.rs. It reads a grid built
+// by the CPU (in the device layout) and rays, and writes, per triangle, the
+// cells the build kernels put it in (for_each_covered_cell, the body of the
+// count and write passes), and per ray the DDA kernels' closest hit and
+// any-hit answer.
+//
+//   grid_kernels INPUT OUTPUT
+//
+// INPUT: GridFrame, then u32 counts (triangles, cells, references, macro
+// cells, slab floats, rays), then the triangles, cell starts, cell ends,
+// references, macro-cell boxes, slab floats and rays, little-endian as the
+// Rust structs lay them out. OUTPUT: per triangle its cell count and cells,
+// then the hits (16 bytes each), then the occlusion words.
+#include "cuda_shim.h"
+#include "dda.cu"
+#include "build.cu"
+
+#include <vector>
+
+template <class T>
+static std::vector<T> read_array(FILE* in, size_t n) {
+    std::vector<T> v(n);
+    if (n > 0 && fread(v.data(), sizeof(T), n, in) != n) {
+        fprintf(stderr, "short input\n");
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char** argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: grid_kernels INPUT OUTPUT\n");
+        return 2;
+    }
+    FILE* in = fopen(argv[1], "rb");
+    FILE* out = fopen(argv[2], "wb");
+    if (!in || !out) {
+        fprintf(stderr, "cannot open the files\n");
+        return 2;
+    }
+    const GridFrame frame = read_array<GridFrame>(in, 1)[0];
+    const std::vector<u32> n = read_array<u32>(in, 6);
+    const auto tris = read_array<Triangle>(in, n[0]);
+    const auto cell_start = read_array<u32>(in, n[1]);
+    const auto cell_end = read_array<u32>(in, n[1]);
+    const auto prims = read_array<u32>(in, n[2]);
+    const auto macro_bounds = read_array<Aabb>(in, n[3]);
+    const auto slabs = read_array<float>(in, n[4]);
+    const auto rays = read_array<Ray>(in, n[5]);
+
+    // The build's cells of every triangle.
+    for (u32 i = 0; i < n[0]; ++i) {
+        float3 a, b, c;
+        load_triangle(tris.data(), i, a, b, c);
+        std::vector<u32> cells;
+        if (frame.cells > 0)
+            for_each_covered_cell(frame, a, b, c, [&](u32 cell) { cells.push_back(cell); });
+        const u32 count = (u32)cells.size();
+        fwrite(&count, 4, 1, out);
+        fwrite(cells.data(), 4, cells.size(), out);
+    }
+
+    // The traversal, thread by thread, in blocks of GRID_TRACE_THREADS.
+    std::vector<Hit> hits(n[5]);
+    std::vector<u32> occluded(n[5]);
+    blockDim.x = GRID_TRACE_THREADS;
+    for (u32 w = 0; w < n[5]; ++w) {
+        blockIdx.x = w / GRID_TRACE_THREADS;
+        threadIdx.x = w % GRID_TRACE_THREADS;
+        grid_trace_closest(&frame, cell_start.data(), cell_end.data(), prims.data(), tris.data(),
+                           macro_bounds.data(), slabs.data(), n[2], rays.data(), n[5], 0,
+                           hits.data());
+        grid_trace_any(&frame, cell_start.data(), cell_end.data(), prims.data(), tris.data(),
+                       macro_bounds.data(), slabs.data(), n[2], rays.data(), n[5], 0,
+                       occluded.data());
+    }
+    fwrite(hits.data(), sizeof(Hit), hits.size(), out);
+    fwrite(occluded.data(), 4, occluded.size(), out);
+    return fclose(out) == 0 ? 0 : 1;
+}
