@@ -1,22 +1,28 @@
 //! The GPU top-down SAH builders (`bvh-binned`, `bvh-binned-staged`,
-//! `bvh-sweep`; `GpuSahBuilder`) against their CPU twins with the same
-//! configuration:
+//! `bvh-sweep`: `DeviceBvh::build_with` on a `SahBuilderConfig`) against
+//! their CPU twins, with the registered settings and others (bin counts,
+//! schedules, leaf bounds, exact-sweep sizes):
 //!
-//! - the device tree passes `Bvh2::validate` (every triangle in one leaf,
-//!   child boxes inside their parents, every node reachable once, depth at
-//!   most `MAX_DEPTH`, `2 * leaves - 1` nodes), every box is exactly the
-//!   union of what lies below it, leaves hold at most `max_leaf_size`
-//!   triangles (the parking leaf of non-finite ones aside), every slot
-//!   holds its scene triangle with its id, and the slot map inverts;
-//! - its SAH cost is within 1 % of the CPU builder's;
-//! - the GPU traversal of it gives exactly the CPU traversal's hits (of the
-//!   CPU builder's tree: hits do not depend on the tree) for primary, AO and
-//!   diffuse rays on the standard scenes and random rays on soups with
-//!   degenerate, huge, flat, duplicated and non-finite triangles.
+//! - every device tree passes the structural validator
+//!   (`DeviceBvh::validate`: `Bvh2::validate`, exact boxes and leaf bounds
+//!   by `Bvh2::validate_tight`, slot triangles and maps), and its stats
+//!   (nodes, depth, device SAH) agree with the downloaded tree;
+//! - its SAH cost is within 1 % of the CPU builder's with the same bins
+//!   and schedule (`BinnedSahBuilder` on `SahBuilderConfig::binned`; for
+//!   `bvh-sweep` the CPU's full sweep is printed beside it);
+//! - tracing it on the GPU gives the CPU reference's hits (the same
+//!   triangle, `t`, `u`, `v` as bits; exact ties are counted apart and
+//!   allowed to name another triangle) for random rays on soups with
+//!   degenerate, huge, thin, duplicated and non-finite triangles, and for
+//!   the protocol's primary, AO and diffuse rays on every standard scene
+//!   present;
+//! - `DeviceAccel` builds them by spec, and a device out of memory is an
+//!   error naming the allocation.
 //!
 //! These need a CUDA GPU: run with `--include-ignored --test-threads=1` on
-//! the GPU machine (`scripts/gpu-run.sh`). Random tests print their seed;
-//! `CAUSTIC_TEST_SEED` replays one.
+//! the GPU machine (`scripts/gpu-binned-run.sh`). Random tests print their
+//! seed; `CAUSTIC_TEST_SEED` replays one. The kernels' logic also runs on
+//! the CPU in `sah_kernels_on_cpu.rs`.
 
 #[path = "common/gpu_scenes.rs"]
 mod scenes;
@@ -24,277 +30,207 @@ mod scenes;
 #[path = "common/device.rs"]
 mod device;
 
+#[path = "common/gpu_compare.rs"]
+mod compare;
+
 #[path = "common/soups.rs"]
 mod soups;
 
 use caustic_accel::bvh::build::{
-    BinSchedule, BinnedSahBuilder, BinnedSahConfig, Bvh2Builder, FIVE_STAGES,
-    GPU_SAH_MAX_TRIANGLES, GpuSahBuilder, SweepSahBuilder, SweepSahConfig,
+    BinnedSahBuilder, Bvh2Builder, DeviceBuildStats, GPU_SAH_MAX_TRIANGLES, upload_triangles,
 };
-use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay, Tracer};
+use caustic_accel::bvh::device_accel_cuda::{DeviceAccel, GpuAccelSpec};
+use caustic_accel::bvh::traverse_cuda::Tracer;
 use caustic_accel::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
-use caustic_accel::{Accel, BuildInput, Bvh2, TriangleBvh, sah_cost};
-use caustic_geom::{Aabb, Hit, Ray, Triangle, Vec3, protocol};
-use caustic_gpu::DeviceBuffer;
+use caustic_accel::registry::SahBuilderConfig;
+use caustic_accel::{BuildInput, Bvh2, TriangleBvh, sah_cost};
+use caustic_geom::{Hit, Pcg32, Ray, Triangle, Vec3, protocol};
+use caustic_gpu::{DeviceBuffer, GpuError};
+use compare::{
+    Report, compare_closest, compare_occluded, cpu_closest, cpu_occluded, gpu_closest,
+    gpu_occluded, upload_rays,
+};
 use device::gpu;
 use soups::{awkward_rays, awkward_soup, grid_soup};
 
-/// A GPU builder and its CPU twin.
-struct Twins {
-    label: String,
-    gpu: GpuSahBuilder,
-    cpu: Box<dyn Bvh2Builder>,
-    max_leaf: usize,
+/// The registered builders with their default settings.
+const REGISTERED: &[&str] = &["bvh-binned", "bvh-binned-staged", "bvh-sweep"];
+
+/// Other settings the GPU must follow.
+const VARIANTS: &[&str] = &[
+    "bvh-binned:bins=8:leaf=1",
+    "bvh-binned:bins=64:leaf=16",
+    "bvh-binned:sweep=0",
+    "bvh-binned:sweep=9:schedule=4096@16/0@4",
+    "bvh-binned-staged:leaf=4:sweep=16",
+    "bvh-sweep:leaf=2",
+];
+
+fn rng(test: &str) -> Pcg32 {
+    device::seeded_rng(test, 0xb1b5)
 }
 
-fn binned(label: &str, config: BinnedSahConfig) -> Twins {
-    Twins {
-        label: label.to_owned(),
-        gpu: GpuSahBuilder::binned(config),
-        cpu: Box::new(BinnedSahBuilder::new(config)),
-        max_leaf: config.max_leaf_size,
+/// A GPU build of `spec` over `tris`, validated, with its stats checked
+/// against the downloaded tree.
+fn gpu_build(spec: &str, tris: &[Triangle]) -> Result<(DeviceBvh, Bvh2, DeviceBuildStats), String> {
+    let config = SahBuilderConfig::parse(spec).map_err(|e| e.to_string())?;
+    let device = upload_triangles(gpu(), tris).map_err(|e| e.to_string())?;
+    let (bvh, stats) =
+        DeviceBvh::build_with(gpu(), &device, config).map_err(|e| format!("{spec}: {e}"))?;
+    let tree = bvh
+        .validate(tris, config.max_leaf_size())
+        .map_err(|e| format!("{spec}: invalid tree: {e}"))?;
+    if stats.nodes != tree.nodes.len() || stats.prims != tris.len() || stats.name != config.name() {
+        return Err(format!("{spec}: stats {stats:?} disagree with the tree"));
     }
-}
-
-fn sweep(label: &str, config: SweepSahConfig) -> Twins {
-    Twins {
-        label: label.to_owned(),
-        gpu: GpuSahBuilder::sweep(config),
-        cpu: Box::new(SweepSahBuilder::new(config)),
-        max_leaf: config.max_leaf_size,
+    if !tree.nodes.is_empty() && stats.height != tree.shape().max_depth {
+        return Err(format!(
+            "{spec}: depth {} reported, the tree's is {}",
+            stats.height,
+            tree.shape().max_depth
+        ));
     }
-}
-
-/// The three registered builders with their default settings.
-fn registered() -> Vec<Twins> {
-    vec![
-        binned("bvh-binned", BinnedSahConfig::DEFAULT),
-        binned("bvh-binned-staged", BinnedSahConfig::STAGED),
-        sweep("bvh-sweep", SweepSahConfig::DEFAULT),
-    ]
-}
-
-/// Other settings the GPU must follow: bin counts, leaf bounds, no exact
-/// sweep at all, a schedule of our own.
-fn variants() -> Vec<Twins> {
-    let d = BinnedSahConfig::DEFAULT;
-    vec![
-        binned("bins=8", BinnedSahConfig { bins: 8, ..d }),
-        binned("bins=64", BinnedSahConfig { bins: 64, ..d }),
-        binned("leaf=1", BinnedSahConfig { max_leaf_size: 1, ..d }),
-        binned("leaf=16", BinnedSahConfig { max_leaf_size: 16, ..d }),
-        binned("sweep=0", BinnedSahConfig { sweep_max_prims: 0, ..d }),
-        binned("sweep=9", BinnedSahConfig { sweep_max_prims: 9, ..d }),
-        binned(
-            "schedule=4096@16/0@4",
-            BinnedSahConfig {
-                stages: BinSchedule::parse("4096@16/0@4").unwrap(),
-                ..d
-            },
-        ),
-        binned(
-            "staged, leaf=4, sweep=16",
-            BinnedSahConfig {
-                stages: FIVE_STAGES,
-                max_leaf_size: 4,
-                sweep_max_prims: 16,
-                ..d
-            },
-        ),
-    ]
-}
-
-// ------------------------------------------------------------ the tree
-
-/// The structural checks of the module docs; returns the downloaded tree.
-fn check_tree(bvh: &DeviceBvh, scene: &[Triangle], max_leaf: usize) -> Result<Bvh2, String> {
-    let (tree, leaf_triangles) = bvh.download().map_err(|e| e.to_string())?;
-    let input = BuildInput::from_triangles(scene);
-    tree.validate(&input.bounds)?;
-    if !tree.nodes.is_empty() {
-        tight_box(&tree, &input.bounds, 0, max_leaf)?;
+    let cost = sah_cost(&tree);
+    if (stats.sah_cost - cost).abs() > 1e-4 * cost.max(1.0) {
+        return Err(format!("{spec}: device SAH {} vs {cost}", stats.sah_cost));
     }
-    for (slot, (&id, tri)) in tree.prim_indices.iter().zip(&leaf_triangles).enumerate() {
-        let expected = scene[id as usize];
-        if bytemuck::bytes_of(&GpuTriangle::new(tri, id)) != bytemuck::bytes_of(&GpuTriangle::new(&expected, id)) {
-            return Err(format!("slot {slot} holds {tri:?}, not scene triangle {id}"));
-        }
-    }
-    let slots = bvh.slots().download().map_err(|e| e.to_string())?;
-    for (slot, &id) in tree.prim_indices.iter().enumerate() {
-        if slots[id as usize] as usize != slot {
-            return Err(format!("triangle {id} is in slot {slot}, the map says {}", slots[id as usize]));
-        }
-    }
-    Ok(tree)
+    Ok((bvh, tree, stats))
 }
 
-/// Checks that node `index`'s box is exactly the union below it and that
-/// its leaves respect `max_leaf`; returns the box. Depth is bounded by
-/// `Bvh2::validate`, which runs first.
-fn tight_box(tree: &Bvh2, bounds: &[Aabb], index: usize, max_leaf: usize) -> Result<Aabb, String> {
-    let node = tree.nodes[index];
-    let exact = if node.is_leaf() {
-        let parking = node.bounds().is_empty();
-        if !parking && node.count as usize > max_leaf {
-            return Err(format!("leaf {index} holds {} > {max_leaf} triangles", node.count));
-        }
-        node.prim_range().fold(Aabb::EMPTY, |b, slot| {
-            let id = tree.prim_indices[slot] as usize;
-            if parking { b } else { b.union(bounds[id]) }
-        })
+/// The SAH check against the CPU twin (same bins and schedule); a line
+/// for the log, or why it fails.
+fn sah_against_the_cpu(
+    spec: &str,
+    tris: &[Triangle],
+    tree: &Bvh2,
+    stats: &DeviceBuildStats,
+) -> Result<String, String> {
+    let config = SahBuilderConfig::parse(spec).unwrap();
+    let input = BuildInput::from_triangles(tris);
+    let twin = BinnedSahBuilder::new(config.binned()).build(&input);
+    let (gpu_sah, cpu_sah) = (sah_cost(tree), sah_cost(&twin));
+    let off = if cpu_sah > 0.0 {
+        gpu_sah / cpu_sah - 1.0
     } else {
-        let left = tight_box(tree, bounds, node.left_child(), max_leaf)?;
-        let right = tight_box(tree, bounds, node.left_child() + 1, max_leaf)?;
-        left.union(right)
+        0.0
     };
-    let same = |a: Vec3, b: Vec3| a.to_array().map(f32::to_bits) == b.to_array().map(f32::to_bits);
-    let (have, want) = (node.bounds(), exact);
-    let empty_both = have.is_empty() && want.is_empty();
-    if !empty_both && !(same(have.min, want.min) && same(have.max, want.max)) {
-        return Err(format!("node {index}'s box {have:?} is not the union below it, {want:?}"));
-    }
-    Ok(exact)
-}
-
-/// Builds on both sides; checks the GPU tree and its SAH against the
-/// CPU's. Returns the GPU tree, the CPU accel and a one-line summary.
-fn build_both(twins: &Twins, tris: &[Triangle]) -> Result<(DeviceBvh, TriangleBvh, String), String> {
-    let (bvh, stats) = twins
-        .gpu
-        .build_from_host(gpu(), tris)
-        .map_err(|e| format!("{}: {e}", twins.label))?;
-    let tree = check_tree(&bvh, tris, twins.max_leaf).map_err(|e| format!("{}: {e}", twins.label))?;
-    let cpu = TriangleBvh::build_with(tris, twins.cpu.as_ref());
-    let (gpu_sah, cpu_sah) = (sah_cost(&tree), cpu.stats().sah_cost);
-    if (stats.sah_cost - gpu_sah).abs() > 1e-4 * gpu_sah.max(1.0) {
-        return Err(format!("{}: device SAH {} but the tree's is {gpu_sah}", twins.label, stats.sah_cost));
-    }
-    let ratio = if cpu_sah > 0.0 { gpu_sah / cpu_sah } else { 1.0 };
-    let line = format!(
-        "{}: SAH gpu {gpu_sah:.4} cpu {cpu_sah:.4} ({:+.3} %), nodes {} / {}, depth {}, levels {}, small roots {}",
-        twins.label,
-        100.0 * (ratio - 1.0),
+    let mut line = format!(
+        "{spec}: SAH {gpu_sah:.4}, CPU same bins {cpu_sah:.4} ({:+.3} %), {} nodes, depth {}, {} levels, {} small roots, {:.2} ms",
+        100.0 * off,
         tree.nodes.len(),
-        cpu.bvh().nodes.len(),
-        stats.max_depth,
-        stats.levels,
-        stats.small_roots
+        stats.height,
+        stats.iterations,
+        stats.small_roots,
+        stats.build_ms
     );
-    if (ratio - 1.0).abs() > 0.01 && (gpu_sah - cpu_sah).abs() > 1e-6 {
-        return Err(format!("SAH differs by more than 1 %: {line}"));
+    if matches!(config, SahBuilderConfig::Sweep(_)) {
+        let full = sah_cost(&config.cpu_builder().build(&input));
+        line += &format!(
+            ", CPU full sweep {full:.4} ({:+.3} %)",
+            100.0 * (gpu_sah / full - 1.0)
+        );
     }
-    if stats.max_depth != tree.shape().max_depth {
-        return Err(format!("{}: stats depth {} but the tree's is {}", twins.label, stats.max_depth, tree.shape().max_depth));
+    if off.abs() > 0.01 && (gpu_sah - cpu_sah).abs() > 1e-5 {
+        return Err(format!("SAH beyond 1 % of the CPU's: {line}"));
     }
-    Ok((bvh, cpu, line))
+    Ok(line)
 }
 
-// ------------------------------------------------------------ hits
-
-fn upload_rays(rays: &[Ray]) -> DeviceBuffer<GpuRay> {
-    let words: Vec<GpuRay> = rays.iter().map(GpuRay::from).collect();
-    DeviceBuffer::from_slice(gpu(), "test rays", &words).unwrap()
+/// Closest hits must be the CPU's; exact ties may name another triangle.
+fn hits_agree(report: &Report) -> bool {
+    report.others == 0
 }
 
-/// Rays whose GPU closest hit (on `bvh`) or any-hit answer differs in any
-/// bit from the CPU's (on `cpu`); the first few spelled out.
-fn hit_differences(tracer: &mut Tracer, bvh: &DeviceBvh, cpu: &TriangleBvh, rays: &[Ray], any: bool) -> Vec<String> {
-    let buffer = upload_rays(rays);
-    let mut out = Vec::new();
-    if any {
-        let mut flags = DeviceBuffer::<u32>::uninit(gpu(), "test occlusion", rays.len()).unwrap();
-        flags.poison().unwrap();
-        tracer.occluded(bvh, &buffer, &mut flags).unwrap();
-        let mut expected = vec![false; rays.len()];
-        cpu.occluded_batch(rays, &mut expected);
-        for (i, (g, c)) in flags.download().unwrap().iter().zip(&expected).enumerate() {
-            if *g != u32::from(*c) && out.len() < 5 {
-                out.push(format!("ray {i} {:?}: gpu occluded {g:#x}, cpu {c}", rays[i]));
-            }
-        }
-        return out;
-    }
-    let mut hits = DeviceBuffer::<GpuHit>::uninit(gpu(), "test hits", rays.len()).unwrap();
-    hits.poison().unwrap();
-    tracer.intersect(bvh, &buffer, &mut hits).unwrap();
-    let mut expected: Vec<Option<Hit>> = vec![None; rays.len()];
-    cpu.intersect_batch(rays, &mut expected);
-    for (i, (g, c)) in hits.download().unwrap().iter().zip(&expected).enumerate() {
-        if bytemuck::bytes_of(g) != bytemuck::bytes_of(&GpuHit::from_hit(*c)) && out.len() < 5 {
-            out.push(format!("ray {i} {:?}: gpu {g:?}, cpu {c:?}", rays[i]));
-        }
-    }
-    out
-}
+// ------------------------------------------------------------ random soups
 
-// ------------------------------------------------------------ tests
-
-/// Triangles collapsed to points, one per position.
 fn point_tris(points: &[Vec3]) -> Vec<Triangle> {
     points.iter().map(|&p| Triangle::new(p, p, p)).collect()
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn awkward_inputs_build_valid_trees() {
-    let unit = Triangle::new(Vec3::ZERO, Vec3::X, Vec3::Y);
+/// Every kind of input the builders must survive.
+fn soups(rng: &mut Pcg32) -> Vec<(String, Vec<Triangle>)> {
+    let one = Triangle::new(Vec3::ZERO, Vec3::X, Vec3::Y);
     let nan = Triangle::new(Vec3::splat(f32::NAN), Vec3::X, Vec3::Y);
-    let mut rng = device::seeded_rng("awkward_inputs_build_valid_trees", 0xb1);
-    let mut cases: Vec<(&str, Vec<Triangle>)> = vec![
-        ("empty", vec![]),
-        ("one triangle", vec![unit]),
-        ("only non-finite", vec![nan, nan]),
-        ("some non-finite", vec![unit, nan, unit, Triangle::new(Vec3::ZERO, Vec3::splat(f32::INFINITY), Vec3::ONE)]),
-        ("geometric series", point_tris(&(0..120).map(|k| Vec3::splat(0.5f32.powi(k))).collect::<Vec<_>>())),
-        ("huge coordinates", point_tris(&[Vec3::splat(-3e38), Vec3::splat(3e38), Vec3::ZERO, Vec3::new(1e-30, 0.0, 0.0), Vec3::new(2e-45, 0.0, 0.0)])),
+    let inf = Triangle::new(Vec3::ZERO, Vec3::splat(f32::INFINITY), Vec3::ONE);
+    let mut coincident_and_far = vec![one; 3000];
+    coincident_and_far.extend(awkward_soup(rng, 500));
+    let mut soups: Vec<(String, Vec<Triangle>)> = vec![
+        ("empty".into(), vec![]),
+        ("one triangle".into(), vec![one]),
+        ("only non-finite".into(), vec![nan; 5]),
+        ("some non-finite".into(), vec![one, nan, one, inf]),
+        (
+            "geometric series".into(),
+            point_tris(
+                &(0..120)
+                    .map(|k| Vec3::splat(0.5f32.powi(k)))
+                    .collect::<Vec<_>>(),
+            ),
+        ),
+        (
+            "huge coordinates".into(),
+            point_tris(&[
+                Vec3::splat(-3e38),
+                Vec3::splat(3e38),
+                Vec3::ZERO,
+                Vec3::new(1e-30, 0.0, 0.0),
+                Vec3::new(2e-45, 0.0, 0.0),
+            ]),
+        ),
+        ("3000 coincident + 500 awkward".into(), coincident_and_far),
+        ("20000 coincident".into(), vec![one; 20_000]),
+        ("height field 2x128x128".into(), grid_soup(rng, 128)),
     ];
-    for n in [5, 64, 65, 100, 3000, 20_000] {
-        cases.push(("coincident", vec![unit; n]));
+    for n in [37, 64, 65, 2049, 9000, 20_000, 200_000] {
+        soups.push((format!("awkward soup {n}"), awkward_soup(rng, n)));
     }
-    for n in [63, 64, 65, 2048, 2049, 9000] {
-        cases.push(("awkward soup", awkward_soup(&mut rng, n)));
-    }
-    let mut failures = Vec::new();
-    for twins in registered().iter().chain(&variants()) {
-        for (name, tris) in &cases {
-            match build_both(twins, tris) {
-                Ok((_, _, line)) => eprintln!("{name} ({} tris), {line}", tris.len()),
-                Err(e) => failures.push(format!("{name} ({} tris): {e}", tris.len())),
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    soups
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn random_soups_match_the_cpu() {
-    let mut rng = device::seeded_rng("random_soups_match_the_cpu", 0xb2);
+fn soups_build_valid_trees_within_one_percent_of_the_cpu_and_trace_alike() {
+    let mut rng = rng("soups_build_valid_trees_within_one_percent_of_the_cpu_and_trace_alike");
     let mut tracer = Tracer::new(gpu()).unwrap();
-    let soups = [
-        ("awkward soup, 37 tris", awkward_soup(&mut rng, 37)),
-        ("awkward soup, 20k tris", awkward_soup(&mut rng, 20_000)),
-        ("awkward soup, 200k tris", awkward_soup(&mut rng, 200_000)),
-        ("height field, 2x64x64 tris", grid_soup(&mut rng, 64)),
-        ("height field, 2x512x512 tris", grid_soup(&mut rng, 512)),
-    ];
     let mut failures = Vec::new();
-    for twins in registered().iter().chain(&variants()) {
-        for (name, tris) in &soups {
-            let (bvh, cpu, line) = match build_both(twins, tris) {
+    for (name, tris) in soups(&mut rng) {
+        let rays = if tris.is_empty() {
+            Vec::new()
+        } else {
+            awkward_rays(&mut rng, &tris, 50_000)
+        };
+        let reference = TriangleBvh::build(&tris);
+        let expected = (
+            cpu_closest(&reference, &rays),
+            cpu_occluded(&reference, &rays),
+        );
+        let buffer = (!rays.is_empty()).then(|| upload_rays(&rays));
+        for &spec in REGISTERED.iter().chain(VARIANTS) {
+            if tris.len() > 20_000 && !REGISTERED.contains(&spec) {
+                continue;
+            }
+            let (bvh, tree, stats) = match gpu_build(spec, &tris) {
                 Ok(built) => built,
                 Err(e) => {
                     failures.push(format!("{name}: {e}"));
                     continue;
                 }
             };
-            eprintln!("{name}, {line}");
-            let rays = awkward_rays(&mut rng, tris, 50_000);
-            for any in [false, true] {
-                let differ = hit_differences(&mut tracer, &bvh, &cpu, &rays, any);
-                if !differ.is_empty() {
-                    failures.push(format!("{name}, {} (any hit: {any}):\n  {}", twins.label, differ.join("\n  ")));
+            match sah_against_the_cpu(spec, &tris, &tree, &stats) {
+                Ok(line) => eprintln!("{name} ({} tris), {line}", tris.len()),
+                Err(e) => failures.push(format!("{name}: {e}")),
+            }
+            let Some(buffer) = &buffer else { continue };
+            let closest =
+                compare_closest(&rays, &gpu_closest(&mut tracer, &bvh, buffer), &expected.0);
+            let any =
+                compare_occluded(&rays, &gpu_occluded(&mut tracer, &bvh, buffer), &expected.1);
+            for (kind, report) in [("closest", closest), ("any", any)] {
+                let line = report.summary(&format!("{name}, {spec}, {kind}"));
+                if !hits_agree(&report) {
+                    failures.push(line);
+                } else if !report.identical() {
+                    eprintln!("{line}");
                 }
             }
         }
@@ -302,14 +238,81 @@ fn random_soups_match_the_cpu() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Protocol rays at this size (the trace tests use 1920x1080; the builders
-/// are what is checked here).
-const WIDTH: u32 = 640;
-const HEIGHT: u32 = 360;
+// ---------------------------------------------------------- standard scenes
+
+const WIDTH: u32 = 1280;
+const HEIGHT: u32 = 720;
+
+/// The protocol's rays of one scene and the CPU reference's answers.
+struct SceneRays {
+    passes: Vec<(&'static str, Vec<Ray>, bool)>,
+    closest: Vec<Vec<Option<Hit>>>,
+    occluded: Vec<Vec<bool>>,
+}
+
+impl SceneRays {
+    fn new(scene: &scenes::Loaded) -> Self {
+        let reference = TriangleBvh::build(&scene.triangles);
+        let primary = protocol::primary_rays(&scene.camera, WIDTH, HEIGHT);
+        let hits = cpu_closest(&reference, &primary);
+        let diag = protocol::scene_diagonal(&scene.triangles);
+        let diffuse = protocol::secondary_rays(&primary, &hits, &scene.triangles, diag);
+        let ao_tmax = protocol::ao_tmax(diag);
+        let ao: Vec<Ray> = diffuse
+            .iter()
+            .map(|r| Ray::segment(r.origin, r.dir, 0.0, ao_tmax))
+            .collect();
+        let passes = vec![
+            ("primary", primary, false),
+            ("AO", ao, true),
+            ("diffuse", diffuse, false),
+        ];
+        let closest = passes
+            .iter()
+            .map(|(_, r, any)| {
+                if *any {
+                    Vec::new()
+                } else {
+                    cpu_closest(&reference, r)
+                }
+            })
+            .collect();
+        let occluded = passes
+            .iter()
+            .map(|(_, r, any)| {
+                if *any {
+                    cpu_occluded(&reference, r)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        Self {
+            passes,
+            closest,
+            occluded,
+        }
+    }
+
+    /// Reports of the GPU traversal of `bvh` against the CPU reference.
+    fn compare(&self, tracer: &mut Tracer, bvh: &DeviceBvh) -> Vec<(&'static str, Report)> {
+        let mut reports = Vec::new();
+        for (k, (kind, rays, any)) in self.passes.iter().enumerate() {
+            let buffer = upload_rays(rays);
+            let report = if *any {
+                compare_occluded(rays, &gpu_occluded(tracer, bvh, &buffer), &self.occluded[k])
+            } else {
+                compare_closest(rays, &gpu_closest(tracer, bvh, &buffer), &self.closest[k])
+            };
+            reports.push((*kind, report));
+        }
+        reports
+    }
+}
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn standard_scenes_match_the_cpu() {
+fn standard_scenes_build_within_one_percent_of_the_cpu_and_trace_identically() {
     let mut tracer = Tracer::new(gpu()).unwrap();
     let mut failures = Vec::new();
     let mut checked = 0;
@@ -317,61 +320,106 @@ fn standard_scenes_match_the_cpu() {
         let Some(loaded) = scene.load() else { continue };
         checked += 1;
         let tris = &loaded.triangles;
-        let primary = protocol::primary_rays(&loaded.camera, WIDTH, HEIGHT);
-        let reference = TriangleBvh::build(tris);
-        let mut primary_hits = vec![None; primary.len()];
-        reference.intersect_batch(&primary, &mut primary_hits);
-        let diag = protocol::scene_diagonal(tris);
-        let diffuse = protocol::secondary_rays(&primary, &primary_hits, tris, diag);
-        let ao_tmax = protocol::ao_tmax(diag);
-        let ao: Vec<Ray> = diffuse.iter().map(|r| Ray::segment(r.origin, r.dir, 0.0, ao_tmax)).collect();
-        for twins in registered() {
-            let (bvh, cpu, line) = match build_both(&twins, tris) {
+        let rays = SceneRays::new(&loaded);
+        eprintln!("{}: {} triangles", loaded.name, tris.len());
+        for &spec in REGISTERED {
+            let (bvh, tree, stats) = match gpu_build(spec, tris) {
                 Ok(built) => built,
                 Err(e) => {
                     failures.push(format!("{}: {e}", loaded.name));
                     continue;
                 }
             };
-            eprintln!("{} ({} tris), {line}", loaded.name, tris.len());
-            for (kind, rays, any) in [("primary", &primary, false), ("AO", &ao, true), ("diffuse", &diffuse, false)] {
-                let differ = hit_differences(&mut tracer, &bvh, &cpu, rays, any);
-                if !differ.is_empty() {
-                    failures.push(format!("{}, {}, {kind} rays:\n  {}", loaded.name, twins.label, differ.join("\n  ")));
+            match sah_against_the_cpu(spec, tris, &tree, &stats) {
+                Ok(line) => eprintln!("  {line}"),
+                Err(e) => failures.push(format!("{}: {e}", loaded.name)),
+            }
+            for (kind, report) in rays.compare(&mut tracer, &bvh) {
+                let line = report.summary(&format!("{spec} {kind}"));
+                eprintln!("    {line}");
+                if !hits_agree(&report) {
+                    failures.push(format!("{}: {line}", loaded.name));
                 }
             }
         }
     }
-    eprintln!("{checked} of {} standard scenes checked", scenes::SCENES.len());
+    eprintln!(
+        "{checked} of {} standard scenes checked",
+        scenes::SCENES.len()
+    );
     if std::env::var_os("CAUSTIC_REQUIRE_SCENES").is_some() {
         assert_eq!(checked, scenes::SCENES.len(), "scenes are missing");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+// ------------------------------------------------------------ integration
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn bad_settings_and_exhausted_memory_are_clear_errors() {
-    let bad = GpuSahBuilder::binned(BinnedSahConfig {
-        bins: 1,
-        ..BinnedSahConfig::DEFAULT
-    });
-    let err = bad
-        .build_from_host(gpu(), &[Triangle::new(Vec3::ZERO, Vec3::X, Vec3::Y)])
-        .map(|_| ())
-        .unwrap_err();
-    assert!(err.to_string().contains("bins"), "{err}");
-    // Triangles filling half the free memory: their references (64 bytes
-    // each, two buffers) cannot fit, so the build fails early, naming the
-    // allocation. The poison bytes make every triangle the same finite point.
+fn device_accel_builds_them_by_spec_and_traces_like_the_cpu() {
+    let mut rng = rng("device_accel_builds_them_by_spec_and_traces_like_the_cpu");
+    let tris = awkward_soup(&mut rng, 5000);
+    let rays = awkward_rays(&mut rng, &tris, 20_000);
+    let reference = TriangleBvh::build(&tris);
+    let expected = cpu_closest(&reference, &rays);
+    for spec in [
+        "bvh-binned",
+        "bvh-binned-staged:bins=16",
+        "bvh-sweep",
+        "bvh-wide:from=bvh-binned",
+    ] {
+        let spec: GpuAccelSpec = spec.parse().unwrap();
+        let accel = DeviceAccel::build(gpu(), &tris, &spec).unwrap();
+        let stats = accel.stats();
+        assert_eq!(stats.prims, tris.len());
+        assert!(
+            stats.stages.iter().any(|(s, _)| *s == "small nodes"),
+            "{spec}: {:?}",
+            stats.stages
+        );
+        assert!(
+            stats.sah_cost > 0.0 && stats.nodes > 0 && stats.bytes > 0,
+            "{spec}: {stats:?}"
+        );
+        let mut tracer = accel.tracer().unwrap();
+        let buffer = upload_rays(&rays);
+        let mut hits = DeviceBuffer::uninit(gpu(), "test hits", rays.len()).unwrap();
+        hits.poison().unwrap();
+        tracer.intersect(&accel, &buffer, &mut hits).unwrap();
+        let report = compare_closest(&rays, &hits.download().unwrap(), &expected);
+        eprintln!("{}", report.summary(&format!("DeviceAccel {spec}")));
+        assert!(hits_agree(&report), "{}", report.summary(&spec.to_string()));
+    }
+    let (_, stats) = DeviceBvh::build_from_host(gpu(), &tris, "bvh-binned:bins=16").unwrap();
+    assert_eq!(stats.name, "bvh-binned");
+    let message = DeviceBvh::build_from_host(gpu(), &tris, "kdtree")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("no GPU builder") && message.contains("bvh-sweep"),
+        "{message}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn exhausted_device_memory_is_an_error_naming_the_allocation() {
+    // Triangles filling half the free memory: their two reference buffers
+    // (64 bytes a triangle) cannot fit beside them. The poison bytes make
+    // every triangle the same finite point.
     let (free, _) = gpu().memory().unwrap();
     let n = (free / 2 / size_of::<GpuTriangle>()).min(GPU_SAH_MAX_TRIANGLES);
     let mut tris = DeviceBuffer::<GpuTriangle>::uninit(gpu(), "test triangles", n).unwrap();
     tris.poison().unwrap();
-    let err = GpuSahBuilder::binned(BinnedSahConfig::DEFAULT)
-        .build(gpu(), &tris)
-        .map(|_| ())
-        .unwrap_err();
-    eprintln!("{n} triangles: {err}");
-    assert!(err.to_string().contains("out of GPU memory"), "{err}");
+    let config = SahBuilderConfig::parse("bvh-binned").unwrap();
+    match DeviceBvh::build_with(gpu(), &tris, config) {
+        Err(e @ GpuError::OutOfMemory { .. }) => {
+            eprintln!("{n} triangles: {e}");
+            assert!(e.to_string().contains("BVH references"), "{e}");
+        }
+        Err(e) => panic!("expected out of memory, got {e}"),
+        Ok((_, stats)) => panic!("expected out of memory, built {stats:?}"),
+    }
 }

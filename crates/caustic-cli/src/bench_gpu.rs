@@ -71,7 +71,8 @@ pub struct GpuBenchArgs {
     #[arg(long)]
     json: Option<PathBuf>,
     /// The structures to build and trace, comma-separated GPU specs
-    /// (`ploc`, `lbvh:bits=63`, `hlbvh`, `bvh-wide:from=lbvh`,
+    /// (`ploc`, `lbvh:bits=63`, `hlbvh`, `bvh-binned`,
+    /// `bvh-binned:schedule=65536@64/0@8`, `bvh-sweep`, `bvh-wide:from=lbvh`,
     /// `cpu:bvh-binned`) or `all`.
     #[arg(long, default_value = DEFAULT_GPU_SPEC)]
     accel: String,
@@ -80,8 +81,18 @@ pub struct GpuBenchArgs {
 }
 
 /// What `--accel all` builds: every device builder, the wide BVH over the
-/// default, and the CPU's binned SAH tree uploaded, for comparison.
-const ALL_STRUCTURES: &[&str] = &["lbvh", "hlbvh", "ploc", "bvh-wide", "cpu:bvh-binned"];
+/// default, and the CPU's binned SAH tree uploaded, for comparison with the
+/// GPU's.
+const ALL_STRUCTURES: &[&str] = &[
+    "lbvh",
+    "hlbvh",
+    "ploc",
+    "bvh-binned",
+    "bvh-binned-staged",
+    "bvh-sweep",
+    "bvh-wide",
+    "cpu:bvh-binned",
+];
 
 /// `--accel`'s list, each spec checked before any GPU work.
 fn accel_specs(list: &str) -> Result<Vec<GpuAccelSpec>> {
@@ -428,5 +439,18 @@ mod tests {
                 "{bad} should be refused"
             );
         }
+    }
+
+    #[test]
+    fn accel_lists_parse_before_the_gpu_work() {
+        let all = accel_specs("all").unwrap();
+        let names: Vec<String> = all.iter().map(ToString::to_string).collect();
+        for name in ["bvh-binned", "bvh-binned-staged", "bvh-sweep", "ploc"] {
+            assert!(names.iter().any(|n| n == name), "{names:?}");
+        }
+        let two = accel_specs("bvh-binned:bins=16, bvh-sweep").unwrap();
+        assert_eq!(two[0].to_string(), "bvh-binned:bins=16");
+        assert_eq!(two[1].to_string(), "bvh-sweep");
+        assert!(accel_specs("bvh-binned,kdtree").is_err());
     }
 }

@@ -1,8 +1,7 @@
 // binned_sah.cuh: what the GPU top-down SAH builders share (binned_sah.cu,
-// sweep_sah.cu, sah_device.cu): the records they exchange with Rust
-// (checked field by field against sah_records_cuda.rs), the bin mapping and
-// the SAH arithmetic of the CPU builders, one warp's sweep over bins, and a
-// radix select for the object-median fallback.
+// sweep_sah.cu, sah_device.cu) beside the records of sah_records.cuh: the
+// bin mapping and the SAH arithmetic of the CPU builders, one warp's sweep
+// over bins, and a radix select for the object-median fallback.
 //
 // Arithmetic: every product that meets a sum is an _rn intrinsic, so NVRTC
 // cannot fuse it into an FMA; divisions are __fdiv_rn. The bin of a split
@@ -12,9 +11,9 @@
 #pragma once
 #include "bvh.cuh"
 #include "block.cuh"
+#include "sah_records.cuh"
 
 #define SAH_MAX_BINS 64u
-#define SAH_MAX_STAGES 8u
 // A bin is 7 words: its primitive count and its box (min xyz, max xyz) as
 // order-preserving ints, so shared and global atomics need no float min.
 // Layout per axis: word field * SAH_MAX_BINS + bin (lanes over bins touch
@@ -43,148 +42,6 @@
 // 1.5 * 2^23: adding it to a float in [0, 63] leaves the integer in the low
 // mantissa bits (split.rs: ROUNDER).
 #define SAH_ROUNDER 12582912.0f
-
-// ------------------------------------------------------------------ records
-
-// A primitive reference: its box and scene id, 32 bytes (two float4 loads).
-struct PrimRef {
-    float lo[3];
-    u32 id;
-    float hi[3];
-    u32 pad;
-};
-CAUSTIC_CHECK_SIZE(PrimRef);
-CAUSTIC_CHECK_FIELD(PrimRef, lo);
-CAUSTIC_CHECK_FIELD(PrimRef, id);
-CAUSTIC_CHECK_FIELD(PrimRef, hi);
-CAUSTIC_CHECK_FIELD(PrimRef, pad);
-
-// A node of the level being split: primitives start .. start + count of the
-// reference array, its box (lo, hi), the box of its split points (clo, chi,
-// doubled box centres), its node slot and depth.
-struct SahTask {
-    float lo[3];
-    u32 start;
-    float hi[3];
-    u32 count;
-    float clo[3];
-    u32 slot;
-    float chi[3];
-    u32 depth;
-};
-CAUSTIC_CHECK_SIZE(SahTask);
-CAUSTIC_CHECK_FIELD(SahTask, lo);
-CAUSTIC_CHECK_FIELD(SahTask, start);
-CAUSTIC_CHECK_FIELD(SahTask, hi);
-CAUSTIC_CHECK_FIELD(SahTask, count);
-CAUSTIC_CHECK_FIELD(SahTask, clo);
-CAUSTIC_CHECK_FIELD(SahTask, slot);
-CAUSTIC_CHECK_FIELD(SahTask, chi);
-CAUSTIC_CHECK_FIELD(SahTask, depth);
-
-// What a level node does: a leaf, a binned plane (axis, first right bin,
-// the axis's bin mapping) or an object median (axis, pivot key); `left`
-// primitives go to the left child.
-struct SahPlan {
-    u32 kind;
-    u32 axis;
-    u32 bin;
-    u32 left;
-    float origin;
-    float scale;
-    float top;
-    u32 pivot_hi;
-    u32 pivot_lo;
-    u32 pad[3];
-};
-CAUSTIC_CHECK_SIZE(SahPlan);
-CAUSTIC_CHECK_FIELD(SahPlan, kind);
-CAUSTIC_CHECK_FIELD(SahPlan, axis);
-CAUSTIC_CHECK_FIELD(SahPlan, bin);
-CAUSTIC_CHECK_FIELD(SahPlan, left);
-CAUSTIC_CHECK_FIELD(SahPlan, origin);
-CAUSTIC_CHECK_FIELD(SahPlan, scale);
-CAUSTIC_CHECK_FIELD(SahPlan, top);
-CAUSTIC_CHECK_FIELD(SahPlan, pivot_hi);
-CAUSTIC_CHECK_FIELD(SahPlan, pivot_lo);
-CAUSTIC_CHECK_FIELD(SahPlan, pad);
-
-// Both sides of a partition (of a node, or of one chunk of it): boxes and
-// split-point boxes, each min xyz then max xyz.
-struct SplitSides {
-    float left[6];
-    float right[6];
-    float left_centers[6];
-    float right_centers[6];
-};
-CAUSTIC_CHECK_SIZE(SplitSides);
-CAUSTIC_CHECK_FIELD(SplitSides, left);
-CAUSTIC_CHECK_FIELD(SplitSides, right);
-CAUSTIC_CHECK_FIELD(SplitSides, left_centers);
-CAUSTIC_CHECK_FIELD(SplitSides, right_centers);
-
-// A chunk of a large node (Zeidan 2011, CreateChunks): its node's index in
-// the level, its primitives, and (once planned) how many primitives of the
-// node's earlier chunks go left.
-struct SahChunk {
-    u32 node;
-    u32 start;
-    u32 count;
-    u32 left_offset;
-};
-CAUSTIC_CHECK_SIZE(SahChunk);
-CAUSTIC_CHECK_FIELD(SahChunk, node);
-CAUSTIC_CHECK_FIELD(SahChunk, start);
-CAUSTIC_CHECK_FIELD(SahChunk, count);
-CAUSTIC_CHECK_FIELD(SahChunk, left_offset);
-
-// A small root: a node of at most sweep_max primitives, built by one warp
-// with the full sweep; `parity` names the reference buffer holding them.
-struct SahSmallRoot {
-    float lo[3];
-    u32 start;
-    float hi[3];
-    u32 count;
-    u32 slot;
-    u32 depth;
-    u32 parity;
-    u32 pad;
-};
-CAUSTIC_CHECK_SIZE(SahSmallRoot);
-CAUSTIC_CHECK_FIELD(SahSmallRoot, lo);
-CAUSTIC_CHECK_FIELD(SahSmallRoot, start);
-CAUSTIC_CHECK_FIELD(SahSmallRoot, hi);
-CAUSTIC_CHECK_FIELD(SahSmallRoot, count);
-CAUSTIC_CHECK_FIELD(SahSmallRoot, slot);
-CAUSTIC_CHECK_FIELD(SahSmallRoot, depth);
-CAUSTIC_CHECK_FIELD(SahSmallRoot, parity);
-CAUSTIC_CHECK_FIELD(SahSmallRoot, pad);
-
-// The builder's settings (BinnedSahConfig): bin stages by decreasing
-// min prims, then the default bin count, the exact-sweep size and the leaf rules.
-struct SahParams {
-    u32 stage_min[SAH_MAX_STAGES];
-    u32 stage_bins[SAH_MAX_STAGES];
-    u32 stages;
-    u32 bins;
-    u32 sweep_max;
-    u32 min_leaf;
-    u32 max_leaf;
-    float traversal_cost;
-    float intersection_cost;
-    u32 pad;
-};
-CAUSTIC_CHECK_SIZE(SahParams);
-CAUSTIC_CHECK_FIELD(SahParams, stage_min);
-CAUSTIC_CHECK_FIELD(SahParams, stage_bins);
-CAUSTIC_CHECK_FIELD(SahParams, stages);
-CAUSTIC_CHECK_FIELD(SahParams, bins);
-CAUSTIC_CHECK_FIELD(SahParams, sweep_max);
-CAUSTIC_CHECK_FIELD(SahParams, min_leaf);
-CAUSTIC_CHECK_FIELD(SahParams, max_leaf);
-CAUSTIC_CHECK_FIELD(SahParams, traversal_cost);
-CAUSTIC_CHECK_FIELD(SahParams, intersection_cost);
-CAUSTIC_CHECK_FIELD(SahParams, pad);
 
 // ------------------------------------------------------------ small helpers
 
@@ -376,9 +233,12 @@ __device__ __forceinline__ void run_add(BinRun& r, int* axis_words, u32 bin, flo
 // `words` on all three axes (three runs in registers).
 __device__ __forceinline__ void bin_run(const PrimRef* refs, u32 first, u32 end, const BinMap& map,
                                         int* words) {
-    BinRun rx, ry, rz;
-    rx.bin = ry.bin = rz.bin = 0xffffffffu;
-    rx.count = ry.count = rz.count = 0u;
+    BinRun rx;
+    rx.bin = 0xffffffffu; // no bin: the first primitive starts a run
+    rx.count = 0u;
+    rx.lx = rx.ly = rx.lz = CAUSTIC_INF;
+    rx.hx = rx.hy = rx.hz = -CAUSTIC_INF;
+    BinRun ry = rx, rz = rx;
     for (u32 i = first; i < end; ++i) {
         float4 lo, hi;
         load_ref(refs, i, lo, hi);

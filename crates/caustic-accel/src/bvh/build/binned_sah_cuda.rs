@@ -1,10 +1,12 @@
 //! `bvh-binned`, `bvh-binned-staged` and `bvh-sweep` built on the GPU: the
 //! multi-stage binned SAH BVH of Zeidan's thesis (2011, §4.6: breadth
 //! first, every node of a level at once, from data-parallel primitives,
-//! with the bin counts of a [`BinSchedule`]) with a full-sweep small-node
-//! stage (§4.5), on the CPU builders' configurations and arithmetic.
+//! with the bin counts of a [`BinSchedule`](super::BinSchedule)) with a
+//! full-sweep small-node stage (§4.5), on the CPU builders' configurations
+//! ([`SahBuilderConfig::binned`](crate::registry::SahBuilderConfig::binned))
+//! and arithmetic. `DeviceBvh::build_with` runs it.
 //!
-//! Stages (device times in [`SahBuildStats::stages`]):
+//! Stages (device times in the stats, see [`build_sah`]):
 //! 1. **references**: each placeable triangle (the CPU's
 //!    `BuildInput::is_placeable`) gets a 32-byte reference (box and id),
 //!    compacted in id order; the root's box and split-point box by a
@@ -43,14 +45,14 @@
 //! depth at most [`crate::bvh::MAX_DEPTH`]), which the tests check.
 
 use super::binned_sah::BinnedSahConfig;
+use super::device_build::DeviceBuildStats;
+use super::linked_tree_cuda::device_sah_cost;
 use super::sah_levels_cuda::Levels;
-use super::sah_records_cuda::{PrimRef, SahParams, SahTask, SahSmallRoot};
-use super::sweep_sah::SweepSahConfig;
-use super::sweep_sah_cuda::{GpuSweepConfig, small_stage};
+use super::sah_records_cuda::{PrimRef, SahParams, SahSmallRoot, SahTask};
+use super::sweep_sah_cuda::small_stage;
 use crate::BvhNode;
 use crate::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use crate::kernels::bvh_build_sah_device as d;
-use caustic_geom::Triangle;
 use caustic_gpu::ops::compact::select_indices;
 use caustic_gpu::ops::{blocks_for, check_len, launch_grid_stride};
 use caustic_gpu::{DeviceBuffer, Gpu, GpuError, StageClock};
@@ -64,151 +66,63 @@ pub const MAX_TRIANGLES: usize = 1 << 30;
 const PREP_BLOCKS: usize = 256;
 const PREP_THREADS: usize = 256;
 
-/// A GPU build of the top-down SAH family: its registry name and the
-/// binned configuration it runs.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct GpuSahBuilder {
+/// Builds `config`'s tree (registry name `name`) over `triangles` (scene
+/// order, on the device; their `prim` fields are ignored); `config` must
+/// pass [`BinnedSahConfig::validate`] (an error otherwise). Device memory
+/// running out is [`GpuError::OutOfMemory`], naming the buffer.
+///
+/// The stats' stages are "references", then per level "chunk layout",
+/// "chunked binning", "chunked planning" (levels with nodes of more than
+/// 2048 references), "warp nodes", "chunked partition", "numbering", then
+/// "small nodes", "layout", "triangles"; "host waits" is the device's idle
+/// time while the host reads a count back. `height` is the deepest leaf's
+/// depth, `iterations` the levels of the level stage, `small_roots` the
+/// subtrees the small stage built.
+pub(crate) fn build_sah(
+    gpu: &Gpu,
+    triangles: &DeviceBuffer<GpuTriangle>,
     name: &'static str,
-    config: BinnedSahConfig,
-}
-
-impl GpuSahBuilder {
-    /// `bvh-binned` (no stages) or `bvh-binned-staged` with `config`, which
-    /// must pass [`BinnedSahConfig::validate`] (an error at build time
-    /// otherwise).
-    pub fn binned(config: BinnedSahConfig) -> Self {
-        let name = if config.stages.is_empty() {
-            "bvh-binned"
-        } else {
-            "bvh-binned-staged"
-        };
-        Self { name, config }
+    config: &BinnedSahConfig,
+) -> Result<(DeviceBvh, DeviceBuildStats), GpuError> {
+    config.validate().map_err(|message| GpuError::Invalid {
+        what: "binned SAH configuration",
+        message,
+    })?;
+    check_len(name, triangles.len(), MAX_TRIANGLES)?;
+    let wall = Instant::now();
+    let in_use = gpu.memory_in_use()?;
+    gpu.reset_peak_memory()?;
+    let mut clock = gpu.stage_clock()?;
+    let (bvh, shape) = Build {
+        gpu,
+        config,
+        triangles,
+        clock: &mut clock,
     }
-
-    /// `bvh-sweep`: 64 bins on large nodes, the full sweep on small ones
-    /// ([`GpuSweepConfig`]).
-    pub fn sweep(config: SweepSahConfig) -> Self {
-        let config = GpuSweepConfig { sweep: config }.binned();
-        Self {
-            name: "bvh-sweep",
-            config,
-        }
-    }
-
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// The configuration the device runs.
-    pub fn config(&self) -> &BinnedSahConfig {
-        &self.config
-    }
-
-    /// Builds over `triangles` (scene order, on the device; their `prim`
-    /// fields are ignored). Device memory running out is
-    /// [`GpuError::OutOfMemory`], naming the buffer.
-    pub fn build(
-        &self,
-        gpu: &Gpu,
-        triangles: &DeviceBuffer<GpuTriangle>,
-    ) -> Result<(DeviceBvh, SahBuildStats), GpuError> {
-        self.config.validate().map_err(|message| GpuError::Invalid {
-            what: "binned SAH configuration",
-            message,
-        })?;
-        check_len(self.name, triangles.len(), MAX_TRIANGLES)?;
-        let wall = Instant::now();
-        let in_use = gpu.memory_in_use()?;
-        gpu.reset_peak_memory()?;
-        let mut clock = gpu.stage_clock()?;
-        let (bvh, shape) = Build {
-            gpu,
-            config: &self.config,
-            triangles,
-            clock: &mut clock,
-        }
-        .run()?;
-        let stages = clock.finish()?;
-        let peak = gpu.memory_in_use()?;
-        let stats = SahBuildStats {
-            name: self.name,
-            prims: triangles.len(),
-            build_ms: stages.iter().map(|(_, ms)| ms).sum(),
-            stages,
-            wall_ms: wall.elapsed().as_secs_f64() * 1e3,
-            sah_cost: device_sah_cost(gpu, bvh.nodes())?,
-            nodes: bvh.nodes().len(),
-            leaves: bvh.nodes().len().div_ceil(2),
-            max_depth: shape.max_depth,
-            levels: shape.levels,
-            small_roots: shape.small_roots,
-            bytes: bvh.bytes(),
-            peak_device_bytes: match (in_use, peak) {
-                (Some((before, _)), Some((_, high))) => Some(high.saturating_sub(before)),
-                _ => None,
-            },
-        };
-        Ok((bvh, stats))
-    }
-
-    /// [`GpuSahBuilder::build`] from host triangles, uploaded first (not timed).
-    pub fn build_from_host(
-        &self,
-        gpu: &Gpu,
-        triangles: &[Triangle],
-    ) -> Result<(DeviceBvh, SahBuildStats), GpuError> {
-        let words: Vec<GpuTriangle> = triangles
-            .iter()
-            .enumerate()
-            .map(|(i, t)| GpuTriangle::new(t, i as u32))
-            .collect();
-        let device = DeviceBuffer::from_slice(gpu, "scene triangles", &words)?;
-        self.build(gpu, &device)
-    }
-}
-
-/// What a GPU SAH build reports.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SahBuildStats {
-    /// Registry name of the builder.
-    pub name: &'static str,
-    pub prims: usize,
-    /// Device milliseconds per stage, in order, a stage once per level
-    /// where it runs per level ("references", then per level "chunk
-    /// layout", "chunked binning", "chunked planning", "warp nodes",
-    /// "chunked partition", "numbering", then "small nodes", "layout",
-    /// "triangles"); "host waits" is the device's idle time while the
-    /// host reads a count back.
-    pub stages: Vec<(&'static str, f32)>,
-    /// Device milliseconds of the whole build (the stages' sum).
-    pub build_ms: f32,
-    /// Host wall-clock milliseconds of the call.
-    pub wall_ms: f64,
-    /// [`crate::sah_cost`] of the tree, summed on the device.
-    pub sah_cost: f32,
-    pub nodes: usize,
-    pub leaves: usize,
-    /// Depth of the deepest leaf (root at 0).
-    pub max_depth: usize,
-    /// Levels of the level stage, and the small roots it left.
-    pub levels: usize,
-    pub small_roots: usize,
-    /// Device bytes of the result (nodes, triangles, slot maps).
-    pub bytes: usize,
-    /// Peak device memory the build held beyond what was in use when it
-    /// started (its output included); `None` without a stream-ordered pool.
-    pub peak_device_bytes: Option<usize>,
-}
-
-impl SahBuildStats {
-    /// Milliseconds of all stages called `name`.
-    pub fn stage_ms(&self, name: &str) -> f32 {
-        self.stages
-            .iter()
-            .filter(|(stage, _)| *stage == name)
-            .map(|(_, ms)| ms)
-            .sum()
-    }
+    .run()?;
+    let stages = clock.finish()?;
+    let peak = gpu.memory_in_use()?;
+    let nodes = bvh.nodes().len();
+    let stats = DeviceBuildStats {
+        name,
+        prims: triangles.len(),
+        build_ms: stages.iter().map(|(_, ms)| ms).sum(),
+        stages,
+        wall_ms: wall.elapsed().as_secs_f64() * 1e3,
+        sah_cost: device_sah_cost(gpu, bvh.nodes())?,
+        nodes,
+        leaves: nodes.div_ceil(2),
+        height: shape.max_depth,
+        iterations: shape.levels,
+        small_roots: shape.small_roots,
+        bytes: bvh.bytes(),
+        peak_device_bytes: match (in_use, peak) {
+            (Some((before, _)), Some((_, high))) => Some(high.saturating_sub(before)),
+            _ => None,
+        },
+        ..DeviceBuildStats::default()
+    };
+    Ok((bvh, stats))
 }
 
 /// Shape figures the build gathers on the way.
@@ -246,7 +160,12 @@ impl Build<'_> {
             gpu,
             d::SAH_PLACEABLE,
             n,
-            (self.triangles.ptr(), n as u64, placed.ptr_mut(), parked.ptr_mut()),
+            (
+                self.triangles.ptr(),
+                n as u64,
+                placed.ptr_mut(),
+                parked.ptr_mut(),
+            ),
         )?;
         let ids = select_indices(&placed)?;
         drop(placed);
@@ -270,7 +189,8 @@ impl Build<'_> {
             DeviceBuffer::<PrimRef>::uninit(gpu, "BVH references (second)", count)?,
         ];
         let blocks = blocks_for(count, PREP_THREADS).min(PREP_BLOCKS as u32);
-        let mut partials = DeviceBuffer::<f32>::uninit(gpu, "reference bounds", 12 * blocks as usize)?;
+        let mut partials =
+            DeviceBuffer::<f32>::uninit(gpu, "reference bounds", 12 * blocks as usize)?;
         gpu.launch(
             d::SAH_REFERENCES,
             blocks,
@@ -305,7 +225,11 @@ impl Build<'_> {
         )?;
         self.clock.mark("references")?;
 
-        let params = DeviceBuffer::from_slice(gpu, "SAH parameters", &[SahParams::from_config(self.config)])?;
+        let params = DeviceBuffer::from_slice(
+            gpu,
+            "SAH parameters",
+            &[SahParams::from_config(self.config)],
+        )?;
         let used = slot as usize + if parked_count > 0 { 2 } else { 1 };
         let (nodes, used, smalls, small_count) = if count <= self.config.sweep_max_prims {
             let mut smalls = DeviceBuffer::<SahSmallRoot>::uninit(gpu, "small roots", 1)?;
@@ -373,22 +297,4 @@ impl Build<'_> {
             slots,
         ))
     }
-}
-
-/// [`crate::sah_cost`] of a device node array: per-block sums in `f64` on
-/// the device, added here.
-fn device_sah_cost(gpu: &Gpu, nodes: &DeviceBuffer<BvhNode>) -> Result<f32, GpuError> {
-    let n = nodes.len();
-    if n == 0 {
-        return Ok(0.0);
-    }
-    let blocks = blocks_for(n, PREP_THREADS).min(PREP_BLOCKS as u32);
-    let mut partials = DeviceBuffer::<f64>::uninit(gpu, "SAH partial sums", blocks as usize)?;
-    gpu.launch(
-        d::SAH_COST_PARTIALS,
-        blocks,
-        PREP_THREADS as u32,
-        (nodes.ptr(), n as u64, partials.ptr_mut()),
-    )?;
-    Ok(partials.download()?.iter().sum::<f64>() as f32)
 }

@@ -31,7 +31,7 @@ mod radix_sort;
 #[cfg(feature = "cuda")]
 mod sah_levels_cuda;
 #[cfg(feature = "cuda")]
-pub(crate) mod sah_records_cuda;
+pub mod sah_records_cuda;
 mod sorted_sweep;
 mod sweep_sah;
 #[cfg(feature = "cuda")]
@@ -41,16 +41,15 @@ pub use binned_sah::{
     BinSchedule, BinStage, BinnedSahBuilder, BinnedSahConfig, FIVE_STAGES, MAX_BINS, MAX_STAGES,
 };
 #[cfg(feature = "cuda")]
+pub use binned_sah_cuda::MAX_TRIANGLES as GPU_SAH_MAX_TRIANGLES;
+#[cfg(feature = "cuda")]
 pub use device_build::{DeviceBuildError, DeviceBuildStats, upload_triangles};
-pub use binned_sah_cuda::{GpuSahBuilder, MAX_TRIANGLES as GPU_SAH_MAX_TRIANGLES, SahBuildStats};
 pub use hlbvh::{HlbvhBuilder, HlbvhConfig};
 pub use lbvh::{LbvhBuilder, LbvhConfig};
 pub use memory::PeakMemory;
 pub use morton_order::MortonBits;
 pub use ploc::{PlocBuilder, PlocConfig};
 pub use sweep_sah::{SweepSahBuilder, SweepSahConfig};
-#[cfg(feature = "cuda")]
-pub use sweep_sah_cuda::GpuSweepConfig;
 
 use super::Bvh2;
 use crate::BuildInput;

@@ -1,7 +1,7 @@
 // sah_device.cu: the steps around the levels of the GPU SAH builders
 // (binned_sah_cuda.rs): references from triangles, the root task, packing
-// the small subtrees after the level part of the node array, triangles in
-// leaf-slot order, and the SAH cost of the finished tree.
+// the small subtrees after the level part of the node array, and the
+// triangles in leaf-slot order.
 #include "binned_sah.cuh"
 
 #define SAH_PREP_THREADS 256u
@@ -138,39 +138,5 @@ sah_leaf_triangles(const Triangle* tris, const u32* prim_indices, u64 n, Triangl
         t.pad1 = 0u, t.pad2 = 0u;
         out[k] = t;
         slots[id] = (u32)k;
-    }
-}
-
-// Surface area of a node's box in f64; 0 for an empty or non-finite box
-// (bvh::surface_area_f64).
-__device__ __forceinline__ double node_area(const BvhNode& node) {
-    double e[3];
-    for (u32 k = 0; k < 3; ++k) {
-        e[k] = (double)node.max[k] - (double)node.min[k];
-        if (!(e[k] >= 0.0 && e[k] <= 1.7976931348623157e308)) return 0.0;
-    }
-    return 2.0 * (e[0] * e[1] + e[1] * e[2] + e[2] * e[0]);
-}
-
-// Per-block sums of crate::sah_cost's terms (area over the root's, times
-// the primitive count of a leaf); the host adds the partials. Runs on at
-// most SAH_PREP_THREADS blocks.
-extern "C" __global__ void __launch_bounds__(SAH_PREP_THREADS)
-sah_cost_partials(const BvhNode* nodes, u64 n, double* partials) {
-    __shared__ double block[SAH_PREP_THREADS / 32];
-    const double root = node_area(nodes[0]);
-    double sum = 0.0;
-    for (u64 i = global_thread(); i < n; i += grid_threads()) {
-        const BvhNode node = nodes[i];
-        const double ratio = root > 0.0 ? node_area(node) / root : 1.0;
-        sum += ratio * (node.count > 0u ? (double)node.count : 1.0);
-    }
-    for (u32 d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(CAUSTIC_FULL_MASK, sum, d);
-    if (lane_id() == 0) block[warp_id()] = sum;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double total = 0.0;
-        for (u32 w = 0; w < SAH_PREP_THREADS / 32; ++w) total += block[w];
-        partials[blockIdx.x] = total;
     }
 }

@@ -21,12 +21,14 @@
 //! order of their parents; the node array and the small-root list grow as
 //! needed (doubling), since a level adds at most two of each per node.
 
-use super::sah_records_cuda::{PrimRef, SahChunk, SahParams, SahPlan, SahTask, SahSmallRoot, SplitSides};
+use super::sah_records_cuda::{
+    PrimRef, SahChunk, SahParams, SahPlan, SahSmallRoot, SahTask, SplitSides,
+};
 use crate::BvhNode;
 use crate::kernels::bvh_build_binned_sah as k;
 use bytemuck::Pod;
-use caustic_gpu::ops::scan::{Direction, ScanKind, scan_u32};
 use caustic_gpu::ops::blocks_for;
+use caustic_gpu::ops::scan::{Direction, ScanKind, scan_u32};
 use caustic_gpu::{DeviceBuffer, DevicePtr, Gpu, GpuError, StageClock};
 
 /// Nodes of at most this many references are one warp's (`SAH_WARP_MAX`).
@@ -106,8 +108,13 @@ impl Levels<'_> {
             last_depth: depth,
         };
         let mut tasks = root;
-        let first_chunks = if count > WARP_MAX { chunk_count(count) } else { 0 };
-        let mut chunk_counts = DeviceBuffer::from_slice(gpu, "level chunk counts", &[first_chunks as u32])?;
+        let first_chunks = if count > WARP_MAX {
+            chunk_count(count)
+        } else {
+            0
+        };
+        let mut chunk_counts =
+            DeviceBuffer::from_slice(gpu, "level chunk counts", &[first_chunks as u32])?;
         let mut chunked = count > WARP_MAX;
         let mut parity = 0usize;
         let mut m = 1usize;
@@ -173,7 +180,8 @@ impl Levels<'_> {
         let chunk_sides = match &chunks {
             Some(c) => {
                 let total = c.chunks.len();
-                let mut chunk_sides = DeviceBuffer::<SplitSides>::uninit(gpu, "chunk sides", total)?;
+                let mut chunk_sides =
+                    DeviceBuffer::<SplitSides>::uninit(gpu, "chunk sides", total)?;
                 gpu.launch(
                     k::SAH_PARTITION_CHUNKS,
                     total as u32,

@@ -1,5 +1,5 @@
 //! The records the GPU top-down SAH builders ([`super::binned_sah_cuda`])
-//! share with their kernels (`binned_sah.cuh`, which checks each CUDA twin
+//! share with their kernels (`sah_records.cuh`, which checks each CUDA twin
 //! field by field against `accel_layout.cuh`, generated from these), and
 //! [`SahParams`], a [`BinnedSahConfig`] as the kernels read it.
 
@@ -157,6 +157,9 @@ mod tests {
         assert_eq!(p.stages, 4);
         assert_eq!(&p.stage_min[..4], &[65536, 4096, 256, 0]);
         assert_eq!(&p.stage_bins[..4], &[64, 32, 16, 8]);
-        assert_eq!((p.bins, p.sweep_max, p.min_leaf, p.max_leaf), (32, 64, 1, 4));
+        assert_eq!(
+            (p.bins, p.sweep_max, p.min_leaf, p.max_leaf),
+            (32, 64, 1, 4)
+        );
     }
 }

@@ -12,15 +12,8 @@
 //! and an exclusive scan of the numbers actually used gives each subtree
 //! its place in the final array, where `sah_relocate` moves it and
 //! rebases its child indices.
-//!
-//! Also here: [`GpuSweepConfig`], the GPU `bvh-sweep`: the thesis's SAH
-//! BVH (Zeidan 2011, §4.5, after Lauterbach et al. 2009) samples 64 planes
-//! per axis on large nodes and runs the full sweep on small ones; that is
-//! this builder with 64 bins and the full sweep from 64 references down.
 
-use super::binned_sah::{BinnedSahConfig, MAX_BINS};
 use super::sah_records_cuda::{PrimRef, SahParams, SahSmallRoot};
-use super::sweep_sah::SweepSahConfig;
 use crate::BvhNode;
 use crate::kernels::{bvh_build_sah_device as d, bvh_build_sweep_sah as k};
 use caustic_gpu::ops::blocks_for;
@@ -32,28 +25,6 @@ use caustic_gpu::{DeviceBuffer, Gpu, GpuError, StageClock};
 const SMALL_WARPS: u32 = 4;
 /// Threads per block of `sah_relocate` (`SAH_PREP_THREADS`).
 const RELOCATE_THREADS: u32 = 256;
-
-/// The GPU `bvh-sweep`: the [`SweepSahConfig`]'s leaf rules and costs, 64
-/// bins on nodes of more than 64 references, the full sweep below.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct GpuSweepConfig {
-    pub sweep: SweepSahConfig,
-}
-
-impl GpuSweepConfig {
-    /// The binned configuration the GPU runs for it (the default's
-    /// full-sweep size, 64).
-    pub fn binned(&self) -> BinnedSahConfig {
-        BinnedSahConfig {
-            bins: MAX_BINS,
-            min_leaf_size: self.sweep.min_leaf_size,
-            max_leaf_size: self.sweep.max_leaf_size,
-            traversal_cost: self.sweep.traversal_cost,
-            intersection_cost: self.sweep.intersection_cost,
-            ..BinnedSahConfig::DEFAULT
-        }
-    }
-}
 
 /// The small stage's result: the final node array (level part, then the
 /// packed subtrees) and the deepest leaf below the small roots.
@@ -138,23 +109,4 @@ pub fn small_stage(
         nodes: packed,
         deepest,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_gpu_sweep_keeps_the_leaf_rules() {
-        let config = GpuSweepConfig {
-            sweep: SweepSahConfig {
-                max_leaf_size: 3,
-                ..SweepSahConfig::DEFAULT
-            },
-        };
-        let binned = config.binned();
-        assert_eq!((binned.bins, binned.sweep_max_prims), (64, 64));
-        assert_eq!((binned.min_leaf_size, binned.max_leaf_size), (1, 3));
-        assert!(binned.validate().is_ok());
-    }
 }
