@@ -15,6 +15,9 @@
 #   CAUSTIC_BENCH_SCENES="sponza-dabrovic/sponza.obj dragon/dragon_vrip.ply@16"
 #                                             its scenes (paths in the scene folder; default: the OptiX set)
 #   CAUSTIC_BENCH_ACCEL="ploc,lbvh"            the structures it builds and traces (default: all)
+#   CAUSTIC_BENCH_ARGS="--reps 10 --warm-up 2" more flags for caustic bench gpu
+#   CAUSTIC_BENCH_LARGE="dragon/dragon_vrip.ply@36"  one more scene, device builders only
+#                                             (CAUSTIC_BENCH_LARGE_ACCEL: which)
 #   CAUSTIC_PRIMITIVES_BENCH=0                skip the primitives (ours, torch.sort, cupy.sort)
 #   CAUSTIC_OPTIX=0                           skip the OptiX anchor
 #   CAUSTIC_WHITTED_BENCH=0                   skip the GPU-vs-CPU Whitted frame-time benchmark
@@ -99,8 +102,19 @@ if [ "${CAUSTIC_BENCH:-1}" != 0 ] && [ -x "$here/caustic" ]; then
         bench_args+=(--camera standard --scene)
         for spec in ${CAUSTIC_BENCH_SCENES:-$optix_scenes}; do bench_args+=("$scenes/$spec"); done
     fi
+    # shellcheck disable=SC2086 # CAUSTIC_BENCH_ARGS is a list of flags
     timeout "${CAUSTIC_BENCH_TIMEOUT:-360}" "$here/caustic" bench gpu "${bench_args[@]}" \
-        --accel "${CAUSTIC_BENCH_ACCEL:-all}" --json "$logs/caustic_gpu.json" 2>&1 | tee -a "$logs/bench.log"
+        --accel "${CAUSTIC_BENCH_ACCEL:-all}" ${CAUSTIC_BENCH_ARGS:-} \
+        --json "$logs/caustic_gpu.json" 2>&1 | tee -a "$logs/bench.log"
+    # The largest scene with the device builders only (a CPU build of 31 M
+    # triangles repeated would take minutes): how build time grows.
+    if [ -n "${CAUSTIC_BENCH_LARGE:-}" ] && [ -n "${scenes:-}" ]; then
+        # shellcheck disable=SC2086
+        timeout "${CAUSTIC_BENCH_LARGE_TIMEOUT:-120}" "$here/caustic" bench gpu --log2-n 0 \
+            --camera standard --scene "$scenes/$CAUSTIC_BENCH_LARGE" \
+            --accel "${CAUSTIC_BENCH_LARGE_ACCEL:-lbvh,hlbvh,ploc,bvh-wide}" ${CAUSTIC_BENCH_ARGS:-} \
+            --json "$logs/caustic_gpu_large.json" 2>&1 | tee -a "$logs/bench.log"
+    fi
 fi
 
 # The Whitted renderer at 1920x1080: GPU frame time against the CPU's.
@@ -187,7 +201,8 @@ if [ "${CAUSTIC_OPTIX:-1}" != 0 ] && [ -f "$here/optix/mts312.tar.xz" ] && [ -n 
         "dragon-x16:dragon/dragon_vrip.ply:0,0,0:0,0,-1:0,1,0:40:16" \
         "dragon-x36:dragon/dragon_vrip.ply:0,0,0:0,0,-1:0,1,0:40:36") 2>&1 | tee -a "$logs/bench.log"
     if [ -f "$logs/caustic_gpu.json" ] && [ -f "$logs/optix.jsonl" ]; then
-        python3 "$here/gpu_vs_optix.py" "$logs/caustic_gpu.json" "$logs/optix.jsonl" | tee -a "$summary"
+        python3 "$here/gpu_vs_optix.py" "$logs/caustic_gpu.json" \
+            $(ls "$logs/caustic_gpu_large.json" 2>/dev/null) "$logs/optix.jsonl" | tee -a "$summary"
     fi
 fi
 

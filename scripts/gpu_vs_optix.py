@@ -28,9 +28,12 @@ NAMES = {
 
 
 def main():
+    # usage: gpu_vs_optix.py CAUSTIC.json [MORE_CAUSTIC.json ...] OPTIX.jsonl
     caustic = json.load(open(sys.argv[1]))
+    for more in sys.argv[2:-1]:
+        caustic["scenes"] += json.load(open(more))["scenes"]
     optix = {}
-    for line in open(sys.argv[2]):
+    for line in open(sys.argv[-1]):
         row = json.loads(line)
         if "scene" in row:
             optix[row["scene"]] = row

@@ -226,6 +226,23 @@ fn binary_builder(params: &mut Params) -> Result<Box<dyn Bvh2Builder>, AccelSpec
     Ok(builder)
 }
 
+/// Every structure the GPU builds and traces, as `--accel` names them with
+/// `--device cuda` (`cpu:SPEC` uploads a CPU-built binary tree); the
+/// builds themselves are `bvh::device_accel_cuda` (feature `cuda`).
+pub const GPU_STRUCTURES: &[&str] = &[
+    "ploc",
+    "lbvh",
+    "hlbvh",
+    "bvh-binned",
+    "bvh-binned-staged",
+    "bvh-sweep",
+    "bvh-wide",
+    "cpu:SPEC",
+];
+
+/// The spec `--device cuda` builds when none is given.
+pub const DEFAULT_GPU_SPEC: &str = "ploc";
+
 fn kdtree_config(params: &mut Params) -> Result<crate::kdtree::KdTreeConfig, AccelSpecError> {
     let mut config = crate::kdtree::KdTreeConfig::default();
     if let Some(small) = params.take_usize("small", 1..=64)? {

@@ -33,7 +33,8 @@ pub enum BenchCommand {
     Photons(crate::bench_photons::PhotonBenchArgs),
     /// The CUDA backend: copy, scan and radix sort throughput against the
     /// memory ceiling, and BVH traversal Mrays/s for primary, AO and diffuse
-    /// rays at 1920x1080 (rays generated on the device). Needs a CUDA GPU.
+    /// rays at 1920x1080 (rays generated on the device). Needs a CUDA GPU
+    /// and a build with the `cuda` feature (the default).
     #[command(
         after_help = crate::bench_gpu::help()
     )]
@@ -141,8 +142,14 @@ struct Row {
 pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Accel(args) => accel(args),
-        BenchCommand::Photons(args) => crate::bench_photons::run(args),
-        BenchCommand::Gpu(args) => crate::bench_gpu::run(args),
+        BenchCommand::Photons(args) => {
+            crate::set_threads(0)?;
+            crate::bench_photons::run(args)
+        }
+        BenchCommand::Gpu(args) => {
+            crate::set_threads(0)?;
+            crate::bench_gpu::run(args)
+        }
     }
 }
 

@@ -3,6 +3,8 @@
 mod alloc_counter;
 mod bench;
 mod bench_gpu;
+#[cfg(feature = "cuda")]
+mod bench_gpu_cuda;
 mod bench_photons;
 mod camera;
 mod camera_presets;
@@ -62,10 +64,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    end_quietly_when_the_reader_leaves();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Render(args) => render::run(args),
-        Command::Info(args) => info::run(args),
+        Command::Info(args) => set_threads(0).and_then(|()| info::run(args)),
         Command::Compare(args) => compare::run(args),
         Command::Bench(cmd) => bench::run(cmd),
     };
@@ -79,12 +82,28 @@ fn main() -> ExitCode {
 }
 
 /// Sets the size of rayon's global pool (0 = all cores).
-pub(crate) fn set_threads(threads: usize) -> anyhow::Result<()> {
-    if threads > 0 {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build_global()
-            .map_err(|e| anyhow::anyhow!("cannot set up {threads} threads: {e}"))?;
+/// Rust starts with SIGPIPE ignored, so a print to a closed pipe
+/// (`caustic info scene | head`) panics; the default action ends the
+/// process quietly, as other command-line tools do.
+fn end_quietly_when_the_reader_leaves() {
+    #[cfg(unix)]
+    // SAFETY: called first in `main`, before any other thread exists;
+    // SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+}
+
+pub(crate) fn set_threads(threads: usize) -> anyhow::Result<()> {
+    // 0: rayon's default, one worker per core. Workers get 16 MiB stacks
+    // (reserved, touched only as used): the builders recurse under
+    // `rayon::join`, and a worker that waits there runs stolen tasks on
+    // top of its own stack, so the depth a worker's stack holds is not the
+    // tree's depth alone.
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .stack_size(16 << 20)
+        .build_global()
+        .map_err(|e| anyhow::anyhow!("cannot set up {threads} threads: {e}"))?;
     Ok(())
 }

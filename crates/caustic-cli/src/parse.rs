@@ -5,6 +5,7 @@
 //! set `allow_negative_numbers`, so that `-1` reaches its parser and is
 //! refused by name rather than taken for an unknown flag.
 
+use caustic::AccelKind;
 use caustic_geom::DVec3;
 
 /// A finite `f32`.
@@ -151,13 +152,40 @@ pub fn resolution(text: &str) -> Result<(u32, u32), String> {
 /// The largest image side any renderer accepts.
 pub const MAX_SIDE: u32 = 1 << 15;
 
-/// An acceleration-structure spec (`bvh-wide`, `ploc:r=32`), checked
-/// against the registry without building anything, so a typo fails before
-/// the scene loads.
-pub fn accel_spec(text: &str) -> Result<String, String> {
-    caustic_accel::build_accel(text, &[])
-        .map(|_| text.to_owned())
-        .map_err(|e| e.to_string())
+/// `render --accel`: one spec for either device. On the CPU the structure
+/// it names, `cpu:SPEC` meaning SPEC (also after `bvh-wide:from=`); on a
+/// GPU the device build of that name (`lbvh`, `hlbvh`, `ploc`, `bvh-binned`,
+/// `bvh-binned-staged`, `bvh-sweep`, `bvh-wide`) or, for `cpu:SPEC`, a
+/// CPU-built tree uploaded. Whether the GPU builds it
+/// is judged once the device is known (`--device cuda`: before the scene
+/// loads).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AccelArg {
+    /// The spec as given: what the GPU builds.
+    pub spec: String,
+    /// The structure the CPU builds.
+    pub cpu: AccelKind,
+}
+
+/// [`AccelArg`] from its spec; the CPU's reading is checked against the
+/// registry (an unknown name or parameter fails here, before the scene).
+pub fn accel_arg(text: &str) -> Result<AccelArg, String> {
+    let spec = text.trim();
+    let cpu_spec = spec
+        .strip_prefix("cpu:")
+        .unwrap_or(spec)
+        .replace("from=cpu:", "from=");
+    Ok(AccelArg {
+        spec: spec.to_owned(),
+        cpu: accel_spec(&cpu_spec)?,
+    })
+}
+
+/// An acceleration-structure spec (`bvh-wide`, `ploc:r=32`) as the
+/// facade's typed [`AccelKind`], judged by the registry without building
+/// anything (its messages), so a typo fails before the scene loads.
+pub fn accel_spec(text: &str) -> Result<AccelKind, String> {
+    text.parse().map_err(|e: caustic::Error| e.to_string())
 }
 
 #[cfg(test)]
@@ -203,8 +231,45 @@ mod tests {
 
     #[test]
     fn accel_specs_are_checked_without_a_scene() {
-        assert_eq!(accel_spec("ploc:r=32"), Ok("ploc:r=32".to_owned()));
+        let ploc = accel_spec("ploc:r=32").map(|kind| kind.to_string());
+        assert_eq!(ploc, Ok("ploc:r=32".to_owned()));
+        // `render` and `bench accel` default to the facade's structure.
+        let default = accel_spec(crate::render::DEFAULT_ACCEL);
+        assert_eq!(default, Ok(AccelKind::default()));
         assert!(accel_spec("bvh-fast").is_err());
         assert!(accel_spec("lbvh:bits=99").is_err());
+    }
+
+    #[test]
+    fn accel_args_read_cpu_specs_as_the_cpu_structure() {
+        let cpu = |text: &str| accel_arg(text).map(|a| (a.spec, a.cpu.to_string()));
+        assert_eq!(
+            cpu("cpu:bvh-binned"),
+            Ok(("cpu:bvh-binned".into(), "bvh-binned".into()))
+        );
+        assert_eq!(
+            cpu("bvh-wide:from=cpu:bvh-sweep"),
+            Ok((
+                "bvh-wide:from=cpu:bvh-sweep".into(),
+                "bvh-wide:from=bvh-sweep".into()
+            ))
+        );
+        assert_eq!(cpu("grid"), Ok(("grid".into(), "grid".into())));
+        // Every structure the GPU builds has a CPU reading.
+        for spec in [
+            "ploc:r=32",
+            "lbvh:bits=63",
+            "hlbvh",
+            "bvh-wide",
+            "bvh-wide:from=lbvh",
+        ] {
+            assert!(accel_arg(spec).is_ok(), "{spec}");
+        }
+        assert!(
+            accel_arg("bogus")
+                .unwrap_err()
+                .contains("unknown accel `bogus`")
+        );
+        assert!(accel_arg("cpu:bogus").is_err());
     }
 }

@@ -1,22 +1,28 @@
-//! `caustic render`: the flags every integrator shares, the scene and
-//! camera set-up, and the image out; each integrator's own flags and run
-//! live in `render_whitted.rs`, `render_photon.rs` and `render_sppm.rs`.
+//! `caustic render`: the flags every integrator shares, the scene, camera
+//! and light set-up, the render itself through the library facade
+//! (`caustic::Renderer`: structure, device, integrator, progress) and the
+//! image out. Each integrator's own flags, settings and summary live in
+//! `render_whitted.rs`, `render_photon.rs` and `render_sppm.rs`.
 
 use crate::camera::CameraArgs;
+use crate::parse::AccelArg;
 use crate::render_photon::{self, PhotonArgs};
-use crate::render_sppm::{self, SppmArgs};
+use crate::render_sppm::{self, Scorer, SppmArgs};
 use crate::render_whitted::{self, Fresnel};
-use crate::{camera_presets, notes, output, parse, scene_arg};
+use crate::{camera_presets, device, notes, output, parse, scene_arg};
 use anyhow::{Context, Result, bail};
-use caustic_geom::{Rgb, Vec3};
-use caustic_render::{Film, RenderScene, image_io};
-use caustic_scene::{Camera, Light, Scene};
+use caustic::accel::{DEFAULT_GPU_SPEC, GPU_STRUCTURES};
+use caustic::{
+    AccelKind, Backend, Device, Film, Integrator, Light, Progress, Rendered, Renderer, Rgb, Scene,
+    Stats, Vec3, image_io,
+};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::PathBuf;
 
-/// The acceleration structure `render` and `bench accel` use unless told
-/// otherwise: the 8-wide SIMD BVH, the fastest CPU structure to trace.
+/// The acceleration structure `render` (on the CPU) and `bench accel` use
+/// unless told otherwise: the 8-wide SIMD BVH, the fastest CPU structure to
+/// trace. On a GPU `render` builds `DEFAULT_GPU_SPEC` there.
 pub const DEFAULT_ACCEL: &str = "bvh-wide";
 
 /// The built-in scene a bare `caustic render` draws: caustics and indirect
@@ -31,7 +37,15 @@ fn help() -> String {
          caustic render cornell-box --integrator whitted -o cb.png\n  \
          caustic render scene.xml --integrator sppm --passes 256 -o sppm.exr\n  \
          caustic render model.glb --two-sided --width 1280 --height 720\n  \
-         caustic render target/scenes/sibenik/sibenik.obj --camera sibenik\n\n{}",
+         caustic render target/scenes/sibenik/sibenik.obj --camera sibenik\n  \
+         caustic render cornell-box --device cuda --accel lbvh:bits=63\n  \
+         caustic render cornell-box --device cuda --accel cpu:bvh-binned   # CPU-built, uploaded\n\n\
+         --accel on a GPU (--device cuda, or auto with a GPU): the structure of that name built \
+         on the device: {} (default {DEFAULT_GPU_SPEC}); cpu:SPEC traces a tree the CPU built \
+         (on the CPU, cpu:SPEC is SPEC). Structures the GPU does not build (grid, kdtree, \
+         bvh-sweep, bvh-binned, ...) are an error with --device cuda and render on the CPU \
+         with --device auto.\n\n{}",
+        GPU_STRUCTURES.join(", "),
         camera_presets::help()
     )
 }
@@ -53,8 +67,8 @@ pub struct RenderArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
     height: Option<u32>,
     /// Light transport. All three run on the CPU or an NVIDIA GPU (--device).
-    #[arg(long, value_enum, default_value_t = Integrator::Photon)]
-    integrator: Integrator,
+    #[arg(long, value_enum, default_value_t = IntegratorName::Photon)]
+    integrator: IntegratorName,
     /// Samples (eye rays) per pixel [default: 16 for whitted, 4 for photon;
     /// sppm takes one per pass].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
@@ -67,10 +81,12 @@ pub struct RenderArgs {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024), allow_negative_numbers = true)]
     light_samples: u32,
     /// Acceleration structure, with optional parameters (e.g. `ploc:r=32`;
-    /// `caustic bench accel --help` lists them). The default, the 8-wide
-    /// SIMD BVH, traces about twice as fast as the binary `bvh-binned`.
-    #[arg(long, default_value = DEFAULT_ACCEL, value_parser = parse::accel_spec)]
-    accel: String,
+    /// `caustic bench accel --help` lists them). On the CPU the default,
+    /// the 8-wide SIMD BVH, traces about twice as fast as the binary
+    /// `bvh-binned`; on a GPU the structure is built there (see below)
+    /// [default: bvh-wide on the CPU, ploc on a GPU].
+    #[arg(long, value_parser = parse::accel_arg)]
+    accel: Option<AccelArg>,
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=4096), allow_negative_numbers = true)]
     threads: u16,
@@ -95,7 +111,7 @@ pub struct RenderArgs {
     /// Where to render: `auto` (CUDA when a driver and GPU are present,
     /// else the CPU), `cpu`, `cuda` or `cuda:N`.
     #[arg(long, default_value = "auto")]
-    device: caustic_gpu::Device,
+    device: Device,
     #[command(flatten)]
     camera: CameraArgs,
     #[command(flatten)]
@@ -106,7 +122,7 @@ pub struct RenderArgs {
 
 /// The light transport algorithms of `caustic render`.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Integrator {
+enum IntegratorName {
     /// Specular chains, direct light by shadow rays: no indirect light.
     Whitted,
     /// Photon mapping: caustic map, final gather into a global map with
@@ -117,24 +133,16 @@ enum Integrator {
     Sppm,
 }
 
-/// What every integrator needs, resolved once.
-pub struct Job<'a> {
-    pub scene: &'a RenderScene,
-    pub camera: &'a Camera,
+/// The settings every integrator shares, resolved once from the flags and
+/// the scene; each integrator's module adds its own.
+pub struct Common {
     pub width: u32,
     pub height: u32,
     pub spp: u32,
+    /// `None`: the integrator's own default.
     pub max_depth: Option<u32>,
     pub light_samples: u32,
     pub seed: u64,
-    pub device: caustic_gpu::Device,
-}
-
-/// An integrator's result: the image, and the summary that follows
-/// `wrote FILE` (sizes, counts, times, backend).
-pub struct Rendered {
-    pub film: Film,
-    pub summary: String,
 }
 
 pub fn run(args: RenderArgs) -> Result<()> {
@@ -146,11 +154,12 @@ pub fn run(args: RenderArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.png", scene_arg::short_name(&args.scene))));
     output::check_image_path(&output)?;
-    if args.integrator != Integrator::Whitted && matches!(args.fresnel, Fresnel::Schlick) {
+    if args.integrator != IntegratorName::Whitted && matches!(args.fresnel, Fresnel::Schlick) {
         bail!(
             "--fresnel schlick is for --integrator whitted; photon and sppm use the exact Fresnel equations"
         );
     }
+    check_gpu_flags(&args)?;
     let loaded = scene_arg::load(&args.scene)?;
     let camera = args.camera.resolve(&loaded)?;
     let mut scene = loaded.scene;
@@ -158,40 +167,216 @@ pub fn run(args: RenderArgs) -> Result<()> {
         scene.materials.iter_mut().for_each(|m| m.two_sided = true);
     }
     add_headlight_if_unlit(&mut scene, camera.eye);
-    let film_size = scene.film;
-    let render_scene = RenderScene::new(&scene, &args.accel)?;
-    let job = Job {
-        scene: &render_scene,
-        camera: &camera,
-        width: args.width.or(film_size.map(|f| f.width)).unwrap_or(512),
-        height: args.height.or(film_size.map(|f| f.height)).unwrap_or(512),
-        spp: args.spp.unwrap_or(match args.integrator {
-            Integrator::Whitted => 16,
-            _ => 4,
-        }),
-        max_depth: args.max_depth,
-        light_samples: args.light_samples,
-        seed: args.seed,
-        device: args.device,
+    // Settings and the reference are checked before the structure is built.
+    let integrator = args.integrator(&scene);
+    integrator.validate()?;
+    let reference = match &integrator {
+        Integrator::Sppm(settings) => args.sppm.reference(settings)?,
+        _ => None,
     };
-    if job.width > parse::MAX_SIDE || job.height > parse::MAX_SIDE || job.width * job.height == 0 {
-        bail!(
-            "image size {}x{} is out of range (1..={} per side)",
-            job.width,
-            job.height,
-            parse::MAX_SIDE
-        );
-    }
-    let rendered = match args.integrator {
-        Integrator::Whitted => render_whitted::run(&job, args.fresnel)?,
-        Integrator::Photon => render_photon::run(&args.photon, &job)?,
-        Integrator::Sppm => render_sppm::run(&job, &args.sppm)?,
-    };
+    let renderer = args.renderer(&scene);
+    let backend = renderer.backend_for(&integrator)?;
+    device::say(&backend);
+    let watch = Watch::new(&integrator, &backend, reference);
+    let renderer = renderer.on_progress(|progress| watch.report(progress));
+    let rendered = renderer.render(&camera, &integrator);
+    watch.finish();
+    let rendered = rendered?;
+    let summary = summary(&integrator, &rendered, &backend, &renderer)?;
     warn_if_empty(&rendered.film);
     image_io::write_image(&rendered.film, &output, args.exposure)
         .with_context(|| format!("cannot write {}", output.display()))?;
-    eprintln!("wrote {} {}", output.display(), rendered.summary);
+    eprintln!("wrote {} {summary}", output.display());
     Ok(())
+}
+
+/// `--device cuda` renders on the GPU or not at all: a structure the GPU
+/// does not build is refused from the flags, before the scene loads or the
+/// device opens (and a build without CUDA refuses `cuda` here too).
+fn check_gpu_flags(args: &RenderArgs) -> Result<()> {
+    if !matches!(args.device, Device::Cuda(_)) {
+        return Ok(());
+    }
+    #[cfg(feature = "cuda")]
+    if let Some(accel) = &args.accel
+        && let Err(e) = accel.spec.parse::<caustic::accel::GpuAccelSpec>()
+    {
+        bail!("--accel {} with --device {}: {e}", accel.spec, args.device);
+    }
+    #[cfg(not(feature = "cuda"))]
+    args.device.resolve()?;
+    Ok(())
+}
+
+impl RenderArgs {
+    /// The facade's renderer of `scene` with the structure of `--accel` on
+    /// each device (see [`AccelArg`]) and `--device`.
+    fn renderer<'a>(&self, scene: &'a Scene) -> Renderer<'a> {
+        let cpu = match &self.accel {
+            Some(accel) => accel.cpu,
+            None => default_accel(),
+        };
+        let renderer = Renderer::new(scene).accel(cpu).device(self.device);
+        self.with_gpu_accel(renderer)
+    }
+
+    /// The GPU's structure: `--accel` as the GPU reads it, or its default.
+    #[cfg(feature = "cuda")]
+    fn with_gpu_accel<'a>(&self, renderer: Renderer<'a>) -> Renderer<'a> {
+        let spec = self
+            .accel
+            .as_ref()
+            .map_or(DEFAULT_GPU_SPEC, |a| a.spec.as_str());
+        renderer.gpu_accel_spec(spec)
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn with_gpu_accel<'a>(&self, renderer: Renderer<'a>) -> Renderer<'a> {
+        renderer
+    }
+
+    /// The chosen integrator with its typed settings.
+    fn integrator(&self, scene: &Scene) -> Integrator {
+        let film = scene.film;
+        let common = Common {
+            width: self.width.or(film.map(|f| f.width)).unwrap_or(512),
+            height: self.height.or(film.map(|f| f.height)).unwrap_or(512),
+            spp: self.spp.unwrap_or(match self.integrator {
+                IntegratorName::Whitted => 16,
+                _ => 4,
+            }),
+            max_depth: self.max_depth,
+            light_samples: self.light_samples,
+            seed: self.seed,
+        };
+        match self.integrator {
+            IntegratorName::Whitted => {
+                Integrator::Whitted(render_whitted::settings(&common, self.fresnel))
+            }
+            IntegratorName::Photon => Integrator::Photon(self.photon.settings(&common)),
+            IntegratorName::Sppm => Integrator::Sppm(self.sppm.settings(&common)),
+        }
+    }
+}
+
+/// The CPU's structure when `--accel` is not given.
+fn default_accel() -> AccelKind {
+    parse::accel_spec(DEFAULT_ACCEL).expect("the default structure's spec parses")
+}
+
+/// What the summaries say of the scene: its triangles, and the structure
+/// the render traced with its build time on the device that built it
+/// (`bvh-wide build 3.1 ms`, `ploc build 0.4 ms on the GPU`).
+pub struct Built {
+    pub triangles: usize,
+    pub accel: String,
+}
+
+/// The structure a render traced, from the facade's build statistics.
+fn structure(renderer: &Renderer, on_gpu: bool) -> String {
+    if let Some(gpu) = gpu_structure(renderer, on_gpu) {
+        return gpu;
+    }
+    match renderer.cpu_accel_stats() {
+        Some(stats) => format!("{} build {:.1} ms", stats.name, stats.build_ms),
+        None => "no structure built".to_owned(),
+    }
+}
+
+/// The GPU's structure, when the render ran there: the spec, and the
+/// build's device time (a `cpu:SPEC` tree is built on the CPU, then uploaded).
+#[cfg(feature = "cuda")]
+fn gpu_structure(renderer: &Renderer, on_gpu: bool) -> Option<String> {
+    let stats = renderer.gpu_accel_stats().filter(|_| on_gpu)?;
+    let built_on = if stats.spec.starts_with("cpu:") {
+        "CPU"
+    } else if stats.spec.contains("cpu:") {
+        "CPU and GPU"
+    } else {
+        "GPU"
+    };
+    Some(format!(
+        "{} build {:.1} ms on the {built_on}",
+        stats.spec, stats.build_ms
+    ))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_structure(_: &Renderer, _: bool) -> Option<String> {
+    None
+}
+
+/// The text after `wrote FILE`: sizes, counts, times and the device, in
+/// each integrator's words (the photon mapper also prints its passes).
+fn summary(
+    integrator: &Integrator,
+    rendered: &Rendered,
+    backend: &Backend,
+    renderer: &Renderer,
+) -> Result<String> {
+    let built = Built {
+        triangles: renderer.prepare()?.triangles.len(),
+        accel: structure(renderer, backend.is_gpu()),
+    };
+    let on = &rendered.device;
+    Ok(match (integrator, &rendered.stats) {
+        (Integrator::Whitted(s), Stats::Whitted(stats)) => {
+            render_whitted::summary(s, stats, &built, on)
+        }
+        (Integrator::Photon(s), Stats::Photon(stats)) => {
+            eprintln!("{}", render_photon::passes(s, stats, backend));
+            render_photon::summary(s, &built, on)
+        }
+        (Integrator::Sppm(s), Stats::Sppm(stats)) => render_sppm::summary(s, stats, &built, on),
+        _ => bail!(
+            "the {} render reported another integrator's statistics",
+            integrator.name()
+        ),
+    })
+}
+
+/// The progress a render shows, fed by the facade's reports from the
+/// worker threads: a bar over pixels (CPU Whitted and photon mapping) or
+/// SPPM passes, and SPPM's error against a reference.
+struct Watch {
+    bar: ProgressBar,
+    scorer: Option<Scorer>,
+}
+
+impl Watch {
+    fn new(integrator: &Integrator, backend: &Backend, reference: Option<Film>) -> Self {
+        let (width, height) = integrator.size();
+        let bar = match integrator {
+            // The score lines would tear a bar apart.
+            Integrator::Sppm(s) => {
+                render_sppm::progress_bar(s.passes.into(), notes::quiet() || reference.is_some())
+            }
+            // The GPU renderers report no pixels: a bar would stand still.
+            _ if backend.is_gpu() => ProgressBar::hidden(),
+            _ => pixel_progress_bar(width, height),
+        };
+        Self {
+            bar,
+            scorer: reference.map(Scorer::new),
+        }
+    }
+
+    fn report(&self, progress: Progress<'_>) {
+        match progress {
+            Progress::Pixels(n) => self.bar.inc(n),
+            Progress::Pass(pass) => {
+                self.bar.set_position(pass.passes().into());
+                if let Some(scorer) = &self.scorer {
+                    scorer.score(&pass);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 /// A scene with no light of any kind would render black: light it from the
@@ -248,7 +433,7 @@ pub(crate) fn styled_progress_bar(total: u64, quiet: bool, template: &str) -> Pr
 }
 
 /// The image-pass progress bar, hidden under `-q`.
-pub(crate) fn pixel_progress_bar(width: u32, height: u32) -> ProgressBar {
+fn pixel_progress_bar(width: u32, height: u32) -> ProgressBar {
     styled_progress_bar(
         width as u64 * height as u64,
         notes::quiet(),

@@ -1,12 +1,10 @@
-//! `caustic render --integrator photon`: the photon-mapping renderer's flags
-//! and its run, kept apart from the Whitted path of `render.rs`.
+//! `caustic render --integrator photon`: the photon-mapping renderer's
+//! flags, its settings and its summary lines.
 
-use crate::render::{Job, Rendered, pixel_progress_bar};
-use crate::{device, parse};
-use anyhow::{Result, bail};
+use crate::parse;
+use crate::render::{Built, Common};
+use caustic::{Backend, PhotonMapKind, PhotonRenderStats, PhotonSettings, SampleSettings};
 use caustic_accel::points::POINT_STRUCTURE_NAMES;
-use caustic_render::photon::irradiance_samples::SampleSettings;
-use caustic_render::photon::{self, PhotonRenderSettings, PhotonRenderStats};
 use clap::Args;
 
 /// Flags of the photon integrator (ignored by the others).
@@ -54,8 +52,8 @@ pub struct PhotonArgs {
     precompute: u32,
     /// Point structure of the photon maps [default: kdtree on the CPU,
     /// hashgrid on the GPU, which supports only it].
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(POINT_STRUCTURE_NAMES))]
-    points: Option<String>,
+    #[arg(long, value_parser = point_structure())]
+    points: Option<PhotonMapKind>,
     /// Most surface interactions per photon.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024), allow_negative_numbers = true)]
     photon_bounces: u32,
@@ -67,21 +65,30 @@ fn photon_count() -> clap::builder::RangedU64ValueParser<u64> {
     clap::value_parser!(u64).range(1..=u32::MAX as u64)
 }
 
+/// `--points`: one of the registry's names (listed in the help and the
+/// error), as the facade's typed kind.
+fn point_structure() -> impl clap::builder::TypedValueParser<Value = PhotonMapKind> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(POINT_STRUCTURE_NAMES).try_map(|name| name.parse())
+}
+
 /// Photons per estimate: the k-th photon sets the radius, so at least 2.
 fn neighbour_count() -> clap::builder::RangedU64ValueParser<u64> {
     clap::value_parser!(u64).range(2..=4096)
 }
 
 impl PhotonArgs {
-    /// The renderer's settings, or a clear error for a value it cannot use.
-    fn settings(&self, job: &Job, on_gpu: bool) -> Result<PhotonRenderSettings> {
-        let settings = PhotonRenderSettings {
-            width: job.width,
-            height: job.height,
-            spp: job.spp,
-            max_depth: job.max_depth.unwrap_or(5),
-            light_samples: job.light_samples,
-            seed: job.seed,
+    /// The photon mapper's settings from the shared flags and this
+    /// section's. The point structure stays the device's own unless
+    /// `--points` names one.
+    pub fn settings(&self, common: &Common) -> PhotonSettings {
+        PhotonSettings {
+            width: common.width,
+            height: common.height,
+            spp: common.spp,
+            max_depth: common.max_depth.unwrap_or(5),
+            light_samples: common.light_samples,
+            seed: common.seed,
             global_photons: self.photons,
             caustic_photons: self.caustic_photons,
             photon_bounces: self.photon_bounces,
@@ -100,88 +107,34 @@ impl PhotonArgs {
                 ..SampleSettings::default()
             },
             precompute: self.precompute as usize,
-            points: self.points.clone().unwrap_or_else(|| {
-                let default = if on_gpu { "hashgrid" } else { "kdtree" };
-                default.to_owned()
-            }),
-        };
-        settings.validate()?;
-        Ok(settings)
+            points: self.points,
+        }
     }
 }
 
-/// Renders with the photon mapper on the device `job.device` selects.
-///
-/// `--device cuda` renders on the GPU, whose photon mapper reads the global
-/// map directly or by the final gather (irradiance samples or every shading
-/// point), with hash-grid maps, and says so clearly for other settings;
-/// `--device auto` takes the GPU when there is one and the settings suit
-/// it, the CPU otherwise.
-pub fn run(args: &PhotonArgs, job: &Job) -> Result<Rendered> {
-    let gpu_settings = args.settings(job, true)?;
-    let gpu = match (job.device, gpu_path_supports(&gpu_settings)) {
-        (caustic_gpu::Device::Cpu, _) | (caustic_gpu::Device::Auto, Ok(())) => {
-            device::open(job.device)?
-        }
-        (caustic_gpu::Device::Cuda(_), supported) => {
-            supported?;
-            device::open(job.device)?
-        }
-        (caustic_gpu::Device::Auto, Err(why)) => {
-            device::cpu_because(&format!("{why:#}"));
-            None
-        }
-    };
-    let (film, settings, stats) = match &gpu {
-        Some(gpu) => {
-            let (film, stats) =
-                photon::render_cuda::render(gpu, job.scene, job.camera, &gpu_settings)?;
-            (film, gpu_settings, stats)
-        }
-        None => {
-            let settings = args.settings(job, false)?;
-            let bar = pixel_progress_bar(job.width, job.height);
-            let (film, stats) = photon::render(job.scene, job.camera, &settings, &|n| bar.inc(n))?;
-            bar.finish_and_clear();
-            (film, settings, stats)
-        }
-    };
-    eprintln!("{}", summary(&settings, &stats));
-    let build = job.scene.accel.stats();
-    let summary = format!(
-        "({}x{}, {} spp, {} triangles, {} build {:.1} ms) on {}",
-        job.width,
-        job.height,
-        job.spp,
-        job.scene.triangles.len(),
-        build.name,
-        build.build_ms,
-        device::backend_name(gpu.as_ref()),
-    );
-    Ok(Rendered { film, summary })
+/// The summary after `wrote FILE`: sizes, the structure and the device
+/// `on`. The photon mapper's device is the facade's choice: `--device
+/// cuda` renders on the GPU (global map read directly or by the final
+/// gather, hash-grid maps) and refuses other settings, `--device auto`
+/// takes the GPU when there is one and the settings suit it.
+pub fn summary(s: &PhotonSettings, built: &Built, on: &str) -> String {
+    format!(
+        "({}x{}, {} spp, {} triangles, {}) on {on}",
+        s.width, s.height, s.spp, built.triangles, built.accel,
+    )
 }
 
-/// Whether the GPU photon mapper can render these settings.
-fn gpu_path_supports(settings: &PhotonRenderSettings) -> Result<()> {
-    if settings.gather_rays > 0 && settings.precompute == 0 {
-        bail!("the GPU final gather reads precomputed irradiance: --precompute must be 1 or more");
-    }
-    if settings.points != "hashgrid" {
-        bail!("the GPU photon mapper indexes its maps with hash grids: use --points hashgrid");
-    }
-    Ok(())
-}
-
-/// One line with the pass timings.
-fn summary(settings: &PhotonRenderSettings, stats: &PhotonRenderStats) -> String {
-    let gather = if settings.gather_rays == 0 {
+/// One line with the pass timings; `backend` says which point structure
+/// the maps got.
+pub fn passes(s: &PhotonSettings, stats: &PhotonRenderStats, backend: &Backend) -> String {
+    let gather = if s.gather_rays == 0 {
         "global map directly".to_owned()
     } else {
         format!(
             "irradiance at {} photons in {:.0} ms, final gather {} rays, {} irradiance samples + {} point gathers in {:.0} ms",
             stats.precomputed,
             stats.precompute_ms,
-            settings.gather_rays,
+            s.gather_rays,
             stats.samples,
             stats.point_gathers,
             stats.sample_ms
@@ -193,7 +146,7 @@ fn summary(settings: &PhotonRenderSettings, stats: &PhotonRenderStats) -> String
         stats.photon_ms,
         stats.global_stored,
         stats.caustic_stored,
-        settings.points,
+        s.points_on(backend.is_gpu()),
         stats.build_ms,
         stats.render_ms,
         stats.seconds,

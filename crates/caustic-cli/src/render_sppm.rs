@@ -1,15 +1,16 @@
 //! `caustic render --integrator sppm`: stochastic progressive photon
-//! mapping on the CPU or the GPU, with a progress bar over passes and, on request,
-//! the error against a reference image at every power-of-two pass.
+//! mapping's flags and settings, its progress bar over passes and, on
+//! request, the error against a reference image at every power-of-two
+//! pass, fed by the facade's pass reports on the CPU or the GPU.
 
-use crate::render::{Job, Rendered};
-use crate::{device, notes, parse};
+use crate::parse;
+use crate::render::{Built, Common};
 use anyhow::{Context, Result, bail};
-use caustic_render::sppm::{self, PassView, SppmSettings};
-use caustic_render::{Film, image_io};
+use caustic::{Film, SppmPass, SppmSettings, SppmStats, image_io};
 use clap::Args;
 use indicatif::ProgressBar;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Options of the `sppm` integrator.
 #[derive(Args)]
@@ -34,66 +35,73 @@ pub struct SppmArgs {
     score: Option<PathBuf>,
 }
 
-pub fn run(job: &Job, args: &SppmArgs) -> Result<Rendered> {
-    let settings = SppmSettings {
-        width: job.width,
-        height: job.height,
-        passes: args.passes,
-        photons_per_pass: args.photons_per_pass,
-        initial_radius: args.radius,
-        alpha: args.alpha,
-        max_depth: job.max_depth.unwrap_or(64),
-        light_samples: job.light_samples,
-        seed: job.seed,
-    };
-    settings.validate().context("invalid SPPM settings")?;
-    let reference = load_reference(args.score.as_deref(), job.width, job.height)?;
-    let bar = progress_bar(args.passes as u64, notes::quiet() || reference.is_some());
-    let scored = |passes: u32| passes.is_power_of_two() || passes == args.passes;
-    let gpu = device::open(job.device)?;
-    let (film, stats) = match &gpu {
-        Some(gpu) => {
-            let start = std::time::Instant::now();
-            let mut on_pass = |view: &sppm::GpuPassView| {
-                bar.set_position(view.passes as u64);
-                if let Some(reference) = &reference
-                    && scored(view.passes)
-                    && let Ok(film) = view.film()
-                {
-                    score_line(
-                        view.passes,
-                        start.elapsed().as_secs_f64(),
-                        &film,
-                        reference,
-                        None,
-                    );
-                }
-            };
-            sppm::render_cuda(gpu, job.scene, job.camera, &settings, &mut on_pass)?
+impl SppmArgs {
+    /// The renderer's settings from the shared flags and this section's.
+    pub fn settings(&self, common: &Common) -> SppmSettings {
+        SppmSettings {
+            width: common.width,
+            height: common.height,
+            passes: self.passes,
+            photons_per_pass: self.photons_per_pass,
+            initial_radius: self.radius,
+            alpha: self.alpha,
+            max_depth: common.max_depth.unwrap_or(64),
+            light_samples: common.light_samples,
+            seed: common.seed,
         }
-        None => {
-            let mut on_pass = |view: &PassView| {
-                bar.set_position(view.passes as u64);
-                if let Some(reference) = &reference
-                    && scored(view.passes)
-                {
-                    let (seconds, radius) = (view.stats.seconds, view.stats.mean_radius);
-                    score_line(view.passes, seconds, &view.film(), reference, Some(radius));
-                }
-            };
-            sppm::render_passes(job.scene, job.camera, &settings, &mut on_pass)?
+    }
+
+    /// The `--score` reference, read and checked against the render's
+    /// size before anything renders.
+    pub fn reference(&self, settings: &SppmSettings) -> Result<Option<Film>> {
+        load_reference(self.score.as_deref(), settings.width, settings.height)
+    }
+}
+
+/// The error against a reference at every power-of-two pass and at the
+/// last, one line each, as the facade reports the passes.
+pub struct Scorer {
+    reference: Film,
+    /// The GPU keeps no statistics as it goes: its lines are timed here.
+    start: Instant,
+}
+
+impl Scorer {
+    pub fn new(reference: Film) -> Self {
+        Self {
+            reference,
+            start: Instant::now(),
         }
-    };
-    bar.finish_and_clear();
-    let summary = format!(
-        "({}x{}, sppm: {} passes x {} photons, {} triangles): {:.2} s \
+    }
+
+    pub fn score(&self, pass: &SppmPass) {
+        let passes = pass.passes();
+        if !(passes.is_power_of_two() || passes == pass.total()) {
+            return;
+        }
+        let Ok(film) = pass.film() else {
+            return;
+        };
+        let (seconds, radius) = match pass.stats() {
+            Some(stats) => (stats.seconds, Some(stats.mean_radius)),
+            None => (self.start.elapsed().as_secs_f64(), None),
+        };
+        score_line(passes, seconds, &film, &self.reference, radius);
+    }
+}
+
+/// Sizes, passes, time per stage, counts and the device `on`.
+pub fn summary(s: &SppmSettings, stats: &SppmStats, built: &Built, on: &str) -> String {
+    format!(
+        "({}x{}, sppm: {} passes x {} photons, {} triangles, {}): {:.2} s \
          (eye {:.2} s, grid {:.2} s, photons {:.2} s, gather {:.2} s), {:.1} M rays, \
-         {:.1} M photons stored, {:.1} M deposits, mean radius {:.3e}, on {}",
-        job.width,
-        job.height,
+         {:.1} M photons stored, {:.1} M deposits, mean radius {:.3e}, on {on}",
+        s.width,
+        s.height,
         stats.passes,
-        args.photons_per_pass,
-        job.scene.triangles.len(),
+        s.photons_per_pass,
+        built.triangles,
+        built.accel,
         stats.seconds,
         stats.eye_seconds,
         stats.grid_seconds,
@@ -103,9 +111,7 @@ pub fn run(job: &Job, args: &SppmArgs) -> Result<Rendered> {
         stats.photons_stored as f64 / 1e6,
         stats.deposits as f64 / 1e6,
         stats.mean_radius,
-        device::backend_name(gpu.as_ref()),
-    );
-    Ok(Rendered { film, summary })
+    )
 }
 
 /// The reference to score against, checked for size before the render.
@@ -140,7 +146,8 @@ fn score_line(passes: u32, seconds: f64, film: &Film, reference: &Film, radius: 
     );
 }
 
-fn progress_bar(passes: u64, hidden: bool) -> ProgressBar {
+/// The bar over passes; `hidden` under `-q` and while scoring.
+pub fn progress_bar(passes: u64, hidden: bool) -> ProgressBar {
     crate::render::styled_progress_bar(
         passes,
         hidden,

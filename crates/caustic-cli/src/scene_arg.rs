@@ -2,8 +2,8 @@
 //! built-in scene. The scene is used as its file describes it; cameras for
 //! files without one come from `camera.rs`, explicitly.
 
-use anyhow::{Context, Result, bail};
-use caustic_scene::{BUILTIN_SCENES, Scene};
+use anyhow::Result;
+use caustic::Scene;
 use std::path::{Path, PathBuf};
 
 /// A loaded scene, a short name for it (file stem or built-in name) and
@@ -34,31 +34,28 @@ pub fn short_name(arg: &str) -> String {
         .to_owned()
 }
 
-/// Loads `arg` as a file, or makes the built-in scene of that name.
-/// Loader warnings are printed, one line each.
+/// Loads `arg` as a file, or makes the built-in scene of that name
+/// (through [`caustic::load_scene`]). Loader warnings are printed, one
+/// line each.
 pub fn load(arg: &str) -> Result<LoadedScene> {
-    let path = Path::new(arg);
-    if let Some(scene) = Scene::builtin(arg).filter(|_| !path.exists()) {
-        return Ok(LoadedScene {
-            scene,
-            name: arg.to_owned(),
-            path: None,
-        });
-    }
-    if !path.exists() {
-        let names: Vec<&str> = BUILTIN_SCENES.iter().map(|(n, _)| *n).collect();
-        bail!(
-            "{arg}: no such file, and not a built-in scene (built-in: {})",
-            names.join(", ")
-        );
-    }
-    let scene = Scene::load(path).context("cannot load the scene")?;
+    let scene = caustic::load_scene(arg).map_err(|err| {
+        // "no such file, and not a built-in scene" says it all; a file that
+        // fails to load gets the context the loader's message lacks.
+        let missing = matches!(err, caustic::Error::NoScene { .. });
+        let err = anyhow::Error::new(err);
+        if missing {
+            err
+        } else {
+            err.context("cannot load the scene")
+        }
+    })?;
     for w in &scene.warnings {
         crate::notes::warn(w);
     }
+    let path = Path::new(arg);
     Ok(LoadedScene {
         scene,
         name: short_name(arg),
-        path: Some(path.to_owned()),
+        path: path.exists().then(|| path.to_owned()),
     })
 }

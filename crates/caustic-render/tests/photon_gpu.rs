@@ -19,7 +19,7 @@ use caustic_render::whitted::render_cuda::GpuScene;
 use caustic_render::{Film, RenderScene, image_io};
 use caustic_scene::Scene;
 use caustic_scene::data_dirs::ref_file;
-use common::Agreement;
+use common::{Agreement, min_psnr};
 
 fn gpu() -> caustic_gpu::Gpu {
     caustic_gpu::Gpu::probe().expect("a CUDA GPU")
@@ -162,7 +162,10 @@ fn gpu_photon_frame_equals_cpu_frame() {
         gpu_stats.global_stored,
         gpu_stats.caustic_stored
     );
-    assert!(agreement.psnr >= 45.0, "GPU frame differs: {agreement}");
+    assert!(
+        agreement.psnr >= min_psnr::PHOTON_FRAME,
+        "GPU frame differs: {agreement}"
+    );
     let relative = ((cpu.mean() - on_gpu.mean()) / cpu.mean())
         .abs()
         .max_element();
@@ -213,7 +216,7 @@ fn gpu_final_gather_frame_equals_cpu_frame() {
     );
     assert_eq!(cpu_stats.precomputed, gpu_stats.precomputed);
     assert!(
-        agreement.psnr >= 45.0,
+        agreement.psnr >= min_psnr::FINAL_GATHER,
         "GPU final gather differs: {agreement}"
     );
     let relative = ((cpu.mean() - on_gpu.mean()) / cpu.mean())

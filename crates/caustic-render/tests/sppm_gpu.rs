@@ -11,7 +11,7 @@ use caustic_render::sppm::{self, SppmSettings};
 use caustic_render::{RenderScene, image_io};
 use caustic_scene::Scene;
 use caustic_scene::data_dirs::ref_file;
-use common::Agreement;
+use common::{Agreement, min_psnr};
 
 fn gpu() -> caustic_gpu::Gpu {
     caustic_gpu::Gpu::probe().expect("a CUDA GPU")
@@ -54,7 +54,7 @@ fn gpu_sppm_equals_cpu_sppm_at_equal_passes() {
             gpu_stats.mean_radius
         );
         assert!(
-            agreement.psnr >= 45.0,
+            agreement.psnr >= min_psnr::SPPM,
             "{name}: GPU SPPM differs: {agreement}"
         );
         assert!(

@@ -63,7 +63,7 @@ impl Accelerator {
             Some(_) => device.resolve()?,
             None => device.cpu_only(
                 kind.name(),
-                "the GPU traces binary BVHs (bvh-binned, bvh-sweep, lbvh, hlbvh, ploc, bvh-wide)",
+                "the GPU traces BVHs (lbvh, hlbvh, ploc, bvh-binned and bvh-binned-staged built there, bvh-wide collapsed there, bvh-sweep built on the CPU and uploaded)",
             )?,
         };
         let structure = Self::build_on(&backend, triangles, kind)?;
@@ -72,11 +72,14 @@ impl Accelerator {
 
     #[cfg(feature = "cuda")]
     fn build_on(backend: &Backend, triangles: &[Triangle], kind: AccelKind) -> Result<Structure> {
-        match (backend.gpu(), crate::accelerator_cuda::gpu_spec(&kind)) {
-            (Some(gpu), Some(spec)) => Ok(Structure::Gpu(Box::new(
+        let Some(gpu) = backend.gpu() else {
+            return Ok(Structure::Cpu(kind.build(triangles)?));
+        };
+        match crate::accelerator_cuda::gpu_spec(&kind)? {
+            Some(spec) => Ok(Structure::Gpu(Box::new(
                 crate::accelerator_cuda::GpuAccel::build(gpu, triangles, &spec)?,
             ))),
-            _ => Ok(Structure::Cpu(kind.build(triangles)?)),
+            None => Ok(Structure::Cpu(kind.build(triangles)?)),
         }
     }
 
@@ -115,8 +118,8 @@ impl Accelerator {
     }
 
     /// Build time, SAH cost (`C_trav = C_isect = 1`, over the root's
-    /// area), nodes, leaves and bytes. On a GPU: those of the tree that was
-    /// uploaded (built on the CPU).
+    /// area), nodes, leaves and bytes. On a GPU: those of the structure
+    /// built there (its device build time, its peak device memory).
     pub fn stats(&self) -> &AccelStats {
         match &self.structure {
             Structure::Cpu(accel) => accel.stats(),

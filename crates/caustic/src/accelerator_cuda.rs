@@ -18,24 +18,27 @@ use std::sync::Mutex;
 
 /// The GPU structure that stands for `kind`: its device build, or its
 /// CPU-built tree uploaded; `None` for the kd-tree, grid and brute force.
-pub(crate) fn gpu_spec(kind: &AccelKind) -> Option<GpuAccelSpec> {
-    let binary = |tree: BinaryBvh| -> GpuAccelSpec {
+/// A typed parameter out of its range is the registry's error (the same
+/// the CPU build would give), not a panic.
+pub(crate) fn gpu_spec(kind: &AccelKind) -> Result<Option<GpuAccelSpec>> {
+    let binary = |tree: BinaryBvh| -> Result<GpuAccelSpec> {
         let spec = tree.to_string();
-        match tree {
+        Ok(match tree {
             BinaryBvh::Lbvh(_)
             | BinaryBvh::Hlbvh(_)
             | BinaryBvh::Ploc(_)
             | BinaryBvh::BvhBinned(_)
-            | BinaryBvh::BvhBinnedStaged(_) => spec
-                .parse()
-                .expect("the registry's Morton and binned specs are the GPU's"),
+            | BinaryBvh::BvhBinnedStaged(_) => spec.parse()?,
             _ => GpuAccelSpec::Uploaded(spec),
-        }
+        })
     };
-    Some(match *kind {
-        AccelKind::BvhWide(p) => GpuAccelSpec::Wide(Box::new(binary(p.from))),
-        _ => binary(kind.gpu_tree()?),
-    })
+    Ok(Some(match *kind {
+        AccelKind::BvhWide(p) => GpuAccelSpec::Wide(Box::new(binary(p.from)?)),
+        _ => match kind.gpu_tree() {
+            Some(tree) => binary(tree)?,
+            None => return Ok(None),
+        },
+    }))
 }
 
 /// A structure resident on the device with its tracer.

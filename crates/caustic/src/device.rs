@@ -178,7 +178,7 @@ fn open(device: Device) -> Result<Backend> {
             device: device.to_string(),
         }),
         _ => Ok(Backend::cpu(
-            "device: CPU (auto; built without the `cuda` feature)".into(),
+            "device: CPU (auto; CUDA unavailable: built without the `cuda` feature)".into(),
         )),
     }
 }
@@ -223,6 +223,23 @@ mod tests {
         }
         let message = Device::Cuda(1 << 20).resolve().unwrap_err().to_string();
         assert!(!message.is_empty());
+    }
+
+    /// Without the `cuda` feature, `auto` is the CPU in the words a
+    /// missing driver gets, and `cuda` an error that says how to get it.
+    #[cfg(not(feature = "cuda"))]
+    #[test]
+    fn a_cpu_only_build_says_how_to_get_cuda() {
+        let auto = Device::Auto.resolve().unwrap();
+        assert_eq!(
+            auto.note(),
+            "device: CPU (auto; CUDA unavailable: built without the `cuda` feature)"
+        );
+        let err = Device::Cuda(0).resolve().unwrap_err().to_string();
+        assert!(
+            err.contains("built without CUDA support; rebuild with the default `cuda` feature"),
+            "{err}"
+        );
     }
 
     #[test]

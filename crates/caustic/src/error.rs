@@ -17,7 +17,7 @@ pub enum Error {
     Scene(#[from] SceneError),
 
     /// Neither a scene file nor the name of a built-in scene.
-    #[error("`{name}`: no such file, and not a built-in scene (built-in: {builtins})")]
+    #[error("{name}: no such file, and not a built-in scene (built-in: {builtins})")]
     NoScene { name: String, builtins: String },
 
     /// An acceleration-structure spec the registry rejects: unknown name,
@@ -35,7 +35,7 @@ pub enum Error {
 
     /// `cuda` was asked for, but this build has no GPU backend.
     #[error(
-        "{device} was asked for, but caustic was built without its `cuda` feature (use `cpu` or `auto`)"
+        "{device} was asked for, but caustic was built without CUDA support; rebuild with the default `cuda` feature, or use `cpu` or `auto`"
     )]
     NoCudaFeature { device: String },
 

@@ -1,7 +1,7 @@
 //! The light-transport algorithms and their typed settings: which
 //! renderer runs, and with what.
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 use caustic_render::photon::PhotonRenderSettings;
 use std::fmt;
 use std::str::FromStr;
@@ -61,7 +61,51 @@ impl Integrator {
             Integrator::Sppm(s) => (s.width, s.height),
         }
     }
+
+    /// The checks [`Renderer::render`](crate::Renderer::render) makes
+    /// before any work: the image size, then the renderer's own. A caller
+    /// that prepares a large scene first can refuse bad settings before
+    /// paying for the structure.
+    ///
+    /// ```
+    /// use caustic::{Integrator, WhittedSettings};
+    ///
+    /// let ok = Integrator::Whitted(WhittedSettings::default());
+    /// assert!(ok.validate().is_ok());
+    /// let huge = Integrator::Whitted(WhittedSettings { width: 1 << 16, ..Default::default() });
+    /// assert!(huge.validate().unwrap_err().to_string().contains("image size 65536x512"));
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        self.check_size()?;
+        match self {
+            Integrator::Whitted(s) if s.spp == 0 => Err(Error::Settings {
+                integrator: "whitted",
+                message: "spp must be at least 1".into(),
+            }),
+            Integrator::Whitted(_) => Ok(()),
+            Integrator::Photon(s) => Ok(s.render_settings(false).validate()?),
+            Integrator::Sppm(s) => Ok(s.validate()?),
+        }
+    }
+
+    /// The renderers allocate per pixel: a size of 0 or past 32768 a side
+    /// is refused before any work.
+    fn check_size(&self) -> Result<()> {
+        let (width, height) = self.size();
+        if (1..=MAX_SIDE).contains(&width) && (1..=MAX_SIDE).contains(&height) {
+            return Ok(());
+        }
+        Err(Error::Settings {
+            integrator: self.name(),
+            message: format!(
+                "image size {width}x{height} is out of range (1..={MAX_SIDE} per side)"
+            ),
+        })
+    }
 }
+
+/// The largest image side the renderers accept.
+const MAX_SIDE: u32 = 1 << 15;
 
 /// What a render did; which variant follows the integrator.
 #[derive(Clone, Debug)]
@@ -127,7 +171,7 @@ impl fmt::Display for PhotonMapKind {
 impl FromStr for PhotonMapKind {
     type Err = Error;
 
-    fn from_str(name: &str) -> Result<Self, Error> {
+    fn from_str(name: &str) -> Result<Self> {
         [
             PhotonMapKind::KdTree,
             PhotonMapKind::HashGrid,
@@ -213,14 +257,51 @@ impl Default for PhotonSettings {
 }
 
 impl PhotonSettings {
-    /// The renderer's own settings for the CPU (`on_gpu` false) or a GPU:
-    /// `points`, or the device's structure when it is `None`.
-    pub fn render_settings(&self, on_gpu: bool) -> PhotonRenderSettings {
+    /// The point structure the maps get on the CPU (`on_gpu` false) or a
+    /// GPU: `points`, or the device's own when it is `None`.
+    ///
+    /// ```
+    /// use caustic::{PhotonMapKind, PhotonSettings};
+    ///
+    /// let settings = PhotonSettings::default();
+    /// assert_eq!(settings.points_on(false), PhotonMapKind::KdTree);
+    /// assert_eq!(settings.points_on(true), PhotonMapKind::HashGrid);
+    /// ```
+    pub fn points_on(&self, on_gpu: bool) -> PhotonMapKind {
         let device_default = if on_gpu {
             PhotonMapKind::HashGrid
         } else {
             PhotonMapKind::KdTree
         };
+        self.points.unwrap_or(device_default)
+    }
+
+    /// Why the GPU photon mapper would refuse these settings, if it would:
+    /// the checks `photon::render_cuda` makes before any GPU work, asked
+    /// ahead so that a render can say where it runs before it starts.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn gpu_refusal(&self) -> Option<String> {
+        let max_k = caustic_accel::points::hash_grid_cuda::MAX_K;
+        if self.gather_rays > 0 && self.precompute == 0 {
+            Some("the GPU final gather reads irradiance precomputed at photons: set precompute (--precompute) to 1 or more".into())
+        } else if self.points_on(true) != PhotonMapKind::HashGrid {
+            Some("the GPU photon mapper indexes its maps with the hash grid: set points (--points) to hashgrid".into())
+        } else if self.k > max_k || self.caustic_k > max_k {
+            Some(format!(
+                "the GPU photon mapper's estimates take at most {max_k} photons: set k and caustic_k (--k, --caustic-k) to {max_k} or less"
+            ))
+        } else {
+            // Any other check the GPU renderer makes, in its words.
+            let settings = self.render_settings(true);
+            caustic_render::photon::render_cuda::check(&settings)
+                .err()
+                .map(|e| e.to_string())
+        }
+    }
+
+    /// The renderer's own settings for the CPU (`on_gpu` false) or a GPU,
+    /// with the point structure of [`PhotonSettings::points_on`].
+    pub fn render_settings(&self, on_gpu: bool) -> PhotonRenderSettings {
         // Every field named, so a field added to the renderer's settings
         // fails to compile here until the facade carries it too.
         PhotonRenderSettings {
@@ -241,7 +322,7 @@ impl PhotonSettings {
             gather_rays: self.gather_rays,
             samples: self.samples,
             precompute: self.precompute,
-            points: self.points.unwrap_or(device_default).name().to_owned(),
+            points: self.points_on(on_gpu).name().to_owned(),
         }
     }
 }
@@ -273,6 +354,58 @@ mod tests {
             ..PhotonSettings::default()
         };
         assert_eq!(brute.render_settings(true).points, "brute");
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn gpu_refusals_name_the_setting() {
+        assert_eq!(PhotonSettings::default().gpu_refusal(), None);
+        let refusal = |s: PhotonSettings| s.gpu_refusal().unwrap_or_default();
+        let no_precompute = PhotonSettings {
+            precompute: 0,
+            ..PhotonSettings::default()
+        };
+        assert!(refusal(no_precompute).contains("--precompute"));
+        let kdtree = PhotonSettings {
+            points: Some(PhotonMapKind::KdTree),
+            ..PhotonSettings::default()
+        };
+        assert!(refusal(kdtree).contains("--points"));
+        let big_k = PhotonSettings {
+            caustic_k: 4096,
+            ..PhotonSettings::default()
+        };
+        assert!(refusal(big_k).contains("--caustic-k"));
+    }
+
+    #[test]
+    fn validate_checks_size_and_settings() {
+        let whitted = |width, spp| {
+            Integrator::Whitted(WhittedSettings {
+                width,
+                spp,
+                ..WhittedSettings::default()
+            })
+        };
+        assert!(whitted(64, 1).validate().is_ok());
+        assert!(matches!(
+            whitted(0, 1).validate(),
+            Err(Error::Settings { .. })
+        ));
+        assert!(matches!(
+            whitted(64, 0).validate(),
+            Err(Error::Settings { .. })
+        ));
+        let photon = Integrator::Photon(PhotonSettings {
+            k: 1,
+            ..PhotonSettings::default()
+        });
+        assert!(matches!(photon.validate(), Err(Error::Photon(_))));
+        let sppm = Integrator::Sppm(SppmSettings {
+            alpha: 1.5,
+            ..SppmSettings::default()
+        });
+        assert!(matches!(sppm.validate(), Err(Error::Sppm(_))));
     }
 
     #[test]

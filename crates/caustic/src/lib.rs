@@ -55,7 +55,10 @@
 //! device are present, the CPU otherwise, and says which in one line
 //! ([`Backend::note`], [`Rendered::note`], [`Accelerator::note`]) for the
 //! caller to print or drop. An explicit `Cuda(n)` that cannot be had is an
-//! [`Error`], never a panic. The CPU work runs on rayon's global pool; size
+//! [`Error`], never a panic. On a GPU the renderers trace a structure built
+//! on the device (`Renderer::gpu_accel_spec`, feature `cuda`: `ploc` unless told
+//! otherwise); one the GPU does not build keeps `Auto` on the CPU, with the
+//! reason in the note. The CPU work runs on rayon's global pool; size
 //! it with `rayon::ThreadPoolBuilder` before the first render.
 //!
 //! # Features
@@ -93,9 +96,9 @@ pub use integrator::{
 };
 pub use renderer::{Progress, Rendered, Renderer, SppmPass};
 
-pub use caustic_geom::{Hit, Ray, Triangle, Vec3};
+pub use caustic_geom::{Hit, Ray, Rgb, Triangle, Vec3};
 pub use caustic_render::{Film, PinholeCamera, RenderScene, image_io};
-pub use caustic_scene::{BUILTIN_SCENES, Camera, FovAxis, Scene};
+pub use caustic_scene::{BUILTIN_SCENES, Camera, FovAxis, Light, Scene};
 
 use std::path::Path;
 

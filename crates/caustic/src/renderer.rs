@@ -5,29 +5,35 @@
 //!
 //! | integrator | CPU | GPU |
 //! |---|---|---|
-//! | Whitted | `caustic_render::whitted::render` | `whitted::render_cuda::render` |
-//! | photon | `caustic_render::photon::render` | `photon::render_cuda::render` |
-//! | SPPM | `caustic_render::sppm::render_passes` | `sppm::render_cuda` |
+//! | Whitted | `caustic_render::whitted::render` | `whitted::render_cuda::GpuScene::render` |
+//! | photon | `caustic_render::photon::render` | `photon::render_cuda::GpuPhotonRenderer` |
+//! | SPPM | `caustic_render::sppm::render_passes` | `sppm::render_cuda_on` |
+//!
+//! The GPU renderers share one upload of the scene and its structure.
 //!
 //! Both devices draw the same counter-based random numbers, so a GPU image
-//! equals the CPU image up to float rounding. The GPU renderers trace a
-//! binned-SAH BVH of their own; the structure chosen with
-//! [`Renderer::accel`] serves the CPU renderers.
+//! equals the CPU image up to float rounding. The CPU renderers trace the
+//! structure chosen with [`Renderer::accel`]; the GPU renderers one built
+//! on the device (`caustic_accel::bvh::device_accel_cuda`): the one
+//! `Renderer::gpu_accel` or `Renderer::gpu_accel_spec` (feature `cuda`)
+//! names, else the GPU version of the chosen structure, else the GPU
+//! default (`ploc`).
 
-use crate::accel::AccelKind;
+use crate::accel::{AccelKind, AccelStats};
 use crate::device::{Backend, Device};
 use crate::error::{Error, Result};
 use crate::integrator::{Integrator, PhotonSettings, Stats};
+#[cfg(feature = "cuda")]
+use caustic_render::photon::PhotonRenderError;
 use caustic_render::sppm::{PassView, SppmSettings, SppmStats};
 use caustic_render::{Film, RenderScene, WhittedSettings, photon, sppm, whitted};
 use caustic_scene::{Camera, Scene};
 use std::sync::OnceLock;
 
 #[cfg(feature = "cuda")]
-use caustic_accel::bvh::device_accel_cuda::GpuAccelSpec;
-
-/// The largest image side the renderers accept.
-const MAX_SIDE: u32 = 1 << 15;
+use caustic_accel::AccelSpecError;
+#[cfg(feature = "cuda")]
+use caustic_accel::bvh::device_accel_cuda::{GpuAccelSpec, GpuAccelStats};
 
 /// A callback for progress reports.
 type ProgressFn<'a> = dyn Fn(Progress<'_>) + Send + Sync + 'a;
@@ -54,8 +60,11 @@ pub struct Renderer<'a> {
     /// Whether [`Renderer::accel`] chose the structure (on a GPU it then
     /// picks the same structure's GPU version; else the GPU default).
     accel_chosen: bool,
+    /// The GPU structure asked for by [`Renderer::gpu_accel`] or
+    /// [`Renderer::gpu_accel_spec`]; an error is a structure the GPU does
+    /// not build, which keeps renders off the GPU.
     #[cfg(feature = "cuda")]
-    gpu_accel: Option<GpuAccelSpec>,
+    gpu_accel: Option<Result<GpuAccelSpec, AccelSpecError>>,
     device: Device,
     progress: Option<Box<ProgressFn<'a>>>,
     prepared: OnceLock<Prepared>,
@@ -63,10 +72,15 @@ pub struct Renderer<'a> {
 
 /// What every render of the scene shares.
 struct Prepared {
-    /// On a GPU, the scene flattened with no CPU structure built (brute
-    /// force, which builds in one copy): the GPU builds its own.
+    /// On the CPU, the scene flattened with its structure built; on a GPU,
+    /// with none (brute force, which builds in one copy): the GPU builds
+    /// its own.
     scene: RenderScene,
     backend: Backend,
+    /// On a GPU backend, the scene with the CPU structure, built for the
+    /// first render that [`Renderer::backend_for`] sends to the CPU.
+    #[cfg(feature = "cuda")]
+    cpu_scene: OnceLock<RenderScene>,
     /// The scene on the GPU with its structure, uploaded at the first GPU render.
     #[cfg(feature = "cuda")]
     gpu_scene: OnceLock<whitted::render_cuda::GpuScene>,
@@ -161,8 +175,8 @@ impl<'a> Renderer<'a> {
 
     /// The acceleration structure the renderers trace: on the CPU this
     /// structure, on a GPU its GPU version (the device build of `lbvh`,
-    /// `hlbvh`, `ploc`, the compressed wide BVH for `bvh-wide`, the CPU
-    /// build uploaded for the other binary BVHs) unless
+    /// `hlbvh`, `ploc`, `bvh-binned`, `bvh-binned-staged`, the compressed
+    /// wide BVH for `bvh-wide`, the CPU build uploaded for `bvh-sweep`) unless
     /// [`Renderer::gpu_accel`] says otherwise. Without either, a GPU builds
     /// its default ([`GpuAccelSpec::default`]).
     pub fn accel(mut self, kind: AccelKind) -> Self {
@@ -177,7 +191,31 @@ impl<'a> Renderer<'a> {
     /// `"cpu:bvh-binned".parse()?`).
     #[cfg(feature = "cuda")]
     pub fn gpu_accel(mut self, spec: GpuAccelSpec) -> Self {
-        self.gpu_accel = Some(spec);
+        self.gpu_accel = Some(Ok(spec));
+        self.prepared = OnceLock::new();
+        self
+    }
+
+    /// [`Renderer::gpu_accel`] by spec string, for a structure named once
+    /// for either device (a command line's `--accel`): `ploc:r=32`,
+    /// `bvh-wide`, `cpu:bvh-binned`. A spec the GPU does not build
+    /// (`grid`, `bvh-binned`) is no error here, as the render may run on
+    /// the CPU: it keeps renders off the GPU, so `Cuda` is then an error
+    /// that lists what the GPU builds, and `Auto` renders on the CPU and
+    /// says why ([`Renderer::backend_for`]).
+    ///
+    /// ```
+    /// use caustic::{Device, Integrator, Renderer, Scene, WhittedSettings};
+    ///
+    /// let scene = Scene::builtin("cornell-box").expect("a built-in scene");
+    /// let whitted = Integrator::Whitted(WhittedSettings::default());
+    /// let cuda = Renderer::new(&scene).device(Device::Cuda(0)).gpu_accel_spec("grid");
+    /// let err = cuda.backend_for(&whitted).unwrap_err().to_string();
+    /// assert!(err.contains("no GPU builder") && err.contains("cpu:SPEC"), "{err}");
+    /// ```
+    #[cfg(feature = "cuda")]
+    pub fn gpu_accel_spec(mut self, spec: &str) -> Self {
+        self.gpu_accel = Some(spec.parse());
         self.prepared = OnceLock::new();
         self
     }
@@ -199,7 +237,8 @@ impl<'a> Renderer<'a> {
 
     /// Flattens the scene, builds the structure and opens the device now
     /// rather than at the first render; returns the scene as the renderers
-    /// see it (triangles, `accel.stats()`, lights).
+    /// see it (triangles, lights, and on the CPU `accel.stats()`; on a GPU
+    /// backend no CPU structure is built, see [`Renderer::gpu_accel_stats`]).
     pub fn prepare(&self) -> Result<&RenderScene> {
         Ok(&self.prepared()?.scene)
     }
@@ -211,20 +250,82 @@ impl<'a> Renderer<'a> {
 
     /// Renders through `camera` with `integrator`.
     ///
-    /// On `Auto` with a GPU, the photon mapper falls back to the CPU for
-    /// settings its GPU version does not take (a point structure other
-    /// than the hash grid, `precompute: 0` with a final gather), and says
-    /// why in [`Rendered::note`]; on `Cuda` those settings are an error.
+    /// It runs where [`Renderer::backend_for`] says: on `Auto` with a GPU,
+    /// photon-mapping settings the GPU version does not take, or a
+    /// structure the GPU does not build, send the render to the CPU, which
+    /// [`Rendered::note`] says; on `Cuda` they are an error.
     pub fn render(&self, camera: &Camera, integrator: &Integrator) -> Result<Rendered> {
         if !camera.is_valid() {
             return Err(Error::Camera(format!("{camera:?}")));
         }
-        check_size(integrator)?;
+        integrator.validate()?;
+        let backend = self.backend_for(integrator)?;
         let prepared = self.prepared()?;
         match integrator {
-            Integrator::Whitted(settings) => self.whitted(prepared, camera, settings),
-            Integrator::Photon(settings) => self.photon(prepared, camera, settings),
-            Integrator::Sppm(settings) => self.sppm(prepared, camera, settings),
+            Integrator::Whitted(settings) => self.whitted(prepared, &backend, camera, settings),
+            Integrator::Photon(settings) => self.photon(prepared, &backend, camera, settings),
+            Integrator::Sppm(settings) => self.sppm(prepared, &backend, camera, settings),
+        }
+    }
+
+    /// The device a render with `integrator` runs on, and its one-line
+    /// note, known before the render: a caller can say where a long render
+    /// runs before it starts. Prepares the renderer (see
+    /// [`Renderer::prepare`]) if that was not done yet.
+    ///
+    /// It is [`Renderer::backend`] except where the GPU cannot do the
+    /// render: a structure it does not build (see
+    /// [`Renderer::gpu_accel_spec`]), or photon-mapping settings its
+    /// version does not take (a point structure other than the hash grid,
+    /// `precompute: 0` with a final gather, `k` past the GPU's limit). On
+    /// `Auto` with a GPU that is the CPU, the reason in the note; on `Cuda`
+    /// an error naming the structure or the setting, before the device is
+    /// opened.
+    ///
+    /// ```
+    /// use caustic::{Device, Integrator, PhotonSettings, Renderer, Scene};
+    ///
+    /// let scene = Scene::builtin("cornell-box").expect("a built-in scene");
+    /// let renderer = Renderer::new(&scene).device(Device::Cpu);
+    /// let backend = renderer.backend_for(&Integrator::Photon(PhotonSettings::default()))?;
+    /// assert_eq!(backend.note(), "device: CPU");
+    /// # Ok::<(), caustic::Error>(())
+    /// ```
+    #[cfg(feature = "cuda")]
+    pub fn backend_for(&self, integrator: &Integrator) -> Result<Backend> {
+        if self.device == Device::Cpu {
+            return Ok(self.backend()?.clone());
+        }
+        let Some(refusal) = self.gpu_refusal(integrator) else {
+            return Ok(self.backend()?.clone());
+        };
+        match self.device {
+            Device::Cuda(_) => Err(refusal),
+            Device::Auto if self.backend()?.is_gpu() => {
+                Ok(Backend::cpu(format!("device: CPU (auto; {refusal})")))
+            }
+            _ => Ok(self.backend()?.clone()),
+        }
+    }
+
+    /// Without the `cuda` feature every render runs on the CPU.
+    #[cfg(not(feature = "cuda"))]
+    pub fn backend_for(&self, _integrator: &Integrator) -> Result<Backend> {
+        Ok(self.backend()?.clone())
+    }
+
+    /// Why the GPU cannot render `integrator` with this renderer's
+    /// structure, judged from the settings alone (no device opened).
+    #[cfg(feature = "cuda")]
+    fn gpu_refusal(&self, integrator: &Integrator) -> Option<Error> {
+        if let Err(e) = self.gpu_spec() {
+            return Some(e);
+        }
+        match integrator {
+            Integrator::Photon(settings) => settings
+                .gpu_refusal()
+                .map(|why| PhotonRenderError::Invalid(why).into()),
+            _ => None,
         }
     }
 
@@ -243,28 +344,54 @@ impl<'a> Renderer<'a> {
             scene,
             backend,
             #[cfg(feature = "cuda")]
+            cpu_scene: OnceLock::new(),
+            #[cfg(feature = "cuda")]
             gpu_scene: OnceLock::new(),
         }))
     }
 
+    /// The scene with the CPU structure: the prepared one on the CPU; on a
+    /// GPU backend (a render sent to the CPU) built at the first call.
+    fn cpu_scene<'p>(&self, p: &'p Prepared) -> Result<&'p RenderScene> {
+        #[cfg(feature = "cuda")]
+        if p.backend.is_gpu() {
+            if let Some(scene) = p.cpu_scene.get() {
+                return Ok(scene);
+            }
+            let scene = RenderScene::new(self.scene, &self.accel.to_string())?;
+            return Ok(p.cpu_scene.get_or_init(|| scene));
+        }
+        Ok(&p.scene)
+    }
+
+    /// The build statistics of the CPU structure, once a CPU render (or
+    /// [`Renderer::prepare`] on the CPU) has built it: name, build time,
+    /// SAH cost, size. `None` before, or where only the GPU has rendered.
+    pub fn cpu_accel_stats(&self) -> Option<&AccelStats> {
+        let prepared = self.prepared.get()?;
+        #[cfg(feature = "cuda")]
+        if prepared.backend.is_gpu() {
+            return Some(prepared.cpu_scene.get()?.accel.stats());
+        }
+        Some(prepared.scene.accel.stats())
+    }
+
     /// The GPU structure to build: the explicit one, the chosen CPU
-    /// structure's GPU version, or the GPU default.
+    /// structure's GPU version, or the GPU default. An error (the
+    /// registry's, which lists what the GPU builds) for a structure the
+    /// GPU does not build.
     #[cfg(feature = "cuda")]
     fn gpu_spec(&self) -> Result<GpuAccelSpec> {
-        if let Some(spec) = &self.gpu_accel {
-            return Ok(spec.clone());
+        match &self.gpu_accel {
+            Some(chosen) => Ok(chosen.clone()?),
+            None if !self.accel_chosen => Ok(GpuAccelSpec::default()),
+            None => crate::accelerator_cuda::gpu_spec(&self.accel)?.ok_or_else(|| {
+                AccelSpecError::NotOnGpu {
+                    name: self.accel.name().to_owned(),
+                }
+                .into()
+            }),
         }
-        if !self.accel_chosen {
-            return Ok(GpuAccelSpec::default());
-        }
-        crate::accelerator_cuda::gpu_spec(&self.accel).ok_or_else(|| Error::Settings {
-            integrator: "gpu",
-            message: format!(
-                "the GPU has no `{}`; it builds {}",
-                self.accel.name(),
-                caustic_accel::bvh::device_accel_cuda::GPU_STRUCTURES.join(", ")
-            ),
-        })
     }
 
     /// The scene on the GPU with its structure, built on the first call.
@@ -285,7 +412,7 @@ impl<'a> Renderer<'a> {
     /// The build statistics of the GPU structure, once a GPU render (or
     /// [`Renderer::prepare_gpu`]) has built it; `None` on the CPU.
     #[cfg(feature = "cuda")]
-    pub fn gpu_accel_stats(&self) -> Option<&caustic_accel::bvh::device_accel_cuda::GpuAccelStats> {
+    pub fn gpu_accel_stats(&self) -> Option<&GpuAccelStats> {
         let prepared = self.prepared.get()?;
         Some(prepared.gpu_scene.get()?.accel().stats())
     }
@@ -307,87 +434,70 @@ impl<'a> Renderer<'a> {
         }
     }
 
-    fn whitted(&self, p: &Prepared, camera: &Camera, s: &WhittedSettings) -> Result<Rendered> {
-        if s.spp == 0 {
-            return Err(Error::Settings {
-                integrator: "whitted",
-                message: "spp must be at least 1".into(),
-            });
-        }
-        #[cfg(feature = "cuda")]
-        if let Some(gpu) = p.backend.gpu() {
-            let (film, stats) = self.gpu_scene(p, gpu)?.render(camera, s)?;
-            return Ok(rendered(film, Stats::Whitted(stats), &p.backend));
-        }
-        let (film, stats) =
-            whitted::render(&p.scene, camera, s, &|n| self.report(Progress::Pixels(n)));
-        Ok(rendered(film, Stats::Whitted(stats), &p.backend))
-    }
-
-    fn photon(&self, p: &Prepared, camera: &Camera, s: &PhotonSettings) -> Result<Rendered> {
-        #[cfg(feature = "cuda")]
-        if let Some(gpu) = p.backend.gpu() {
-            use photon::render_cuda::{GpuPhotonError, GpuPhotonRenderer};
-            let settings = s.render_settings(true);
-            match photon::render_cuda::check(&settings) {
-                Ok(()) => {
-                    let uploaded = self.gpu_scene(p, gpu)?;
-                    let (film, stats) =
-                        GpuPhotonRenderer::on(uploaded, &p.scene).render(camera, &settings)?;
-                    return Ok(rendered(film, Stats::Photon(stats), &p.backend));
-                }
-                // `Auto` asks for an image wherever it can be made: settings
-                // that only the CPU version takes are rendered there.
-                Err(why) if self.device == Device::Auto => {
-                    let note = format!(
-                        "device: CPU (auto; the GPU photon mapper does not take these settings: {why})"
-                    );
-                    // The prepared scene has no CPU structure on a GPU backend.
-                    let cpu = Prepared {
-                        scene: RenderScene::new(self.scene, &self.accel.to_string())?,
-                        backend: Backend::cpu(note),
-                        gpu_scene: OnceLock::new(),
-                    };
-                    return self.photon_cpu(&cpu, camera, s, &cpu.backend);
-                }
-                Err(why) => return Err(GpuPhotonError::Settings(why).into()),
-            }
-        }
-        self.photon_cpu(p, camera, s, &p.backend)
-    }
-
-    fn photon_cpu(
+    fn whitted(
         &self,
         p: &Prepared,
+        backend: &Backend,
+        camera: &Camera,
+        s: &WhittedSettings,
+    ) -> Result<Rendered> {
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = backend.gpu() {
+            let (film, stats) = self.gpu_scene(p, gpu)?.render(camera, s)?;
+            return Ok(rendered(film, Stats::Whitted(stats), backend));
+        }
+        let scene = self.cpu_scene(p)?;
+        let (film, stats) =
+            whitted::render(scene, camera, s, &|n| self.report(Progress::Pixels(n)));
+        Ok(rendered(film, Stats::Whitted(stats), backend))
+    }
+
+    fn photon(
+        &self,
+        p: &Prepared,
+        backend: &Backend,
         camera: &Camera,
         s: &PhotonSettings,
-        backend: &Backend,
     ) -> Result<Rendered> {
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = backend.gpu() {
+            use photon::render_cuda::GpuPhotonRenderer;
+            let settings = s.render_settings(true);
+            let uploaded = self.gpu_scene(p, gpu)?;
+            let (film, stats) =
+                GpuPhotonRenderer::on(uploaded, &p.scene).render(camera, &settings)?;
+            return Ok(rendered(film, Stats::Photon(stats), backend));
+        }
         let settings = s.render_settings(false);
-        let (film, stats) = photon::render(&p.scene, camera, &settings, &|n| {
-            self.report(Progress::Pixels(n))
-        })?;
+        let report = |n| self.report(Progress::Pixels(n));
+        let (film, stats) = photon::render(self.cpu_scene(p)?, camera, &settings, &report)?;
         Ok(rendered(film, Stats::Photon(stats), backend))
     }
 
-    fn sppm(&self, p: &Prepared, camera: &Camera, s: &SppmSettings) -> Result<Rendered> {
+    fn sppm(
+        &self,
+        p: &Prepared,
+        backend: &Backend,
+        camera: &Camera,
+        s: &SppmSettings,
+    ) -> Result<Rendered> {
         let total = s.passes;
         #[cfg(feature = "cuda")]
-        if let Some(gpu) = p.backend.gpu() {
+        if let Some(gpu) = backend.gpu() {
             let mut on_pass = |view: &sppm::GpuPassView| {
                 let view = PassSource::Gpu(view);
                 self.report(Progress::Pass(SppmPass { view, total }));
             };
             let uploaded = self.gpu_scene(p, gpu)?;
             let (film, stats) = sppm::render_cuda_on(uploaded, &p.scene, camera, s, &mut on_pass)?;
-            return Ok(rendered(film, Stats::Sppm(stats), &p.backend));
+            return Ok(rendered(film, Stats::Sppm(stats), backend));
         }
         let mut on_pass = |view: &PassView| {
             let view = PassSource::Cpu(view);
             self.report(Progress::Pass(SppmPass { view, total }));
         };
-        let (film, stats) = sppm::render_passes(&p.scene, camera, s, &mut on_pass)?;
-        Ok(rendered(film, Stats::Sppm(stats), &p.backend))
+        let (film, stats) = sppm::render_passes(self.cpu_scene(p)?, camera, s, &mut on_pass)?;
+        Ok(rendered(film, Stats::Sppm(stats), backend))
     }
 }
 
@@ -398,17 +508,4 @@ fn rendered(film: Film, stats: Stats, backend: &Backend) -> Rendered {
         device: backend.name(),
         note: backend.note().to_owned(),
     }
-}
-
-/// The renderers allocate per pixel: a size of 0 or past 32768 a side is
-/// refused before any work.
-fn check_size(integrator: &Integrator) -> Result<()> {
-    let (width, height) = integrator.size();
-    if (1..=MAX_SIDE).contains(&width) && (1..=MAX_SIDE).contains(&height) {
-        return Ok(());
-    }
-    Err(Error::Settings {
-        integrator: integrator.name(),
-        message: format!("image size {width}x{height} is out of range (1..={MAX_SIDE} per side)"),
-    })
 }

@@ -225,13 +225,14 @@ fn queries_match_the_structure_and_brute_force() {
             assert_eq!(hits[i], brute.intersect(ray), "{spec}, ray {i}");
             assert_eq!(occluded[i], hits[i].is_some(), "{spec}, ray {i}");
         }
-        // A GPU traces the binary tree in place of `bvh-wide`.
-        let built = if accel.is_gpu() {
-            AccelKind::from(kind.gpu_tree().unwrap())
-        } else {
-            kind
-        };
-        assert_eq!(accel.stats().name, built.name());
+        // A GPU builds its own version of each structure that has one
+        // (`bvh-wide` and `ploc` here) under the same name; the kd-tree,
+        // grid and brute force stay on the CPU.
+        assert_eq!(
+            accel.is_gpu(),
+            kind.gpu_tree().is_some() && Device::Auto.resolve().unwrap().is_gpu()
+        );
+        assert_eq!(accel.stats().name, kind.name());
         assert_eq!(accel.stats().prims, triangles.len());
         assert!(accel.intersect(&[]).unwrap().is_empty());
     }
@@ -255,6 +256,85 @@ fn cuda_without_a_gpu_is_an_error() {
         err.to_string().contains("kdtree runs on the CPU only"),
         "{err}"
     );
+}
+
+/// A structure the GPU does not build keeps a render off the GPU: `Cuda`
+/// is an error that lists what the GPU builds, given before any device
+/// opens (so it is the same here, without a GPU); the CPU renders it.
+#[cfg(feature = "cuda")]
+#[test]
+fn a_structure_the_gpu_does_not_build_is_refused_on_cuda_before_the_device() {
+    let scene = scene();
+    let whitted = Integrator::Whitted(WhittedSettings {
+        width: 8,
+        height: 8,
+        spp: 1,
+        ..WhittedSettings::default()
+    });
+    let grid: AccelKind = "grid".parse().unwrap();
+    let refused = [
+        Renderer::new(&scene).accel(grid),
+        Renderer::new(&scene).gpu_accel_spec("brute"),
+        Renderer::new(&scene).accel(grid).gpu_accel_spec("kdtree"),
+    ];
+    for renderer in refused {
+        let renderer = renderer.device(Device::Cuda(0));
+        let err = renderer.backend_for(&whitted).unwrap_err();
+        let message = err.to_string();
+        assert!(matches!(err, Error::AccelSpec(_)), "{message}");
+        assert!(
+            message.contains("no GPU builder")
+                && message.contains("lbvh, hlbvh, ploc")
+                && message.contains("cpu:SPEC"),
+            "{message}"
+        );
+        let camera = scene.camera_or_default();
+        assert!(matches!(
+            renderer.render(&camera, &whitted),
+            Err(Error::AccelSpec(_))
+        ));
+    }
+    // A typed parameter out of range is the registry's error on the GPU
+    // too, not a panic.
+    let bad_ploc = AccelKind::Ploc(caustic::accel::Ploc {
+        radius: 0,
+        ..Default::default()
+    });
+    let cuda = Renderer::new(&scene)
+        .accel(bad_ploc)
+        .device(Device::Cuda(0));
+    let err = cuda.backend_for(&whitted).unwrap_err();
+    assert!(matches!(err, Error::AccelSpec(_)), "{err}");
+    // On the CPU the GPU's structure is not asked for.
+    let cpu = Renderer::new(&scene)
+        .accel(grid)
+        .gpu_accel_spec("grid")
+        .device(Device::Cpu);
+    let image = cpu.render(&scene.camera_or_default(), &whitted).unwrap();
+    assert_eq!(image.note, "device: CPU");
+    assert_eq!(cpu.cpu_accel_stats().unwrap().name, "grid");
+    assert!(cpu.gpu_accel_stats().is_none());
+}
+
+/// The CPU structure's stats, after a CPU render: what a summary names.
+#[test]
+fn cpu_accel_stats_name_the_structure_the_render_traced() {
+    let scene = scene();
+    let kind: AccelKind = "bvh-binned".parse().unwrap();
+    let renderer = Renderer::new(&scene).accel(kind).device(Device::Cpu);
+    assert!(renderer.cpu_accel_stats().is_none(), "nothing built yet");
+    let whitted = Integrator::Whitted(WhittedSettings {
+        width: 8,
+        height: 8,
+        spp: 1,
+        ..WhittedSettings::default()
+    });
+    renderer
+        .render(&scene.camera_or_default(), &whitted)
+        .unwrap();
+    let stats = renderer.cpu_accel_stats().unwrap();
+    assert_eq!(stats.name, "bvh-binned");
+    assert_eq!(stats.prims, scene.triangles().len());
 }
 
 /// Both builds, with and without `cuda`, give the same auto traits, so a

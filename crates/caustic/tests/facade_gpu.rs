@@ -6,8 +6,9 @@
 //! contract); the GPU images must equal the CPU images up to float
 //! rounding (the same keyed random numbers on both devices), checked here
 //! by PSNR against the CPU render with the brightest CPU pixel as the
-//! peak. The bounds are loose (60 dB, where the renderers' own GPU tests
-//! measure 80 dB and more) until a GPU run of these tests measures them.
+//! peak. Each bound sits about 15 dB under the agreement measured on an
+//! NVIDIA H100 (2026-11-26): Whitted 150.2 dB, photon mapping 123.3 dB,
+//! SPPM 110.3 dB; a wrong bounce or a lost light costs far more.
 
 use caustic::{
     AccelKind, Accelerator, Device, Integrator, PhotonMapKind, PhotonSettings, Ray, Renderer,
@@ -100,7 +101,7 @@ fn whitted_on_the_gpu_matches_the_cpu() {
         spp: 4,
         ..WhittedSettings::default()
     };
-    assert!(gpu_vs_cpu(&Integrator::Whitted(settings)) > 60.0);
+    assert!(gpu_vs_cpu(&Integrator::Whitted(settings)) > 135.0);
 }
 
 #[test]
@@ -115,7 +116,7 @@ fn photon_mapping_on_the_gpu_matches_the_cpu() {
         gather_rays: 0,
         ..PhotonSettings::default()
     };
-    assert!(gpu_vs_cpu(&Integrator::Photon(settings)) > 60.0);
+    assert!(gpu_vs_cpu(&Integrator::Photon(settings)) > 105.0);
 }
 
 #[test]
@@ -133,18 +134,77 @@ fn photon_settings_only_the_cpu_takes_fall_back_on_auto() {
         ..PhotonSettings::default()
     });
     let camera = scene.camera_or_default();
-    let auto = Renderer::new(&scene).render(&camera, &settings).unwrap();
+    let auto = Renderer::new(&scene);
+    let planned = auto.backend_for(&settings).unwrap();
+    let auto = auto.render(&camera, &settings).unwrap();
     assert!(
-        auto.note.contains("does not take these settings"),
+        auto.note.starts_with("device: CPU (auto; ") && auto.note.contains("--points"),
         "{}",
         auto.note
     );
+    assert_eq!(planned.note(), auto.note, "said before the render as after");
     assert!(auto.device.ends_with("CPU threads"));
     let cuda = Renderer::new(&scene).device(Device::Cuda(0));
     assert!(matches!(
         cuda.render(&camera, &settings),
         Err(caustic::Error::Photon(_))
     ));
+}
+
+/// The GPU builds the structure a spec names (`cpu:SPEC` on the CPU,
+/// uploaded), every one giving the same image (the same hits); on `Auto` a structure it
+/// does not build sends the render to the CPU, which the note says.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_structures_by_spec_and_auto_takes_the_cpu_for_the_others() {
+    let scene = scene();
+    let camera = scene.camera_or_default();
+    let whitted = Integrator::Whitted(WhittedSettings {
+        width: 32,
+        height: 32,
+        spp: 1,
+        ..WhittedSettings::default()
+    });
+    let default = Renderer::new(&scene).device(Device::Cuda(0));
+    let reference = default.render(&camera, &whitted).unwrap().film;
+    assert_eq!(default.gpu_accel_stats().unwrap().spec, "ploc");
+    for (spec, written) in [
+        ("lbvh:bits=63", "lbvh:bits=63"),
+        ("hlbvh", "hlbvh"),
+        ("bvh-wide", "bvh-wide:from=ploc"),
+        ("cpu:bvh-binned", "cpu:bvh-binned"),
+    ] {
+        let renderer = Renderer::new(&scene)
+            .device(Device::Cuda(0))
+            .gpu_accel_spec(spec);
+        let image = renderer.render(&camera, &whitted).unwrap();
+        let stats = renderer.gpu_accel_stats().unwrap();
+        assert_eq!(stats.spec, written);
+        assert!(stats.build_ms > 0.0, "{spec}");
+        assert!(renderer.cpu_accel_stats().is_none(), "{spec}");
+        let peak = reference
+            .pixels
+            .iter()
+            .map(|p| p.max_element())
+            .fold(0.0, f32::max);
+        let db = psnr(&image.film, &reference, peak as f64).unwrap();
+        println!("{spec}: {db:.1} dB against ploc");
+        // Trees differ only in which of two equally near triangles an
+        // exact tie returns.
+        assert!(db > 80.0, "{spec}: {db:.1} dB against ploc");
+    }
+    let grid: AccelKind = "grid".parse().unwrap();
+    let auto = Renderer::new(&scene).accel(grid).gpu_accel_spec("grid");
+    let planned = auto.backend_for(&whitted).unwrap();
+    let image = auto.render(&camera, &whitted).unwrap();
+    assert!(
+        image.note.starts_with("device: CPU (auto; ") && image.note.contains("no GPU builder"),
+        "{}",
+        image.note
+    );
+    assert_eq!(planned.note(), image.note);
+    assert!(image.device.ends_with("CPU threads"));
+    assert_eq!(auto.cpu_accel_stats().unwrap().name, "grid");
 }
 
 #[test]
@@ -157,7 +217,7 @@ fn sppm_on_the_gpu_matches_the_cpu_and_reports_passes() {
         photons_per_pass: 20_000,
         ..SppmSettings::default()
     };
-    assert!(gpu_vs_cpu(&Integrator::Sppm(settings.clone())) > 60.0);
+    assert!(gpu_vs_cpu(&Integrator::Sppm(settings.clone())) > 95.0);
     let scene = scene();
     let passes = Mutex::new(Vec::new());
     let renderer = Renderer::new(&scene)

@@ -32,21 +32,9 @@ use super::wide::compressed_cuda::CompressedWideBvh;
 use super::wide::traverse_compressed_cuda::CompressedTracer;
 use crate::registry::{AccelSpecError, DeviceBuilderConfig, build_triangle_bvh};
 
-/// Every structure the GPU builds and traces, as `--accel` names them with
-/// `--device cuda` (`cpu:SPEC` uploads a CPU-built binary tree).
-pub const GPU_STRUCTURES: &[&str] = &[
-    "ploc",
-    "lbvh",
-    "hlbvh",
-    "bvh-binned",
-    "bvh-binned-staged",
-    "bvh-sweep",
-    "bvh-wide",
-    "cpu:SPEC",
-];
-
-/// The spec `--device cuda` builds when none is given.
-pub const DEFAULT_GPU_SPEC: &str = "ploc";
+// Kept in the registry, which every build has, so that a CPU-only build
+// can name them in its help and errors.
+pub use crate::registry::{DEFAULT_GPU_SPEC, GPU_STRUCTURES};
 
 /// A GPU structure and its parameters; parse one from a spec string.
 #[derive(Clone, Debug, PartialEq)]

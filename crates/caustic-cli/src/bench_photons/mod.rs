@@ -10,12 +10,14 @@
 //! contract); each query pass folds its answers into a checksum and the
 //! benchmark fails if two structures disagree. With `--device cuda` the
 //! GPU's kd-tree, hash grid and brute force join the sweeps (rows `cuda:…`),
-//! checked against the CPU's answers the same way.
+//! checked against the CPU's answers the same way; a build without the
+//! `cuda` feature has no GPU rows (`auto` is the CPU, `cuda` an error).
 //!
 //! This file holds the flags and the order of the sweeps; `maps.rs` makes
 //! the photons and queries, `measure.rs` times the CPU structures, `gpu.rs`
 //! the GPU's, and `report.rs` writes the tables, JSON and plots.
 
+#[cfg(feature = "cuda")]
 mod gpu;
 mod maps;
 mod measure;
@@ -25,11 +27,13 @@ use crate::camera::CameraArgs;
 use crate::render::DEFAULT_ACCEL;
 use crate::{camera_presets, parse, scene_arg};
 use anyhow::{Result, bail};
+use caustic::Device;
 use caustic_accel::points::{POINT_STRUCTURE_NAMES, build_point_structure};
 use caustic_geom::Vec3;
 use caustic_render::RenderScene;
 use caustic_scene::Camera;
 use clap::Args;
+#[cfg(feature = "cuda")]
 use gpu::GpuBench;
 use maps::{MapPoints, trace_maps, visible_points};
 use measure::{BuildRow, Query, QueryContext, QueryRow, check_agreement, measure_build};
@@ -107,7 +111,7 @@ pub struct PhotonBenchArgs {
     /// brute force (rows `cuda:kdtree`, `cuda:hashgrid`, `cuda:brute`),
     /// answers checked against the CPU structures'; `auto` when a GPU opens.
     #[arg(long, default_value = "cpu")]
-    device: caustic_gpu::Device,
+    device: Device,
     /// Append one JSON object per measurement to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -127,6 +131,7 @@ struct Bench<'a> {
     /// The kNN radius cap in scene units.
     max_radius: f32,
     at_points: Vec<Vec3>,
+    #[cfg(feature = "cuda")]
     gpu: Option<GpuBench<'a>>,
 }
 
@@ -155,14 +160,14 @@ pub fn run(args: PhotonBenchArgs) -> Result<()> {
         at_points.len()
     );
     // The CPU-only default stays quiet; `auto` and `cuda` say which device.
-    let gpu = match args.device {
-        caustic_gpu::Device::Cpu => None,
-        device => crate::device::open(device)?,
+    let backend = match args.device {
+        Device::Cpu => None,
+        device => Some(crate::device::open(device)?),
     };
-    if let Some(gpu) = &gpu {
+    if let Some(backend) = backend.as_ref().filter(|b| b.is_gpu()) {
         eprintln!(
             "bench photons: also on {} (kd-tree, hash grid, brute force)",
-            gpu.info().name
+            backend.name()
         );
     }
     let bench = Bench {
@@ -171,7 +176,11 @@ pub fn run(args: PhotonBenchArgs) -> Result<()> {
         scene,
         camera,
         at_points,
-        gpu: gpu.as_ref().map(|gpu| GpuBench { gpu, args: &args }),
+        #[cfg(feature = "cuda")]
+        gpu: backend
+            .as_ref()
+            .and_then(caustic::Backend::gpu)
+            .map(|gpu| GpuBench { gpu, args: &args }),
     };
     let mut rows = Rows::default();
     for map in &maps {
@@ -230,6 +239,7 @@ impl Bench<'_> {
                 let row = context.measure("size", self.knn_at(), &self.at_points, resolution);
                 rows.queries.extend(row);
             }
+            #[cfg(feature = "cuda")]
             if let Some(bench) = &self.gpu {
                 let mut on = bench.on(&map.name, points, self.max_radius)?;
                 rows.builds.extend(on.build_rows()?);
@@ -267,6 +277,7 @@ impl Bench<'_> {
                     .extend(context.measure(sweep, query, &points, resolution));
             }
         }
+        #[cfg(feature = "cuda")]
         if let Some(bench) = &self.gpu {
             let mut on = bench.on(&map.name, points, self.max_radius)?;
             for (sweep, query, points, resolution) in self.sweep_queries() {

@@ -3,6 +3,7 @@
 //! the device choice on a machine without a GPU, and the errors a user
 //! meets. They run the binary cargo built for this test run.
 
+mod accel;
 mod cameras;
 mod common;
 mod errors;

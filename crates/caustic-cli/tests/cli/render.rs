@@ -158,10 +158,15 @@ fn auto_device_says_which_once_and_quiet_says_nothing() {
     }
 }
 
-/// `--device cuda` where no GPU opens: a clear error and exit code 1,
-/// never the CPU in its place.
+/// `--device cuda` where no GPU opens (or in a build without the `cuda`
+/// feature): a clear error and exit code 1, never the CPU in its place.
 #[test]
 fn explicit_cuda_without_a_gpu_is_an_error() {
+    const NO_CUDA: &str = if cfg!(feature = "cuda") {
+        "error: no CUDA driver"
+    } else {
+        "built without CUDA support; rebuild with the default `cuda` feature"
+    };
     let dir = scratch("cuda");
     let auto = caustic_in(
         &dir,
@@ -201,7 +206,7 @@ fn explicit_cuda_without_a_gpu_is_an_error() {
                 "x.png",
             ],
         );
-        run.fails_with(1, "error: no CUDA driver");
+        run.fails_with(1, NO_CUDA);
         assert!(!dir.join("x.png").exists());
     }
 }

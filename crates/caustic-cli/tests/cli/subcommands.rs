@@ -170,15 +170,41 @@ fn bench_photons_measures_every_point_structure() {
     );
 }
 
-/// Without a GPU, `bench gpu` says it needs one; it never measures a CPU.
+/// Without a GPU, `bench gpu` says it needs one (and without the `cuda`
+/// feature, that it needs the feature); it never measures a CPU.
 #[test]
 fn bench_gpu_needs_a_cuda_device() {
     caustic(&["bench", "gpu", "--device", "cpu"])
         .fails_with(1, "--device cpu is not one (use cuda or cuda:N)");
     let run = caustic(&["bench", "gpu", "--log2-n", "0"]);
+    if !cfg!(feature = "cuda") {
+        run.fails_with(1, "caustic bench gpu needs the `cuda` feature");
+        return;
+    }
     if run.code == 0 {
         eprintln!("a GPU is present: nothing to check here");
         return;
     }
     run.fails_with(1, "caustic bench gpu needs a CUDA GPU");
+}
+
+/// A reader that stops early (`caustic info scene | head -1`) ends the
+/// process quietly, as SIGPIPE does for other tools, never with a panic.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_info_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_caustic"))
+        .args(["info", "cornell-caustics"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader leaves before the first line
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    const SIGPIPE: i32 = 13; // on Linux and the BSDs
+    assert_eq!(out.status.signal(), Some(SIGPIPE), "{:?}", out.status);
 }

@@ -24,6 +24,24 @@ pub fn sponza_with_point_light() -> Option<Scene> {
     Some(scene)
 }
 
+/// The GPU-vs-CPU image tests' PSNR bounds (peak 1), each about 10 dB
+/// under the agreement measured on an NVIDIA H100 (2026-11-26): what
+/// separates the two is float rounding (fused multiply-adds, the order of
+/// atomic photon deposits), so the bounds sit as close to the measurement
+/// as run-to-run and card-to-card variation allows, far above what a wrong
+/// bounce, a lost light or a misplaced photon gives (below 40 dB).
+pub mod min_psnr {
+    /// Whitted: measured 110.7 dB (Sponza) and 133.9 dB (caustics box).
+    pub const WHITTED: f64 = 100.0;
+    /// Photon map read directly: measured 92.4 dB.
+    pub const PHOTON_FRAME: f64 = 82.0;
+    /// Final gather: measured 58.0 dB; one rounding can flip an eye path's
+    /// Russian roulette and move a whole gather, so the margin is wider.
+    pub const FINAL_GATHER: f64 = 50.0;
+    /// SPPM after 8 passes: measured 86.2 dB (caustics box), 96.0 dB (Cornell box).
+    pub const SPPM: f64 = 76.0;
+}
+
 /// How close two renders of one image are.
 #[derive(Clone, Copy, Debug)]
 pub struct Agreement {
@@ -50,12 +68,6 @@ impl Agreement {
             close,
             max_abs,
         }
-    }
-
-    /// The acceptance rule: PSNR of at least 50 dB, or at most 1e-3 on
-    /// 99.9 % of the pixels.
-    pub fn passes(&self) -> bool {
-        self.psnr >= 50.0 || self.close >= 0.999
     }
 }
 

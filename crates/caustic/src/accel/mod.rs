@@ -21,6 +21,15 @@ mod spec;
 
 pub use caustic_accel::AccelStats;
 pub use caustic_accel::bvh::build::{BinSchedule, BinStage, MortonBits};
+/// A structure built on the GPU by spec (`ploc:r=32`, `bvh-wide`,
+/// `cpu:bvh-binned`), for [`Renderer::gpu_accel`](crate::Renderer::gpu_accel),
+/// and what its build did.
+#[cfg(feature = "cuda")]
+pub use caustic_accel::bvh::device_accel_cuda::{GpuAccelSpec, GpuAccelStats};
+/// The structures the GPU builds (the names of [`GpuAccelSpec`]) and the
+/// one it builds when none is chosen; in every build, so a CPU-only
+/// program can name them.
+pub use caustic_accel::registry::{DEFAULT_GPU_SPEC, GPU_STRUCTURES};
 pub use params::{BinnedSah, Grid, Hlbvh, KdTree, Lbvh, Ploc, SweepSah, WideBvh};
 
 use crate::error::Result;

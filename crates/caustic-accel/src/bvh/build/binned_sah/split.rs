@@ -215,21 +215,26 @@ fn binned_plane<const B: usize>(
     parallel: bool,
 ) -> Option<BinSplit> {
     let used = mapping.bins;
-    let bins = if parallel {
-        prims
+    if parallel {
+        // The partial bins live on the heap: rayon's reduction holds one
+        // per level of its split while it waits, and a worker that waits
+        // runs stolen tasks (other subtrees' binning) on top of its stack;
+        // kilobytes of bins per level overflowed a worker's 2 MiB on 31 M
+        // triangles with 16 threads.
+        let bins = prims
             .par_chunks(BIN_CHUNK)
-            .map(|chunk| Bins::<B>::of(chunk, mapping))
+            .map(|chunk| Box::new(Bins::<B>::of(chunk, mapping)))
             .reduce(
-                || Bins::EMPTY,
+                || Box::new(Bins::EMPTY),
                 |mut a, b| {
                     a.merge(&b, used);
                     a
                 },
-            )
+            );
+        best_plane(&bins, mapping)
     } else {
-        Bins::<B>::of(prims, mapping)
-    };
-    best_plane(&bins, mapping)
+        best_plane(&Bins::<B>::of(prims, mapping), mapping)
+    }
 }
 
 /// The cheapest plane between bins with primitives on both sides: the
