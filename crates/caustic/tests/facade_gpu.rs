@@ -190,8 +190,8 @@ fn gpu_structures_by_spec_and_auto_takes_the_cpu_for_the_others() {
         let db = psnr(&image.film, &reference, peak as f64).unwrap();
         println!("{spec}: {db:.1} dB against ploc");
         // Trees differ only in which of two equally near triangles an
-        // exact tie returns.
-        assert!(db > 80.0, "{spec}: {db:.1} dB against ploc");
+        // exact tie returns: measured identical (infinite PSNR) on an H100.
+        assert!(db > 100.0, "{spec}: {db:.1} dB against ploc");
     }
     let grid: AccelKind = "grid".parse().unwrap();
     let auto = Renderer::new(&scene).accel(grid).gpu_accel_spec("grid");

@@ -288,17 +288,25 @@ lt_copy_u32(const u32* src, u64 n, u32* dst) {
 }
 
 // The triangles in leaf-slot order with their scene ids, and the inverse
-// map (scene id to slot) that the secondary rays use.
+// map (scene id to slot) that the secondary rays use. A triangle is three
+// 16-byte words (buffers are 256-byte aligned and the stride is 48), moved
+// as such: the reads are random, and twelve 4-byte loads per thread kept
+// the load units, not DRAM, busy (ncu: 87 % memory pipe, 23 % DRAM on
+// 14 M triangles).
 extern "C" __global__ void __launch_bounds__(LT_THREADS)
 lt_gather_triangles(const Triangle* scene, const u32* prim_indices, u64 n, Triangle* out,
                     u32* slots) {
     for (u64 s = global_thread(); s < n; s += grid_threads()) {
         const u32 id = prim_indices[s];
-        Triangle tri = scene[id];
-        tri.prim = id;
-        tri.pad1 = 0u;
-        tri.pad2 = 0u;
-        out[s] = tri;
+        const float4* from = reinterpret_cast<const float4*>(scene + id);
+        float4 v0 = __ldg(from), v1 = __ldg(from + 1), v2 = __ldg(from + 2);
+        v0.w = __uint_as_float(id);
+        v1.w = 0.0f;
+        v2.w = 0.0f;
+        float4* to = reinterpret_cast<float4*>(out + s);
+        to[0] = v0;
+        to[1] = v1;
+        to[2] = v2;
         slots[id] = (u32)s;
     }
 }
