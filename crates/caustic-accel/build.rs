@@ -25,5 +25,21 @@ fn main() {
             "crate::bvh::build::linked_tree_cuda::LayoutTask",
         )
         .ty("GridFrame", "crate::grid::build_cuda::GridFrame")
+        .ty("PrimRef", "crate::bvh::build::sah_records_cuda::PrimRef")
+        .ty("SahTask", "crate::bvh::build::sah_records_cuda::SahTask")
+        .ty("SahPlan", "crate::bvh::build::sah_records_cuda::SahPlan")
+        .ty(
+            "SplitSides",
+            "crate::bvh::build::sah_records_cuda::SplitSides",
+        )
+        .ty("SahChunk", "crate::bvh::build::sah_records_cuda::SahChunk")
+        .ty(
+            "SahSmallRoot",
+            "crate::bvh::build::sah_records_cuda::SahSmallRoot",
+        )
+        .ty(
+            "SahParams",
+            "crate::bvh::build::sah_records_cuda::SahParams",
+        )
         .generate();
 }

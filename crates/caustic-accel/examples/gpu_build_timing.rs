@@ -1,4 +1,4 @@
-//! Device build times of the GPU Morton-code builders, stage by stage:
+//! Device build times of the GPU builders, stage by stage:
 //!
 //! `gpu_build_timing [SCENES] [SPECS] [REPS]`
 //!
@@ -17,7 +17,7 @@
 
 use caustic_accel::bvh::build::{DeviceBuildStats, upload_triangles};
 use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
-use caustic_accel::registry::MortonBuilderConfig;
+use caustic_accel::registry::DeviceBuilderConfig;
 use caustic_geom::protocol::replicate_grid;
 use caustic_gpu::Gpu;
 
@@ -55,10 +55,10 @@ fn main() {
         }
         let device = upload_triangles(&gpu, &tris).expect("upload");
         for spec in specs.split(',') {
-            let config = MortonBuilderConfig::parse(spec).expect("a GPU spec");
+            let config = DeviceBuilderConfig::parse(spec).expect("a GPU spec");
             let mut runs: Vec<DeviceBuildStats> = Vec::new();
             for rep in 0..reps + 2 {
-                let (bvh, stats) = DeviceBvh::build_with(&gpu, &device, &config).expect("build");
+                let (bvh, stats) = DeviceBvh::build_with(&gpu, &device, config).expect("build");
                 drop(bvh);
                 if let Some(first) = runs.first() {
                     assert_eq!(

@@ -4,6 +4,9 @@
 
 use crate::BvhNode;
 use crate::bvh::build::linked_tree_cuda::{GpuLinkedNode, LayoutTask};
+use crate::bvh::build::sah_records_cuda::{
+    PrimRef, SahChunk, SahParams, SahPlan, SahSmallRoot, SahTask, SplitSides,
+};
 use crate::bvh::traverse_cuda::{GpuHit, GpuRay};
 use crate::bvh::triangle_bvh_cuda::GpuTriangle;
 use crate::bvh::wide::compressed::CompressedNode;
@@ -50,6 +53,24 @@ pub fn header() -> &'static str {
             },
             GpuLinkedNode as "LinkedNode" { children, min, max, prims, leaves, height, cost },
             LayoutTask as "LayoutTask" { target, slot, node_base, prim_base, depth, k0, k1, kind },
+            PrimRef as "PrimRef" { lo, id, hi, pad },
+            SahTask as "SahTask" { lo, start, hi, count, clo, slot, chi, depth },
+            SahPlan as "SahPlan" { kind, axis, bin, left, origin, scale, top, pivot_hi, pivot_lo, pad },
+            SplitSides as "SplitSides" { left, right, left_centers, right_centers },
+            SahChunk as "SahChunk" { node, start, count, left_offset },
+            SahSmallRoot as "SahSmallRoot" { lo, start, hi, count, slot, depth, parity, pad },
+            SahParams as "SahParams" {
+                stage_min,
+                stage_bins,
+                stages,
+                bins,
+                sweep_max,
+                min_leaf,
+                max_leaf,
+                traversal_cost,
+                intersection_cost,
+                pad
+            },
         ]
     )
 }

@@ -2,10 +2,17 @@
 //! benchmarks all loop over [`ACCEL_NAMES`] and build through
 //! [`build_accel`], so a new structure is registered here once.
 
+mod gpu_builders;
+
 use crate::bvh::build::Bvh2Builder;
 use crate::{Accel, BruteForce, TriangleBvh};
 use caustic_geom::Triangle;
 use std::fmt;
+
+pub use gpu_builders::{
+    DeviceBuilderConfig, GPU_ACCEL_NAMES, MortonBuilderConfig, SahBuilderConfig,
+};
+use gpu_builders::{morton_config, sah_config};
 
 /// Every accel name [`build_accel`] knows, in the order reports list them.
 pub const ACCEL_NAMES: &[&str] = &[
@@ -201,37 +208,8 @@ pub fn build_triangle_bvh(
 
 /// The binary BVH builder a spec names, its parameters consumed.
 fn binary_builder(params: &mut Params) -> Result<Box<dyn Bvh2Builder>, AccelSpecError> {
-    use crate::bvh::build::*;
     let builder: Box<dyn Bvh2Builder> = match params.accel.as_str() {
-        "bvh-binned" | "bvh-binned-staged" => {
-            let mut config = if params.accel == "bvh-binned" {
-                BinnedSahConfig::DEFAULT
-            } else {
-                BinnedSahConfig::STAGED
-            };
-            if let Some(bins) = params.take_usize("bins", 2..=MAX_BINS)? {
-                config.bins = bins;
-            }
-            if let Some(text) = params.take("schedule") {
-                config.stages =
-                    BinSchedule::parse(&text).map_err(|m| params.bad("schedule", &m))?;
-            }
-            if let Some(sweep) = params.take_usize("sweep", 0..=64)? {
-                config.sweep_max_prims = sweep;
-            }
-            if let Some(leaf) = params.take_usize("leaf", 1..=64)? {
-                config.max_leaf_size = leaf;
-            }
-            config.validate().map_err(|m| params.bad("schedule", &m))?;
-            Box::new(BinnedSahBuilder::new(config))
-        }
-        "bvh-sweep" => {
-            let mut config = SweepSahConfig::default();
-            if let Some(leaf) = params.take_usize("leaf", 1..=64)? {
-                config.max_leaf_size = leaf;
-            }
-            Box::new(SweepSahBuilder::new(config))
-        }
+        "bvh-binned" | "bvh-binned-staged" | "bvh-sweep" => sah_config(params)?.cpu_builder(),
         "lbvh" | "hlbvh" | "ploc" => morton_config(params)?.cpu_builder(),
         other => {
             // Only `bvh-wide:from=` reaches here with another structure.
@@ -251,146 +229,19 @@ fn binary_builder(params: &mut Params) -> Result<Box<dyn Bvh2Builder>, AccelSpec
 /// Every structure the GPU builds and traces, as `--accel` names them with
 /// `--device cuda` (`cpu:SPEC` uploads a CPU-built binary tree); the
 /// builds themselves are `bvh::device_accel_cuda` (feature `cuda`).
-pub const GPU_STRUCTURES: &[&str] = &["ploc", "lbvh", "hlbvh", "bvh-wide", "cpu:SPEC"];
+pub const GPU_STRUCTURES: &[&str] = &[
+    "ploc",
+    "lbvh",
+    "hlbvh",
+    "bvh-binned",
+    "bvh-binned-staged",
+    "bvh-sweep",
+    "bvh-wide",
+    "cpu:SPEC",
+];
 
 /// The spec `--device cuda` builds when none is given.
 pub const DEFAULT_GPU_SPEC: &str = "ploc";
-
-/// The structures of the Morton-code family, which the GPU builds too
-/// (`DeviceBvh::build`), in the order reports list them.
-pub const GPU_ACCEL_NAMES: &[&str] = &["lbvh", "hlbvh", "ploc"];
-
-/// The configuration a spec of the Morton-code family names: the same for
-/// the CPU builder and its GPU twin.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum MortonBuilderConfig {
-    Lbvh(crate::bvh::build::LbvhConfig),
-    Hlbvh(crate::bvh::build::HlbvhConfig),
-    Ploc(crate::bvh::build::PlocConfig),
-}
-
-impl MortonBuilderConfig {
-    /// Parses `lbvh`, `hlbvh` or `ploc` with their parameters
-    /// ([`ACCEL_PARAMS`]); any other registered name is an error that lists
-    /// [`GPU_ACCEL_NAMES`].
-    pub fn parse(spec: &str) -> Result<Self, AccelSpecError> {
-        let mut params = Params::parse(spec)?;
-        if !GPU_ACCEL_NAMES.contains(&params.accel.as_str()) {
-            return Err(AccelSpecError::NotOnGpu {
-                name: params.accel.clone(),
-            });
-        }
-        let config = morton_config(&mut params)?;
-        params.finish()?;
-        Ok(config)
-    }
-
-    /// The registry name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Lbvh(_) => "lbvh",
-            Self::Hlbvh(_) => "hlbvh",
-            Self::Ploc(_) => "ploc",
-        }
-    }
-
-    /// The spec string of this configuration: the name and every
-    /// parameter that differs from its default (parses back to `self`).
-    pub fn spec(&self) -> String {
-        use crate::bvh::build::{HlbvhConfig, LbvhConfig, MortonBits, PlocConfig};
-        let mut spec = self.name().to_owned();
-        let mut param = |key: &str, value: String| spec.push_str(&format!(":{key}={value}"));
-        let bits = |b: MortonBits| match b {
-            MortonBits::Bits30 => "30",
-            MortonBits::Bits63 => "63",
-        };
-        match *self {
-            Self::Lbvh(c) => {
-                let d = LbvhConfig::default();
-                if c.morton_bits != d.morton_bits {
-                    param("bits", bits(c.morton_bits).into());
-                }
-                if c.max_leaf_size != d.max_leaf_size {
-                    param("leaf", c.max_leaf_size.to_string());
-                }
-            }
-            Self::Hlbvh(c) => {
-                let d = HlbvhConfig::default();
-                if c.morton_bits != d.morton_bits {
-                    param("bits", bits(c.morton_bits).into());
-                }
-                if c.cluster_bits != d.cluster_bits {
-                    param("k", c.cluster_bits.to_string());
-                }
-                if c.bins != d.bins {
-                    param("bins", c.bins.to_string());
-                }
-                if c.max_leaf_size != d.max_leaf_size {
-                    param("leaf", c.max_leaf_size.to_string());
-                }
-            }
-            Self::Ploc(c) => {
-                let d = PlocConfig::default();
-                if c.morton_bits != d.morton_bits {
-                    param("bits", bits(c.morton_bits).into());
-                }
-                if c.radius != d.radius {
-                    param("r", c.radius.to_string());
-                }
-                if c.max_leaf_size != d.max_leaf_size {
-                    param("leaf", c.max_leaf_size.to_string());
-                }
-            }
-        }
-        spec
-    }
-
-    /// The CPU builder of this configuration.
-    pub fn cpu_builder(&self) -> Box<dyn Bvh2Builder> {
-        use crate::bvh::build::{HlbvhBuilder, LbvhBuilder, PlocBuilder};
-        match *self {
-            Self::Lbvh(config) => Box::new(LbvhBuilder::new(config)),
-            Self::Hlbvh(config) => Box::new(HlbvhBuilder::new(config)),
-            Self::Ploc(config) => Box::new(PlocBuilder::new(config)),
-        }
-    }
-}
-
-/// The configuration of `lbvh`, `hlbvh` or `ploc` from their parameters.
-fn morton_config(params: &mut Params) -> Result<MortonBuilderConfig, AccelSpecError> {
-    use crate::bvh::build::{HlbvhConfig, LbvhConfig, PlocConfig};
-    let bits = params.take_bits()?;
-    let leaf = params.take_usize("leaf", 1..=64)?;
-    Ok(match params.accel.as_str() {
-        "lbvh" => {
-            let mut config = LbvhConfig::default();
-            config.morton_bits = bits.unwrap_or(config.morton_bits);
-            config.max_leaf_size = leaf.map_or(config.max_leaf_size, |l| l as u32);
-            MortonBuilderConfig::Lbvh(config)
-        }
-        "hlbvh" => {
-            let mut config = HlbvhConfig::default();
-            config.morton_bits = bits.unwrap_or(config.morton_bits);
-            config.max_leaf_size = leaf.unwrap_or(config.max_leaf_size);
-            if let Some(k) = params.take_usize("k", 3..=30)? {
-                config.cluster_bits = k as u32;
-            }
-            if let Some(bins) = params.take_usize("bins", 2..=32)? {
-                config.bins = bins;
-            }
-            MortonBuilderConfig::Hlbvh(config)
-        }
-        _ => {
-            let mut config = PlocConfig::default();
-            config.morton_bits = bits.unwrap_or(config.morton_bits);
-            config.max_leaf_size = leaf.map_or(config.max_leaf_size, |l| l as u32);
-            if let Some(r) = params.take_usize("r", 1..=256)? {
-                config.radius = r;
-            }
-            MortonBuilderConfig::Ploc(config)
-        }
-    })
-}
 
 fn kdtree_config(params: &mut Params) -> Result<crate::kdtree::KdTreeConfig, AccelSpecError> {
     let mut config = crate::kdtree::KdTreeConfig::default();

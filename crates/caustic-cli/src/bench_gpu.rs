@@ -72,7 +72,8 @@ pub struct GpuBenchArgs {
     #[arg(long)]
     pub(crate) json: Option<PathBuf>,
     /// The structures to build and trace, comma-separated GPU specs
-    /// (`ploc`, `lbvh:bits=63`, `hlbvh`, `bvh-wide:from=lbvh`,
+    /// (`ploc`, `lbvh:bits=63`, `hlbvh`, `bvh-binned`,
+    /// `bvh-binned:schedule=65536@64/0@8`, `bvh-sweep`, `bvh-wide:from=lbvh`,
     /// `cpu:bvh-binned`) or `all`.
     #[arg(long, default_value = DEFAULT_GPU_SPEC)]
     pub(crate) accel: String,
@@ -81,8 +82,18 @@ pub struct GpuBenchArgs {
 }
 
 /// What `--accel all` builds: every device builder, the wide BVH over the
-/// default, and the CPU's binned SAH tree uploaded, for comparison.
-pub(crate) const ALL_STRUCTURES: &[&str] = &["lbvh", "hlbvh", "ploc", "bvh-wide", "cpu:bvh-binned"];
+/// default, and the CPU's binned SAH tree uploaded, for comparison with the
+/// GPU's.
+pub(crate) const ALL_STRUCTURES: &[&str] = &[
+    "lbvh",
+    "hlbvh",
+    "ploc",
+    "bvh-binned",
+    "bvh-binned-staged",
+    "bvh-sweep",
+    "bvh-wide",
+    "cpu:bvh-binned",
+];
 
 /// Measures the CUDA device `--device` names; any other device is
 /// refused, so a GPU benchmark never quietly measures a CPU.

@@ -154,8 +154,9 @@ pub const MAX_SIDE: u32 = 1 << 15;
 
 /// `render --accel`: one spec for either device. On the CPU the structure
 /// it names, `cpu:SPEC` meaning SPEC (also after `bvh-wide:from=`); on a
-/// GPU the device build of that name (`lbvh`, `hlbvh`, `ploc`, `bvh-wide`)
-/// or, for `cpu:SPEC`, a CPU-built tree uploaded. Whether the GPU builds it
+/// GPU the device build of that name (`lbvh`, `hlbvh`, `ploc`, `bvh-binned`,
+/// `bvh-binned-staged`, `bvh-sweep`, `bvh-wide`) or, for `cpu:SPEC`, a
+/// CPU-built tree uploaded. Whether the GPU builds it
 /// is judged once the device is known (`--device cuda`: before the scene
 /// loads).
 #[derive(Clone, Debug, PartialEq)]

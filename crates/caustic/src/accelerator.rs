@@ -51,8 +51,10 @@ enum Structure {
 impl Accelerator {
     /// Builds `kind` over `triangles` for `device`.
     ///
-    /// On a GPU, binary BVHs are built on the CPU and uploaded; `bvh-wide`
-    /// uploads the binary tree it collapses (see [`AccelKind::gpu_tree`]).
+    /// On a GPU, binary BVHs are built on the device by the GPU builder of
+    /// the same name, or on the CPU and uploaded where there is none
+    /// (`bvh-sweep`); `bvh-wide` collapses the binary tree of its `from`
+    /// (see [`AccelKind::gpu_tree`]).
     /// The kd-tree, the grid and brute force run on the CPU only: `Auto`
     /// takes the CPU for them (and says so in [`Accelerator::note`]), an
     /// explicit `Cuda` is an error.
@@ -61,7 +63,7 @@ impl Accelerator {
             Some(_) => device.resolve()?,
             None => device.cpu_only(
                 kind.name(),
-                "the GPU traces BVHs (lbvh, hlbvh and ploc built there, bvh-wide collapsed there, other BVHs built on the CPU and uploaded)",
+                "the GPU traces BVHs (lbvh, hlbvh, ploc, bvh-binned and bvh-binned-staged built there, bvh-wide collapsed there, bvh-sweep built on the CPU and uploaded)",
             )?,
         };
         let structure = Self::build_on(&backend, triangles, kind)?;

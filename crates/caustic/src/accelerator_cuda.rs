@@ -1,8 +1,10 @@
 //! The GPU half of [`crate::Accelerator`]: the structure built on the
 //! device by the GPU builder of the same name where there is one (`lbvh`,
-//! `hlbvh`, `ploc`; `bvh-wide` collapses that binary tree to the compressed
-//! 8-wide layout of Ylitie, Karras and Laine 2017), the CPU builder's tree
-//! uploaded otherwise (`bvh-binned`, `bvh-sweep`), traced by the kernels of
+//! `hlbvh`, `ploc`, `bvh-binned`, `bvh-binned-staged`; `bvh-wide` collapses
+//! that binary tree to the compressed 8-wide layout of Ylitie, Karras and
+//! Laine 2017), the CPU builder's tree uploaded otherwise (`bvh-sweep`,
+//! whose device twin bins the nodes above 64 triangles and so does not
+//! give the CPU's full-sweep tree), traced by the kernels of
 //! `caustic_accel::bvh::device_accel_cuda`, whose hits equal the CPU
 //! traversal's bit for bit.
 
@@ -22,7 +24,11 @@ pub(crate) fn gpu_spec(kind: &AccelKind) -> Result<Option<GpuAccelSpec>> {
     let binary = |tree: BinaryBvh| -> Result<GpuAccelSpec> {
         let spec = tree.to_string();
         Ok(match tree {
-            BinaryBvh::Lbvh(_) | BinaryBvh::Hlbvh(_) | BinaryBvh::Ploc(_) => spec.parse()?,
+            BinaryBvh::Lbvh(_)
+            | BinaryBvh::Hlbvh(_)
+            | BinaryBvh::Ploc(_)
+            | BinaryBvh::BvhBinned(_)
+            | BinaryBvh::BvhBinnedStaged(_) => spec.parse()?,
             _ => GpuAccelSpec::Uploaded(spec),
         })
     };

@@ -175,8 +175,8 @@ impl<'a> Renderer<'a> {
 
     /// The acceleration structure the renderers trace: on the CPU this
     /// structure, on a GPU its GPU version (the device build of `lbvh`,
-    /// `hlbvh`, `ploc`, the compressed wide BVH for `bvh-wide`, the CPU
-    /// build uploaded for the other binary BVHs) unless
+    /// `hlbvh`, `ploc`, `bvh-binned`, `bvh-binned-staged`, the compressed
+    /// wide BVH for `bvh-wide`, the CPU build uploaded for `bvh-sweep`) unless
     /// [`Renderer::gpu_accel`] says otherwise. Without either, a GPU builds
     /// its default ([`GpuAccelSpec::default`]).
     pub fn accel(mut self, kind: AccelKind) -> Self {

@@ -274,7 +274,7 @@ fn a_structure_the_gpu_does_not_build_is_refused_on_cuda_before_the_device() {
     let grid: AccelKind = "grid".parse().unwrap();
     let refused = [
         Renderer::new(&scene).accel(grid),
-        Renderer::new(&scene).gpu_accel_spec("bvh-binned"),
+        Renderer::new(&scene).gpu_accel_spec("brute"),
         Renderer::new(&scene).accel(grid).gpu_accel_spec("kdtree"),
     ];
     for renderer in refused {

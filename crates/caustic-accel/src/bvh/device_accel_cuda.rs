@@ -1,10 +1,12 @@
 //! The triangle structure a GPU renderer or benchmark traces, chosen by a
 //! spec the way `--accel` chooses a CPU structure:
 //!
-//! - `lbvh`, `hlbvh`, `ploc` (with their CPU parameters): a binary BVH built
-//!   on the device ([`DeviceBvh::build_with`]: Karras 2012; Garanzha et
-//!   al. 2011; Meister and Bittner 2018), traced by the binary kernel;
-//! - `bvh-wide[:from=lbvh|hlbvh|ploc]`: that binary tree collapsed on the
+//! - `lbvh`, `hlbvh`, `ploc`, `bvh-binned`, `bvh-binned-staged`,
+//!   `bvh-sweep` (with their CPU parameters): a binary BVH built on the
+//!   device ([`DeviceBvh::build_with`]: Karras 2012; Garanzha et al. 2011;
+//!   Meister and Bittner 2018; the top-down SAH builders of Zeidan 2011,
+//!   §4.5 and §4.6), traced by the binary kernel;
+//! - `bvh-wide[:from=SPEC]`: that binary tree collapsed on the
 //!   device to the compressed 8-wide layout of Ylitie, Karras and Laine
 //!   2017 ([`CompressedWideBvh`]), traced by the wide kernel;
 //! - `cpu:SPEC`: any binary builder of the CPU (`cpu:bvh-binned`), the tree
@@ -28,7 +30,7 @@ use super::traverse_cuda::{GpuHit, GpuRay, Tracer};
 use super::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use super::wide::compressed_cuda::CompressedWideBvh;
 use super::wide::traverse_compressed_cuda::CompressedTracer;
-use crate::registry::{AccelSpecError, MortonBuilderConfig, build_triangle_bvh};
+use crate::registry::{AccelSpecError, DeviceBuilderConfig, build_triangle_bvh};
 
 // Kept in the registry, which every build has, so that a CPU-only build
 // can name them in its help and errors.
@@ -38,7 +40,7 @@ pub use crate::registry::{DEFAULT_GPU_SPEC, GPU_STRUCTURES};
 #[derive(Clone, Debug, PartialEq)]
 pub enum GpuAccelSpec {
     /// A binary BVH built on the device.
-    Device(MortonBuilderConfig),
+    Device(DeviceBuilderConfig),
     /// A CPU binary builder's tree (the spec after `cpu:`), uploaded.
     Uploaded(String),
     /// A binary tree (a device build or an upload) collapsed to the
@@ -68,7 +70,7 @@ impl FromStr for GpuAccelSpec {
         if let Some(params) = wide_params(spec) {
             return parse_wide(params);
         }
-        MortonBuilderConfig::parse(spec).map(Self::Device)
+        DeviceBuilderConfig::parse(spec).map(Self::Device)
     }
 }
 
@@ -106,7 +108,7 @@ fn parse_wide(params: &str) -> Result<GpuAccelSpec, AccelSpecError> {
                 return Err(AccelSpecError::UnknownParam {
                     accel: "bvh-wide".into(),
                     param: p.split('=').next().unwrap_or(p).into(),
-                    valid: "width=8, from=lbvh|hlbvh|ploc|cpu:SPEC (with their parameters)",
+                    valid: "width=8, from=lbvh|hlbvh|ploc|bvh-binned|bvh-binned-staged|bvh-sweep|cpu:SPEC (with their parameters)",
                 });
             }
         }
@@ -362,6 +364,21 @@ mod tests {
                 "bvh-wide:from=cpu:bvh-binned",
             ),
             ("cpu:bvh-binned:bins=16", "cpu:bvh-binned:bins=16"),
+            ("bvh-binned", "bvh-binned"),
+            ("bvh-binned:bins=16:leaf=4", "bvh-binned:bins=16:leaf=4"),
+            (
+                "bvh-binned:schedule=65536@64/4096@32/256@16/0@8",
+                "bvh-binned-staged",
+            ),
+            (
+                "bvh-binned-staged:schedule=4096@16/0@4:sweep=16",
+                "bvh-binned:schedule=4096@16/0@4:sweep=16",
+            ),
+            ("bvh-sweep:leaf=2", "bvh-sweep:leaf=2"),
+            (
+                "bvh-wide:from=bvh-binned-staged",
+                "bvh-wide:from=bvh-binned-staged",
+            ),
         ] {
             let parsed = parse(spec).unwrap();
             assert_eq!(parsed.to_string(), written, "{spec}");
@@ -372,14 +389,18 @@ mod tests {
 
     #[test]
     fn structures_without_a_gpu_version_say_what_the_gpu_builds() {
-        for spec in ["grid", "kdtree", "bvh-binned", "brute"] {
+        for spec in ["grid", "kdtree", "brute"] {
             let message = parse(spec).unwrap_err();
             assert!(message.contains("no GPU builder"), "{spec}: {message}");
             assert!(
                 message.contains("bvh-wide") && message.contains("cpu:"),
                 "{message}"
             );
+            for name in GPU_STRUCTURES.iter().filter(|n| n.starts_with("bvh-")) {
+                assert!(message.contains(&name[..]), "{name}: {message}");
+            }
         }
+        assert!(parse("bvh-binned:bins=99").unwrap_err().contains("2..=64"));
         assert!(
             parse("cpu:grid")
                 .unwrap_err()

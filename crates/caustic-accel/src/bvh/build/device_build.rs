@@ -1,10 +1,13 @@
-//! Building a [`DeviceBvh`] on the GPU with the Morton-code family: `lbvh`
-//! (Karras 2012), `ploc` (Meister & Bittner 2018) and `hlbvh` (Pantaleoni &
-//! Luebke 2010, Garanzha et al. 2011), from triangles already on the
-//! device, named by the registry's specs (`lbvh:bits=63`, `ploc:r=32`,
-//! `hlbvh:k=12`; [`MortonBuilderConfig`]).
+//! Building a [`DeviceBvh`] on the GPU, from triangles already on the
+//! device, with the builder a registry spec names ([`DeviceBuilderConfig`]):
+//! the Morton-code family, `lbvh` (Karras 2012), `ploc` (Meister & Bittner
+//! 2018) and `hlbvh` (Pantaleoni & Luebke 2010, Garanzha et al. 2011)
+//! (`lbvh:bits=63`, `ploc:r=32`, `hlbvh:k=12`; [`MortonBuilderConfig`]),
+//! or the top-down SAH family, `bvh-binned`, `bvh-binned-staged` and
+//! `bvh-sweep` (Zeidan 2011, §4.5 and §4.6; `bvh-binned:schedule=...`;
+//! [`SahBuilderConfig`](crate::registry::SahBuilderConfig), built by `binned_sah_cuda.rs`).
 //!
-//! Every build runs the same pipeline: the Morton order
+//! Every Morton build runs the same pipeline: the Morton order
 //! ([`DeviceMortonOrder`]), the builder's bottom-up tree
 //! ([`DeviceLinkedTree`]), and its layout with SAH leaf collapsing and the
 //! depth bound ([`to_device_bvh`]), which also gathers the triangles into
@@ -19,13 +22,14 @@
 //! memory in use during the build beyond what was in use before it. Running
 //! out of device memory is [`GpuError::OutOfMemory`] naming the buffer.
 
+use super::binned_sah_cuda::build_sah;
 use super::hlbvh::cuda::hlbvh_tree;
 use super::lbvh_cuda::radix_tree;
 use super::linked_tree_cuda::{device_sah_cost, to_device_bvh};
 use super::morton_cuda::DeviceMortonOrder;
 use super::ploc_cuda::clustering;
 use crate::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
-use crate::registry::{AccelSpecError, MortonBuilderConfig};
+use crate::registry::{AccelSpecError, DeviceBuilderConfig, MortonBuilderConfig};
 use caustic_geom::Triangle;
 use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
 use std::time::Instant;
@@ -40,7 +44,8 @@ pub struct DeviceBuildStats {
     /// Device milliseconds per stage, in order: "morton codes", "sort",
     /// "gather", then the builder's own ("hierarchy" for lbvh,
     /// "clustering" for ploc, "clusters", "top", "group trees", "top
-    /// nodes" for hlbvh), then "layout" and "triangles".
+    /// nodes" for hlbvh), then "layout" and "triangles"; the SAH family's
+    /// are listed at `binned_sah_cuda::build_sah`.
     pub stages: Vec<(&'static str, f32)>,
     /// Device milliseconds of the whole build (the stages' sum).
     pub build_ms: f32,
@@ -50,7 +55,8 @@ pub struct DeviceBuildStats {
     pub sah_cost: f32,
     pub nodes: usize,
     pub leaves: usize,
-    /// Levels below the root after collapsing, before the depth bound.
+    /// Levels below the root after collapsing, before the depth bound (the
+    /// deepest leaf's depth for the SAH family).
     pub height: usize,
     /// Device bytes of the result (nodes, triangles, slot maps).
     pub bytes: usize,
@@ -58,11 +64,15 @@ pub struct DeviceBuildStats {
     /// started (its output included); `None` where the device has no
     /// stream-ordered memory pool to ask.
     pub peak_device_bytes: Option<usize>,
-    /// Clustering iterations (`ploc`, and `hlbvh`'s cluster subtrees).
+    /// Clustering iterations (`ploc`, and `hlbvh`'s cluster subtrees); the
+    /// breadth-first levels of the SAH family's level stage.
     pub iterations: usize,
     /// Morton-prefix clusters and the top's groups of them (`hlbvh`).
     pub clusters: usize,
     pub groups: usize,
+    /// Subtrees of at most `sweep_max_prims` triangles that the SAH
+    /// family's small-node stage built (one warp each).
+    pub small_roots: usize,
 }
 
 impl DeviceBuildStats {
@@ -116,8 +126,8 @@ impl DeviceBvh {
         triangles: &DeviceBuffer<GpuTriangle>,
         spec: &str,
     ) -> Result<(Self, DeviceBuildStats), DeviceBuildError> {
-        let config = MortonBuilderConfig::parse(spec)?;
-        Ok(Self::build_with(gpu, triangles, &config)?)
+        let config = DeviceBuilderConfig::parse(spec)?;
+        Ok(Self::build_with(gpu, triangles, config)?)
     }
 
     /// [`DeviceBvh::build`] from host triangles, uploaded first (not timed).
@@ -126,13 +136,30 @@ impl DeviceBvh {
         triangles: &[Triangle],
         spec: &str,
     ) -> Result<(Self, DeviceBuildStats), DeviceBuildError> {
-        let config = MortonBuilderConfig::parse(spec)?;
+        let config = DeviceBuilderConfig::parse(spec)?;
         let device = upload_triangles(gpu, triangles)?;
-        Ok(Self::build_with(gpu, &device, &config)?)
+        Ok(Self::build_with(gpu, &device, config)?)
     }
 
-    /// Builds with a parsed configuration.
+    /// Builds with a parsed configuration of either family
+    /// ([`MortonBuilderConfig`], [`SahBuilderConfig`](crate::registry::SahBuilderConfig) or
+    /// [`DeviceBuilderConfig`], by value or by reference).
     pub fn build_with(
+        gpu: &Gpu,
+        triangles: &DeviceBuffer<GpuTriangle>,
+        config: impl Into<DeviceBuilderConfig>,
+    ) -> Result<(Self, DeviceBuildStats), GpuError> {
+        match config.into() {
+            DeviceBuilderConfig::Morton(config) => Self::build_morton(gpu, triangles, &config),
+            // The top-down SAH family runs the binned builder of
+            // `binned_sah_cuda.rs` on the configuration's binned form.
+            DeviceBuilderConfig::Sah(config) => {
+                build_sah(gpu, triangles, config.name(), &config.binned())
+            }
+        }
+    }
+
+    fn build_morton(
         gpu: &Gpu,
         triangles: &DeviceBuffer<GpuTriangle>,
         config: &MortonBuilderConfig,

@@ -7,6 +7,8 @@
 //! sequential).
 
 mod binned_sah;
+#[cfg(feature = "cuda")]
+mod binned_sah_cuda;
 mod build_box;
 #[cfg(feature = "cuda")]
 mod device_build;
@@ -26,12 +28,20 @@ mod ploc;
 #[cfg(feature = "cuda")]
 pub(crate) mod ploc_cuda;
 mod radix_sort;
+#[cfg(feature = "cuda")]
+mod sah_levels_cuda;
+#[cfg(feature = "cuda")]
+pub mod sah_records_cuda;
 mod sorted_sweep;
 mod sweep_sah;
+#[cfg(feature = "cuda")]
+mod sweep_sah_cuda;
 
 pub use binned_sah::{
     BinSchedule, BinStage, BinnedSahBuilder, BinnedSahConfig, FIVE_STAGES, MAX_BINS, MAX_STAGES,
 };
+#[cfg(feature = "cuda")]
+pub use binned_sah_cuda::MAX_TRIANGLES as GPU_SAH_MAX_TRIANGLES;
 #[cfg(feature = "cuda")]
 pub use device_build::{DeviceBuildError, DeviceBuildStats, upload_triangles};
 pub use hlbvh::{HlbvhBuilder, HlbvhConfig};
