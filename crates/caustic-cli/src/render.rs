@@ -301,8 +301,15 @@ fn gpu_structure(renderer: &Renderer, on_gpu: bool) -> Option<String> {
     } else {
         "GPU"
     };
+    // A first build in the process waits for its kernels to compile; say
+    // how much of its time that was, rather than let it pass for the build.
+    let loading = if stats.loading_ms >= 1.0 {
+        format!(", {:.0} ms of it loading kernels", stats.loading_ms)
+    } else {
+        String::new()
+    };
     Some(format!(
-        "{} build {:.1} ms on the {built_on}",
+        "{} build {:.1} ms on the {built_on}{loading}",
         stats.spec, stats.build_ms
     ))
 }

@@ -70,6 +70,8 @@ struct Inner {
     modules: Mutex<HashMap<&'static str, Arc<Result<LoadedModule, GpuError>>>>,
     /// Synchronise after every launch so a fault names its kernel (`CAUSTIC_GPU_SYNC=1`).
     sync_each_launch: bool,
+    /// Host nanoseconds spent compiling and loading modules, in total.
+    loading_ns: std::sync::atomic::AtomicU64,
 }
 
 struct LoadedModule {
@@ -145,6 +147,7 @@ impl Gpu {
                 stream,
                 info,
                 modules: Mutex::default(),
+                loading_ns: Default::default(),
                 sync_each_launch,
             }),
         })
@@ -242,6 +245,17 @@ impl Gpu {
         }
     }
 
+    /// Host milliseconds spent so far compiling (NVRTC) and loading (the
+    /// driver's JIT) modules on this device: what a first launch of each
+    /// module costs, which device-event timings of that launch include.
+    pub fn loading_ms(&self) -> f64 {
+        let ns = self
+            .inner
+            .loading_ns
+            .load(std::sync::atomic::Ordering::Relaxed);
+        ns as f64 / 1e6
+    }
+
     /// Milliseconds of device time that the work `f` queues takes, measured
     /// with two events on the stream.
     pub fn time_ms(&self, f: impl FnOnce() -> Result<(), GpuError>) -> Result<f32, GpuError> {
@@ -307,7 +321,12 @@ impl Gpu {
         }
         // Compile and load outside the lock: modules load in parallel from
         // several threads; the first to finish is kept.
+        let start = std::time::Instant::now();
         let loaded = Arc::new(self.load_module(module));
+        let spent = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.inner
+            .loading_ns
+            .fetch_add(spent, std::sync::atomic::Ordering::Relaxed);
         self.inner
             .modules
             .lock()

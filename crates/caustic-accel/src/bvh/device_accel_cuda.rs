@@ -146,6 +146,11 @@ pub struct GpuAccelStats {
     pub build_ms: f64,
     /// Wall time of the whole build, allocations and host reads included.
     pub wall_ms: f64,
+    /// Host time this build spent compiling and loading kernels (first use
+    /// in the process; the driver caches its JIT across processes). The
+    /// device times above include it: the device idles while a launch
+    /// waits for its module.
+    pub loading_ms: f64,
     /// SAH cost of the binary tree (C_trav = C_isect = 1, over the root's area).
     pub sah_cost: f32,
     /// Nodes of the traced structure (wide nodes for `bvh-wide`).
@@ -171,6 +176,7 @@ impl DeviceAccel {
     /// names over them on `gpu`.
     pub fn build(gpu: &Gpu, triangles: &[Triangle], spec: &GpuAccelSpec) -> Result<Self, GpuError> {
         let wall = Instant::now();
+        let loading_before = gpu.loading_ms();
         let scene_triangles = upload_triangles(gpu, triangles)?;
         let (binary, mut stats) = build_binary(gpu, triangles, &scene_triangles, spec)?;
         let wide = match spec {
@@ -189,6 +195,7 @@ impl DeviceAccel {
         };
         stats.spec = spec.to_string();
         stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+        stats.loading_ms = gpu.loading_ms() - loading_before;
         Ok(Self {
             scene_triangles,
             binary,
