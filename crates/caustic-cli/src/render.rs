@@ -84,7 +84,7 @@ pub struct RenderArgs {
     /// `caustic bench accel --help` lists them). On the CPU the default,
     /// the 8-wide SIMD BVH, traces about twice as fast as the binary
     /// `bvh-binned`; on a GPU the structure is built there (see below)
-    /// [default: bvh-wide on the CPU, ploc on a GPU].
+    /// [default: bvh-wide on the CPU, bvh-binned on a GPU].
     #[arg(long, value_parser = parse::accel_arg)]
     accel: Option<AccelArg>,
     /// Worker threads (0 = all cores).

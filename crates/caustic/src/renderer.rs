@@ -17,7 +17,7 @@
 //! on the device (`caustic_accel::bvh::device_accel_cuda`): the one
 //! `Renderer::gpu_accel` or `Renderer::gpu_accel_spec` (feature `cuda`)
 //! names, else the GPU version of the chosen structure, else the GPU
-//! default (`ploc`).
+//! default (`bvh-binned`).
 
 use crate::accel::{AccelKind, AccelStats};
 use crate::device::{Backend, Device};

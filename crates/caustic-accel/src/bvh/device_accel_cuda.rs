@@ -364,7 +364,7 @@ mod tests {
             ("ploc", "ploc"),
             ("lbvh:bits=63", "lbvh:bits=63"),
             ("hlbvh:k=12", "hlbvh:k=12"),
-            ("bvh-wide", "bvh-wide:from=ploc"),
+            ("bvh-wide", "bvh-wide:from=bvh-binned"),
             ("bvh-wide:from=lbvh:bits=63", "bvh-wide:from=lbvh:bits=63"),
             (
                 "bvh-wide:width=8:from=cpu:bvh-binned",

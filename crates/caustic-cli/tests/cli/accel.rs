@@ -146,7 +146,7 @@ fn auto_with_a_cpu_only_structure_renders_on_the_cpu() {
 }
 
 /// On the GPU each integrator traces the structure built there, which the
-/// summary names with its build time: the default `ploc`, a device build
+/// summary names with its build time: the default `bvh-binned`, a device build
 /// with parameters, the wide BVH, and a CPU-built tree uploaded.
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -155,10 +155,10 @@ fn cuda_builds_the_named_structure_on_the_gpu() {
     let out = dir.join("gpu.png");
     for integrator in ["whitted", "photon", "sppm"] {
         for (accel, named) in [
-            (None, "ploc build"),
+            (None, "bvh-binned build"),
             (Some("lbvh:bits=63"), "lbvh:bits=63 build"),
             (Some("bvh-binned:bins=16"), "bvh-binned:bins=16 build"),
-            (Some("bvh-wide"), "bvh-wide:from=ploc build"),
+            (Some("bvh-wide"), "bvh-wide:from=bvh-binned build"),
             (Some("cpu:bvh-binned"), "cpu:bvh-binned build"),
         ] {
             let mut extra = vec!["--device", "cuda", "--integrator", integrator];
