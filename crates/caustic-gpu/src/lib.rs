@@ -18,7 +18,7 @@
 //!   CUDA structs against their Rust twins).
 //! - [`ops`]: data-parallel primitives (reduce, scan, compact, split, radix
 //!   sort, segment utilities), each with a CPU twin in [`ops::cpu`].
-//! - [`bench`]: the timing rules of every GPU benchmark and the primitives
+//! - `bench`: the timing rules of every GPU benchmark and the primitives
 //!   measured against the copy ceiling.
 //!
 //! This crate is the runtime only. Each algorithm's CUDA host code and

@@ -10,7 +10,7 @@
 //!    the formula is solved over the others (`sqrt` for a plane).
 //! 2. **Count**: per triangle, the cells its box overlaps (grown by the
 //!    grid's tolerance, see [`super::UniformGrid`]), optionally only those
-//!    the triangle itself overlaps ([`super::overlap`]).
+//!    the triangle itself overlaps (`super::overlap`).
 //! 3. **Scan**: an exclusive prefix sum of the counts gives each triangle
 //!    its run of (cell, triangle) pairs.
 //! 4. **Write** the pairs, each triangle into its own run, in parallel.

@@ -8,7 +8,7 @@
 //! 1. **Bounds**: each triangle's box (the empty box for a triangle with a
 //!    non-finite vertex), their union ([`union_aabb`]) and the number of
 //!    finite triangles ([`count_nonzero_u32`]); the host then takes the
-//!    CPU's own frame ([`UniformGrid::frame`]: the grid box grown by the
+//!    CPU's own frame (`UniformGrid::frame`: the grid box grown by the
 //!    tolerance, the density formula's resolution, macro cells), so the
 //!    cells are the CPU's.
 //! 2. **Count**: per triangle, the cells it goes into (its box grown by the
@@ -57,7 +57,7 @@ use crate::kernels::grid_build as k;
 pub const MAX_TRIANGLES: usize = u32::MAX as usize;
 
 /// What the host computed of the grid, as every grid kernel reads it
-/// (`GridFrame` in grid.cuh): [`UniformGrid::frame`]'s box, cells and
+/// (`GridFrame` in grid.cuh): `UniformGrid::frame`'s box, cells and
 /// tolerance, and the DDA's scale.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]

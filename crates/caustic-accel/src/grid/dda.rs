@@ -15,7 +15,7 @@
 //! - the walk is two-level: it steps over *macro cells*
 //!   (`macro_size`^3 cells) and walks the cells of a macro cell only when
 //!   the box of the whole triangles referenced there can hold a hit in
-//!   `[t_min, closest hit]` ([`SlabRay::reach`]; as in the kd-tree, the
+//!   `[t_min, closest hit]` (`SlabRay::reach`; as in the kd-tree, the
 //!   check is skipped when the macro cell's own interval overlaps that
 //!   range). Hits are taken wherever they lie, the closest wins, ties to
 //!   the lowest id;

@@ -2,14 +2,14 @@
 //! reimplemented in Zeidan's thesis (2011, §6), breadth first in two
 //! stages:
 //!
-//! 1. **Large-node stage** ([`large_nodes`]): while nodes hold more than
+//! 1. **Large-node stage** (`large_nodes`): while nodes hold more than
 //!    [`KdTreeConfig::small_node_max`] triangle references, each level of
 //!    them is split at once: empty space of at least
 //!    [`KdTreeConfig::empty_space_ratio`] of a side is cut off (a chain of
 //!    inner nodes with empty leaves), then the rest is split at the spatial
 //!    median of its longest axis. Triangles straddling the plane are
-//!    clipped to each child ([`super::clip`]), so children see tight boxes.
-//! 2. **Small-node stage** ([`small_nodes`]): every node of at most
+//!    clipped to each child (`super::clip`), so children see tight boxes.
+//! 2. **Small-node stage** (`small_nodes`): every node of at most
 //!    `small_node_max` references (a *small root*) becomes a subtree built
 //!    with the exact SAH over the faces of its references' boxes, triangle
 //!    sets being `u64` bit masks over the small root's references.

@@ -16,7 +16,7 @@
 //!   cell may report a smaller `t`. Each node therefore carries
 //!   `ref_bounds`, the box of the whole triangles below it, and a subtree
 //!   is skipped only when that box's depth slab misses `[t_min, closest
-//!   hit]` ([`SlabRay::reach`]). Hits are taken wherever they lie; the
+//!   hit]` (`SlabRay::reach`). Hits are taken wherever they lie; the
 //!   closest wins, ties to the lowest id. The check costs a load, so it is
 //!   tried only where it is likely to succeed, when the ray's interval in
 //!   the subtree's cell lies outside `[t_min, closest hit]`; a subtree

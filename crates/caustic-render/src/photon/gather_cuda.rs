@@ -175,7 +175,7 @@ pub fn gather_finish(
     )
 }
 
-/// The seeding input of eye vertices (see [`crate::irradiance`]).
+/// The seeding input of eye vertices (see `irradiance_samples_cuda.rs`).
 pub struct VertexSeeds {
     pub positions: DeviceBuffer<[f32; 3]>,
     /// Shading normals towards the viewer.

@@ -18,7 +18,7 @@
 //!   `caustic_accel::points` over its positions, queried by photon index.
 //!
 //!
-//! Second pass, the image ([`render`], `caustic render --integrator
+//! Second pass, the image (`render`, `caustic render --integrator
 //! photon`): direct light by shadow rays, specular chains by ray tracing,
 //! caustics by the radiance estimate of [`estimate`] in the caustic map,
 //! indirect light by a final gather ([`gather`]) at irradiance samples

@@ -1,9 +1,9 @@
 //! The photon-mapping integrator on a CUDA GPU, the twin of
-//! [`super::render`] (global map read directly, or the final gather at
+//! `super::render` (global map read directly, or the final gather at
 //! irradiance samples or at every shading point): every stage of a frame
 //! on the device.
 //!
-//! 1. Photon passes ([`super::trace_cuda`], the CPU's [`PassPlan`]):
+//! 1. Photon passes ([`super::trace_cuda`], the CPU's `PassPlan`):
 //!    photons as a wavefront, stored by stream compaction.
 //! 2. Both maps indexed by hash grids ([`GpuHashGrid`], Fleisz 2009): one
 //!    with cells of the maximum search radius (Fleisz's 27-cell query) for
@@ -29,7 +29,7 @@
 //! in ray order, so no atomics decide the sum. Where it gathers:
 //! - **irradiance samples** (the default, `spacing > 0`): placed adaptively
 //!   in screen space among the frame's eye vertices by
-//!   [`caustic_gpu::irradiance`] (the CPU's quadtree budget by Zeidan's (2011)
+//!   `irradiance_samples_cuda.rs` (the CPU's quadtree budget by Zeidan's (2011)
 //!   error metric, level by level), gathered, given Ward's validity radius
 //!   (the gather's harmonic distance against the 4th nearest fellow sample,
 //!   kNN on a GPU kd-tree of the samples), then interpolated at every eye

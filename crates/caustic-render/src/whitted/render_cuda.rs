@@ -21,9 +21,10 @@
 //! framebuffer's atomic additions).
 //!
 //! The scene's own accelerator is a `dyn Accel`, which cannot be uploaded;
-//! the renderer builds a [`TriangleBvh`] (binned SAH) over the scene
-//! triangles. Hits do not depend on the tree: the traversal returns the
-//! closest hit, ties to the lowest triangle id, as every CPU accelerator.
+//! the renderer builds a structure on the device (`DeviceAccel` by a
+//! `GpuAccelSpec`, default `bvh-binned`) over the scene triangles. Hits do
+//! not depend on the tree: the traversal returns the closest hit, ties to
+//! the lowest triangle id, as every CPU accelerator.
 
 use std::time::Instant;
 

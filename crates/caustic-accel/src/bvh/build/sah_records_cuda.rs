@@ -1,4 +1,4 @@
-//! The records the GPU top-down SAH builders ([`super::binned_sah_cuda`])
+//! The records the GPU top-down SAH builders (`super::binned_sah_cuda`)
 //! share with their kernels (`sah_records.cuh`, which checks each CUDA twin
 //! field by field against `accel_layout.cuh`, generated from these), and
 //! [`SahParams`], a [`BinnedSahConfig`] as the kernels read it.

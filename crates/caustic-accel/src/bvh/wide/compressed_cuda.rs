@@ -7,7 +7,7 @@
 //! few counters.
 //!
 //! Kernels (`compress.cu`), one thread per wide node, one launch per level:
-//! - **Collapse, greedy by surface area** (as the CPU's [`super::collapse`]
+//! - **Collapse, greedy by surface area** (as the CPU's `super::collapse`
 //!   and Embree's BVH8: Wald et al., SIGGRAPH 2014): a node starts from one
 //!   binary subtree and keeps opening the child of largest area until it has
 //!   eight. Ylitie et al.'s SAH-optimal conversion (their section on wide

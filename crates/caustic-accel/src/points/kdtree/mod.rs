@@ -3,7 +3,7 @@
 //! the form Zeidan (2011, §15.4) and Fleisz (2009, §2.4) describe for
 //! photons.
 //!
-//! Build ([`build`], [`small`]):
+//! Build (`build`, `small`):
 //! - **large-node stage** (more than `small_node_threshold` points):
 //!   repeatedly cut off empty space on any side where the gap between the
 //!   node's cell and its points' tight box exceeds `C_e` (25 %) of the
@@ -30,7 +30,7 @@
 //! coordinate is strictly less than the split**, right otherwise.
 //! [`PointKdTree::validate`] checks it for every point and every ancestor.
 //!
-//! Queries ([`query`]): a stack traversal, nearest child first, far child
+//! Queries (`query`): a stack traversal, nearest child first, far child
 //! skipped when the splitting plane is farther than the current bound. kNN
 //! by a bounded **priority queue** (max-heap; the CPU default, see
 //! [`KdKnnMethod`]) or by Zhou's **iterative histogram radius search**

@@ -1,5 +1,5 @@
 //! kNN and radius queries of the photon kd-tree on the GPU (`query.cu`),
-//! the twin of [`super::query`]: answers equal `caustic_accel::points`'s
+//! the twin of `super::query`: answers equal `caustic_accel::points`'s
 //! contract bit for bit (ties by `(dist2, index)`), as the hash grid's do.
 
 use caustic_gpu::ops::launch_grid_stride as launch;

@@ -6,7 +6,7 @@ use caustic_geom::Vec3;
 use super::MAX_DEPTH;
 use super::build_cuda::GpuKdNode;
 
-/// The tree as the host sees it after [`GpuPointKdTree::download`].
+/// The tree as the host sees it after `GpuPointKdTree::download`.
 #[derive(Clone, Debug)]
 pub struct HostKdTree {
     pub nodes: Vec<GpuKdNode>,

@@ -135,7 +135,7 @@ pub const FIVE_STAGES: BinSchedule = BinSchedule::from_slice(&[
     },
 ]);
 
-/// Tuning of [`BinnedSahBuilder`]. The presets are the supported points;
+/// Tuning of `BinnedSahBuilder`. The presets are the supported points;
 /// other values work as long as every bin count is in `2..=MAX_BINS`,
 /// stages are listed by decreasing `min_prims`, `sweep_max_prims <= 64` and
 /// `1 <= min_leaf_size <= max_leaf_size`.
