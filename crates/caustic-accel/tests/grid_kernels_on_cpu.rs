@@ -21,8 +21,10 @@ mod scenes;
 #[path = "common/soups.rs"]
 mod soups;
 
+#[path = "common/host_harness.rs"]
+mod host_harness;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use caustic_accel::Accel;
@@ -38,34 +40,16 @@ fn harness() -> Option<&'static Path> {
     static HARNESS: OnceLock<Option<PathBuf>> = OnceLock::new();
     HARNESS
         .get_or_init(|| {
-            let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let exe =
-                std::env::temp_dir().join(format!("caustic-grid-kernels-{}", std::process::id()));
-            let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-            let include = |p: &str| format!("-I{}", crate_dir.join(p).display());
-            let status = Command::new(&compiler)
-                .args(["-std=c++17", "-O2", "-ffp-contract=off", "-Wall", "-Werror"])
-                .arg("-Wno-unknown-pragmas")
-                .args([
-                    include("tests/cpu_emulation"),
-                    include("src/grid"),
-                    include("src/bvh"),
-                    include("../caustic-gpu/src"),
-                ])
-                .arg(crate_dir.join("tests/cpu_emulation/grid_kernels.cpp"))
-                .arg("-o")
-                .arg(&exe)
-                .status();
-            match status {
-                Ok(s) if s.success() => Some(exe),
-                Ok(s) => panic!("the grid kernels do not compile on the host ({s})"),
-                Err(e) => {
-                    caustic_scene::data_dirs::say_uncaptured(&format!(
-                        "grid_kernels_on_cpu: skipped, no C++ compiler `{compiler}` ({e})"
-                    ));
-                    None
-                }
-            }
+            host_harness::compile(
+                "grid-kernels",
+                "grid_kernels.cpp",
+                &[
+                    "tests/cpu_emulation",
+                    "src/grid",
+                    "src/bvh",
+                    "../caustic-gpu/src",
+                ],
+            )
         })
         .as_deref()
 }
@@ -121,22 +105,7 @@ fn emulate(exe: &Path, grid: &UniformGrid, config: &GridConfig, rays: &[Ray]) ->
     input.extend_from_slice(bytemuck::cast_slice(&grid.macro_bounds));
     input.extend_from_slice(bytemuck::cast_slice(&slabs));
     input.extend_from_slice(bytemuck::cast_slice(&rays));
-    let dir = std::env::temp_dir();
-    let tag = format!("{}-{:?}", std::process::id(), std::thread::current().id());
-    let (in_path, out_path) = (
-        dir.join(format!("grid-kernels-in-{tag}")),
-        dir.join(format!("grid-kernels-out-{tag}")),
-    );
-    std::fs::write(&in_path, &input).unwrap();
-    let status = Command::new(exe)
-        .arg(&in_path)
-        .arg(&out_path)
-        .status()
-        .unwrap();
-    assert!(status.success(), "the harness failed: {status}");
-    let output = std::fs::read(&out_path).unwrap();
-    let _ = std::fs::remove_file(&in_path);
-    let _ = std::fs::remove_file(&out_path);
+    let output = host_harness::run(exe, "grid-kernels", &input);
     let words: &[u32] = bytemuck::cast_slice(&output);
     let mut at = 0;
     let cells = (0..tris.len())

@@ -22,8 +22,10 @@
 #[path = "common/soups.rs"]
 mod soups;
 
+#[path = "common/host_harness.rs"]
+mod host_harness;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use caustic_accel::bvh::build::sah_records_cuda::SahParams;
@@ -43,33 +45,17 @@ fn harness() -> Option<&'static Path> {
                 eprintln!("sah_kernels_on_cpu: skipped, the fiber shim is x86-64 only");
                 return None;
             }
-            let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let exe =
-                std::env::temp_dir().join(format!("caustic-sah-kernels-{}", std::process::id()));
-            let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-            let include = |p: &str| format!("-I{}", crate_dir.join(p).display());
-            let status = Command::new(&compiler)
-                .args(["-std=c++17", "-O2", "-ffp-contract=off", "-Wall", "-Werror"])
-                .arg("-Wno-unknown-pragmas")
-                .args([
-                    include("tests/cpu_emulation"),
-                    include("src/bvh/build"),
-                    include("src/bvh"),
-                    include("../caustic-gpu/src"),
-                    include("../caustic-gpu/src/ops"),
-                ])
-                .arg(crate_dir.join("tests/cpu_emulation/sah_kernels.cpp"))
-                .arg("-o")
-                .arg(&exe)
-                .status();
-            match status {
-                Ok(s) if s.success() => Some(exe),
-                Ok(s) => panic!("the SAH kernels do not compile on the host ({s})"),
-                Err(e) => {
-                    eprintln!("sah_kernels_on_cpu: skipped, no C++ compiler `{compiler}` ({e})");
-                    None
-                }
-            }
+            host_harness::compile(
+                "sah-kernels",
+                "sah_kernels.cpp",
+                &[
+                    "tests/cpu_emulation",
+                    "src/bvh/build",
+                    "src/bvh",
+                    "../caustic-gpu/src",
+                    "../caustic-gpu/src/ops",
+                ],
+            )
         })
         .as_deref()
 }
@@ -93,23 +79,7 @@ fn emulate(exe: &Path, params: &SahParams, tris: &[Triangle]) -> Emulated {
     let mut input = bytemuck::bytes_of(params).to_vec();
     input.extend_from_slice(&(tris.len() as u32).to_le_bytes());
     input.extend_from_slice(bytemuck::cast_slice(&words));
-    let dir = std::env::temp_dir();
-    let tag = format!("{}-{:?}", std::process::id(), std::thread::current().id());
-    let (in_path, out_path) = (
-        dir.join(format!("sah-kernels-in-{tag}")),
-        dir.join(format!("sah-kernels-out-{tag}")),
-    );
-    std::fs::write(&in_path, &input).unwrap();
-    let status = Command::new(exe)
-        .arg(&in_path)
-        .arg(&out_path)
-        .status()
-        .unwrap();
-    let output = std::fs::read(&out_path);
-    let _ = std::fs::remove_file(&in_path);
-    let _ = std::fs::remove_file(&out_path);
-    assert!(status.success(), "the harness failed: {status}");
-    let output = output.unwrap();
+    let output = host_harness::run(exe, "sah-kernels", &input);
     let n = tris.len();
     let mut at = 0;
     let mut take = |bytes: usize| {

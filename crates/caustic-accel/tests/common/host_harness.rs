@@ -1,0 +1,60 @@
+//! The host C++ harnesses that run CUDA kernels on the CPU
+//! (`tests/cpu_emulation/`): compiled once per test process with the
+//! host compiler (`CXX`, else `c++`; float contraction off, so every
+//! operation rounds once as the kernels' `_rn` intrinsics do), fed and read
+//! through files.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Compiles `tests/cpu_emulation/{source}` with the crate-relative include
+/// folders `includes` into a temporary executable named after `name`; `None`,
+/// said where the harness cannot hide it, when there is no C++ compiler.
+pub fn compile(name: &str, source: &str, includes: &[&str]) -> Option<PathBuf> {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = std::env::temp_dir().join(format!("caustic-{name}-{}", std::process::id()));
+    let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let status = Command::new(&compiler)
+        .args(["-std=c++17", "-O2", "-ffp-contract=off", "-Wall", "-Werror"])
+        .arg("-Wno-unknown-pragmas")
+        .args(
+            includes
+                .iter()
+                .map(|p| format!("-I{}", crate_dir.join(p).display())),
+        )
+        .arg(crate_dir.join("tests/cpu_emulation").join(source))
+        .arg("-o")
+        .arg(&exe)
+        .status();
+    match status {
+        Ok(s) if s.success() => Some(exe),
+        Ok(s) => panic!("{source} does not compile on the host ({s})"),
+        Err(e) => {
+            caustic_scene::data_dirs::say_uncaptured(&format!(
+                "{name}: skipped, no C++ compiler `{compiler}` ({e})"
+            ));
+            None
+        }
+    }
+}
+
+/// Runs the harness `exe` on `input` and returns what it wrote.
+pub fn run(exe: &Path, name: &str, input: &[u8]) -> Vec<u8> {
+    let dir = std::env::temp_dir();
+    let tag = format!("{}-{:?}", std::process::id(), std::thread::current().id());
+    let (in_path, out_path) = (
+        dir.join(format!("{name}-in-{tag}")),
+        dir.join(format!("{name}-out-{tag}")),
+    );
+    std::fs::write(&in_path, input).unwrap();
+    let status = Command::new(exe)
+        .arg(&in_path)
+        .arg(&out_path)
+        .status()
+        .unwrap();
+    let output = std::fs::read(&out_path);
+    let _ = std::fs::remove_file(&in_path);
+    let _ = std::fs::remove_file(&out_path);
+    assert!(status.success(), "the {name} harness failed: {status}");
+    output.unwrap()
+}
