@@ -81,7 +81,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// Sets the size of rayon's global pool (0 = all cores).
 /// Rust starts with SIGPIPE ignored, so a print to a closed pipe
 /// (`caustic info scene | head`) panics; the default action ends the
 /// process quietly, as other command-line tools do.

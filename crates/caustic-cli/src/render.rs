@@ -43,7 +43,7 @@ fn help() -> String {
          --accel on a GPU (--device cuda, or auto with a GPU): the structure of that name built \
          on the device: {} (default {DEFAULT_GPU_SPEC}); cpu:SPEC traces a tree the CPU built \
          (on the CPU, cpu:SPEC is SPEC). Structures the GPU does not build (grid, kdtree, \
-         bvh-sweep, bvh-binned, ...) are an error with --device cuda and render on the CPU \
+         brute) are an error with --device cuda and render on the CPU \
          with --device auto.\n\n{}",
         GPU_STRUCTURES.join(", "),
         camera_presets::help()

@@ -199,7 +199,7 @@ impl<'a> Renderer<'a> {
     /// [`Renderer::gpu_accel`] by spec string, for a structure named once
     /// for either device (a command line's `--accel`): `ploc:r=32`,
     /// `bvh-wide`, `cpu:bvh-binned`. A spec the GPU does not build
-    /// (`grid`, `bvh-binned`) is no error here, as the render may run on
+    /// (`grid`, `kdtree`) is no error here, as the render may run on
     /// the CPU: it keeps renders off the GPU, so `Cuda` is then an error
     /// that lists what the GPU builds, and `Auto` renders on the CPU and
     /// says why ([`Renderer::backend_for`]).
