@@ -173,7 +173,8 @@ extern "C" __global__ void __launch_bounds__(RAYS_THREADS)
         const Hit hit = hits[i];
         const d3 dir = widen(ray.dir[0], ray.dir[1], ray.dir[2]);
         const d3 p = add(widen(ray.origin[0], ray.origin[1], ray.origin[2]), scale((double)hit.t, dir));
-        const d3 n = facing_normal(tris[slots[hit.prim]], dir);
+        // Null slots: the triangles are in scene order (grids and others).
+        const d3 n = facing_normal(tris[slots != nullptr ? slots[hit.prim] : hit.prim], dir);
         // n * offset: the same products as scale(offset, n).
         const d3 origin = add(p, scale(offset, n));
         // onb: s = copysign(1, n.z); a = -1 / (s + n.z); b = n.x * n.y * a.

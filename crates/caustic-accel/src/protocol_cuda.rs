@@ -13,9 +13,10 @@ use bytemuck::{Pod, Zeroable};
 use caustic_geom::DVec3;
 
 use crate::bvh::traverse_cuda::{GpuHit, GpuRay};
-use crate::bvh::triangle_bvh_cuda::DeviceBvh;
+use crate::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use crate::kernels::protocol as k;
 use caustic_gpu::DeviceBuffer;
+use caustic_gpu::DevicePtr;
 use caustic_gpu::Gpu;
 use caustic_gpu::GpuError;
 use caustic_gpu::ops::{check_same_len, compact};
@@ -129,7 +130,42 @@ pub fn secondary_rays(
     hits: &DeviceBuffer<GpuHit>,
     diag: f64,
 ) -> Result<SecondaryRays, GpuError> {
-    let gpu = bvh.gpu();
+    let triangles = HitTriangles {
+        triangles: bvh.triangles(),
+        slots: bvh.slots().ptr(),
+    };
+    generate_secondary(triangles, primary, hits, diag)
+}
+
+/// [`secondary_rays`] for hits on any structure, given the scene's
+/// triangles in scene order (`DeviceAccel::scene_triangles`): the same rays.
+pub fn secondary_rays_scene_order(
+    scene_triangles: &DeviceBuffer<GpuTriangle>,
+    primary: &DeviceBuffer<GpuRay>,
+    hits: &DeviceBuffer<GpuHit>,
+    diag: f64,
+) -> Result<SecondaryRays, GpuError> {
+    let triangles = HitTriangles {
+        triangles: scene_triangles,
+        slots: DevicePtr::null(),
+    };
+    generate_secondary(triangles, primary, hits, diag)
+}
+
+/// Where a hit's triangle is: `triangles[slots[prim]]`, or
+/// `triangles[prim]` when `slots` is null (scene order).
+struct HitTriangles<'a> {
+    triangles: &'a DeviceBuffer<GpuTriangle>,
+    slots: DevicePtr<'a, u32>,
+}
+
+fn generate_secondary(
+    source: HitTriangles<'_>,
+    primary: &DeviceBuffer<GpuRay>,
+    hits: &DeviceBuffer<GpuHit>,
+    diag: f64,
+) -> Result<SecondaryRays, GpuError> {
+    let gpu = source.triangles.gpu();
     let n = primary.len();
     check_same_len(k::RAYS_SECONDARY.name(), "hits", n, hits.len())?;
     caustic_gpu::ops::check_len(
@@ -164,8 +200,8 @@ pub fn secondary_rays(
                 hits.ptr(),
                 pixels.ptr(),
                 count as u32,
-                bvh.triangles().ptr(),
-                bvh.slots().ptr(),
+                source.triangles.ptr(),
+                source.slots,
                 (1e-4 * diag),
                 ao_tmax,
                 out.diffuse.ptr_mut(),

@@ -73,9 +73,10 @@ impl fmt::Display for AccelSpecError {
             Self::NotOnGpu { name } => write!(
                 f,
                 "accel `{name}` has no GPU builder; the GPU builds {}, bvh-wide[:from=SPEC] \
-                 (the compressed 8-wide BVH of one of them), or cpu:SPEC (a binary BVH \
+                 (the compressed 8-wide BVH of one of them), {}, or cpu:SPEC (a binary BVH \
                  built on the CPU and uploaded, e.g. cpu:bvh-binned)",
-                GPU_ACCEL_NAMES.join(", ")
+                GPU_ACCEL_NAMES.join(", "),
+                GPU_SPATIAL_STRUCTURES.join(", ")
             ),
             Self::BadValue {
                 accel,
@@ -237,8 +238,30 @@ pub const GPU_STRUCTURES: &[&str] = &[
     "bvh-binned-staged",
     "bvh-sweep",
     "bvh-wide",
+    "grid",
     "cpu:SPEC",
 ];
+
+/// The structures other than BVHs that the GPU builds and traces, with
+/// their CPU parameters: the uniform grid (Ivson et al., count, scan,
+/// write, sort, cell ranges on the device; traced by a 3D-DDA).
+pub const GPU_SPATIAL_STRUCTURES: &[&str] = &["grid"];
+
+/// The grid configuration a `grid[:k=..:exact=..:macro=..]` spec names,
+/// the same the CPU build of that spec uses.
+pub fn grid_config_of(spec: &str) -> Result<crate::grid::GridConfig, AccelSpecError> {
+    let mut params = Params::parse(spec)?;
+    if params.accel != "grid" {
+        return Err(AccelSpecError::BadValue {
+            accel: params.accel,
+            param: "name".into(),
+            message: "not a grid spec".into(),
+        });
+    }
+    let config = grid_config(&mut params)?;
+    params.finish()?;
+    Ok(config)
+}
 
 /// The spec `--device cuda` builds when none is given: the GPU binned SAH
 /// BVH, whose build plus one 1080p frame of primary, AO and diffuse rays

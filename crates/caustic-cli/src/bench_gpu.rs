@@ -82,8 +82,8 @@ pub struct GpuBenchArgs {
 }
 
 /// What `--accel all` builds: every device builder, the wide BVH over the
-/// default, and the CPU's binned SAH tree uploaded, for comparison with the
-/// GPU's.
+/// default, the uniform grid, and the CPU's binned SAH tree uploaded, for
+/// comparison with the GPU's.
 pub(crate) const ALL_STRUCTURES: &[&str] = &[
     "lbvh",
     "hlbvh",
@@ -92,6 +92,7 @@ pub(crate) const ALL_STRUCTURES: &[&str] = &[
     "bvh-binned-staged",
     "bvh-sweep",
     "bvh-wide",
+    "grid",
     "cpu:bvh-binned",
 ];
 

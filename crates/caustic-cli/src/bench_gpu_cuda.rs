@@ -31,6 +31,16 @@ fn accel_specs(list: &str) -> Result<Vec<GpuAccelSpec>> {
         .collect()
 }
 
+/// The SAH cost to two decimals; a dash for a structure with no tree
+/// (the grid, whose measures are its cells and references).
+fn sah_cell(cost: f32) -> String {
+    if cost.is_nan() {
+        "-".to_owned()
+    } else {
+        format!("{cost:.2}")
+    }
+}
+
 /// Splits a comma-separated list of specs; a `bvh-wide:from=` spec keeps
 /// its own parameters (they contain no commas either).
 fn split_specs(list: &str) -> Vec<&str> {
@@ -198,9 +208,9 @@ fn print_scenes(gpu: &Gpu, rows: &[SceneRow], args: &GpuBenchArgs) {
         args.warm_up
     );
     println!(
-        "| scene | structure | triangles | build ms | SAH | nodes | MB | peak MB | primary | AO | diffuse | build + primary frame ms |"
+        "| scene | structure | triangles | build ms | SAH | nodes (cells) | refs | MB | peak MB | primary | AO | diffuse | build + primary frame ms |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let cell = |p: &Pass| {
         let (median, best) = p.mrays_per_s();
         format!("{median:.0} ({best:.0})")
@@ -213,14 +223,15 @@ fn print_scenes(gpu: &Gpu, rows: &[SceneRow], args: &GpuBenchArgs) {
             .peak_device_bytes
             .map_or("n/a".to_owned(), |b| format!("{:.0}", mb(b)));
         println!(
-            "| {} | {} | {} | {:.2} ({:.2}) | {:.2} | {} | {:.0} | {peak} | {} | {} | {} | {:.2} |",
+            "| {} | {} | {} | {:.2} ({:.2}) | {} | {} | {} | {:.0} | {peak} | {} | {} | {} | {:.2} |",
             row.name,
             row.accel,
             r.triangles,
             r.build.median_ms,
             r.build.best_ms,
-            r.stats.sah_cost,
+            sah_cell(r.stats.sah_cost),
             r.stats.nodes,
+            r.stats.references,
             mb(r.stats.bytes),
             cell(&r.primary),
             cell(&r.ao),
@@ -309,6 +320,7 @@ fn write_json(
                     "stages_ms": stages,
                     "sah_cost": r.stats.sah_cost,
                     "nodes": r.stats.nodes,
+                    "references": r.stats.references,
                     "bytes": r.stats.bytes,
                     "peak_device_bytes": r.stats.peak_device_bytes,
                 },

@@ -2,7 +2,8 @@
 //! device by the GPU builder of the same name where there is one (`lbvh`,
 //! `hlbvh`, `ploc`, `bvh-binned`, `bvh-binned-staged`; `bvh-wide` collapses
 //! that binary tree to the compressed 8-wide layout of Ylitie, Karras and
-//! Laine 2017), the CPU builder's tree uploaded otherwise (`bvh-sweep`,
+//! Laine 2017; `grid` is the uniform grid built and traced on the device),
+//! the CPU builder's tree uploaded otherwise (`bvh-sweep`,
 //! whose device twin bins the nodes above 64 triangles and so does not
 //! give the CPU's full-sweep tree), traced by the kernels of
 //! `caustic_accel::bvh::device_accel_cuda`, whose hits equal the CPU
@@ -17,7 +18,7 @@ use caustic_gpu::{DeviceBuffer, Gpu};
 use std::sync::Mutex;
 
 /// The GPU structure that stands for `kind`: its device build, or its
-/// CPU-built tree uploaded; `None` for the kd-tree, grid and brute force.
+/// CPU-built tree uploaded; `None` for the kd-tree and brute force.
 /// A typed parameter out of its range is the registry's error (the same
 /// the CPU build would give), not a panic.
 pub(crate) fn gpu_spec(kind: &AccelKind) -> Result<Option<GpuAccelSpec>> {
@@ -34,6 +35,7 @@ pub(crate) fn gpu_spec(kind: &AccelKind) -> Result<Option<GpuAccelSpec>> {
     };
     Ok(Some(match *kind {
         AccelKind::BvhWide(p) => GpuAccelSpec::Wide(Box::new(binary(p.from)?)),
+        AccelKind::Grid(_) => kind.to_string().parse()?,
         _ => match kind.gpu_tree() {
             Some(tree) => binary(tree)?,
             None => return Ok(None),
@@ -117,5 +119,6 @@ fn gpu_name(spec: &GpuAccelSpec) -> &'static str {
         GpuAccelSpec::Device(config) => config.name(),
         GpuAccelSpec::Uploaded(_) => "cpu-built BVH",
         GpuAccelSpec::Wide(_) => "bvh-wide",
+        GpuAccelSpec::Grid(_) => "grid",
     }
 }

@@ -272,8 +272,9 @@ fn a_structure_the_gpu_does_not_build_is_refused_on_cuda_before_the_device() {
         ..WhittedSettings::default()
     });
     let grid: AccelKind = "grid".parse().unwrap();
+    let kdtree: AccelKind = "kdtree".parse().unwrap();
     let refused = [
-        Renderer::new(&scene).accel(grid),
+        Renderer::new(&scene).accel(kdtree),
         Renderer::new(&scene).gpu_accel_spec("brute"),
         Renderer::new(&scene).accel(grid).gpu_accel_spec("kdtree"),
     ];
@@ -285,6 +286,7 @@ fn a_structure_the_gpu_does_not_build_is_refused_on_cuda_before_the_device() {
         assert!(
             message.contains("no GPU builder")
                 && message.contains("lbvh, hlbvh, ploc")
+                && message.contains("grid")
                 && message.contains("cpu:SPEC"),
             "{message}"
         );

@@ -41,6 +41,8 @@ fn gpu_queries_equal_the_cpu_queries() {
         "ploc:r=8",
         "hlbvh",
         "bvh-sweep",
+        "grid",
+        "grid:k=2:exact=1",
     ] {
         let kind: AccelKind = spec.parse().unwrap();
         let gpu = Accelerator::build(&triangles, kind, Device::Cuda(0)).unwrap();
@@ -174,6 +176,7 @@ fn gpu_structures_by_spec_and_auto_takes_the_cpu_for_the_others() {
         ("ploc", "ploc"),
         ("bvh-wide", "bvh-wide:from=bvh-binned"),
         ("cpu:bvh-binned", "cpu:bvh-binned"),
+        ("grid:macro=4", "grid"),
     ] {
         let renderer = Renderer::new(&scene)
             .device(Device::Cuda(0))
@@ -194,8 +197,8 @@ fn gpu_structures_by_spec_and_auto_takes_the_cpu_for_the_others() {
         // exact tie returns: measured identical (infinite PSNR) on an H100.
         assert!(db > 100.0, "{spec}: {db:.1} dB against the default");
     }
-    let grid: AccelKind = "grid".parse().unwrap();
-    let auto = Renderer::new(&scene).accel(grid).gpu_accel_spec("grid");
+    let kdtree: AccelKind = "kdtree".parse().unwrap();
+    let auto = Renderer::new(&scene).accel(kdtree).gpu_accel_spec("kdtree");
     let planned = auto.backend_for(&whitted).unwrap();
     let image = auto.render(&camera, &whitted).unwrap();
     assert!(
@@ -205,7 +208,7 @@ fn gpu_structures_by_spec_and_auto_takes_the_cpu_for_the_others() {
     );
     assert_eq!(planned.note(), image.note);
     assert!(image.device.ends_with("CPU threads"));
-    assert_eq!(auto.cpu_accel_stats().unwrap().name, "grid");
+    assert_eq!(auto.cpu_accel_stats().unwrap().name, "kdtree");
 }
 
 #[test]

@@ -10,7 +10,11 @@
 //!   device to the compressed 8-wide layout of Ylitie, Karras and Laine
 //!   2017 ([`CompressedWideBvh`]), traced by the wide kernel;
 //! - `cpu:SPEC`: any binary builder of the CPU (`cpu:bvh-binned`), the tree
-//!   uploaded, for comparisons with the device builders.
+//!   uploaded, for comparisons with the device builders;
+//! - `grid[:k=..:exact=..:macro=..]`: the uniform grid built on the device
+//!   ([`GpuGrid`]: Ivson et al.'s count, scan, write, sort and cell-range
+//!   passes), traced by the 3D-DDA of Amanatides and Woo 1987
+//!   ([`GridTracer`]) with the CPU grid's culling rules.
 //!
 //! Every structure gives the same hits (the watertight test and the tie
 //! rule are the CPU's), so a renderer never knows which it traces: it asks
@@ -30,7 +34,10 @@ use super::traverse_cuda::{GpuHit, GpuRay, Tracer};
 use super::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use super::wide::compressed_cuda::CompressedWideBvh;
 use super::wide::traverse_compressed_cuda::CompressedTracer;
-use crate::registry::{AccelSpecError, DeviceBuilderConfig, build_triangle_bvh};
+use crate::grid::GridConfig;
+use crate::grid::build_cuda::GpuGrid;
+use crate::grid::dda_cuda::GridTracer;
+use crate::registry::{AccelSpecError, DeviceBuilderConfig, build_triangle_bvh, grid_config_of};
 
 // Kept in the registry, which every build has, so that a CPU-only build
 // can name them in its help and errors.
@@ -46,6 +53,8 @@ pub enum GpuAccelSpec {
     /// A binary tree (a device build or an upload) collapsed to the
     /// compressed 8-wide layout on the device.
     Wide(Box<GpuAccelSpec>),
+    /// The uniform grid, built on the device.
+    Grid(GridConfig),
 }
 
 impl Default for GpuAccelSpec {
@@ -69,6 +78,9 @@ impl FromStr for GpuAccelSpec {
         }
         if let Some(params) = wide_params(spec) {
             return parse_wide(params);
+        }
+        if spec == "grid" || spec.starts_with("grid:") {
+            return grid_config_of(spec).map(Self::Grid);
         }
         DeviceBuilderConfig::parse(spec).map(Self::Device)
     }
@@ -115,11 +127,20 @@ fn parse_wide(params: &str) -> Result<GpuAccelSpec, AccelSpecError> {
         rest = tail;
     }
     let inner: GpuAccelSpec = from.parse()?;
-    if matches!(inner, GpuAccelSpec::Wide(_)) {
-        return Err(bad(
-            "from",
-            "a wide BVH collapses a binary tree, not another wide one",
-        ));
+    match inner {
+        GpuAccelSpec::Wide(_) => {
+            return Err(bad(
+                "from",
+                "a wide BVH collapses a binary tree, not another wide one",
+            ));
+        }
+        GpuAccelSpec::Grid(_) => {
+            return Err(bad(
+                "from",
+                "a wide BVH collapses a binary tree, not a grid",
+            ));
+        }
+        _ => {}
     }
     Ok(GpuAccelSpec::Wide(Box::new(inner)))
 }
@@ -130,8 +151,26 @@ impl fmt::Display for GpuAccelSpec {
             Self::Device(config) => write!(f, "{}", config.spec()),
             Self::Uploaded(spec) => write!(f, "cpu:{spec}"),
             Self::Wide(from) => write!(f, "bvh-wide:from={from}"),
+            Self::Grid(config) => write_grid_spec(f, config),
         }
     }
+}
+
+/// `grid` and the parameters of `config` that differ from the default,
+/// in the registry's syntax (so the text parses back to `config`).
+fn write_grid_spec(f: &mut fmt::Formatter<'_>, config: &GridConfig) -> fmt::Result {
+    let default = GridConfig::DEFAULT;
+    write!(f, "grid")?;
+    if config.density != default.density {
+        write!(f, ":k={}", config.density)?;
+    }
+    if config.exact_overlap != default.exact_overlap {
+        write!(f, ":exact={}", u8::from(config.exact_overlap))?;
+    }
+    if config.macro_size != default.macro_size {
+        write!(f, ":macro={}", config.macro_size)?;
+    }
+    Ok(())
 }
 
 /// What building a [`DeviceAccel`] did and cost.
@@ -151,10 +190,15 @@ pub struct GpuAccelStats {
     /// device times above include it: the device idles while a launch
     /// waits for its module.
     pub loading_ms: f64,
-    /// SAH cost of the binary tree (C_trav = C_isect = 1, over the root's area).
+    /// SAH cost of the binary tree (C_trav = C_isect = 1, over the root's
+    /// area); NaN for the grid, which has no tree (its measures are
+    /// `nodes`, its cells, and `references`).
     pub sah_cost: f32,
-    /// Nodes of the traced structure (wide nodes for `bvh-wide`).
+    /// Nodes of the traced structure (wide nodes for `bvh-wide`, cells for
+    /// the grid).
     pub nodes: usize,
+    /// Triangle references in the leaves (cell-triangle pairs for the grid).
+    pub references: usize,
     /// Device bytes of the traced structure (nodes and leaf triangles).
     pub bytes: usize,
     /// Peak device memory the build allocated beyond what was in use
@@ -164,11 +208,22 @@ pub struct GpuAccelStats {
 
 /// A triangle structure on the device, ready to trace; see the module docs.
 pub struct DeviceAccel {
-    /// Scene-order triangles, `prim` = scene id: what shading reads.
-    scene_triangles: DeviceBuffer<GpuTriangle>,
-    binary: DeviceBvh,
-    wide: Option<CompressedWideBvh>,
+    structure: Structure,
     stats: GpuAccelStats,
+}
+
+/// What a [`DeviceAccel`] holds, by kind of structure. One lives per
+/// structure and is never copied around, so its size does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Structure {
+    Bvh {
+        /// Scene-order triangles, `prim` = scene id: what shading reads.
+        scene_triangles: DeviceBuffer<GpuTriangle>,
+        binary: DeviceBvh,
+        wide: Option<CompressedWideBvh>,
+    },
+    /// The grid keeps the scene-order triangles itself.
+    Grid(GpuGrid),
 }
 
 impl DeviceAccel {
@@ -178,49 +233,56 @@ impl DeviceAccel {
         let wall = Instant::now();
         let loading_before = gpu.loading_ms();
         let scene_triangles = upload_triangles(gpu, triangles)?;
-        let (binary, mut stats) = build_binary(gpu, triangles, &scene_triangles, spec)?;
-        let wide = match spec {
-            GpuAccelSpec::Wide(_) => {
-                let wide = CompressedWideBvh::build(&binary)?;
-                let w = wide.stats();
-                stats.stages.push(("wide setup", w.setup_ms as f32));
-                stats.stages.push(("wide collapse", w.collapse_ms as f32));
-                stats.stages.push(("wide compact", w.compact_ms as f32));
-                stats.build_ms += w.setup_ms + w.collapse_ms + w.compact_ms;
-                stats.nodes = w.nodes;
-                stats.bytes = w.bytes;
-                Some(wide)
-            }
-            _ => None,
+        let (structure, mut stats) = match spec {
+            GpuAccelSpec::Grid(config) => build_grid(scene_triangles, config)?,
+            _ => build_bvh(gpu, triangles, scene_triangles, spec)?,
         };
         stats.spec = spec.to_string();
         stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
         stats.loading_ms = gpu.loading_ms() - loading_before;
-        Ok(Self {
-            scene_triangles,
-            binary,
-            wide,
-            stats,
-        })
+        Ok(Self { structure, stats })
     }
 
     pub fn gpu(&self) -> &Gpu {
-        self.binary.gpu()
+        match &self.structure {
+            Structure::Bvh { binary, .. } => binary.gpu(),
+            Structure::Grid(grid) => grid.gpu(),
+        }
     }
 
     /// The scene's triangles in scene order, each with its scene id.
     pub fn scene_triangles(&self) -> &DeviceBuffer<GpuTriangle> {
-        &self.scene_triangles
+        match &self.structure {
+            Structure::Bvh {
+                scene_triangles, ..
+            } => scene_triangles,
+            Structure::Grid(grid) => grid.triangles(),
+        }
     }
 
-    /// The binary tree (the wide structure's source for `bvh-wide`).
-    pub fn binary(&self) -> &DeviceBvh {
-        &self.binary
+    /// The binary tree (the wide structure's source for `bvh-wide`);
+    /// `None` for a grid.
+    pub fn binary(&self) -> Option<&DeviceBvh> {
+        match &self.structure {
+            Structure::Bvh { binary, .. } => Some(binary),
+            Structure::Grid(_) => None,
+        }
     }
 
     /// The compressed wide tree, for `bvh-wide`.
     pub fn wide(&self) -> Option<&CompressedWideBvh> {
-        self.wide.as_ref()
+        match &self.structure {
+            Structure::Bvh { wide, .. } => wide.as_ref(),
+            Structure::Grid(_) => None,
+        }
+    }
+
+    /// The grid, for `grid`.
+    pub fn grid(&self) -> Option<&GpuGrid> {
+        match &self.structure {
+            Structure::Grid(grid) => Some(grid),
+            Structure::Bvh { .. } => None,
+        }
     }
 
     pub fn stats(&self) -> &GpuAccelStats {
@@ -231,14 +293,76 @@ impl DeviceAccel {
     /// that kind on the same device).
     pub fn tracer(&self) -> Result<AccelTracer, GpuError> {
         let gpu = self.gpu();
-        Ok(AccelTracer {
-            binary: Tracer::new(gpu)?,
-            wide: match self.wide {
-                Some(_) => Some(CompressedTracer::new(gpu)?),
-                None => None,
-            },
-        })
+        let kernels = match &self.structure {
+            Structure::Bvh { wide: None, .. } => TracerKernels::Binary(Tracer::new(gpu)?),
+            Structure::Bvh { wide: Some(_), .. } => {
+                TracerKernels::Wide(CompressedTracer::new(gpu)?)
+            }
+            Structure::Grid(_) => TracerKernels::Grid(GridTracer::new(gpu)?),
+        };
+        Ok(AccelTracer { kernels })
     }
+}
+
+/// A BVH (binary, or collapsed to wide) over the uploaded triangles.
+fn build_bvh(
+    gpu: &Gpu,
+    triangles: &[Triangle],
+    scene_triangles: DeviceBuffer<GpuTriangle>,
+    spec: &GpuAccelSpec,
+) -> Result<(Structure, GpuAccelStats), GpuError> {
+    let (binary, mut stats) = build_binary(gpu, triangles, &scene_triangles, spec)?;
+    let wide = match spec {
+        GpuAccelSpec::Wide(_) => {
+            let wide = CompressedWideBvh::build(&binary)?;
+            let w = wide.stats();
+            stats.stages.push(("wide setup", w.setup_ms as f32));
+            stats.stages.push(("wide collapse", w.collapse_ms as f32));
+            stats.stages.push(("wide compact", w.compact_ms as f32));
+            stats.build_ms += w.setup_ms + w.collapse_ms + w.compact_ms;
+            stats.nodes = w.nodes;
+            stats.bytes = w.bytes;
+            Some(wide)
+        }
+        _ => None,
+    };
+    let structure = Structure::Bvh {
+        scene_triangles,
+        binary,
+        wide,
+    };
+    Ok((structure, stats))
+}
+
+/// The grid over the uploaded triangles, which it keeps.
+fn build_grid(
+    scene_triangles: DeviceBuffer<GpuTriangle>,
+    config: &GridConfig,
+) -> Result<(Structure, GpuAccelStats), GpuError> {
+    let prims = scene_triangles.len();
+    let grid = GpuGrid::build(scene_triangles, config)?;
+    let g = *grid.stats();
+    let stages = vec![
+        ("bounds", g.bounds_ms as f32),
+        ("count", g.count_ms as f32),
+        ("scan", g.scan_ms as f32),
+        ("write", g.write_ms as f32),
+        ("sort", g.sort_ms as f32),
+        ("ranges", g.ranges_ms as f32),
+        ("culling", g.culling_ms as f32),
+    ];
+    let stats = GpuAccelStats {
+        prims,
+        stages,
+        build_ms: g.stages_ms(),
+        sah_cost: f32::NAN,
+        nodes: g.cells,
+        references: g.references,
+        bytes: g.bytes,
+        peak_device_bytes: Some(g.peak_bytes),
+        ..GpuAccelStats::default()
+    };
+    Ok((Structure::Grid(grid), stats))
 }
 
 /// The binary tree of `spec` (the wide spec's source) and its stats.
@@ -250,10 +374,15 @@ fn build_binary(
 ) -> Result<(DeviceBvh, GpuAccelStats), GpuError> {
     match spec {
         GpuAccelSpec::Wide(from) => build_binary(gpu, triangles, scene_triangles, from),
+        GpuAccelSpec::Grid(_) => Err(GpuError::Invalid {
+            what: "accel spec",
+            message: "a grid is not a binary BVH".into(),
+        }),
         GpuAccelSpec::Device(config) => {
             let (bvh, s) = DeviceBvh::build_with(gpu, scene_triangles, config)?;
             let stats = GpuAccelStats {
                 prims: s.prims,
+                references: s.prims,
                 stages: s.stages,
                 build_ms: f64::from(s.build_ms),
                 sah_cost: s.sah_cost,
@@ -274,6 +403,7 @@ fn build_binary(
             let bvh = DeviceBvh::upload(gpu, &tree)?;
             let stats = GpuAccelStats {
                 prims: triangles.len(),
+                references: triangles.len(),
                 stages: vec![("cpu build", cpu_ms as f32)],
                 build_ms: cpu_ms,
                 sah_cost: crate::Accel::stats(&tree).sah_cost,
@@ -291,11 +421,47 @@ fn build_binary(
 /// kind; holds the persistent kernels' launch shapes and ray counters, so
 /// calls allocate nothing.
 pub struct AccelTracer {
-    binary: Tracer,
-    wide: Option<CompressedTracer>,
+    kernels: TracerKernels,
+}
+
+/// The kernels of one kind of structure.
+enum TracerKernels {
+    Binary(Tracer),
+    Wide(CompressedTracer),
+    Grid(GridTracer),
+}
+
+/// The structure and the tracer of the same kind, or the error that says
+/// the tracer was made for another kind.
+enum Pair<'a> {
+    Binary(&'a mut Tracer, &'a DeviceBvh),
+    Wide(&'a mut CompressedTracer, &'a CompressedWideBvh),
+    Grid(&'a GridTracer, &'a GpuGrid),
 }
 
 impl AccelTracer {
+    fn pair<'a>(&'a mut self, accel: &'a DeviceAccel) -> Result<Pair<'a>, GpuError> {
+        match (&mut self.kernels, &accel.structure) {
+            (
+                TracerKernels::Binary(tracer),
+                Structure::Bvh {
+                    binary, wide: None, ..
+                },
+            ) => Ok(Pair::Binary(tracer, binary)),
+            (
+                TracerKernels::Wide(tracer),
+                Structure::Bvh {
+                    wide: Some(wide), ..
+                },
+            ) => Ok(Pair::Wide(tracer, wide)),
+            (TracerKernels::Grid(tracer), Structure::Grid(grid)) => Ok(Pair::Grid(tracer, grid)),
+            _ => Err(GpuError::Invalid {
+                what: "tracer",
+                message: "this tracer was made for another kind of structure (ask the structure for its tracer)".into(),
+            }),
+        }
+    }
+
     /// The closest hit of every ray into `hits` (same length), without waiting.
     pub fn intersect(
         &mut self,
@@ -303,10 +469,10 @@ impl AccelTracer {
         rays: &DeviceBuffer<GpuRay>,
         hits: &mut DeviceBuffer<GpuHit>,
     ) -> Result<(), GpuError> {
-        match (&accel.wide, &mut self.wide) {
-            (Some(wide), Some(tracer)) => tracer.intersect(wide, rays, hits),
-            (Some(_), None) => Err(no_wide_tracer()),
-            (None, _) => self.binary.intersect(&accel.binary, rays, hits),
+        match self.pair(accel)? {
+            Pair::Binary(tracer, bvh) => tracer.intersect(bvh, rays, hits),
+            Pair::Wide(tracer, wide) => tracer.intersect(wide, rays, hits),
+            Pair::Grid(tracer, grid) => tracer.intersect(grid, rays, hits),
         }
     }
 
@@ -319,12 +485,10 @@ impl AccelTracer {
         width: u32,
         hits: &mut DeviceBuffer<GpuHit>,
     ) -> Result<(), GpuError> {
-        match (&accel.wide, &mut self.wide) {
-            (Some(wide), Some(tracer)) => tracer.intersect_image(wide, rays, width, hits),
-            (Some(_), None) => Err(no_wide_tracer()),
-            (None, _) => self
-                .binary
-                .intersect_image(&accel.binary, rays, width, hits),
+        match self.pair(accel)? {
+            Pair::Binary(tracer, bvh) => tracer.intersect_image(bvh, rays, width, hits),
+            Pair::Wide(tracer, wide) => tracer.intersect_image(wide, rays, width, hits),
+            Pair::Grid(tracer, grid) => tracer.intersect_image(grid, rays, width, hits),
         }
     }
 
@@ -335,18 +499,11 @@ impl AccelTracer {
         rays: &DeviceBuffer<GpuRay>,
         occluded: &mut DeviceBuffer<u32>,
     ) -> Result<(), GpuError> {
-        match (&accel.wide, &mut self.wide) {
-            (Some(wide), Some(tracer)) => tracer.occluded(wide, rays, occluded),
-            (Some(_), None) => Err(no_wide_tracer()),
-            (None, _) => self.binary.occluded(&accel.binary, rays, occluded),
+        match self.pair(accel)? {
+            Pair::Binary(tracer, bvh) => tracer.occluded(bvh, rays, occluded),
+            Pair::Wide(tracer, wide) => tracer.occluded(wide, rays, occluded),
+            Pair::Grid(tracer, grid) => tracer.occluded(grid, rays, occluded),
         }
-    }
-}
-
-fn no_wide_tracer() -> GpuError {
-    GpuError::Invalid {
-        what: "tracer",
-        message: "a tracer made for a binary structure cannot trace a wide one (ask the structure for its tracer)".into(),
     }
 }
 
@@ -382,6 +539,9 @@ mod tests {
                 "bvh-binned:schedule=4096@16/0@4:sweep=16",
             ),
             ("bvh-sweep:leaf=2", "bvh-sweep:leaf=2"),
+            ("grid", "grid"),
+            ("grid:k=5:macro=4", "grid"),
+            ("grid:k=2.5:exact=1:macro=2", "grid:k=2.5:exact=1:macro=2"),
             (
                 "bvh-wide:from=bvh-binned-staged",
                 "bvh-wide:from=bvh-binned-staged",
@@ -396,14 +556,14 @@ mod tests {
 
     #[test]
     fn structures_without_a_gpu_version_say_what_the_gpu_builds() {
-        for spec in ["grid", "kdtree", "brute"] {
+        for spec in ["kdtree", "brute"] {
             let message = parse(spec).unwrap_err();
             assert!(message.contains("no GPU builder"), "{spec}: {message}");
             assert!(
                 message.contains("bvh-wide") && message.contains("cpu:"),
                 "{message}"
             );
-            for name in GPU_STRUCTURES.iter().filter(|n| n.starts_with("bvh-")) {
+            for name in GPU_STRUCTURES.iter().filter(|n| !n.starts_with("cpu:")) {
                 assert!(message.contains(&name[..]), "{name}: {message}");
             }
         }
@@ -414,6 +574,17 @@ mod tests {
                 .contains("not a binary BVH builder")
         );
         assert!(parse("bvh-wide:width=4").unwrap_err().contains("8 wide"));
+        assert!(
+            parse("bvh-wide:from=grid")
+                .unwrap_err()
+                .contains("not a grid")
+        );
+        assert!(parse("grid:k=-1").unwrap_err().contains("grid"));
+        assert!(
+            parse("grid:bins=8")
+                .unwrap_err()
+                .contains("no parameter `bins`")
+        );
         assert!(
             parse("bvh-wide:from=bvh-wide")
                 .unwrap_err()

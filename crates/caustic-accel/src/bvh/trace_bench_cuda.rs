@@ -141,7 +141,7 @@ pub fn trace_scene(
         diffuse,
         ao,
         ao_tmax,
-    } = rays::secondary_rays(accel.binary(), &primary, &hits, diag)?;
+    } = rays::secondary_rays_scene_order(accel.scene_triangles(), &primary, &hits, diag)?;
     let mut occluded = DeviceBuffer::<u32>::uninit(gpu, "AO results", ao.len())?;
     occluded.poison()?;
     tracer.occluded(&accel, &ao, &mut occluded)?;

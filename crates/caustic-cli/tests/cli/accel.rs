@@ -37,7 +37,7 @@ fn render_args<'a>(out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 /// here does not exist) or any device opens, so without a GPU too.
 #[test]
 fn cuda_with_a_structure_the_gpu_does_not_build_names_the_gpu_structures() {
-    for accel in ["grid", "kdtree", "kdtree:small=16", "brute"] {
+    for accel in ["kdtree", "kdtree:small=16", "brute"] {
         let run = caustic(&[
             "render",
             "no-such-scene.obj",
@@ -126,9 +126,9 @@ fn unknown_structures_are_refused_on_every_device() {
 /// CPU, and with a GPU present the device line says why.
 #[test]
 fn auto_with_a_cpu_only_structure_renders_on_the_cpu() {
-    let dir = scratch("accel-auto-grid");
-    let out = dir.join("grid.png");
-    let args = render_args(arg(&out), &["--integrator", "whitted", "--accel", "grid"]);
+    let dir = scratch("accel-auto-kdtree");
+    let out = dir.join("kdtree.png");
+    let args = render_args(arg(&out), &["--integrator", "whitted", "--accel", "kdtree"]);
     let run = caustic_in(&dir, &args).ok();
     let lines = run.lines_starting("device:");
     assert_eq!(lines.len(), 1, "{}", run.stderr);
@@ -139,7 +139,7 @@ fn auto_with_a_cpu_only_structure_renders_on_the_cpu() {
         lines[0]
     );
     assert!(
-        run.lines_starting("wrote")[0].contains("grid build"),
+        run.lines_starting("wrote")[0].contains("kdtree build"),
         "{}",
         run.stderr
     );
@@ -193,9 +193,16 @@ fn cuda_builds_the_named_structure_on_the_gpu() {
 /// `bench gpu --accel` takes GPU specs only, checked before any GPU work.
 #[test]
 fn bench_gpu_refuses_a_structure_the_gpu_does_not_build() {
-    let run = caustic(&["bench", "gpu", "--log2-n", "0", "--accel", "ploc,grid"]);
+    let run = caustic(&[
+        "bench",
+        "gpu",
+        "--log2-n",
+        "0",
+        "--accel",
+        "ploc,grid,kdtree",
+    ]);
     if cfg!(feature = "cuda") {
-        run.fails_with(1, "--accel grid: accel `grid` has no GPU builder");
+        run.fails_with(1, "--accel kdtree: accel `kdtree` has no GPU builder");
     } else {
         run.fails_with(1, "caustic bench gpu needs the `cuda` feature");
     }

@@ -125,8 +125,8 @@ impl AccelKind {
     /// The binary BVH a GPU traces in place of this structure: the
     /// structure itself for a binary BVH, the tree it collapses for
     /// `bvh-wide` (the GPU traversal, after Aila and Laine, HPG 2009, walks
-    /// binary nodes); `None` for the kd-tree, the grid and brute force,
-    /// which run on the CPU only.
+    /// binary nodes); `None` for the kd-tree, the grid (traced on the GPU
+    /// by a 3D-DDA of its own) and brute force.
     pub fn gpu_tree(&self) -> Option<BinaryBvh> {
         Some(match *self {
             AccelKind::BvhBinned(p) => BinaryBvh::BvhBinned(p),
@@ -138,6 +138,13 @@ impl AccelKind {
             AccelKind::Ploc(p) => BinaryBvh::Ploc(p),
             AccelKind::KdTree(_) | AccelKind::Grid(_) | AccelKind::Brute => return None,
         })
+    }
+
+    /// Whether a GPU builds and traces this structure: every BVH (see
+    /// [`AccelKind::gpu_tree`]) and the uniform grid; the kd-tree and brute
+    /// force run on the CPU only.
+    pub fn runs_on_gpu(&self) -> bool {
+        self.gpu_tree().is_some() || matches!(self, AccelKind::Grid(_))
     }
 
     /// Builds the structure on the CPU through the registry. Values out of
