@@ -20,6 +20,7 @@
 mod brute_force;
 mod build_input;
 pub mod bvh;
+pub mod dacrt;
 pub mod grid;
 pub mod kdtree;
 #[cfg(feature = "cuda")]

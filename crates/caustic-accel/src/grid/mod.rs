@@ -41,6 +41,7 @@ pub mod validate_cuda;
 /// coordinate, a small fraction of a cell.
 const FAR_ORIGIN_SCALE: f32 = 64.0;
 
+use crate::slab_ray::next_up;
 use crate::{Accel, AccelStats, is_traceable};
 use caustic_geom::{Aabb, Hit, Ray, RayTriangleTest, Triangle, Vec3};
 use std::ops::Range;
@@ -359,21 +360,6 @@ impl Mailbox {
         self.ids[self.next % MAILBOX] = id;
         self.next += 1;
         false
-    }
-}
-
-/// The smallest `f32` above `x` (`f32::next_up` is newer than the
-/// workspace's minimum Rust).
-#[inline]
-fn next_up(x: f32) -> f32 {
-    if x.is_nan() || x == f32::INFINITY {
-        x
-    } else if x == 0.0 {
-        f32::from_bits(1)
-    } else if x > 0.0 {
-        f32::from_bits(x.to_bits() + 1)
-    } else {
-        f32::from_bits(x.to_bits() - 1)
     }
 }
 

@@ -1,0 +1,399 @@
+//! The DACRT task on the CPU: cull, split, partition, and the seven
+//! children in three waves (see the module docs of [`super`] for the
+//! scheme and the exactness argument).
+
+use super::split::{self, Plane};
+use super::{DacrtConfig, DacrtStats};
+use crate::is_traceable;
+use crate::slab_ray::{SlabRay, next_up};
+use caustic_geom::{Aabb, Hit, Ray, RayTriangleTest, Triangle};
+
+/// `RayItem::prim` of a ray with no hit yet.
+const NO_HIT: u32 = u32::MAX;
+
+/// Below this many ray–triangle pairs a task runs its children on the
+/// calling thread: a rayon join costs more than the work.
+const PARALLEL_PAIRS: usize = 1 << 16;
+
+/// Which side of a split plane a ray or a triangle lies on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Side {
+    Left = 0,
+    /// Straddling: the ray (or triangle) meets both children.
+    Both = 1,
+    Right = 2,
+}
+
+/// What never changes about a ray during a trace.
+struct RayConst {
+    /// The ray's index in the caller's slice.
+    index: usize,
+    test: RayTriangleTest,
+    slab: SlabRay,
+    tmin: f32,
+    tmax: f32,
+}
+
+/// A ray as the tasks move it: its constants' index and its best hit so
+/// far. Tasks own disjoint slices of these, so the hits need no locks.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RayItem {
+    pub id: u32,
+    closest: f32,
+    prim: u32,
+    u: f32,
+    v: f32,
+}
+
+/// The read-only state of one trace.
+struct Context<'a> {
+    triangles: &'a [Triangle],
+    /// Whole-triangle boxes by scene id.
+    boxes: Vec<Aabb>,
+    rays: Vec<RayConst>,
+    config: &'a DacrtConfig,
+    any_hit: bool,
+}
+
+/// A task's rays and triangles, read-only: what the split choice reads.
+pub(super) struct TaskView<'a> {
+    context: &'a Context<'a>,
+    pub rays: &'a [RayItem],
+    pub tris: &'a [u32],
+}
+
+impl TaskView<'_> {
+    /// The side of `plane` a triangle lies on, by its box (exactly; the
+    /// rays carry the rounding margin).
+    pub fn tri_side(&self, tri: u32, plane: Plane) -> Side {
+        tri_side(&self.context.boxes[tri as usize], plane)
+    }
+
+    /// The children of `bounds` split at `plane` whose boxes, grown by the
+    /// ray's thickness, its line meets; `None` when it meets neither.
+    pub fn ray_side(&self, ray: u32, bounds: &Aabb, plane: Plane) -> Option<Side> {
+        ray_side(&self.context.rays[ray as usize], bounds, plane)
+    }
+}
+
+fn tri_side(b: &Aabb, plane: Plane) -> Side {
+    if b.max[plane.axis] <= plane.pos {
+        Side::Left
+    } else if b.min[plane.axis] >= plane.pos {
+        Side::Right
+    } else {
+        Side::Both
+    }
+}
+
+fn ray_side(ray: &RayConst, bounds: &Aabb, plane: Plane) -> Option<Side> {
+    let (left, right) = halves(bounds, plane);
+    let delta = ray.slab.delta;
+    let in_left = ray.slab.clip_to(&left, delta).is_some();
+    let in_right = ray.slab.clip_to(&right, delta).is_some();
+    match (in_left, in_right) {
+        (true, true) => Some(Side::Both),
+        (true, false) => Some(Side::Left),
+        (false, true) => Some(Side::Right),
+        (false, false) => None,
+    }
+}
+
+fn halves(bounds: &Aabb, plane: Plane) -> (Aabb, Aabb) {
+    let (mut left, mut right) = (*bounds, *bounds);
+    left.max[plane.axis] = plane.pos;
+    right.min[plane.axis] = plane.pos;
+    (left, right)
+}
+
+/// Traces `rays` against `triangles` and hands each traced ray's result to
+/// `report(index, hit)` (for any-hit, `Some` means occluded). Rays that
+/// cannot be traced are reported as misses.
+pub(super) fn trace(
+    triangles: &[Triangle],
+    rays: &[Ray],
+    config: &DacrtConfig,
+    any_hit: bool,
+    mut report: impl FnMut(usize, Option<Hit>),
+) -> DacrtStats {
+    let mut tris: Vec<u32> = (0..triangles.len() as u32)
+        .filter(|&i| triangles[i as usize].is_finite())
+        .collect();
+    let boxes: Vec<Aabb> = triangles.iter().map(Triangle::bounds).collect();
+    let scale = tris.iter().fold(0.0f32, |s, &i| {
+        let b = &boxes[i as usize];
+        s.max(b.min.abs().max_element())
+            .max(b.max.abs().max_element())
+    });
+    let consts: Vec<RayConst> = rays
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| is_traceable(r))
+        .map(|(index, r)| RayConst {
+            index,
+            test: RayTriangleTest::new(r.origin, r.dir),
+            slab: SlabRay::new(r.origin, r.dir, scale),
+            tmin: r.tmin,
+            tmax: r.tmax,
+        })
+        .collect();
+    let mut items: Vec<RayItem> = consts
+        .iter()
+        .enumerate()
+        .map(|(id, c)| RayItem {
+            id: id as u32,
+            closest: c.tmax,
+            prim: NO_HIT,
+            u: 0.0,
+            v: 0.0,
+        })
+        .collect();
+    let context = Context {
+        triangles,
+        boxes,
+        rays: consts,
+        config,
+        any_hit,
+    };
+    let root = union(&context.boxes, &tris);
+    let stats = run_task(&context, root, &mut items, &mut tris, 0);
+    for index in 0..rays.len() {
+        // Untraceable rays are not among the items: they miss.
+        if !is_traceable(&rays[index]) {
+            report(index, None);
+        }
+    }
+    for item in &items {
+        let hit = (item.prim != NO_HIT).then_some(Hit {
+            t: item.closest,
+            prim: item.prim,
+            u: item.u,
+            v: item.v,
+        });
+        report(context.rays[item.id as usize].index, hit);
+    }
+    stats
+}
+
+/// The box of the triangles `tris`.
+fn union(boxes: &[Aabb], tris: &[u32]) -> Aabb {
+    tris.iter()
+        .fold(Aabb::EMPTY, |b, &t| b.union(boxes[t as usize]))
+}
+
+/// One task: `bounds` is the region its rays and triangles share (a point
+/// of every hit pair lies inside it, grown by the ray's thickness).
+fn run_task(
+    context: &Context<'_>,
+    bounds: Aabb,
+    rays: &mut [RayItem],
+    tris: &mut [u32],
+    depth: u32,
+) -> DacrtStats {
+    let mut stats = DacrtStats {
+        tasks: 1,
+        max_depth: depth,
+        ..DacrtStats::default()
+    };
+    if rays.is_empty() || tris.is_empty() {
+        return stats;
+    }
+    let whole = union(&context.boxes, tris);
+    let bounds = bounds.intersection(whole);
+    let live = partition(rays, |r| can_hit(context, r, &bounds, &whole));
+    let rays = &mut rays[..live];
+    if rays.is_empty() {
+        return stats;
+    }
+    let config = context.config;
+    let plane = if config.is_direct(rays.len(), tris.len()) || depth >= config.max_depth {
+        None
+    } else {
+        separating_plane(context, &bounds, rays, tris)
+    };
+    let Some(plane) = plane else {
+        stats.direct_tasks = 1;
+        stats.pair_tests = direct(context, rays, tris);
+        return stats;
+    };
+    let children = subdivide(context, &bounds, plane, rays, tris, depth);
+    stats.add(&children);
+    stats
+}
+
+/// Whether `ray` may still get a hit from triangles inside `whole` (the box
+/// of the task's whole triangles): not done (any hit), its thick line meets
+/// the task's region, and the depth slab of `whole` reaches `[tmin,
+/// closest]`.
+fn can_hit(context: &Context<'_>, ray: &RayItem, bounds: &Aabb, whole: &Aabb) -> bool {
+    if context.any_hit && ray.prim != NO_HIT {
+        return false;
+    }
+    let c = &context.rays[ray.id as usize];
+    c.slab.clip_to(bounds, c.slab.delta).is_some()
+        && c.slab.reach(whole, c.tmin, ray.closest).is_some()
+}
+
+/// The plane the configured split picks, or, when it separates no
+/// triangle from the others (all straddle it), the median of another axis
+/// that does; `None` when none does (the task then intersects directly).
+fn separating_plane(
+    context: &Context<'_>,
+    bounds: &Aabb,
+    rays: &[RayItem],
+    tris: &[u32],
+) -> Option<Plane> {
+    let view = TaskView {
+        context,
+        rays,
+        tris,
+    };
+    let separates = |plane: Plane| tris.iter().any(|&t| view.tri_side(t, plane) != Side::Both);
+    let chosen = split::choose(context.config.split, &view, bounds)?;
+    if separates(chosen) {
+        return Some(chosen);
+    }
+    (0..3)
+        .filter(|&axis| axis != chosen.axis)
+        .filter_map(|axis| {
+            let extent = bounds.extent()[axis];
+            (extent > 0.0 && extent.is_finite()).then(|| Plane {
+                axis,
+                pos: bounds.min[axis] + 0.5 * extent,
+            })
+        })
+        .find(|&plane| separates(plane))
+}
+
+/// Partitions the rays into [left | both | right] and the triangles the
+/// same way, then runs the seven children of Vinkler et al.'s Figure 3 in
+/// their three waves; within a wave no two children share a slice.
+fn subdivide(
+    context: &Context<'_>,
+    bounds: &Aabb,
+    plane: Plane,
+    rays: &mut [RayItem],
+    tris: &mut [u32],
+    depth: u32,
+) -> DacrtStats {
+    let ray_sides =
+        |r: &RayItem| ray_side(&context.rays[r.id as usize], bounds, plane).unwrap_or(Side::Both);
+    let (rays_left, rays_both, rays_right) = split_three(rays, ray_sides);
+    let (tris_left, tris_both, tris_right) =
+        split_three(tris, |&t| tri_side(&context.boxes[t as usize], plane));
+    let (left, right) = halves(bounds, plane);
+    let parallel = rays_left.len() + rays_both.len() + rays_right.len() >= 256
+        && (rays_left.len() + rays_both.len() + rays_right.len())
+            .saturating_mul(tris_left.len() + tris_both.len() + tris_right.len())
+            >= PARALLEL_PAIRS;
+    let next = depth + 1;
+    let mut stats = DacrtStats::default();
+    // Wave 1: T1 (left x left), T4 (both x both), T7 (right x right).
+    let (t1, (t4, t7)) = join(
+        parallel,
+        || run_task(context, left, rays_left, tris_left, next),
+        || {
+            join(
+                parallel,
+                || run_task(context, *bounds, rays_both, tris_both, next),
+                || run_task(context, right, rays_right, tris_right, next),
+            )
+        },
+    );
+    // Wave 2: T2 (left rays x straddling triangles), T3 (both x left).
+    let (t2, t3) = join(
+        parallel,
+        || run_task(context, left, rays_left, tris_both, next),
+        || run_task(context, left, rays_both, tris_left, next),
+    );
+    // Wave 3: T5 (both x right), T6 (right rays x straddling triangles).
+    let (t5, t6) = join(
+        parallel,
+        || run_task(context, right, rays_both, tris_right, next),
+        || run_task(context, right, rays_right, tris_both, next),
+    );
+    for child in [t1, t2, t3, t4, t5, t6, t7] {
+        stats.add(&child);
+    }
+    stats
+}
+
+/// `rayon::join` when `parallel`, else the two calls in order.
+fn join<A: Send, B: Send>(
+    parallel: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if parallel {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
+    }
+}
+
+/// Reorders `items` into [left | both | right] by `side` and returns the
+/// three slices.
+fn split_three<T>(items: &mut [T], side: impl Fn(&T) -> Side) -> (&mut [T], &mut [T], &mut [T]) {
+    let not_right = partition(items, |x| side(x) != Side::Right);
+    let (front, right) = items.split_at_mut(not_right);
+    let lefts = partition(front, |x| side(x) == Side::Left);
+    let (left, both) = front.split_at_mut(lefts);
+    (left, both, right)
+}
+
+/// Moves the items that satisfy `keep` to the front (order not kept);
+/// returns how many.
+fn partition<T>(items: &mut [T], keep: impl Fn(&T) -> bool) -> usize {
+    let mut front = 0;
+    for i in 0..items.len() {
+        if keep(&items[i]) {
+            items.swap(front, i);
+            front += 1;
+        }
+    }
+    front
+}
+
+/// Every ray against every triangle; returns the number of tests.
+fn direct(context: &Context<'_>, rays: &mut [RayItem], tris: &[u32]) -> u64 {
+    let mut tests = 0u64;
+    for ray in rays.iter_mut() {
+        let c = &context.rays[ray.id as usize];
+        if context.any_hit {
+            for &t in tris {
+                tests += 1;
+                let tri = &context.triangles[t as usize];
+                if c.test.intersect(tri, c.tmin, c.tmax).is_some() {
+                    ray.prim = t;
+                    break;
+                }
+            }
+            continue;
+        }
+        // Up to and including the closest hit so far: an equal t with a
+        // lower id wins the tie, as brute force's id order gives it.
+        let mut limit = if ray.prim == NO_HIT {
+            c.tmax
+        } else {
+            next_up(ray.closest)
+        };
+        tests += tris.len() as u64;
+        for &t in tris {
+            let tri = &context.triangles[t as usize];
+            let Some(h) = c.test.intersect(tri, c.tmin, limit) else {
+                continue;
+            };
+            if ray.prim == NO_HIT || h.t < ray.closest || t < ray.prim {
+                *ray = RayItem {
+                    id: ray.id,
+                    closest: h.t,
+                    prim: t,
+                    u: h.u,
+                    v: h.v,
+                };
+                limit = next_up(h.t);
+            }
+        }
+    }
+    tests
+}
