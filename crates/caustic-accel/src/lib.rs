@@ -20,6 +20,7 @@
 mod brute_force;
 mod build_input;
 pub mod bvh;
+pub mod collision;
 pub mod dacrt;
 pub mod grid;
 pub mod kdtree;
@@ -36,7 +37,9 @@ mod slab_ray;
 pub use brute_force::BruteForce;
 pub use build_input::BuildInput;
 pub use bvh::{Bvh2, BvhNode, TriangleBvh, sah_cost};
-pub use registry::{ACCEL_NAMES, ACCEL_PARAMS, AccelSpecError, UnknownAccel, build_accel};
+pub use registry::{
+    ACCEL_NAMES, ACCEL_PARAMS, AccelSpecError, UnknownAccel, build_accel, check_spec,
+};
 
 use caustic_geom::{Hit, Ray, Vec3};
 use rayon::prelude::*;

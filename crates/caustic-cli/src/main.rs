@@ -8,6 +8,7 @@ mod bench_gpu_cuda;
 mod bench_photons;
 mod camera;
 mod camera_presets;
+mod collide;
 mod compare;
 mod device;
 mod info;
@@ -58,6 +59,9 @@ enum Command {
     /// Image metrics (RMSE, PSNR, means) of an image against a reference,
     /// in linear values (EXR as stored, PNG converted from sRGB).
     Compare(compare::CompareArgs),
+    /// Collision detection of moving agents by ray segments (Vinkler et
+    /// al. 2013): DACRT against BVH build + trace, answers per agent and frame.
+    Collide(collide::CollideArgs),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Render(args) => with_threads(args.threads(), || render::run(args)),
         Command::Info(args) => with_threads(0, || info::run(args)),
         Command::Compare(args) => compare::run(args),
+        Command::Collide(args) => with_threads(args.threads, || collide::run(args)),
         Command::Bench(cmd) => with_threads(cmd.threads(), || bench::run(cmd)),
     };
     match result {

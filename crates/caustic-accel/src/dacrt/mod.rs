@@ -82,12 +82,71 @@ impl DacrtConfig {
         ..Self::MEDIAN
     };
 
-    /// The registry spec of this configuration (`dacrt`, `dacrt:split=rdh`).
+    /// The spec of this configuration (`dacrt`, `dacrt:split=rdh`, with
+    /// the parameters that differ from the paper's); parses back to it.
     pub fn spec(&self) -> String {
-        match self.split {
-            DacrtSplit::Median => "dacrt".into(),
-            DacrtSplit::Rdh => "dacrt:split=rdh".into(),
+        let mut spec = String::from("dacrt");
+        if self.split == DacrtSplit::Rdh {
+            spec += ":split=rdh";
         }
+        let paper = Self::MEDIAN;
+        if self.c_sort != paper.c_sort {
+            spec += &format!(":sort={}", self.c_sort);
+        }
+        if self.min_rays != paper.min_rays {
+            spec += &format!(":rays={}", self.min_rays);
+        }
+        if self.min_tris != paper.min_tris {
+            spec += &format!(":tris={}", self.min_tris);
+        }
+        spec
+    }
+
+    /// Parses `dacrt[:split=median|rdh][:sort=C][:rays=N][:tris=N]`
+    /// (`C_SORT` against `C_INTERS = 1`, and the direct-intersection
+    /// minimums); `dacrt-rdh` is `dacrt:split=rdh`.
+    pub fn parse(spec: &str) -> Result<Self, String> {
+        let spec = spec.trim();
+        let (mut config, params) = if let Some(rest) = spec.strip_prefix("dacrt-rdh") {
+            (Self::RDH, rest)
+        } else if let Some(rest) = spec.strip_prefix("dacrt") {
+            (Self::MEDIAN, rest)
+        } else {
+            return Err(format!("`{spec}` is not a dacrt spec"));
+        };
+        if !(params.is_empty() || params.starts_with(':')) {
+            return Err(format!("`{spec}` is not a dacrt spec"));
+        }
+        for param in params.split(':').filter(|p| !p.is_empty()) {
+            let (key, value) = param
+                .split_once('=')
+                .ok_or_else(|| format!("dacrt parameter `{param}` needs a value (key=value)"))?;
+            let count = |max: usize| {
+                value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=max).contains(n))
+                    .ok_or_else(|| format!("dacrt `{key}` is a count in 1..={max}, not `{value}`"))
+            };
+            match key {
+                "split" => config.split = value.parse()?,
+                "sort" => {
+                    config.c_sort = value
+                        .parse::<f32>()
+                        .ok()
+                        .filter(|c| c.is_finite() && *c >= 0.0)
+                        .ok_or_else(|| format!("dacrt `sort` is a cost >= 0, not `{value}`"))?;
+                }
+                "rays" => config.min_rays = count(1 << 20)?,
+                "tris" => config.min_tris = count(1 << 20)?,
+                other => {
+                    return Err(format!(
+                        "dacrt has no parameter `{other}`; it takes split=median|rdh, sort=C, rays=N, tris=N"
+                    ));
+                }
+            }
+        }
+        Ok(config)
     }
 
     /// Whether a task of this size intersects directly (Eq. 2 and the
@@ -322,5 +381,18 @@ mod tests {
         assert!(c.is_direct(100, 100));
         assert!(!c.is_direct(1000, 1000));
         assert_eq!(DacrtConfig::RDH.spec(), "dacrt:split=rdh");
+        for spec in ["dacrt", "dacrt:split=rdh", "dacrt:sort=2:rays=8:tris=2"] {
+            assert_eq!(DacrtConfig::parse(spec).unwrap().spec(), spec);
+        }
+        assert_eq!(DacrtConfig::parse("dacrt-rdh"), Ok(DacrtConfig::RDH));
+        for bad in [
+            "dacrt:split=sah",
+            "dacrt:sort=-1",
+            "dacrt:rays=0",
+            "dacrt:leaf=4",
+            "dacrtx",
+        ] {
+            assert!(DacrtConfig::parse(bad).is_err(), "{bad}");
+        }
     }
 }

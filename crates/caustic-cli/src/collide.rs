@@ -1,0 +1,341 @@
+//! `caustic collide`: the collision experiment of Vinkler et al. 2013,
+//! §6.2 (`caustic_accel::collision`), by DACRT (median or RDH splits, no
+//! structure kept) and by any BVH builder (built and traced every frame,
+//! as the paper's HLBVH and "OurBVH" curves), on the CPU or the GPU. Every
+//! method traces the same rays; the answers of each are checked against
+//! the first method's.
+
+use crate::device;
+use crate::scene_arg;
+use anyhow::{Context, Result, bail};
+use caustic::Device;
+use caustic_accel::collision::{Agents, FrameAnswers};
+use caustic_accel::dacrt::{Dacrt, DacrtConfig};
+use caustic_accel::{build_accel, check_spec};
+use caustic_geom::{Hit, Ray, Triangle};
+use clap::Args;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Args)]
+#[command(after_help = "Examples:\n  \
+    caustic collide target/scenes/sponza-dabrovic/sponza.obj --agents 4096\n  \
+    caustic collide cornell-box --agents 256 --method dacrt,dacrt-rdh,bvh-binned,ploc --json collide.json\n  \
+    caustic collide sponza.obj --agents 65536 --method ploc,bvh-binned --device cuda\n\n\
+    Methods: dacrt[:split=median|rdh][:sort=C][:rays=N][:tris=N] (spatial-median or ray distribution \
+    heuristic splits; the paper's C_SORT = 80, 32 rays, 16 triangles by default), dacrt-rdh, or any \
+    --accel structure (bvh-binned, ploc, lbvh, ..., with parameters), built and traced every frame.")]
+pub struct CollideArgs {
+    /// Scene file or built-in scene name.
+    scene: String,
+    /// Moving agents.
+    #[arg(long, default_value_t = 1024)]
+    agents: usize,
+    /// Positions per agent, one per frame (at least 2).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    frames: u32,
+    /// Segments each agent shoots per frame.
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    rays: u32,
+    /// Comma-separated methods; the first one's answers are the JSON's and
+    /// the others are checked against them.
+    #[arg(long, default_value = "dacrt,dacrt-rdh,bvh-binned")]
+    method: String,
+    /// cpu, cuda[:N] or auto.
+    #[arg(long, default_value = "cpu")]
+    device: Device,
+    /// Seed of the agents' paths and rays.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write every agent's answer per frame and the timings as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// CPU threads (0: all cores).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+/// A way to answer a frame's rays.
+#[derive(Clone, Debug)]
+enum Method {
+    Dacrt(DacrtConfig),
+    /// An accel spec, built every frame.
+    Structure(String),
+}
+
+impl Method {
+    fn parse(text: &str) -> Result<Self> {
+        Ok(match text {
+            spec if spec.starts_with("dacrt") => Self::Dacrt(
+                DacrtConfig::parse(spec).map_err(|e| anyhow::anyhow!("--method {spec}: {e}"))?,
+            ),
+            spec => {
+                let cpu = spec.strip_prefix("cpu:").unwrap_or(spec);
+                check_spec(cpu).with_context(|| format!("--method {spec}"))?;
+                Self::Structure(spec.to_owned())
+            }
+        })
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Self::Dacrt(c) => c.spec(),
+            Self::Structure(spec) => spec.clone(),
+        }
+    }
+}
+
+/// One method's run over every frame.
+struct MethodRun {
+    name: String,
+    device: String,
+    build_ms: Vec<f64>,
+    trace_ms: Vec<f64>,
+    answers: Vec<FrameAnswers>,
+}
+
+impl MethodRun {
+    fn mean(v: &[f64]) -> f64 {
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    }
+}
+
+pub fn run(args: CollideArgs) -> Result<()> {
+    let methods: Vec<Method> = args
+        .method
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(Method::parse)
+        .collect::<Result<_>>()?;
+    if methods.is_empty() {
+        bail!("--method names no method");
+    }
+    if args.agents == 0 {
+        bail!("--agents must be at least 1");
+    }
+    let backend = device::open(args.device)?;
+    let loaded = scene_arg::load(&args.scene)?;
+    let triangles = loaded.scene.triangles();
+    if triangles.is_empty() {
+        bail!("{} has no triangles to collide with", args.scene);
+    }
+    let bounds = triangles
+        .iter()
+        .fold(caustic_geom::Aabb::EMPTY, |b, t| b.union(t.bounds()));
+    let agents = Agents::random(
+        &bounds,
+        args.agents,
+        args.frames as usize,
+        args.rays as usize,
+        args.seed,
+    );
+    let frames: Vec<Vec<Ray>> = (0..agents.frames()).map(|f| agents.frame_rays(f)).collect();
+    eprintln!(
+        "{}: {} triangles, {} agents x {} rays = {} segments per frame, {} frames",
+        args.scene,
+        triangles.len(),
+        agents.count(),
+        agents.rays_per_agent(),
+        frames[0].len(),
+        agents.frames()
+    );
+    let mut runs = Vec::new();
+    for method in &methods {
+        let run = run_method(method, &backend, &triangles, &agents, &frames)?;
+        eprintln!(
+            "{}: {:.2} ms per frame ({:.2} build + {:.2} trace)",
+            run.name,
+            MethodRun::mean(&run.build_ms) + MethodRun::mean(&run.trace_ms),
+            MethodRun::mean(&run.build_ms),
+            MethodRun::mean(&run.trace_ms)
+        );
+        runs.push(run);
+    }
+    let disagreements = print_summary(&runs, &agents);
+    if let Some(path) = &args.json {
+        write_json(path, &args, triangles.len(), &agents, &runs)?;
+        eprintln!("wrote {}", path.display());
+    }
+    if disagreements > 0 {
+        bail!("{disagreements} agent answers differ between methods");
+    }
+    Ok(())
+}
+
+fn run_method(
+    method: &Method,
+    backend: &caustic::Backend,
+    triangles: &[Triangle],
+    agents: &Agents,
+    frames: &[Vec<Ray>],
+) -> Result<MethodRun> {
+    let mut run = MethodRun {
+        name: method.name(),
+        device: if backend.is_gpu() { "GPU" } else { "CPU" }.into(),
+        build_ms: Vec::new(),
+        trace_ms: Vec::new(),
+        answers: Vec::new(),
+    };
+    #[cfg(feature = "cuda")]
+    if let Some(gpu) = backend.gpu() {
+        let Method::Structure(spec) = method else {
+            bail!(
+                "{} runs on the CPU only for now: use --device cpu (the GPU takes BVH methods)",
+                method.name()
+            );
+        };
+        for rays in frames {
+            let (build, trace, hits) = gpu_frame(gpu, spec, triangles, rays)?;
+            record(&mut run, agents, build, trace, &hits);
+        }
+        return Ok(run);
+    }
+    for rays in frames {
+        let mut hits = vec![None; rays.len()];
+        let start = Instant::now();
+        let build_ms = match method {
+            Method::Dacrt(config) => {
+                let stats = Dacrt::new(triangles, *config).closest_hits(rays, &mut hits);
+                if std::env::var_os("CAUSTIC_DACRT_STATS").is_some() {
+                    eprintln!("{stats:?}");
+                }
+                0.0
+            }
+            Method::Structure(spec) => {
+                let cpu = spec.strip_prefix("cpu:").unwrap_or(spec);
+                let accel = build_accel(cpu, triangles)?;
+                let build_ms = start.elapsed().as_secs_f64() * 1e3;
+                accel.intersect_batch(rays, &mut hits);
+                build_ms
+            }
+        };
+        let total = start.elapsed().as_secs_f64() * 1e3;
+        record(&mut run, agents, build_ms, total - build_ms, &hits);
+    }
+    Ok(run)
+}
+
+fn record(run: &mut MethodRun, agents: &Agents, build: f64, trace: f64, hits: &[Option<Hit>]) {
+    run.build_ms.push(build);
+    run.trace_ms.push(trace);
+    run.answers.push(agents.answers(hits));
+}
+
+/// One frame on the GPU: the structure built there (device time), then
+/// the rays uploaded, traced and the hits read back (host time).
+#[cfg(feature = "cuda")]
+fn gpu_frame(
+    gpu: &caustic_gpu::Gpu,
+    spec: &str,
+    triangles: &[Triangle],
+    rays: &[Ray],
+) -> Result<(f64, f64, Vec<Option<Hit>>)> {
+    use caustic_accel::bvh::device_accel_cuda::{DeviceAccel, GpuAccelSpec};
+    use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
+    use caustic_gpu::DeviceBuffer;
+    let spec: GpuAccelSpec = spec.parse().with_context(|| format!("--method {spec}"))?;
+    let accel = DeviceAccel::build(gpu, triangles, &spec)?;
+    let build_ms = accel.stats().build_ms;
+    let start = Instant::now();
+    let words: Vec<GpuRay> = rays.iter().map(GpuRay::from).collect();
+    let device_rays = DeviceBuffer::from_slice(gpu, "collision rays", &words)?;
+    let mut hits = DeviceBuffer::<GpuHit>::uninit(gpu, "collision hits", rays.len())?;
+    accel.tracer()?.intersect(&accel, &device_rays, &mut hits)?;
+    let hits: Vec<Option<Hit>> = hits.download()?.iter().map(GpuHit::to_hit).collect();
+    Ok((build_ms, start.elapsed().as_secs_f64() * 1e3, hits))
+}
+
+/// Prints the per-method table; returns how many agent answers differ
+/// from the first method's.
+fn print_summary(runs: &[MethodRun], agents: &Agents) -> usize {
+    println!(
+        "| method | device | agents | segments per frame | build ms | trace ms | frame ms | colliding agents per frame | answers |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---|");
+    let mut total_differences = 0;
+    for run in runs {
+        let colliding: usize = run
+            .answers
+            .iter()
+            .map(|f| f.iter().filter(|a| a.collides).count())
+            .sum();
+        let differences: usize = run
+            .answers
+            .iter()
+            .zip(&runs[0].answers)
+            .map(|(a, b)| a.iter().zip(b).filter(|(x, y)| x != y).count())
+            .sum();
+        total_differences += differences;
+        let verdict = if differences == 0 {
+            format!("= {}", runs[0].name)
+        } else {
+            format!("{differences} differ from {}", runs[0].name)
+        };
+        let (build, trace) = (
+            MethodRun::mean(&run.build_ms),
+            MethodRun::mean(&run.trace_ms),
+        );
+        println!(
+            "| {} | {} | {} | {} | {build:.2} | {trace:.2} | {:.2} | {:.1} | {verdict} |",
+            run.name,
+            run.device,
+            agents.count(),
+            agents.count() * agents.rays_per_agent(),
+            build + trace,
+            colliding as f64 / run.answers.len().max(1) as f64,
+        );
+    }
+    total_differences
+}
+
+fn write_json(
+    path: &std::path::Path,
+    args: &CollideArgs,
+    triangles: usize,
+    agents: &Agents,
+    runs: &[MethodRun],
+) -> Result<()> {
+    let methods: Vec<Value> = runs
+        .iter()
+        .map(|r| {
+            json!({
+                "method": r.name,
+                "device": r.device,
+                "build_ms": r.build_ms,
+                "trace_ms": r.trace_ms,
+                "mean_frame_ms": MethodRun::mean(&r.build_ms) + MethodRun::mean(&r.trace_ms),
+            })
+        })
+        .collect();
+    // Per frame, per agent: [collides, distance, triangle] (null when none).
+    let answers: Vec<Value> = runs[0]
+        .answers
+        .iter()
+        .map(|frame| {
+            Value::Array(
+                frame
+                    .iter()
+                    .map(|a| match a.nearest {
+                        Some((t, prim)) => json!([a.collides, t, prim]),
+                        None => json!([a.collides, null, null]),
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let doc = json!({
+        "scene": args.scene,
+        "triangles": triangles,
+        "agents": agents.count(),
+        "frames": agents.frames(),
+        "rays_per_agent": agents.rays_per_agent(),
+        "seed": args.seed,
+        "methods": methods,
+        "answers_of": runs[0].name,
+        "answers": answers,
+    });
+    std::fs::write(path, serde_json::to_string(&doc)?)
+        .with_context(|| format!("writing {}", path.display()))
+}
