@@ -25,6 +25,8 @@ fn main() {
             "crate::bvh::build::linked_tree_cuda::LayoutTask",
         )
         .ty("GridFrame", "crate::grid::build_cuda::GridFrame")
+        .ty("KdPlan", "crate::kdtree::build_cuda::KdPlan")
+        .ty("KdSmallRoot", "crate::kdtree::build_cuda::KdSmallRoot")
         .ty("PrimRef", "crate::bvh::build::sah_records_cuda::PrimRef")
         .ty("SahTask", "crate::bvh::build::sah_records_cuda::SahTask")
         .ty("SahPlan", "crate::bvh::build::sah_records_cuda::SahPlan")

@@ -11,6 +11,7 @@ use crate::bvh::traverse_cuda::{GpuHit, GpuRay};
 use crate::bvh::triangle_bvh_cuda::GpuTriangle;
 use crate::bvh::wide::compressed::CompressedNode;
 use crate::grid::build_cuda::GridFrame;
+use crate::kdtree::build_cuda::{KdPlan, KdSmallRoot};
 use crate::protocol_cuda::PrimaryFrame;
 
 /// The text of `accel_layout.cuh`.
@@ -37,6 +38,23 @@ pub fn header() -> &'static str {
                 macro_res,
                 macros
             },
+            KdPlan as "KdPlan" {
+                below_min,
+                axis,
+                below_max,
+                split,
+                above_min,
+                kind,
+                above_max,
+                start,
+                count,
+                left_dest,
+                left_base,
+                right_dest,
+                right_base,
+                pad
+            },
+            KdSmallRoot as "KdSmallRoot" { lo, start, hi, count, slot, depth, leaf, pad },
             CompressedNode as "CompressedNode" {
                 origin,
                 exponents,

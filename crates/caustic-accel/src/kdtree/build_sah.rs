@@ -31,7 +31,7 @@
 //! Last, every node gets its culling box, the box of the whole triangles
 //! below it (leaves in parallel, then bottom up; see [`super::traverse`]).
 
-mod large_nodes;
+pub(crate) mod large_nodes;
 mod small_nodes;
 
 use super::{KdNode, KdTree, MAX_DEPTH, MAX_INDEX};

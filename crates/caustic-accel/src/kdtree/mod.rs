@@ -26,10 +26,14 @@
 //! test rejects them) and are left out; the tree over no hittable triangle
 //! has no nodes.
 
+#[cfg(feature = "cuda")]
+pub mod build_cuda;
 pub mod build_sah;
 mod clip;
 mod node;
 pub mod traverse;
+#[cfg(feature = "cuda")]
+pub mod traverse_cuda;
 mod triangle_kdtree;
 
 pub use build_sah::{KdTreeBuilder, KdTreeConfig};

@@ -146,7 +146,7 @@ pub fn empty_space_cuts(cell: &Aabb, tight: &Aabb, ratio: f32) -> (Vec<Cut>, Aab
 }
 
 /// Axes by decreasing extent (first axis first on ties).
-fn axes_longest_first(cell: &Aabb) -> [usize; 3] {
+pub(crate) fn axes_longest_first(cell: &Aabb) -> [usize; 3] {
     let e = cell.extent();
     let mut axes = [0, 1, 2];
     axes.sort_by(|&a, &b| e[b].total_cmp(&e[a]));
@@ -154,7 +154,7 @@ fn axes_longest_first(cell: &Aabb) -> [usize; 3] {
 }
 
 /// The midpoint of `cell` on `axis`, when it lies strictly inside.
-fn median(cell: &Aabb, axis: usize) -> Option<f32> {
+pub(crate) fn median(cell: &Aabb, axis: usize) -> Option<f32> {
     let (lo, hi) = (cell.min[axis], cell.max[axis]);
     let mid = 0.5 * lo + 0.5 * hi;
     (lo < mid && mid < hi).then_some(mid)
