@@ -83,13 +83,13 @@ fn main() -> Result<()> {
                 median(times.clone()),
                 stages.join(", ")
             );
-            let pool = last.pool.map(|p| {
+            let pool = last.pool;
+            if let Some(p) = pool {
                 println!(
                     "  pool: {p}, overhead {:.3} pool cycles per work cycle",
                     p.overhead()
                 );
-                p
-            });
+            }
             rows.push(format!(
                 "| {name} | {} | {spec} | {:.3} | {best:.3} | {:.2} | {} | {} | {} |",
                 scene.triangles.len(),

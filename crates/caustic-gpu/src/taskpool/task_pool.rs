@@ -90,7 +90,7 @@ impl TaskPool {
     pub fn new<S>(gpu: &Gpu, kernel: Kernel<S>, config: TaskPoolConfig) -> Result<Self, GpuError> {
         check_capacity(config.capacity)?;
         if config.block_threads == 0
-            || config.block_threads % 32 != 0
+            || !config.block_threads.is_multiple_of(32)
             || config.block_threads > 1024
         {
             return Err(GpuError::Invalid {
