@@ -12,7 +12,7 @@ use std::fmt;
 pub use gpu_builders::{
     DeviceBuilderConfig, GPU_ACCEL_NAMES, MortonBuilderConfig, SahBuilderConfig,
 };
-use gpu_builders::{morton_config, sah_config};
+use gpu_builders::{morton_config, sah_config, taskpool_config};
 
 /// Every accel name [`build_accel`] knows, in the order reports list them.
 pub const ACCEL_NAMES: &[&str] = &[
@@ -23,6 +23,7 @@ pub const ACCEL_NAMES: &[&str] = &[
     "lbvh",
     "hlbvh",
     "ploc",
+    "bvh-taskpool",
     "kdtree",
     "grid",
     "brute",
@@ -85,7 +86,7 @@ impl fmt::Display for AccelSpecError {
             } => write!(f, "accel `{accel}`, parameter `{param}`: {message}"),
             Self::NotBinary { name } => write!(
                 f,
-                "`{name}` is not a binary BVH builder (bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc)"
+                "`{name}` is not a binary BVH builder (bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc, bvh-taskpool)"
             ),
         }
     }
@@ -106,7 +107,7 @@ pub const ACCEL_PARAMS: &[(&str, &str)] = &[
     ("bvh-sweep", "leaf=N (max leaf size)"),
     (
         "bvh-wide",
-        "width=4|8, from=NAME (binary builder: bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc)",
+        "width=4|8, from=NAME (binary builder: bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc, bvh-taskpool)",
     ),
     (
         "lbvh",
@@ -117,6 +118,10 @@ pub const ACCEL_PARAMS: &[(&str, &str)] = &[
         "bits=30|63, k=3..30 (Morton prefix bits of a cluster), bins=2..32, leaf=N",
     ),
     ("ploc", "r=1..256 (search radius), bits=30|63, leaf=N"),
+    (
+        "bvh-taskpool",
+        "leaf=1..16 (max leaf size; on the CPU, the binned twin of the GPU task-pool build)",
+    ),
     (
         "kdtree",
         "small=1..64 (small-node threshold), empty=0..1 (empty-space cut-off), ct=COST (traversal/intersection cost ratio)",
@@ -191,13 +196,14 @@ pub fn build_triangle_bvh(
     spec: &str,
     triangles: &[Triangle],
 ) -> Result<TriangleBvh, AccelSpecError> {
-    const BINARY: [&str; 6] = [
+    const BINARY: [&str; 7] = [
         "bvh-binned",
         "bvh-binned-staged",
         "bvh-sweep",
         "lbvh",
         "hlbvh",
         "ploc",
+        "bvh-taskpool",
     ];
     let mut params = Params::parse(spec)?;
     if !BINARY.contains(&params.accel.as_str()) {
@@ -212,13 +218,16 @@ fn binary_builder(params: &mut Params) -> Result<Box<dyn Bvh2Builder>, AccelSpec
     let builder: Box<dyn Bvh2Builder> = match params.accel.as_str() {
         "bvh-binned" | "bvh-binned-staged" | "bvh-sweep" => sah_config(params)?.cpu_builder(),
         "lbvh" | "hlbvh" | "ploc" => morton_config(params)?.cpu_builder(),
+        "bvh-taskpool" => Box::new(crate::bvh::build::TaskPoolBvhBuilder::new(taskpool_config(
+            params,
+        )?)),
         other => {
             // Only `bvh-wide:from=` reaches here with another structure.
             return Err(AccelSpecError::BadValue {
                 accel: "bvh-wide".into(),
                 param: "from".into(),
                 message: format!(
-                    "`{other}` is not a binary BVH builder (bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc)"
+                    "`{other}` is not a binary BVH builder (bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc, bvh-taskpool)"
                 ),
             });
         }
@@ -237,6 +246,7 @@ pub const GPU_STRUCTURES: &[&str] = &[
     "bvh-binned",
     "bvh-binned-staged",
     "bvh-sweep",
+    "bvh-taskpool",
     "bvh-wide",
     "grid",
     "cpu:SPEC",

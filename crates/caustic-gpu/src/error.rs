@@ -92,6 +92,15 @@ pub enum GpuError {
     #[error("{what}: the GPU result is wrong: {message}")]
     Mismatch { what: &'static str, message: String },
 
+    /// A task-pool kernel (`taskpool`) stopped itself: its pool had no
+    /// free slot, it made no progress within its watchdog, or the
+    /// application reported a broken invariant.
+    #[error("task pool of {kernel} stopped: {message}")]
+    TaskPool {
+        kernel: &'static str,
+        message: String,
+    },
+
     /// The CUDA libraries loaded but a call into them panicked (a symbol
     /// missing from an older driver, say).
     #[error("the CUDA libraries are unusable ({during}): {message}")]

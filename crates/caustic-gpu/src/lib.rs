@@ -18,6 +18,9 @@
 //!   CUDA structs against their Rust twins).
 //! - [`ops`]: data-parallel primitives (reduce, scan, compact, split, radix
 //!   sort, segment utilities), each with a CPU twin in [`ops::cpu`].
+//! - [`taskpool`]: the task pool of persistent warps (Vinkler et al.
+//!   2013): the device runtime `task_pool.cuh` that other crates' kernels
+//!   include, its host side [`taskpool::TaskPool`] and a self-test.
 //! - `bench`: the timing rules of every GPU benchmark and the primitives
 //!   measured against the copy ceiling.
 //!
@@ -40,6 +43,7 @@ pub mod kernel;
 pub mod kernels;
 pub mod layout;
 pub mod ops;
+pub mod taskpool;
 
 pub use buffer::DeviceBuffer;
 pub use compile::ComputeCapability;

@@ -8,7 +8,7 @@
 use super::{AccelSpecError, Params};
 use crate::bvh::build::{
     BinSchedule, BinnedSahBuilder, BinnedSahConfig, Bvh2Builder, FIVE_STAGES, MAX_BINS,
-    SweepSahBuilder, SweepSahConfig,
+    SweepSahBuilder, SweepSahConfig, TaskPoolBvhBuilder, TaskPoolBvhConfig,
 };
 
 /// Every structure the GPU builds as a binary BVH (`DeviceBvh::build`), in
@@ -20,6 +20,7 @@ pub const GPU_ACCEL_NAMES: &[&str] = &[
     "lbvh",
     "hlbvh",
     "ploc",
+    "bvh-taskpool",
 ];
 
 const MORTON_NAMES: &[&str] = &["lbvh", "hlbvh", "ploc"];
@@ -318,11 +319,23 @@ pub(super) fn sah_config(params: &mut Params) -> Result<SahBuilderConfig, AccelS
     Ok(SahBuilderConfig::Binned(config))
 }
 
+/// The configuration of `bvh-taskpool` from its parameters (`leaf=N`).
+pub(super) fn taskpool_config(params: &mut Params) -> Result<TaskPoolBvhConfig, AccelSpecError> {
+    let mut config = TaskPoolBvhConfig::DEFAULT;
+    if let Some(leaf) = params.take_usize("leaf", 1..=TaskPoolBvhConfig::MAX_LEAF)? {
+        config.max_leaf_size = leaf;
+    }
+    Ok(config)
+}
+
 /// Any builder the GPU runs: what `DeviceBvh::build` takes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DeviceBuilderConfig {
     Morton(MortonBuilderConfig),
     Sah(SahBuilderConfig),
+    /// `bvh-taskpool`: the SAH BVH on the GPU task pool (Vinkler et al.
+    /// 2013), built by `taskpool_cuda.rs`.
+    TaskPool(TaskPoolBvhConfig),
 }
 
 impl DeviceBuilderConfig {
@@ -330,7 +343,12 @@ impl DeviceBuilderConfig {
     /// registered structure the GPU does not build is
     /// [`AccelSpecError::NotOnGpu`], which lists them.
     pub fn parse(spec: &str) -> Result<Self, AccelSpecError> {
-        let params = Params::parse(spec)?;
+        let mut params = Params::parse(spec)?;
+        if params.accel == "bvh-taskpool" {
+            let config = taskpool_config(&mut params)?;
+            params.finish()?;
+            return Ok(Self::TaskPool(config));
+        }
         if SAH_NAMES.contains(&params.accel.as_str()) {
             SahBuilderConfig::parse(spec).map(Self::Sah)
         } else {
@@ -343,6 +361,7 @@ impl DeviceBuilderConfig {
         match self {
             Self::Morton(c) => c.name(),
             Self::Sah(c) => c.name(),
+            Self::TaskPool(_) => "bvh-taskpool",
         }
     }
 
@@ -351,6 +370,7 @@ impl DeviceBuilderConfig {
         match self {
             Self::Morton(c) => c.spec(),
             Self::Sah(c) => c.spec(),
+            Self::TaskPool(c) => c.spec(),
         }
     }
 
@@ -359,6 +379,7 @@ impl DeviceBuilderConfig {
         match self {
             Self::Morton(c) => c.cpu_builder(),
             Self::Sah(c) => c.cpu_builder(),
+            Self::TaskPool(c) => Box::new(TaskPoolBvhBuilder::new(*c)),
         }
     }
 
@@ -369,6 +390,7 @@ impl DeviceBuilderConfig {
             Self::Morton(MortonBuilderConfig::Ploc(c)) => c.max_leaf_size as usize,
             Self::Morton(MortonBuilderConfig::Hlbvh(c)) => c.max_leaf_size,
             Self::Sah(c) => c.max_leaf_size(),
+            Self::TaskPool(c) => c.max_leaf_size,
         }
     }
 }
@@ -457,7 +479,14 @@ mod tests {
 
     #[test]
     fn device_specs_name_their_family() {
-        for spec in ["bvh-binned:bins=8", "bvh-sweep", "lbvh:bits=63", "ploc:r=4"] {
+        for spec in [
+            "bvh-binned:bins=8",
+            "bvh-sweep",
+            "lbvh:bits=63",
+            "ploc:r=4",
+            "bvh-taskpool",
+            "bvh-taskpool:leaf=2",
+        ] {
             let config = DeviceBuilderConfig::parse(spec).unwrap();
             assert_eq!(config.spec(), spec);
             assert_eq!(config.cpu_builder().name(), config.name());
@@ -478,6 +507,8 @@ mod tests {
             );
         }
         assert!(message("bvh-binned:schedule=16@99").contains("2..=64"));
+        assert!(message("bvh-taskpool:leaf=32").contains("1..=16"));
+        assert!(message("bvh-taskpool:bins=8").contains("no parameter `bins`"));
         assert!(message("bvh-sweep:bins=8").contains("no parameter `bins`"));
         let m = MortonBuilderConfig::parse("bvh-binned")
             .unwrap_err()

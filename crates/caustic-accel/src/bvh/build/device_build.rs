@@ -28,6 +28,7 @@ use super::lbvh_cuda::radix_tree;
 use super::linked_tree_cuda::{device_sah_cost, to_device_bvh};
 use super::morton_cuda::DeviceMortonOrder;
 use super::ploc_cuda::clustering;
+use super::taskpool_cuda::build_taskpool;
 use crate::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use crate::registry::{AccelSpecError, DeviceBuilderConfig, MortonBuilderConfig};
 use caustic_geom::Triangle;
@@ -73,6 +74,10 @@ pub struct DeviceBuildStats {
     /// Subtrees of at most `sweep_max_prims` triangles that the SAH
     /// family's small-node stage built (one warp each).
     pub small_roots: usize,
+    /// The task pool's figures (`bvh-taskpool`): warps, tasks, chunks and
+    /// the warps' cycles on work, in the pool and idle (the paper's
+    /// Table 2 analogue).
+    pub pool: Option<caustic_gpu::taskpool::PoolStats>,
 }
 
 impl DeviceBuildStats {
@@ -156,6 +161,7 @@ impl DeviceBvh {
             DeviceBuilderConfig::Sah(config) => {
                 build_sah(gpu, triangles, config.name(), &config.binned())
             }
+            DeviceBuilderConfig::TaskPool(config) => build_taskpool(gpu, triangles, &config),
         }
     }
 

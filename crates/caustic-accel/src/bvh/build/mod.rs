@@ -36,6 +36,9 @@ mod sorted_sweep;
 mod sweep_sah;
 #[cfg(feature = "cuda")]
 mod sweep_sah_cuda;
+mod taskpool;
+#[cfg(feature = "cuda")]
+mod taskpool_cuda;
 
 pub use binned_sah::{
     BinSchedule, BinStage, BinnedSahBuilder, BinnedSahConfig, FIVE_STAGES, MAX_BINS, MAX_STAGES,
@@ -50,6 +53,9 @@ pub use memory::PeakMemory;
 pub use morton_order::MortonBits;
 pub use ploc::{PlocBuilder, PlocConfig};
 pub use sweep_sah::{SweepSahBuilder, SweepSahConfig};
+pub use taskpool::{TaskPoolBvhBuilder, TaskPoolBvhConfig};
+#[cfg(feature = "cuda")]
+pub use taskpool_cuda::MAX_TRIANGLES as GPU_TASKPOOL_MAX_TRIANGLES;
 
 use super::Bvh2;
 use crate::BuildInput;
