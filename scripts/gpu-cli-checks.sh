@@ -4,7 +4,7 @@
 # GPU-built structure (`--device cuda --accel ploc|lbvh|grid`) and with the
 # CPU's build of the same structure (`--device cpu --accel ...`), the images
 # compared by `caustic compare` (PSNR, peak 1); then a structure the GPU
-# does not build (`--accel ${CAUSTIC_CPU_ONLY_ACCEL:-kdtree}`), which must
+# does not build (`--accel ${CAUSTIC_CPU_ONLY_ACCEL:-brute}`), which must
 # fail with the list of those it does. Run after gpu-run.sh has unpacked the bundle:
 #
 #   bash scripts/gpu-cli-checks.sh target/gpu-bundle/caustic
@@ -19,7 +19,7 @@ render() { # integrator device accel file
 }
 
 for integrator in photon whitted sppm; do
-    for accel in ploc lbvh grid; do
+    for accel in ploc lbvh grid kdtree bvh-taskpool; do
         gpu="$out/$integrator-cuda-$accel.exr"
         cpu="$out/$integrator-cpu-$accel.exr"
         echo "== $integrator, --accel $accel"
@@ -29,7 +29,7 @@ for integrator in photon whitted sppm; do
     done
 done
 
-cpu_only="${CAUSTIC_CPU_ONLY_ACCEL:-kdtree}"
+cpu_only="${CAUSTIC_CPU_ONLY_ACCEL:-brute}"
 echo "== --device cuda --accel $cpu_only (must fail)"
 if "$bin" render cornell-caustics --device cuda --accel "$cpu_only" -o "$out/cpu-only.png"; then
     echo "FAILED: --accel $cpu_only rendered on the GPU"

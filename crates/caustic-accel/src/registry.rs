@@ -248,14 +248,33 @@ pub const GPU_STRUCTURES: &[&str] = &[
     "bvh-sweep",
     "bvh-taskpool",
     "bvh-wide",
+    "kdtree",
     "grid",
     "cpu:SPEC",
 ];
 
 /// The structures other than BVHs that the GPU builds and traces, with
-/// their CPU parameters: the uniform grid (Ivson et al., count, scan,
-/// write, sort, cell ranges on the device; traced by a 3D-DDA).
-pub const GPU_SPATIAL_STRUCTURES: &[&str] = &["grid"];
+/// their CPU parameters: the SAH kd-tree (Zhou et al. 2008's large- and
+/// small-node stages on the device; traced with a stack) and the uniform
+/// grid (Ivson et al., count, scan, write, sort, cell ranges on the
+/// device; traced by a 3D-DDA).
+pub const GPU_SPATIAL_STRUCTURES: &[&str] = &["kdtree", "grid"];
+
+/// The kd-tree configuration a `kdtree[:small=..:empty=..:ct=..]` spec
+/// names, the same the CPU build of that spec uses.
+pub fn kdtree_config_of(spec: &str) -> Result<crate::kdtree::KdTreeConfig, AccelSpecError> {
+    let mut params = Params::parse(spec)?;
+    if params.accel != "kdtree" {
+        return Err(AccelSpecError::BadValue {
+            accel: params.accel,
+            param: "name".into(),
+            message: "not a kd-tree spec".into(),
+        });
+    }
+    let config = kdtree_config(&mut params)?;
+    params.finish()?;
+    Ok(config)
+}
 
 /// The grid configuration a `grid[:k=..:exact=..:macro=..]` spec names,
 /// the same the CPU build of that spec uses.

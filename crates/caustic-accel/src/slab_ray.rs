@@ -132,6 +132,22 @@ fn depth_axis(dir: Vec3) -> usize {
     }
 }
 
+/// The smallest `f32` above `x` (`f32::next_up` is newer than the
+/// workspace's minimum Rust): the limit that lets a triangle test accept a
+/// `t` equal to the closest hit so far, for the lowest-id tie rule.
+#[inline]
+pub(crate) fn next_up(x: f32) -> f32 {
+    if x.is_nan() || x == f32::INFINITY {
+        x
+    } else if x == 0.0 {
+        f32::from_bits(1)
+    } else if x > 0.0 {
+        f32::from_bits(x.to_bits() + 1)
+    } else {
+        f32::from_bits(x.to_bits() - 1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,21 +183,5 @@ mod tests {
         assert!(along.parallel[1] && along.parallel[2]);
         let (lo, hi) = along.clip_to(&flat, 0.0).unwrap();
         assert!((lo - 5.0).abs() < 1e-6 && (hi - 6.0).abs() < 1e-6);
-    }
-}
-
-/// The smallest `f32` above `x` (`f32::next_up` is newer than the
-/// workspace's minimum Rust): the limit that lets a triangle test accept a
-/// `t` equal to the closest hit so far, for the lowest-id tie rule.
-#[inline]
-pub(crate) fn next_up(x: f32) -> f32 {
-    if x.is_nan() || x == f32::INFINITY {
-        x
-    } else if x == 0.0 {
-        f32::from_bits(1)
-    } else if x > 0.0 {
-        f32::from_bits(x.to_bits() + 1)
-    } else {
-        f32::from_bits(x.to_bits() - 1)
     }
 }

@@ -387,15 +387,15 @@ fn standard_scenes_build_and_trace_as_on_the_cpu() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The grid as the renderers and `bench gpu` get it, through
-/// [`DeviceAccel`] and [`AccelTracer`] by spec: every closest hit and any-hit
-/// answer equal to the default BVH's through the same path, and the
-/// secondary rays generated from the scene-order triangles equal to those
-/// generated from the BVH's own (the protocol's rays do not depend on the
-/// structure).
+/// The grid, the kd-tree and the task-pool BVH as the renderers and `bench
+/// gpu` get them, through [`DeviceAccel`] and [`AccelTracer`] by spec:
+/// every closest hit and any-hit answer equal to the default BVH's through
+/// the same path, and the secondary rays generated from the scene-order
+/// triangles equal to those generated from the BVH's own (the protocol's
+/// rays do not depend on the structure).
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn the_grid_through_device_accel_traces_as_the_default_bvh() {
+fn structures_through_device_accel_trace_as_the_default_bvh() {
     let mut failures = Vec::new();
     let mut cases: Vec<(String, Vec<Triangle>, protocol::ProtocolCamera)> = Vec::new();
     for scene in scenes::SCENES.iter().take(3) {
@@ -408,24 +408,15 @@ fn the_grid_through_device_accel_traces_as_the_default_bvh() {
     let framing = protocol::framing_camera(&soup, 60.0);
     cases.push(("awkward soup".into(), soup, framing));
     for (name, tris, camera) in &cases {
-        let grid_spec: GpuAccelSpec = "grid:k=3".parse().unwrap();
-        let grid = DeviceAccel::build(gpu(), tris, &grid_spec).unwrap();
         let bvh = DeviceAccel::build(gpu(), tris, &GpuAccelSpec::default()).unwrap();
-        let stats = grid.stats();
-        assert_eq!(stats.spec, "grid:k=3");
-        assert!(stats.sah_cost.is_nan() && stats.references >= stats.prims.min(1));
-        assert!(grid.binary().is_none() && grid.grid().is_some());
-        let (mut grid_tracer, mut bvh_tracer) = (grid.tracer().unwrap(), bvh.tracer().unwrap());
-        // A tracer of one kind refuses the other kind's structure.
+        let mut bvh_tracer = bvh.tracer().unwrap();
         let primary = rays::primary_rays(gpu(), &scenes::gpu_camera(camera), 320, 192).unwrap();
         let mut hits = DeviceBuffer::<GpuHit>::uninit(gpu(), "hits", primary.len()).unwrap();
-        assert!(grid_tracer.intersect(&bvh, &primary, &mut hits).is_err());
         bvh_tracer.intersect(&bvh, &primary, &mut hits).unwrap();
         let diag = protocol::scene_diagonal(tris);
         let secondary = rays::secondary_rays(bvh.binary().unwrap(), &primary, &hits, diag).unwrap();
         let scene_order =
-            rays::secondary_rays_scene_order(grid.scene_triangles(), &primary, &hits, diag)
-                .unwrap();
+            rays::secondary_rays_scene_order(bvh.scene_triangles(), &primary, &hits, diag).unwrap();
         let words = |b: &DeviceBuffer<GpuRay>| -> Vec<[u32; 8]> {
             b.download()
                 .unwrap()
@@ -438,33 +429,66 @@ fn the_grid_through_device_accel_traces_as_the_default_bvh() {
                 "{name}: secondary rays depend on the triangle order"
             ));
         }
-        for (pass, device_rays) in [
-            ("primary", &primary),
-            ("AO", &secondary.ao),
-            ("diffuse", &secondary.diffuse),
-        ] {
-            let n = device_rays.len();
-            let run = |tracer: &mut AccelTracer, accel: &DeviceAccel| {
-                let mut hits = DeviceBuffer::<GpuHit>::uninit(gpu(), "hits", n).unwrap();
-                hits.poison().unwrap();
-                tracer.intersect(accel, device_rays, &mut hits).unwrap();
-                let mut any = DeviceBuffer::<u32>::uninit(gpu(), "any", n).unwrap();
-                any.poison().unwrap();
-                tracer.occluded(accel, device_rays, &mut any).unwrap();
-                (hits.download().unwrap(), any.download().unwrap())
+        for spec in ["grid:k=3", "kdtree", "kdtree:small=16", "bvh-taskpool"] {
+            let parsed: GpuAccelSpec = spec.parse().unwrap();
+            let accel = match DeviceAccel::build(gpu(), tris, &parsed) {
+                Ok(accel) => accel,
+                Err(e) => {
+                    failures.push(format!("{name}, {spec}: {e}"));
+                    continue;
+                }
             };
-            let (want, want_any) = run(&mut bvh_tracer, &bvh);
-            let (got, got_any) = run(&mut grid_tracer, &grid);
-            let host: Vec<Ray> = device_rays
-                .download()
-                .unwrap()
-                .iter()
-                .map(GpuRay::to_ray)
-                .collect();
-            let label = format!("{name} {pass}, grid vs bvh-binned through DeviceAccel");
-            match differences(&label, &host, &want, &got, Some(&want_any), &got_any) {
-                Some(line) => failures.push(line),
-                None => eprintln!("{label}: {n} rays, identical"),
+            let stats = accel.stats();
+            assert_eq!(stats.spec, spec);
+            assert_eq!(stats.sah_cost.is_nan(), spec.starts_with("grid"), "{spec}");
+            assert_eq!(accel.grid().is_some(), spec.starts_with("grid"));
+            assert_eq!(accel.kdtree().is_some(), spec.starts_with("kdtree"));
+            eprintln!(
+                "{name}, {spec}: build {:.2} ms ({}), SAH {:.2}, {} nodes, {} references",
+                stats.build_ms,
+                stats
+                    .stages
+                    .iter()
+                    .map(|(s, ms)| format!("{s} {ms:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                stats.sah_cost,
+                stats.nodes,
+                stats.references
+            );
+            let mut tracer = accel.tracer().unwrap();
+            if accel.binary().is_none() {
+                // A tracer of one kind refuses the other kind's structure.
+                assert!(tracer.intersect(&bvh, &primary, &mut hits).is_err());
+            }
+            for (pass, device_rays) in [
+                ("primary", &primary),
+                ("AO", &secondary.ao),
+                ("diffuse", &secondary.diffuse),
+            ] {
+                let n = device_rays.len();
+                let run = |tracer: &mut AccelTracer, accel: &DeviceAccel| {
+                    let mut hits = DeviceBuffer::<GpuHit>::uninit(gpu(), "hits", n).unwrap();
+                    hits.poison().unwrap();
+                    tracer.intersect(accel, device_rays, &mut hits).unwrap();
+                    let mut any = DeviceBuffer::<u32>::uninit(gpu(), "any", n).unwrap();
+                    any.poison().unwrap();
+                    tracer.occluded(accel, device_rays, &mut any).unwrap();
+                    (hits.download().unwrap(), any.download().unwrap())
+                };
+                let (want, want_any) = run(&mut bvh_tracer, &bvh);
+                let (got, got_any) = run(&mut tracer, &accel);
+                let host: Vec<Ray> = device_rays
+                    .download()
+                    .unwrap()
+                    .iter()
+                    .map(GpuRay::to_ray)
+                    .collect();
+                let label = format!("{name} {pass}, {spec} vs bvh-binned through DeviceAccel");
+                match differences(&label, &host, &want, &got, Some(&want_any), &got_any) {
+                    Some(line) => failures.push(line),
+                    None => eprintln!("{label}: {n} rays, identical"),
+                }
             }
         }
     }

@@ -82,7 +82,7 @@ pub struct GpuBenchArgs {
 }
 
 /// What `--accel all` builds: every device builder, the wide BVH over the
-/// default, the uniform grid, and the CPU's binned SAH tree uploaded, for
+/// default, the kd-tree, the uniform grid, and the CPU's binned SAH tree uploaded, for
 /// comparison with the GPU's.
 pub(crate) const ALL_STRUCTURES: &[&str] = &[
     "lbvh",
@@ -91,7 +91,9 @@ pub(crate) const ALL_STRUCTURES: &[&str] = &[
     "bvh-binned",
     "bvh-binned-staged",
     "bvh-sweep",
+    "bvh-taskpool",
     "bvh-wide",
+    "kdtree",
     "grid",
     "cpu:bvh-binned",
 ];

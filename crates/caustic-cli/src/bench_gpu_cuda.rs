@@ -374,12 +374,20 @@ mod tests {
     fn accel_lists_parse_before_the_gpu_work() {
         let all = accel_specs("all").unwrap();
         let names: Vec<String> = all.iter().map(ToString::to_string).collect();
-        for name in ["bvh-binned", "bvh-binned-staged", "bvh-sweep", "ploc"] {
+        for name in [
+            "bvh-binned",
+            "bvh-binned-staged",
+            "bvh-sweep",
+            "bvh-taskpool",
+            "ploc",
+            "kdtree",
+            "grid",
+        ] {
             assert!(names.iter().any(|n| n == name), "{names:?}");
         }
         let two = accel_specs("bvh-binned:bins=16, bvh-sweep").unwrap();
         assert_eq!(two[0].to_string(), "bvh-binned:bins=16");
         assert_eq!(two[1].to_string(), "bvh-sweep");
-        assert!(accel_specs("bvh-binned,kdtree").is_err());
+        assert!(accel_specs("bvh-binned,brute").is_err());
     }
 }

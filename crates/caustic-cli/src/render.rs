@@ -42,8 +42,8 @@ fn help() -> String {
          caustic render cornell-box --device cuda --accel cpu:bvh-binned   # CPU-built, uploaded\n\n\
          --accel on a GPU (--device cuda, or auto with a GPU): the structure of that name built \
          on the device: {} (default {DEFAULT_GPU_SPEC}); cpu:SPEC traces a tree the CPU built \
-         (on the CPU, cpu:SPEC is SPEC). Structures the GPU does not build (kdtree, \
-         brute) are an error with --device cuda and render on the CPU \
+         (on the CPU, cpu:SPEC is SPEC). Brute force, which the GPU does not run, \
+         is an error with --device cuda and renders on the CPU \
          with --device auto.\n\n{}",
         GPU_STRUCTURES.join(", "),
         camera_presets::help()

@@ -55,8 +55,8 @@ impl Accelerator {
     /// the same name, or on the CPU and uploaded where there is none
     /// (`bvh-sweep`); `bvh-wide` collapses the binary tree of its `from`
     /// (see [`AccelKind::gpu_tree`]).
-    /// The grid is built and traced on the device too. The kd-tree and
-    /// brute force run on the CPU only: `Auto` takes the CPU for them (and
+    /// The kd-tree and the grid are built and traced on the device too.
+    /// Brute force runs on the CPU only: `Auto` takes the CPU for it (and
     /// says so in [`Accelerator::note`]), an explicit `Cuda` is an error.
     pub fn build(triangles: &[Triangle], kind: AccelKind, device: Device) -> Result<Self> {
         let backend = if kind.runs_on_gpu() {
@@ -64,7 +64,7 @@ impl Accelerator {
         } else {
             device.cpu_only(
                 kind.name(),
-                "the GPU traces BVHs (lbvh, hlbvh, ploc, bvh-binned and bvh-binned-staged built there, bvh-wide collapsed there, bvh-sweep built on the CPU and uploaded) and the uniform grid",
+                "the GPU traces BVHs (lbvh, hlbvh, ploc, bvh-binned and bvh-binned-staged built there, bvh-wide collapsed there, bvh-sweep built on the CPU and uploaded), the kd-tree and the uniform grid",
             )?
         };
         let structure = Self::build_on(&backend, triangles, kind)?;

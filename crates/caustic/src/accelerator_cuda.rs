@@ -2,7 +2,7 @@
 //! device by the GPU builder of the same name where there is one (`lbvh`,
 //! `hlbvh`, `ploc`, `bvh-binned`, `bvh-binned-staged`; `bvh-wide` collapses
 //! that binary tree to the compressed 8-wide layout of Ylitie, Karras and
-//! Laine 2017; `grid` is the uniform grid built and traced on the device),
+//! Laine 2017; `kdtree` and `grid` are built and traced on the device too),
 //! the CPU builder's tree uploaded otherwise (`bvh-sweep`,
 //! whose device twin bins the nodes above 64 triangles and so does not
 //! give the CPU's full-sweep tree), traced by the kernels of
@@ -18,7 +18,7 @@ use caustic_gpu::{DeviceBuffer, Gpu};
 use std::sync::Mutex;
 
 /// The GPU structure that stands for `kind`: its device build, or its
-/// CPU-built tree uploaded; `None` for the kd-tree and brute force.
+/// CPU-built tree uploaded; `None` for brute force.
 /// A typed parameter out of its range is the registry's error (the same
 /// the CPU build would give), not a panic.
 pub(crate) fn gpu_spec(kind: &AccelKind) -> Result<Option<GpuAccelSpec>> {
@@ -29,13 +29,14 @@ pub(crate) fn gpu_spec(kind: &AccelKind) -> Result<Option<GpuAccelSpec>> {
             | BinaryBvh::Hlbvh(_)
             | BinaryBvh::Ploc(_)
             | BinaryBvh::BvhBinned(_)
-            | BinaryBvh::BvhBinnedStaged(_) => spec.parse()?,
+            | BinaryBvh::BvhBinnedStaged(_)
+            | BinaryBvh::BvhTaskPool(_) => spec.parse()?,
             _ => GpuAccelSpec::Uploaded(spec),
         })
     };
     Ok(Some(match *kind {
         AccelKind::BvhWide(p) => GpuAccelSpec::Wide(Box::new(binary(p.from)?)),
-        AccelKind::Grid(_) => kind.to_string().parse()?,
+        AccelKind::Grid(_) | AccelKind::KdTree(_) => kind.to_string().parse()?,
         _ => match kind.gpu_tree() {
             Some(tree) => binary(tree)?,
             None => return Ok(None),
@@ -119,6 +120,7 @@ fn gpu_name(spec: &GpuAccelSpec) -> &'static str {
         GpuAccelSpec::Device(config) => config.name(),
         GpuAccelSpec::Uploaded(_) => "cpu-built BVH",
         GpuAccelSpec::Wide(_) => "bvh-wide",
+        GpuAccelSpec::KdTree(_) => "kdtree",
         GpuAccelSpec::Grid(_) => "grid",
     }
 }

@@ -198,8 +198,8 @@ impl<'a> Renderer<'a> {
 
     /// [`Renderer::gpu_accel`] by spec string, for a structure named once
     /// for either device (a command line's `--accel`): `ploc:r=32`,
-    /// `bvh-wide`, `cpu:bvh-binned`, `grid`. A spec the GPU does not build
-    /// (`kdtree`) is no error here, as the render may run on
+    /// `bvh-wide`, `cpu:bvh-binned`, `grid`, `kdtree`. A spec the GPU does
+    /// not build (`brute`) is no error here, as the render may run on
     /// the CPU: it keeps renders off the GPU, so `Cuda` is then an error
     /// that lists what the GPU builds, and `Auto` renders on the CPU and
     /// says why ([`Renderer::backend_for`]).
@@ -209,7 +209,7 @@ impl<'a> Renderer<'a> {
     ///
     /// let scene = Scene::builtin("cornell-box").expect("a built-in scene");
     /// let whitted = Integrator::Whitted(WhittedSettings::default());
-    /// let cuda = Renderer::new(&scene).device(Device::Cuda(0)).gpu_accel_spec("kdtree");
+    /// let cuda = Renderer::new(&scene).device(Device::Cuda(0)).gpu_accel_spec("brute");
     /// let err = cuda.backend_for(&whitted).unwrap_err().to_string();
     /// assert!(err.contains("no GPU builder") && err.contains("cpu:SPEC"), "{err}");
     /// ```

@@ -249,11 +249,11 @@ fn cuda_without_a_gpu_is_an_error() {
         .err()
         .expect("no GPU here");
     assert!(!err.to_string().is_empty());
-    let err = Accelerator::build(&triangles, "kdtree".parse().unwrap(), Device::Cuda(0))
+    let err = Accelerator::build(&triangles, "brute".parse().unwrap(), Device::Cuda(0))
         .err()
-        .expect("the kd-tree has no GPU traversal");
+        .expect("brute force has no GPU version");
     assert!(
-        err.to_string().contains("kdtree runs on the CPU only"),
+        err.to_string().contains("brute runs on the CPU only"),
         "{err}"
     );
 }
@@ -272,11 +272,11 @@ fn a_structure_the_gpu_does_not_build_is_refused_on_cuda_before_the_device() {
         ..WhittedSettings::default()
     });
     let grid: AccelKind = "grid".parse().unwrap();
-    let kdtree: AccelKind = "kdtree".parse().unwrap();
+    let brute: AccelKind = "brute".parse().unwrap();
     let refused = [
-        Renderer::new(&scene).accel(kdtree),
+        Renderer::new(&scene).accel(brute),
         Renderer::new(&scene).gpu_accel_spec("brute"),
-        Renderer::new(&scene).accel(grid).gpu_accel_spec("kdtree"),
+        Renderer::new(&scene).accel(grid).gpu_accel_spec("brute"),
     ];
     for renderer in refused {
         let renderer = renderer.device(Device::Cuda(0));
@@ -286,7 +286,7 @@ fn a_structure_the_gpu_does_not_build_is_refused_on_cuda_before_the_device() {
         assert!(
             message.contains("no GPU builder")
                 && message.contains("lbvh, hlbvh, ploc")
-                && message.contains("grid")
+                && message.contains("kdtree, grid")
                 && message.contains("cpu:SPEC"),
             "{message}"
         );

@@ -43,6 +43,8 @@ fn gpu_queries_equal_the_cpu_queries() {
         "bvh-sweep",
         "grid",
         "grid:k=2:exact=1",
+        "kdtree",
+        "kdtree:small=16",
     ] {
         let kind: AccelKind = spec.parse().unwrap();
         let gpu = Accelerator::build(&triangles, kind, Device::Cuda(0)).unwrap();
@@ -53,9 +55,9 @@ fn gpu_queries_equal_the_cpu_queries() {
         assert_eq!(gpu.occluded(&rays).unwrap(), cpu.occluded(&rays).unwrap());
         assert!(gpu.intersect(&[]).unwrap().is_empty());
     }
-    let auto = Accelerator::build(&triangles, "kdtree".parse().unwrap(), Device::Auto).unwrap();
+    let auto = Accelerator::build(&triangles, "brute".parse().unwrap(), Device::Auto).unwrap();
     assert!(!auto.is_gpu());
-    assert!(auto.note().contains("kdtree runs on the CPU only"));
+    assert!(auto.note().contains("brute runs on the CPU only"));
 }
 
 #[test]
@@ -177,6 +179,7 @@ fn gpu_structures_by_spec_and_auto_takes_the_cpu_for_the_others() {
         ("bvh-wide", "bvh-wide:from=bvh-binned"),
         ("cpu:bvh-binned", "cpu:bvh-binned"),
         ("grid:macro=4", "grid"),
+        ("kdtree:small=64", "kdtree"),
     ] {
         let renderer = Renderer::new(&scene)
             .device(Device::Cuda(0))
@@ -197,8 +200,8 @@ fn gpu_structures_by_spec_and_auto_takes_the_cpu_for_the_others() {
         // exact tie returns: measured identical (infinite PSNR) on an H100.
         assert!(db > 100.0, "{spec}: {db:.1} dB against the default");
     }
-    let kdtree: AccelKind = "kdtree".parse().unwrap();
-    let auto = Renderer::new(&scene).accel(kdtree).gpu_accel_spec("kdtree");
+    let brute: AccelKind = "brute".parse().unwrap();
+    let auto = Renderer::new(&scene).accel(brute).gpu_accel_spec("brute");
     let planned = auto.backend_for(&whitted).unwrap();
     let image = auto.render(&camera, &whitted).unwrap();
     assert!(
@@ -208,7 +211,7 @@ fn gpu_structures_by_spec_and_auto_takes_the_cpu_for_the_others() {
     );
     assert_eq!(planned.note(), image.note);
     assert!(image.device.ends_with("CPU threads"));
-    assert_eq!(auto.cpu_accel_stats().unwrap().name, "kdtree");
+    assert_eq!(auto.cpu_accel_stats().unwrap().name, "brute");
 }
 
 #[test]

@@ -11,6 +11,11 @@
 //!   2017 ([`CompressedWideBvh`]), traced by the wide kernel;
 //! - `cpu:SPEC`: any binary builder of the CPU (`cpu:bvh-binned`), the tree
 //!   uploaded, for comparisons with the device builders;
+//! - `kdtree[:small=..:empty=..:ct=..]`: the SAH kd-tree built on the device
+//!   ([`GpuKdTree`]: the large-node stage of Zhou et al. 2008 with
+//!   empty-space cut-off, spatial medians and clipping, then exact SAH over
+//!   bit masks for the small nodes), traced front to back with a stack
+//!   ([`KdTracer`]) under the CPU kd-tree's culling rules;
 //! - `grid[:k=..:exact=..:macro=..]`: the uniform grid built on the device
 //!   ([`GpuGrid`]: Ivson et al.'s count, scan, write, sort and cell-range
 //!   passes), traced by the 3D-DDA of Amanatides and Woo 1987
@@ -37,7 +42,12 @@ use super::wide::traverse_compressed_cuda::CompressedTracer;
 use crate::grid::GridConfig;
 use crate::grid::build_cuda::GpuGrid;
 use crate::grid::dda_cuda::GridTracer;
-use crate::registry::{AccelSpecError, DeviceBuilderConfig, build_triangle_bvh, grid_config_of};
+use crate::kdtree::KdTreeConfig;
+use crate::kdtree::build_cuda::GpuKdTree;
+use crate::kdtree::traverse_cuda::KdTracer;
+use crate::registry::{
+    AccelSpecError, DeviceBuilderConfig, build_triangle_bvh, grid_config_of, kdtree_config_of,
+};
 
 // Kept in the registry, which every build has, so that a CPU-only build
 // can name them in its help and errors.
@@ -53,6 +63,8 @@ pub enum GpuAccelSpec {
     /// A binary tree (a device build or an upload) collapsed to the
     /// compressed 8-wide layout on the device.
     Wide(Box<GpuAccelSpec>),
+    /// The SAH kd-tree, built on the device.
+    KdTree(KdTreeConfig),
     /// The uniform grid, built on the device.
     Grid(GridConfig),
 }
@@ -81,6 +93,9 @@ impl FromStr for GpuAccelSpec {
         }
         if spec == "grid" || spec.starts_with("grid:") {
             return grid_config_of(spec).map(Self::Grid);
+        }
+        if spec == "kdtree" || spec.starts_with("kdtree:") {
+            return kdtree_config_of(spec).map(Self::KdTree);
         }
         DeviceBuilderConfig::parse(spec).map(Self::Device)
     }
@@ -134,10 +149,10 @@ fn parse_wide(params: &str) -> Result<GpuAccelSpec, AccelSpecError> {
                 "a wide BVH collapses a binary tree, not another wide one",
             ));
         }
-        GpuAccelSpec::Grid(_) => {
+        GpuAccelSpec::Grid(_) | GpuAccelSpec::KdTree(_) => {
             return Err(bad(
                 "from",
-                "a wide BVH collapses a binary tree, not a grid",
+                "a wide BVH collapses a binary tree, not a grid or a kd-tree",
             ));
         }
         _ => {}
@@ -151,9 +166,28 @@ impl fmt::Display for GpuAccelSpec {
             Self::Device(config) => write!(f, "{}", config.spec()),
             Self::Uploaded(spec) => write!(f, "cpu:{spec}"),
             Self::Wide(from) => write!(f, "bvh-wide:from={from}"),
+            Self::KdTree(config) => write_kdtree_spec(f, config),
             Self::Grid(config) => write_grid_spec(f, config),
         }
     }
+}
+
+/// `kdtree` and the parameters of `config` that differ from the default,
+/// in the registry's syntax (so the text parses back to `config`).
+fn write_kdtree_spec(f: &mut fmt::Formatter<'_>, config: &KdTreeConfig) -> fmt::Result {
+    let default = KdTreeConfig::DEFAULT;
+    write!(f, "kdtree")?;
+    if config.small_node_max != default.small_node_max {
+        write!(f, ":small={}", config.small_node_max)?;
+    }
+    if config.empty_space_ratio != default.empty_space_ratio {
+        write!(f, ":empty={}", config.empty_space_ratio)?;
+    }
+    let ratio = config.traversal_cost / config.intersection_cost;
+    if ratio != default.traversal_cost / default.intersection_cost {
+        write!(f, ":ct={ratio}")?;
+    }
+    Ok(())
 }
 
 /// `grid` and the parameters of `config` that differ from the default,
@@ -222,6 +256,8 @@ enum Structure {
         binary: DeviceBvh,
         wide: Option<CompressedWideBvh>,
     },
+    /// The kd-tree keeps the scene-order triangles itself.
+    KdTree(GpuKdTree),
     /// The grid keeps the scene-order triangles itself.
     Grid(GpuGrid),
 }
@@ -235,6 +271,7 @@ impl DeviceAccel {
         let scene_triangles = upload_triangles(gpu, triangles)?;
         let (structure, mut stats) = match spec {
             GpuAccelSpec::Grid(config) => build_grid(scene_triangles, config)?,
+            GpuAccelSpec::KdTree(config) => build_kdtree(scene_triangles, config)?,
             _ => build_bvh(gpu, triangles, scene_triangles, spec)?,
         };
         stats.spec = spec.to_string();
@@ -246,6 +283,7 @@ impl DeviceAccel {
     pub fn gpu(&self) -> &Gpu {
         match &self.structure {
             Structure::Bvh { binary, .. } => binary.gpu(),
+            Structure::KdTree(tree) => tree.gpu(),
             Structure::Grid(grid) => grid.gpu(),
         }
     }
@@ -256,16 +294,17 @@ impl DeviceAccel {
             Structure::Bvh {
                 scene_triangles, ..
             } => scene_triangles,
+            Structure::KdTree(tree) => tree.triangles(),
             Structure::Grid(grid) => grid.triangles(),
         }
     }
 
     /// The binary tree (the wide structure's source for `bvh-wide`);
-    /// `None` for a grid.
+    /// `None` for a kd-tree or a grid.
     pub fn binary(&self) -> Option<&DeviceBvh> {
         match &self.structure {
             Structure::Bvh { binary, .. } => Some(binary),
-            Structure::Grid(_) => None,
+            _ => None,
         }
     }
 
@@ -273,7 +312,15 @@ impl DeviceAccel {
     pub fn wide(&self) -> Option<&CompressedWideBvh> {
         match &self.structure {
             Structure::Bvh { wide, .. } => wide.as_ref(),
-            Structure::Grid(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The kd-tree, for `kdtree`.
+    pub fn kdtree(&self) -> Option<&GpuKdTree> {
+        match &self.structure {
+            Structure::KdTree(tree) => Some(tree),
+            _ => None,
         }
     }
 
@@ -281,7 +328,7 @@ impl DeviceAccel {
     pub fn grid(&self) -> Option<&GpuGrid> {
         match &self.structure {
             Structure::Grid(grid) => Some(grid),
-            Structure::Bvh { .. } => None,
+            _ => None,
         }
     }
 
@@ -298,6 +345,7 @@ impl DeviceAccel {
             Structure::Bvh { wide: Some(_), .. } => {
                 TracerKernels::Wide(CompressedTracer::new(gpu)?)
             }
+            Structure::KdTree(_) => TracerKernels::KdTree(KdTracer::new(gpu)?),
             Structure::Grid(_) => TracerKernels::Grid(GridTracer::new(gpu)?),
         };
         Ok(AccelTracer { kernels })
@@ -332,6 +380,34 @@ fn build_bvh(
         wide,
     };
     Ok((structure, stats))
+}
+
+/// The kd-tree over the uploaded triangles, which it keeps.
+fn build_kdtree(
+    scene_triangles: DeviceBuffer<GpuTriangle>,
+    config: &KdTreeConfig,
+) -> Result<(Structure, GpuAccelStats), GpuError> {
+    let prims = scene_triangles.len();
+    let tree = GpuKdTree::build_owned(scene_triangles, config)?;
+    let k = *tree.stats();
+    let stages = vec![
+        ("bounds", k.bounds_ms as f32),
+        ("large nodes", k.large_ms as f32),
+        ("small nodes", k.small_ms as f32),
+        ("culling", k.culling_ms as f32),
+    ];
+    let stats = GpuAccelStats {
+        prims,
+        stages,
+        build_ms: k.stages_ms(),
+        sah_cost: k.sah_cost,
+        nodes: k.nodes,
+        references: k.references,
+        bytes: k.bytes,
+        peak_device_bytes: Some(k.peak_bytes),
+        ..GpuAccelStats::default()
+    };
+    Ok((Structure::KdTree(tree), stats))
 }
 
 /// The grid over the uploaded triangles, which it keeps.
@@ -374,9 +450,9 @@ fn build_binary(
 ) -> Result<(DeviceBvh, GpuAccelStats), GpuError> {
     match spec {
         GpuAccelSpec::Wide(from) => build_binary(gpu, triangles, scene_triangles, from),
-        GpuAccelSpec::Grid(_) => Err(GpuError::Invalid {
+        GpuAccelSpec::Grid(_) | GpuAccelSpec::KdTree(_) => Err(GpuError::Invalid {
             what: "accel spec",
-            message: "a grid is not a binary BVH".into(),
+            message: "a grid or a kd-tree is not a binary BVH".into(),
         }),
         GpuAccelSpec::Device(config) => {
             let (bvh, s) = DeviceBvh::build_with(gpu, scene_triangles, config)?;
@@ -428,6 +504,7 @@ pub struct AccelTracer {
 enum TracerKernels {
     Binary(Tracer),
     Wide(CompressedTracer),
+    KdTree(KdTracer),
     Grid(GridTracer),
 }
 
@@ -436,6 +513,7 @@ enum TracerKernels {
 enum Pair<'a> {
     Binary(&'a mut Tracer, &'a DeviceBvh),
     Wide(&'a mut CompressedTracer, &'a CompressedWideBvh),
+    KdTree(&'a KdTracer, &'a GpuKdTree),
     Grid(&'a GridTracer, &'a GpuGrid),
 }
 
@@ -454,6 +532,9 @@ impl AccelTracer {
                     wide: Some(wide), ..
                 },
             ) => Ok(Pair::Wide(tracer, wide)),
+            (TracerKernels::KdTree(tracer), Structure::KdTree(tree)) => {
+                Ok(Pair::KdTree(tracer, tree))
+            }
             (TracerKernels::Grid(tracer), Structure::Grid(grid)) => Ok(Pair::Grid(tracer, grid)),
             _ => Err(GpuError::Invalid {
                 what: "tracer",
@@ -472,6 +553,7 @@ impl AccelTracer {
         match self.pair(accel)? {
             Pair::Binary(tracer, bvh) => tracer.intersect(bvh, rays, hits),
             Pair::Wide(tracer, wide) => tracer.intersect(wide, rays, hits),
+            Pair::KdTree(tracer, tree) => tracer.intersect(tree, rays, hits),
             Pair::Grid(tracer, grid) => tracer.intersect(grid, rays, hits),
         }
     }
@@ -488,6 +570,7 @@ impl AccelTracer {
         match self.pair(accel)? {
             Pair::Binary(tracer, bvh) => tracer.intersect_image(bvh, rays, width, hits),
             Pair::Wide(tracer, wide) => tracer.intersect_image(wide, rays, width, hits),
+            Pair::KdTree(tracer, tree) => tracer.intersect_image(tree, rays, width, hits),
             Pair::Grid(tracer, grid) => tracer.intersect_image(grid, rays, width, hits),
         }
     }
@@ -502,6 +585,7 @@ impl AccelTracer {
         match self.pair(accel)? {
             Pair::Binary(tracer, bvh) => tracer.occluded(bvh, rays, occluded),
             Pair::Wide(tracer, wide) => tracer.occluded(wide, rays, occluded),
+            Pair::KdTree(tracer, tree) => tracer.occluded(tree, rays, occluded),
             Pair::Grid(tracer, grid) => tracer.occluded(grid, rays, occluded),
         }
     }
@@ -542,6 +626,9 @@ mod tests {
             ("grid", "grid"),
             ("grid:k=5:macro=4", "grid"),
             ("grid:k=2.5:exact=1:macro=2", "grid:k=2.5:exact=1:macro=2"),
+            ("kdtree", "kdtree"),
+            ("kdtree:small=16:ct=2", "kdtree:small=16:ct=2"),
+            ("kdtree:empty=0.5", "kdtree:empty=0.5"),
             (
                 "bvh-wide:from=bvh-binned-staged",
                 "bvh-wide:from=bvh-binned-staged",
@@ -556,7 +643,8 @@ mod tests {
 
     #[test]
     fn structures_without_a_gpu_version_say_what_the_gpu_builds() {
-        for spec in ["kdtree", "brute"] {
+        {
+            let spec = "brute";
             let message = parse(spec).unwrap_err();
             assert!(message.contains("no GPU builder"), "{spec}: {message}");
             assert!(
@@ -580,6 +668,12 @@ mod tests {
                 .contains("not a grid")
         );
         assert!(parse("grid:k=-1").unwrap_err().contains("grid"));
+        assert!(
+            parse("bvh-wide:from=kdtree")
+                .unwrap_err()
+                .contains("kd-tree")
+        );
+        assert!(parse("kdtree:small=99").unwrap_err().contains("small"));
         assert!(
             parse("grid:bins=8")
                 .unwrap_err()

@@ -157,9 +157,9 @@ pub(super) fn trace(
     };
     let root = union(&context.boxes, &tris);
     let stats = run_task(&context, root, &mut items, &mut tris, 0);
-    for index in 0..rays.len() {
+    for (index, ray) in rays.iter().enumerate() {
         // Untraceable rays are not among the items: they miss.
-        if !is_traceable(&rays[index]) {
+        if !is_traceable(ray) {
             report(index, None);
         }
     }

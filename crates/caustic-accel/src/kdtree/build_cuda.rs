@@ -393,14 +393,26 @@ impl GpuKdTree {
         scene_triangles: &DeviceBuffer<GpuTriangle>,
         config: &KdTreeConfig,
     ) -> Result<Self, GpuError> {
-        let start = Instant::now();
-        check_config(config)?;
         let n = scene_triangles.len();
+        caustic_gpu::ops::check_len("kd-tree build", n, MAX_TRIANGLES)?;
+        let mut triangles = DeviceBuffer::<GpuTriangle>::uninit(gpu, "kd-tree triangles", n)?;
+        triangles.copy_from(scene_triangles)?;
+        Self::build_owned(triangles, config)
+    }
+
+    /// [`GpuKdTree::build`] over triangles it takes and keeps, without the
+    /// copy (how `DeviceAccel` builds it over the scene's upload).
+    pub fn build_owned(
+        triangles: DeviceBuffer<GpuTriangle>,
+        config: &KdTreeConfig,
+    ) -> Result<Self, GpuError> {
+        let start = Instant::now();
+        let gpu = &triangles.gpu().clone();
+        check_config(config)?;
+        let n = triangles.len();
         caustic_gpu::ops::check_len("kd-tree build", n, MAX_TRIANGLES)?;
         let in_use = pool_in_use(gpu)?;
         gpu.reset_peak_memory()?;
-        let mut triangles = DeviceBuffer::<GpuTriangle>::uninit(gpu, "kd-tree triangles", n)?;
-        triangles.copy_from(scene_triangles)?;
         let mut stats = KdBuildStats::default();
 
         // 1. Bounds: the hittable triangles and the root's cell.

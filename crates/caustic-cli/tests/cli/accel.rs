@@ -37,7 +37,8 @@ fn render_args<'a>(out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 /// here does not exist) or any device opens, so without a GPU too.
 #[test]
 fn cuda_with_a_structure_the_gpu_does_not_build_names_the_gpu_structures() {
-    for accel in ["kdtree", "kdtree:small=16", "brute"] {
+    {
+        let accel = "brute";
         let run = caustic(&[
             "render",
             "no-such-scene.obj",
@@ -50,7 +51,7 @@ fn cuda_with_a_structure_the_gpu_does_not_build_names_the_gpu_structures() {
             run.fails_with(1, &format!("--accel {accel} with --device cuda"))
                 .fails_with(
                     1,
-                    "has no GPU builder; the GPU builds bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc, bvh-wide",
+                    "has no GPU builder; the GPU builds bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc, bvh-taskpool, bvh-wide",
                 )
                 .fails_with(1, "cpu:SPEC");
         } else {
@@ -126,9 +127,9 @@ fn unknown_structures_are_refused_on_every_device() {
 /// CPU, and with a GPU present the device line says why.
 #[test]
 fn auto_with_a_cpu_only_structure_renders_on_the_cpu() {
-    let dir = scratch("accel-auto-kdtree");
-    let out = dir.join("kdtree.png");
-    let args = render_args(arg(&out), &["--integrator", "whitted", "--accel", "kdtree"]);
+    let dir = scratch("accel-auto-brute");
+    let out = dir.join("brute.png");
+    let args = render_args(arg(&out), &["--integrator", "whitted", "--accel", "brute"]);
     let run = caustic_in(&dir, &args).ok();
     let lines = run.lines_starting("device:");
     assert_eq!(lines.len(), 1, "{}", run.stderr);
@@ -139,7 +140,7 @@ fn auto_with_a_cpu_only_structure_renders_on_the_cpu() {
         lines[0]
     );
     assert!(
-        run.lines_starting("wrote")[0].contains("kdtree build"),
+        run.lines_starting("wrote")[0].contains("brute build"),
         "{}",
         run.stderr
     );
@@ -199,10 +200,10 @@ fn bench_gpu_refuses_a_structure_the_gpu_does_not_build() {
         "--log2-n",
         "0",
         "--accel",
-        "ploc,grid,kdtree",
+        "ploc,grid,kdtree,brute",
     ]);
     if cfg!(feature = "cuda") {
-        run.fails_with(1, "--accel kdtree: accel `kdtree` has no GPU builder");
+        run.fails_with(1, "--accel brute: accel `brute` has no GPU builder");
     } else {
         run.fails_with(1, "caustic bench gpu needs the `cuda` feature");
     }

@@ -30,7 +30,7 @@ pub use caustic_accel::bvh::device_accel_cuda::{GpuAccelSpec, GpuAccelStats};
 /// one it builds when none is chosen; in every build, so a CPU-only
 /// program can name them.
 pub use caustic_accel::registry::{DEFAULT_GPU_SPEC, GPU_STRUCTURES};
-pub use params::{BinnedSah, Grid, Hlbvh, KdTree, Lbvh, Ploc, SweepSah, WideBvh};
+pub use params::{BinnedSah, Grid, Hlbvh, KdTree, Lbvh, Ploc, SweepSah, TaskPoolBvh, WideBvh};
 
 use crate::error::Result;
 use caustic_accel::Accel;
@@ -51,6 +51,8 @@ pub enum AccelKind {
     BvhBinnedStaged(BinnedSah),
     /// `bvh-sweep`: full-sweep SAH.
     BvhSweep(SweepSah),
+    /// `bvh-taskpool`: SAH over 32 candidates per task (the GPU task pool's).
+    BvhTaskPool(TaskPoolBvh),
     /// `bvh-wide`: a binary BVH collapsed to 4 or 8 children per node.
     BvhWide(WideBvh),
     /// `lbvh`: linear BVH over Morton codes.
@@ -80,6 +82,7 @@ pub enum BinaryBvh {
     BvhBinned(BinnedSah),
     BvhBinnedStaged(BinnedSah),
     BvhSweep(SweepSah),
+    BvhTaskPool(TaskPoolBvh),
     Lbvh(Lbvh),
     Hlbvh(Hlbvh),
     Ploc(Ploc),
@@ -97,6 +100,7 @@ impl From<BinaryBvh> for AccelKind {
             BinaryBvh::BvhBinned(p) => AccelKind::BvhBinned(p),
             BinaryBvh::BvhBinnedStaged(p) => AccelKind::BvhBinnedStaged(p),
             BinaryBvh::BvhSweep(p) => AccelKind::BvhSweep(p),
+            BinaryBvh::BvhTaskPool(p) => AccelKind::BvhTaskPool(p),
             BinaryBvh::Lbvh(p) => AccelKind::Lbvh(p),
             BinaryBvh::Hlbvh(p) => AccelKind::Hlbvh(p),
             BinaryBvh::Ploc(p) => AccelKind::Ploc(p),
@@ -112,6 +116,7 @@ impl AccelKind {
             AccelKind::BvhBinned(_) => "bvh-binned",
             AccelKind::BvhBinnedStaged(_) => "bvh-binned-staged",
             AccelKind::BvhSweep(_) => "bvh-sweep",
+            AccelKind::BvhTaskPool(_) => "bvh-taskpool",
             AccelKind::BvhWide(_) => "bvh-wide",
             AccelKind::Lbvh(_) => "lbvh",
             AccelKind::Hlbvh(_) => "hlbvh",
@@ -125,13 +130,14 @@ impl AccelKind {
     /// The binary BVH a GPU traces in place of this structure: the
     /// structure itself for a binary BVH, the tree it collapses for
     /// `bvh-wide` (the GPU traversal, after Aila and Laine, HPG 2009, walks
-    /// binary nodes); `None` for the kd-tree, the grid (traced on the GPU
-    /// by a 3D-DDA of its own) and brute force.
+    /// binary nodes); `None` for the kd-tree and the grid (traced on the
+    /// GPU by kernels of their own) and brute force.
     pub fn gpu_tree(&self) -> Option<BinaryBvh> {
         Some(match *self {
             AccelKind::BvhBinned(p) => BinaryBvh::BvhBinned(p),
             AccelKind::BvhBinnedStaged(p) => BinaryBvh::BvhBinnedStaged(p),
             AccelKind::BvhSweep(p) => BinaryBvh::BvhSweep(p),
+            AccelKind::BvhTaskPool(p) => BinaryBvh::BvhTaskPool(p),
             AccelKind::BvhWide(p) => p.from,
             AccelKind::Lbvh(p) => BinaryBvh::Lbvh(p),
             AccelKind::Hlbvh(p) => BinaryBvh::Hlbvh(p),
@@ -141,10 +147,10 @@ impl AccelKind {
     }
 
     /// Whether a GPU builds and traces this structure: every BVH (see
-    /// [`AccelKind::gpu_tree`]) and the uniform grid; the kd-tree and brute
-    /// force run on the CPU only.
+    /// [`AccelKind::gpu_tree`]), the kd-tree and the uniform grid; brute
+    /// force runs on the CPU only.
     pub fn runs_on_gpu(&self) -> bool {
-        self.gpu_tree().is_some() || matches!(self, AccelKind::Grid(_))
+        self.gpu_tree().is_some() || matches!(self, AccelKind::Grid(_) | AccelKind::KdTree(_))
     }
 
     /// Builds the structure on the CPU through the registry. Values out of

@@ -71,6 +71,24 @@ impl Default for SweepSah {
     }
 }
 
+/// The SAH BVH built by a task pool of persistent warps on the GPU
+/// (Vinkler, Bittner, Havran and Hapala 2013, §4: 32 candidate planes per
+/// task, one warp's full SAH below 32 triangles): `bvh-taskpool`. Its CPU
+/// twin bins the same candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskPoolBvh {
+    /// `leaf`: largest leaf, 1..=16 primitives (the paper's 4).
+    pub max_leaf: usize,
+}
+
+impl Default for TaskPoolBvh {
+    fn default() -> Self {
+        Self {
+            max_leaf: caustic_accel::bvh::build::TaskPoolBvhConfig::DEFAULT.max_leaf_size,
+        }
+    }
+}
+
 /// The linear BVH over sorted Morton codes (Lauterbach et al., Eurographics
 /// 2009, as Zeidan's thesis restates it, 2011, §4.7), its radix tree built
 /// in parallel by Karras ("Maximizing Parallelism in the Construction of

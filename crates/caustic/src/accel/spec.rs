@@ -8,7 +8,7 @@
 //! message (the same the command line prints), then reads the typed
 //! values.
 
-use super::params::{BinnedSah, Grid, Hlbvh, KdTree, Lbvh, Ploc, SweepSah, WideBvh};
+use super::params::{BinnedSah, Grid, Hlbvh, KdTree, Lbvh, Ploc, SweepSah, TaskPoolBvh, WideBvh};
 use super::{AccelKind, BinSchedule, BinaryBvh, MortonBits};
 use crate::error::Error;
 use caustic_accel::{ACCEL_PARAMS, AccelSpecError, registry};
@@ -22,6 +22,7 @@ impl Display for AccelKind {
             AccelKind::BvhBinned(p) => p.write(&BinnedSah::DEFAULT, &mut out),
             AccelKind::BvhBinnedStaged(p) => p.write(&BinnedSah::STAGED, &mut out),
             AccelKind::BvhSweep(p) => p.write(&mut out),
+            AccelKind::BvhTaskPool(p) => p.write(&mut out),
             AccelKind::BvhWide(p) => p.write(&mut out),
             AccelKind::Lbvh(p) => p.write(&mut out),
             AccelKind::Hlbvh(p) => p.write(&mut out),
@@ -87,6 +88,12 @@ impl BinnedSah {
 }
 
 impl SweepSah {
+    fn write(&self, out: &mut Spec) {
+        out.param("leaf", self.max_leaf, Self::default().max_leaf);
+    }
+}
+
+impl TaskPoolBvh {
     fn write(&self, out: &mut Spec) {
         out.param("leaf", self.max_leaf, Self::default().max_leaf);
     }
@@ -191,6 +198,7 @@ fn defaults(name: &str) -> Option<AccelKind> {
         "bvh-binned" => AccelKind::BvhBinned(BinnedSah::DEFAULT),
         "bvh-binned-staged" => AccelKind::BvhBinnedStaged(BinnedSah::STAGED),
         "bvh-sweep" => AccelKind::BvhSweep(SweepSah::default()),
+        "bvh-taskpool" => AccelKind::BvhTaskPool(TaskPoolBvh::default()),
         "bvh-wide" => AccelKind::BvhWide(WideBvh::default()),
         "lbvh" => AccelKind::Lbvh(Lbvh::default()),
         "hlbvh" => AccelKind::Hlbvh(Hlbvh::default()),
@@ -216,6 +224,10 @@ fn set(kind: &mut AccelKind, key: &str, value: &str) -> Result<(), AccelSpecErro
     let result = match kind {
         AccelKind::BvhBinned(p) | AccelKind::BvhBinnedStaged(p) => p.set(key, value),
         AccelKind::BvhSweep(p) => match key {
+            "leaf" => read(value).map(|v| p.max_leaf = v),
+            _ => Err(Unset::Key),
+        },
+        AccelKind::BvhTaskPool(p) => match key {
             "leaf" => read(value).map(|v| p.max_leaf = v),
             _ => Err(Unset::Key),
         },
@@ -342,6 +354,7 @@ fn binary(kind: AccelKind) -> Result<BinaryBvh, AccelSpecError> {
         AccelKind::BvhBinned(p) => BinaryBvh::BvhBinned(p),
         AccelKind::BvhBinnedStaged(p) => BinaryBvh::BvhBinnedStaged(p),
         AccelKind::BvhSweep(p) => BinaryBvh::BvhSweep(p),
+        AccelKind::BvhTaskPool(p) => BinaryBvh::BvhTaskPool(p),
         AccelKind::Lbvh(p) => BinaryBvh::Lbvh(p),
         AccelKind::Hlbvh(p) => BinaryBvh::Hlbvh(p),
         AccelKind::Ploc(p) => BinaryBvh::Ploc(p),
