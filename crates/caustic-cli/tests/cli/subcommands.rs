@@ -104,7 +104,7 @@ fn bench_accel_times_every_structure_and_writes_json() {
         .filter(|cells| cells[2].parse::<f64>().is_err()) // the first table's rows
         .map(|cells| cells[11])
         .collect();
-    assert_eq!(primary.len(), 9, "{}", run.stdout);
+    assert_eq!(primary.len(), 10, "{}", run.stdout);
     assert!(primary.windows(2).all(|w| w[0] == w[1]), "{primary:?}");
     // The default structure is render's.
     let run = caustic_in(
