@@ -28,7 +28,7 @@ mkdir -p "$bundle/tests"
 # names each executable. Test targets go to tests/, examples beside them.
 cargo test -p caustic-gpu -p caustic-accel -p caustic-render -p caustic --release --no-run --message-format=json \
     | python3 -c '
-import json, shutil, sys
+import json, os, shutil, sys
 bundle = sys.argv[1]
 for line in sys.stdin:
     if not line.startswith("{"):
@@ -46,7 +46,11 @@ for line in sys.stdin:
         name = target["name"] if target["kind"] != ["lib"] else target["name"] + "-unit"
         if target["name"] == "nvrtc_compile":
             name = crate.replace("caustic-", "") + "-nvrtc_compile"
+        # Test targets of the same name in two crates (gpu_taskpool) keep
+        # both: the second takes its crate as a prefix.
         dest = f"{bundle}/tests/{name}"
+        if os.path.exists(dest):
+            dest = f"{bundle}/tests/{crate.replace('caustic-', '')}-{name}"
     elif "example" in target["kind"]:
         dest = bundle + "/" + target["name"]
     else:

@@ -312,7 +312,7 @@ fn soups(rng: &mut Pcg32) -> Vec<(String, Vec<Triangle>)> {
         ),
         ("awkward soup, 37".into(), awkward_soup(rng, 37)),
         ("awkward soup with a NaN, 501".into(), with_nan),
-        ("awkward soup, 20k".into(), awkward_soup(rng, 20_000)),
+        ("awkward soup, 6k".into(), awkward_soup(rng, 6_000)),
         ("flat awkward soup, 3k".into(), flat(rng)),
         ("thin slivers, 2k".into(), thin(rng)),
         ("soup with a huge triangle".into(), huge),
