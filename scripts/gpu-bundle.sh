@@ -50,7 +50,8 @@ for line in sys.stdin:
         # both: the second takes its crate as a prefix.
         dest = f"{bundle}/tests/{name}"
         if os.path.exists(dest):
-            dest = f"{bundle}/tests/{crate.replace('caustic-', '')}-{name}"
+            short = crate.replace("caustic-", "")
+            dest = f"{bundle}/tests/{short}-{name}"
     elif "example" in target["kind"]:
         dest = bundle + "/" + target["name"]
     else:
