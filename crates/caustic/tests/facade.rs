@@ -226,11 +226,11 @@ fn queries_match_the_structure_and_brute_force() {
             assert_eq!(occluded[i], hits[i].is_some(), "{spec}, ray {i}");
         }
         // A GPU builds its own version of each structure that has one
-        // (`bvh-wide` and `ploc` here) under the same name; the kd-tree,
-        // grid and brute force stay on the CPU.
+        // (all but brute force) under the same name; brute force stays on
+        // the CPU.
         assert_eq!(
             accel.is_gpu(),
-            kind.gpu_tree().is_some() && Device::Auto.resolve().unwrap().is_gpu()
+            kind.runs_on_gpu() && Device::Auto.resolve().unwrap().is_gpu()
         );
         assert_eq!(accel.stats().name, kind.name());
         assert_eq!(accel.stats().prims, triangles.len());
