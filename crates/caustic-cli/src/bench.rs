@@ -39,6 +39,10 @@ pub enum BenchCommand {
         after_help = crate::bench_gpu::help()
     )]
     Gpu(crate::bench_gpu::GpuBenchArgs),
+    /// Divide-and-conquer ray tracing (no structure kept) against BVH build
+    /// + trace as the number of rays grows, with the crossover ray count
+    /// (Vinkler et al. 2013); primary, AO, diffuse and collision rays.
+    Dacrt(crate::bench_dacrt::DacrtBenchArgs),
 }
 
 /// Examples, then every structure with the parameters its spec takes.
@@ -147,6 +151,7 @@ impl BenchCommand {
             BenchCommand::Accel(args) => args.threads.into(),
             BenchCommand::Photons(args) => args.threads.into(),
             BenchCommand::Gpu(_) => 0,
+            BenchCommand::Dacrt(args) => args.threads,
         }
     }
 }
@@ -156,6 +161,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Accel(args) => accel(args),
         BenchCommand::Photons(args) => crate::bench_photons::run(args),
         BenchCommand::Gpu(args) => crate::bench_gpu::run(args),
+        BenchCommand::Dacrt(args) => crate::bench_dacrt::run(args),
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod alloc_counter;
 mod bench;
+mod bench_dacrt;
 mod bench_gpu;
 #[cfg(feature = "cuda")]
 mod bench_gpu_cuda;
