@@ -39,9 +39,9 @@ pub enum BenchCommand {
         after_help = crate::bench_gpu::help()
     )]
     Gpu(crate::bench_gpu::GpuBenchArgs),
-    /// Divide-and-conquer ray tracing (no structure kept) against BVH build
-    /// + trace as the number of rays grows, with the crossover ray count
-    /// (Vinkler et al. 2013); primary, AO, diffuse and collision rays.
+    /// Divide-and-conquer ray tracing (no structure kept) against a BVH's
+    /// build and trace as the number of rays grows, with the crossover ray
+    /// count (Vinkler et al. 2013); primary, AO, diffuse and collision rays.
     Dacrt(crate::bench_dacrt::DacrtBenchArgs),
 }
 

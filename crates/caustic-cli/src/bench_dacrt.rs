@@ -1,6 +1,6 @@
-//! `caustic bench dacrt`: divide-and-conquer ray tracing against BVH build
-//! + trace as a function of the number of rays, the crossover analysis of
-//! Vinkler et al. 2013 §6.2: DACRT builds nothing, so it wins when the rays
+//! `caustic bench dacrt`: divide-and-conquer ray tracing against a BVH's
+//! build and trace as a function of the number of rays, the crossover
+//! analysis of Vinkler et al. 2013 §6.2: DACRT builds nothing, so it wins when the rays
 //! are few (or short) enough that a structure's build does not pay off;
 //! the crossover is the ray count at which both take equal time.
 //!
