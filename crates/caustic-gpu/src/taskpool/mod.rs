@@ -10,7 +10,7 @@
 //! - [`TaskPool`] (host): sizes the launch by occupancy, resets the pool,
 //!   turns the device's error word into a [`GpuError`](crate::GpuError) and
 //!   reads the warps' cycle counters as [`PoolStats`].
-//! - [`self_test`]: a recursive sum with task dependencies that checks the
+//! - `self_test`: a recursive sum with task dependencies that checks the
 //!   runtime on the device.
 
 mod self_test;
