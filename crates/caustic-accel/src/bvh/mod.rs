@@ -15,6 +15,7 @@ pub mod build;
 #[cfg(feature = "cuda")]
 pub mod device_accel_cuda;
 mod node;
+pub mod refit;
 #[cfg(feature = "cuda")]
 pub mod trace_bench_cuda;
 pub mod traverse;
@@ -26,6 +27,7 @@ pub mod triangle_bvh_cuda;
 pub mod wide;
 
 pub use node::BvhNode;
+pub use refit::{UpdateAction, UpdatePolicy, UpdateTracker};
 pub use triangle_bvh::TriangleBvh;
 
 use crate::BuildInput;

@@ -12,6 +12,7 @@
 use super::build::{BinnedSahBuilder, Bvh2Builder};
 use super::traverse::{RayBoxTest, traverse};
 use super::{Bvh2, MAX_DEPTH, sah_cost};
+use crate::slab_ray::next_up;
 use crate::{Accel, AccelStats, BuildInput, is_traceable};
 use caustic_geom::{Hit, Ray, RayTriangleTest, Triangle};
 use rayon::prelude::*;
@@ -50,6 +51,28 @@ impl TriangleBvh {
             accel.stats.peak_build_bytes = input_bytes + builder_peak.max(accel.stats.bytes);
         }
         accel
+    }
+
+    /// Moves the triangles to `triangles` (the same triangles in the same
+    /// order, at new positions) and refits the boxes to them, keeping the
+    /// topology ([`Bvh2::refit`]); `stats().sah_cost` is the refitted
+    /// tree's.
+    ///
+    /// # Errors
+    /// When `triangles` has another length than the tree was built over.
+    pub fn refit(&mut self, triangles: &[Triangle]) -> Result<(), String> {
+        if triangles.len() != self.bvh.prim_indices.len() {
+            return Err(format!(
+                "refit: {} triangles for a tree over {}",
+                triangles.len(),
+                self.bvh.prim_indices.len()
+            ));
+        }
+        let input = BuildInput::from_triangles(triangles);
+        self.bvh.refit(&input.bounds)?;
+        self.triangles = in_leaf_order(&self.bvh, triangles);
+        self.stats.sah_cost = sah_cost(&self.bvh);
+        Ok(())
     }
 
     /// Wraps a hierarchy built elsewhere (another builder, a GPU, a file)
@@ -108,21 +131,6 @@ fn in_leaf_order(bvh: &Bvh2, triangles: &[Triangle]) -> Vec<Triangle> {
         bvh.prim_indices.par_iter().map(gather).collect()
     } else {
         bvh.prim_indices.iter().map(gather).collect()
-    }
-}
-
-/// The smallest `f32` above `x` (`f32::next_up`, which is newer than the
-/// workspace's minimum Rust).
-#[inline]
-fn next_up(x: f32) -> f32 {
-    if x.is_nan() || x == f32::INFINITY {
-        x
-    } else if x == 0.0 {
-        f32::from_bits(1)
-    } else if x > 0.0 {
-        f32::from_bits(x.to_bits() + 1)
-    } else {
-        f32::from_bits(x.to_bits() - 1)
     }
 }
 
