@@ -135,7 +135,7 @@ fn depth_axis(dir: Vec3) -> usize {
 /// The smallest `f32` above `x` (`f32::next_up` is newer than the
 /// workspace's minimum Rust): the limit that lets a triangle test accept a
 /// `t` equal to the closest hit so far, for the lowest-id tie rule.
-#[inline]
+#[inline(always)]
 pub(crate) fn next_up(x: f32) -> f32 {
     if x.is_nan() || x == f32::INFINITY {
         x

@@ -15,6 +15,7 @@
 use super::traverse::traverse;
 use super::{KdTree, KdTreeBuilder, KdTreeConfig};
 use crate::slab_ray::SlabRay;
+use crate::slab_ray::next_up;
 use crate::{Accel, AccelStats, is_traceable};
 use caustic_geom::{Hit, Ray, RayTriangleTest, Triangle};
 use std::time::Instant;
@@ -96,21 +97,6 @@ impl TriangleKdTree {
     /// the duplication factor of clipping.
     pub fn references(&self) -> usize {
         self.tree.prims.len()
-    }
-}
-
-/// The smallest `f32` above `x` (`f32::next_up` is newer than the
-/// workspace's minimum Rust).
-#[inline]
-fn next_up(x: f32) -> f32 {
-    if x.is_nan() || x == f32::INFINITY {
-        x
-    } else if x == 0.0 {
-        f32::from_bits(1)
-    } else if x > 0.0 {
-        f32::from_bits(x.to_bits() + 1)
-    } else {
-        f32::from_bits(x.to_bits() - 1)
     }
 }
 

@@ -18,6 +18,7 @@
 
 use super::node::TriangleGroup;
 use super::simd::Lanes;
+use crate::slab_ray::next_up;
 use caustic_geom::{Hit, RayTriangleTest, Vec3};
 
 /// Per-ray constants of the watertight test, broadcast to `N` lanes.
@@ -246,21 +247,6 @@ pub fn set_bits(mut bits: u32) -> impl Iterator<Item = usize> {
             lane
         })
     })
-}
-
-/// The smallest `f32` above `x` (`f32::next_up` is newer than the
-/// workspace's minimum Rust).
-#[inline(always)]
-pub fn next_up(x: f32) -> f32 {
-    if x.is_nan() || x == f32::INFINITY {
-        x
-    } else if x == 0.0 {
-        f32::from_bits(1)
-    } else if x > 0.0 {
-        f32::from_bits(x.to_bits() + 1)
-    } else {
-        f32::from_bits(x.to_bits() - 1)
-    }
 }
 
 #[cfg(test)]

@@ -6,10 +6,11 @@
 //! result is bit-identical to the scalar test), and their closest hits so
 //! far ([`LaneBest`]), updated in SIMD with the accel's tie rule.
 
-use super::leaf::{Closest, next_up, set_bits};
+use super::leaf::{Closest, set_bits};
 use super::node::{NO_PRIM, TriangleGroup, WideNode};
 use super::simd::Lanes;
 use crate::bvh::traverse::SLACK;
+use crate::slab_ray::next_up;
 use caustic_geom::{Hit, Ray, RayTriangleTest};
 
 /// One triangle against `N` rays: lane masks and values.

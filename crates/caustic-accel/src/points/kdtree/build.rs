@@ -17,6 +17,7 @@
 
 use super::small::build_small;
 use super::{MAX_DEPTH, PointKdNode, PointKdTreeConfig};
+use crate::slab_ray::next_up;
 use caustic_geom::{Aabb, Vec3};
 use rayon::prelude::*;
 
@@ -370,18 +371,6 @@ fn tight_bounds(items: &[Item], parallel: bool) -> Aabb {
             .reduce(|| Aabb::EMPTY, Aabb::union)
     } else {
         items.iter().fold(Aabb::EMPTY, |b, item| b.grown(item.p))
-    }
-}
-
-/// The smallest float greater than `x` (finite `x`), as `f32::next_up`.
-fn next_up(x: f32) -> f32 {
-    let bits = x.to_bits();
-    if x == 0.0 {
-        f32::from_bits(1)
-    } else if x > 0.0 {
-        f32::from_bits(bits + 1)
-    } else {
-        f32::from_bits(bits - 1)
     }
 }
 
