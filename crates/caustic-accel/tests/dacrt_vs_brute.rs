@@ -13,6 +13,15 @@ mod scenes;
 mod soups;
 
 use caustic_accel::dacrt::{Dacrt, DacrtConfig};
+
+/// The paper's two splits, and the binary scheme with CPU constants.
+fn configs() -> [DacrtConfig; 3] {
+    [
+        DacrtConfig::MEDIAN,
+        DacrtConfig::RDH,
+        DacrtConfig::parse("dacrt:scheme=binary:sort=1:rays=2:tris=2").unwrap(),
+    ]
+}
 use caustic_accel::{Accel, BruteForce, build_accel};
 use caustic_geom::{Hit, Pcg32, Ray};
 use soups::{awkward_rays, awkward_soup, far_rays, grid_soup};
@@ -57,7 +66,7 @@ fn random_soups_equal_brute_force() {
         let mut rays = awkward_rays(&mut rng, &tris, 3000);
         rays.extend(far_rays(&mut rng, &tris, 500));
         rays.extend(short(&rays.clone(), 0.3));
-        for config in [DacrtConfig::MEDIAN, DacrtConfig::RDH] {
+        for config in configs() {
             let dacrt = Dacrt::new(&tris, config);
             let bad = differences(&dacrt, &brute, &rays);
             assert!(
@@ -88,7 +97,7 @@ fn standard_scenes_equal_the_bvh() {
         let size = scenes_size(&tris);
         rays.extend(short(&rays.clone(), 0.05 * size));
         let reference = build_accel("bvh-binned", &tris).unwrap();
-        for config in [DacrtConfig::MEDIAN, DacrtConfig::RDH] {
+        for config in configs() {
             let dacrt = Dacrt::new(&tris, config);
             let bad = differences(&dacrt, reference.as_ref(), &rays);
             assert!(

@@ -49,10 +49,24 @@ use caustic_geom::{Hit, Ray, Triangle};
 
 pub use split::DacrtSplit;
 
+/// How a task hands its rays and triangles to its children.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DacrtScheme {
+    /// Vinkler et al.'s seven children in three dependency waves, each
+    /// ray–triangle pair in one child; the children of a wave run in
+    /// parallel (`scheme=seven`, the default).
+    #[default]
+    Seven,
+    /// Mora's two children, left then right, straddlers in both
+    /// (`scheme=binary`): fewer triangle passes, no parallel children.
+    Binary,
+}
+
 /// The parameters of a DACRT trace.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DacrtConfig {
     pub split: DacrtSplit,
+    pub scheme: DacrtScheme,
     /// Cost of one ray–triangle test (Vinkler et al. §5.4: 1).
     pub c_inters: f32,
     /// Cost of sorting one element into a child (Vinkler et al. §5.4: 80).
@@ -69,6 +83,7 @@ impl DacrtConfig {
     /// The paper's constants with the spatial median (`dacrt`).
     pub const MEDIAN: Self = Self {
         split: DacrtSplit::Median,
+        scheme: DacrtScheme::Seven,
         c_inters: 1.0,
         c_sort: 80.0,
         min_rays: 32,
@@ -89,6 +104,9 @@ impl DacrtConfig {
         if self.split == DacrtSplit::Rdh {
             spec += ":split=rdh";
         }
+        if self.scheme == DacrtScheme::Binary {
+            spec += ":scheme=binary";
+        }
         let paper = Self::MEDIAN;
         if self.c_sort != paper.c_sort {
             spec += &format!(":sort={}", self.c_sort);
@@ -102,7 +120,7 @@ impl DacrtConfig {
         spec
     }
 
-    /// Parses `dacrt[:split=median|rdh][:sort=C][:rays=N][:tris=N]`
+    /// Parses `dacrt[:split=median|rdh][:scheme=seven|binary][:sort=C][:rays=N][:tris=N]`
     /// (`C_SORT` against `C_INTERS = 1`, and the direct-intersection
     /// minimums); `dacrt-rdh` is `dacrt:split=rdh`.
     pub fn parse(spec: &str) -> Result<Self, String> {
@@ -130,6 +148,17 @@ impl DacrtConfig {
             };
             match key {
                 "split" => config.split = value.parse()?,
+                "scheme" => {
+                    config.scheme = match value {
+                        "seven" => DacrtScheme::Seven,
+                        "binary" => DacrtScheme::Binary,
+                        other => {
+                            return Err(format!(
+                                "dacrt `scheme` is seven or binary, not `{other}`"
+                            ));
+                        }
+                    }
+                }
                 "sort" => {
                     config.c_sort = value
                         .parse::<f32>()
@@ -141,7 +170,7 @@ impl DacrtConfig {
                 "tris" => config.min_tris = count(1 << 20)?,
                 other => {
                     return Err(format!(
-                        "dacrt has no parameter `{other}`; it takes split=median|rdh, sort=C, rays=N, tris=N"
+                        "dacrt has no parameter `{other}`; it takes split=median|rdh, scheme=seven|binary, sort=C, rays=N, tris=N"
                     ));
                 }
             }
@@ -328,7 +357,11 @@ mod tests {
         let brute = BruteForce::new(&tris);
         let want: Vec<Option<Hit>> = rays.iter().map(|r| brute.intersect(r)).collect();
         let want_any: Vec<bool> = want.iter().map(Option::is_some).collect();
-        for config in [DacrtConfig::MEDIAN, DacrtConfig::RDH] {
+        let binary = DacrtConfig {
+            scheme: DacrtScheme::Binary,
+            ..DacrtConfig::RDH
+        };
+        for config in [DacrtConfig::MEDIAN, DacrtConfig::RDH, binary] {
             let dacrt = Dacrt::new(&tris, config);
             let mut hits = vec![None; rays.len()];
             let stats = dacrt.closest_hits(&rays, &mut hits);
@@ -381,7 +414,12 @@ mod tests {
         assert!(c.is_direct(100, 100));
         assert!(!c.is_direct(1000, 1000));
         assert_eq!(DacrtConfig::RDH.spec(), "dacrt:split=rdh");
-        for spec in ["dacrt", "dacrt:split=rdh", "dacrt:sort=2:rays=8:tris=2"] {
+        for spec in [
+            "dacrt",
+            "dacrt:split=rdh",
+            "dacrt:sort=2:rays=8:tris=2",
+            "dacrt:scheme=binary:sort=1",
+        ] {
             assert_eq!(DacrtConfig::parse(spec).unwrap().spec(), spec);
         }
         assert_eq!(DacrtConfig::parse("dacrt-rdh"), Ok(DacrtConfig::RDH));

@@ -3,7 +3,7 @@
 //! scheme and the exactness argument).
 
 use super::split::{self, Plane};
-use super::{DacrtConfig, DacrtStats};
+use super::{DacrtConfig, DacrtScheme, DacrtStats};
 use crate::is_traceable;
 use crate::slab_ray::{SlabRay, next_up};
 use caustic_geom::{Aabb, Hit, Ray, RayTriangleTest, Triangle};
@@ -216,8 +216,54 @@ fn run_task(
         stats.pair_tests = direct(context, rays, tris);
         return stats;
     };
-    let children = subdivide(context, &bounds, plane, rays, tris, depth);
+    let children = match config.scheme {
+        DacrtScheme::Seven => subdivide(context, &bounds, plane, rays, tris, depth),
+        DacrtScheme::Binary => subdivide_binary(context, &bounds, plane, rays, tris, depth),
+    };
     stats.add(&children);
+    stats
+}
+
+/// Mora's two children, one after the other: the left box with the rays
+/// and triangles that meet it (left and straddling), then the right box
+/// with those that meet it. Each triangle is in at most two children
+/// (the seven-child scheme puts a left triangle in two and a straddling
+/// one in three), and the right child's rays already carry the left
+/// child's hits, so its culling drops more of them; straddling pairs are
+/// tested in both children (the tie rule keeps the answer exact).
+fn subdivide_binary(
+    context: &Context<'_>,
+    bounds: &Aabb,
+    plane: Plane,
+    rays: &mut [RayItem],
+    tris: &mut [u32],
+    depth: u32,
+) -> DacrtStats {
+    let ray_side =
+        |r: &RayItem| ray_side(&context.rays[r.id as usize], bounds, plane).unwrap_or(Side::Both);
+    let tri_side = |t: &u32| tri_side(&context.boxes[*t as usize], plane);
+    let (left, right) = halves(bounds, plane);
+    let ray_left = partition(rays, |r| ray_side(r) != Side::Right);
+    let tri_left = partition(tris, |t| tri_side(t) != Side::Right);
+    let mut stats = run_task(
+        context,
+        left,
+        &mut rays[..ray_left],
+        &mut tris[..tri_left],
+        depth + 1,
+    );
+    // The left child reordered its slices: gather the right side's again.
+    let ray_right = rays.len() - partition(rays, |r| ray_side(r) == Side::Left);
+    let tri_right = tris.len() - partition(tris, |t| tri_side(t) == Side::Left);
+    let (rays_len, tris_len) = (rays.len(), tris.len());
+    let right_stats = run_task(
+        context,
+        right,
+        &mut rays[rays_len - ray_right..],
+        &mut tris[tris_len - tri_right..],
+        depth + 1,
+    );
+    stats.add(&right_stats);
     stats
 }
 
