@@ -12,6 +12,7 @@
 //! Loaders never panic on bad input: they return a [`SceneError`] naming the
 //! file and the line or element, or record a [`Warning`] and skip the item.
 
+pub mod animation;
 mod builtin;
 mod camera;
 pub mod data_dirs;
@@ -22,6 +23,7 @@ mod material;
 mod mesh;
 mod texture;
 
+pub use animation::{Animation, DEFAULT_FPS, Timeline};
 pub use builtin::BUILTIN_SCENES;
 pub use camera::{Camera, FovAxis};
 pub use error::{ErrorKind, SceneError, Warning};
@@ -32,6 +34,7 @@ pub use texture::{Texture, TextureId};
 
 use caustic_geom::{Aabb, Rgb, Triangle};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Image size a scene file asks for (Mitsuba's `<film>`, a glTF camera's
 /// aspect ratio does not set it). The CLI's `--width/--height` override it.
@@ -58,6 +61,10 @@ pub struct Scene {
     /// Triangles the file has but the scene dropped (zero area, or NaN or
     /// infinite coordinates); the ray protocol still counts them.
     pub skipped_triangles: usize,
+    /// What moves, for an animated scene (`None`: a still scene). The
+    /// fields above hold the scene posed at the start of its clock; see
+    /// [`Scene::at_time`] and the [`animation`] module.
+    pub animation: Option<Arc<Animation>>,
 }
 
 impl Scene {

@@ -383,7 +383,7 @@ impl Loader<'_> {
         }
         let id = match self
             .image_bytes(&image)
-            .and_then(|bytes| decode_srgb(&bytes))
+            .and_then(|bytes| crate::texture::decode_srgb(&bytes))
         {
             Ok((width, height, texels)) => {
                 let name = image
@@ -423,19 +423,6 @@ impl Loader<'_> {
             ::gltf::image::Source::Uri { uri, .. } => read_uri(&self.dir, uri),
         }
     }
-}
-
-/// Decodes an sRGB image (any format the `image` crate was built with) to
-/// linear texels, through 8 bits per channel.
-fn decode_srgb(bytes: &[u8]) -> Result<(u32, u32, Vec<Rgb>), String> {
-    let decoded =
-        image::load_from_memory(bytes).map_err(|e| format!("cannot decode image: {e}"))?;
-    let rgb = decoded.to_rgb8();
-    let texels = rgb
-        .pixels()
-        .map(|p| Rgb::from_array(p.0.map(Texture::srgb_to_linear)))
-        .collect();
-    Ok((rgb.width(), rgb.height(), texels))
 }
 
 #[cfg(test)]
