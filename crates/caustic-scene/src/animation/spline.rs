@@ -476,7 +476,7 @@ mod tests {
     fn even_turns_interpolate_evenly() {
         let k = rot_keys(&[0.0, 30.0, 60.0, 90.0, 120.0]);
         let s = RotationSpline::new(&k).unwrap();
-        for t in [1.25, 1.5, 2.7] {
+        for t in [1.25f64, 1.5, 2.7] {
             let want = axis_angle(DVec3::Y, (30.0 * t).to_radians());
             let got = s.eval(t);
             assert!(
@@ -486,11 +486,11 @@ mod tests {
         }
     }
 
-    /// Keys a half turn apart in opposite hemispheres: the flip makes the
-    /// spline take the short way (no spin through 360°).
+    /// Keys written across ±180° (170° then -170°) are 20° apart the short
+    /// way: the hemisphere flip makes the spline turn those 20°, not 340°.
     #[test]
     fn rotations_take_the_short_way() {
-        let k = rot_keys(&[0.0, 170.0, 190.0, 200.0, 210.0]);
+        let k = rot_keys(&[150.0, 170.0, -170.0, -150.0, -130.0]);
         let s = RotationSpline::new(&k).unwrap();
         let mid = s.eval(1.5);
         let want = axis_angle(DVec3::Y, 180f64.to_radians());

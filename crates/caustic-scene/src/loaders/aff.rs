@@ -10,7 +10,7 @@
 //! | --- | --- | --- |
 //! | `v` from/at/up/angle/hither/resolution | camera; angle is the vertical field of view | [`Camera`], film size |
 //! | `b r g b` | background | `Scene::background` |
-//! | `l x y z [r g b]`, `la name x y z [r g b]` | point light, animated by `k name` | [`Light::Point`], see [`LIGHT_NOTE`] |
+//! | `l x y z [r g b]`, `la name x y z [r g b]` | point light, animated by `k name` | [`Light::Point`], intensity below |
 //! | `am r g b` | global ambient light | warning: no ambient term in caustic |
 //! | `f …`, `fm …` | material for what follows | `material.rs` |
 //! | `p n …`, `pp n …` | polygon, polygonal patch (with normals) | ear-clipped (`polygon.rs`) |
@@ -28,6 +28,13 @@
 //! mesh of the scene's [`crate::Animation`], posed by the group's world
 //! transform. Unknown statements are skipped with a warning naming the
 //! file and line; malformed ones are errors naming them.
+//!
+//! Light intensity: NFF lights have "a non-zero intensity of no particular
+//! value" and no fall-off (Haines's SPD renders): a colour is what a light
+//! delivers. caustic's point lights are radiometric and fall off with the
+//! squared distance, so a light of colour `c` gets intensity `c · r²`, `r`
+//! its distance to the centre of the scene's bounds (at the start of the
+//! clock): the scene's centre receives the irradiance the file names.
 
 mod keys;
 mod lexer;
@@ -46,24 +53,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// How NFF light colours become intensities, for the documentation.
-///
-/// NFF lights have "a non-zero intensity of no particular value" and no
-/// fall-off (Haines's SPD renders): a colour is what a light delivers.
-/// caustic's point lights are radiometric and fall off with the squared
-/// distance, so a light of colour `c` gets intensity `c · r²`, `r` its
-/// distance to the centre of the scene's bounds: the scene's centre then
-/// receives the irradiance the file names.
-pub const LIGHT_NOTE: &str = "point-light intensity = colour × (distance to the scene centre)²";
-
 /// Deepest include nesting (a file that includes itself fails here).
 const MAX_INCLUDE_DEPTH: usize = 32;
-
-/// Tokens a statement may use at most per item, to bound counts.
-const STATEMENTS: &[&str] = &[
-    "v", "b", "l", "la", "am", "a", "f", "fm", "c", "s", "p", "pp", "tt", "ttp", "tpa", "m", "i",
-    "d", "x", "xs", "}", "k",
-];
 
 pub(crate) fn load(path: &Path) -> Result<Scene, SceneError> {
     let mut loader = Loader::new(path);
@@ -240,8 +231,9 @@ impl Loader {
         }
     }
 
-    /// Skips an unknown statement: up to the next known statement word, or
-    /// over a `{ … }` block that follows it directly.
+    /// Skips an unknown statement: its numbers (up to the next word, which
+    /// starts the next statement), or a `{ … }` block that follows it
+    /// directly.
     fn skip_unknown(&mut self, word: &str, line: u32, c: &mut Cursor) {
         let path = c.path.clone();
         self.warn(&path, line, format!("unknown statement '{word}'; skipped"));
@@ -261,7 +253,7 @@ impl Loader {
             }
             return;
         }
-        while c.peek().is_some_and(|t| !STATEMENTS.contains(&t.text)) {
+        while c.next_is_number() {
             c.next();
         }
     }
@@ -340,7 +332,7 @@ impl Loader {
             self.named_lights
                 .push((self.scene.lights.len(), name, c.path.clone(), line));
         }
-        // Scaled to an intensity in `finish` (see LIGHT_NOTE).
+        // Scaled to an intensity in `finish` (module docs).
         self.scene.lights.push(Light::Point {
             position,
             intensity: colour,
@@ -609,7 +601,7 @@ fn load_texture(path: &Path, name: &str) -> Result<crate::Texture, String> {
 }
 
 impl Loader {
-    /// Lights to intensities (see [`LIGHT_NOTE`]), geometry into meshes,
+    /// Lights to intensities (module docs), geometry into meshes,
     /// keyframes into the animation.
     fn finish(&mut self) -> Result<Scene, SceneError> {
         let mut scene = std::mem::take(&mut self.scene);
@@ -637,6 +629,3 @@ impl Loader {
         Ok(scene)
     }
 }
-
-#[cfg(test)]
-mod tests;
