@@ -229,6 +229,9 @@ impl Animation {
     /// with time, in increasing order. All others keep their geometry
     /// (for a mesh sequence every mesh changes).
     pub fn moving_meshes(&self) -> Vec<usize> {
+        if let Some(frames) = &self.frames {
+            return (0..frames.iter().map(Vec::len).max().unwrap_or(0)).collect();
+        }
         let mut out: Vec<usize> = self.meshes.iter().map(|t| t.mesh).collect();
         out.sort_unstable();
         out.dedup();

@@ -69,9 +69,18 @@ pub struct Scene {
 
 impl Scene {
     /// Loads a scene file, choosing the loader by extension
-    /// (`obj`, `ply`, `gltf`, `glb`, `xml`).
+    /// (`obj`, `ply`, `gltf`, `glb`, `xml`, `aff`). A file name with a run
+    /// of `#` (`frames/frame_####.obj`) loads the numbered files it matches
+    /// as the frames of an animation (see [`Scene::is_sequence_pattern`]).
     pub fn load(path: impl AsRef<Path>) -> Result<Scene, SceneError> {
         loaders::load(path.as_ref())
+    }
+
+    /// Whether `path` names a numbered mesh sequence rather than a file: a
+    /// run of `#` in its file name, and no file of that exact name.
+    pub fn is_sequence_pattern(path: impl AsRef<Path>) -> bool {
+        let path = path.as_ref();
+        !path.exists() && loaders::is_sequence_pattern(path)
     }
 
     /// A built-in scene by name (see [`BUILTIN_SCENES`]).

@@ -8,6 +8,7 @@ mod mitsuba;
 mod obj;
 mod ply;
 mod polygon;
+mod sequence;
 
 use crate::error::collapse_warnings;
 use crate::{ErrorKind, Scene, SceneError};
@@ -16,7 +17,16 @@ use std::path::Path;
 /// The extensions [`load`] knows, as error messages list them.
 const EXTENSIONS: &str = ".obj, .ply, .gltf, .glb, .xml or .aff";
 
+pub(crate) fn is_sequence_pattern(path: &Path) -> bool {
+    sequence::pattern(path).is_some()
+}
+
 pub(crate) fn load(path: &Path) -> Result<Scene, SceneError> {
+    if !path.exists() && sequence::pattern(path).is_some() {
+        let mut scene = sequence::load(path)?;
+        finish(path, &mut scene)?;
+        return Ok(scene);
+    }
     if !path.exists() {
         return Err(SceneError::new(ErrorKind::Io, path, "no such file"));
     }
