@@ -464,10 +464,8 @@ fn apply_skin(skin: &Skin, positions: &mut [Vec3], normals: &mut [Vec3], world: 
     for (v, influences) in skin.influences.iter().enumerate() {
         let mut m = Mat4::ZERO;
         for &(slot, w) in influences {
-            if w != 0.0 {
-                if let Some(jm) = joint_matrices.get(slot as usize) {
-                    m += *jm * w;
-                }
+            if let (true, Some(jm)) = (w != 0.0, joint_matrices.get(slot as usize)) {
+                m += *jm * w;
             }
         }
         if let Some(p) = positions.get_mut(v) {

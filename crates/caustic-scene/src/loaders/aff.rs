@@ -261,8 +261,7 @@ impl Loader {
     fn view(&mut self, c: &mut Cursor) -> Result<(), SceneError> {
         let line = c.line();
         let (mut from, mut at, mut up, mut angle) = (None, None, None, None);
-        loop {
-            let Some(t) = c.peek() else { break };
+        while let Some(t) = c.peek() {
             match t.text {
                 "from" => from = Some(skip_then(c, |c| c.vec3("view 'from'"))?),
                 "at" => at = Some(skip_then(c, |c| c.vec3("view 'at'"))?),

@@ -133,10 +133,8 @@ fn sanitize_meshes(
             scene.meshes.push(mesh);
         }
     }
-    if kept.iter().any(Option::is_none) {
-        if let Some(animation) = &mut scene.animation {
-            std::sync::Arc::make_mut(animation).renumber_meshes(&kept);
-        }
+    if let (true, Some(animation)) = (kept.iter().any(Option::is_none), &mut scene.animation) {
+        std::sync::Arc::make_mut(animation).renumber_meshes(&kept);
     }
     Ok(())
 }

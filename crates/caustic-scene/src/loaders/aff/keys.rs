@@ -398,10 +398,13 @@ fn default_clock(loader: &mut Loader, graph: &[GraphNode]) -> Timeline {
             }
         }
     }
-    if let Some(block) = loader.keys.by_name.get("camera") {
-        if let Some(s) = &block.transform.translation {
-            widen(s.range());
-        }
+    if let Some(s) = loader
+        .keys
+        .by_name
+        .get("camera")
+        .and_then(|b| b.transform.translation.as_ref())
+    {
+        widen(s.range());
     }
     let top = loader.top.clone();
     loader.warn(

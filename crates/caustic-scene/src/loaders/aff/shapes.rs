@@ -308,7 +308,7 @@ impl Loader {
             let mut tri = [[0u32; 3]; 3];
             for (set, size) in sizes.iter().enumerate() {
                 let Some(size) = *size else { continue };
-                for k in 0..3 {
+                for corner in &mut tri {
                     let line = c.line();
                     let i = c.count("mesh index", u32::MAX as usize)?;
                     if i >= size {
@@ -319,7 +319,7 @@ impl Loader {
                             format!("mesh {what} index {i}, but the mesh has only {size}"),
                         ));
                     }
-                    tri[k][set] = i as u32;
+                    corner[set] = i as u32;
                 }
             }
             corners.push(tri);
