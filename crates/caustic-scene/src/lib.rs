@@ -7,8 +7,14 @@
 //! spot lights give intensity, directional lights irradiance.
 //!
 //! [`Scene::load`] picks a loader by file extension: Wavefront OBJ + MTL,
-//! PLY (ASCII and binary), glTF 2.0 (`.gltf`, `.glb`) and the Mitsuba 3 XML
-//! subset of `refs/`. [`Scene::builtin`] makes the scenes that need no file.
+//! PLY (ASCII and binary), glTF 2.0 (`.gltf`, `.glb`, with animations),
+//! the Mitsuba 3 XML subset of `refs/`, BART's AFF (`.aff`, animated), and
+//! numbered mesh sequences (`frame_####.obj`). [`Scene::builtin`] makes
+//! the scenes that need no file.
+//!
+//! Animated scenes are scenes posed at the start of their clock that carry
+//! an [`Animation`]: [`Scene::at_time`], [`Scene::at_frame`] and
+//! [`Scene::set_time`] pose them (see the [`animation`] module).
 //! Loaders never panic on bad input: they return a [`SceneError`] naming the
 //! file and the line or element, or record a [`Warning`] and skip the item.
 
