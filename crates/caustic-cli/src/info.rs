@@ -6,7 +6,9 @@ use caustic_scene::{Bsdf, FovAxis, Light};
 use clap::Args;
 
 #[derive(Args)]
-#[command(after_help = "Examples:\n  caustic info cornell-caustics\n  caustic info scene.xml")]
+#[command(
+    after_help = "Examples:\n  caustic info cornell-caustics\n  caustic info scene.xml\n  caustic info kitchen.aff\n  caustic info 'frames/frame_####.obj'"
+)]
 pub struct InfoArgs {
     /// Scene file or built-in scene name.
     scene: String,
@@ -120,5 +122,37 @@ pub fn run(args: InfoArgs) -> Result<()> {
     if let Some(f) = s.film {
         println!("film       {}x{}", f.width, f.height);
     }
+    if let Some(animation) = &s.animation {
+        print_animation(animation);
+    }
     Ok(())
+}
+
+/// The clock and what moves; the scene's other lines show frame 0.
+fn print_animation(animation: &caustic_scene::Animation) {
+    let clock = animation.timeline();
+    let fps = clock
+        .fps()
+        .map_or_else(|| "still".to_string(), |fps| format!("{fps:.2} fps"));
+    println!(
+        "animated   yes, {} frames, {} s ({fps}), from {} s to {} s",
+        clock.frames,
+        clock.duration(),
+        clock.start,
+        clock.end
+    );
+    let mut moves = vec![
+        format!("{} animated objects", animation.animated_objects()),
+        format!("{} moving meshes", animation.moving_meshes().len()),
+    ];
+    if animation.animates_camera() {
+        moves.push("camera animated".into());
+    }
+    if animation.animated_lights() > 0 {
+        moves.push(format!("{} animated lights", animation.animated_lights()));
+    }
+    if !animation.fixed_topology() {
+        moves.push("meshes change from frame to frame".into());
+    }
+    println!("           {}", moves.join(", "));
 }

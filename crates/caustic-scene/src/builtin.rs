@@ -22,12 +22,17 @@ pub const BUILTIN_SCENES: &[(&str, &str)] = &[
         "cornell-caustics",
         "Cornell box with a mirror and a glass sphere (refs/cornell-caustics), 40972 triangles",
     ),
+    (
+        "cornell-caustics-moving",
+        "cornell-caustics with the glass sphere hopping across the floor and back: 121 frames over 4 s (30 fps)",
+    ),
 ];
 
 pub(crate) fn make(name: &str) -> Option<Scene> {
     match name {
         "cornell-box" => Some(cornell::cornell_box()),
         "cornell-caustics" => Some(cornell::cornell_caustics()),
+        "cornell-caustics-moving" => Some(cornell::cornell_caustics_moving()),
         _ => None,
     }
 }

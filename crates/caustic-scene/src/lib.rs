@@ -7,11 +7,18 @@
 //! spot lights give intensity, directional lights irradiance.
 //!
 //! [`Scene::load`] picks a loader by file extension: Wavefront OBJ + MTL,
-//! PLY (ASCII and binary), glTF 2.0 (`.gltf`, `.glb`) and the Mitsuba 3 XML
-//! subset of `refs/`. [`Scene::builtin`] makes the scenes that need no file.
+//! PLY (ASCII and binary), glTF 2.0 (`.gltf`, `.glb`, with animations),
+//! the Mitsuba 3 XML subset of `refs/`, BART's AFF (`.aff`, animated), and
+//! numbered mesh sequences (`frame_####.obj`). [`Scene::builtin`] makes
+//! the scenes that need no file.
+//!
+//! Animated scenes are scenes posed at the start of their clock that carry
+//! an [`Animation`]: [`Scene::at_time`], [`Scene::at_frame`] and
+//! [`Scene::set_time`] pose them (see the [`animation`] module).
 //! Loaders never panic on bad input: they return a [`SceneError`] naming the
 //! file and the line or element, or record a [`Warning`] and skip the item.
 
+pub mod animation;
 mod builtin;
 mod camera;
 pub mod data_dirs;
@@ -22,6 +29,7 @@ mod material;
 mod mesh;
 mod texture;
 
+pub use animation::{Animation, DEFAULT_FPS, Timeline};
 pub use builtin::BUILTIN_SCENES;
 pub use camera::{Camera, FovAxis};
 pub use error::{ErrorKind, SceneError, Warning};
@@ -32,6 +40,7 @@ pub use texture::{Texture, TextureId};
 
 use caustic_geom::{Aabb, Rgb, Triangle};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Image size a scene file asks for (Mitsuba's `<film>`, a glTF camera's
 /// aspect ratio does not set it). The CLI's `--width/--height` override it.
@@ -58,13 +67,26 @@ pub struct Scene {
     /// Triangles the file has but the scene dropped (zero area, or NaN or
     /// infinite coordinates); the ray protocol still counts them.
     pub skipped_triangles: usize,
+    /// What moves, for an animated scene (`None`: a still scene). The
+    /// fields above hold the scene posed at the start of its clock; see
+    /// [`Scene::at_time`] and the [`animation`] module.
+    pub animation: Option<Arc<Animation>>,
 }
 
 impl Scene {
     /// Loads a scene file, choosing the loader by extension
-    /// (`obj`, `ply`, `gltf`, `glb`, `xml`).
+    /// (`obj`, `ply`, `gltf`, `glb`, `xml`, `aff`). A file name with a run
+    /// of `#` (`frames/frame_####.obj`) loads the numbered files it matches
+    /// as the frames of an animation (see [`Scene::is_sequence_pattern`]).
     pub fn load(path: impl AsRef<Path>) -> Result<Scene, SceneError> {
         loaders::load(path.as_ref())
+    }
+
+    /// Whether `path` names a numbered mesh sequence rather than a file: a
+    /// run of `#` in its file name, and no file of that exact name.
+    pub fn is_sequence_pattern(path: impl AsRef<Path>) -> bool {
+        let path = path.as_ref();
+        !path.exists() && loaders::is_sequence_pattern(path)
     }
 
     /// A built-in scene by name (see [`BUILTIN_SCENES`]).

@@ -60,6 +60,12 @@ impl Mesh {
         path: &Path,
         warnings: &mut Vec<Warning>,
     ) -> Result<usize, SceneError> {
+        self.check(path)?;
+        self.drop_degenerate(path, warnings)
+    }
+
+    /// Checks index ranges and attribute lengths: errors name the mesh.
+    pub fn check(&self, path: &Path) -> Result<(), SceneError> {
         let n = self.positions.len();
         if !self.normals.is_empty() && self.normals.len() != n {
             return Err(SceneError::new(
@@ -112,6 +118,16 @@ impl Mesh {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// Drops triangles with non-finite or zero-area geometry, one warning
+    /// per class; returns how many.
+    fn drop_degenerate(
+        &mut self,
+        path: &Path,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<usize, SceneError> {
         let mut non_finite = 0usize;
         let mut zero_area = 0usize;
         let mut keep = Vec::with_capacity(self.indices.len());

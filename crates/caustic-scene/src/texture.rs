@@ -51,6 +51,19 @@ impl Texture {
     }
 }
 
+/// Decodes an sRGB image (any format the `image` crate was built with) to
+/// linear texels, through 8 bits per channel.
+pub(crate) fn decode_srgb(bytes: &[u8]) -> Result<(u32, u32, Vec<Rgb>), String> {
+    let decoded =
+        image::load_from_memory(bytes).map_err(|e| format!("cannot decode image: {e}"))?;
+    let rgb = decoded.to_rgb8();
+    let texels = rgb
+        .pixels()
+        .map(|p| Rgb::from_array(p.0.map(Texture::srgb_to_linear)))
+        .collect();
+    Ok((rgb.width(), rgb.height(), texels))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -165,3 +165,36 @@ fn cornell_caustics_spheres_are_level_5_icospheres_on_the_sphere() {
         assert_eq!(scene.materials[sphere.material_ids[0] as usize].bsdf, bsdf);
     }
 }
+
+/// The moving Cornell box: frame 0 is `cornell-caustics`; the glass sphere
+/// hops to x = -0.45 at the middle and back, never into the floor, the
+/// walls or the mirror sphere.
+#[test]
+fn cornell_caustics_moving_hops_across_the_box() {
+    let still = builtin("cornell-caustics");
+    let scene = builtin("cornell-caustics-moving");
+    let clock = scene.timeline().expect("animated");
+    assert_eq!((clock.start, clock.end, clock.frames), (0.0, 4.0, 121));
+    assert_eq!(clock.fps(), Some(30.0));
+    assert_eq!(scene.meshes, still.meshes);
+    let animation = scene.animation.as_ref().unwrap();
+    let glass = scene.meshes.len() - 1;
+    assert_eq!(animation.moving_meshes(), [glass]);
+    assert!(animation.fixed_topology());
+    let center = |s: &Scene| s.meshes[glass].bounds().center();
+    let mid = scene.at_time(2.0);
+    assert!((center(&mid) - caustic_geom::Vec3::new(-0.45, -0.67, 0.40)).length() < 1e-3);
+    assert!(center(&scene.at_time(1.0)).y > -0.3);
+    let mirror = scene.meshes[glass - 1].bounds().center();
+    for frame in 0..clock.frames {
+        let posed = scene.at_frame(frame);
+        let b = posed.meshes[glass].bounds();
+        assert!(
+            b.min.y >= -1.0 - 1e-3 && b.min.x > -1.0 && b.max.x < 1.0,
+            "frame {frame}: {b:?}"
+        );
+        assert!(center(&posed).distance(mirror) > 0.66, "frame {frame}");
+        assert_eq!(posed.triangle_count(), scene.triangle_count());
+    }
+    assert!(!still.is_animated());
+}

@@ -102,7 +102,8 @@ pub use caustic_scene::{BUILTIN_SCENES, Camera, FovAxis, Light, Scene};
 
 use std::path::Path;
 
-/// Loads a scene file (`.obj`, `.ply`, `.gltf`, `.glb`, Mitsuba `.xml`),
+/// Loads a scene file (`.obj`, `.ply`, `.gltf`, `.glb`, Mitsuba `.xml`,
+/// BART's `.aff`, or a numbered sequence such as `frames/frame_####.obj`),
 /// or makes the built-in scene of that name (`cornell-box`,
 /// `cornell-caustics`) when no such file exists. Loader warnings are in
 /// [`Scene::warnings`].
@@ -115,7 +116,7 @@ use std::path::Path;
 /// ```
 pub fn load_scene(name_or_path: impl AsRef<Path>) -> Result<Scene> {
     let path = name_or_path.as_ref();
-    if path.exists() {
+    if path.exists() || Scene::is_sequence_pattern(path) {
         return Ok(Scene::load(path)?);
     }
     if let Some(scene) = path.to_str().and_then(Scene::builtin) {

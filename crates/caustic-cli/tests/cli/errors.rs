@@ -137,7 +137,7 @@ fn degenerate_cameras_name_the_flag() {
 fn unknown_scenes_and_cameras_say_what_exists() {
     caustic(&["render", "cornell-bx"]).fails_with(
         1,
-        "not a built-in scene (built-in: cornell-box, cornell-caustics)",
+        "not a built-in scene (built-in: cornell-box, cornell-caustics, cornell-caustics-moving)",
     );
     caustic(&["info", "nowhere.obj"]).fails_with(1, "nowhere.obj: no such file");
     caustic(&["render", "cornell-box", "--camera", "spnoza"]).fails_with(

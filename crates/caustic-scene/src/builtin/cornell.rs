@@ -9,8 +9,13 @@
 //! in the reference OBJ files.
 
 use super::icosphere::{SPHERE_LEVEL, icosphere};
-use crate::{Bsdf, Camera, FilmSize, FovAxis, Material, Mesh, Scene};
+use crate::animation::graph::{GraphNode, KeyedTransform, Local};
+use crate::animation::spline::{TcbKey, VectorSpline};
+use crate::animation::{Animation, Deform, MeshTrack};
+use crate::{Bsdf, Camera, DEFAULT_FPS, FilmSize, FovAxis, Material, Mesh, Scene, Timeline};
 use caustic_geom::{Rgb, Vec3};
+use glam::DVec3;
+use std::sync::Arc;
 
 const WHITE: Rgb = Rgb::new(0.885809, 0.698859, 0.666422);
 const RED: Rgb = Rgb::new(0.570068, 0.0430135, 0.0443706);
@@ -245,4 +250,53 @@ pub(crate) fn cornell_caustics() -> Scene {
         },
     ));
     room_scene(meshes, materials)
+}
+
+/// Seconds the glass sphere of `cornell-caustics-moving` takes to hop to
+/// the left wall and back.
+const HOP_SECONDS: f32 = 4.0;
+
+/// `cornell-caustics` with its glass sphere hopping along x in front of the
+/// mirror sphere and back (a Catmull–Rom path through five keys, plus one
+/// before and one after that shape the ends): it rests on the floor at the
+/// start, at the middle and at the end, and rises 0.42 between. Frame 0 is
+/// `cornell-caustics` exactly. The path stays 0.75 from the mirror sphere
+/// in z (radii 0.33 each) and inside the walls.
+pub(crate) fn cornell_caustics_moving() -> Scene {
+    let mut scene = cornell_caustics();
+    let glass = scene.meshes.len() - 1;
+    let (x, y) = (GLASS_CENTER.x as f64, GLASS_CENTER.y as f64);
+    let top = y + 0.42;
+    let offset = |px: f64, py: f64| DVec3::new(px - x, py - y, 0.0);
+    let keys: Vec<TcbKey<DVec3>> = [
+        (-1.0, offset(2.0 * x, top)),
+        (0.0, offset(x, y)),
+        (1.0, offset(0.0, top)),
+        (2.0, offset(-x, y)),
+        (3.0, offset(0.0, top)),
+        (4.0, offset(x, y)),
+        (5.0, offset(2.0 * x, top)),
+    ]
+    .into_iter()
+    .map(|(t, v)| TcbKey::new(t * HOP_SECONDS as f64 / 4.0, v))
+    .collect();
+    let path = VectorSpline::new(&keys).expect("fixed keys are valid");
+    let mut animation = Animation::new(Timeline::from_duration(HOP_SECONDS, DEFAULT_FPS));
+    animation.graph = vec![GraphNode {
+        parent: None,
+        local: Local::Keyed(Box::new(KeyedTransform {
+            translation: Some(path),
+            ..KeyedTransform::default()
+        })),
+    }];
+    animation.meshes = vec![MeshTrack {
+        mesh: glass,
+        node: Some(0),
+        rest_positions: scene.meshes[glass].positions.clone(),
+        rest_normals: Vec::new(),
+        deform: Deform::default(),
+    }];
+    animation.objects = 1;
+    scene.animation = Some(Arc::new(animation));
+    scene
 }

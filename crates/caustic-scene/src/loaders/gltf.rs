@@ -29,12 +29,15 @@
 //! range is checked before it is sliced: a bad file is an error naming the
 //! buffer, view or accessor, never a panic. A missing external buffer is
 //! `MissingReference`; a missing or undecodable texture image is a warning
-//! (the material keeps its factor). Skins, morph targets and animations are
-//! not read (the bind pose is loaded). Layout: `files.rs` (GLB, JSON
-//! checks, buffers, URIs, error mapping), `primitive.rs` (primitives to
-//! meshes), `accessor.rs` (checked accessor reads).
+//! (the material keeps its factor). Animations (node TRS and morph-weight
+//! channels, with morph targets and skins of the meshes they move) are read
+//! by `animation.rs`; files without animations load their meshes' rest
+//! pose. Layout: `files.rs` (GLB, JSON checks, buffers, URIs, error
+//! mapping), `primitive.rs` (primitives to meshes), `accessor.rs` (checked
+//! accessor reads).
 
 mod accessor;
+mod animation;
 mod files;
 mod primitive;
 
@@ -52,6 +55,7 @@ use ::gltf::{Document, Node};
 use caustic_geom::{Mat4, Rgb, Vec3};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub(crate) fn load(path: &Path) -> Result<Scene, SceneError> {
     let bytes = read_file(path)?;
@@ -76,11 +80,21 @@ pub(crate) fn load(path: &Path) -> Result<Scene, SceneError> {
             warnings,
             ..Scene::default()
         },
+        anim: None,
     };
     // The walk calls the gltf crate's accessors, which unwrap what they
     // take the validation to have checked; `parse_document` checks what it
     // does not (see files.rs), and the guard is the last line of defence.
-    match guarded(path, "gltf", || loader.walk()) {
+    let read = |loader: &mut Loader| -> Result<(), SceneError> {
+        loader.anim = loader.read_animations()?;
+        loader.walk()?;
+        if let Some(anim) = loader.anim.take() {
+            let animation = loader.finish_animation(anim);
+            loader.scene.animation = Some(Arc::new(animation));
+        }
+        Ok(())
+    };
+    match guarded(path, "gltf", || read(&mut loader)) {
         Ok(()) => Ok(loader.scene),
         Err(e) => Err(e.with_warnings(loader.scene.warnings)),
     }
@@ -97,6 +111,8 @@ struct Loader<'a> {
     /// Scene texture of each glTF image (`None`: it could not be read).
     textures: HashMap<usize, Option<TextureId>>,
     scene: Scene,
+    /// The animation being gathered (files with animations only).
+    anim: Option<animation::GltfAnimation>,
 }
 
 impl Loader<'_> {
@@ -127,12 +143,12 @@ impl Loader<'_> {
             }
         };
         let mut visited = vec![false; doc.nodes().len()];
-        let mut stack: Vec<(Node, Mat4)> = roots
+        let mut stack: Vec<(Node, Mat4, Option<u32>)> = roots
             .into_iter()
             .rev()
-            .map(|n| (n, Mat4::IDENTITY))
+            .map(|n| (n, Mat4::IDENTITY, None))
             .collect();
-        while let Some((node, parent)) = stack.pop() {
+        while let Some((node, parent, parent_id)) = stack.pop() {
             if std::mem::replace(&mut visited[node.index()], true) {
                 self.warn(
                     format!("node {}", node.index()),
@@ -141,14 +157,19 @@ impl Loader<'_> {
                 continue;
             }
             let world = parent * Mat4::from_cols_array_2d(&node.transform().matrix());
-            self.node(&node, &world)?;
+            let graph_id = self.anim.as_mut().map(|a| a.add_node(&node, parent_id).0);
+            self.node(&node, &world, graph_id)?;
             let children: Vec<Node> = node.children().collect();
-            stack.extend(children.into_iter().rev().map(|c| (c, world)));
+            stack.extend(children.into_iter().rev().map(|c| (c, world, graph_id)));
         }
         Ok(())
     }
 
-    fn node(&mut self, node: &Node, world: &Mat4) -> Result<(), SceneError> {
+    fn node(&mut self, node: &Node, world: &Mat4, graph_id: Option<u32>) -> Result<(), SceneError> {
+        let moves = match (&self.anim, graph_id) {
+            (Some(anim), Some(id)) => anim.mesh_moves(node, id),
+            _ => false,
+        };
         if let Some(mesh) = node.mesh() {
             let name = mesh
                 .name()
@@ -165,17 +186,43 @@ impl Loader<'_> {
                 } else {
                     name.clone()
                 };
-                if let Some(mut out) = self.primitive(&prim, &at, mesh_name)? {
+                let Some(mut out) = self.primitive(&prim, &at, mesh_name)? else {
+                    continue;
+                };
+                if let (true, Some(id), Some(mut anim)) = (moves, graph_id, self.anim.take()) {
+                    let index = self.scene.meshes.len();
+                    let result =
+                        self.moving_primitive(&mut anim, (node, id), &prim, (&out, index), &at);
+                    self.anim = Some(anim);
+                    result?;
+                } else {
                     out.transform(world);
-                    self.scene.meshes.push(out);
                 }
+                self.scene.meshes.push(out);
             }
         }
         if let Some(camera) = node.camera() {
+            let had = self.scene.camera.is_some();
             self.camera(&camera, node.index(), world);
+            if let (false, true, Some(anim), Some(id)) = (
+                had,
+                self.scene.camera.is_some(),
+                self.anim.as_mut(),
+                graph_id,
+            ) {
+                anim.camera_on(id);
+            }
         }
         if let Some(light) = node.light() {
+            let index = self.scene.lights.len();
             self.light(&light, node.index(), world);
+            if let (true, Some(anim), Some(id)) = (
+                self.scene.lights.len() > index,
+                self.anim.as_mut(),
+                graph_id,
+            ) {
+                anim.light_on(index, id);
+            }
         }
         Ok(())
     }
@@ -383,7 +430,7 @@ impl Loader<'_> {
         }
         let id = match self
             .image_bytes(&image)
-            .and_then(|bytes| decode_srgb(&bytes))
+            .and_then(|bytes| crate::texture::decode_srgb(&bytes))
         {
             Ok((width, height, texels)) => {
                 let name = image
@@ -423,19 +470,6 @@ impl Loader<'_> {
             ::gltf::image::Source::Uri { uri, .. } => read_uri(&self.dir, uri),
         }
     }
-}
-
-/// Decodes an sRGB image (any format the `image` crate was built with) to
-/// linear texels, through 8 bits per channel.
-fn decode_srgb(bytes: &[u8]) -> Result<(u32, u32, Vec<Rgb>), String> {
-    let decoded =
-        image::load_from_memory(bytes).map_err(|e| format!("cannot decode image: {e}"))?;
-    let rgb = decoded.to_rgb8();
-    let texels = rgb
-        .pixels()
-        .map(|p| Rgb::from_array(p.0.map(Texture::srgb_to_linear)))
-        .collect();
-    Ok((rgb.width(), rgb.height(), texels))
 }
 
 #[cfg(test)]

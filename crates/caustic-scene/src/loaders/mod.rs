@@ -1,5 +1,6 @@
 //! File loaders, one per format, behind [`load`].
 
+mod aff;
 mod gltf;
 mod guard;
 mod input;
@@ -7,15 +8,25 @@ mod mitsuba;
 mod obj;
 mod ply;
 mod polygon;
+mod sequence;
 
 use crate::error::collapse_warnings;
 use crate::{ErrorKind, Scene, SceneError};
 use std::path::Path;
 
 /// The extensions [`load`] knows, as error messages list them.
-const EXTENSIONS: &str = ".obj, .ply, .gltf, .glb or .xml";
+const EXTENSIONS: &str = ".obj, .ply, .gltf, .glb, .xml or .aff";
+
+pub(crate) fn is_sequence_pattern(path: &Path) -> bool {
+    sequence::pattern(path).is_some()
+}
 
 pub(crate) fn load(path: &Path) -> Result<Scene, SceneError> {
+    if !path.exists() && sequence::pattern(path).is_some() {
+        let mut scene = sequence::load(path)?;
+        finish(path, &mut scene)?;
+        return Ok(scene);
+    }
     if !path.exists() {
         return Err(SceneError::new(ErrorKind::Io, path, "no such file"));
     }
@@ -40,6 +51,7 @@ pub(crate) fn load(path: &Path) -> Result<Scene, SceneError> {
         "ply" => ply::load(path)?,
         "gltf" | "glb" => gltf::load(path)?,
         "xml" => mitsuba::load(path)?,
+        "aff" => aff::load(path)?,
         _ => return not_a_scene(format!("unknown extension '.{ext}'")),
     };
     if let Err(e) = finish(path, &mut scene) {
@@ -87,7 +99,14 @@ fn sanitize_meshes(
     warnings: &mut Vec<crate::Warning>,
 ) -> Result<(), SceneError> {
     let material_count = scene.materials.len() as u32;
-    for mesh in &mut scene.meshes {
+    // Moving meshes keep every triangle: one degenerate now may open up
+    // later, and the triangle numbering must not change between poses.
+    let moving = scene
+        .animation
+        .as_ref()
+        .map(|a| a.moving_meshes())
+        .unwrap_or_default();
+    for (i, mesh) in scene.meshes.iter_mut().enumerate() {
         if let Some(bad) = mesh.material_ids.iter().find(|&&m| m >= material_count) {
             return Err(SceneError::new(
                 ErrorKind::IndexOutOfRange,
@@ -95,17 +114,27 @@ fn sanitize_meshes(
                 format!("mesh '{}': material index {bad} out of range", mesh.name),
             ));
         }
-        scene.skipped_triangles += mesh.sanitize(path, warnings)?;
+        if moving.binary_search(&i).is_ok() {
+            mesh.check(path)?;
+        } else {
+            scene.skipped_triangles += mesh.sanitize(path, warnings)?;
+        }
     }
-    scene.meshes.retain(|m| {
-        let empty = m.indices.is_empty();
-        if empty {
+    let mut kept = Vec::with_capacity(scene.meshes.len());
+    for mesh in std::mem::take(&mut scene.meshes) {
+        if mesh.indices.is_empty() {
             warnings.push(crate::Warning::new(
                 path,
-                format!("mesh '{}' has no triangles; skipped", m.name),
+                format!("mesh '{}' has no triangles; skipped", mesh.name),
             ));
+            kept.push(None);
+        } else {
+            kept.push(Some(scene.meshes.len()));
+            scene.meshes.push(mesh);
         }
-        !empty
-    });
+    }
+    if let (true, Some(animation)) = (kept.iter().any(Option::is_none), &mut scene.animation) {
+        std::sync::Arc::make_mut(animation).renumber_meshes(&kept);
+    }
     Ok(())
 }
