@@ -18,7 +18,7 @@ use caustic::{
 };
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The acceleration structure `render` (on the CPU) and `bench accel` use
 /// unless told otherwise: the 8-wide SIMD BVH, the fastest CPU structure to
@@ -58,8 +58,20 @@ pub struct RenderArgs {
     #[arg(default_value = DEFAULT_SCENE)]
     scene: String,
     /// Output image: .png (sRGB) or .exr (linear radiance). Default: SCENE.png.
+    /// With --frames, a pattern with `%04d` (any width) for the frame
+    /// number: `-o out_%04d.png`.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Frames of an animated scene to render, `A..B` (inclusive) or one
+    /// frame `N`; frame numbers follow the scene's clock (or --fps).
+    #[arg(long, value_parser = frame_range, conflicts_with = "time")]
+    frames: Option<(u32, u32)>,
+    /// Render an animated scene at this instant (seconds on its clock).
+    #[arg(long, allow_negative_numbers = true)]
+    time: Option<f32>,
+    /// Frames per second for --frames, instead of the scene's own.
+    #[arg(long, value_parser = parse::positive_f32)]
+    fps: Option<f32>,
     /// Image width in pixels [default: the scene file's, else 512].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
     width: Option<u32>,
@@ -153,6 +165,9 @@ impl RenderArgs {
 }
 
 pub fn run(args: RenderArgs) -> Result<()> {
+    if args.frames.is_some() || args.time.is_some() {
+        return run_animation(args);
+    }
     notes::set_quiet(args.quiet);
     // Everything that can be refused is refused before the scene loads.
     let output = args
@@ -194,6 +209,139 @@ pub fn run(args: RenderArgs) -> Result<()> {
         .with_context(|| format!("cannot write {}", output.display()))?;
     eprintln!("wrote {} {summary}", output.display());
     Ok(())
+}
+
+/// `--frames A..B` or `--time T`: the scene posed at each instant, the
+/// camera taken again from the posed scene unless the flags place it, one
+/// image per frame. Every frame builds its structure afresh on the device
+/// that renders it.
+fn run_animation(args: RenderArgs) -> Result<()> {
+    notes::set_quiet(args.quiet);
+    let pattern = args.output.clone().unwrap_or_else(|| {
+        PathBuf::from(format!("{}_%04d.png", scene_arg::short_name(&args.scene)))
+    });
+    if args.frames.is_some() && frame_path(&pattern, 0).is_none() {
+        bail!(
+            "--frames writes one image per frame: give -o a pattern with %04d, e.g. -o out_%04d.png"
+        );
+    }
+    output::check_image_path(&frame_path(&pattern, 0).unwrap_or_else(|| pattern.clone()))?;
+    check_gpu_flags(&args)?;
+    let mut loaded = scene_arg::load(&args.scene)?;
+    let Some(clock) = loaded.scene.timeline() else {
+        bail!(
+            "{} is not animated: --frames and --time need an animated scene (AFF, glTF with animations, a numbered mesh sequence, or cornell-caustics-moving)",
+            args.scene
+        );
+    };
+    let instants: Vec<(Option<u32>, f32)> = match (args.frames, args.time) {
+        (Some((first, last)), _) => (first..=last)
+            .map(|f| {
+                let t = match args.fps {
+                    Some(fps) => clock.start + f as f32 / fps,
+                    None => clock.time_of_frame(f),
+                };
+                (Some(f), t)
+            })
+            .collect(),
+        (None, Some(t)) => vec![(None, t)],
+        (None, None) => unreachable!("run_animation runs for --frames or --time"),
+    };
+    if args.two_sided {
+        loaded
+            .scene
+            .materials
+            .iter_mut()
+            .for_each(|m| m.two_sided = true);
+    }
+    let bar = frames_bar(instants.len(), args.quiet);
+    for (frame, t) in instants {
+        loaded.scene.set_time(t);
+        let path = match frame {
+            Some(f) => frame_path(&pattern, f).expect("checked above"),
+            None => pattern.clone(),
+        };
+        let line = render_instant(&args, &loaded, &path)?;
+        let label = frame.map_or(String::new(), |f| format!("frame {f} "));
+        bar.suspend(|| eprintln!("{label}(t = {t:.3} s): wrote {} {line}", path.display()));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// Renders the posed scene to `path`; returns the summary.
+fn render_instant(
+    args: &RenderArgs,
+    loaded: &scene_arg::LoadedScene,
+    path: &Path,
+) -> Result<String> {
+    let camera = args.camera.resolve(loaded)?;
+    let mut scene = loaded.scene.clone();
+    add_headlight_if_unlit(&mut scene, camera.eye);
+    let integrator = args.integrator(&scene);
+    integrator.validate()?;
+    let renderer = args.renderer(&scene);
+    let backend = renderer.backend_for(&integrator)?;
+    device::say(&backend);
+    let rendered = renderer.render(&camera, &integrator)?;
+    let summary = summary(&integrator, &rendered, &backend, &renderer)?;
+    image_io::write_image(&rendered.film, path, args.exposure)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(summary)
+}
+
+/// `pattern` with its `%0Nd` (or `%d`) replaced by `frame`; `None` when
+/// it has none.
+fn frame_path(pattern: &Path, frame: u32) -> Option<PathBuf> {
+    let text = pattern.to_string_lossy();
+    let start = text.find('%')?;
+    let rest = &text[start + 1..];
+    let end = rest.find('d')?;
+    let width = rest[..end].trim_start_matches('0');
+    let width: usize = if width.is_empty() {
+        0
+    } else {
+        width.parse().ok()?
+    };
+    let number = format!("{frame:0width$}");
+    Some(PathBuf::from(format!(
+        "{}{number}{}",
+        &text[..start],
+        &rest[end + 1..]
+    )))
+}
+
+/// `A..B` (inclusive, A <= B) or `N`.
+fn frame_range(text: &str) -> Result<(u32, u32), String> {
+    let parse = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("`{s}` is not a frame number"))
+    };
+    let (first, last) = match text.split_once("..") {
+        Some((a, b)) => (parse(a)?, parse(b.trim_start_matches('='))?),
+        None => (parse(text)?, parse(text)?),
+    };
+    if first > last {
+        return Err(format!(
+            "{first}..{last}: the first frame comes after the last"
+        ));
+    }
+    Ok((first, last))
+}
+
+/// The bar over the frames of an animation (hidden under `-q`).
+fn frames_bar(frames: usize, quiet: bool) -> ProgressBar {
+    if quiet || frames < 2 {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(frames as u64), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("frames {bar:30} {pos}/{len} {elapsed} (eta {eta})")
+            .expect("a valid template"),
+    );
+    bar
 }
 
 /// `--device cuda` renders on the GPU or not at all: a structure the GPU
@@ -452,4 +600,26 @@ fn pixel_progress_bar(width: u32, height: u32) -> ProgressBar {
         notes::quiet(),
         "{spinner} rendering [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_patterns_and_ranges() {
+        let p = |s: &str, f| frame_path(Path::new(s), f).map(|p| p.display().to_string());
+        assert_eq!(p("out_%04d.png", 7).as_deref(), Some("out_0007.png"));
+        assert_eq!(p("f%d.exr", 12).as_deref(), Some("f12.exr"));
+        assert_eq!(
+            p("dir/a_%06d_b.png", 3).as_deref(),
+            Some("dir/a_000003_b.png")
+        );
+        assert_eq!(p("out.png", 1), None);
+        assert_eq!(frame_range("3..7"), Ok((3, 7)));
+        assert_eq!(frame_range("3..=7"), Ok((3, 7)));
+        assert_eq!(frame_range("5"), Ok((5, 5)));
+        assert!(frame_range("7..3").is_err());
+        assert!(frame_range("a..b").is_err());
+    }
 }
