@@ -85,6 +85,34 @@ pub trait Accel: Send + Sync {
     fn name(&self) -> &'static str;
 }
 
+/// A shared structure traces as the structure itself: an animation hands
+/// a renderer an `Arc` of the tree it refits between frames.
+impl<A: Accel + ?Sized> Accel for std::sync::Arc<A> {
+    fn intersect(&self, ray: &Ray) -> Option<Hit> {
+        (**self).intersect(ray)
+    }
+
+    fn occluded(&self, ray: &Ray) -> bool {
+        (**self).occluded(ray)
+    }
+
+    fn intersect_batch(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
+        (**self).intersect_batch(rays, hits);
+    }
+
+    fn occluded_batch(&self, rays: &[Ray], out: &mut [bool]) {
+        (**self).occluded_batch(rays, out);
+    }
+
+    fn stats(&self) -> &AccelStats {
+        (**self).stats()
+    }
+
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+}
+
 /// What an accel reports about itself; the benchmark tables print these.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AccelStats {

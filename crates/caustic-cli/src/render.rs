@@ -16,6 +16,8 @@ use caustic::{
     AccelKind, Backend, Device, Film, Integrator, Light, Progress, Rendered, Renderer, Rgb, Scene,
     Stats, Vec3, image_io,
 };
+use caustic_accel::{Accel as _, TriangleBvh};
+use caustic_accel::bvh::{UpdatePolicy, UpdateTracker};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -72,6 +74,13 @@ pub struct RenderArgs {
     /// Frames per second for --frames, instead of the scene's own.
     #[arg(long, value_parser = parse::positive_f32)]
     fps: Option<f32>,
+    /// How the structure follows an animation: `rebuild` every frame,
+    /// `refit` the first frame's tree, or `auto` (refit while its SAH stays
+    /// within 1.3 times the last build's; `auto:BOUND` for another bound).
+    /// Refitting needs a binary BVH on the CPU (bvh-binned, ploc, ...);
+    /// other structures and the GPU rebuild.
+    #[arg(long, default_value = "auto")]
+    update: UpdatePolicy,
     /// Image width in pixels [default: the scene file's, else 512].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
     width: Option<u32>,
@@ -247,6 +256,14 @@ fn run_animation(args: RenderArgs) -> Result<()> {
         (None, Some(t)) => vec![(None, t)],
         (None, None) => unreachable!("run_animation runs for --frames or --time"),
     };
+    if let Some(&(_, last)) = instants.last()
+        && (last > clock.end || instants[0].1 < clock.start)
+    {
+        notes::note(format!(
+            "the scene's clock runs from {} s to {} s ({} frames); instants outside it show its first or last pose",
+            clock.start, clock.end, clock.frames
+        ));
+    }
     if args.two_sided {
         loaded
             .scene
@@ -254,6 +271,12 @@ fn run_animation(args: RenderArgs) -> Result<()> {
             .iter_mut()
             .for_each(|m| m.two_sided = true);
     }
+    let fixed = loaded
+        .scene
+        .animation
+        .as_ref()
+        .is_none_or(|a| a.fixed_topology());
+    let mut carried = CarriedTree::for_args(&args, fixed)?;
     let bar = frames_bar(instants.len(), args.quiet);
     for (frame, t) in instants {
         loaded.scene.set_time(t);
@@ -261,27 +284,119 @@ fn run_animation(args: RenderArgs) -> Result<()> {
             Some(f) => frame_path(&pattern, f).expect("checked above"),
             None => pattern.clone(),
         };
-        let line = render_instant(&args, &loaded, &path)?;
+        let (structure, update) = match &mut carried {
+            Some(tree) => {
+                let update = tree.update(&loaded.scene.triangles())?;
+                (Some(tree.shared()), update)
+            }
+            None => (None, "update rebuild".to_owned()),
+        };
+        let line = render_instant(&args, &loaded, &path, structure)?;
         let label = frame.map_or(String::new(), |f| format!("frame {f} "));
-        bar.suspend(|| eprintln!("{label}(t = {t:.3} s): wrote {} {line}", path.display()));
+        bar.suspend(|| {
+            eprintln!(
+                "{label}(t = {t:.3} s, {update}): wrote {} {line}",
+                path.display()
+            )
+        });
         bar.inc(1);
     }
     bar.finish_and_clear();
     Ok(())
 }
 
-/// Renders the posed scene to `path`; returns the summary.
+/// The CPU tree an animation refits from frame to frame, with the policy
+/// that decides when to build afresh.
+struct CarriedTree {
+    spec: String,
+    tree: std::sync::Arc<TriangleBvh>,
+    tracker: UpdateTracker,
+}
+
+impl CarriedTree {
+    /// A carried tree when the render can refit: the CPU renders, the
+    /// structure is a binary BVH, the policy is not `rebuild`, and the
+    /// scene keeps its triangles from frame to frame. `--update refit`
+    /// where it cannot refit is an error; `auto` then rebuilds every frame.
+    fn for_args(args: &RenderArgs, fixed_topology: bool) -> Result<Option<Self>> {
+        if args.update == UpdatePolicy::Rebuild {
+            return Ok(None);
+        }
+        let spec = args
+            .accel
+            .as_ref()
+            .map_or_else(|| default_accel().to_string(), |a| a.cpu.to_string());
+        let on_cpu = !args.device.resolve()?.is_gpu();
+        let binary = caustic_accel::registry::build_triangle_bvh(&spec, &[]).is_ok();
+        let why_not = if !on_cpu {
+            Some("the GPU rebuilds its structure every frame")
+        } else if !binary {
+            Some("refitting needs a binary BVH (--accel bvh-binned, bvh-sweep, ploc, lbvh, ...)")
+        } else if !fixed_topology {
+            Some("the scene's triangles change from frame to frame")
+        } else {
+            None
+        };
+        match (why_not, args.update) {
+            (Some(reason), UpdatePolicy::Refit) => bail!("--update refit: {reason}"),
+            (Some(_), _) => Ok(None),
+            (None, policy) => Ok(Some(Self {
+                spec,
+                tree: std::sync::Arc::new(TriangleBvh::build(&[])),
+                tracker: UpdateTracker::new(policy),
+            })),
+        }
+    }
+
+    /// Follows the posed `triangles`: refits, or builds afresh where the
+    /// policy says so; returns the frame's update words.
+    fn update(&mut self, triangles: &[caustic_geom::Triangle]) -> Result<String> {
+        let start = std::time::Instant::now();
+        let mut refit_sah = None;
+        if !self.tracker.must_rebuild() {
+            let tree = std::sync::Arc::get_mut(&mut self.tree)
+                .expect("the previous frame's renderer has dropped its share");
+            tree.refit(triangles).map_err(anyhow::Error::msg)?;
+            let sah = tree.stats().sah_cost;
+            if self.tracker.keeps_refit(sah) {
+                let ms = start.elapsed().as_secs_f64() * 1e3;
+                return Ok(format!("update refit {ms:.1} ms, SAH {sah:.1}"));
+            }
+            refit_sah = Some(sah);
+        }
+        let tree = caustic_accel::registry::build_triangle_bvh(&self.spec, triangles)?;
+        let sah = tree.stats().sah_cost;
+        self.tracker.built(sah);
+        self.tree = std::sync::Arc::new(tree);
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        let why = refit_sah.map_or(String::new(), |r| {
+            format!(" (a refit's SAH {r:.1} passed the bound)")
+        });
+        Ok(format!("update rebuild {ms:.1} ms, SAH {sah:.1}{why}"))
+    }
+
+    fn shared(&self) -> Box<dyn caustic_accel::Accel> {
+        Box::new(std::sync::Arc::clone(&self.tree))
+    }
+}
+
+/// Renders the posed scene to `path` (with `structure` on the CPU when
+/// given); returns the summary.
 fn render_instant(
     args: &RenderArgs,
     loaded: &scene_arg::LoadedScene,
     path: &Path,
+    structure: Option<Box<dyn caustic_accel::Accel>>,
 ) -> Result<String> {
     let camera = args.camera.resolve(loaded)?;
     let mut scene = loaded.scene.clone();
     add_headlight_if_unlit(&mut scene, camera.eye);
     let integrator = args.integrator(&scene);
     integrator.validate()?;
-    let renderer = args.renderer(&scene);
+    let mut renderer = args.renderer(&scene);
+    if let Some(structure) = structure {
+        renderer = renderer.cpu_structure(structure);
+    }
     let backend = renderer.backend_for(&integrator)?;
     device::say(&backend);
     let rendered = renderer.render(&camera, &integrator)?;

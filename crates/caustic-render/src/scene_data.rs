@@ -67,6 +67,16 @@ impl RenderScene {
     pub fn new(scene: &Scene, accel_name: &str) -> Result<Self, caustic_accel::UnknownAccel> {
         let triangles = scene.triangles();
         let accel = caustic_accel::build_accel(accel_name, &triangles)?;
+        Ok(Self::assemble(scene, triangles, accel))
+    }
+
+    /// The scene with a structure built elsewhere over `scene.triangles()`
+    /// (a tree refitted from the previous frame of an animation).
+    pub fn with_accel(scene: &Scene, accel: Box<dyn Accel>) -> Self {
+        Self::assemble(scene, scene.triangles(), accel)
+    }
+
+    fn assemble(scene: &Scene, triangles: Vec<Triangle>, accel: Box<dyn Accel>) -> Self {
         let mut triangle_material = Vec::with_capacity(triangles.len());
         let mut normals = Vec::with_capacity(triangles.len());
         let mut uvs = Vec::with_capacity(triangles.len());
@@ -85,7 +95,7 @@ impl RenderScene {
             }
         }
         let area_lights = build_area_lights(&triangles, &triangle_material, &scene.materials);
-        Ok(Self {
+        Self {
             scene_diagonal: scene.bounds().diagonal(),
             triangles,
             triangle_material,
@@ -97,7 +107,7 @@ impl RenderScene {
             area_lights,
             background: scene.background,
             accel,
-        })
+        }
     }
 
     /// Offset for spawning rays off a surface, relative to the scene size,

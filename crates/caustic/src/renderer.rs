@@ -28,7 +28,7 @@ use caustic_render::photon::PhotonRenderError;
 use caustic_render::sppm::{PassView, SppmSettings, SppmStats};
 use caustic_render::{Film, RenderScene, WhittedSettings, photon, sppm, whitted};
 use caustic_scene::{Camera, Scene};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 #[cfg(feature = "cuda")]
 use caustic_accel::AccelSpecError;
@@ -67,6 +67,9 @@ pub struct Renderer<'a> {
     gpu_accel: Option<Result<GpuAccelSpec, AccelSpecError>>,
     device: Device,
     progress: Option<Box<ProgressFn<'a>>>,
+    /// A CPU structure built by the caller ([`Renderer::cpu_structure`]),
+    /// taken by the first preparation on the CPU.
+    given_structure: Mutex<Option<Box<dyn caustic_accel::Accel>>>,
     prepared: OnceLock<Prepared>,
 }
 
@@ -169,8 +172,20 @@ impl<'a> Renderer<'a> {
             gpu_accel: None,
             device: Device::Auto,
             progress: None,
+            given_structure: Mutex::new(None),
             prepared: OnceLock::new(),
         }
+    }
+
+    /// Renders on the CPU with `structure`, built by the caller over
+    /// `scene.triangles()` (the same triangles in the same order), instead
+    /// of building [`Renderer::accel`]'s: how an animation reuses a tree it
+    /// refitted from the previous frame. A GPU backend ignores it and
+    /// builds its own.
+    pub fn cpu_structure(mut self, structure: Box<dyn caustic_accel::Accel>) -> Self {
+        self.given_structure = Mutex::new(Some(structure));
+        self.prepared = OnceLock::new();
+        self
     }
 
     /// The acceleration structure the renderers trace: on the CPU this
@@ -339,7 +354,16 @@ impl<'a> Renderer<'a> {
         } else {
             self.accel.to_string()
         };
-        let scene = RenderScene::new(self.scene, &spec)?;
+        let given = self
+            .given_structure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .filter(|_| !backend.is_gpu());
+        let scene = match given {
+            Some(structure) => RenderScene::with_accel(self.scene, structure),
+            None => RenderScene::new(self.scene, &spec)?,
+        };
         Ok(self.prepared.get_or_init(|| Prepared {
             scene,
             backend,

@@ -56,7 +56,8 @@ impl TriangleBvh {
     /// Moves the triangles to `triangles` (the same triangles in the same
     /// order, at new positions) and refits the boxes to them, keeping the
     /// topology ([`Bvh2::refit`]); `stats().sah_cost` is the refitted
-    /// tree's.
+    /// tree's and `stats().build_ms` the refit's wall time (what it took to
+    /// make the tree traceable again).
     ///
     /// # Errors
     /// When `triangles` has another length than the tree was built over.
@@ -68,10 +69,12 @@ impl TriangleBvh {
                 self.bvh.prim_indices.len()
             ));
         }
+        let start = Instant::now();
         let input = BuildInput::from_triangles(triangles);
         self.bvh.refit(&input.bounds)?;
         self.triangles = in_leaf_order(&self.bvh, triangles);
         self.stats.sah_cost = sah_cost(&self.bvh);
+        self.stats.build_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(())
     }
 
