@@ -3,8 +3,9 @@
 //! triangle counts hold on every sampled frame, animated objects move and
 //! the cameras follow their keyframes.
 
-use caustic_geom::Aabb;
-use caustic_scene::{Scene, data_dirs};
+use caustic_accel::{Accel, TriangleBvh};
+use caustic_geom::{Aabb, Ray, Triangle, Vec3};
+use caustic_scene::{Light, Scene, data_dirs};
 use std::time::Instant;
 
 fn load_bart(relative: &str) -> Option<Scene> {
@@ -121,4 +122,97 @@ fn bart_robots() {
     let animation = scene.animation.as_ref().unwrap();
     assert!(animation.animated_objects() >= 10, "ten robots at least");
     check_animation(&scene, true);
+    // The city is a closed box whose only point light is above its sky
+    // (BART's sky lets half the light through); the camera, inside, must
+    // see geometry, and some of it lit: directly by the point light or by
+    // an emitter (the sky glows, as the AFF loader documents).
+    for t in [0.0, 6.0, 20.0, 45.0] {
+        let (hit, lit) = view_coverage(&scene.at_time(t), 16, 12);
+        eprintln!(
+            "robots at t = {t} s: {hit:.2} of the primary rays hit, {lit:.2} of the hits see light"
+        );
+        assert!(
+            hit > 0.5,
+            "t = {t}: the camera sees little geometry ({hit:.2})"
+        );
+        assert!(
+            lit > 0.2,
+            "t = {t}: the visible geometry is unlit ({lit:.2})"
+        );
+    }
+}
+
+/// Traces a `w`×`h` grid of primary rays from the scene's camera and
+/// returns the fraction that hits a triangle and, of those, the fraction
+/// that sees a point light or a sample point of an emissive triangle
+/// unoccluded.
+fn view_coverage(scene: &Scene, w: u32, h: u32) -> (f32, f32) {
+    let mut triangles = Vec::new();
+    let mut emitters = Vec::new();
+    for mesh in &scene.meshes {
+        for (i, &m) in mesh.material_ids.iter().enumerate() {
+            let tri = mesh.triangle(i);
+            if scene.materials[m as usize].is_emissive() {
+                emitters.push(tri);
+            }
+            triangles.push(tri);
+        }
+    }
+    let bvh = TriangleBvh::build(&triangles);
+    let mut targets: Vec<Vec3> = scene
+        .lights
+        .iter()
+        .filter_map(|l| match l {
+            Light::Point { position, .. } => Some(*position),
+            _ => None,
+        })
+        .collect();
+    for tri in &emitters {
+        targets.extend(samples(tri));
+    }
+    let camera = scene.camera.expect("a camera");
+    let forward = (camera.target - camera.eye).normalize();
+    let right = forward.cross(camera.up).normalize();
+    let up = right.cross(forward);
+    let tan_y = (camera.fov_deg.to_radians() * 0.5).tan();
+    let tan_x = tan_y * w as f32 / h as f32;
+    let (mut hits, mut lit) = (0u32, 0u32);
+    for y in 0..h {
+        for x in 0..w {
+            let sx = (2.0 * (x as f32 + 0.5) / w as f32 - 1.0) * tan_x;
+            let sy = (1.0 - 2.0 * (y as f32 + 0.5) / h as f32) * tan_y;
+            let dir = (forward + right * sx + up * sy).normalize();
+            let Some(hit) = bvh.intersect(&Ray::new(camera.eye, dir)) else {
+                continue;
+            };
+            hits += 1;
+            let point = camera.eye + dir * hit.t;
+            let sees = targets.iter().any(|&target| {
+                let to = target - point;
+                let d = to.length();
+                d > 1e-3 && !bvh.occluded(&Ray::segment(point, to / d, 1e-3 * d, 0.999 * d))
+            });
+            lit += u32::from(sees);
+        }
+    }
+    let n = (w * h) as f32;
+    (hits as f32 / n, lit as f32 / hits.max(1) as f32)
+}
+
+/// A lattice of points inside a triangle (the robots' sky is two large
+/// triangles above narrow streets: a few points would miss the strip a
+/// street sees).
+fn samples(tri: &Triangle) -> Vec<Vec3> {
+    const N: u32 = 16;
+    let mut out = Vec::new();
+    for i in 0..N {
+        for j in 0..N - i {
+            let (u, v) = (
+                (i as f32 + 1.0 / 3.0) / N as f32,
+                (j as f32 + 1.0 / 3.0) / N as f32,
+            );
+            out.push(tri.v0 + (tri.v1 - tri.v0) * u + (tri.v2 - tri.v0) * v);
+        }
+    }
+    out
 }

@@ -11,7 +11,7 @@
 //! | `v` from/at/up/angle/hither/resolution | camera; angle is the vertical field of view | [`Camera`], film size |
 //! | `b r g b` | background | `Scene::background` |
 //! | `l x y z [r g b]`, `la name x y z [r g b]` | point light, animated by `k name` | [`Light::Point`], intensity below |
-//! | `am r g b` | global ambient light | warning: no ambient term in caustic |
+//! | `am r g b` | global ambient light | no ambient term in caustic (a warning); scales the glow of surfaces that let light through |
 //! | `f …`, `fm …` | material for what follows | `material.rs` |
 //! | `p n …`, `pp n …` | polygon, polygonal patch (with normals) | ear-clipped (`polygon.rs`) |
 //! | `tt tex …`, `ttp tex …` | textured triangle (patch) | triangles with uvs |
@@ -35,6 +35,13 @@
 //! squared distance, so a light of colour `c` gets intensity `c · r²`, `r`
 //! its distance to the centre of the scene's bounds (at the start of the
 //! clock): the scene's centre receives the irradiance the file names.
+//!
+//! Surfaces that let light through without refracting (`T ≥ 0.5`, index
+//! below 1: the robots' sky, with the city's only light above it) cannot
+//! pass light in caustic, so they glow instead (`aff/material.rs`):
+//! emission `ambient · am + T · E / π`, `E` the area-weighted mean
+//! irradiance the point lights (at the start of the clock) deliver onto
+//! the surface, ignoring occlusion.
 
 mod keys;
 mod lexer;
@@ -92,7 +99,7 @@ struct Loader {
     scene: Scene,
     warnings: Vec<Warning>,
     materials: Vec<AffMaterial>,
-    material_index: HashMap<[u32; 9], usize>,
+    material_index: HashMap<[u32; 12], usize>,
     current_material: Option<usize>,
     /// Scene material of each (AFF material, texture).
     scene_materials: HashMap<(Option<usize>, Option<u32>), u32>,
@@ -106,6 +113,8 @@ struct Loader {
     /// `la` lights: (index in scene.lights, name, file, line).
     named_lights: Vec<(usize, String, PathBuf, u32)>,
     clock: Option<Timeline>,
+    /// `am`: the global ambient light (BART's default is white).
+    ambient_light: Rgb,
     detail: i64,
     /// Text of each file read, shared by its includes (BART's robots
     /// include each limb file ten times).
@@ -132,6 +141,7 @@ impl Loader {
             keys: Keys::default(),
             named_lights: Vec::new(),
             clock: None,
+            ambient_light: Rgb::ONE,
             detail: 0,
             files: HashMap::new(),
             warned: HashMap::new(),
@@ -193,12 +203,12 @@ impl Loader {
                 self.light(c, Some((name, line)))
             }
             "am" => {
-                c.vec3("ambient colour")?;
+                self.ambient_light = Rgb::from(c.vec3("ambient colour")?);
                 let path = c.path.clone();
                 self.warn(
                     &path,
                     line,
-                    "global ambient light (am) ignored: caustic has no ambient term".into(),
+                    "global ambient light (am): caustic has no ambient term; it only scales the glow of surfaces that let light through".into(),
                 );
                 Ok(())
             }
@@ -361,10 +371,11 @@ impl Loader {
     fn fill(&mut self, c: &mut Cursor, extended: bool) -> Result<(), SceneError> {
         let line = c.line();
         let m = if extended {
-            c.vec3("ambient colour")?;
+            let ambient = Rgb::from(c.vec3("ambient colour")?);
             let diffuse = Rgb::from(c.vec3("diffuse colour")?);
             let specular = Rgb::from(c.vec3("specular colour")?);
             AffMaterial {
+                ambient,
                 diffuse,
                 specular,
                 shine: c.number("shine")?,
@@ -376,6 +387,7 @@ impl Loader {
             let kd = c.number("Kd")?;
             let ks = c.number("Ks")?;
             AffMaterial {
+                ambient: Rgb::ZERO,
                 diffuse: colour * kd,
                 specular: Rgb::splat(ks),
                 shine: c.number("shine")?,
@@ -390,6 +402,17 @@ impl Loader {
                 line,
                 format!(
                     "transmittance {} with index {}: partial transparency is not supported; opaque",
+                    m.transmittance, m.ior
+                ),
+            );
+        }
+        if m.glows() {
+            let path = c.path.clone();
+            self.warn(
+                &path,
+                line,
+                format!(
+                    "transmittance {} without refraction (index {}): caustic has no partial transparency; the surface glows with its ambient colour and the light it would let through",
                     m.transmittance, m.ior
                 ),
             );
@@ -621,10 +644,71 @@ impl Loader {
                 *intensity *= r2;
             }
         }
+        self.glow(&mut scene);
         if let Some(animation) = animation {
             scene.animation = Some(Arc::new(animation));
         }
         scene.warnings = std::mem::take(&mut self.warnings);
         Ok(scene)
+    }
+}
+
+impl Loader {
+    /// Emission of the surfaces that let light through without refracting
+    /// (module docs): `ambient · am + T · E / π`, `E` the area-weighted mean
+    /// over their triangles (as posed at the start) of the irradiance the
+    /// point lights deliver, from either side and without occlusion.
+    fn glow(&self, scene: &mut Scene) {
+        let mut glowing: Vec<(u32, usize)> = self
+            .scene_materials
+            .iter()
+            .filter_map(|(&(m, _), &id)| {
+                let m = m?;
+                self.materials[m].glows().then_some((id, m))
+            })
+            .collect();
+        glowing.sort_unstable();
+        for (id, m) in glowing {
+            let mut area = 0.0f32;
+            let mut power = Rgb::ZERO;
+            for mesh in &scene.meshes {
+                for (t, _) in mesh
+                    .material_ids
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &mid)| mid == id)
+                {
+                    let triangle = mesh.triangle(t);
+                    let (Some(normal), a) = (triangle.normal(), triangle.area()) else {
+                        continue;
+                    };
+                    let centre = triangle.centroid();
+                    area += a;
+                    for light in &scene.lights {
+                        if let Light::Point {
+                            position,
+                            intensity,
+                        } = light
+                        {
+                            let d = *position - centre;
+                            let d2 = d.length_squared().max(1e-6);
+                            let cos = normal.dot(d).abs() / d2.sqrt();
+                            power += *intensity * (a * cos / d2);
+                        }
+                    }
+                }
+            }
+            let irradiance = if area > 0.0 {
+                power * (1.0 / area)
+            } else {
+                Rgb::ZERO
+            };
+            let material = &self.materials[m];
+            let emission = material.ambient * self.ambient_light
+                + irradiance * (material.transmittance / std::f32::consts::PI);
+            if emission.is_finite() {
+                scene.materials[id as usize].emission = emission;
+            }
+        }
     }
 }

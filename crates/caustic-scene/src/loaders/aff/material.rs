@@ -5,10 +5,21 @@
 //! transmittance `T` and an index of refraction; `f` gives one colour with
 //! `Kd`, `Ks`, `shine`, `T` and the index (diffuse = colour·Kd, specular =
 //! Ks grey). Ambient has no counterpart in a radiometric renderer and is
-//! dropped. The rest follows what the BART renders show:
+//! dropped, except on the surfaces below that let light through without
+//! refracting. The rest follows what the BART renders show:
 //!
 //! - `T ≥ 0.5` with an index above 1: smooth glass (BART's glasses are
 //!   `T 0.85`, index 1.55); a smaller `T` is ignored with a warning;
+//! - `T ≥ 0.5` with an index below 1 (the files write 0): a surface that
+//!   lets light through without refracting, like the robots' sky (`T 0.5`,
+//!   index 0, the city's only light above it). caustic has neither partial
+//!   transparency nor shadow rays that pass a surface, so kept opaque it
+//!   would shut that light out and leave the city black. It keeps the BSDF
+//!   of the rules below and glows instead: the loader gives it the emission
+//!   `ambient · am + T · E / π`, its ambient colour under the global
+//!   ambient light (what BART shows of the sky) plus, spread diffusely, the
+//!   share `T` of the irradiance `E` its point lights deliver onto it (see
+//!   `Loader::glow` in `aff.rs`);
 //! - no specular colour (or `shine` 0): Lambertian with the diffuse colour;
 //! - no diffuse colour and a specular one of at least 0.5: a mirror of
 //!   that reflectance (BART's polished metal);
@@ -25,6 +36,8 @@ use caustic_geom::Rgb;
 /// An `f` or `fm` statement's numbers.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct AffMaterial {
+    /// `fm`'s ambient colour (black for `f`).
+    pub ambient: Rgb,
     pub diffuse: Rgb,
     pub specular: Rgb,
     pub shine: f32,
@@ -33,11 +46,20 @@ pub(super) struct AffMaterial {
 }
 
 impl AffMaterial {
-    /// Bits of the numbers, to share identical materials.
-    pub fn key(&self) -> [u32; 9] {
+    /// Bits of the numbers, to share identical materials (the ambient
+    /// colour only counts where it is used, on surfaces that glow).
+    pub fn key(&self) -> [u32; 12] {
         let [dr, dg, db] = self.diffuse.to_array();
         let [sr, sg, sb] = self.specular.to_array();
+        let [ar, ag, ab] = if self.glows() {
+            self.ambient.to_array()
+        } else {
+            [0.0; 3]
+        };
         [
+            ar,
+            ag,
+            ab,
             dr,
             dg,
             db,
@@ -53,7 +75,13 @@ impl AffMaterial {
 
     /// Whether `T` asks for transparency that is dropped.
     pub fn ignored_transparency(&self) -> bool {
-        self.transmittance > 0.0 && !self.is_glass()
+        self.transmittance > 0.0 && !self.is_glass() && !self.glows()
+    }
+
+    /// Whether the surface lets light through without refracting, and so
+    /// glows instead (module docs).
+    pub fn glows(&self) -> bool {
+        self.transmittance >= 0.5 && self.ior < 1.0
     }
 
     fn is_glass(&self) -> bool {
@@ -96,6 +124,7 @@ mod tests {
 
     fn fm(d: f32, s: f32, shine: f32, t: f32, ior: f32) -> AffMaterial {
         AffMaterial {
+            ambient: Rgb::splat(0.5),
             diffuse: Rgb::splat(d),
             specular: Rgb::splat(s),
             shine,
@@ -124,5 +153,20 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(fm(0.5, 0.3, 20.0, 0.3, 1.0).ignored_transparency());
+        // The robots' sky: T 0.5, index 0 glows, keeps its glossy BSDF and
+        // is not reported as dropped transparency.
+        let sky = fm(0.17, 0.39, 185.0, 0.5, 0.0);
+        assert!(sky.glows() && !sky.ignored_transparency());
+        assert!(matches!(sky.bsdf(Some(1)), Bsdf::Glossy { .. }));
+        assert!(!fm(0.5, 0.3, 20.0, 0.7, 1.0).glows());
+        assert!(!fm(0.1, 0.05, 20.0, 0.85, 1.55).glows());
+        // The ambient colour tells glowing materials apart, no others.
+        let mut other = sky;
+        other.ambient = Rgb::splat(0.1);
+        assert_ne!(sky.key(), other.key());
+        let (mut a, mut b) = (fm(0.5, 0.3, 20.0, 0.0, 0.0), fm(0.5, 0.3, 20.0, 0.0, 0.0));
+        b.ambient = Rgb::splat(0.1);
+        a.ambient = Rgb::splat(0.9);
+        assert_eq!(a.key(), b.key());
     }
 }
