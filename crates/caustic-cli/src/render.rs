@@ -16,8 +16,8 @@ use caustic::{
     AccelKind, Backend, Device, Film, Integrator, Light, Progress, Rendered, Renderer, Rgb, Scene,
     Stats, Vec3, image_io,
 };
-use caustic_accel::{Accel as _, TriangleBvh};
 use caustic_accel::bvh::{UpdatePolicy, UpdateTracker};
+use caustic_accel::{Accel as _, TriangleBvh};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};

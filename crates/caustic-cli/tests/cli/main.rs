@@ -4,6 +4,7 @@
 //! meets. They run the binary cargo built for this test run.
 
 mod accel;
+mod animation;
 mod cameras;
 mod common;
 mod errors;
