@@ -216,54 +216,17 @@ fn run_task(
         stats.pair_tests = direct(context, rays, tris);
         return stats;
     };
+    let split = Subdivision {
+        context,
+        bounds,
+        plane,
+        depth,
+    };
     let children = match config.scheme {
-        DacrtScheme::Seven => subdivide(context, &bounds, plane, rays, tris, depth),
-        DacrtScheme::Binary => subdivide_binary(context, &bounds, plane, rays, tris, depth),
+        DacrtScheme::Seven => split.seven_children(rays, tris),
+        DacrtScheme::Binary => split.two_children(rays, tris),
     };
     stats.add(&children);
-    stats
-}
-
-/// Mora's two children, one after the other: the left box with the rays
-/// and triangles that meet it (left and straddling), then the right box
-/// with those that meet it. Each triangle is in at most two children
-/// (the seven-child scheme puts a left triangle in two and a straddling
-/// one in three), and the right child's rays already carry the left
-/// child's hits, so its culling drops more of them; straddling pairs are
-/// tested in both children (the tie rule keeps the answer exact).
-fn subdivide_binary(
-    context: &Context<'_>,
-    bounds: &Aabb,
-    plane: Plane,
-    rays: &mut [RayItem],
-    tris: &mut [u32],
-    depth: u32,
-) -> DacrtStats {
-    let ray_side =
-        |r: &RayItem| ray_side(&context.rays[r.id as usize], bounds, plane).unwrap_or(Side::Both);
-    let tri_side = |t: &u32| tri_side(&context.boxes[*t as usize], plane);
-    let (left, right) = halves(bounds, plane);
-    let ray_left = partition(rays, |r| ray_side(r) != Side::Right);
-    let tri_left = partition(tris, |t| tri_side(t) != Side::Right);
-    let mut stats = run_task(
-        context,
-        left,
-        &mut rays[..ray_left],
-        &mut tris[..tri_left],
-        depth + 1,
-    );
-    // The left child reordered its slices: gather the right side's again.
-    let ray_right = rays.len() - partition(rays, |r| ray_side(r) == Side::Left);
-    let tri_right = tris.len() - partition(tris, |t| tri_side(t) == Side::Left);
-    let (rays_len, tris_len) = (rays.len(), tris.len());
-    let right_stats = run_task(
-        context,
-        right,
-        &mut rays[rays_len - ray_right..],
-        &mut tris[tris_len - tri_right..],
-        depth + 1,
-    );
-    stats.add(&right_stats);
     stats
 }
 
@@ -311,57 +274,94 @@ fn separating_plane(
         .find(|&plane| separates(plane))
 }
 
-/// Partitions the rays into [left | both | right] and the triangles the
-/// same way, then runs the seven children of Vinkler et al.'s Figure 3 in
-/// their three waves; within a wave no two children share a slice.
-fn subdivide(
-    context: &Context<'_>,
-    bounds: &Aabb,
+/// A task's split: its region, the plane, and its depth.
+struct Subdivision<'c> {
+    context: &'c Context<'c>,
+    bounds: Aabb,
     plane: Plane,
-    rays: &mut [RayItem],
-    tris: &mut [u32],
     depth: u32,
-) -> DacrtStats {
-    let ray_sides =
-        |r: &RayItem| ray_side(&context.rays[r.id as usize], bounds, plane).unwrap_or(Side::Both);
-    let (rays_left, rays_both, rays_right) = split_three(rays, ray_sides);
-    let (tris_left, tris_both, tris_right) =
-        split_three(tris, |&t| tri_side(&context.boxes[t as usize], plane));
-    let (left, right) = halves(bounds, plane);
-    let parallel = rays_left.len() + rays_both.len() + rays_right.len() >= 256
-        && (rays_left.len() + rays_both.len() + rays_right.len())
-            .saturating_mul(tris_left.len() + tris_both.len() + tris_right.len())
-            >= PARALLEL_PAIRS;
-    let next = depth + 1;
-    let mut stats = DacrtStats::default();
-    // Wave 1: T1 (left x left), T4 (both x both), T7 (right x right).
-    let (t1, (t4, t7)) = join(
-        parallel,
-        || run_task(context, left, rays_left, tris_left, next),
-        || {
-            join(
-                parallel,
-                || run_task(context, *bounds, rays_both, tris_both, next),
-                || run_task(context, right, rays_right, tris_right, next),
-            )
-        },
-    );
-    // Wave 2: T2 (left rays x straddling triangles), T3 (both x left).
-    let (t2, t3) = join(
-        parallel,
-        || run_task(context, left, rays_left, tris_both, next),
-        || run_task(context, left, rays_both, tris_left, next),
-    );
-    // Wave 3: T5 (both x right), T6 (right rays x straddling triangles).
-    let (t5, t6) = join(
-        parallel,
-        || run_task(context, right, rays_both, tris_right, next),
-        || run_task(context, right, rays_right, tris_both, next),
-    );
-    for child in [t1, t2, t3, t4, t5, t6, t7] {
-        stats.add(&child);
+}
+
+impl Subdivision<'_> {
+    /// A ray's side; a ray whose thick line the rounding of the two halves'
+    /// tests puts in neither (it met the whole region) counts as both.
+    fn ray_side(&self, ray: &RayItem) -> Side {
+        ray_side(
+            &self.context.rays[ray.id as usize],
+            &self.bounds,
+            self.plane,
+        )
+        .unwrap_or(Side::Both)
     }
-    stats
+
+    fn tri_side(&self, tri: u32) -> Side {
+        tri_side(&self.context.boxes[tri as usize], self.plane)
+    }
+
+    fn child(&self, bounds: Aabb, rays: &mut [RayItem], tris: &mut [u32]) -> DacrtStats {
+        run_task(self.context, bounds, rays, tris, self.depth + 1)
+    }
+
+    /// Partitions the rays into [left | both | right] and the triangles
+    /// the same way, then runs the seven children of Vinkler et al.'s
+    /// Figure 3 in their three waves; within a wave no two children share
+    /// a slice.
+    fn seven_children(&self, rays: &mut [RayItem], tris: &mut [u32]) -> DacrtStats {
+        let pairs = rays.len().saturating_mul(tris.len());
+        let parallel = rays.len() >= 256 && pairs >= PARALLEL_PAIRS;
+        let (rays_left, rays_both, rays_right) = split_three(rays, |r| self.ray_side(r));
+        let (tris_left, tris_both, tris_right) = split_three(tris, |&t| self.tri_side(t));
+        let (left, right) = halves(&self.bounds, self.plane);
+        // Wave 1: T1 (left x left), T4 (both x both), T7 (right x right).
+        let (t1, (t4, t7)) = join(
+            parallel,
+            || self.child(left, rays_left, tris_left),
+            || {
+                join(
+                    parallel,
+                    || self.child(self.bounds, rays_both, tris_both),
+                    || self.child(right, rays_right, tris_right),
+                )
+            },
+        );
+        // Wave 2: T2 (left rays x straddling triangles), T3 (both x left).
+        let (t2, t3) = join(
+            parallel,
+            || self.child(left, rays_left, tris_both),
+            || self.child(left, rays_both, tris_left),
+        );
+        // Wave 3: T5 (both x right), T6 (right rays x straddling triangles).
+        let (t5, t6) = join(
+            parallel,
+            || self.child(right, rays_both, tris_right),
+            || self.child(right, rays_right, tris_both),
+        );
+        let mut stats = DacrtStats::default();
+        for child in [t1, t2, t3, t4, t5, t6, t7] {
+            stats.add(&child);
+        }
+        stats
+    }
+
+    /// Mora's two children, one after the other: the left box with the
+    /// rays and triangles that meet it (left and straddling), then the
+    /// right box with those that meet it. Each triangle is in at most two
+    /// children (the seven-child scheme puts a left triangle in two and a
+    /// straddling one in three), and the right child's rays already carry
+    /// the left child's hits, so its culling drops more of them;
+    /// straddling pairs are tested in both children (the tie rule keeps
+    /// the answer exact).
+    fn two_children(&self, rays: &mut [RayItem], tris: &mut [u32]) -> DacrtStats {
+        let (left, right) = halves(&self.bounds, self.plane);
+        let ray_left = partition(rays, |r| self.ray_side(r) != Side::Right);
+        let tri_left = partition(tris, |&t| self.tri_side(t) != Side::Right);
+        let mut stats = self.child(left, &mut rays[..ray_left], &mut tris[..tri_left]);
+        // The left child reordered its slices: gather the right side's again.
+        let ray_from = partition(rays, |r| self.ray_side(r) == Side::Left);
+        let tri_from = partition(tris, |&t| self.tri_side(t) == Side::Left);
+        stats.add(&self.child(right, &mut rays[ray_from..], &mut tris[tri_from..]));
+        stats
+    }
 }
 
 /// `rayon::join` when `parallel`, else the two calls in order.
