@@ -263,31 +263,32 @@ pub const GPU_SPATIAL_STRUCTURES: &[&str] = &["kdtree", "grid"];
 /// The kd-tree configuration a `kdtree[:small=..:empty=..:ct=..]` spec
 /// names, the same the CPU build of that spec uses.
 pub fn kdtree_config_of(spec: &str) -> Result<crate::kdtree::KdTreeConfig, AccelSpecError> {
-    let mut params = Params::parse(spec)?;
-    if params.accel != "kdtree" {
-        return Err(AccelSpecError::BadValue {
-            accel: params.accel,
-            param: "name".into(),
-            message: "not a kd-tree spec".into(),
-        });
-    }
-    let config = kdtree_config(&mut params)?;
-    params.finish()?;
-    Ok(config)
+    config_of(spec, "kdtree", "not a kd-tree spec", kdtree_config)
 }
 
 /// The grid configuration a `grid[:k=..:exact=..:macro=..]` spec names,
 /// the same the CPU build of that spec uses.
 pub fn grid_config_of(spec: &str) -> Result<crate::grid::GridConfig, AccelSpecError> {
+    config_of(spec, "grid", "not a grid spec", grid_config)
+}
+
+/// The configuration `read` takes from a spec of structure `name`, every
+/// parameter consumed.
+fn config_of<C>(
+    spec: &str,
+    name: &str,
+    wrong_name: &str,
+    read: impl FnOnce(&mut Params) -> Result<C, AccelSpecError>,
+) -> Result<C, AccelSpecError> {
     let mut params = Params::parse(spec)?;
-    if params.accel != "grid" {
+    if params.accel != name {
         return Err(AccelSpecError::BadValue {
             accel: params.accel,
             param: "name".into(),
-            message: "not a grid spec".into(),
+            message: wrong_name.into(),
         });
     }
-    let config = grid_config(&mut params)?;
+    let config = read(&mut params)?;
     params.finish()?;
     Ok(config)
 }

@@ -61,7 +61,11 @@ pub(super) fn choose(split: DacrtSplit, task: &TaskView<'_>, bounds: &Aabb) -> O
 }
 
 fn median(bounds: &Aabb) -> Option<Plane> {
-    let axis = bounds.largest_axis();
+    median_on(bounds, bounds.largest_axis())
+}
+
+/// The middle of `bounds` on `axis`; `None` when the box is flat there.
+pub(super) fn median_on(bounds: &Aabb, axis: usize) -> Option<Plane> {
     let extent = bounds.extent()[axis];
     (extent > 0.0 && extent.is_finite()).then(|| Plane {
         axis,

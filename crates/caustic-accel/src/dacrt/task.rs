@@ -264,13 +264,7 @@ fn separating_plane(
     }
     (0..3)
         .filter(|&axis| axis != chosen.axis)
-        .filter_map(|axis| {
-            let extent = bounds.extent()[axis];
-            (extent > 0.0 && extent.is_finite()).then(|| Plane {
-                axis,
-                pos: bounds.min[axis] + 0.5 * extent,
-            })
-        })
+        .filter_map(|axis| split::median_on(bounds, axis))
         .find(|&plane| separates(plane))
 }
 
