@@ -120,7 +120,7 @@ pub const ACCEL_PARAMS: &[(&str, &str)] = &[
     ("ploc", "r=1..256 (search radius), bits=30|63, leaf=N"),
     (
         "bvh-taskpool",
-        "leaf=1..16 (max leaf size; on the CPU, the binned twin of the GPU task-pool build)",
+        "leaf=1..16 (max leaf size; on the CPU, the binned twin of the GPU task-pool build), grab=1..14 (the GPU pool's minimum claim of 32-item chunks, Eq. 1's K)",
     ),
     (
         "kdtree",

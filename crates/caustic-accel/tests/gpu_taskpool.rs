@@ -48,6 +48,7 @@ const SPECS: &[&str] = &[
     "bvh-taskpool",
     "bvh-taskpool:leaf=1",
     "bvh-taskpool:leaf=16",
+    "bvh-taskpool:grab=1",
 ];
 
 /// How much worse than the CPU `bvh-binned` (32 bins, exact sweep below 64

@@ -66,9 +66,10 @@ fn accel_help() -> String {
 #[derive(Args)]
 pub struct AccelBenchArgs {
     /// Scene files, folders of scene files (searched one level deep) or
-    /// built-in scene names.
+    /// built-in scene names; `FILE@N` traces N copies of a file side by
+    /// side (`dragon_vrip.ply@16` is the 14 M-triangle scene).
     #[arg(long, required = true, num_args = 1..)]
-    scene: Vec<PathBuf>,
+    scene: Vec<String>,
     /// Acceleration structures, comma separated, or `all`. Each is a name
     /// with optional `:key=value` parameters, e.g. `lbvh:bits=63`,
     /// `ploc:r=32`, `bvh-binned:schedule=65536@64/4096@32/0@8`,
@@ -170,25 +171,22 @@ fn accel(args: AccelBenchArgs) -> Result<()> {
         crate::output::check_writable(path)?;
     }
     let names = accel_names(&args.accel)?;
-    let scenes = scene_files(&args.scene)?;
+    let scenes = scene_specs(&args.scene)?;
     let mut rows = Vec::new();
-    for path in &scenes {
-        let arg = path.to_string_lossy();
-        let loaded = scene_arg::load(&arg)?;
-        let camera = protocol_camera(&args.camera, &loaded, args.width, args.height)?;
-        let triangles = loaded.scene.triangles();
+    for spec in &scenes {
+        let scene = spec.load(&args.camera, args.width, args.height)?;
         for name in &names {
             eprintln!(
                 "bench: {} with {name} ({} triangles)",
-                path.display(),
-                triangles.len()
+                scene.name,
+                scene.triangles.len()
             );
-            let mut row = bench_one(&arg, name, &triangles, &camera, &args)?;
+            let mut row = bench_one(&spec.label(), name, &scene.triangles, &scene.camera, &args)?;
             // The protocol counts every triangle of the file; the loader
             // dropped the degenerate ones, which no ray can hit anyway.
-            row.prims += loaded.scene.skipped_triangles;
+            row.prims += scene.skipped_triangles;
             if let Some(json_path) = &args.json {
-                append_json(json_path, &row, &camera, &args)?;
+                append_json(json_path, &row, &scene.camera, &args)?;
             }
             rows.push(row);
         }
@@ -273,6 +271,86 @@ pub(crate) fn scene_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
     }
     if out.is_empty() {
         bail!("no scene files found in {:?}", args);
+    }
+    Ok(out)
+}
+
+/// A scene argument of a benchmark: a scene file (or built-in name) and
+/// how many copies of it to trace, from `FILE@N`.
+pub(crate) struct SceneSpec {
+    pub(crate) path: PathBuf,
+    pub(crate) copies: usize,
+}
+
+/// A benchmark's scene, loaded: its triangles (copies laid out side by
+/// side) and the protocol camera that frames them.
+pub(crate) struct BenchScene {
+    pub(crate) name: String,
+    pub(crate) triangles: Vec<Triangle>,
+    pub(crate) camera: ProtocolCamera,
+    /// Degenerate triangles the loader dropped (all copies).
+    pub(crate) skipped_triangles: usize,
+}
+
+impl SceneSpec {
+    /// The argument as written: the path, and `@N` for copies.
+    pub(crate) fn label(&self) -> String {
+        match self.copies {
+            1 => self.path.to_string_lossy().into_owned(),
+            n => format!("{}@{n}", self.path.to_string_lossy()),
+        }
+    }
+
+    /// Loads the scene; copies get a camera framing all of them with the
+    /// scene camera's field of view.
+    pub(crate) fn load(&self, camera: &CameraArgs, width: u32, height: u32) -> Result<BenchScene> {
+        let arg = self.path.to_string_lossy();
+        let loaded = scene_arg::load(&arg)?;
+        let mut camera = protocol_camera(camera, &loaded, width, height)?;
+        let mut triangles = loaded.scene.triangles();
+        let mut name = loaded.name.clone();
+        if self.copies > 1 {
+            triangles = protocol::replicate_grid(&triangles, self.copies);
+            camera = protocol::framing_camera(&triangles, camera.fov_deg);
+            name = format!("{name} x{}", self.copies);
+        }
+        Ok(BenchScene {
+            name,
+            triangles,
+            camera,
+            skipped_triangles: loaded.scene.skipped_triangles * self.copies,
+        })
+    }
+}
+
+/// The scenes `args` name, as [`scene_files`] finds them, each with the
+/// copies an `@N` suffix asks for.
+pub(crate) fn scene_specs(args: &[String]) -> Result<Vec<SceneSpec>> {
+    let mut out = Vec::new();
+    for arg in args {
+        let (path, copies) = match arg.rsplit_once('@') {
+            Some((path, n)) if !Path::new(arg).exists() => {
+                let copies: usize = n
+                    .parse()
+                    .ok()
+                    .filter(|&c| (1..=1024).contains(&c))
+                    .with_context(|| {
+                        format!("{arg}: the copies after @ must be a number from 1 to 1024")
+                    })?;
+                (path, copies)
+            }
+            _ => (arg.as_str(), 1),
+        };
+        if copies > 1 && Path::new(path).is_dir() {
+            bail!("{arg}: @N replicates one scene file, not a folder");
+        }
+        let files = if Path::new(path).exists() {
+            scene_files(&[PathBuf::from(path)])?
+        } else {
+            // Not a file: a built-in scene name, which scene_arg resolves.
+            vec![PathBuf::from(path)]
+        };
+        out.extend(files.into_iter().map(|path| SceneSpec { path, copies }));
     }
     Ok(out)
 }
@@ -584,4 +662,24 @@ fn append_json(path: &Path, r: &Row, camera: &ProtocolCamera, args: &AccelBenchA
         .with_context(|| format!("cannot open {}", path.display()))?;
     writeln!(file, "{obj}").with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scene_copies_follow_an_at_sign() {
+        let specs = scene_specs(&["cornell-box@16".into(), "cornell-box".into()]).unwrap();
+        assert_eq!(specs[0].path, PathBuf::from("cornell-box"));
+        assert_eq!(specs[0].copies, 16);
+        assert_eq!(specs[0].label(), "cornell-box@16");
+        assert_eq!(specs[1].copies, 1);
+        for bad in ["scene.ply@0", "scene.ply@x", "scene.ply@2000"] {
+            assert!(
+                scene_specs(&[bad.into()]).is_err(),
+                "{bad} should be refused"
+            );
+        }
+    }
 }

@@ -3,18 +3,17 @@
 //! by stage, quality and memory and its traversal passes, as markdown
 //! tables and JSON. Compiled with the `cuda` feature only.
 
-use crate::bench::{protocol_camera, scene_files};
+use crate::bench::{BenchScene, scene_specs};
 use crate::bench_gpu::GpuBenchArgs;
-use crate::scene_arg;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use caustic_accel::bvh::device_accel_cuda::GpuAccelSpec;
 use caustic_accel::bvh::trace_bench_cuda::{self as trace_bench, Pass, TraceResult, TraceSettings};
 use caustic_accel::protocol_cuda::PrimaryCamera;
-use caustic_geom::protocol::{self, ProtocolCamera};
+use caustic_geom::protocol::ProtocolCamera;
 use caustic_gpu::Gpu;
 use caustic_gpu::bench::{self, PrimitiveResult, Repeats};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// `--accel`'s list, each spec checked before any GPU work.
 fn accel_specs(list: &str) -> Result<Vec<GpuAccelSpec>> {
@@ -89,15 +88,12 @@ pub fn run(args: GpuBenchArgs, ordinal: usize) -> Result<()> {
     };
     let mut rows = Vec::new();
     for spec in &scenes {
-        let loaded = scene_arg::load(&spec.path.to_string_lossy())?;
-        let mut camera = protocol_camera(&args.camera, &loaded, args.width, args.height)?;
-        let mut triangles = loaded.scene.triangles();
-        let mut name = loaded.name.clone();
-        if spec.copies > 1 {
-            triangles = protocol::replicate_grid(&triangles, spec.copies);
-            camera = protocol::framing_camera(&triangles, camera.fov_deg);
-            name = format!("{name} x{}", spec.copies);
-        }
+        let BenchScene {
+            name,
+            triangles,
+            camera,
+            ..
+        } = spec.load(&args.camera, args.width, args.height)?;
         eprintln!("bench gpu: {name} ({} triangles)", triangles.len());
         let gpu_camera = PrimaryCamera {
             eye: camera.eye,
@@ -125,42 +121,6 @@ pub fn run(args: GpuBenchArgs, ordinal: usize) -> Result<()> {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
-}
-
-/// A scene file and how many copies of it to trace.
-struct SceneSpec {
-    path: PathBuf,
-    copies: usize,
-}
-
-fn scene_specs(args: &[String]) -> Result<Vec<SceneSpec>> {
-    let mut out = Vec::new();
-    for arg in args {
-        let (path, copies) = match arg.rsplit_once('@') {
-            Some((path, n)) if !Path::new(arg).exists() => {
-                let copies: usize = n
-                    .parse()
-                    .ok()
-                    .filter(|&c| (1..=1024).contains(&c))
-                    .with_context(|| {
-                        format!("{arg}: the copies after @ must be a number from 1 to 1024")
-                    })?;
-                (path, copies)
-            }
-            _ => (arg.as_str(), 1),
-        };
-        if copies > 1 && Path::new(path).is_dir() {
-            bail!("{arg}: @N replicates one scene file, not a folder");
-        }
-        let files = if Path::new(path).exists() {
-            scene_files(&[PathBuf::from(path)])?
-        } else {
-            // Not a file: a built-in scene name, which scene_arg resolves.
-            vec![PathBuf::from(path)]
-        };
-        out.extend(files.into_iter().map(|path| SceneSpec { path, copies }));
-    }
-    Ok(out)
 }
 
 fn print_primitives(rows: &[PrimitiveResult], warm_up: usize) {
@@ -264,6 +224,25 @@ fn print_scenes(gpu: &Gpu, rows: &[SceneRow], args: &GpuBenchArgs) {
             r.diffuse_check.1
         );
     }
+    print_pools(rows);
+}
+
+/// The task pool's own figures (Vinkler et al. 2013, Table 2's question:
+/// how much of the build is scheduling) for the builders that run on it.
+fn print_pools(rows: &[SceneRow]) {
+    let pooled: Vec<_> = rows
+        .iter()
+        .filter_map(|row| row.result.stats.pool.map(|pool| (row, pool)))
+        .collect();
+    if pooled.is_empty() {
+        return;
+    }
+    println!("\nTask pools (the last build): where the persistent warps' cycles went\n");
+    println!("| scene | structure | pool |");
+    println!("|---|---|---|");
+    for (row, pool) in pooled {
+        println!("| {} | {} | {pool} |", row.name, row.accel);
+    }
 }
 
 fn pass_json(p: &Pass) -> Value {
@@ -355,20 +334,6 @@ fn write_json(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scene_copies_follow_an_at_sign() {
-        let specs = scene_specs(&["cornell-box@16".into(), "cornell-box".into()]).unwrap();
-        assert_eq!(specs[0].path, PathBuf::from("cornell-box"));
-        assert_eq!(specs[0].copies, 16);
-        assert_eq!(specs[1].copies, 1);
-        for bad in ["scene.ply@0", "scene.ply@x", "scene.ply@2000"] {
-            assert!(
-                scene_specs(&[bad.into()]).is_err(),
-                "{bad} should be refused"
-            );
-        }
-    }
 
     #[test]
     fn accel_lists_parse_before_the_gpu_work() {

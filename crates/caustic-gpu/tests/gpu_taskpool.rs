@@ -16,13 +16,15 @@ use caustic_gpu::taskpool::{RecursiveSum, TaskPoolConfig, recursive_sum};
 use device::{gpu, seeded_rng};
 use std::time::Duration;
 
-fn check_sum(n: usize, leaf: u32, capacity: usize, values: &[u32]) -> RecursiveSum {
-    let run = recursive_sum(gpu(), &values[..n], leaf, TaskPoolConfig::new(capacity))
-        .unwrap_or_else(|e| panic!("n = {n}, leaf = {leaf}: {e}"));
+fn check_sum(n: usize, leaf: u32, config: TaskPoolConfig, values: &[u32]) -> RecursiveSum {
+    let capacity = config.capacity;
+    let grab = config.min_grab;
+    let run = recursive_sum(gpu(), &values[..n], leaf, config)
+        .unwrap_or_else(|e| panic!("n = {n}, leaf = {leaf}, grab = {grab}: {e}"));
     let expected: u64 = values[..n].iter().map(|&v| v as u64).sum();
     let leaves = RecursiveSum::expected_leaves(n as u64, leaf as u64);
     eprintln!(
-        "n = {n:>8}, leaf = {leaf:>4}, slots = {capacity:>6}: {:.3} ms; {}",
+        "n = {n:>8}, leaf = {leaf:>4}, grab = {grab:>2}, slots = {capacity:>6}: {:.3} ms; {}",
         run.kernel_ms, run.pool
     );
     assert_eq!(run.sum, expected, "n = {n}, leaf = {leaf}");
@@ -57,12 +59,13 @@ fn recursive_sum_with_dependencies_is_exact() {
         // Every COMBINE waits in a slot while its subtree runs: room for
         // the whole tree.
         let leaves = RecursiveSum::expected_leaves(n as u64, leaf as u64) as usize;
-        check_sum(n, leaf, 2 * leaves + 64, &values);
+        check_sum(n, leaf, TaskPoolConfig::new(2 * leaves + 64), &values);
     }
 }
 
 /// Slots reused many times over with thousands of warps claiming: the case
-/// where a header read as active is reused before a warp's atomic lands.
+/// where a header read as active is reused before a warp's atomic lands;
+/// claims of one chunk (the smallest grab) make the most of them.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn slot_reuse_under_contention_stays_exact() {
@@ -72,7 +75,11 @@ fn slot_reuse_under_contention_stays_exact() {
     for round in 0..20 {
         let leaf = [32, 64, 100, 512][round % 4];
         let leaves = RecursiveSum::expected_leaves(values.len() as u64, leaf) as usize;
-        let run = check_sum(values.len(), leaf as u32, 2 * leaves + 64, &values);
+        let config = TaskPoolConfig {
+            min_grab: [14, 1, 4][round % 3],
+            ..TaskPoolConfig::new(2 * leaves + 64)
+        };
+        let run = check_sum(values.len(), leaf as u32, config, &values);
         stale += run.pool.stale_claims;
     }
     eprintln!("stale claims handled over the rounds: {stale}");
@@ -97,5 +104,5 @@ fn a_pool_too_small_stops_with_an_error() {
     }
     assert!(started.elapsed() < Duration::from_secs(10));
     // The device is still usable.
-    check_sum(1000, 16, 256, &values);
+    check_sum(1000, 16, TaskPoolConfig::new(256), &values);
 }

@@ -32,6 +32,7 @@ use std::str::FromStr;
 use std::time::Instant;
 
 use caustic_geom::Triangle;
+use caustic_gpu::taskpool::PoolStats;
 use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
 
 use super::build::upload_triangles;
@@ -238,6 +239,9 @@ pub struct GpuAccelStats {
     /// Peak device memory the build allocated beyond what was in use
     /// before it, where the driver's memory pool reports it.
     pub peak_device_bytes: Option<usize>,
+    /// The task pool's own figures, for builders that run on it
+    /// (`bvh-taskpool`): warps, tasks, and where the warps' cycles went.
+    pub pool: Option<PoolStats>,
 }
 
 /// A triangle structure on the device, ready to trace; see the module docs.
@@ -465,6 +469,7 @@ fn build_binary(
                 nodes: s.nodes,
                 bytes: s.bytes,
                 peak_device_bytes: s.peak_device_bytes,
+                pool: s.pool,
                 ..GpuAccelStats::default()
             };
             Ok((bvh, stats))

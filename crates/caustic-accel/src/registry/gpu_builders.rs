@@ -319,11 +319,15 @@ pub(super) fn sah_config(params: &mut Params) -> Result<SahBuilderConfig, AccelS
     Ok(SahBuilderConfig::Binned(config))
 }
 
-/// The configuration of `bvh-taskpool` from its parameters (`leaf=N`).
+/// The configuration of `bvh-taskpool` from its parameters (`leaf=N`,
+/// `grab=K`).
 pub(super) fn taskpool_config(params: &mut Params) -> Result<TaskPoolBvhConfig, AccelSpecError> {
     let mut config = TaskPoolBvhConfig::DEFAULT;
     if let Some(leaf) = params.take_usize("leaf", 1..=TaskPoolBvhConfig::MAX_LEAF)? {
         config.max_leaf_size = leaf;
+    }
+    if let Some(grab) = params.take_usize("grab", 1..=14)? {
+        config.min_grab = grab as u32;
     }
     Ok(config)
 }
@@ -486,6 +490,8 @@ mod tests {
             "ploc:r=4",
             "bvh-taskpool",
             "bvh-taskpool:leaf=2",
+            "bvh-taskpool:grab=1",
+            "bvh-taskpool:leaf=8:grab=4",
         ] {
             let config = DeviceBuilderConfig::parse(spec).unwrap();
             assert_eq!(config.spec(), spec);
@@ -508,6 +514,8 @@ mod tests {
         }
         assert!(message("bvh-binned:schedule=16@99").contains("2..=64"));
         assert!(message("bvh-taskpool:leaf=32").contains("1..=16"));
+        assert!(message("bvh-taskpool:grab=0").contains("1..=14"));
+        assert!(message("bvh-taskpool:grab=15").contains("1..=14"));
         assert!(message("bvh-taskpool:bins=8").contains("no parameter `bins`"));
         assert!(message("bvh-sweep:bins=8").contains("no parameter `bins`"));
         let m = MortonBuilderConfig::parse("bvh-binned")

@@ -79,7 +79,10 @@
 #include "common.cuh"
 
 // Eq. 1's minimum grab, K: also the step size below which the current warp
-// processes a step itself instead of publishing it (§3.8).
+// processes a step itself instead of publishing it (§3.8). The grab's floor
+// is the pool's (control[TASK_POOL_MIN_GRAB], K unless the host says
+// otherwise): with thousands of warps and a few hundred chunks in sight, a
+// floor of 14 leaves most warps idle.
 #define TASK_POOL_K 14u
 #define TASK_POOL_NONE 0xffffffffu
 #define TASK_POOL_DONE 0xffffffffu
@@ -102,7 +105,8 @@
 #define TASK_POOL_STALE_CLAIMS 5u
 #define TASK_POOL_STORED 6u
 #define TASK_POOL_PEAK_LIVE 7u
-#define TASK_POOL_CONTROL_WORDS 8u
+#define TASK_POOL_MIN_GRAB 8u
+#define TASK_POOL_CONTROL_WORDS 9u
 
 #define TASK_POOL_ERR_POOL_FULL 1u
 #define TASK_POOL_ERR_STALLED 2u
@@ -140,6 +144,7 @@ struct TaskPool {
     u32 capacity;
     u32 warps;
     u32 warp;
+    u32 min_grab;
     u64 watchdog_ns;
     u64 cycles[3];
     u64 chunks;
@@ -213,6 +218,7 @@ __device__ __forceinline__ TaskPool task_pool_attach(u64* headers, u32* records,
     pool.warps = gridDim.x * (blockDim.x / 32u);
     pool.warp = blockIdx.x * (blockDim.x / 32u) + warp_id();
     pool.watchdog_ns = watchdog_ns;
+    pool.min_grab = max(1u, task_pool_load(control + TASK_POOL_MIN_GRAB));
     pool.cycles[0] = pool.cycles[1] = pool.cycles[2] = 0;
     pool.chunks = 0;
     pool.lap_start = clock64();
@@ -313,7 +319,8 @@ struct TaskClaim {
 };
 
 // §3.4: lanes read 32 consecutive headers, the warp picks the i-th active
-// one (i from its warp id), takes N_w = max(S / W + 1, K) chunks with one
+// one (i from its warp id), takes N_w = max(S / W + 1, K) chunks (K: the
+// pool's minimum grab) with one
 // atomic (Eq. 1) and owns min(old count, N_w) of them. False when nothing
 // was got (the window moves on when it holds nothing active).
 __device__ bool task_pool_retrieve(TaskPool& pool, u32& window, TaskClaim& claim) {
@@ -328,7 +335,7 @@ __device__ bool task_pool_retrieve(TaskPool& pool, u32& window, TaskClaim& claim
     }
     const u32 created = active ? min(task_pool_load(&pool.records[slot].chunks), 1u << 26) : 0u;
     const u32 visible = task_pool_warp_sum(created);
-    const u32 take = max(visible / pool.warps + 1u, TASK_POOL_K);
+    const u32 take = max(visible / pool.warps + 1u, pool.min_grab);
     const u32 leader = task_pool_nth_bit(mask, pool.warp % (u32)__popc(mask));
     u64 old = 0;
     if (lane_id() == leader) {

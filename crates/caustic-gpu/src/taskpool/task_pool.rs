@@ -12,7 +12,7 @@ pub const K: u32 = 14;
 pub const RECORD_WORDS: usize = 80;
 /// Words of a record's application payload, `TASK_POOL_PAYLOAD_WORDS`.
 pub const PAYLOAD_WORDS: usize = 64;
-const CONTROL_WORDS: usize = 8;
+const CONTROL_WORDS: usize = 9;
 const COUNTER_WORDS: usize = 4;
 /// The most slots a pool has (header generation and slot indices stay far
 /// from their limits).
@@ -26,6 +26,9 @@ const HIGH_WATER: usize = 4;
 const STALE_CLAIMS: usize = 5;
 const STORED: usize = 6;
 const PEAK_LIVE: usize = 7;
+/// Set by the reset kernel from its argument, read by the warps.
+#[cfg(test)]
+const MIN_GRAB: usize = 8;
 
 /// How a pool is sized and guarded.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -37,6 +40,10 @@ pub struct TaskPoolConfig {
     /// How long a store may find no free slot, or a warp see no progress,
     /// before the kernel stops itself with an error.
     pub watchdog: Duration,
+    /// Eq. 1's floor on the chunks one claim takes (1 to [`K`]; the
+    /// paper's [`K`] by default). Fewer lets more warps share a step when
+    /// few chunks are in sight.
+    pub min_grab: u32,
 }
 
 impl TaskPoolConfig {
@@ -46,6 +53,7 @@ impl TaskPoolConfig {
             capacity,
             block_threads: 128,
             watchdog: Duration::from_secs(1),
+            min_grab: K,
         }
     }
 }
@@ -89,6 +97,12 @@ impl TaskPool {
     /// blocks as are resident on the device at once (occupancy query).
     pub fn new<S>(gpu: &Gpu, kernel: Kernel<S>, config: TaskPoolConfig) -> Result<Self, GpuError> {
         check_capacity(config.capacity)?;
+        if !(1..=K).contains(&config.min_grab) {
+            return Err(GpuError::Invalid {
+                what: "task pool minimum grab",
+                message: format!("{} chunks: it is 1 to {K}", config.min_grab),
+            });
+        }
         if config.block_threads == 0
             || !config.block_threads.is_multiple_of(32)
             || config.block_threads > 1024
@@ -153,6 +167,7 @@ impl TaskPool {
                 self.control.ptr_mut(),
                 self.counters.ptr_mut(),
                 counter_words as u32,
+                self.config.min_grab,
             ),
         )
     }
@@ -318,6 +333,7 @@ mod tests {
             ("TASK_POOL_STALE_CLAIMS", STALE_CLAIMS),
             ("TASK_POOL_STORED", STORED),
             ("TASK_POOL_PEAK_LIVE", PEAK_LIVE),
+            ("TASK_POOL_MIN_GRAB", MIN_GRAB),
         ] {
             assert_eq!(define(name), index as u64, "{name}");
         }

@@ -24,6 +24,9 @@ pub struct TaskPoolBvhConfig {
     /// that drives splits and leaves (the crate's unit costs).
     pub traversal_cost: f32,
     pub intersection_cost: f32,
+    /// The GPU pool's minimum grab (Eq. 1's K, 1 to 14; the paper's 14).
+    /// The CPU twin has no pool and ignores it.
+    pub min_grab: u32,
 }
 
 impl TaskPoolBvhConfig {
@@ -32,6 +35,7 @@ impl TaskPoolBvhConfig {
         max_leaf_size: 4,
         traversal_cost: 1.0,
         intersection_cost: 1.0,
+        min_grab: 14,
     };
     /// The largest `max_leaf_size`: below the 32 primitives under which a
     /// node is built by one warp, so every pool task splits.
@@ -54,6 +58,9 @@ impl TaskPoolBvhConfig {
         let mut spec = "bvh-taskpool".to_owned();
         if self.max_leaf_size != Self::DEFAULT.max_leaf_size {
             spec += &format!(":leaf={}", self.max_leaf_size);
+        }
+        if self.min_grab != Self::DEFAULT.min_grab {
+            spec += &format!(":grab={}", self.min_grab);
         }
         spec
     }

@@ -192,7 +192,11 @@ impl Build<'_> {
         // Every live task covers 32 or more references of its own, so
         // count / 32 slots (plus the root's) always suffice.
         let capacity = count / 32 + 64;
-        let mut pool = TaskPool::new(gpu, d::BVH_TASKPOOL_BUILD, TaskPoolConfig::new(capacity))?;
+        let pool_config = TaskPoolConfig {
+            min_grab: self.config.min_grab,
+            ..TaskPoolConfig::new(capacity)
+        };
+        let mut pool = TaskPool::new(gpu, d::BVH_TASKPOOL_BUILD, pool_config)?;
         pool.reset()?;
         let mut bins = DeviceBuffer::<i32>::uninit(
             gpu,

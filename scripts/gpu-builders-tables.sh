@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Issue 12's tables on the GPU machine, after gpu-run.sh has unpacked a
+# bundle beside this script (bin.tar.xz, scenes/) into its folder and
+# /tmp/caustic-scenes. Each part is named on the command line:
+#
+#   taskpool  bvh-taskpool's minimum grab (Eq. 1's K = 14, 4, 1) on the 16
+#             dragons and the dragon, with the pool's own counters
+#   papers    bench gpu at 1024x1024 (the thesis's ray-cast size) on the
+#             papers' scenes: bunny, dragon, the BART frames of the kd-tree
+#             paper (museum, robots, kitchen), and the 16 dragons
+#   cpu       the CPU builders of the same structures on this machine's
+#             cores (Zhou et al. 2008's Table 2 has the CPU builder's time)
+#   ncu       Nsight Compute on the kd-tree's, the grid's and the BVH's
+#             closest-hit kernels (sponza and conference diffuse rays)
+#
+# Logs go to $OUT (or logs/ beside this script).
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="${OUT:-$here/logs}"
+mkdir -p "$out"
+bin="$here/caustic"
+s="${CAUSTIC_SCENES:-/tmp/caustic-scenes}"
+bart="$s/bart-museum/aff/museum5.aff $s/bart-robot/aff/Robot.aff $s/bart-kitchen/aff/kitchen.aff"
+
+for part in "$@"; do
+    case "$part" in
+    taskpool)
+        timeout 200 "$bin" bench gpu --log2-n 0 --camera standard \
+            --scene "$s/dragon/dragon_vrip.ply" "$s/dragon/dragon_vrip.ply@16" \
+            --accel bvh-taskpool,bvh-taskpool:grab=4,bvh-taskpool:grab=1,bvh-binned \
+            --reps 5 --warm-up 1 --json "$out/taskpool.json" >"$out/taskpool.md" 2>&1
+        echo "taskpool: exit $?"
+        grep -E '^\| .*bvh-(taskpool|binned)' "$out/taskpool.md" | head -n 24
+        ;;
+    papers)
+        # shellcheck disable=SC2086 # $bart is a list of paths
+        timeout 330 "$bin" bench gpu --log2-n 0 --camera standard --width 1024 --height 1024 \
+            --scene "$s/bunny/bun_zipper.ply" "$s/dragon/dragon_vrip.ply" $bart \
+            "$s/dragon/dragon_vrip.ply@16" \
+            --accel all --reps 5 --warm-up 1 --json "$out/papers.json" >"$out/papers.md" 2>&1
+        echo "papers: exit $?"
+        head -c 3000 "$out/papers.md"
+        ;;
+    cpu)
+        # shellcheck disable=SC2086
+        timeout 300 "$bin" bench accel --camera standard --width 1024 --height 1024 --reps 3 \
+            --scene "$s/bunny/bun_zipper.ply" "$s/dragon/dragon_vrip.ply" $bart \
+            --accel kdtree,bvh-binned,bvh-taskpool,grid --json "$out/cpu.json" >"$out/cpu.md" 2>&1
+        echo "cpu: exit $?"
+        grep -E '^\| ' "$out/cpu.md" | head -n 24
+        ;;
+    ncu)
+        if ! command -v ncu >/dev/null; then
+            echo "ncu: not installed"
+            continue
+        fi
+        for scene in sponza-dabrovic/sponza.obj conference-69k/conference.obj; do
+            name="$(basename "$scene" .obj)"
+            timeout 200 ncu --clock-control none --target-processes all \
+                -k 'regex:^(kd_trace_closest|grid_trace_closest|traverse_bvh2_closest)$' \
+                --launch-skip 0 --launch-count 12 \
+                --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+                --section WarpStateStats --section LaunchStats --section SchedulerStats \
+                "$bin" bench gpu --log2-n 0 --camera standard --scene "$s/$scene" \
+                --accel bvh-binned,kdtree,grid --reps 1 --warm-up 0 --check-every 0 \
+                >"$out/ncu-$name.txt" 2>&1
+            echo "ncu $name: exit $?"
+            grep -E '^  [a-z_0-9]+\(|Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Warp Cycles Per Issued|No Eligible|Registers Per' \
+                "$out/ncu-$name.txt" | head -n 120
+        done
+        ;;
+    *)
+        echo "unknown part: $part (taskpool, papers, cpu, ncu)" >&2
+        ;;
+    esac
+done
