@@ -6,12 +6,15 @@
 #   taskpool  bvh-taskpool's minimum grab (Eq. 1's K = 14, 4, 1) on the 16
 #             dragons and the dragon, with the pool's own counters
 #   papers    bench gpu at 1024x1024 (the thesis's ray-cast size) on the
-#             papers' scenes: bunny, dragon, the BART frames of the kd-tree
-#             paper (museum, robots, kitchen), and the 16 dragons
+#             papers' scenes: bunny, dragon, sponza, sibenik, conference, the
+#             BART frames of the kd-tree paper (museum, robots, kitchen), and
+#             the 16 dragons
 #   cpu       the CPU builders of the same structures on this machine's
 #             cores (Zhou et al. 2008's Table 2 has the CPU builder's time)
-#   ncu       Nsight Compute on the kd-tree's, the grid's and the BVH's
-#             closest-hit kernels (sponza and conference diffuse rays)
+#   ncu       Nsight Compute on the kd-tree's and the BVH's closest-hit
+#             kernels (sponza and conference), the grid's (sponza) and the
+#             task-pool build's one launch (the dragon); CAUSTIC_NCU_ONLY="grid
+#             taskpool" picks runs by name
 #
 # Logs go to $OUT (or logs/ beside this script).
 set -uo pipefail
@@ -34,10 +37,11 @@ for part in "$@"; do
         ;;
     papers)
         # shellcheck disable=SC2086 # $bart is a list of paths
-        timeout 330 "$bin" bench gpu --log2-n 0 --camera standard --width 1024 --height 1024 \
-            --scene "$s/bunny/bun_zipper.ply" "$s/dragon/dragon_vrip.ply" $bart \
-            "$s/dragon/dragon_vrip.ply@16" \
-            --accel all --reps 5 --warm-up 1 --json "$out/papers.json" >"$out/papers.md" 2>&1
+        timeout "${CAUSTIC_PAPERS_TIMEOUT:-300}" "$bin" bench gpu --log2-n 0 --camera standard \
+            --width 1024 --height 1024 --scene "$s/bunny/bun_zipper.ply" "$s/dragon/dragon_vrip.ply" \
+            "$s/sponza-dabrovic/sponza.obj" "$s/sibenik/sibenik.obj" "$s/conference-69k/conference.obj" \
+            $bart "$s/dragon/dragon_vrip.ply@16" \
+            --accel all --reps 3 --warm-up 1 --json "$out/papers.json" >"$out/papers.md" 2>&1
         echo "papers: exit $?"
         head -c 3000 "$out/papers.md"
         ;;
@@ -54,20 +58,23 @@ for part in "$@"; do
             echo "ncu: not installed"
             continue
         fi
-        for scene in sponza-dabrovic/sponza.obj conference-69k/conference.obj; do
-            name="$(basename "$scene" .obj)"
-            timeout 200 ncu --clock-control none --target-processes all \
-                -k 'regex:^(kd_trace_closest|grid_trace_closest|traverse_bvh2_closest)$' \
-                --launch-skip 0 --launch-count 12 \
-                --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-                --section WarpStateStats --section LaunchStats --section SchedulerStats \
-                "$bin" bench gpu --log2-n 0 --camera standard --scene "$s/$scene" \
-                --accel bvh-binned,kdtree,grid --reps 1 --warm-up 0 --check-every 0 \
-                >"$out/ncu-$name.txt" 2>&1
+        sections=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy
+            --section WarpStateStats --section LaunchStats --section SchedulerStats)
+        # name, kernels, how many launches, scene, structures
+        while read -r name kernels count scene accel; do
+            if [ -n "${CAUSTIC_NCU_ONLY:-}" ] && [[ " $CAUSTIC_NCU_ONLY " != *" $name "* ]]; then
+                continue
+            fi
+            timeout 200 ncu --clock-control none -k "regex:^($kernels)\$" --launch-count "$count" \
+                "${sections[@]}" "$bin" bench gpu --log2-n 0 --camera standard --scene "$s/$scene" \
+                --accel "$accel" --reps 1 --warm-up 0 --check-every 0 >"$out/ncu-$name.txt" 2>&1
             echo "ncu $name: exit $?"
-            grep -E '^  [a-z_0-9]+\(|Duration|Compute \(SM\) Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Warp Cycles Per Issued|No Eligible|Registers Per' \
-                "$out/ncu-$name.txt" | head -n 120
-        done
+        done <<'RUNS'
+sponza kd_trace_closest|traverse_bvh2_closest 12 sponza-dabrovic/sponza.obj bvh-binned,kdtree
+conference kd_trace_closest|traverse_bvh2_closest 12 conference-69k/conference.obj bvh-binned,kdtree
+grid grid_trace_closest 6 sponza-dabrovic/sponza.obj grid
+taskpool bvh_taskpool_build 1 dragon/dragon_vrip.ply bvh-taskpool
+RUNS
         ;;
     *)
         echo "unknown part: $part (taskpool, papers, cpu, ncu)" >&2
