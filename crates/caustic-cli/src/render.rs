@@ -21,6 +21,7 @@ use caustic_accel::{Accel as _, TriangleBvh};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// The acceleration structure `render` (on the CPU) and `bench accel` use
 /// unless told otherwise: the 8-wide SIMD BVH, the fastest CPU structure to
@@ -278,7 +279,9 @@ fn run_animation(args: RenderArgs) -> Result<()> {
         .is_none_or(|a| a.fixed_topology());
     let mut carried = CarriedTree::for_args(&args, fixed)?;
     let bar = frames_bar(instants.len(), args.quiet);
+    let mut backend = None;
     for (frame, t) in instants {
+        let started = Instant::now();
         loaded.scene.set_time(t);
         let path = match frame {
             Some(f) => frame_path(&pattern, f).expect("checked above"),
@@ -291,11 +294,14 @@ fn run_animation(args: RenderArgs) -> Result<()> {
             }
             None => (None, "update rebuild".to_owned()),
         };
-        let line = render_instant(&args, &loaded, &path, structure)?;
+        // Posing, update, upload and render: what a frame of the animation
+        // costs from its instant to its image.
+        let (line, frame_ms) =
+            render_instant(&args, &loaded, &path, structure, (started, &mut backend))?;
         let label = frame.map_or(String::new(), |f| format!("frame {f} "));
         bar.suspend(|| {
             eprintln!(
-                "{label}(t = {t:.3} s, {update}): wrote {} {line}",
+                "{label}(t = {t:.3} s, {update}, frame {frame_ms:.1} ms): wrote {} {line}",
                 path.display()
             )
         });
@@ -351,7 +357,7 @@ impl CarriedTree {
     /// Follows the posed `triangles`: refits, or builds afresh where the
     /// policy says so; returns the frame's update words.
     fn update(&mut self, triangles: &[caustic_geom::Triangle]) -> Result<String> {
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         let mut refit_sah = None;
         if !self.tracker.must_rebuild() {
             let tree = std::sync::Arc::get_mut(&mut self.tree)
@@ -382,28 +388,40 @@ impl CarriedTree {
 
 /// Renders the posed scene to `path` (with `structure` on the CPU when
 /// given); returns the summary.
+/// One frame of an animation, posed at `started`: its summary and its time
+/// from then until its image is ready (before the file is written). The
+/// frames share one device (`shared`, opened by the first), so later frames
+/// neither reopen it nor reload its kernels.
 fn render_instant(
     args: &RenderArgs,
     loaded: &scene_arg::LoadedScene,
     path: &Path,
     structure: Option<Box<dyn caustic_accel::Accel>>,
-) -> Result<String> {
+    (started, shared): (Instant, &mut Option<Backend>),
+) -> Result<(String, f64)> {
     let camera = args.camera.resolve(loaded)?;
     let mut scene = loaded.scene.clone();
     add_headlight_if_unlit(&mut scene, camera.eye);
     let integrator = args.integrator(&scene);
     integrator.validate()?;
     let mut renderer = args.renderer(&scene);
+    if let Some(backend) = shared.clone() {
+        renderer = renderer.on_backend(backend);
+    }
     if let Some(structure) = structure {
         renderer = renderer.cpu_structure(structure);
     }
     let backend = renderer.backend_for(&integrator)?;
-    device::say(&backend);
+    if shared.is_none() {
+        device::say(&backend);
+        *shared = Some(renderer.backend()?.clone());
+    }
     let rendered = renderer.render(&camera, &integrator)?;
+    let frame_ms = started.elapsed().as_secs_f64() * 1e3;
     let summary = summary(&integrator, &rendered, &backend, &renderer)?;
     image_io::write_image(&rendered.film, path, args.exposure)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(summary)
+    Ok((summary, frame_ms))
 }
 
 /// `pattern` with its `%0Nd` (or `%d`) replaced by `frame`; `None` when

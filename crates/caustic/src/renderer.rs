@@ -70,6 +70,8 @@ pub struct Renderer<'a> {
     /// A CPU structure built by the caller ([`Renderer::cpu_structure`]),
     /// taken by the first preparation on the CPU.
     given_structure: Mutex<Option<Box<dyn caustic_accel::Accel>>>,
+    /// A device opened by an earlier renderer ([`Renderer::on_backend`]).
+    given_backend: Option<Backend>,
     prepared: OnceLock<Prepared>,
 }
 
@@ -173,8 +175,19 @@ impl<'a> Renderer<'a> {
             device: Device::Auto,
             progress: None,
             given_structure: Mutex::new(None),
+            given_backend: None,
             prepared: OnceLock::new(),
         }
+    }
+
+    /// Renders on `backend`, a device another renderer opened
+    /// ([`Renderer::backend`]), instead of opening [`Renderer::device`]'s:
+    /// how the frames of an animation share one GPU context, with its
+    /// kernels loaded once, rather than open the device for every frame.
+    pub fn on_backend(mut self, backend: Backend) -> Self {
+        self.given_backend = Some(backend);
+        self.prepared = OnceLock::new();
+        self
     }
 
     /// Renders on the CPU with `structure`, built by the caller over
@@ -348,7 +361,10 @@ impl<'a> Renderer<'a> {
         if let Some(prepared) = self.prepared.get() {
             return Ok(prepared);
         }
-        let backend = self.device.resolve()?;
+        let backend = match &self.given_backend {
+            Some(backend) => backend.clone(),
+            None => self.device.resolve()?,
+        };
         let spec = if backend.is_gpu() {
             "brute".to_owned()
         } else {
