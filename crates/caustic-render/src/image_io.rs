@@ -103,6 +103,20 @@ pub fn write_exr(film: &Film, path: &Path) -> Result<(), ImageError> {
 }
 
 pub fn write_png(film: &Film, path: &Path, exposure: f32) -> Result<(), ImageError> {
+    image::save_buffer(
+        path,
+        &srgb_bytes(film, exposure),
+        film.width,
+        film.height,
+        image::ColorType::Rgb8,
+    )
+    .map_err(|e| io_error(path, e))
+}
+
+/// The 8-bit sRGB values of `film` (RGB, row by row) as PNG and JPEG
+/// images hold them: scaled by `2^exposure`, clipped to `[0, 1]`, encoded
+/// by the sRGB transfer function; a non-finite value is black.
+pub fn srgb_bytes(film: &Film, exposure: f32) -> Vec<u8> {
     let scale = exposure.exp2();
     let to_byte = |v: f32| {
         let v = if v.is_finite() { v * scale } else { 0.0 };
@@ -112,14 +126,22 @@ pub fn write_png(film: &Film, path: &Path, exposure: f32) -> Result<(), ImageErr
     for p in &film.pixels {
         bytes.extend_from_slice(&[to_byte(p.x), to_byte(p.y), to_byte(p.z)]);
     }
-    image::save_buffer(
-        path,
-        &bytes,
-        film.width,
-        film.height,
-        image::ColorType::Rgb8,
-    )
-    .map_err(|e| io_error(path, e))
+    bytes
+}
+
+/// `film` as a JPEG file in memory, sRGB as [`srgb_bytes`], at `quality`
+/// (1 to 100): the compact form a live viewer streams.
+pub fn jpeg_bytes(film: &Film, exposure: f32, quality: u8) -> Result<Vec<u8>, ImageError> {
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, quality.clamp(1, 100))
+        .encode(
+            &srgb_bytes(film, exposure),
+            film.width,
+            film.height,
+            image::ExtendedColorType::Rgb8,
+        )
+        .map_err(|e| io_error(Path::new("(JPEG in memory)"), e))?;
+    Ok(jpeg)
 }
 
 /// Reads the RGB channels of the first layer of an EXR file.
@@ -239,5 +261,36 @@ mod tests {
         assert_eq!(linear_to_srgb(0.0), 0.0);
         assert!((linear_to_srgb(1.0) - 1.0).abs() < 1e-6);
         assert!((linear_to_srgb(0.18) - 0.4614).abs() < 1e-3);
+    }
+
+    #[test]
+    fn jpeg_frames_decode_to_the_film() {
+        let mut film = Film::new(16, 8);
+        for (i, p) in film.pixels.iter_mut().enumerate() {
+            // Left half dark grey, right half white (JPEG keeps grey
+            // but blurs colour), one NaN: black.
+            *p = if i % 16 < 8 {
+                Rgb::splat(0.2)
+            } else {
+                Rgb::ONE
+            };
+        }
+        film.pixels[0] = Rgb::splat(f32::NAN);
+        let jpeg = jpeg_bytes(&film, 0.0, 90).unwrap();
+        let image = image::load_from_memory_with_format(&jpeg, image::ImageFormat::Jpeg)
+            .unwrap()
+            .into_rgb8();
+        assert_eq!(image.dimensions(), (16, 8));
+        let srgb = srgb_bytes(&film, 0.0);
+        assert_eq!(&srgb[..3], &[0, 0, 0]);
+        let close = |a: u8, b: u8| a.abs_diff(b) <= 12;
+        for (x, y) in [(3, 4), (12, 4)] {
+            let at = (y * 16 + x) as usize * 3;
+            let got = image.get_pixel(x, y).0;
+            assert!(
+                (0..3).all(|c| close(got[c], srgb[at + c])),
+                "{got:?} at {x},{y}"
+            );
+        }
     }
 }
