@@ -141,9 +141,9 @@ pub struct RenderArgs {
     sppm: SppmArgs,
 }
 
-/// The light transport algorithms of `caustic render`.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum IntegratorName {
+/// The light transport algorithms of `caustic render` (and `caustic view`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum IntegratorName {
     /// Specular chains, direct light by shadow rays: no indirect light.
     Whitted,
     /// Photon mapping: caustic map, final gather into a global map with
@@ -189,7 +189,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
             "--fresnel schlick is for --integrator whitted; photon and sppm use the exact Fresnel equations"
         );
     }
-    check_gpu_flags(&args)?;
+    check_gpu_flags(args.device, args.accel.as_ref())?;
     let loaded = scene_arg::load(&args.scene)?;
     let camera = args.camera.resolve(&loaded)?;
     let mut scene = loaded.scene;
@@ -235,7 +235,7 @@ fn run_animation(args: RenderArgs) -> Result<()> {
         );
     }
     output::check_image_path(&frame_path(&pattern, 0).unwrap_or_else(|| pattern.clone()))?;
-    check_gpu_flags(&args)?;
+    check_gpu_flags(args.device, args.accel.as_ref())?;
     let mut loaded = scene_arg::load(&args.scene)?;
     let Some(clock) = loaded.scene.timeline() else {
         bail!(
@@ -276,7 +276,8 @@ fn run_animation(args: RenderArgs) -> Result<()> {
         .animation
         .as_ref()
         .is_none_or(|a| a.fixed_topology());
-    let mut carried = CarriedTree::for_args(&args, fixed)?;
+    let on_cpu = !args.device.resolve()?.is_gpu();
+    let mut carried = CarriedTree::new(args.accel.as_ref(), on_cpu, args.update, fixed)?;
     let bar = frames_bar(instants.len(), args.quiet);
     for (frame, t) in instants {
         loaded.scene.set_time(t);
@@ -306,27 +307,29 @@ fn run_animation(args: RenderArgs) -> Result<()> {
 }
 
 /// The CPU tree an animation refits from frame to frame, with the policy
-/// that decides when to build afresh.
-struct CarriedTree {
+/// that decides when to build afresh (also `caustic view`'s).
+pub(crate) struct CarriedTree {
     spec: String,
     tree: std::sync::Arc<TriangleBvh>,
     tracker: UpdateTracker,
 }
 
 impl CarriedTree {
-    /// A carried tree when the render can refit: the CPU renders, the
-    /// structure is a binary BVH, the policy is not `rebuild`, and the
-    /// scene keeps its triangles from frame to frame. `--update refit`
-    /// where it cannot refit is an error; `auto` then rebuilds every frame.
-    fn for_args(args: &RenderArgs, fixed_topology: bool) -> Result<Option<Self>> {
-        if args.update == UpdatePolicy::Rebuild {
+    /// A carried tree of the structure `accel` when the render can refit:
+    /// it runs `on_cpu`, the structure is a binary BVH, the policy is not
+    /// `rebuild`, and the scene keeps its triangles from frame to frame.
+    /// `--update refit` where it cannot refit is an error; `auto` then
+    /// rebuilds every frame.
+    pub(crate) fn new(
+        accel: Option<&AccelArg>,
+        on_cpu: bool,
+        update: UpdatePolicy,
+        fixed_topology: bool,
+    ) -> Result<Option<Self>> {
+        if update == UpdatePolicy::Rebuild {
             return Ok(None);
         }
-        let spec = args
-            .accel
-            .as_ref()
-            .map_or_else(|| default_accel().to_string(), |a| a.cpu.to_string());
-        let on_cpu = !args.device.resolve()?.is_gpu();
+        let spec = accel.map_or_else(|| default_accel().to_string(), |a| a.cpu.to_string());
         let binary = caustic_accel::registry::build_triangle_bvh(&spec, &[]).is_ok();
         let why_not = if !on_cpu {
             Some("the GPU rebuilds its structure every frame")
@@ -337,7 +340,7 @@ impl CarriedTree {
         } else {
             None
         };
-        match (why_not, args.update) {
+        match (why_not, update) {
             (Some(reason), UpdatePolicy::Refit) => bail!("--update refit: {reason}"),
             (Some(_), _) => Ok(None),
             (None, policy) => Ok(Some(Self {
@@ -350,7 +353,7 @@ impl CarriedTree {
 
     /// Follows the posed `triangles`: refits, or builds afresh where the
     /// policy says so; returns the frame's update words.
-    fn update(&mut self, triangles: &[caustic_geom::Triangle]) -> Result<String> {
+    pub(crate) fn update(&mut self, triangles: &[caustic_geom::Triangle]) -> Result<String> {
         let start = std::time::Instant::now();
         let mut refit_sah = None;
         if !self.tracker.must_rebuild() {
@@ -375,7 +378,8 @@ impl CarriedTree {
         Ok(format!("update rebuild {ms:.1} ms, SAH {sah:.1}{why}"))
     }
 
-    fn shared(&self) -> Box<dyn caustic_accel::Accel> {
+    /// The tree, for a renderer of the pose it follows.
+    pub(crate) fn shared(&self) -> Box<dyn caustic_accel::Accel> {
         Box::new(std::sync::Arc::clone(&self.tree))
     }
 }
@@ -462,46 +466,51 @@ fn frames_bar(frames: usize, quiet: bool) -> ProgressBar {
 /// `--device cuda` renders on the GPU or not at all: a structure the GPU
 /// does not build is refused from the flags, before the scene loads or the
 /// device opens (and a build without CUDA refuses `cuda` here too).
-fn check_gpu_flags(args: &RenderArgs) -> Result<()> {
-    if !matches!(args.device, Device::Cuda(_)) {
+pub(crate) fn check_gpu_flags(device: Device, accel: Option<&AccelArg>) -> Result<()> {
+    if !matches!(device, Device::Cuda(_)) {
         return Ok(());
     }
     #[cfg(feature = "cuda")]
-    if let Some(accel) = &args.accel
+    if let Some(accel) = accel
         && let Err(e) = accel.spec.parse::<caustic::accel::GpuAccelSpec>()
     {
-        bail!("--accel {} with --device {}: {e}", accel.spec, args.device);
+        bail!("--accel {} with --device {device}: {e}", accel.spec);
     }
     #[cfg(not(feature = "cuda"))]
-    args.device.resolve()?;
+    {
+        let _ = accel;
+        device.resolve()?;
+    }
     Ok(())
 }
 
+/// The facade's renderer of `scene` with the structure `accel` names on
+/// each device (see [`AccelArg`]; the defaults without it) on `device`.
+pub(crate) fn renderer<'a>(
+    scene: &'a Scene,
+    accel: Option<&AccelArg>,
+    device: Device,
+) -> Renderer<'a> {
+    let cpu = accel.map_or_else(default_accel, |a| a.cpu);
+    let renderer = Renderer::new(scene).accel(cpu).device(device);
+    with_gpu_accel(renderer, accel)
+}
+
+/// The GPU's structure: `accel` as the GPU reads it, or its default.
+#[cfg(feature = "cuda")]
+fn with_gpu_accel<'a>(renderer: Renderer<'a>, accel: Option<&AccelArg>) -> Renderer<'a> {
+    renderer.gpu_accel_spec(accel.map_or(DEFAULT_GPU_SPEC, |a| a.spec.as_str()))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn with_gpu_accel<'a>(renderer: Renderer<'a>, _accel: Option<&AccelArg>) -> Renderer<'a> {
+    renderer
+}
+
 impl RenderArgs {
-    /// The facade's renderer of `scene` with the structure of `--accel` on
-    /// each device (see [`AccelArg`]) and `--device`.
+    /// The facade's renderer of `scene` with `--accel` and `--device`.
     fn renderer<'a>(&self, scene: &'a Scene) -> Renderer<'a> {
-        let cpu = match &self.accel {
-            Some(accel) => accel.cpu,
-            None => default_accel(),
-        };
-        let renderer = Renderer::new(scene).accel(cpu).device(self.device);
-        self.with_gpu_accel(renderer)
-    }
-
-    /// The GPU's structure: `--accel` as the GPU reads it, or its default.
-    #[cfg(feature = "cuda")]
-    fn with_gpu_accel<'a>(&self, renderer: Renderer<'a>) -> Renderer<'a> {
-        let spec = self
-            .accel
-            .as_ref()
-            .map_or(DEFAULT_GPU_SPEC, |a| a.spec.as_str());
-        renderer.gpu_accel_spec(spec)
-    }
-
-    #[cfg(not(feature = "cuda"))]
-    fn with_gpu_accel<'a>(&self, renderer: Renderer<'a>) -> Renderer<'a> {
-        renderer
+        renderer(scene, self.accel.as_ref(), self.device)
     }
 
     /// The chosen integrator with its typed settings.
@@ -518,12 +527,33 @@ impl RenderArgs {
             light_samples: self.light_samples,
             seed: self.seed,
         };
-        match self.integrator {
+        let flags = IntegratorFlags {
+            fresnel: self.fresnel,
+            photon: &self.photon,
+            sppm: &self.sppm,
+        };
+        flags.settings(self.integrator, &common)
+    }
+}
+
+/// The flags of each integrator's own section, shared by `render` and
+/// `view`.
+pub(crate) struct IntegratorFlags<'a> {
+    pub fresnel: Fresnel,
+    pub photon: &'a PhotonArgs,
+    pub sppm: &'a SppmArgs,
+}
+
+impl IntegratorFlags<'_> {
+    /// The integrator `name` with its typed settings from `common` and
+    /// its section's flags.
+    pub(crate) fn settings(&self, name: IntegratorName, common: &Common) -> Integrator {
+        match name {
             IntegratorName::Whitted => {
-                Integrator::Whitted(render_whitted::settings(&common, self.fresnel))
+                Integrator::Whitted(render_whitted::settings(common, self.fresnel))
             }
-            IntegratorName::Photon => Integrator::Photon(self.photon.settings(&common)),
-            IntegratorName::Sppm => Integrator::Sppm(self.sppm.settings(&common)),
+            IntegratorName::Photon => Integrator::Photon(self.photon.settings(common)),
+            IntegratorName::Sppm => Integrator::Sppm(self.sppm.settings(common)),
         }
     }
 }
@@ -542,7 +572,7 @@ pub struct Built {
 }
 
 /// The structure a render traced, from the facade's build statistics.
-fn structure(renderer: &Renderer, on_gpu: bool) -> String {
+pub(crate) fn structure(renderer: &Renderer, on_gpu: bool) -> String {
     if let Some(gpu) = gpu_structure(renderer, on_gpu) {
         return gpu;
     }
@@ -659,7 +689,7 @@ impl Watch {
 /// camera, and say so. The intensity gives a 50 % grey surface facing the
 /// camera at the scene's centre a radiance of about 0.5 (`I = π d²`), so a
 /// model without materials shows mid-grey rather than near-black.
-fn add_headlight_if_unlit(scene: &mut Scene, eye: Vec3) {
+pub(crate) fn add_headlight_if_unlit(scene: &mut Scene, eye: Vec3) {
     if !scene.lights.is_empty() || scene.emissive_materials().next().is_some() {
         return;
     }

@@ -1,0 +1,361 @@
+//! `caustic view`: look around a scene in the browser. A local web server
+//! serves one page; over a WebSocket the page sends camera, clock and
+//! settings requests and receives the progressively refined image as JPEG
+//! frames with their statistics.
+//!
+//! The rooms:
+//! - `server.rs`: the HTTP server (axum on tokio): the page, the
+//!   WebSocket upgrade, the client limit, shutdown on Ctrl-C.
+//! - `session.rs`: one client's connection: requests in (size and rate
+//!   limits, errors answered), frames and errors out.
+//! - `protocol.rs`: the messages and the limits.
+//! - `state.rs`: one client's view and how requests change it;
+//!   `orbit.rs`: the camera moves; `mailbox.rs`: the hand-over of the
+//!   newest view to the render thread.
+//! - `render_loop.rs`: the render thread: poses the scene, builds or refits
+//!   its structure, renders passes through the library's `Renderer` (the
+//!   one `caustic render` uses, on the CPU or the GPU) and streams them.
+//! - `bench.rs`: `caustic bench view`, the interaction latency.
+//! - `page.html`, `page.js`, `page.css`: the page, built into the binary.
+//!
+//! Every client has a session of its own (camera, clock, settings and a
+//! render thread); the sessions share the scene as loaded, the device
+//! (one CUDA context) and the CPU worker pool, so two clients each render
+//! at about half the speed. At most `--max-clients` are served at once.
+
+pub mod bench;
+mod mailbox;
+mod orbit;
+mod protocol;
+mod render_loop;
+mod server;
+mod session;
+mod state;
+
+use crate::camera::CameraArgs;
+use crate::parse::{self, AccelArg};
+use crate::render::{self, CarriedTree, Common, IntegratorFlags, IntegratorName};
+use crate::render_photon::PhotonArgs;
+use crate::render_sppm::SppmArgs;
+use crate::render_whitted::Fresnel;
+use crate::{device, notes, scene_arg};
+use anyhow::{Context, Result, bail};
+use caustic::{Backend, Device, Integrator, Scene};
+use caustic_accel::bvh::UpdatePolicy;
+use caustic_scene::{Camera, Timeline};
+use clap::Args;
+use state::{Playhead, ViewState};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The scene a bare `caustic view` shows: animated, with caustics.
+const DEFAULT_SCENE: &str = "cornell-caustics-moving";
+
+/// Samples per pixel an image refines to unless told otherwise.
+const DEFAULT_BUDGET: u32 = 64;
+
+fn help() -> &'static str {
+    "Examples:\n  \
+     caustic view                                  # cornell-caustics-moving at http://127.0.0.1:8080/\n  \
+     caustic view cornell-box --integrator photon --port 9000\n  \
+     caustic view scene.aff --device cuda --accel lbvh --width 1024 --height 768\n  \
+     caustic view model.glb --bind 0.0.0.0          # reachable from other machines\n\n\
+     In the page: drag to orbit, right-drag or shift-drag to pan, wheel to zoom; the \
+     controls play, pause and scrub an animation and choose integrator, structure and \
+     sample budget. Every browser tab is a session of its own."
+}
+
+#[derive(Args)]
+#[command(after_help = help())]
+pub struct ViewArgs {
+    #[command(flatten)]
+    pub setup: SetupArgs,
+    /// Port to listen on (0: any free port; the address is printed).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Address to listen on. The default serves this machine only;
+    /// `0.0.0.0` serves every network the machine is on (the viewer has
+    /// no authentication).
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: IpAddr,
+    /// Most clients served at once; more are told to come back later.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64), allow_negative_numbers = true)]
+    max_clients: u16,
+}
+
+/// What the viewer renders and how: the flags `view` and `bench view`
+/// share.
+#[derive(Args)]
+pub struct SetupArgs {
+    /// Scene file (.obj, .ply, .gltf, .glb, .xml, .aff) or built-in scene name.
+    #[arg(default_value = DEFAULT_SCENE)]
+    scene: String,
+    /// Where to render: `auto`, `cpu`, `cuda` or `cuda:N`.
+    #[arg(long, default_value = "auto")]
+    device: Device,
+    /// The integrator the page starts with (it can switch).
+    #[arg(long, value_enum, default_value_t = IntegratorName::Whitted)]
+    integrator: IntegratorName,
+    /// Acceleration structure the page starts with, as `render --accel`
+    /// takes it [default: bvh-wide on the CPU, bvh-binned on a GPU].
+    #[arg(long, value_parser = parse::accel_arg)]
+    accel: Option<AccelArg>,
+    /// How the structure follows an animation, as `render --update`.
+    #[arg(long, default_value = "auto")]
+    update: UpdatePolicy,
+    /// Image width in pixels [default: the scene file's, else 640].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), allow_negative_numbers = true)]
+    width: Option<u32>,
+    /// Image height in pixels [default: the scene file's, else 480].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), allow_negative_numbers = true)]
+    height: Option<u32>,
+    /// Samples per pixel (sppm: passes) after which the image stops
+    /// refining [default: 64; with --integrator sppm its --passes].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=protocol::MAX_BUDGET as i64), allow_negative_numbers = true)]
+    budget: Option<u32>,
+    /// Most specular bounces after the primary ray [default: as render].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=256), allow_negative_numbers = true)]
+    max_depth: Option<u32>,
+    /// Shadow rays per area light at each shaded point.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024), allow_negative_numbers = true)]
+    light_samples: u32,
+    /// Fresnel formula for glass (whitted only).
+    #[arg(long, value_enum, default_value_t = Fresnel::Exact)]
+    fresnel: Fresnel,
+    /// Seed of the first pass's random streams (each pass takes the next).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Exposure of the streamed images in stops.
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_parser = parse::exposure)]
+    exposure: f32,
+    /// Render every material two-sided.
+    #[arg(long)]
+    two_sided: bool,
+    /// Render worker threads (0 = all cores).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=4096), allow_negative_numbers = true)]
+    threads: u16,
+    /// No notes (the device line among them); the address still prints.
+    #[arg(short, long)]
+    quiet: bool,
+    #[command(flatten)]
+    camera: CameraArgs,
+    #[command(flatten)]
+    photon: PhotonArgs,
+    #[command(flatten)]
+    sppm: SppmArgs,
+}
+
+/// What every session shares: the scene as loaded, the device opened
+/// once, the worker pool, and the settings the flags chose.
+pub struct Viewer {
+    /// The scene at the start of its clock, lit and sided as asked.
+    pub scene: Scene,
+    pub name: String,
+    /// The camera the flags chose, at the start of the clock.
+    start_camera: Camera,
+    /// Whether the view follows the scene's own (animated) camera.
+    follows_scene: bool,
+    pub clock: Option<Timeline>,
+    pub backend: Backend,
+    pub device: Device,
+    pub pool: rayon::ThreadPool,
+    pub width: u32,
+    pub height: u32,
+    pub update: UpdatePolicy,
+    pub fixed_topology: bool,
+    pub exposure: f32,
+    seed: u64,
+    /// Each integrator's settings at one sample per pixel.
+    templates: [Integrator; 3],
+    /// The view a new client starts with.
+    pub first_view: ViewState,
+}
+
+impl Viewer {
+    /// Loads the scene, opens the device and checks the flags, so that a
+    /// mistake is an error before the server starts.
+    pub fn new(setup: &SetupArgs) -> Result<Self> {
+        notes::set_quiet(setup.quiet);
+        if setup.sppm.scores() {
+            bail!("--score is for `caustic render --integrator sppm`; the viewer has no reference");
+        }
+        render::check_gpu_flags(setup.device, setup.accel.as_ref())?;
+        let loaded = scene_arg::load(&setup.scene)?;
+        let start_camera = setup.camera.resolve(&loaded)?;
+        let mut scene = loaded.scene;
+        if setup.two_sided {
+            scene.materials.iter_mut().for_each(|m| m.two_sided = true);
+        }
+        render::add_headlight_if_unlit(&mut scene, start_camera.eye);
+        let clock = scene.timeline();
+        let follows_scene = clock.is_some() && scene.camera == Some(start_camera);
+        let fixed_topology = scene.animation.as_ref().is_none_or(|a| a.fixed_topology());
+        let backend = device::open(setup.device)?;
+        // `--update refit` where the device or structure cannot refit is
+        // refused now rather than at every frame.
+        CarriedTree::new(
+            setup.accel.as_ref(),
+            !backend.is_gpu(),
+            setup.update,
+            fixed_topology,
+        )?;
+        let film = scene.film;
+        let width = setup.width.or(film.map(|f| f.width)).unwrap_or(640);
+        let height = setup.height.or(film.map(|f| f.height)).unwrap_or(480);
+        let templates = templates(setup, width, height);
+        let integrator = &templates[setup.integrator as usize];
+        integrator.validate()?;
+        let budget = setup.budget.unwrap_or(match integrator {
+            Integrator::Sppm(s) => s.passes.min(protocol::MAX_BUDGET),
+            _ => DEFAULT_BUDGET,
+        });
+        let first_view = ViewState {
+            camera: None,
+            playhead: Playhead::paused_at(clock.map_or(0.0, |c| c.start)),
+            integrator: setup.integrator,
+            accel: setup.accel.clone(),
+            budget,
+        };
+        Ok(Self {
+            scene,
+            name: loaded.name,
+            start_camera,
+            follows_scene,
+            clock,
+            backend,
+            device: setup.device,
+            pool: crate::thread_pool(setup.threads.into())?,
+            width,
+            height,
+            update: setup.update,
+            fixed_topology,
+            exposure: setup.exposure,
+            seed: setup.seed,
+            templates,
+            first_view,
+        })
+    }
+
+    /// Width over height of the image.
+    pub fn aspect(&self) -> f32 {
+        self.width as f32 / self.height as f32
+    }
+
+    /// The animation frame and structure `view` asks for at `now`.
+    pub fn pose(&self, view: &ViewState, now: Instant) -> render_loop::Pose {
+        let clock = self.clock.as_ref();
+        let frame = clock.map_or(0, |c| c.frame_at(view.playhead.time(clock, now)));
+        render_loop::Pose {
+            frame,
+            accel: view.accel.clone(),
+        }
+    }
+
+    /// The instant of animation frame `frame` (0 for a still scene).
+    pub fn time_of_frame(&self, frame: u32) -> f32 {
+        self.clock.map_or(0.0, |c| c.time_of_frame(frame))
+    }
+
+    /// The camera of the scene as posed: its own camera where the view
+    /// follows the file's camera path, else the one the flags chose.
+    pub fn scene_camera(&self, posed: &Scene) -> Camera {
+        match posed.camera {
+            Some(camera) if self.follows_scene => camera,
+            _ => self.start_camera,
+        }
+    }
+
+    /// How long a render thread with a finished image sleeps before it
+    /// looks at the clock again: while playing, half a frame.
+    pub fn idle_wait(&self, view: &ViewState) -> Duration {
+        let frame = self.clock.and_then(|c| c.fps()).map(|fps| 0.5 / fps);
+        match frame {
+            Some(half) if view.playhead.playing() => Duration::from_secs_f32(half.max(0.002)),
+            _ => Duration::from_secs(1),
+        }
+    }
+
+    /// `name`'s settings for one pass: `samples` per pixel (SPPM:
+    /// passes), and the seed of pass `pass`.
+    pub fn integrator(&self, name: IntegratorName, samples: u32, pass: u32) -> Integrator {
+        let seed = self.seed.wrapping_add(pass.into());
+        let mut integrator = self.templates[name as usize].clone();
+        match &mut integrator {
+            Integrator::Whitted(s) => (s.spp, s.seed) = (samples, seed),
+            Integrator::Photon(s) => (s.spp, s.seed) = (samples, seed),
+            Integrator::Sppm(s) => (s.passes, s.seed) = (samples, seed),
+            _ => {}
+        }
+        integrator
+    }
+}
+
+/// Each integrator's settings from the flags, indexed by
+/// [`IntegratorName`], at one sample per pixel.
+fn templates(setup: &SetupArgs, width: u32, height: u32) -> [Integrator; 3] {
+    let common = Common {
+        width,
+        height,
+        spp: 1,
+        max_depth: setup.max_depth,
+        light_samples: setup.light_samples,
+        seed: setup.seed,
+    };
+    let flags = IntegratorFlags {
+        fresnel: setup.fresnel,
+        photon: &setup.photon,
+        sppm: &setup.sppm,
+    };
+    [
+        IntegratorName::Whitted,
+        IntegratorName::Photon,
+        IntegratorName::Sppm,
+    ]
+    .map(|name| flags.settings(name, &common))
+}
+
+/// `caustic view`: serves until Ctrl-C (or SIGTERM).
+pub fn run(args: ViewArgs) -> Result<()> {
+    let viewer = Arc::new(Viewer::new(&args.setup)?);
+    let runtime = server::runtime()?;
+    runtime.block_on(async {
+        let address = SocketAddr::new(args.bind, args.port);
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("cannot listen on {address}"))?;
+        let local = listener.local_addr()?;
+        if !args.bind.is_loopback() {
+            notes::warn(format!(
+                "serving on {}: anyone who reaches this port can use the viewer",
+                args.bind
+            ));
+        }
+        eprintln!(
+            "caustic view: {} at http://{local}/ (Ctrl-C to stop)",
+            viewer.name
+        );
+        let stop = async {
+            stop_signal().await;
+            eprintln!("caustic view: stopping");
+        };
+        server::serve(listener, viewer, args.max_clients.into(), stop).await
+    })
+}
+
+/// Ctrl-C, or on Unix also the polite `kill` (SIGTERM) of service
+/// managers and scripts.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
