@@ -74,19 +74,6 @@ pub struct RenderArgs {
     /// Frames per second for --frames, instead of the scene's own.
     #[arg(long, value_parser = parse::positive_f32)]
     fps: Option<f32>,
-    /// How the structure follows an animation: `rebuild` every frame,
-    /// `refit` the first frame's tree, or `auto` (refit while its SAH stays
-    /// within 1.3 times the last build's; `auto:BOUND` for another bound).
-    /// Refitting needs a binary BVH on the CPU (bvh-binned, ploc, ...);
-    /// other structures and the GPU rebuild.
-    #[arg(long, default_value = "auto")]
-    update: UpdatePolicy,
-    /// Image width in pixels [default: the scene file's, else 512].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
-    width: Option<u32>,
-    /// Image height in pixels [default: the scene file's, else 512].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
-    height: Option<u32>,
     /// Light transport. All three run on the CPU or an NVIDIA GPU (--device).
     #[arg(long, value_enum, default_value_t = IntegratorName::Photon)]
     integrator: IntegratorName,
@@ -94,6 +81,32 @@ pub struct RenderArgs {
     /// sppm takes one per pass].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     spp: Option<u32>,
+    /// No progress bar and no notes (the device line among them);
+    /// warnings, errors and the summary still print.
+    #[arg(short, long)]
+    quiet: bool,
+    #[command(flatten)]
+    flags: RenderFlags,
+}
+
+/// The flags `render` and `view` share: what the image is made of and
+/// how (size, light transport, structure, device, camera, each
+/// integrator's section).
+#[derive(Args)]
+pub struct RenderFlags {
+    /// How the structure follows an animation: `rebuild` every frame,
+    /// `refit` the first frame's tree, or `auto` (refit while its SAH stays
+    /// within 1.3 times the last build's; `auto:BOUND` for another bound).
+    /// Refitting needs a binary BVH on the CPU (bvh-binned, ploc, ...);
+    /// other structures and the GPU rebuild.
+    #[arg(long, default_value = "auto")]
+    pub update: UpdatePolicy,
+    /// Image width in pixels [default: the scene file's, else 512; view: 640].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
+    width: Option<u32>,
+    /// Image height in pixels [default: the scene file's, else 512; view: 480].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
+    height: Option<u32>,
     /// Most specular bounces after the primary ray (sppm: also the most
     /// photon bounces) [default: 5 for whitted and photon, 64 for sppm].
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=256), allow_negative_numbers = true)]
@@ -104,10 +117,10 @@ pub struct RenderArgs {
     /// Acceleration structure, with optional parameters (e.g. `ploc:r=32`;
     /// `caustic bench accel --help` lists them). On the CPU the default,
     /// the 8-wide SIMD BVH, traces about twice as fast as the binary
-    /// `bvh-binned`; on a GPU the structure is built there (see below)
+    /// `bvh-binned`; on a GPU the structure is built there (`render --help` lists them)
     /// [default: bvh-wide on the CPU, bvh-binned on a GPU].
     #[arg(long, value_parser = parse::accel_arg)]
-    accel: Option<AccelArg>,
+    pub accel: Option<AccelArg>,
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=4096), allow_negative_numbers = true)]
     threads: u16,
@@ -115,30 +128,28 @@ pub struct RenderArgs {
     /// exact one).
     #[arg(long, value_enum, default_value_t = Fresnel::Exact)]
     fresnel: Fresnel,
-    /// Seed of the random sample streams.
+    /// Seed of the random sample streams (the viewer's later passes take
+    /// the next seeds).
     #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// PNG exposure in stops (linear values are scaled by 2^exposure).
+    pub seed: u64,
+    /// Exposure in stops of PNG images and the viewer's frames (linear
+    /// values are scaled by 2^exposure).
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_parser = parse::exposure)]
-    exposure: f32,
+    pub exposure: f32,
     /// Render every material two-sided (both faces shaded, emitters emit
     /// from both): for files whose faces point the wrong way.
     #[arg(long)]
     two_sided: bool,
-    /// No progress bar and no notes (the device line among them);
-    /// warnings, errors and the summary still print.
-    #[arg(short, long)]
-    quiet: bool,
     /// Where to render: `auto` (CUDA when a driver and GPU are present,
     /// else the CPU), `cpu`, `cuda` or `cuda:N`.
     #[arg(long, default_value = "auto")]
-    device: Device,
+    pub device: Device,
     #[command(flatten)]
-    camera: CameraArgs,
+    pub camera: CameraArgs,
     #[command(flatten)]
     photon: PhotonArgs,
     #[command(flatten)]
-    sppm: SppmArgs,
+    pub sppm: SppmArgs,
 }
 
 /// The light transport algorithms of `caustic render` (and `caustic view`).
@@ -169,7 +180,7 @@ pub struct Common {
 impl RenderArgs {
     /// `--threads` (0: one per core).
     pub fn threads(&self) -> usize {
-        self.threads.into()
+        self.flags.threads()
     }
 }
 
@@ -184,24 +195,23 @@ pub fn run(args: RenderArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.png", scene_arg::short_name(&args.scene))));
     output::check_image_path(&output)?;
-    if args.integrator != IntegratorName::Whitted && matches!(args.fresnel, Fresnel::Schlick) {
+    if args.integrator != IntegratorName::Whitted && matches!(args.flags.fresnel, Fresnel::Schlick)
+    {
         bail!(
             "--fresnel schlick is for --integrator whitted; photon and sppm use the exact Fresnel equations"
         );
     }
-    check_gpu_flags(args.device, args.accel.as_ref())?;
+    check_gpu_flags(args.flags.device, args.flags.accel.as_ref())?;
     let loaded = scene_arg::load(&args.scene)?;
-    let camera = args.camera.resolve(&loaded)?;
+    let camera = args.flags.camera.resolve(&loaded)?;
     let mut scene = loaded.scene;
-    if args.two_sided {
-        scene.materials.iter_mut().for_each(|m| m.two_sided = true);
-    }
+    args.flags.apply_sides(&mut scene);
     add_headlight_if_unlit(&mut scene, camera.eye);
     // Settings and the reference are checked before the structure is built.
     let integrator = args.integrator(&scene);
     integrator.validate()?;
     let reference = match &integrator {
-        Integrator::Sppm(settings) => args.sppm.reference(settings)?,
+        Integrator::Sppm(settings) => args.flags.sppm.reference(settings)?,
         _ => None,
     };
     let renderer = args.renderer(&scene);
@@ -214,7 +224,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
     let rendered = rendered?;
     let summary = summary(&integrator, &rendered, &backend, &renderer)?;
     warn_if_empty(&rendered.film);
-    image_io::write_image(&rendered.film, &output, args.exposure)
+    image_io::write_image(&rendered.film, &output, args.flags.exposure)
         .with_context(|| format!("cannot write {}", output.display()))?;
     eprintln!("wrote {} {summary}", output.display());
     Ok(())
@@ -235,7 +245,7 @@ fn run_animation(args: RenderArgs) -> Result<()> {
         );
     }
     output::check_image_path(&frame_path(&pattern, 0).unwrap_or_else(|| pattern.clone()))?;
-    check_gpu_flags(args.device, args.accel.as_ref())?;
+    check_gpu_flags(args.flags.device, args.flags.accel.as_ref())?;
     let mut loaded = scene_arg::load(&args.scene)?;
     let Some(clock) = loaded.scene.timeline() else {
         bail!(
@@ -264,20 +274,15 @@ fn run_animation(args: RenderArgs) -> Result<()> {
             clock.start, clock.end, clock.frames
         ));
     }
-    if args.two_sided {
-        loaded
-            .scene
-            .materials
-            .iter_mut()
-            .for_each(|m| m.two_sided = true);
-    }
+    args.flags.apply_sides(&mut loaded.scene);
     let fixed = loaded
         .scene
         .animation
         .as_ref()
         .is_none_or(|a| a.fixed_topology());
-    let on_cpu = !args.device.resolve()?.is_gpu();
-    let mut carried = CarriedTree::new(args.accel.as_ref(), on_cpu, args.update, fixed)?;
+    let flags = &args.flags;
+    let on_cpu = !flags.device.resolve()?.is_gpu();
+    let mut carried = CarriedTree::new(flags.accel.as_ref(), on_cpu, flags.update, fixed)?;
     let bar = frames_bar(instants.len(), args.quiet);
     for (frame, t) in instants {
         loaded.scene.set_time(t);
@@ -392,7 +397,7 @@ fn render_instant(
     path: &Path,
     structure: Option<Box<dyn caustic_accel::Accel>>,
 ) -> Result<String> {
-    let camera = args.camera.resolve(loaded)?;
+    let camera = args.flags.camera.resolve(loaded)?;
     let mut scene = loaded.scene.clone();
     add_headlight_if_unlit(&mut scene, camera.eye);
     let integrator = args.integrator(&scene);
@@ -405,7 +410,7 @@ fn render_instant(
     device::say(&backend);
     let rendered = renderer.render(&camera, &integrator)?;
     let summary = summary(&integrator, &rendered, &backend, &renderer)?;
-    image_io::write_image(&rendered.film, path, args.exposure)
+    image_io::write_image(&rendered.film, path, args.flags.exposure)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(summary)
 }
@@ -510,44 +515,55 @@ fn with_gpu_accel<'a>(renderer: Renderer<'a>, _accel: Option<&AccelArg>) -> Rend
 impl RenderArgs {
     /// The facade's renderer of `scene` with `--accel` and `--device`.
     fn renderer<'a>(&self, scene: &'a Scene) -> Renderer<'a> {
-        renderer(scene, self.accel.as_ref(), self.device)
+        self.flags.renderer(scene)
     }
 
     /// The chosen integrator with its typed settings.
     fn integrator(&self, scene: &Scene) -> Integrator {
-        let film = scene.film;
-        let common = Common {
-            width: self.width.or(film.map(|f| f.width)).unwrap_or(512),
-            height: self.height.or(film.map(|f| f.height)).unwrap_or(512),
-            spp: self.spp.unwrap_or(match self.integrator {
-                IntegratorName::Whitted => 16,
-                _ => 4,
-            }),
-            max_depth: self.max_depth,
-            light_samples: self.light_samples,
-            seed: self.seed,
-        };
-        let flags = IntegratorFlags {
-            fresnel: self.fresnel,
-            photon: &self.photon,
-            sppm: &self.sppm,
-        };
-        flags.settings(self.integrator, &common)
+        let spp = self.spp.unwrap_or(match self.integrator {
+            IntegratorName::Whitted => 16,
+            _ => 4,
+        });
+        let common = self.flags.common(scene, spp, (512, 512));
+        self.flags.integrator(self.integrator, &common)
     }
 }
 
-/// The flags of each integrator's own section, shared by `render` and
-/// `view`.
-pub(crate) struct IntegratorFlags<'a> {
-    pub fresnel: Fresnel,
-    pub photon: &'a PhotonArgs,
-    pub sppm: &'a SppmArgs,
-}
+impl RenderFlags {
+    /// `--threads` (0: one per core).
+    pub fn threads(&self) -> usize {
+        self.threads.into()
+    }
 
-impl IntegratorFlags<'_> {
+    /// `--two-sided` applied to `scene`'s materials.
+    pub fn apply_sides(&self, scene: &mut Scene) {
+        if self.two_sided {
+            scene.materials.iter_mut().for_each(|m| m.two_sided = true);
+        }
+    }
+
+    /// The facade's renderer of `scene` with `--accel` and `--device`.
+    pub fn renderer<'a>(&self, scene: &'a Scene) -> Renderer<'a> {
+        renderer(scene, self.accel.as_ref(), self.device)
+    }
+
+    /// The settings every integrator shares at `spp` samples per pixel;
+    /// the size is the flags', else the scene file's, else `size`.
+    pub fn common(&self, scene: &Scene, spp: u32, size: (u32, u32)) -> Common {
+        let film = scene.film;
+        Common {
+            width: self.width.or(film.map(|f| f.width)).unwrap_or(size.0),
+            height: self.height.or(film.map(|f| f.height)).unwrap_or(size.1),
+            spp,
+            max_depth: self.max_depth,
+            light_samples: self.light_samples,
+            seed: self.seed,
+        }
+    }
+
     /// The integrator `name` with its typed settings from `common` and
     /// its section's flags.
-    pub(crate) fn settings(&self, name: IntegratorName, common: &Common) -> Integrator {
+    pub fn integrator(&self, name: IntegratorName, common: &Common) -> Integrator {
         match name {
             IntegratorName::Whitted => {
                 Integrator::Whitted(render_whitted::settings(common, self.fresnel))

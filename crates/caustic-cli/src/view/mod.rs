@@ -32,12 +32,7 @@ mod server;
 mod session;
 mod state;
 
-use crate::camera::CameraArgs;
-use crate::parse::{self, AccelArg};
-use crate::render::{self, CarriedTree, Common, IntegratorFlags, IntegratorName};
-use crate::render_photon::PhotonArgs;
-use crate::render_sppm::SppmArgs;
-use crate::render_whitted::Fresnel;
+use crate::render::{self, CarriedTree, IntegratorName, RenderFlags};
 use crate::{device, notes, scene_arg};
 use anyhow::{Context, Result, bail};
 use caustic::{Backend, Device, Integrator, Scene};
@@ -85,65 +80,24 @@ pub struct ViewArgs {
 }
 
 /// What the viewer renders and how: the flags `view` and `bench view`
-/// share.
+/// share; those that say what an image is made of are `render`'s.
 #[derive(Args)]
 pub struct SetupArgs {
     /// Scene file (.obj, .ply, .gltf, .glb, .xml, .aff) or built-in scene name.
     #[arg(default_value = DEFAULT_SCENE)]
     scene: String,
-    /// Where to render: `auto`, `cpu`, `cuda` or `cuda:N`.
-    #[arg(long, default_value = "auto")]
-    device: Device,
     /// The integrator the page starts with (it can switch).
     #[arg(long, value_enum, default_value_t = IntegratorName::Whitted)]
     integrator: IntegratorName,
-    /// Acceleration structure the page starts with, as `render --accel`
-    /// takes it [default: bvh-wide on the CPU, bvh-binned on a GPU].
-    #[arg(long, value_parser = parse::accel_arg)]
-    accel: Option<AccelArg>,
-    /// How the structure follows an animation, as `render --update`.
-    #[arg(long, default_value = "auto")]
-    update: UpdatePolicy,
-    /// Image width in pixels [default: the scene file's, else 640].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), allow_negative_numbers = true)]
-    width: Option<u32>,
-    /// Image height in pixels [default: the scene file's, else 480].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096), allow_negative_numbers = true)]
-    height: Option<u32>,
     /// Samples per pixel (sppm: passes) after which the image stops
     /// refining [default: 64; with --integrator sppm its --passes].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=protocol::MAX_BUDGET as i64), allow_negative_numbers = true)]
     budget: Option<u32>,
-    /// Most specular bounces after the primary ray [default: as render].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=256), allow_negative_numbers = true)]
-    max_depth: Option<u32>,
-    /// Shadow rays per area light at each shaded point.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024), allow_negative_numbers = true)]
-    light_samples: u32,
-    /// Fresnel formula for glass (whitted only).
-    #[arg(long, value_enum, default_value_t = Fresnel::Exact)]
-    fresnel: Fresnel,
-    /// Seed of the first pass's random streams (each pass takes the next).
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Exposure of the streamed images in stops.
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_parser = parse::exposure)]
-    exposure: f32,
-    /// Render every material two-sided.
-    #[arg(long)]
-    two_sided: bool,
-    /// Render worker threads (0 = all cores).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=4096), allow_negative_numbers = true)]
-    threads: u16,
     /// No notes (the device line among them); the address still prints.
     #[arg(short, long)]
     quiet: bool,
     #[command(flatten)]
-    camera: CameraArgs,
-    #[command(flatten)]
-    photon: PhotonArgs,
-    #[command(flatten)]
-    sppm: SppmArgs,
+    flags: RenderFlags,
 }
 
 /// What every session shares: the scene as loaded, the device opened
@@ -176,34 +130,35 @@ impl Viewer {
     /// Loads the scene, opens the device and checks the flags, so that a
     /// mistake is an error before the server starts.
     pub fn new(setup: &SetupArgs) -> Result<Self> {
+        let flags = &setup.flags;
         notes::set_quiet(setup.quiet);
-        if setup.sppm.scores() {
+        if flags.sppm.scores() {
             bail!("--score is for `caustic render --integrator sppm`; the viewer has no reference");
         }
-        render::check_gpu_flags(setup.device, setup.accel.as_ref())?;
+        render::check_gpu_flags(flags.device, flags.accel.as_ref())?;
         let loaded = scene_arg::load(&setup.scene)?;
-        let start_camera = setup.camera.resolve(&loaded)?;
+        let start_camera = flags.camera.resolve(&loaded)?;
         let mut scene = loaded.scene;
-        if setup.two_sided {
-            scene.materials.iter_mut().for_each(|m| m.two_sided = true);
-        }
+        flags.apply_sides(&mut scene);
         render::add_headlight_if_unlit(&mut scene, start_camera.eye);
         let clock = scene.timeline();
         let follows_scene = clock.is_some() && scene.camera == Some(start_camera);
         let fixed_topology = scene.animation.as_ref().is_none_or(|a| a.fixed_topology());
-        let backend = device::open(setup.device)?;
+        let backend = device::open(flags.device)?;
         // `--update refit` where the device or structure cannot refit is
         // refused now rather than at every frame.
-        CarriedTree::new(
-            setup.accel.as_ref(),
-            !backend.is_gpu(),
-            setup.update,
-            fixed_topology,
-        )?;
-        let film = scene.film;
-        let width = setup.width.or(film.map(|f| f.width)).unwrap_or(640);
-        let height = setup.height.or(film.map(|f| f.height)).unwrap_or(480);
-        let templates = templates(setup, width, height);
+        let on_cpu = !backend.is_gpu();
+        CarriedTree::new(flags.accel.as_ref(), on_cpu, flags.update, fixed_topology)?;
+        let common = flags.common(&scene, 1, (640, 480));
+        let (width, height) = (common.width, common.height);
+        // Each integrator's settings at one sample per pixel, indexed by
+        // `IntegratorName`.
+        let templates = [
+            IntegratorName::Whitted,
+            IntegratorName::Photon,
+            IntegratorName::Sppm,
+        ]
+        .map(|name| flags.integrator(name, &common));
         let integrator = &templates[setup.integrator as usize];
         integrator.validate()?;
         let budget = setup.budget.unwrap_or(match integrator {
@@ -214,7 +169,7 @@ impl Viewer {
             camera: None,
             playhead: Playhead::paused_at(clock.map_or(0.0, |c| c.start)),
             integrator: setup.integrator,
-            accel: setup.accel.clone(),
+            accel: flags.accel.clone(),
             budget,
         };
         Ok(Self {
@@ -224,14 +179,14 @@ impl Viewer {
             follows_scene,
             clock,
             backend,
-            device: setup.device,
-            pool: crate::thread_pool(setup.threads.into())?,
+            device: flags.device,
+            pool: crate::thread_pool(flags.threads())?,
             width,
             height,
-            update: setup.update,
+            update: flags.update,
             fixed_topology,
-            exposure: setup.exposure,
-            seed: setup.seed,
+            exposure: flags.exposure,
+            seed: flags.seed,
             templates,
             first_view,
         })
@@ -289,30 +244,6 @@ impl Viewer {
         }
         integrator
     }
-}
-
-/// Each integrator's settings from the flags, indexed by
-/// [`IntegratorName`], at one sample per pixel.
-fn templates(setup: &SetupArgs, width: u32, height: u32) -> [Integrator; 3] {
-    let common = Common {
-        width,
-        height,
-        spp: 1,
-        max_depth: setup.max_depth,
-        light_samples: setup.light_samples,
-        seed: setup.seed,
-    };
-    let flags = IntegratorFlags {
-        fresnel: setup.fresnel,
-        photon: &setup.photon,
-        sppm: &setup.sppm,
-    };
-    [
-        IntegratorName::Whitted,
-        IntegratorName::Photon,
-        IntegratorName::Sppm,
-    ]
-    .map(|name| flags.settings(name, &common))
 }
 
 /// `caustic view`: serves until Ctrl-C (or SIGTERM).

@@ -45,8 +45,7 @@ const ORBIT: &str = r#"{"type":"orbit","yaw":0.5,"pitch":0.2}"#;
 fn frames_decode_refine_and_follow_the_camera() {
     let server = ViewServer::start(TINY);
     block_on(async {
-        let mut client = Client::connect(server.address).await;
-        let hello = client.next_of("hello").await;
+        let (mut client, hello) = Client::greeted(server.address).await;
         assert_eq!(
             (hello["width"].as_u64(), hello["height"].as_u64()),
             (Some(64), Some(48))
@@ -78,8 +77,7 @@ fn frames_decode_refine_and_follow_the_camera() {
 fn bad_requests_are_answered_and_the_connection_goes_on() {
     let server = ViewServer::start(TINY);
     block_on(async {
-        let mut client = Client::connect(server.address).await;
-        client.next_of("hello").await;
+        let (mut client, _) = Client::greeted(server.address).await;
         client.frame_of_view(0).await;
         let oversized = format!(r#"{{"type":"play","pad":"{}"}}"#, "x".repeat(70_000));
         for (request, says) in [
@@ -90,18 +88,12 @@ fn bad_requests_are_answered_and_the_connection_goes_on() {
             (oversized.as_str(), "at most 65536 bytes"),
         ] {
             client.send_text(request).await;
-            let error = client.next_of("error").await;
-            let text = error["message"].as_str().unwrap_or_default();
-            assert!(text.contains(says), "{request:.40}: {text}");
+            let error = client.next_error().await;
+            assert!(error.contains(says), "{request:.40}: {error}");
         }
         client.send_binary(vec![1, 2, 3]).await;
-        let error = client.next_of("error").await;
-        assert!(
-            error["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("binary")
-        );
+        let error = client.next_error().await;
+        assert!(error.contains("binary"), "{error}");
         // None of them counted as a view change; the next request is view 1.
         client.send_text(ORBIT).await;
         client.frame_of_view(1).await;
@@ -109,8 +101,7 @@ fn bad_requests_are_answered_and_the_connection_goes_on() {
         // the server goes on serving others.
         client.try_send_text(&"x".repeat(2 << 20)).await;
         assert!(matches!(client.close_code().await, None | Some(1009)));
-        let mut other = Client::connect(server.address).await;
-        other.next_of("hello").await;
+        let (mut other, _) = Client::greeted(server.address).await;
         other.frame_of_view(0).await;
     });
 }
@@ -119,19 +110,12 @@ fn bad_requests_are_answered_and_the_connection_goes_on() {
 fn a_flood_of_requests_is_cut_to_the_rate_limit() {
     let server = ViewServer::start(TINY);
     block_on(async {
-        let mut client = Client::connect(server.address).await;
-        client.next_of("hello").await;
+        let (mut client, _) = Client::greeted(server.address).await;
         for _ in 0..400 {
             client.send_text(r#"{"type":"reset_camera"}"#).await;
         }
-        let error = client.next_of("error").await;
-        assert!(
-            error["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("rate limit"),
-            "{error}"
-        );
+        let error = client.next_error().await;
+        assert!(error.contains("rate limit"), "{error}");
         // The burst of 240 was applied, the rest dropped; after a pause
         // requests are admitted again.
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -145,8 +129,7 @@ fn a_flood_of_requests_is_cut_to_the_rate_limit() {
 fn play_runs_the_clock_pause_holds_it_and_seek_jumps() {
     let server = ViewServer::start(TINY);
     block_on(async {
-        let mut client = Client::connect(server.address).await;
-        client.next_of("hello").await;
+        let (mut client, _) = Client::greeted(server.address).await;
         let still = client.frame_of_view(0).await;
         assert_eq!(
             (
@@ -180,26 +163,18 @@ fn play_runs_the_clock_pause_holds_it_and_seek_jumps() {
 fn clients_come_and_go_up_to_the_limit_and_ctrl_c_stops_cleanly() {
     let mut server = ViewServer::start(&[TINY, &["--max-clients", "2"]].concat());
     block_on(async {
-        let mut first = Client::connect(server.address).await;
-        first.next_of("hello").await;
+        let (mut first, _) = Client::greeted(server.address).await;
         first.frame_of_view(0).await;
         {
             // A second client has a view of its own.
-            let mut second = Client::connect(server.address).await;
-            second.next_of("hello").await;
+            let (mut second, _) = Client::greeted(server.address).await;
             second.send_text(ORBIT).await;
             let moved = second.frame_of_view(1).await;
             assert_eq!(moved.stats["view"], 1);
             // A third is one too many.
             let mut third = Client::connect(server.address).await;
-            let busy = third.next_of("error").await;
-            assert!(
-                busy["message"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .contains("at most 2"),
-                "{busy}"
-            );
+            let busy = third.next_error().await;
+            assert!(busy.contains("at most 2"), "{busy}");
             assert_eq!(third.close_code().await, Some(1013));
         }
         // The second left without a word; its seat comes free.

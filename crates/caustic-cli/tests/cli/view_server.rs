@@ -142,6 +142,19 @@ impl Client {
         }
     }
 
+    /// A client past the server's `hello`, which it returns.
+    pub async fn greeted(address: SocketAddr) -> (Self, Value) {
+        let mut client = Self::connect(address).await;
+        let hello = client.next_of("hello").await;
+        (client, hello)
+    }
+
+    /// The text of the next `error` message.
+    pub async fn next_error(&mut self) -> String {
+        let error = self.next_of("error").await;
+        error["message"].as_str().unwrap_or_default().to_owned()
+    }
+
     pub async fn send_text(&mut self, text: &str) {
         self.socket
             .send(Message::Text(text.into()))
