@@ -4,8 +4,10 @@
 //! times (small orbits, alternately left and right) and times each move
 //! from sending the request to receiving the first frame of the new view.
 //! It sends the next move as soon as that frame arrives, so every move
-//! lands while the previous view is still refining, as it does when a
-//! person drags the mouse.
+//! lands while the previous view is still young, as it does when a person
+//! drags the mouse. On a device too slow for a full-resolution pass in
+//! the target time that first frame is a preview (`passes.rs`); the
+//! report says how many were.
 
 use super::server;
 use super::{SetupArgs, Viewer};
@@ -46,13 +48,20 @@ pub struct ViewBenchArgs {
 pub fn run(args: ViewBenchArgs) -> Result<()> {
     let viewer = Arc::new(Viewer::new(&args.setup)?);
     let runtime = server::runtime()?;
-    let latencies = runtime.block_on(measure(Arc::clone(&viewer), &args))?;
-    report(&viewer, &latencies);
+    let timed = runtime.block_on(measure(Arc::clone(&viewer), &args))?;
+    report(&viewer, &timed);
     Ok(())
 }
 
+/// One timed move: milliseconds to its first frame, and that frame's
+/// preview scale (1: full resolution).
+struct Timed {
+    ms: f64,
+    scale: u64,
+}
+
 /// Serves `viewer` on a free port for the length of one client's run.
-async fn measure(viewer: Arc<Viewer>, args: &ViewBenchArgs) -> Result<Vec<f64>> {
+async fn measure(viewer: Arc<Viewer>, args: &ViewBenchArgs) -> Result<Vec<Timed>> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -65,8 +74,8 @@ async fn measure(viewer: Arc<Viewer>, args: &ViewBenchArgs) -> Result<Vec<f64>> 
     timed
 }
 
-/// The client's run: milliseconds from each timed move to its frame.
-async fn drive(address: SocketAddr, warmup: u32, changes: u32) -> Result<Vec<f64>> {
+/// The client's run: each timed move.
+async fn drive(address: SocketAddr, warmup: u32, changes: u32) -> Result<Vec<Timed>> {
     let mut client = Client::connect(address).await?;
     let hello = client.next_text().await?;
     if hello["type"] != "hello" {
@@ -91,7 +100,8 @@ async fn drive(address: SocketAddr, warmup: u32, changes: u32) -> Result<Vec<f64
         check_image(&jpeg, size)?;
         camera = stats["camera"].clone();
         if change >= warmup {
-            latencies.push(elapsed);
+            let scale = stats["scale"].as_u64().unwrap_or(1);
+            latencies.push(Timed { ms: elapsed, scale });
         }
     }
     client.close().await;
@@ -112,8 +122,8 @@ fn check_image(jpeg: &[u8], size: (Option<u64>, Option<u64>)) -> Result<()> {
     Ok(())
 }
 
-fn report(viewer: &Viewer, latencies: &[f64]) {
-    let mut sorted = latencies.to_vec();
+fn report(viewer: &Viewer, timed: &[Timed]) {
+    let mut sorted: Vec<f64> = timed.iter().map(|t| t.ms).collect();
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];
     let p95 = sorted[(sorted.len() * 95).div_ceil(100).max(1) - 1];
@@ -123,7 +133,7 @@ fn report(viewer: &Viewer, latencies: &[f64]) {
         viewer.width,
         viewer.height,
         super::render_loop::integrator_name(viewer.first_view.integrator),
-        viewer.backend.name()
+        viewer.device_name
     );
     println!(
         "camera change -> first new frame over {} changes: median {median:.1} ms, p95 {p95:.1} ms (min {:.1}, max {:.1})",
@@ -131,6 +141,15 @@ fn report(viewer: &Viewer, latencies: &[f64]) {
         sorted[0],
         sorted[sorted.len() - 1]
     );
+    let previews: Vec<u64> = timed.iter().map(|t| t.scale).filter(|&s| s > 1).collect();
+    if let (Some(least), Some(most)) = (previews.iter().min(), previews.iter().max()) {
+        println!(
+            "{} of {} first frames were previews at 1/{least} to 1/{most} of the resolution per side (a full-resolution pass would not fit {} ms here)",
+            previews.len(),
+            timed.len(),
+            super::passes::PASS_TARGET_MS
+        );
+    }
 }
 
 /// A WebSocket client of the viewer, as the page is.

@@ -14,7 +14,9 @@
 //!   newest view to the render thread.
 //! - `render_loop.rs`: the render thread: poses the scene, builds or refits
 //!   its structure, renders passes through the library's `Renderer` (the
-//!   one `caustic render` uses, on the CPU or the GPU) and streams them.
+//!   one `caustic render` uses, on the CPU or the GPU) and streams them;
+//!   `passes.rs`: what the next pass is (preview, wait, or how many
+//!   samples) and the running mean.
 //! - `bench.rs`: `caustic bench view`, the interaction latency.
 //! - `page.html`, `page.js`, `page.css`: the page, built into the binary.
 //!
@@ -26,6 +28,7 @@
 pub mod bench;
 mod mailbox;
 mod orbit;
+mod passes;
 mod protocol;
 mod render_loop;
 mod server;
@@ -112,6 +115,8 @@ pub struct Viewer {
     follows_scene: bool,
     pub clock: Option<Timeline>,
     pub backend: Backend,
+    /// What renders, in words: the GPU's name or the CPU threads.
+    pub device_name: String,
     pub device: Device,
     pub pool: rayon::ThreadPool,
     pub width: u32,
@@ -165,6 +170,9 @@ impl Viewer {
             Integrator::Sppm(s) => s.passes.min(protocol::MAX_BUDGET),
             _ => DEFAULT_BUDGET,
         });
+        let pool = crate::thread_pool(flags.threads())?;
+        // Named inside the pool, whose threads are the ones that render.
+        let device_name = pool.install(|| backend.name());
         let first_view = ViewState {
             camera: None,
             playhead: Playhead::paused_at(clock.map_or(0.0, |c| c.start)),
@@ -179,8 +187,9 @@ impl Viewer {
             follows_scene,
             clock,
             backend,
+            device_name,
             device: flags.device,
-            pool: crate::thread_pool(flags.threads())?,
+            pool,
             width,
             height,
             update: flags.update,
@@ -232,14 +241,28 @@ impl Viewer {
     }
 
     /// `name`'s settings for one pass: `samples` per pixel (SPPM:
-    /// passes), and the seed of pass `pass`.
-    pub fn integrator(&self, name: IntegratorName, samples: u32, pass: u32) -> Integrator {
+    /// passes), the seed of pass `pass`, and 1/`scale` of the resolution
+    /// per side (a preview; 1 for the full image).
+    pub fn integrator(
+        &self,
+        name: IntegratorName,
+        samples: u32,
+        pass: u32,
+        scale: u32,
+    ) -> Integrator {
         let seed = self.seed.wrapping_add(pass.into());
+        let (width, height) = (self.width.div_ceil(scale), self.height.div_ceil(scale));
         let mut integrator = self.templates[name as usize].clone();
         match &mut integrator {
-            Integrator::Whitted(s) => (s.spp, s.seed) = (samples, seed),
-            Integrator::Photon(s) => (s.spp, s.seed) = (samples, seed),
-            Integrator::Sppm(s) => (s.passes, s.seed) = (samples, seed),
+            Integrator::Whitted(s) => {
+                (s.spp, s.seed, s.width, s.height) = (samples, seed, width, height);
+            }
+            Integrator::Photon(s) => {
+                (s.spp, s.seed, s.width, s.height) = (samples, seed, width, height);
+            }
+            Integrator::Sppm(s) => {
+                (s.passes, s.seed, s.width, s.height) = (samples, seed, width, height);
+            }
             _ => {}
         }
         integrator

@@ -123,7 +123,8 @@ function showStats(s) {
     const clock = viewer.hello.clock;
     lines.push(`frame ${s.frame + 1}/${clock.frames}  t = ${s.time.toFixed(3)} s${s.playing ? '  playing' : ''}`);
   }
-  lines.push(`${s.integrator}  ${s.samples}/${s.budget} ${s.integrator === 'sppm' ? 'passes' : 'spp'}${s.done ? '  done' : ''}`);
+  const preview = s.scale > 1 ? `  preview at 1/${s.scale} size` : '';
+  lines.push(`${s.integrator}  ${s.samples}/${s.budget} ${s.integrator === 'sppm' ? 'passes' : 'spp'}${s.done ? '  done' : ''}${preview}`);
   lines.push(`fps ${viewer.recent.length}  update ${s.update_ms.toFixed(1)} ms  render ${s.render_ms.toFixed(1)} ms  ${s.mrays_per_s.toFixed(1)} Mrays/s`);
   lines.push(s.structure);
   $('overlay').textContent = lines.join('\n');

@@ -319,6 +319,9 @@ pub struct FrameStats {
     pub camera: CameraWire,
     pub width: u32,
     pub height: u32,
+    /// 1 for a full-resolution image; s for a preview rendered at 1/s of
+    /// the resolution per side and enlarged.
+    pub scale: u32,
 }
 
 /// A token bucket over one client's requests: [`BURST`] at once, then

@@ -4,36 +4,26 @@
 //! library's [`Renderer`], streaming the image after every pass. An image
 //! whose view has changed is dropped after the pass under way.
 //!
-//! Whitted and photon mapping render 1 sample per pixel first (the
-//! quickest first image after a camera move), then passes of 2 to
-//! [`PASS_SAMPLES`] jittered samples with a new seed each (as many as fit
-//! in [`PASS_TARGET_MS`] at the last pass's speed), averaged until the
-//! budget is reached. SPPM is progressive by itself: one render of
+//! Whitted and photon mapping refine as `passes.rs` plans: a quick first
+//! image (a coarser preview on a slow device), no long pass while the
+//! camera is moving, then passes of a few jittered samples averaged until
+//! the budget is reached. SPPM is progressive by itself: one render of
 //! `budget` passes, every pass streamed, stopped between passes
-//! ([`Renderer::stop_when`]) when the view changes. Either way a camera
-//! move is seen after at most one pass.
+//! ([`Renderer::stop_when`]) when the view changes.
 
 use super::Viewer;
 use super::mailbox::{Mailbox, Snapshot};
 use super::orbit::CameraWire;
+use super::passes::{self, Accumulation, Look, Plan, Speed};
 use super::protocol::FrameStats;
 use super::state::ViewState;
 use crate::parse::AccelArg;
 use crate::render::{self, CarriedTree, IntegratorName};
-use caustic::{Film, Progress, Renderer, Rgb, Scene, SppmPass, Stats, image_io};
+use caustic::{Film, Integrator, Progress, Renderer, Scene, SppmPass, Stats, image_io};
 use caustic_scene::Camera;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 use tokio::sync::{mpsc, watch};
-
-/// The most samples per pixel of a pass: enough to amortise a
-/// photon-mapping pass's photon tracing, few enough that a pass is short.
-const PASS_SAMPLES: u32 = 4;
-
-/// The time a pass after the first aims at: a camera move waits for the
-/// pass under way, so passes are kept about this short where the device
-/// allows (a pass of 2 samples may take longer on a slow one).
-const PASS_TARGET_MS: f64 = 50.0;
 
 /// JPEG quality of streamed frames: visually lossless for noisy renders
 /// at a tenth of the bytes of a PNG.
@@ -79,6 +69,7 @@ pub fn run(viewer: &Viewer, mailbox: &Mailbox, out: &Outbox) {
             mailbox,
             out,
             sppm: Mutex::new(None),
+            speed: Speed::default(),
         },
         scene: viewer.scene.clone(),
         carried: None,
@@ -130,7 +121,7 @@ impl Worker<'_> {
                 continue;
             }
             let pose = self.streamer.viewer.pose(&snapshot.view, Instant::now());
-            if let Err(failure) = self.show(&pose, snapshot.generation) {
+            if let Err(failure) = self.show(&pose, &snapshot) {
                 self.streamer.out.error(failure.message);
                 self.failed = Some(failure.generation);
             }
@@ -139,10 +130,10 @@ impl Worker<'_> {
 
     /// Poses the scene and its structure, then refines images of it until
     /// the view leaves the pose.
-    fn show(&mut self, pose: &Pose, generation: u64) -> Result<(), Failure> {
+    fn show(&mut self, pose: &Pose, snapshot: &Snapshot) -> Result<(), Failure> {
         let viewer = self.streamer.viewer;
         let fail = |message: String| Failure {
-            generation,
+            generation: snapshot.generation,
             message,
         };
         let start = Instant::now();
@@ -159,9 +150,10 @@ impl Worker<'_> {
         if let Some(tree) = given {
             renderer = renderer.cpu_structure(tree);
         }
-        viewer
+        let integrator = viewer.integrator(snapshot.view.integrator, 1, 0, 1);
+        let on_gpu = viewer
             .pool
-            .install(|| prepare(&renderer))
+            .install(|| prepare(&renderer, &integrator))
             .map_err(|e| fail(format!("cannot prepare the scene: {e}")))?;
         let shown = Shown {
             time,
@@ -170,7 +162,7 @@ impl Worker<'_> {
             update_ms: start.elapsed().as_secs_f64() * 1e3,
             structure: match refit {
                 Some(words) => format!("{} {words}", spec_name(pose)),
-                None => render::structure(&renderer, viewer.backend.is_gpu()),
+                None => render::structure(&renderer, on_gpu),
             },
         };
         streamer.refine(&renderer, pose, &shown)
@@ -212,13 +204,18 @@ fn spec_name(pose: &Pose) -> String {
         .map_or_else(|| render::DEFAULT_ACCEL.to_owned(), |a| a.spec.clone())
 }
 
-/// Builds the structure (and on a GPU uploads the scene) before the first
-/// pass, so that its time is the update's, not the render's.
-fn prepare(renderer: &Renderer) -> caustic::Result<()> {
+/// Builds the structure before the first pass, so that its time is the
+/// update's, not the render's: on the CPU, or where the GPU renders
+/// `integrator` (not on `auto` when it falls back to the CPU) the scene
+/// uploaded and the structure built there. Whether the GPU renders.
+fn prepare(renderer: &Renderer, integrator: &Integrator) -> caustic::Result<bool> {
     renderer.prepare()?;
+    let on_gpu = renderer.backend_for(integrator)?.is_gpu();
     #[cfg(feature = "cuda")]
-    renderer.prepare_gpu()?;
-    Ok(())
+    if on_gpu {
+        renderer.prepare_gpu()?;
+    }
+    Ok(on_gpu)
 }
 
 /// What the frames of one pose say of it.
@@ -231,73 +228,11 @@ struct Shown {
     structure: String,
 }
 
-/// What an image is accumulated for; a change restarts it.
-#[derive(Clone, Debug, PartialEq)]
-struct Look {
-    camera: Camera,
-    integrator: IntegratorName,
-}
-
-impl Look {
-    fn of(view: &ViewState, scene_camera: Camera) -> Self {
-        Self {
-            camera: view.camera.unwrap_or(scene_camera),
-            integrator: view.integrator,
-        }
-    }
-}
-
-/// The running mean of a look's passes.
-struct Accumulation {
-    look: Look,
-    sum: Vec<Rgb>,
-    samples: u32,
-    passes: u32,
-    /// Milliseconds per sample per pixel of the last pass.
-    sample_ms: f64,
-}
-
-impl Accumulation {
-    fn new(look: Look) -> Self {
-        Self {
-            look,
-            sum: Vec::new(),
-            samples: 0,
-            passes: 0,
-            sample_ms: 0.0,
-        }
-    }
-
-    /// Samples per pixel of the next pass, at most `left`: one for the
-    /// first (the pixel centres, the quickest image); then at least two,
-    /// as Whitted's single sample is always the centre and adds nothing
-    /// new, and as many more as fit in [`PASS_TARGET_MS`].
-    fn next_pass(&self, left: u32) -> u32 {
-        if self.passes == 0 {
-            return 1;
-        }
-        let fit = (PASS_TARGET_MS / self.sample_ms.max(1e-3)).floor();
-        let samples = fit.clamp(2.0, f64::from(PASS_SAMPLES)) as u32;
-        samples.min(left)
-    }
-
-    fn add(&mut self, film: &Film, samples: u32, ms: f64) {
-        self.sample_ms = ms / f64::from(samples.max(1));
-        self.sum.resize(film.pixels.len(), Rgb::ZERO);
-        for (sum, &value) in self.sum.iter_mut().zip(&film.pixels) {
-            *sum += value * samples as f32;
-        }
-        self.samples += samples;
-        self.passes += 1;
-    }
-
-    fn mean(&self, width: u32, height: u32) -> Film {
-        let mut film = Film::new(width, height);
-        let scale = 1.0 / self.samples.max(1) as f32;
-        for (out, &sum) in film.pixels.iter_mut().zip(&self.sum) {
-            *out = sum * scale;
-        }
-        film
+/// The look `view` asks for, its camera the scene's when it has none.
+fn look_of(view: &ViewState, scene_camera: Camera) -> Look {
+    Look {
+        camera: view.camera.unwrap_or(scene_camera),
+        integrator: view.integrator,
     }
 }
 
@@ -316,6 +251,8 @@ struct Streamer<'v> {
     mailbox: &'v Mailbox,
     out: &'v Outbox,
     sppm: Mutex<Option<SppmJob>>,
+    /// How fast passes go on this device, for planning the next.
+    speed: Speed,
 }
 
 impl Streamer<'_> {
@@ -330,19 +267,21 @@ impl Streamer<'_> {
             if self.viewer.pose(&snapshot.view, Instant::now()) != *pose {
                 return Ok(());
             }
-            let look = Look::of(&snapshot.view, shown.scene_camera);
+            let look = look_of(&snapshot.view, shown.scene_camera);
             let image = match &mut image {
                 Some(image) if image.look == look => image,
-                _ => image.insert(Accumulation::new(look)),
+                _ => image.insert(Accumulation::new(look, Instant::now())),
             };
-            if image.samples >= snapshot.view.budget {
-                let wait = self.viewer.idle_wait(&snapshot.view);
+            let view = &snapshot.view;
+            if image.samples >= view.budget {
+                let wait = self.viewer.idle_wait(view);
                 self.mailbox.wait(snapshot.generation, wait);
                 continue;
             }
-            let done = match snapshot.view.integrator {
-                IntegratorName::Sppm => self.sppm(renderer, &snapshot, image, shown),
-                _ => self.pass(renderer, &snapshot, image, shown),
+            let done = if view.integrator == IntegratorName::Sppm {
+                self.sppm(renderer, &snapshot, image, shown)
+            } else {
+                self.step(renderer, &snapshot, image, shown)
             };
             done.map_err(|message| Failure {
                 generation: snapshot.generation,
@@ -351,37 +290,110 @@ impl Streamer<'_> {
         }
     }
 
-    /// One pass of Whitted or photon mapping, added to `image` and sent.
-    fn pass(
+    /// The next step of a Whitted or photon-mapping image, as planned.
+    fn step(
         &self,
         renderer: &Renderer,
         snapshot: &Snapshot,
         image: &mut Accumulation,
         shown: &Shown,
     ) -> Result<(), String> {
+        let pixels = u64::from(self.viewer.width) * u64::from(self.viewer.height);
+        let speed = self.speed.ms_per_pixel_sample();
+        let left = snapshot.view.budget - image.samples;
+        match image.plan(speed, pixels, left, Instant::now()) {
+            Plan::Settle(wait) => {
+                self.mailbox.wait(snapshot.generation, wait);
+                Ok(())
+            }
+            Plan::Preview { scale } => self.preview(renderer, snapshot, image, shown, scale),
+            Plan::Pass { samples } => self.pass(renderer, snapshot, image, shown, samples),
+        }
+    }
+
+    /// One full-resolution pass of `samples` per pixel, added to `image`
+    /// and sent.
+    fn pass(
+        &self,
+        renderer: &Renderer,
+        snapshot: &Snapshot,
+        image: &mut Accumulation,
+        shown: &Shown,
+        samples: u32,
+    ) -> Result<(), String> {
         let view = &snapshot.view;
-        let samples = image.next_pass(view.budget - image.samples);
         let integrator = self
             .viewer
-            .integrator(view.integrator, samples, image.passes);
-        let rendered = self
-            .viewer
-            .pool
-            .install(|| renderer.render(&image.look.camera, &integrator))
-            .map_err(|e| e.to_string())?;
-        let seconds = rendered.stats.seconds();
-        image.add(&rendered.film, samples, seconds * 1e3);
+            .integrator(view.integrator, samples, image.passes, 1);
+        let rendered = self.render(renderer, &image.look.camera, &integrator, samples)?;
+        image.add(&rendered.film, samples);
         let stats = FrameStats {
             samples: image.samples,
             done: image.samples >= view.budget,
-            render_ms: seconds * 1e3,
-            mrays_per_s: rendered.stats.rays() as f64 / seconds.max(1e-9) / 1e6,
-            ..self.stats(snapshot, &image.look.camera, shown)
+            ..self.pass_stats(snapshot, &image.look.camera, shown, &rendered)
         };
         let (width, height) = (rendered.film.width, rendered.film.height);
         self.out
             .frame(&image.mean(width, height), stats, self.viewer.exposure);
         Ok(())
+    }
+
+    /// A one-sample image at 1/`scale` of the resolution per side, sent
+    /// enlarged; `image` keeps nothing of it.
+    fn preview(
+        &self,
+        renderer: &Renderer,
+        snapshot: &Snapshot,
+        image: &mut Accumulation,
+        shown: &Shown,
+        scale: u32,
+    ) -> Result<(), String> {
+        let viewer = self.viewer;
+        let integrator = viewer.integrator(snapshot.view.integrator, 1, 0, scale);
+        let rendered = self.render(renderer, &image.look.camera, &integrator, 1)?;
+        image.previewed();
+        let stats = FrameStats {
+            scale,
+            ..self.pass_stats(snapshot, &image.look.camera, shown, &rendered)
+        };
+        let film = passes::enlarge(&rendered.film, scale, viewer.width, viewer.height);
+        self.out.frame(&film, stats, viewer.exposure);
+        Ok(())
+    }
+
+    /// Renders on the viewer's pool and records the device's speed.
+    fn render(
+        &self,
+        renderer: &Renderer,
+        camera: &Camera,
+        integrator: &Integrator,
+        samples: u32,
+    ) -> Result<caustic::Rendered, String> {
+        let rendered = self
+            .viewer
+            .pool
+            .install(|| renderer.render(camera, integrator))
+            .map_err(|e| e.to_string())?;
+        let pixels = rendered.film.pixels.len() as u64;
+        let ms = rendered.stats.seconds() * 1e3;
+        self.speed.record(ms, pixels, samples);
+        Ok(rendered)
+    }
+
+    /// The statistics of a frame made by `rendered`'s pass.
+    fn pass_stats(
+        &self,
+        snapshot: &Snapshot,
+        camera: &Camera,
+        shown: &Shown,
+        rendered: &caustic::Rendered,
+    ) -> FrameStats {
+        let seconds = rendered.stats.seconds();
+        FrameStats {
+            render_ms: seconds * 1e3,
+            mrays_per_s: rendered.stats.rays() as f64 / seconds.max(1e-9) / 1e6,
+            ..self.stats(snapshot, camera, shown)
+        }
     }
 
     /// An SPPM render of `budget` passes; the renderer's progress reports
@@ -395,7 +407,9 @@ impl Streamer<'_> {
         shown: &Shown,
     ) -> Result<(), String> {
         let view = &snapshot.view;
-        let integrator = self.viewer.integrator(IntegratorName::Sppm, view.budget, 0);
+        let integrator = self
+            .viewer
+            .integrator(IntegratorName::Sppm, view.budget, 0, 1);
         *self.job() = Some(SppmJob {
             snapshot: snapshot.clone(),
             frame: self.viewer.pose(view, Instant::now()).frame,
@@ -485,6 +499,7 @@ impl Streamer<'_> {
             camera: CameraWire::from_camera(camera, viewer.aspect()),
             width: viewer.width,
             height: viewer.height,
+            scale: 1,
         }
     }
 }
@@ -495,48 +510,5 @@ pub fn integrator_name(name: IntegratorName) -> &'static str {
         IntegratorName::Whitted => "whitted",
         IntegratorName::Photon => "photon",
         IntegratorName::Sppm => "sppm",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use caustic_geom::Vec3;
-
-    #[test]
-    fn passes_start_with_one_sample_then_fit_the_target_time() {
-        let look = Look {
-            camera: Camera::look_at(Vec3::Z, Vec3::ZERO, Vec3::Y, 45.0),
-            integrator: IntegratorName::Whitted,
-        };
-        let mut image = Accumulation::new(look);
-        assert_eq!(image.next_pass(64), 1);
-        let film = Film::new(2, 1);
-        // Fast passes take the most samples; the budget caps them.
-        image.add(&film, 1, 1.0);
-        assert_eq!((image.next_pass(64), image.next_pass(3)), (PASS_SAMPLES, 3));
-        // Slow ones take two, never the centre-only single sample.
-        image.add(&film, 4, 4.0 * PASS_TARGET_MS);
-        assert_eq!(image.next_pass(64), 2);
-        assert_eq!(image.next_pass(1), 1);
-        assert_eq!((image.samples, image.passes), (5, 2));
-        // 15 ms a sample: three fit in 50 ms.
-        image.add(&film, 2, 30.0);
-        assert_eq!(image.next_pass(64), 3);
-    }
-
-    #[test]
-    fn the_image_is_the_sample_weighted_mean_of_its_passes() {
-        let look = Look {
-            camera: Camera::look_at(Vec3::Z, Vec3::ZERO, Vec3::Y, 45.0),
-            integrator: IntegratorName::Photon,
-        };
-        let mut image = Accumulation::new(look);
-        let mut film = Film::new(1, 1);
-        film.pixels[0] = Rgb::splat(1.0);
-        image.add(&film, 1, 1.0);
-        film.pixels[0] = Rgb::splat(4.0);
-        image.add(&film, 3, 1.0);
-        assert_eq!(image.mean(1, 1).pixels[0], Rgb::splat(13.0 / 4.0));
     }
 }

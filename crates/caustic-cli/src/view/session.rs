@@ -203,7 +203,7 @@ impl Session {
         let view = &viewer.first_view;
         Hello {
             scene: viewer.name.clone(),
-            device: viewer.backend.name(),
+            device: viewer.device_name.clone(),
             width: viewer.width,
             height: viewer.height,
             clock: viewer.clock.map(|c| ClockWire {
