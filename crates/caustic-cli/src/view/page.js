@@ -73,6 +73,7 @@ function onHello(hello) {
   $('scene').textContent = `${hello.scene} on ${hello.device}`;
   canvas.width = hello.width;
   canvas.height = hello.height;
+  fitCanvas();
   fillSelect($('integrator'), hello.integrators, hello.integrator);
   const structures = $('structures');
   structures.replaceChildren(...hello.structures.map((name) => new Option(name)));
@@ -85,6 +86,19 @@ function onHello(hello) {
     $('scrub').max = hello.clock.end;
   }
 }
+
+// Shows the image as large as the window allows, small images enlarged,
+// leaving room for the controls under it.
+function fitCanvas() {
+  const room = {
+    width: $('stage').clientWidth,
+    height: Math.max(160, window.innerHeight * 0.72),
+  };
+  const scale = Math.min(room.width / canvas.width, room.height / canvas.height);
+  canvas.style.width = `${Math.floor(canvas.width * scale)}px`;
+  canvas.style.height = `${Math.floor(canvas.height * scale)}px`;
+}
+window.addEventListener('resize', fitCanvas);
 
 function fillSelect(select, names, chosen) {
   select.replaceChildren(...names.map((name) => new Option(name, name, false, name === chosen)));
