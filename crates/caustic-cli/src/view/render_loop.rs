@@ -141,14 +141,15 @@ impl Worker<'_> {
         self.scene.set_time(time);
         let scene_camera = viewer.scene_camera(&self.scene);
         self.streamer.mailbox.show_scene_camera(scene_camera);
-        let (given, refit) = self.follow(pose).map_err(|e| fail(format!("{e:#}")))?;
+        let followed = self.follow(pose).map_err(|e| fail(format!("{e:#}")))?;
+        let refit = followed.as_ref().map(|f| f.words.clone());
         let streamer = &self.streamer;
         let mut renderer = render::renderer(&self.scene, pose.accel.as_ref(), viewer.device)
             .on_backend(viewer.backend.clone())
             .on_progress(|progress| streamer.sppm_pass(progress))
             .stop_when(|| streamer.sppm_unwanted());
-        if let Some(tree) = given {
-            renderer = renderer.cpu_structure(tree);
+        if let Some(followed) = followed {
+            renderer = renderer.cpu_structure(followed.tree);
         }
         let integrator = viewer.integrator(snapshot.view.integrator, 1, 0, 1);
         let on_gpu = viewer
@@ -171,10 +172,7 @@ impl Worker<'_> {
     /// The structure for `pose` when the render thread carries one from
     /// frame to frame (refit or rebuilt by the update policy), with the
     /// words that say which it did.
-    fn follow(
-        &mut self,
-        pose: &Pose,
-    ) -> anyhow::Result<(Option<Box<dyn caustic_accel::Accel>>, Option<String>)> {
+    fn follow(&mut self, pose: &Pose) -> anyhow::Result<Option<Followed>> {
         let viewer = self.streamer.viewer;
         if self.carried.as_ref().is_none_or(|c| c.accel != pose.accel) {
             let tree = CarriedTree::new(
@@ -189,12 +187,21 @@ impl Worker<'_> {
             });
         }
         let Some(tree) = self.carried.as_mut().and_then(|c| c.tree.as_mut()) else {
-            return Ok((None, None));
+            return Ok(None);
         };
         let triangles = self.scene.triangles();
         let words = viewer.pool.install(|| tree.update(&triangles))?;
-        Ok((Some(tree.shared()), Some(words)))
+        Ok(Some(Followed {
+            tree: tree.shared(),
+            words,
+        }))
     }
+}
+
+/// The carried tree, posed for a frame, and what its update did.
+struct Followed {
+    tree: Box<dyn caustic_accel::Accel>,
+    words: String,
 }
 
 /// The structure's spec as the client chose it.
