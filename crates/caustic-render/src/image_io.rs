@@ -6,7 +6,9 @@
 
 use crate::Film;
 use caustic_geom::Rgb;
+use rayon::prelude::*;
 use std::path::Path;
+use std::sync::OnceLock;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
@@ -115,18 +117,49 @@ pub fn write_png(film: &Film, path: &Path, exposure: f32) -> Result<(), ImageErr
 
 /// The 8-bit sRGB values of `film` (RGB, row by row) as PNG and JPEG
 /// images hold them: scaled by `2^exposure`, clipped to `[0, 1]`, encoded
-/// by the sRGB transfer function; a non-finite value is black.
+/// by the sRGB transfer function ([`srgb_byte`]); a non-finite value is
+/// black. In parallel: a live viewer converts every frame it streams.
 pub fn srgb_bytes(film: &Film, exposure: f32) -> Vec<u8> {
     let scale = exposure.exp2();
-    let to_byte = |v: f32| {
-        let v = if v.is_finite() { v * scale } else { 0.0 };
-        (linear_to_srgb(v.clamp(0.0, 1.0)) * 255.0 + 0.5) as u8
-    };
-    let mut bytes = Vec::with_capacity(film.pixels.len() * 3);
-    for p in &film.pixels {
-        bytes.extend_from_slice(&[to_byte(p.x), to_byte(p.y), to_byte(p.z)]);
-    }
+    let to_byte = |v: f32| srgb_byte(if v.is_finite() { v * scale } else { 0.0 });
+    let mut bytes = vec![0u8; film.pixels.len() * 3];
     bytes
+        .par_chunks_mut(3)
+        .zip(film.pixels.par_iter())
+        .with_min_len(4096)
+        .for_each(|(out, p)| out.copy_from_slice(&[to_byte(p.x), to_byte(p.y), to_byte(p.z)]));
+    bytes
+}
+
+/// The sRGB byte of linear `value`: `(linear_to_srgb(value.clamp(0, 1))
+/// * 255 + 0.5) as u8`, to the bit, found among the 255 linear values at
+/// which that byte steps up ([`srgb_steps`], computed once) rather than
+/// by a `powf` per value, which was most of a frame's encoding time.
+pub fn srgb_byte(value: f32) -> u8 {
+    let steps = SRGB_STEPS.get_or_init(srgb_steps);
+    steps.partition_point(|&step| step <= value) as u8
+}
+
+static SRGB_STEPS: OnceLock<[f32; 255]> = OnceLock::new();
+
+/// For each byte `k` in 1..=255, the least linear value in `[0, 1]` whose
+/// byte by the formula is `k` or more: a bisection over the bit patterns
+/// of non-negative floats, which are ordered as their values.
+fn srgb_steps() -> [f32; 255] {
+    let formula = |v: f32| (linear_to_srgb(v.clamp(0.0, 1.0)) * 255.0 + 0.5) as u8;
+    std::array::from_fn(|i| {
+        let byte = i as u8 + 1;
+        let (mut below, mut at) = (0u32, 1f32.to_bits());
+        while at - below > 1 {
+            let mid = below + (at - below) / 2;
+            if formula(f32::from_bits(mid)) >= byte {
+                at = mid;
+            } else {
+                below = mid;
+            }
+        }
+        f32::from_bits(at)
+    })
 }
 
 /// `film` as a JPEG file in memory, sRGB as [`srgb_bytes`], at `quality`
@@ -292,5 +325,24 @@ mod tests {
                 "{got:?} at {x},{y}"
             );
         }
+    }
+
+    #[test]
+    fn srgb_bytes_by_steps_are_the_formula_s() {
+        let formula = |v: f32| (linear_to_srgb(v.clamp(0.0, 1.0)) * 255.0 + 0.5) as u8;
+        // Every 1024th float in [0, 1], the floats around every step, and
+        // what the clamp handles.
+        let one = 1f32.to_bits();
+        let spread = (0..=one).step_by(1024).map(f32::from_bits);
+        let steps = SRGB_STEPS.get_or_init(srgb_steps);
+        let near = steps
+            .iter()
+            .flat_map(|s| [s.to_bits() - 1, s.to_bits(), s.to_bits() + 1])
+            .map(f32::from_bits);
+        let outside = [-1.0, -0.0, 1.5, f32::INFINITY, f32::MAX];
+        for v in spread.chain(near).chain(outside) {
+            assert_eq!(srgb_byte(v), formula(v), "{v:e}");
+        }
+        assert_eq!((srgb_byte(0.0), srgb_byte(1.0)), (0, 255));
     }
 }

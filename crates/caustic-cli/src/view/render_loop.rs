@@ -340,8 +340,7 @@ impl Streamer<'_> {
             ..self.pass_stats(snapshot, &image.look.camera, shown, &rendered)
         };
         let (width, height) = (rendered.film.width, rendered.film.height);
-        self.out
-            .frame(&image.mean(width, height), stats, self.viewer.exposure);
+        self.send(&image.mean(width, height), stats);
         Ok(())
     }
 
@@ -364,8 +363,17 @@ impl Streamer<'_> {
             ..self.pass_stats(snapshot, &image.look.camera, shown, &rendered)
         };
         let film = passes::enlarge(&rendered.film, scale, viewer.width, viewer.height);
-        self.out.frame(&film, stats, viewer.exposure);
+        self.send(&film, stats);
         Ok(())
+    }
+
+    /// Encodes and hands over a frame, on the viewer's pool (the sRGB
+    /// conversion is parallel).
+    fn send(&self, film: &Film, stats: FrameStats) {
+        let exposure = self.viewer.exposure;
+        self.viewer
+            .pool
+            .install(|| self.out.frame(film, stats, exposure));
     }
 
     /// Renders on the viewer's pool and records the device's speed.
@@ -453,7 +461,7 @@ impl Streamer<'_> {
         match pass.film() {
             Ok(film) => {
                 let stats = self.sppm_stats(job, &pass);
-                self.out.frame(&film, stats, self.viewer.exposure);
+                self.send(&film, stats);
             }
             Err(e) => self.out.error(format!("cannot read the SPPM image: {e}")),
         }

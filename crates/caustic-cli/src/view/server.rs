@@ -12,6 +12,7 @@ use axum::extract::{State, WebSocketUpgrade};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +66,11 @@ pub async fn serve(
         max_clients,
         stopping,
     };
+    // A frame is a small text message then the image: without NODELAY the
+    // second write can wait for the client's delayed ACK (up to 40 ms).
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router(app))
         .with_graceful_shutdown(async move {
             stop.await;
