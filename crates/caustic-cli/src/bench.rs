@@ -43,6 +43,12 @@ pub enum BenchCommand {
     /// build and trace as the number of rays grows, with the crossover ray
     /// count (Vinkler et al. 2013); primary, AO, diffuse and collision rays.
     Dacrt(crate::bench_dacrt::DacrtBenchArgs),
+    /// The viewer's interaction latency: `caustic view`'s server started
+    /// in this process on a free local port, a WebSocket client that moves
+    /// the camera N times, and the time from each move to the first frame
+    /// of the new view (median and 95th percentile).
+    #[command(after_help = crate::view::bench::help())]
+    View(crate::view::bench::ViewBenchArgs),
 }
 
 /// Examples, then every structure with the parameters its spec takes.
@@ -153,6 +159,7 @@ impl BenchCommand {
             BenchCommand::Photons(args) => args.threads.into(),
             BenchCommand::Gpu(_) => 0,
             BenchCommand::Dacrt(args) => args.threads,
+            BenchCommand::View(_) => 0,
         }
     }
 }
@@ -163,6 +170,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Photons(args) => crate::bench_photons::run(args),
         BenchCommand::Gpu(args) => crate::bench_gpu::run(args),
         BenchCommand::Dacrt(args) => crate::bench_dacrt::run(args),
+        BenchCommand::View(args) => crate::view::bench::run(args),
     }
 }
 

@@ -146,6 +146,12 @@ impl CameraArgs {
     }
 }
 
+/// Whether `camera` has a well-defined frame (what [`CameraArgs::resolve`]
+/// insists on): for cameras that come from elsewhere, a viewer's client.
+pub fn usable(camera: &Camera) -> bool {
+    degenerate(camera).is_none()
+}
+
 /// What is wrong with `camera`, if anything. Each test is written as what
 /// is fine, so that a NaN anywhere fails it.
 fn degenerate(camera: &Camera) -> Option<Degenerate> {

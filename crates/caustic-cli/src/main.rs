@@ -22,6 +22,7 @@ mod render_photon;
 mod render_sppm;
 mod render_whitted;
 mod scene_arg;
+mod view;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -63,6 +64,10 @@ enum Command {
     /// Collision detection of moving agents by ray segments (Vinkler et
     /// al. 2013): DACRT against BVH build + trace, answers per agent and frame.
     Collide(collide::CollideArgs),
+    /// Look around a scene in the browser: a local web page streams the
+    /// progressively refined image; orbit, pan and zoom with the mouse,
+    /// play or scrub an animation, switch integrator and structure.
+    View(view::ViewArgs),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -76,6 +81,9 @@ fn main() -> ExitCode {
         Command::Info(args) => with_threads(0, || info::run(args)),
         Command::Compare(args) => compare::run(args),
         Command::Collide(args) => with_threads(args.threads, || collide::run(args)),
+        // The viewer runs its own pool for its render threads.
+        Command::View(args) => view::run(args),
+        Command::Bench(bench::BenchCommand::View(args)) => view::bench::run(args),
         Command::Bench(cmd) => with_threads(cmd.threads(), || bench::run(cmd)),
     };
     match result {
@@ -110,10 +118,15 @@ fn with_threads<T: Send>(
     threads: usize,
     job: impl FnOnce() -> anyhow::Result<T> + Send,
 ) -> anyhow::Result<T> {
+    thread_pool(threads)?.install(job)
+}
+
+/// The rayon pool of `threads` workers (0: one per core) that
+/// [`with_threads`] runs in, with its 16 MiB stacks.
+fn thread_pool(threads: usize) -> anyhow::Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .stack_size(16 << 20)
         .build()
-        .map_err(|e| anyhow::anyhow!("cannot set up {threads} threads: {e}"))?
-        .install(job)
+        .map_err(|e| anyhow::anyhow!("cannot set up {threads} threads: {e}"))
 }

@@ -75,19 +75,6 @@ pub struct RenderArgs {
     /// Frames per second for --frames, instead of the scene's own.
     #[arg(long, value_parser = parse::positive_f32)]
     fps: Option<f32>,
-    /// How the structure follows an animation: `rebuild` every frame,
-    /// `refit` the first frame's tree, or `auto` (refit while its SAH stays
-    /// within 1.3 times the last build's; `auto:BOUND` for another bound).
-    /// Refitting needs a binary BVH on the CPU (bvh-binned, ploc, ...);
-    /// other structures and the GPU rebuild.
-    #[arg(long, default_value = "auto")]
-    update: UpdatePolicy,
-    /// Image width in pixels [default: the scene file's, else 512].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
-    width: Option<u32>,
-    /// Image height in pixels [default: the scene file's, else 512].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
-    height: Option<u32>,
     /// Light transport. All three run on the CPU or an NVIDIA GPU (--device).
     #[arg(long, value_enum, default_value_t = IntegratorName::Photon)]
     integrator: IntegratorName,
@@ -95,6 +82,32 @@ pub struct RenderArgs {
     /// sppm takes one per pass].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     spp: Option<u32>,
+    /// No progress bar and no notes (the device line among them);
+    /// warnings, errors and the summary still print.
+    #[arg(short, long)]
+    quiet: bool,
+    #[command(flatten)]
+    flags: RenderFlags,
+}
+
+/// The flags `render` and `view` share: what the image is made of and
+/// how (size, light transport, structure, device, camera, each
+/// integrator's section).
+#[derive(Args)]
+pub struct RenderFlags {
+    /// How the structure follows an animation: `rebuild` every frame,
+    /// `refit` the first frame's tree, or `auto` (refit while its SAH stays
+    /// within 1.3 times the last build's; `auto:BOUND` for another bound).
+    /// Refitting needs a binary BVH on the CPU (bvh-binned, ploc, ...);
+    /// other structures and the GPU rebuild.
+    #[arg(long, default_value = "auto")]
+    pub update: UpdatePolicy,
+    /// Image width in pixels [default: the scene file's, else 512; view: 640].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
+    width: Option<u32>,
+    /// Image height in pixels [default: the scene file's, else 512; view: 480].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
+    height: Option<u32>,
     /// Most specular bounces after the primary ray (sppm: also the most
     /// photon bounces) [default: 5 for whitted and photon, 64 for sppm].
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=256), allow_negative_numbers = true)]
@@ -105,10 +118,10 @@ pub struct RenderArgs {
     /// Acceleration structure, with optional parameters (e.g. `ploc:r=32`;
     /// `caustic bench accel --help` lists them). On the CPU the default,
     /// the 8-wide SIMD BVH, traces about twice as fast as the binary
-    /// `bvh-binned`; on a GPU the structure is built there (see below)
+    /// `bvh-binned`; on a GPU the structure is built there (`render --help` lists them)
     /// [default: bvh-wide on the CPU, bvh-binned on a GPU].
     #[arg(long, value_parser = parse::accel_arg)]
-    accel: Option<AccelArg>,
+    pub accel: Option<AccelArg>,
     /// Worker threads (0 = all cores).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=4096), allow_negative_numbers = true)]
     threads: u16,
@@ -116,35 +129,33 @@ pub struct RenderArgs {
     /// exact one).
     #[arg(long, value_enum, default_value_t = Fresnel::Exact)]
     fresnel: Fresnel,
-    /// Seed of the random sample streams.
+    /// Seed of the random sample streams (the viewer's later passes take
+    /// the next seeds).
     #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// PNG exposure in stops (linear values are scaled by 2^exposure).
+    pub seed: u64,
+    /// Exposure in stops of PNG images and the viewer's frames (linear
+    /// values are scaled by 2^exposure).
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_parser = parse::exposure)]
-    exposure: f32,
+    pub exposure: f32,
     /// Render every material two-sided (both faces shaded, emitters emit
     /// from both): for files whose faces point the wrong way.
     #[arg(long)]
     two_sided: bool,
-    /// No progress bar and no notes (the device line among them);
-    /// warnings, errors and the summary still print.
-    #[arg(short, long)]
-    quiet: bool,
     /// Where to render: `auto` (CUDA when a driver and GPU are present,
     /// else the CPU), `cpu`, `cuda` or `cuda:N`.
     #[arg(long, default_value = "auto")]
-    device: Device,
+    pub device: Device,
     #[command(flatten)]
-    camera: CameraArgs,
+    pub camera: CameraArgs,
     #[command(flatten)]
     photon: PhotonArgs,
     #[command(flatten)]
-    sppm: SppmArgs,
+    pub sppm: SppmArgs,
 }
 
-/// The light transport algorithms of `caustic render`.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum IntegratorName {
+/// The light transport algorithms of `caustic render` (and `caustic view`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum IntegratorName {
     /// Specular chains, direct light by shadow rays: no indirect light.
     Whitted,
     /// Photon mapping: caustic map, final gather into a global map with
@@ -170,7 +181,7 @@ pub struct Common {
 impl RenderArgs {
     /// `--threads` (0: one per core).
     pub fn threads(&self) -> usize {
-        self.threads.into()
+        self.flags.threads()
     }
 }
 
@@ -185,24 +196,23 @@ pub fn run(args: RenderArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.png", scene_arg::short_name(&args.scene))));
     output::check_image_path(&output)?;
-    if args.integrator != IntegratorName::Whitted && matches!(args.fresnel, Fresnel::Schlick) {
+    if args.integrator != IntegratorName::Whitted && matches!(args.flags.fresnel, Fresnel::Schlick)
+    {
         bail!(
             "--fresnel schlick is for --integrator whitted; photon and sppm use the exact Fresnel equations"
         );
     }
-    check_gpu_flags(&args)?;
+    check_gpu_flags(args.flags.device, args.flags.accel.as_ref())?;
     let loaded = scene_arg::load(&args.scene)?;
-    let camera = args.camera.resolve(&loaded)?;
+    let camera = args.flags.camera.resolve(&loaded)?;
     let mut scene = loaded.scene;
-    if args.two_sided {
-        scene.materials.iter_mut().for_each(|m| m.two_sided = true);
-    }
+    args.flags.apply_sides(&mut scene);
     add_headlight_if_unlit(&mut scene, camera.eye);
     // Settings and the reference are checked before the structure is built.
     let integrator = args.integrator(&scene);
     integrator.validate()?;
     let reference = match &integrator {
-        Integrator::Sppm(settings) => args.sppm.reference(settings)?,
+        Integrator::Sppm(settings) => args.flags.sppm.reference(settings)?,
         _ => None,
     };
     let renderer = args.renderer(&scene);
@@ -215,7 +225,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
     let rendered = rendered?;
     let summary = summary(&integrator, &rendered, &backend, &renderer)?;
     warn_if_empty(&rendered.film);
-    image_io::write_image(&rendered.film, &output, args.exposure)
+    image_io::write_image(&rendered.film, &output, args.flags.exposure)
         .with_context(|| format!("cannot write {}", output.display()))?;
     eprintln!("wrote {} {summary}", output.display());
     Ok(())
@@ -236,7 +246,7 @@ fn run_animation(args: RenderArgs) -> Result<()> {
         );
     }
     output::check_image_path(&frame_path(&pattern, 0).unwrap_or_else(|| pattern.clone()))?;
-    check_gpu_flags(&args)?;
+    check_gpu_flags(args.flags.device, args.flags.accel.as_ref())?;
     let mut loaded = scene_arg::load(&args.scene)?;
     let Some(clock) = loaded.scene.timeline() else {
         bail!(
@@ -265,19 +275,15 @@ fn run_animation(args: RenderArgs) -> Result<()> {
             clock.start, clock.end, clock.frames
         ));
     }
-    if args.two_sided {
-        loaded
-            .scene
-            .materials
-            .iter_mut()
-            .for_each(|m| m.two_sided = true);
-    }
+    args.flags.apply_sides(&mut loaded.scene);
     let fixed = loaded
         .scene
         .animation
         .as_ref()
         .is_none_or(|a| a.fixed_topology());
-    let mut carried = CarriedTree::for_args(&args, fixed)?;
+    let flags = &args.flags;
+    let on_cpu = !flags.device.resolve()?.is_gpu();
+    let mut carried = CarriedTree::new(flags.accel.as_ref(), on_cpu, flags.update, fixed)?;
     let bar = frames_bar(instants.len(), args.quiet);
     let mut backend = None;
     for (frame, t) in instants {
@@ -312,27 +318,29 @@ fn run_animation(args: RenderArgs) -> Result<()> {
 }
 
 /// The CPU tree an animation refits from frame to frame, with the policy
-/// that decides when to build afresh.
-struct CarriedTree {
+/// that decides when to build afresh (also `caustic view`'s).
+pub(crate) struct CarriedTree {
     spec: String,
     tree: std::sync::Arc<TriangleBvh>,
     tracker: UpdateTracker,
 }
 
 impl CarriedTree {
-    /// A carried tree when the render can refit: the CPU renders, the
-    /// structure is a binary BVH, the policy is not `rebuild`, and the
-    /// scene keeps its triangles from frame to frame. `--update refit`
-    /// where it cannot refit is an error; `auto` then rebuilds every frame.
-    fn for_args(args: &RenderArgs, fixed_topology: bool) -> Result<Option<Self>> {
-        if args.update == UpdatePolicy::Rebuild {
+    /// A carried tree of the structure `accel` when the render can refit:
+    /// it runs `on_cpu`, the structure is a binary BVH, the policy is not
+    /// `rebuild`, and the scene keeps its triangles from frame to frame.
+    /// `--update refit` where it cannot refit is an error; `auto` then
+    /// rebuilds every frame.
+    pub(crate) fn new(
+        accel: Option<&AccelArg>,
+        on_cpu: bool,
+        update: UpdatePolicy,
+        fixed_topology: bool,
+    ) -> Result<Option<Self>> {
+        if update == UpdatePolicy::Rebuild {
             return Ok(None);
         }
-        let spec = args
-            .accel
-            .as_ref()
-            .map_or_else(|| default_accel().to_string(), |a| a.cpu.to_string());
-        let on_cpu = !args.device.resolve()?.is_gpu();
+        let spec = accel.map_or_else(|| default_accel().to_string(), |a| a.cpu.to_string());
         let binary = caustic_accel::registry::build_triangle_bvh(&spec, &[]).is_ok();
         let why_not = if !on_cpu {
             Some("the GPU rebuilds its structure every frame")
@@ -343,7 +351,7 @@ impl CarriedTree {
         } else {
             None
         };
-        match (why_not, args.update) {
+        match (why_not, update) {
             (Some(reason), UpdatePolicy::Refit) => bail!("--update refit: {reason}"),
             (Some(_), _) => Ok(None),
             (None, policy) => Ok(Some(Self {
@@ -356,7 +364,7 @@ impl CarriedTree {
 
     /// Follows the posed `triangles`: refits, or builds afresh where the
     /// policy says so; returns the frame's update words.
-    fn update(&mut self, triangles: &[caustic_geom::Triangle]) -> Result<String> {
+    pub(crate) fn update(&mut self, triangles: &[caustic_geom::Triangle]) -> Result<String> {
         let start = Instant::now();
         let mut refit_sah = None;
         if !self.tracker.must_rebuild() {
@@ -381,13 +389,12 @@ impl CarriedTree {
         Ok(format!("update rebuild {ms:.1} ms, SAH {sah:.1}{why}"))
     }
 
-    fn shared(&self) -> Box<dyn caustic_accel::Accel> {
+    /// The tree, for a renderer of the pose it follows.
+    pub(crate) fn shared(&self) -> Box<dyn caustic_accel::Accel> {
         Box::new(std::sync::Arc::clone(&self.tree))
     }
 }
 
-/// Renders the posed scene to `path` (with `structure` on the CPU when
-/// given); returns the summary.
 /// One frame of an animation, posed at `started`: its summary and its time
 /// from then until its image is ready (before the file is written). The
 /// frames share one device (`shared`, opened by the first), so later frames
@@ -399,7 +406,7 @@ fn render_instant(
     structure: Option<Box<dyn caustic_accel::Accel>>,
     (started, shared): (Instant, &mut Option<Backend>),
 ) -> Result<(String, f64)> {
-    let camera = args.camera.resolve(loaded)?;
+    let camera = args.flags.camera.resolve(loaded)?;
     let mut scene = loaded.scene.clone();
     add_headlight_if_unlit(&mut scene, camera.eye);
     let integrator = args.integrator(&scene);
@@ -419,7 +426,7 @@ fn render_instant(
     let rendered = renderer.render(&camera, &integrator)?;
     let frame_ms = started.elapsed().as_secs_f64() * 1e3;
     let summary = summary(&integrator, &rendered, &backend, &renderer)?;
-    image_io::write_image(&rendered.film, path, args.exposure)
+    image_io::write_image(&rendered.film, path, args.flags.exposure)
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok((summary, frame_ms))
 }
@@ -480,68 +487,105 @@ fn frames_bar(frames: usize, quiet: bool) -> ProgressBar {
 /// `--device cuda` renders on the GPU or not at all: a structure the GPU
 /// does not build is refused from the flags, before the scene loads or the
 /// device opens (and a build without CUDA refuses `cuda` here too).
-fn check_gpu_flags(args: &RenderArgs) -> Result<()> {
-    if !matches!(args.device, Device::Cuda(_)) {
+pub(crate) fn check_gpu_flags(device: Device, accel: Option<&AccelArg>) -> Result<()> {
+    if !matches!(device, Device::Cuda(_)) {
         return Ok(());
     }
     #[cfg(feature = "cuda")]
-    if let Some(accel) = &args.accel
+    if let Some(accel) = accel
         && let Err(e) = accel.spec.parse::<caustic::accel::GpuAccelSpec>()
     {
-        bail!("--accel {} with --device {}: {e}", accel.spec, args.device);
+        bail!("--accel {} with --device {device}: {e}", accel.spec);
     }
     #[cfg(not(feature = "cuda"))]
-    args.device.resolve()?;
+    {
+        let _ = accel;
+        device.resolve()?;
+    }
     Ok(())
 }
 
+/// The facade's renderer of `scene` with the structure `accel` names on
+/// each device (see [`AccelArg`]; the defaults without it) on `device`.
+pub(crate) fn renderer<'a>(
+    scene: &'a Scene,
+    accel: Option<&AccelArg>,
+    device: Device,
+) -> Renderer<'a> {
+    let cpu = accel.map_or_else(default_accel, |a| a.cpu);
+    let renderer = Renderer::new(scene).accel(cpu).device(device);
+    with_gpu_accel(renderer, accel)
+}
+
+/// The GPU's structure: `accel` as the GPU reads it, or its default.
+#[cfg(feature = "cuda")]
+fn with_gpu_accel<'a>(renderer: Renderer<'a>, accel: Option<&AccelArg>) -> Renderer<'a> {
+    renderer.gpu_accel_spec(accel.map_or(DEFAULT_GPU_SPEC, |a| a.spec.as_str()))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn with_gpu_accel<'a>(renderer: Renderer<'a>, _accel: Option<&AccelArg>) -> Renderer<'a> {
+    renderer
+}
+
 impl RenderArgs {
-    /// The facade's renderer of `scene` with the structure of `--accel` on
-    /// each device (see [`AccelArg`]) and `--device`.
+    /// The facade's renderer of `scene` with `--accel` and `--device`.
     fn renderer<'a>(&self, scene: &'a Scene) -> Renderer<'a> {
-        let cpu = match &self.accel {
-            Some(accel) => accel.cpu,
-            None => default_accel(),
-        };
-        let renderer = Renderer::new(scene).accel(cpu).device(self.device);
-        self.with_gpu_accel(renderer)
-    }
-
-    /// The GPU's structure: `--accel` as the GPU reads it, or its default.
-    #[cfg(feature = "cuda")]
-    fn with_gpu_accel<'a>(&self, renderer: Renderer<'a>) -> Renderer<'a> {
-        let spec = self
-            .accel
-            .as_ref()
-            .map_or(DEFAULT_GPU_SPEC, |a| a.spec.as_str());
-        renderer.gpu_accel_spec(spec)
-    }
-
-    #[cfg(not(feature = "cuda"))]
-    fn with_gpu_accel<'a>(&self, renderer: Renderer<'a>) -> Renderer<'a> {
-        renderer
+        self.flags.renderer(scene)
     }
 
     /// The chosen integrator with its typed settings.
     fn integrator(&self, scene: &Scene) -> Integrator {
+        let spp = self.spp.unwrap_or(match self.integrator {
+            IntegratorName::Whitted => 16,
+            _ => 4,
+        });
+        let common = self.flags.common(scene, spp, (512, 512));
+        self.flags.integrator(self.integrator, &common)
+    }
+}
+
+impl RenderFlags {
+    /// `--threads` (0: one per core).
+    pub fn threads(&self) -> usize {
+        self.threads.into()
+    }
+
+    /// `--two-sided` applied to `scene`'s materials.
+    pub fn apply_sides(&self, scene: &mut Scene) {
+        if self.two_sided {
+            scene.materials.iter_mut().for_each(|m| m.two_sided = true);
+        }
+    }
+
+    /// The facade's renderer of `scene` with `--accel` and `--device`.
+    pub fn renderer<'a>(&self, scene: &'a Scene) -> Renderer<'a> {
+        renderer(scene, self.accel.as_ref(), self.device)
+    }
+
+    /// The settings every integrator shares at `spp` samples per pixel;
+    /// the size is the flags', else the scene file's, else `size`.
+    pub fn common(&self, scene: &Scene, spp: u32, size: (u32, u32)) -> Common {
         let film = scene.film;
-        let common = Common {
-            width: self.width.or(film.map(|f| f.width)).unwrap_or(512),
-            height: self.height.or(film.map(|f| f.height)).unwrap_or(512),
-            spp: self.spp.unwrap_or(match self.integrator {
-                IntegratorName::Whitted => 16,
-                _ => 4,
-            }),
+        Common {
+            width: self.width.or(film.map(|f| f.width)).unwrap_or(size.0),
+            height: self.height.or(film.map(|f| f.height)).unwrap_or(size.1),
+            spp,
             max_depth: self.max_depth,
             light_samples: self.light_samples,
             seed: self.seed,
-        };
-        match self.integrator {
+        }
+    }
+
+    /// The integrator `name` with its typed settings from `common` and
+    /// its section's flags.
+    pub fn integrator(&self, name: IntegratorName, common: &Common) -> Integrator {
+        match name {
             IntegratorName::Whitted => {
-                Integrator::Whitted(render_whitted::settings(&common, self.fresnel))
+                Integrator::Whitted(render_whitted::settings(common, self.fresnel))
             }
-            IntegratorName::Photon => Integrator::Photon(self.photon.settings(&common)),
-            IntegratorName::Sppm => Integrator::Sppm(self.sppm.settings(&common)),
+            IntegratorName::Photon => Integrator::Photon(self.photon.settings(common)),
+            IntegratorName::Sppm => Integrator::Sppm(self.sppm.settings(common)),
         }
     }
 }
@@ -560,7 +604,7 @@ pub struct Built {
 }
 
 /// The structure a render traced, from the facade's build statistics.
-fn structure(renderer: &Renderer, on_gpu: bool) -> String {
+pub(crate) fn structure(renderer: &Renderer, on_gpu: bool) -> String {
     if let Some(gpu) = gpu_structure(renderer, on_gpu) {
         return gpu;
     }
@@ -677,7 +721,7 @@ impl Watch {
 /// camera, and say so. The intensity gives a 50 % grey surface facing the
 /// camera at the scene's centre a radiance of about 0.5 (`I = π d²`), so a
 /// model without materials shows mid-grey rather than near-black.
-fn add_headlight_if_unlit(scene: &mut Scene, eye: Vec3) {
+pub(crate) fn add_headlight_if_unlit(scene: &mut Scene, eye: Vec3) {
     if !scene.lights.is_empty() || scene.emissive_materials().next().is_some() {
         return;
     }

@@ -51,6 +51,11 @@ impl SppmArgs {
         }
     }
 
+    /// Whether `--score` was given.
+    pub fn scores(&self) -> bool {
+        self.score.is_some()
+    }
+
     /// The `--score` reference, read and checked against the render's
     /// size before anything renders.
     pub fn reference(&self, settings: &SppmSettings) -> Result<Option<Film>> {

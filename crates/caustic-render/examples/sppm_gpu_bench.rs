@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut next = 4;
     let mut on_pass = |view: &sppm::GpuPassView| {
         if view.passes != next && view.passes != most {
-            return;
+            return std::ops::ControlFlow::Continue(());
         }
         next *= 4;
         let scored = view
@@ -54,6 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ),
             Err(e) => println!("SPPM-GPU {} passes: cannot score: {e}", view.passes),
         }
+        std::ops::ControlFlow::Continue(())
     };
     let (_, stats) = sppm::render_cuda(&gpu, &rs, &camera, &settings, &mut on_pass)?;
     println!(

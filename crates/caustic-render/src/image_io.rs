@@ -6,7 +6,9 @@
 
 use crate::Film;
 use caustic_geom::Rgb;
+use rayon::prelude::*;
 use std::path::Path;
+use std::sync::OnceLock;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
@@ -103,23 +105,76 @@ pub fn write_exr(film: &Film, path: &Path) -> Result<(), ImageError> {
 }
 
 pub fn write_png(film: &Film, path: &Path, exposure: f32) -> Result<(), ImageError> {
-    let scale = exposure.exp2();
-    let to_byte = |v: f32| {
-        let v = if v.is_finite() { v * scale } else { 0.0 };
-        (linear_to_srgb(v.clamp(0.0, 1.0)) * 255.0 + 0.5) as u8
-    };
-    let mut bytes = Vec::with_capacity(film.pixels.len() * 3);
-    for p in &film.pixels {
-        bytes.extend_from_slice(&[to_byte(p.x), to_byte(p.y), to_byte(p.z)]);
-    }
     image::save_buffer(
         path,
-        &bytes,
+        &srgb_bytes(film, exposure),
         film.width,
         film.height,
         image::ColorType::Rgb8,
     )
     .map_err(|e| io_error(path, e))
+}
+
+/// The 8-bit sRGB values of `film` (RGB, row by row) as PNG and JPEG
+/// images hold them: scaled by `2^exposure`, clipped to `[0, 1]`, encoded
+/// by the sRGB transfer function ([`srgb_byte`]); a non-finite value is
+/// black. In parallel: a live viewer converts every frame it streams.
+pub fn srgb_bytes(film: &Film, exposure: f32) -> Vec<u8> {
+    let scale = exposure.exp2();
+    let to_byte = |v: f32| srgb_byte(if v.is_finite() { v * scale } else { 0.0 });
+    let mut bytes = vec![0u8; film.pixels.len() * 3];
+    bytes
+        .par_chunks_mut(3)
+        .zip(film.pixels.par_iter())
+        .with_min_len(4096)
+        .for_each(|(out, p)| out.copy_from_slice(&[to_byte(p.x), to_byte(p.y), to_byte(p.z)]));
+    bytes
+}
+
+/// The sRGB byte of linear `value`: `(linear_to_srgb(value.clamp(0, 1))
+/// * 255 + 0.5) as u8`, to the bit, found among the 255 linear values at
+/// which that byte steps up ([`srgb_steps`], computed once) rather than
+/// by a `powf` per value, which was most of a frame's encoding time.
+pub fn srgb_byte(value: f32) -> u8 {
+    let steps = SRGB_STEPS.get_or_init(srgb_steps);
+    steps.partition_point(|&step| step <= value) as u8
+}
+
+static SRGB_STEPS: OnceLock<[f32; 255]> = OnceLock::new();
+
+/// For each byte `k` in 1..=255, the least linear value in `[0, 1]` whose
+/// byte by the formula is `k` or more: a bisection over the bit patterns
+/// of non-negative floats, which are ordered as their values.
+fn srgb_steps() -> [f32; 255] {
+    let formula = |v: f32| (linear_to_srgb(v.clamp(0.0, 1.0)) * 255.0 + 0.5) as u8;
+    std::array::from_fn(|i| {
+        let byte = i as u8 + 1;
+        let (mut below, mut at) = (0u32, 1f32.to_bits());
+        while at - below > 1 {
+            let mid = below + (at - below) / 2;
+            if formula(f32::from_bits(mid)) >= byte {
+                at = mid;
+            } else {
+                below = mid;
+            }
+        }
+        f32::from_bits(at)
+    })
+}
+
+/// `film` as a JPEG file in memory, sRGB as [`srgb_bytes`], at `quality`
+/// (1 to 100): the compact form a live viewer streams.
+pub fn jpeg_bytes(film: &Film, exposure: f32, quality: u8) -> Result<Vec<u8>, ImageError> {
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, quality.clamp(1, 100))
+        .encode(
+            &srgb_bytes(film, exposure),
+            film.width,
+            film.height,
+            image::ExtendedColorType::Rgb8,
+        )
+        .map_err(|e| io_error(Path::new("(JPEG in memory)"), e))?;
+    Ok(jpeg)
 }
 
 /// Reads the RGB channels of the first layer of an EXR file.
@@ -239,5 +294,55 @@ mod tests {
         assert_eq!(linear_to_srgb(0.0), 0.0);
         assert!((linear_to_srgb(1.0) - 1.0).abs() < 1e-6);
         assert!((linear_to_srgb(0.18) - 0.4614).abs() < 1e-3);
+    }
+
+    #[test]
+    fn jpeg_frames_decode_to_the_film() {
+        let mut film = Film::new(16, 8);
+        for (i, p) in film.pixels.iter_mut().enumerate() {
+            // Left half dark grey, right half white (JPEG keeps grey
+            // but blurs colour), one NaN: black.
+            *p = if i % 16 < 8 {
+                Rgb::splat(0.2)
+            } else {
+                Rgb::ONE
+            };
+        }
+        film.pixels[0] = Rgb::splat(f32::NAN);
+        let jpeg = jpeg_bytes(&film, 0.0, 90).unwrap();
+        let image = image::load_from_memory_with_format(&jpeg, image::ImageFormat::Jpeg)
+            .unwrap()
+            .into_rgb8();
+        assert_eq!(image.dimensions(), (16, 8));
+        let srgb = srgb_bytes(&film, 0.0);
+        assert_eq!(&srgb[..3], &[0, 0, 0]);
+        let close = |a: u8, b: u8| a.abs_diff(b) <= 12;
+        for (x, y) in [(3, 4), (12, 4)] {
+            let at = (y * 16 + x) as usize * 3;
+            let got = image.get_pixel(x, y).0;
+            assert!(
+                (0..3).all(|c| close(got[c], srgb[at + c])),
+                "{got:?} at {x},{y}"
+            );
+        }
+    }
+
+    #[test]
+    fn srgb_bytes_by_steps_are_the_formula_s() {
+        let formula = |v: f32| (linear_to_srgb(v.clamp(0.0, 1.0)) * 255.0 + 0.5) as u8;
+        // Every 1024th float in [0, 1], the floats around every step, and
+        // what the clamp handles.
+        let one = 1f32.to_bits();
+        let spread = (0..=one).step_by(1024).map(f32::from_bits);
+        let steps = SRGB_STEPS.get_or_init(srgb_steps);
+        let near = steps
+            .iter()
+            .flat_map(|s| [s.to_bits() - 1, s.to_bits(), s.to_bits() + 1])
+            .map(f32::from_bits);
+        let outside = [-1.0, -0.0, 1.5, f32::INFINITY, f32::MAX];
+        for v in spread.chain(near).chain(outside) {
+            assert_eq!(srgb_byte(v), formula(v), "{v:e}");
+        }
+        assert_eq!((srgb_byte(0.0), srgb_byte(1.0)), (0, 255));
     }
 }

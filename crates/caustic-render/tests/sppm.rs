@@ -13,6 +13,7 @@ use caustic_render::sppm::{self, SppmSettings};
 use caustic_render::{Film, RenderScene, image_io};
 use caustic_scene::Scene;
 use caustic_scene::data_dirs::ref_file;
+use std::ops::ControlFlow;
 
 /// The test budget: `PASSES` passes of `PHOTONS` photons, scored after
 /// `PASSES / 4` and after `PASSES`.
@@ -61,6 +62,7 @@ fn render_and_score(scene: &str) -> Option<(Scored, Film)> {
         if view.passes == PASSES / 4 {
             early = image_io::rmse(&view.film(), &reference).unwrap();
         }
+        ControlFlow::Continue(())
     };
     let (film, _) = sppm::render_passes(&rs, &camera, &settings, &mut on_pass).unwrap();
     let last = image_io::rmse(&film, &reference).unwrap();

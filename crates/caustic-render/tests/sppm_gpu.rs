@@ -12,6 +12,7 @@ use caustic_render::{RenderScene, image_io};
 use caustic_scene::Scene;
 use caustic_scene::data_dirs::ref_file;
 use common::{Agreement, min_psnr};
+use std::ops::ControlFlow;
 
 fn gpu() -> caustic_gpu::Gpu {
     caustic_gpu::Gpu::probe().expect("a CUDA GPU")
@@ -39,7 +40,7 @@ fn gpu_sppm_equals_cpu_sppm_at_equal_passes() {
             &rs,
             &camera,
             &settings,
-            &mut |_: &sppm::GpuPassView| {},
+            &mut |_: &sppm::GpuPassView| ControlFlow::Continue(()),
         )
         .unwrap();
         let agreement = Agreement::measure(&cpu, &on_gpu);
@@ -104,7 +105,7 @@ fn gpu_sppm_error_falls_like_cpu_sppm() {
                 &rs,
                 &camera,
                 &settings,
-                &mut |_: &sppm::GpuPassView| {},
+                &mut |_: &sppm::GpuPassView| ControlFlow::Continue(()),
             )
             .unwrap();
             let gpu_rmse = image_io::rmse(&on_gpu, &reference).unwrap();
@@ -139,10 +140,20 @@ fn gpu_sppm_rejects_bad_settings() {
         passes: 0,
         ..SppmSettings::default()
     };
-    assert!(sppm::render_cuda(&gpu, &rs, &camera, &bad, &mut |_: &sppm::GpuPassView| {}).is_err());
+    assert!(
+        sppm::render_cuda(&gpu, &rs, &camera, &bad, &mut |_: &sppm::GpuPassView| {
+            ControlFlow::Continue(())
+        })
+        .is_err()
+    );
     let bad = SppmSettings {
         alpha: 1.5,
         ..SppmSettings::default()
     };
-    assert!(sppm::render_cuda(&gpu, &rs, &camera, &bad, &mut |_: &sppm::GpuPassView| {}).is_err());
+    assert!(
+        sppm::render_cuda(&gpu, &rs, &camera, &bad, &mut |_: &sppm::GpuPassView| {
+            ControlFlow::Continue(())
+        })
+        .is_err()
+    );
 }

@@ -28,6 +28,7 @@ use caustic_render::photon::PhotonRenderError;
 use caustic_render::sppm::{PassView, SppmSettings, SppmStats};
 use caustic_render::{Film, RenderScene, WhittedSettings, photon, sppm, whitted};
 use caustic_scene::{Camera, Scene};
+use std::ops::ControlFlow;
 use std::sync::{Mutex, OnceLock};
 
 #[cfg(feature = "cuda")]
@@ -37,6 +38,9 @@ use caustic_accel::bvh::device_accel_cuda::{GpuAccelSpec, GpuAccelStats};
 
 /// A callback for progress reports.
 type ProgressFn<'a> = dyn Fn(Progress<'_>) + Send + Sync + 'a;
+
+/// A test asked between the passes of a render: true ends it there.
+type StopFn<'a> = dyn Fn() -> bool + Send + Sync + 'a;
 
 /// Renders one scene, with any camera and integrator, on one device.
 ///
@@ -66,12 +70,14 @@ pub struct Renderer<'a> {
     #[cfg(feature = "cuda")]
     gpu_accel: Option<Result<GpuAccelSpec, AccelSpecError>>,
     device: Device,
+    /// The device opened by the caller ([`Renderer::on_backend`]), used
+    /// instead of opening `device`.
+    opened: Option<Backend>,
     progress: Option<Box<ProgressFn<'a>>>,
+    stop: Option<Box<StopFn<'a>>>,
     /// A CPU structure built by the caller ([`Renderer::cpu_structure`]),
     /// taken by the first preparation on the CPU.
     given_structure: Mutex<Option<Box<dyn caustic_accel::Accel>>>,
-    /// A device opened by an earlier renderer ([`Renderer::on_backend`]).
-    given_backend: Option<Backend>,
     prepared: OnceLock<Prepared>,
 }
 
@@ -173,21 +179,12 @@ impl<'a> Renderer<'a> {
             #[cfg(feature = "cuda")]
             gpu_accel: None,
             device: Device::Auto,
+            opened: None,
             progress: None,
+            stop: None,
             given_structure: Mutex::new(None),
-            given_backend: None,
             prepared: OnceLock::new(),
         }
-    }
-
-    /// Renders on `backend`, a device another renderer opened
-    /// ([`Renderer::backend`]), instead of opening [`Renderer::device`]'s:
-    /// how the frames of an animation share one GPU context, with its
-    /// kernels loaded once, rather than open the device for every frame.
-    pub fn on_backend(mut self, backend: Backend) -> Self {
-        self.given_backend = Some(backend);
-        self.prepared = OnceLock::new();
-        self
     }
 
     /// Renders on the CPU with `structure`, built by the caller over
@@ -252,6 +249,47 @@ impl<'a> Renderer<'a> {
     pub fn device(mut self, device: Device) -> Self {
         self.device = device;
         self.prepared = OnceLock::new();
+        self
+    }
+
+    /// Renders on `backend`, a device the caller opened
+    /// ([`Device::resolve`]), instead of opening [`Renderer::device`]'s
+    /// at the first render: the renderers of successive frames then share
+    /// one CUDA context and the kernels loaded into it. Set `device` to the
+    /// choice that opened it: it still decides whether a render the GPU
+    /// cannot do falls back to the CPU (`Auto`) or is an error (`Cuda`).
+    pub fn on_backend(mut self, backend: Backend) -> Self {
+        self.opened = Some(backend);
+        self.prepared = OnceLock::new();
+        self
+    }
+
+    /// Asks `stop` after every pass of a render made of passes (SPPM, on
+    /// either device); when it answers true the render ends there, with
+    /// the image and statistics of the passes done. A live view uses it to
+    /// drop a render whose camera has moved. Whitted and photon-mapping
+    /// renders are one pass and run to their end.
+    ///
+    /// ```
+    /// use caustic::{Device, Integrator, Renderer, Scene, SppmSettings, Stats};
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// let scene = Scene::builtin("cornell-box").expect("a built-in scene");
+    /// let done = AtomicU32::new(0);
+    /// let renderer = Renderer::new(&scene)
+    ///     .device(Device::Cpu)
+    ///     .on_progress(|_| {
+    ///         done.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .stop_when(|| done.load(Ordering::Relaxed) == 2);
+    /// let settings = SppmSettings { width: 8, height: 8, passes: 100, photons_per_pass: 500, ..Default::default() };
+    /// let image = renderer.render(&scene.camera_or_default(), &Integrator::Sppm(settings))?;
+    /// let Stats::Sppm(stats) = image.stats else { unreachable!("an SPPM render") };
+    /// assert_eq!(stats.passes, 2);
+    /// # Ok::<(), caustic::Error>(())
+    /// ```
+    pub fn stop_when(mut self, stop: impl Fn() -> bool + Send + Sync + 'a) -> Self {
+        self.stop = Some(Box::new(stop));
         self
     }
 
@@ -361,8 +399,8 @@ impl<'a> Renderer<'a> {
         if let Some(prepared) = self.prepared.get() {
             return Ok(prepared);
         }
-        let backend = match &self.given_backend {
-            Some(backend) => backend.clone(),
+        let backend = match &self.opened {
+            Some(opened) => opened.clone(),
             None => self.device.resolve()?,
         };
         let spec = if backend.is_gpu() {
@@ -474,6 +512,14 @@ impl<'a> Renderer<'a> {
         }
     }
 
+    /// Whether a render of passes goes on after the one just done.
+    fn next_pass(&self) -> ControlFlow<()> {
+        match &self.stop {
+            Some(stop) if stop() => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        }
+    }
+
     fn whitted(
         &self,
         p: &Prepared,
@@ -527,6 +573,7 @@ impl<'a> Renderer<'a> {
             let mut on_pass = |view: &sppm::GpuPassView| {
                 let view = PassSource::Gpu(view);
                 self.report(Progress::Pass(SppmPass { view, total }));
+                self.next_pass()
             };
             let uploaded = self.gpu_scene(p, gpu)?;
             let (film, stats) = sppm::render_cuda_on(uploaded, &p.scene, camera, s, &mut on_pass)?;
@@ -535,6 +582,7 @@ impl<'a> Renderer<'a> {
         let mut on_pass = |view: &PassView| {
             let view = PassSource::Cpu(view);
             self.report(Progress::Pass(SppmPass { view, total }));
+            self.next_pass()
         };
         let (film, stats) = sppm::render_passes(self.cpu_scene(p)?, camera, s, &mut on_pass)?;
         Ok(rendered(film, Stats::Sppm(stats), backend))

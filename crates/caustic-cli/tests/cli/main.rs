@@ -5,8 +5,12 @@
 
 mod accel;
 mod animation;
+mod browser;
 mod cameras;
+mod cdp;
 mod common;
 mod errors;
 mod render;
 mod subcommands;
+mod view;
+mod view_server;

@@ -7,6 +7,7 @@ use super::visible::{EyeSettings, eye_pass};
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
 use crate::{Film, RenderScene};
 use caustic_scene::Camera;
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 /// The state after a pass, handed to the per-pass callback.
@@ -33,16 +34,21 @@ pub fn render(
     settings: &SppmSettings,
     progress: &(dyn Fn(u32) + Sync),
 ) -> Result<(Film, SppmStats), SppmError> {
-    render_passes(scene, camera, settings, &mut |view| progress(view.passes))
+    render_passes(scene, camera, settings, &mut |view| {
+        progress(view.passes);
+        ControlFlow::Continue(())
+    })
 }
 
 /// Renders like [`render`], calling `on_pass` after every pass with the
-/// state so far, so a caller can write or score intermediate images.
+/// state so far, so a caller can write or score intermediate images. A
+/// `Break` from it ends the render there (a viewer whose camera moved):
+/// the image and statistics are those of the passes done.
 pub fn render_passes(
     scene: &RenderScene,
     camera: &Camera,
     settings: &SppmSettings,
-    on_pass: &mut dyn FnMut(&PassView),
+    on_pass: &mut dyn FnMut(&PassView) -> ControlFlow<()>,
 ) -> Result<(Film, SppmStats), SppmError> {
     settings.validate()?;
     if !camera.is_valid() {
@@ -55,11 +61,14 @@ pub fn render_passes(
         run_pass(scene, camera, settings, pass, &mut pixels, &mut stats);
         stats.seconds = start.elapsed().as_secs_f64();
         stats.mean_radius = pixels.mean_radius();
-        on_pass(&PassView {
+        let view = PassView {
             passes: pass + 1,
             stats: &stats,
             pixels: &pixels,
-        });
+        };
+        if on_pass(&view).is_break() {
+            break;
+        }
     }
     Ok((pixels.film(), stats))
 }
@@ -111,5 +120,38 @@ fn eye_settings(settings: &SppmSettings) -> EyeSettings {
         max_depth: settings.max_depth,
         light_samples: settings.light_samples,
         seed: settings.seed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use caustic_scene::Scene;
+
+    #[test]
+    fn a_break_ends_the_render_after_that_pass() {
+        let scene = Scene::builtin("cornell-box").expect("a built-in scene");
+        let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+        let settings = SppmSettings {
+            width: 8,
+            height: 8,
+            passes: 6,
+            photons_per_pass: 500,
+            ..SppmSettings::default()
+        };
+        let camera = scene.camera_or_default();
+        let mut seen = Vec::new();
+        let (film, stats) = render_passes(&rs, &camera, &settings, &mut |view| {
+            seen.push(view.passes);
+            if view.passes == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        assert_eq!(seen, [1, 2]);
+        assert_eq!(stats.passes, 2);
+        assert!(film.mean().x > 0.0, "the image of the two passes done");
     }
 }

@@ -12,6 +12,7 @@
 //! around it; the GPU gathers them at each point: the same sums, added in
 //! another order, with no atomics, so the image is deterministic.
 
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use crate::photon::records_cuda::GridView;
@@ -62,13 +63,14 @@ impl GpuPassView<'_> {
 
 /// Renders `scene` through `camera` on `gpu` (the scene uploaded with the
 /// default GPU structure); `on_pass` is called after every pass with the
-/// state so far.
+/// state so far, and a `Break` from it ends the render there, as on the
+/// CPU ([`super::render_passes`]).
 pub fn render_cuda(
     gpu: &Gpu,
     scene: &RenderScene,
     camera: &Camera,
     settings: &SppmSettings,
-    on_pass: &mut dyn FnMut(&GpuPassView),
+    on_pass: &mut dyn FnMut(&GpuPassView) -> ControlFlow<()>,
 ) -> Result<(Film, SppmStats), SppmCudaError> {
     settings.validate()?;
     let start = Instant::now();
@@ -85,7 +87,7 @@ pub fn render_cuda_on(
     scene: &RenderScene,
     camera: &Camera,
     settings: &SppmSettings,
-    on_pass: &mut dyn FnMut(&GpuPassView),
+    on_pass: &mut dyn FnMut(&GpuPassView) -> ControlFlow<()>,
 ) -> Result<(Film, SppmStats), SppmCudaError> {
     settings.validate()?;
     if !camera.is_valid() {
@@ -98,19 +100,17 @@ pub fn render_cuda_on(
     for pass in 0..settings.passes {
         state.pass(&sources, pass, &mut stats)?;
         stats.passes += 1;
-        on_pass(&GpuPassView {
+        let view = GpuPassView {
             passes: pass + 1,
             pixels: &state.pixels,
             width: settings.width,
             height: settings.height,
-        });
+        };
+        if on_pass(&view).is_break() {
+            break;
+        }
     }
-    let film = image(
-        &state.pixels,
-        settings.passes,
-        settings.width,
-        settings.height,
-    )?;
+    let film = image(&state.pixels, stats.passes, settings.width, settings.height)?;
     let pixels = state.pixels.download()?;
     let radii: Vec<f64> = pixels
         .iter()
