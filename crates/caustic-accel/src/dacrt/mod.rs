@@ -39,8 +39,12 @@
 //! force over every triangle. Its "build" only copies the triangles; the
 //! trace time includes everything.
 
+#[cfg(any(test, feature = "cuda"))]
+mod schedule;
 mod split;
 mod task;
+#[cfg(feature = "cuda")]
+mod taskpool_cuda;
 
 use std::time::Instant;
 
@@ -48,6 +52,8 @@ use crate::{Accel, AccelStats};
 use caustic_geom::{Hit, Ray, Triangle};
 
 pub use split::DacrtSplit;
+#[cfg(feature = "cuda")]
+pub use taskpool_cuda::{DacrtTracer, GpuDacrtStats, MAX_ITEMS};
 
 /// How a task hands its rays and triangles to its children.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
