@@ -30,7 +30,8 @@
 //! pending counts before it stores any child.
 //!
 //! The CPU ([`super::task`]) runs the same children wave by wave, a
-//! coarser order that satisfies the same edges.
+//! coarser order that satisfies the same edges, and reports the plan's
+//! critical path ([`critical_path`]).
 
 use super::task::Side;
 
@@ -113,8 +114,29 @@ pub(super) fn plan(mask: u8) -> [ChildPlan; 7] {
     plans
 }
 
+/// The longest chain of a task's children under [`plan`]`(mask)`, child
+/// `i`'s own chain being `lengths[i]` tasks: how many tasks run one after
+/// another below the parent however many processors there are.
+pub(super) fn critical_path(mask: u8, lengths: [u64; 7]) -> u64 {
+    let plans = plan(mask);
+    let mut finish = [0u64; 7];
+    // Waves in order: every predecessor finishes before its successors.
+    for wave in 0..3 {
+        for c in (0..7).filter(|&c| plans[c].present && WAVE[c] == wave) {
+            let start = (0..7)
+                .filter(|&p| plans[p].successors.contains(&Some(Successor::Child(c as u8))))
+                .map(|p| finish[p])
+                .max()
+                .unwrap_or(0);
+            finish[c] = start + lengths[c];
+        }
+    }
+    finish.into_iter().max().unwrap_or(0)
+}
+
 /// Words per mask in [`device_table`]: one per child, then the count of
 /// children that inherit the parent's targets.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(super) const TABLE_WORDS: usize = 8;
 
 /// The look-up table the GPU's subdivision reads (`dacrt/taskpool.cu`),
@@ -122,6 +144,7 @@ pub(super) const TABLE_WORDS: usize = 8;
 /// the number it waits for, bits 4..8 and 8..12 its successors (0..7 a
 /// sibling, 14 the parent's targets, 15 none). Word 7: how many children
 /// hand on the parent's targets.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(super) fn device_table() -> Vec<u32> {
     let code = |s: Option<Successor>| match s {
         Some(Successor::Child(c)) => u32::from(c),
@@ -174,6 +197,16 @@ mod tests {
         assert_eq!(edges(5), [Some(Successor::Parent), None]);
         let waits: Vec<u8> = plans.iter().map(|p| p.waits).collect();
         assert_eq!(waits, [0, 2, 2, 0, 2, 2, 0]);
+    }
+
+    #[test]
+    fn the_critical_path_follows_the_waves() {
+        // Every child one task long: T1 -> T2 -> T6 is three.
+        assert_eq!(critical_path(0b111_111, [1; 7]), 3);
+        // Rays and triangles only left and right: T1 and T7 side by side.
+        assert_eq!(critical_path(0b101_101, [5, 0, 0, 0, 0, 0, 4]), 5);
+        // T3 long: T1 (or T4), T3, T5.
+        assert_eq!(critical_path(0b111_111, [1, 1, 10, 1, 1, 1, 1]), 12);
     }
 
     #[test]

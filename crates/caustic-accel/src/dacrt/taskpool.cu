@@ -77,6 +77,10 @@
 #define DACRT_PLAN_WORDS 8u
 #define DACRT_TO_PARENT 14u
 
+// Chunks whose loads one warp keeps in flight together in the passes.
+#define DACRT_BATCH 4u
+#define DACRT_WARPS (DACRT_THREADS / 32u)
+
 // Chunks a direct task may have; beyond, its chunks take more triangles.
 #define DACRT_MAX_CHUNKS (1u << 28)
 
@@ -253,6 +257,12 @@ struct TaskPoolDacrt {
     u64* stats;
     float scale;
     float c_inters, c_sort;
+    // Per-warp shared memory: a direct task's 32 staged triangles.
+    struct Shared {
+        float4 v[32][3];
+        u32 id[32];
+    };
+    Shared* shared;
     u32 min_rays, min_tris, max_depth;
     bool rdh, any_hit;
 
@@ -383,9 +393,15 @@ struct TaskPoolDacrt {
         task_pool_store_end(pool, slot, chunks, 0u, TASK_POOL_NONE, TASK_POOL_NONE);
     }
 
+    // The phase of `r`, as lane 0 read it: the warp takes one branch even
+    // where lane 0 goes on to change the phase (a finisher's next step).
+    __device__ static u32 phase_of(const TaskRecord& r) {
+        return __shfl_sync(CAUSTIC_FULL_MASK, task_pool_load(&r.phase), 0);
+    }
+
     __device__ void process(TaskPool& pool, u32 slot, u32 first, u32 count) {
         TaskRecord& r = pool.records[slot];
-        switch (task_pool_load(&r.phase)) {
+        switch (phase_of(r)) {
             case DACRT_SPLIT: split_chunks(r, slot, first, count); break;
             case DACRT_PASS1: pass1_chunks(r, first, count); break;
             case DACRT_PASS2: pass2_chunks(r, first, count); break;
@@ -395,7 +411,7 @@ struct TaskPoolDacrt {
 
     __device__ u32 next_step(TaskPool& pool, u32 slot) {
         TaskRecord& r = pool.records[slot];
-        switch (task_pool_load(&r.phase)) {
+        switch (phase_of(r)) {
             case DACRT_SPLIT: return choose_plane(r, slot);
             case DACRT_PASS1: return after_pass1(r);
             case DACRT_PASS2: return make_children(pool, r);
@@ -501,30 +517,18 @@ struct TaskPoolDacrt {
         float v[18];
         for (u32 k = 0; k < 18; ++k) v[k] = (k % 6u) < 3u ? CAUSTIC_INF : -CAUSTIC_INF;
         bool tris_seen = false;
-        for (u32 c = first; c < first + count; ++c) {
+        const u32 end = first + count;
+        for (u32 c = first; c < end;) {
             if (c < ray_chunks) {
-                pass1_rays(r, t, c, counts);
+                const u32 n = min(DACRT_BATCH, min(end, ray_chunks) - c);
+                pass1_rays(r, t, c, n, counts);
+                c += n;
                 continue;
             }
             tris_seen = true;
-            const u32 j = t.tri_begin + 32u * (c - ray_chunks) + lane_id();
-            const bool valid = j < t.tri_end;
-            u32 side = 3u;
-            if (valid) {
-                const u32 id = task_pool_load(tri_ids[0] + j);
-                float3 lo, hi;
-                load_tri_box(id, lo, hi);
-                side = tri_side(lo, hi, t.axis, t.plane);
-                tri_ids[1][j] = id | (side << DACRT_CLASS_SHIFT);
-                const float l[3] = {lo.x, lo.y, lo.z}, h[3] = {hi.x, hi.y, hi.z};
-                // A uniform loop over the classes keeps v in registers.
-                for (u32 s = 0; s < 3u; ++s) {
-                    if (s != side) continue;
-                    for (u32 k = 0; k < 3u; ++k)
-                        v[6 * s + k] = fminf(v[6 * s + k], l[k]), v[6 * s + 3 + k] = fmaxf(v[6 * s + 3 + k], h[k]);
-                }
-            }
-            for (u32 s = 0; s < 3u; ++s) counts[3u + s] += __popc(__ballot_sync(CAUSTIC_FULL_MASK, side == s));
+            const u32 n = min(DACRT_BATCH, end - c);
+            pass1_tris(t, c - ray_chunks, n, counts, v);
+            c += n;
         }
         if (lane_id() == 0)
             for (u32 k = 0; k < 6u; ++k)
@@ -548,38 +552,87 @@ struct TaskPoolDacrt {
         }
     }
 
-    // One chunk of rays: culled, classified, to the front (live) or the
-    // back (culled) of the range in B.
-    __device__ void pass1_rays(TaskRecord& r, const DacrtTask& t, u32 c, u32* counts) const {
-        const u32 i = t.begin + 32u * c + lane_id();
-        const bool valid = i < t.end;
-        u32 id = 0u, side = 3u;
-        bool live = false;
-        if (valid) {
-            id = task_pool_load(ray_ids[0] + i);
-            const DacrtRay ray = load_ray(id);
-            live = can_hit(ray, task_pool_load(keys + id), t);
-            // A ray the rounding of the halves' tests puts in neither
-            // (it met the whole box) counts as both, as on the CPU.
-            if (live) {
-                const u32 s = ray_side(ray.slab, t.bounds, t.axis, t.plane);
-                side = s == 3u ? 1u : s;
-            }
+    // Chunks c .. c + n (n <= DACRT_BATCH) of rays, their loads in flight
+    // together: culled, classified, to the front (live) or the back
+    // (culled) of the range in B, one atomic per cursor for all of them.
+    __device__ void pass1_rays(TaskRecord& r, const DacrtTask& t, u32 c, u32 n, u32* counts) const {
+        u32 id[DACRT_BATCH], side[DACRT_BATCH];
+        bool valid[DACRT_BATCH], live[DACRT_BATCH];
+        u64 key[DACRT_BATCH];
+#pragma unroll
+        for (u32 k = 0; k < DACRT_BATCH; ++k) {
+            const u32 i = t.begin + 32u * (c + k) + lane_id();
+            valid[k] = k < n && i < t.end;
+            id[k] = valid[k] ? task_pool_load(ray_ids[0] + i) : 0u;
         }
-        const u32 lives = __ballot_sync(CAUSTIC_FULL_MASK, live);
-        const u32 culled = __ballot_sync(CAUSTIC_FULL_MASK, valid && !live);
+#pragma unroll
+        for (u32 k = 0; k < DACRT_BATCH; ++k) key[k] = valid[k] ? task_pool_load(keys + id[k]) : DACRT_NO_KEY;
+        u32 lives[DACRT_BATCH], culled[DACRT_BATCH], total_live = 0u, total_culled = 0u;
+#pragma unroll
+        for (u32 k = 0; k < DACRT_BATCH; ++k) {
+            live[k] = false, side[k] = 3u;
+            if (valid[k]) {
+                const DacrtRay ray = load_ray(id[k]);
+                live[k] = can_hit(ray, key[k], t);
+                // A ray the rounding of the halves' tests puts in neither
+                // (it met the whole box) counts as both, as on the CPU.
+                if (live[k]) {
+                    const u32 s = ray_side(ray.slab, t.bounds, t.axis, t.plane);
+                    side[k] = s == 3u ? 1u : s;
+                }
+            }
+            lives[k] = __ballot_sync(CAUSTIC_FULL_MASK, live[k]);
+            culled[k] = __ballot_sync(CAUSTIC_FULL_MASK, valid[k] && !live[k]);
+            total_live += __popc(lives[k]), total_culled += __popc(culled[k]);
+            for (u32 s = 0; s < 3u; ++s) counts[s] += __popc(__ballot_sync(CAUSTIC_FULL_MASK, live[k] && side[k] == s));
+        }
         u32 front = 0u, back = 0u;
         if (lane_id() == 0) {
-            if (lives) front = atomicAdd(&r.payload[DP_FRONT], (u32)__popc(lives));
-            if (culled) back = atomicSub(&r.payload[DP_BACK], (u32)__popc(culled));
+            if (total_live) front = atomicAdd(&r.payload[DP_FRONT], total_live);
+            if (total_culled) back = atomicSub(&r.payload[DP_BACK], total_culled);
         }
         front = __shfl_sync(CAUSTIC_FULL_MASK, front, 0);
         back = __shfl_sync(CAUSTIC_FULL_MASK, back, 0);
-        if (live)
-            ray_ids[1][front + __popc(lives & lanemask_lt())] = id | (side << DACRT_CLASS_SHIFT);
-        else if (valid)
-            ray_ids[1][back - 1u - __popc(culled & lanemask_lt())] = id;
-        for (u32 s = 0; s < 3u; ++s) counts[s] += __popc(__ballot_sync(CAUSTIC_FULL_MASK, live && side == s));
+#pragma unroll
+        for (u32 k = 0; k < DACRT_BATCH; ++k) {
+            if (live[k])
+                ray_ids[1][front + __popc(lives[k] & lanemask_lt())] = id[k] | (side[k] << DACRT_CLASS_SHIFT);
+            else if (valid[k])
+                ray_ids[1][back - 1u - __popc(culled[k] & lanemask_lt())] = id[k];
+            front += __popc(lives[k]), back -= __popc(culled[k]);
+        }
+    }
+
+    // Chunks c .. c + n of triangles (counted from the range's start):
+    // classified by their boxes, copied to B with their class, their boxes
+    // merged per class into v.
+    __device__ void pass1_tris(const DacrtTask& t, u32 c, u32 n, u32* counts, float* v) const {
+        u32 id[DACRT_BATCH];
+        bool valid[DACRT_BATCH];
+#pragma unroll
+        for (u32 k = 0; k < DACRT_BATCH; ++k) {
+            const u32 j = t.tri_begin + 32u * (c + k) + lane_id();
+            valid[k] = k < n && j < t.tri_end;
+            id[k] = valid[k] ? task_pool_load(tri_ids[0] + j) : 0u;
+        }
+#pragma unroll
+        for (u32 k = 0; k < DACRT_BATCH; ++k) {
+            u32 side = 3u;
+            if (valid[k]) {
+                float3 lo, hi;
+                load_tri_box(id[k], lo, hi);
+                side = tri_side(lo, hi, t.axis, t.plane);
+                tri_ids[1][t.tri_begin + 32u * (c + k) + lane_id()] = id[k] | (side << DACRT_CLASS_SHIFT);
+                const float l[3] = {lo.x, lo.y, lo.z}, h[3] = {hi.x, hi.y, hi.z};
+                // A uniform loop over the classes keeps v in registers.
+                for (u32 s = 0; s < 3u; ++s) {
+                    if (s != side) continue;
+                    for (u32 a = 0; a < 3u; ++a)
+                        v[6 * s + a] = fminf(v[6 * s + a], l[a]), v[6 * s + 3 + a] = fmaxf(v[6 * s + 3 + a], h[a]);
+                }
+            }
+            for (u32 s = 0; s < 3u; ++s) counts[3u + s] += __popc(__ballot_sync(CAUSTIC_FULL_MASK, side == s));
+        }
     }
 
     // The last finisher of Partition1: done, intersect, another plane, or
@@ -627,25 +680,57 @@ struct TaskPoolDacrt {
         const DacrtTask t = view(r);
         const u32 ray_chunks = task_pool_load(&r.payload[DP_RAY_CHUNKS]);
         const u32 live_end = task_pool_load(&r.payload[DP_FRONT]);
-        for (u32 c = first; c < first + count; ++c) {
+        const u32 end = first + count;
+        for (u32 c = first; c < end;) {
             const bool rays_chunk = c < ray_chunks;
-            const u32 i = rays_chunk ? t.begin + 32u * c + lane_id() : t.tri_begin + 32u * (c - ray_chunks) + lane_id();
-            const bool valid = i < (rays_chunk ? t.end : t.tri_end);
-            const u32 word = valid ? task_pool_load((rays_chunk ? ray_ids[1] : tri_ids[1]) + i) : 0u;
-            u32* dst = rays_chunk ? ray_ids[0] : tri_ids[0];
-            const bool placed = valid && (!rays_chunk || i < live_end);
-            const u32 cls = word >> DACRT_CLASS_SHIFT;
-            u32 masks[3], at[3] = {0u, 0u, 0u};
-            for (u32 s = 0; s < 3u; ++s) masks[s] = __ballot_sync(CAUSTIC_FULL_MASK, placed && cls == s);
-            if (lane_id() == 0)
-                for (u32 s = 0; s < 3u; ++s)
-                    if (masks[s]) at[s] = atomicAdd(&r.payload[DP_CURSORS + (rays_chunk ? 0u : 3u) + s], (u32)__popc(masks[s]));
+            const u32 n = min(DACRT_BATCH, (rays_chunk ? min(end, ray_chunks) : end) - c);
+            pass2_batch(r, t, rays_chunk, rays_chunk ? c : c - ray_chunks, n, live_end);
+            c += n;
+        }
+    }
+
+    // Chunks c .. c + n of the rays (or the triangles) from B back to A:
+    // live items to their class's part by one atomic per class cursor for
+    // all of them; culled rays keep their place (the tail of the range).
+    __device__ void pass2_batch(TaskRecord& r, const DacrtTask& t, bool rays_chunk, u32 c, u32 n,
+                                u32 live_end) const {
+        const u32 begin = rays_chunk ? t.begin : t.tri_begin;
+        const u32 stop = rays_chunk ? t.end : t.tri_end;
+        const u32* src = rays_chunk ? ray_ids[1] : tri_ids[1];
+        u32* dst = rays_chunk ? ray_ids[0] : tri_ids[0];
+        u32 word[DACRT_BATCH], masks[DACRT_BATCH][3];
+        bool valid[DACRT_BATCH], placed[DACRT_BATCH];
+#pragma unroll
+        for (u32 k = 0; k < DACRT_BATCH; ++k) {
+            const u32 i = begin + 32u * (c + k) + lane_id();
+            valid[k] = k < n && i < stop;
+            word[k] = valid[k] ? task_pool_load(src + i) : 0u;
+        }
+        u32 total[3] = {0u, 0u, 0u};
+#pragma unroll
+        for (u32 k = 0; k < DACRT_BATCH; ++k) {
+            const u32 i = begin + 32u * (c + k) + lane_id();
+            placed[k] = valid[k] && (!rays_chunk || i < live_end);
+            const u32 cls = word[k] >> DACRT_CLASS_SHIFT;
             for (u32 s = 0; s < 3u; ++s) {
-                at[s] = __shfl_sync(CAUSTIC_FULL_MASK, at[s], 0);
-                if (placed && cls == s) dst[at[s] + __popc(masks[s] & lanemask_lt())] = word & DACRT_ID_MASK;
+                masks[k][s] = __ballot_sync(CAUSTIC_FULL_MASK, placed[k] && cls == s);
+                total[s] += __popc(masks[k][s]);
             }
             // Culled rays keep their place (the tail of the range).
-            if (valid && !placed) dst[i] = word;
+            if (valid[k] && !placed[k]) dst[i] = word[k];
+        }
+        u32 at[3] = {0u, 0u, 0u};
+        if (lane_id() == 0)
+            for (u32 s = 0; s < 3u; ++s)
+                if (total[s]) at[s] = atomicAdd(&r.payload[DP_CURSORS + (rays_chunk ? 0u : 3u) + s], total[s]);
+        for (u32 s = 0; s < 3u; ++s) at[s] = __shfl_sync(CAUSTIC_FULL_MASK, at[s], 0);
+#pragma unroll
+        for (u32 k = 0; k < DACRT_BATCH; ++k) {
+            const u32 cls = word[k] >> DACRT_CLASS_SHIFT;
+            for (u32 s = 0; s < 3u; ++s) {
+                if (placed[k] && cls == s) dst[at[s] + __popc(masks[k][s] & lanemask_lt())] = word[k] & DACRT_ID_MASK;
+                at[s] += __popc(masks[k][s]);
+            }
         }
     }
 
@@ -684,7 +769,7 @@ struct TaskPoolDacrt {
             const u32 slot = task_pool_store_begin(pool);
             if (slot == TASK_POOL_NONE) return TASK_POOL_DONE;
             slots[child] = slot;
-            u32 chunks = 0u, targets[2];
+            u32 chunks = 0u, targets[2] = {TASK_POOL_NONE, TASK_POOL_NONE};
             if (lane_id() == 0) {
                 chunks = write_child(pool.records[slot], child, t, c, classes, depth);
                 child_targets(table[child], slots, inherited, targets);
@@ -756,34 +841,46 @@ struct TaskPoolDacrt {
             bool valid = i < n;
             u32 id = 0u;
             u64 before = DACRT_NO_KEY;
-            float3 origin = make_float3(0.f, 0.f, 0.f);
             DacrtRay ray = {};
             if (valid) {
                 const u32 word = task_pool_load(ray_ids[source] + t.begin + i);
                 id = word & DACRT_ID_MASK;
                 before = task_pool_load(keys + id);
                 ray = load_ray(id);
-                origin = ray.slab.o;
                 if (source == 0u) valid = can_hit(ray, before, t);
                 if (any_hit && before != DACRT_NO_KEY) valid = false;
             }
+            const TriangleTest test = triangle_test_new(ray.slab.o, ray.dir);
             u64 best = before;
-            if (valid) {
-                const TriangleTest test = triangle_test_new(origin, ray.dir);
-                // Up to and including the closest hit so far: an equal t
-                // with a lower id wins the tie.
-                float limit = before == DACRT_NO_KEY ? ray.tmax : next_up(dacrt_key_t(before));
-                for (u32 j = j0 + sub; j < j1; j += lanes) {
-                    const u32 tri = task_pool_load(tri_ids[0] + j);
+            // Up to and including the closest hit so far: an equal t with a
+            // lower id wins the tie.
+            float limit = before == DACRT_NO_KEY ? ray.tmax : next_up(dacrt_key_t(before));
+            bool done = !valid;
+            // The block's triangles, 32 at a time, staged in shared memory
+            // by the whole warp (their loads in flight together); lane
+            // `sub` of each ray's group tests every lanes-th of them.
+            for (u32 base = j0; base < j1; base += 32u) {
+                const u32 k = base + lane_id();
+                if (k < j1) {
+                    const u32 tri = task_pool_load(tri_ids[0] + k);
                     const float4* w = reinterpret_cast<const float4*>(tris) + 3 * (u64)tri;
-                    float th, u, v;
-                    if (!triangle_intersect(test, xyz(__ldg(w)), xyz(__ldg(w + 1)), xyz(__ldg(w + 2)), ray.tmin, limit,
-                                            th, u, v))
-                        continue;
-                    const u64 key = dacrt_key(th, tri);
-                    if (key < best) best = key, limit = next_up(th);
-                    if (any_hit) break;
+                    shared->v[lane_id()][0] = __ldg(w);
+                    shared->v[lane_id()][1] = __ldg(w + 1);
+                    shared->v[lane_id()][2] = __ldg(w + 2);
+                    shared->id[lane_id()] = tri;
                 }
+                __syncwarp();
+                const u32 m = min(32u, j1 - base);
+                for (u32 q = sub; q < m && !done; q += lanes) {
+                    float th, u, v;
+                    if (!triangle_intersect(test, xyz(shared->v[q][0]), xyz(shared->v[q][1]), xyz(shared->v[q][2]),
+                                            ray.tmin, limit, th, u, v))
+                        continue;
+                    const u64 key = dacrt_key(th, shared->id[q]);
+                    if (key < best) best = key, limit = next_up(th);
+                    done = any_hit;
+                }
+                __syncwarp();
             }
             for (u32 d = group; d < 32u; d <<= 1) {
                 const u64 other = __shfl_xor_sync(CAUSTIC_FULL_MASK, best, d);
@@ -804,8 +901,10 @@ dacrt_trace(const Ray* rays, const Triangle* tris, const float4* boxes, u32* ray
             u32* tri_ids1, u64* keys, u32* bins, const u32* plan, const u32* ray_count, const u32* tri_count,
             const int* root_box, u64* stats, const u32* params, u32 any_hit, u64* headers, u32* records, u32* control,
             u64* counters, u32 capacity, u64 watchdog_ns) {
+    __shared__ TaskPoolDacrt::Shared shared[DACRT_WARPS];
     TaskPool pool = task_pool_attach(headers, records, control, counters, capacity, watchdog_ns);
     TaskPoolDacrt app;
+    app.shared = &shared[warp_id()];
     app.rays = rays, app.tris = tris, app.boxes = boxes;
     app.ray_ids[0] = ray_ids0, app.ray_ids[1] = ray_ids1;
     app.tri_ids[0] = tri_ids0, app.tri_ids[1] = tri_ids1;

@@ -34,7 +34,7 @@ const SLOT_BIN_WORDS: usize = 32 * 6;
 /// lost keys.
 const STAT_WORDS: usize = 5;
 /// Words of `params` (`DACRT_PARAM_WORDS`): the configuration.
-const PARAM_WORDS: usize = 6;
+pub const PARAM_WORDS: usize = 6;
 
 /// What one GPU trace did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -70,6 +70,8 @@ pub struct DacrtTracer {
     params: DeviceBuffer<u32>,
     /// The pool and its RDH bins, which every run leaves zero.
     pool: Option<(TaskPool, DeviceBuffer<u32>)>,
+    /// Slots of the pool when set, else `pool_slots` of each batch.
+    slots: Option<usize>,
     last: GpuDacrtStats,
 }
 
@@ -96,8 +98,9 @@ impl DacrtTracer {
             gpu: gpu.clone(),
             config,
             plan: DeviceBuffer::from_slice(gpu, "dacrt dependency table", &schedule::device_table())?,
-            params: DeviceBuffer::from_slice(gpu, "dacrt parameters", &params(&config))?,
+            params: DeviceBuffer::from_slice(gpu, "dacrt parameters", &kernel_params(&config))?,
             pool: None,
+            slots: None,
             last: GpuDacrtStats::default(),
         })
     }
@@ -108,6 +111,12 @@ impl DacrtTracer {
 
     pub fn config(&self) -> &DacrtConfig {
         &self.config
+    }
+
+    /// Fixes the pool's slots (`None`: sized from each batch). A pool too
+    /// small for a batch stops the trace with [`GpuError::TaskPool`].
+    pub fn set_pool_slots(&mut self, slots: Option<usize>) {
+        self.slots = slots;
     }
 
     /// What the last trace did.
@@ -277,8 +286,14 @@ impl DacrtTracer {
         counters: &mut DeviceBuffer<u64>,
         any_hit: bool,
     ) -> Result<PoolStats, GpuError> {
-        let capacity = pool_slots(rays.len(), triangles.len());
-        if self.pool.as_ref().is_none_or(|(p, _)| p.capacity() < capacity) {
+        let capacity = self
+            .slots
+            .unwrap_or_else(|| pool_slots(rays.len(), triangles.len()));
+        let fits = |p: &TaskPool| match self.slots {
+            Some(slots) => p.capacity() == slots,
+            None => p.capacity() >= capacity,
+        };
+        if self.pool.as_ref().is_none_or(|(p, _)| !fits(p)) {
             // The old pool goes first, so the two never hold memory at once.
             self.pool = None;
             let pool = TaskPool::new(&self.gpu, d::DACRT_TRACE, TaskPoolConfig::new(capacity))?;
@@ -340,9 +355,15 @@ fn pool_slots(rays: usize, triangles: usize) -> usize {
     ((rays + triangles) / 8 + 4096).min(1 << 24)
 }
 
-/// `config` as `params[]`: the minimum sizes, the depth bound, the split
-/// (1 for RDH) and the two costs' bits.
-fn params(config: &DacrtConfig) -> [u32; PARAM_WORDS] {
+/// The dependency table `dacrt_trace` reads (`schedule.rs`), for the
+/// kernels' host emulation in the tests.
+pub fn kernel_table() -> Vec<u32> {
+    schedule::device_table()
+}
+
+/// `config` as `dacrt_trace`'s `params[]`: the minimum sizes, the depth
+/// bound, the split (1 for RDH) and the two costs' bits.
+pub fn kernel_params(config: &DacrtConfig) -> [u32; PARAM_WORDS] {
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     [
         count(config.min_rays),
@@ -376,7 +397,7 @@ mod tests {
         assert_eq!(define("DS_WORDS"), format!("{STAT_WORDS}u"));
         assert_eq!(define("DACRT_PARAM_WORDS"), format!("{PARAM_WORDS}u"));
         assert_eq!(define("DACRT_C_SORT"), "5u");
-        assert_eq!(params(&DacrtConfig::RDH)[5], 80f32.to_bits());
+        assert_eq!(kernel_params(&DacrtConfig::RDH)[5], 80f32.to_bits());
         assert_eq!(define("DACRT_PLAN_WORDS"), format!("{}u", schedule::TABLE_WORDS));
         assert_eq!(SLOT_BIN_WORDS, 32 * 6);
         assert!(pool_slots(0, 0) >= 4096 && pool_slots(usize::MAX / 2, 0) == 1 << 24);
