@@ -39,12 +39,16 @@ for line in sys.stdin:
     for scene in ${CAUSTIC_BUNDLE_SCENES:-cornell-box caustics-mnrt sponza-dabrovic conference-69k bunny sibenik buddha-100k dragon}; do
         cp "../shared/scenes/$scene.tar.xz" "$bundle/scenes/"
     done
-    cp scripts/gpu-dacrt-run.sh scripts/dacrt-figure7.sh "$bundle/" 2>/dev/null || cp scripts/gpu-dacrt-run.sh "$bundle/"
+    cp scripts/gpu-dacrt-run.sh scripts/dacrt-figure7.sh "$bundle/"
     du -sh "$bundle"
     exit 0
 fi
-logs="${OUT:-$here/logs}"
-mkdir -p "$logs"
+# At most eight files come back from $OUT: the logs and plots go there as
+# each step ends, everything else (JSON, tables) in one archive at the end.
+logs=/tmp/dacrt-logs
+out="${OUT:-$here/logs}"
+mkdir -p "$logs" "$out"
+keep() { for f in "$@"; do [ -f "$logs/$f" ] && cp "$logs/$f" "$out/"; done; return 0; }
 nvrtc="$(ls /usr/local/cuda/lib64/libnvrtc.so.* /usr/local/cuda*/targets/*/lib/libnvrtc.so.* 2>/dev/null | head -n 1)"
 [ -n "$nvrtc" ] && export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
@@ -62,22 +66,28 @@ case " $steps " in *" tests "*)
         echo "== $t"
         grep -E '^test |test result|panicked|differ|identical|CAUSTIC_TEST_SEED|^device|scenes checked|slots|memory|tasks' \
             "$logs/$t.log" | cut -c1-400 | head -n 150
+        keep "$t.log"
     done
 esac
 case " $steps " in *" bench "*)
     caustic="$here/caustic"
     sponza="$scenes/sponza-dabrovic/sponza.obj"
-    dragon="$scenes/dragon/dragon_vrip.ply"
-    {
-        timeout 300 "$caustic" bench gpu --log2-n 0 --camera standard --scene "$sponza" \
-            --accel dacrt,dacrt-rdh,bvh-binned,ploc --warm-up 2 --reps 10 --json "$logs/bench-gpu.json"
-    } >"$logs/bench.log" 2>&1 || status=1
-    grep -E '^\||^device|crossover|error' "$logs/bench.log"
+    timeout 200 "$caustic" bench gpu --log2-n 0 --camera standard --scene "$sponza" \
+        --accel dacrt,dacrt-rdh,bvh-binned --warm-up 1 --reps 5 --check-every 64 \
+        --json "$logs/bench-gpu.json" >"$logs/bench-gpu.log" 2>&1 || status=1
+    grep -E '^\||^device|rror' "$logs/bench-gpu.log" | head -n 12
+    timeout 200 "$caustic" bench dacrt --device cuda --camera standard --scene "$sponza" \
+        --dacrt dacrt,dacrt-rdh --min-log2 8 --max-log2 20 --reps 2 \
+        --json "$logs/bench-dacrt.jsonl" >"$logs/bench-dacrt.log" 2>&1 || status=1
+    grep -E 'crossover|rays:|rror' "$logs/bench-dacrt.log"
+    keep bench-gpu.log bench-dacrt.log
 esac
 case " $steps " in *" figure7 "*)
-    if [ -x "$here/dacrt-figure7.sh" ]; then
-        CAUSTIC="$here/caustic" bash "$here/dacrt-figure7.sh" "$scenes" "$logs" >"$logs/figure7.log" 2>&1 || status=1
-        grep -E '^\||^#|error' "$logs/figure7.log" | tail -n 80
-    fi
+    FRAMES="${FRAMES:-3}" DEVICES="${DEVICES:-cuda,cpu}" DRAGON_DEVICES="${DRAGON_DEVICES:-cuda}" \
+        CPU_MAX_SPONZA="${CPU_MAX_SPONZA:-4096}" CAUSTIC="$here/caustic" \
+        timeout 300 bash "$here/dacrt-figure7.sh" "$scenes" "$logs" >"$logs/figure7.log" 2>&1 || status=1
+    grep -E '^\||ms per collision|rror' "$logs/figure7.log" | tail -n 40
+    keep figure7.log figure7-sponza.svg figure7-dragons.svg
 esac
+tar -czf "$out/results.tgz" -C "$logs" .
 exit $status

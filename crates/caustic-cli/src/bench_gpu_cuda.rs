@@ -136,19 +136,7 @@ struct SceneSpec {
 fn scene_specs(args: &[String]) -> Result<Vec<SceneSpec>> {
     let mut out = Vec::new();
     for arg in args {
-        let (path, copies) = match arg.rsplit_once('@') {
-            Some((path, n)) if !Path::new(arg).exists() => {
-                let copies: usize = n
-                    .parse()
-                    .ok()
-                    .filter(|&c| (1..=1024).contains(&c))
-                    .with_context(|| {
-                        format!("{arg}: the copies after @ must be a number from 1 to 1024")
-                    })?;
-                (path, copies)
-            }
-            _ => (arg.as_str(), 1),
-        };
+        let (path, copies) = scene_arg::split_copies(arg)?;
         if copies > 1 && Path::new(path).is_dir() {
             bail!("{arg}: @N replicates one scene file, not a folder");
         }

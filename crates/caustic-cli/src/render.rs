@@ -206,6 +206,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
     };
     let renderer = args.renderer(&scene);
     let backend = renderer.backend_for(&integrator)?;
+    check_gpu_only(&args, &backend)?;
     device::say(&backend);
     let watch = Watch::new(&integrator, &backend, reference);
     let renderer = renderer.on_progress(|progress| watch.report(progress));
@@ -325,7 +326,9 @@ impl CarriedTree {
         let spec = args
             .accel
             .as_ref()
-            .map_or_else(|| default_accel().to_string(), |a| a.cpu.to_string());
+            .and_then(|a| a.cpu)
+            .unwrap_or_else(default_accel)
+            .to_string();
         let on_cpu = !args.device.resolve()?.is_gpu();
         let binary = caustic_accel::registry::build_triangle_bvh(&spec, &[]).is_ok();
         let why_not = if !on_cpu {
@@ -398,6 +401,7 @@ fn render_instant(
         renderer = renderer.cpu_structure(structure);
     }
     let backend = renderer.backend_for(&integrator)?;
+    check_gpu_only(args, &backend)?;
     device::say(&backend);
     let rendered = renderer.render(&camera, &integrator)?;
     let summary = summary(&integrator, &rendered, &backend, &renderer)?;
@@ -477,14 +481,31 @@ fn check_gpu_flags(args: &RenderArgs) -> Result<()> {
     Ok(())
 }
 
+/// A structure only the GPU renderers trace (`dacrt`) where the render
+/// runs on the CPU: an error that says why, rather than a silent brute
+/// force.
+fn check_gpu_only(args: &RenderArgs, backend: &caustic::Backend) -> Result<()> {
+    match &args.accel {
+        Some(accel) if accel.cpu.is_none() && !backend.is_gpu() => bail!(
+            "--accel {}: divide-and-conquer ray tracing traces whole batches of rays, as the GPU \
+             renderers trace their wavefronts; this render runs on the CPU, whose renderer traces \
+             one ray at a time, which DACRT could only answer by brute force. Render with \
+             --device cuda, or choose a structure (--accel bvh-wide, the default)",
+            accel.spec
+        ),
+        _ => Ok(()),
+    }
+}
+
 impl RenderArgs {
     /// The facade's renderer of `scene` with the structure of `--accel` on
     /// each device (see [`AccelArg`]) and `--device`.
     fn renderer<'a>(&self, scene: &'a Scene) -> Renderer<'a> {
-        let cpu = match &self.accel {
-            Some(accel) => accel.cpu,
-            None => default_accel(),
-        };
+        let cpu = self
+            .accel
+            .as_ref()
+            .and_then(|a| a.cpu)
+            .unwrap_or_else(default_accel);
         let renderer = Renderer::new(scene).accel(cpu).device(self.device);
         self.with_gpu_accel(renderer)
     }

@@ -776,7 +776,11 @@ mod tests {
                 .unwrap_err()
                 .contains("seven-child")
         );
-        assert!(parse("dacrt:split=sah").unwrap_err().contains("median or rdh"));
+        assert!(
+            parse("dacrt:split=sah")
+                .unwrap_err()
+                .contains("median or rdh")
+        );
         assert!(parse("bvh-wide:from=dacrt").unwrap_err().contains("dacrt"));
     }
 }

@@ -76,9 +76,8 @@ pub(super) fn plan(mask: u8) -> [ChildPlan; 7] {
         let (rays, tris) = CHILDREN[i];
         mask & (1 << rays as u8) != 0 && mask & (8 << tris as u8) != 0
     });
-    let conflict = |a: usize, b: usize| {
-        CHILDREN[a].0 == CHILDREN[b].0 || CHILDREN[a].1 == CHILDREN[b].1
-    };
+    let conflict =
+        |a: usize, b: usize| CHILDREN[a].0 == CHILDREN[b].0 || CHILDREN[a].1 == CHILDREN[b].1;
     // Predecessors (conflicting present children of earlier waves) and
     // ancestors (their transitive closure), as bit sets, wave by wave.
     let mut preds = [0u8; 7];
@@ -97,7 +96,9 @@ pub(super) fn plan(mask: u8) -> [ChildPlan; 7] {
         // A predecessor another predecessor already waits for is implied.
         let direct: Vec<usize> = (0..7)
             .filter(|&x| preds[y] & (1 << x) != 0)
-            .filter(|&x| (0..7).all(|z| z == x || preds[y] & (1 << z) == 0 || ancestors[z] & (1 << x) == 0))
+            .filter(|&x| {
+                (0..7).all(|z| z == x || preds[y] & (1 << z) == 0 || ancestors[z] & (1 << x) == 0)
+            })
             .collect();
         plans[y].waits = direct.len() as u8;
         for x in direct {
@@ -108,7 +109,10 @@ pub(super) fn plan(mask: u8) -> [ChildPlan; 7] {
             }
         }
     }
-    for p in plans.iter_mut().filter(|p| p.present && p.successors[0].is_none()) {
+    for p in plans
+        .iter_mut()
+        .filter(|p| p.present && p.successors[0].is_none())
+    {
         p.successors = [Some(Successor::Parent), None];
     }
     plans
@@ -124,7 +128,11 @@ pub(super) fn critical_path(mask: u8, lengths: [u64; 7]) -> u64 {
     for wave in 0..3 {
         for c in (0..7).filter(|&c| plans[c].present && WAVE[c] == wave) {
             let start = (0..7)
-                .filter(|&p| plans[p].successors.contains(&Some(Successor::Child(c as u8))))
+                .filter(|&p| {
+                    plans[p]
+                        .successors
+                        .contains(&Some(Successor::Child(c as u8)))
+                })
                 .map(|p| finish[p])
                 .max()
                 .unwrap_or(0);
@@ -226,7 +234,12 @@ mod tests {
                 for &b in present.iter().filter(|&&b| b > a) {
                     let shares = CHILDREN[a].0 == CHILDREN[b].0 || CHILDREN[a].1 == CHILDREN[b].1;
                     let ordered = after(&plans, a, b) || after(&plans, b, a);
-                    assert!(!shares || ordered, "mask {mask:06b}: T{} and T{}", a + 1, b + 1);
+                    assert!(
+                        !shares || ordered,
+                        "mask {mask:06b}: T{} and T{}",
+                        a + 1,
+                        b + 1
+                    );
                     assert!(!(after(&plans, a, b) && after(&plans, b, a)));
                 }
             }
@@ -239,11 +252,18 @@ mod tests {
                 .copied()
                 .filter(|&i| plans[i].successors[0] == Some(Successor::Parent))
                 .collect();
-            assert!(present.is_empty() || (1..=2).contains(&sinks.len()), "mask {mask:06b}");
+            assert!(
+                present.is_empty() || (1..=2).contains(&sinks.len()),
+                "mask {mask:06b}"
+            );
             for &i in &present {
                 let incoming = present
                     .iter()
-                    .filter(|&&x| plans[x].successors.contains(&Some(Successor::Child(i as u8))))
+                    .filter(|&&x| {
+                        plans[x]
+                            .successors
+                            .contains(&Some(Successor::Child(i as u8)))
+                    })
                     .count();
                 assert_eq!(incoming, plans[i].waits as usize);
                 for s in plans[i].successors.iter().flatten() {

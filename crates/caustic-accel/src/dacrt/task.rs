@@ -351,8 +351,7 @@ impl Subdivision<'_> {
         for child in &children {
             stats.add(child);
         }
-        stats.critical_path =
-            schedule::critical_path(mask, children.map(|c| c.critical_path));
+        stats.critical_path = schedule::critical_path(mask, children.map(|c| c.critical_path));
         stats
     }
 

@@ -97,7 +97,11 @@ impl DacrtTracer {
         Ok(Self {
             gpu: gpu.clone(),
             config,
-            plan: DeviceBuffer::from_slice(gpu, "dacrt dependency table", &schedule::device_table())?,
+            plan: DeviceBuffer::from_slice(
+                gpu,
+                "dacrt dependency table",
+                &schedule::device_table(),
+            )?,
             params: DeviceBuffer::from_slice(gpu, "dacrt parameters", &kernel_params(&config))?,
             pool: None,
             slots: None,
@@ -194,7 +198,8 @@ impl DacrtTracer {
             select_indices_into(&traceable, &mut ray_ids[0], &mut ray_count)?;
         }
         if n_tris > 0 {
-            let mut boxes = DeviceBuffer::<[f32; 4]>::uninit(&gpu, "dacrt triangle boxes", 2 * n_tris)?;
+            let mut boxes =
+                DeviceBuffer::<[f32; 4]>::uninit(&gpu, "dacrt triangle boxes", 2 * n_tris)?;
             let mut tri_ids = [
                 DeviceBuffer::<u32>::uninit(&gpu, "dacrt triangle indices", n_tris)?,
                 DeviceBuffer::<u32>::uninit(&gpu, "dacrt triangle indices (second)", n_tris)?,
@@ -297,7 +302,8 @@ impl DacrtTracer {
             // The old pool goes first, so the two never hold memory at once.
             self.pool = None;
             let pool = TaskPool::new(&self.gpu, d::DACRT_TRACE, TaskPoolConfig::new(capacity))?;
-            let bins = DeviceBuffer::zeroed(&self.gpu, "dacrt RDH bins", capacity * SLOT_BIN_WORDS)?;
+            let bins =
+                DeviceBuffer::zeroed(&self.gpu, "dacrt RDH bins", capacity * SLOT_BIN_WORDS)?;
             self.pool = Some((pool, bins));
         }
         let (pool, bins) = self.pool.as_mut().expect("made above");
@@ -398,7 +404,10 @@ mod tests {
         assert_eq!(define("DACRT_PARAM_WORDS"), format!("{PARAM_WORDS}u"));
         assert_eq!(define("DACRT_C_SORT"), "5u");
         assert_eq!(kernel_params(&DacrtConfig::RDH)[5], 80f32.to_bits());
-        assert_eq!(define("DACRT_PLAN_WORDS"), format!("{}u", schedule::TABLE_WORDS));
+        assert_eq!(
+            define("DACRT_PLAN_WORDS"),
+            format!("{}u", schedule::TABLE_WORDS)
+        );
         assert_eq!(SLOT_BIN_WORDS, 32 * 6);
         assert!(pool_slots(0, 0) >= 4096 && pool_slots(usize::MAX / 2, 0) == 1 << 24);
     }
