@@ -31,33 +31,26 @@ use caustic_accel::bvh::triangle_bvh_cuda::GpuTriangle;
 use caustic_accel::dacrt::{DacrtConfig, kernel_params, kernel_table};
 use caustic_accel::{Accel, BruteForce};
 use caustic_geom::{Hit, Pcg32, Ray, Triangle, Vec3};
-use soups::{awkward_rays, awkward_soup, far_rays, grid_soup};
+use soups::{awkward_rays, awkward_soup, far_rays, grid_soup, segments};
 
 /// The harness, compiled once per test process; `None` without a compiler.
 fn harness() -> Option<&'static Path> {
     static HARNESS: OnceLock<Option<PathBuf>> = OnceLock::new();
-    HARNESS
-        .get_or_init(|| {
-            if !cfg!(target_arch = "x86_64") {
-                eprintln!("dacrt_kernels_on_cpu: skipped, the fiber shim is x86-64 only");
-                return None;
-            }
-            host_harness::compile(
-                "dacrt-kernels",
-                "dacrt_kernels.cpp",
-                &[
-                    "tests/cpu_emulation",
-                    "src/bvh/build",
-                    "src/bvh",
-                    "src/grid",
-                    "src",
-                    "../caustic-gpu/src",
-                    "../caustic-gpu/src/ops",
-                    "../caustic-gpu/src/taskpool",
-                ],
-            )
-        })
-        .as_deref()
+    host_harness::compile_fibers_once(
+        &HARNESS,
+        "dacrt-kernels",
+        "dacrt_kernels.cpp",
+        &[
+            "tests/cpu_emulation",
+            "src/bvh/build",
+            "src/bvh",
+            "src/grid",
+            "src",
+            "../caustic-gpu/src",
+            "../caustic-gpu/src/ops",
+            "../caustic-gpu/src/taskpool",
+        ],
+    )
 }
 
 /// What one run of the harness gave: closest hits and occlusion, and per
@@ -149,12 +142,6 @@ fn configs() -> [DacrtConfig; 4] {
     ]
 }
 
-fn short(rays: &[Ray], length: f32) -> Vec<Ray> {
-    rays.iter()
-        .map(|r| Ray::segment(r.origin, r.dir, r.tmin, r.tmin.max(0.0) + length))
-        .collect()
-}
-
 #[test]
 fn random_soups_equal_brute_force() {
     let mut failures = Vec::new();
@@ -172,7 +159,7 @@ fn random_soups_equal_brute_force() {
         };
         let mut rays = awkward_rays(&mut rng, &tris, 1500);
         rays.extend(far_rays(&mut rng, &tris, 200));
-        rays.extend(short(&rays.clone(), 0.1));
+        rays.extend(segments(&rays.clone(), 0.1));
         for config in configs() {
             for p in problems(&config, &tris, &rays) {
                 failures.push(format!("seed {seed}, {}: {p}", config.spec()));

@@ -45,7 +45,7 @@ use caustic_gpu::{DeviceBuffer, GpuError};
 use compare::{Report, compare_closest, compare_occluded, upload_rays};
 use device::gpu;
 use protocol_rays::{GpuAnswers, ProtocolRays};
-use soups::{awkward_rays, awkward_soup, far_rays, grid_soup};
+use soups::{awkward_rays, awkward_soup, far_rays, grid_soup, segments};
 
 /// The paper's two splits, and constants that subdivide down to a few
 /// rays and triangles.
@@ -99,13 +99,6 @@ fn check(failures: &mut Vec<String>, what: &str, report: &Report) {
     }
 }
 
-/// `rays` cut to segments of `length`: collision rays.
-fn short(rays: &[Ray], length: f32) -> Vec<Ray> {
-    rays.iter()
-        .map(|r| Ray::segment(r.origin, r.dir, r.tmin, r.tmin.max(0.0) + length))
-        .collect()
-}
-
 /// Every kind of soup the structures must survive.
 fn soups(rng: &mut Pcg32) -> Vec<(String, Vec<Triangle>)> {
     let one = Triangle::new(Vec3::ZERO, Vec3::X, Vec3::Y);
@@ -136,7 +129,7 @@ fn random_soups_equal_brute_force_and_the_cpu() {
     for (name, tris) in soups(&mut rng) {
         let mut rays = awkward_rays(&mut rng, &tris, 6000);
         rays.extend(far_rays(&mut rng, &tris, 1000));
-        rays.extend(short(&rays.clone(), 0.1));
+        rays.extend(segments(&rays.clone(), 0.1));
         let (closest, occluded) = brute(&tris, &rays);
         let device_tris = upload_triangles(gpu(), &tris).unwrap();
         for tracer in &mut tracers {
@@ -352,11 +345,9 @@ fn exhausted_device_memory_is_an_error_naming_the_allocation() {
     let rays = upload_rays(&[Ray::new(Vec3::ZERO, Vec3::X); 64]);
     let mut hits = DeviceBuffer::uninit(gpu(), "test hits", 64).unwrap();
     let mut tracer = DacrtTracer::new(gpu(), DacrtConfig::RDH).unwrap();
-    match tracer.intersect(&tris, &rays, &mut hits) {
-        Err(e @ GpuError::OutOfMemory { .. }) => {
-            eprintln!("{n} triangles: {e}");
-            assert!(e.to_string().contains("allocating dacrt"), "{e}");
-        }
-        other => panic!("expected out of memory, got {other:?}"),
-    }
+    device::expect_out_of_memory(
+        tracer.intersect(&tris, &rays, &mut hits),
+        "allocating dacrt",
+        &format!("{n} triangles"),
+    );
 }

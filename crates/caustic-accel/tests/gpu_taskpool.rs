@@ -39,10 +39,10 @@ use caustic_accel::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use caustic_accel::registry::{DeviceBuilderConfig, SahBuilderConfig};
 use caustic_accel::{BuildInput, Bvh2, sah_cost};
 use caustic_geom::{Hit, Pcg32, Triangle, Vec3};
-use caustic_gpu::{DeviceBuffer, GpuError};
+use caustic_gpu::DeviceBuffer;
 use compare::{compare_closest, compare_occluded, gpu_closest, gpu_occluded, upload_rays};
 use device::gpu;
-use protocol_rays::{GpuAnswers, Pass, ProtocolRays};
+use protocol_rays::ProtocolRays;
 use soups::{awkward_rays, awkward_soup, grid_soup};
 
 const SPECS: &[&str] = &[
@@ -253,15 +253,7 @@ fn standard_scenes_build_near_bvh_binned_and_trace_identically() {
             Ok(line) => eprintln!("  {line}"),
             Err(e) => failures.push(format!("{}: {e}", loaded.name)),
         }
-        let trace = |pass: &Pass| {
-            let buffer = upload_rays(&pass.rays);
-            if pass.any_hit {
-                GpuAnswers::Occluded(gpu_occluded(&mut tracer, &bvh, &buffer))
-            } else {
-                GpuAnswers::Closest(gpu_closest(&mut tracer, &bvh, &buffer))
-            }
-        };
-        for (kind, report) in rays.compare(trace) {
+        for (kind, report) in rays.compare_bvh(&mut tracer, &bvh) {
             let line = report.summary(&format!("bvh-taskpool {kind}"));
             eprintln!("    {line}");
             if report.others != 0 {
@@ -304,11 +296,9 @@ fn exhausted_device_memory_is_an_error_naming_the_allocation() {
     let mut tris = DeviceBuffer::<GpuTriangle>::uninit(gpu(), "test triangles", n).unwrap();
     tris.poison().unwrap();
     let config = DeviceBuilderConfig::parse("bvh-taskpool").unwrap();
-    match DeviceBvh::build_with(gpu(), &tris, config) {
-        Err(e @ GpuError::OutOfMemory { .. }) => {
-            eprintln!("{n} triangles: {e}");
-            assert!(e.to_string().contains("allocating"), "{e}");
-        }
-        other => panic!("expected out of memory, got {:?}", other.map(|(_, s)| s)),
-    }
+    device::expect_out_of_memory(
+        DeviceBvh::build_with(gpu(), &tris, config).map(|(_, stats)| stats),
+        "allocating",
+        &format!("{n} triangles"),
+    );
 }

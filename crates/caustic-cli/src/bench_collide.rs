@@ -8,7 +8,7 @@
 
 use crate::collide::{Method, MethodRun, run_method};
 use crate::{device, plot, scene_arg};
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use caustic::Device;
 use caustic_accel::collision::{Agents, FrameAnswers};
 use caustic_geom::{Aabb, Ray};
@@ -20,13 +20,18 @@ use std::path::PathBuf;
 #[command(after_help = "Examples:\n  \
     caustic bench collide --scene target/scenes/sponza-dabrovic/sponza.obj --device cpu,cuda --plot sponza.svg\n  \
     caustic bench collide --scene target/scenes/dragon/dragon_vrip.ply@16 --device cuda --agents 64,1024,10000 --frames 3\n\n\
+    caustic bench collide --from gpu.json --from cpu.json --plot both.svg   # one table and plot of earlier runs\n\n\
     scripts/dacrt-figure7.sh runs both scenes of the paper's figure.")]
 pub struct CollideBenchArgs {
     /// Scene file or built-in scene name; `FILE@N` for N copies of it on a
     /// square grid (`dragon_vrip.ply@16`, the 14 M-triangle stand-in for
     /// the paper's Power Plant).
-    #[arg(long)]
-    scene: String,
+    #[arg(long, required_unless_present = "from")]
+    scene: Option<String>,
+    /// Measure nothing: the table and the plot of the points in these
+    /// JSON files (written by `--json`: other devices, other machines).
+    #[arg(long, conflicts_with = "scene")]
+    from: Vec<PathBuf>,
     /// Agent counts, comma separated [default: 2^6 .. 2^16].
     #[arg(long, value_delimiter = ',', value_parser = crate::parse::count)]
     agents: Vec<usize>,
@@ -81,9 +86,16 @@ pub fn run(args: CollideBenchArgs) -> Result<()> {
     for path in args.json.iter().chain(&args.plot) {
         crate::output::check_writable(path)?;
     }
-    let methods = parse_methods(&args.method)?;
+    let Some(scene) = &args.scene else {
+        let (name, triangles, points) = read_points(&args.from)?;
+        let mut counts: Vec<usize> = points.iter().map(|p| p.agents).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        return report(&args, &name, triangles, &counts, &points);
+    };
+    let methods = Method::parse_list(&args.method)?;
     let cpu_methods = match &args.cpu_method {
-        Some(list) => parse_methods(list)?,
+        Some(list) => Method::parse_list(list)?,
         None => methods.clone(),
     };
     let counts = if args.agents.is_empty() {
@@ -94,9 +106,9 @@ pub fn run(args: CollideBenchArgs) -> Result<()> {
     if counts.contains(&0) {
         bail!("--agents: every count must be at least 1");
     }
-    let (name, triangles) = scene_arg::load_triangles(&args.scene)?;
+    let (name, triangles) = scene_arg::load_triangles(scene)?;
     if triangles.is_empty() {
-        bail!("{} has no triangles to collide with", args.scene);
+        bail!("{scene} has no triangles to collide with");
     }
     let bounds = triangles
         .iter()
@@ -151,14 +163,32 @@ pub fn run(args: CollideBenchArgs) -> Result<()> {
             }
         }
     }
-    print_table(&name, &args, &counts, &points);
+    report(&args, &name, triangles.len(), &counts, &points)?;
+    if !disagreements.is_empty() {
+        bail!(
+            "answers differ from the first method's: {}",
+            disagreements.join("; ")
+        );
+    }
+    Ok(())
+}
+
+/// The table, and the JSON and the plot where asked.
+fn report(
+    args: &CollideBenchArgs,
+    name: &str,
+    triangles: usize,
+    counts: &[usize],
+    points: &[Point],
+) -> Result<()> {
+    print_table(name, args, counts, points);
     if let Some(path) = &args.json {
-        write_json(path, &name, triangles.len(), &args, &points)?;
+        write_json(path, name, triangles, args, points)?;
         eprintln!("wrote {}", path.display());
     }
     if let Some(path) = &args.plot {
         let mut series: Vec<plot::Series> = Vec::new();
-        for p in &points {
+        for p in points {
             match series.iter_mut().find(|s| s.name == p.series) {
                 Some(s) => s.points.push((p.agents as f64, p.frame_ms())),
                 None => series.push(plot::Series {
@@ -168,8 +198,7 @@ pub fn run(args: CollideBenchArgs) -> Result<()> {
             }
         }
         let title = format!(
-            "Collision frames on {name} ({} triangles), {} rays per agent",
-            triangles.len(),
+            "Collision frames on {name} ({triangles} triangles), {} rays per agent",
             args.rays
         );
         plot::lines(
@@ -181,26 +210,34 @@ pub fn run(args: CollideBenchArgs) -> Result<()> {
         )?;
         eprintln!("wrote {}", path.display());
     }
-    if !disagreements.is_empty() {
-        bail!(
-            "answers differ from the first method's: {}",
-            disagreements.join("; ")
-        );
-    }
     Ok(())
 }
 
-fn parse_methods(list: &str) -> Result<Vec<Method>> {
-    let methods: Vec<Method> = list
-        .split(',')
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
-        .map(Method::parse)
-        .collect::<Result<_>>()?;
-    if methods.is_empty() {
-        bail!("no method named in `{list}`");
+/// The points of `--json` files: the first one's scene and triangle count.
+fn read_points(paths: &[PathBuf]) -> Result<(String, usize, Vec<Point>)> {
+    let mut scene = None;
+    let mut points = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let doc: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", path.display()))?;
+        let bad = || anyhow::anyhow!("{}: not a `bench collide --json` file", path.display());
+        scene.get_or_insert((
+            doc["scene"].as_str().ok_or_else(bad)?.to_owned(),
+            doc["triangles"].as_u64().ok_or_else(bad)? as usize,
+        ));
+        for p in doc["points"].as_array().ok_or_else(bad)? {
+            points.push(Point {
+                series: p["series"].as_str().ok_or_else(bad)?.to_owned(),
+                agents: p["agents"].as_u64().ok_or_else(bad)? as usize,
+                build_ms: p["build_ms"].as_f64().ok_or_else(bad)?,
+                trace_ms: p["trace_ms"].as_f64().ok_or_else(bad)?,
+            });
+        }
     }
-    Ok(methods)
+    let (name, triangles) = scene.ok_or_else(|| anyhow::anyhow!("--from names no file"))?;
+    Ok((name, triangles, points))
 }
 
 /// Markdown: one row per agent count, one column per method and device,
@@ -212,10 +249,14 @@ fn print_table(name: &str, args: &CollideBenchArgs, counts: &[usize], points: &[
             series.push(&p.series);
         }
     }
-    println!(
-        "\n{name}: ms per collision frame (build + trace), mean of {} frames, {} rays per agent\n",
-        args.frames, args.rays
-    );
+    if args.from.is_empty() {
+        println!(
+            "\n{name}: ms per collision frame (build + trace), mean of {} frames, {} rays per agent\n",
+            args.frames, args.rays
+        );
+    } else {
+        println!("\n{name}: ms per collision frame (build + trace)\n");
+    }
     println!("| agents | {} |", series.join(" | "));
     println!("|---:|{}", "---:|".repeat(series.len()));
     for &count in counts {

@@ -80,6 +80,20 @@ impl Method {
         })
     }
 
+    /// A comma-separated list of methods, at least one.
+    pub(crate) fn parse_list(list: &str) -> Result<Vec<Self>> {
+        let methods: Vec<Self> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(Self::parse)
+            .collect::<Result<_>>()?;
+        if methods.is_empty() {
+            bail!("--method names no method in `{list}`");
+        }
+        Ok(methods)
+    }
+
     pub(crate) fn name(&self) -> String {
         match self {
             Self::Dacrt(c) => c.spec(),
@@ -104,16 +118,7 @@ impl MethodRun {
 }
 
 pub fn run(args: CollideArgs) -> Result<()> {
-    let methods: Vec<Method> = args
-        .method
-        .split(',')
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
-        .map(Method::parse)
-        .collect::<Result<_>>()?;
-    if methods.is_empty() {
-        bail!("--method names no method");
-    }
+    let methods = Method::parse_list(&args.method)?;
     if args.agents == 0 {
         bail!("--agents must be at least 1");
     }

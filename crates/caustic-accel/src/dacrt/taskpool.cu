@@ -290,6 +290,18 @@ struct TaskPoolDacrt {
         return r;
     }
 
+    // Lane k's items of chunks c .. c + n of the range begin .. end of
+    // `ids` (item begin + 32 (c + j) + lane for j < DACRT_BATCH), their
+    // loads issued together; `valid` says which exist.
+    __device__ static void load_batch(const u32* ids, u32 begin, u32 end, u32 c, u32 n, u32* word, bool* valid) {
+#pragma unroll
+        for (u32 k = 0; k < DACRT_BATCH; ++k) {
+            const u32 i = begin + 32u * (c + k) + lane_id();
+            valid[k] = k < n && i < end;
+            word[k] = valid[k] ? task_pool_load(ids + i) : 0u;
+        }
+    }
+
     __device__ void load_tri_box(u32 id, float3& lo, float3& hi) const {
         lo = xyz(__ldg(boxes + 2 * (u64)id));
         hi = xyz(__ldg(boxes + 2 * (u64)id + 1));
@@ -559,12 +571,7 @@ struct TaskPoolDacrt {
         u32 id[DACRT_BATCH], side[DACRT_BATCH];
         bool valid[DACRT_BATCH], live[DACRT_BATCH];
         u64 key[DACRT_BATCH];
-#pragma unroll
-        for (u32 k = 0; k < DACRT_BATCH; ++k) {
-            const u32 i = t.begin + 32u * (c + k) + lane_id();
-            valid[k] = k < n && i < t.end;
-            id[k] = valid[k] ? task_pool_load(ray_ids[0] + i) : 0u;
-        }
+        load_batch(ray_ids[0], t.begin, t.end, c, n, id, valid);
 #pragma unroll
         for (u32 k = 0; k < DACRT_BATCH; ++k) key[k] = valid[k] ? task_pool_load(keys + id[k]) : DACRT_NO_KEY;
         u32 lives[DACRT_BATCH], culled[DACRT_BATCH], total_live = 0u, total_culled = 0u;
@@ -609,12 +616,7 @@ struct TaskPoolDacrt {
     __device__ void pass1_tris(const DacrtTask& t, u32 c, u32 n, u32* counts, float* v) const {
         u32 id[DACRT_BATCH];
         bool valid[DACRT_BATCH];
-#pragma unroll
-        for (u32 k = 0; k < DACRT_BATCH; ++k) {
-            const u32 j = t.tri_begin + 32u * (c + k) + lane_id();
-            valid[k] = k < n && j < t.tri_end;
-            id[k] = valid[k] ? task_pool_load(tri_ids[0] + j) : 0u;
-        }
+        load_batch(tri_ids[0], t.tri_begin, t.tri_end, c, n, id, valid);
 #pragma unroll
         for (u32 k = 0; k < DACRT_BATCH; ++k) {
             u32 side = 3u;
@@ -700,12 +702,7 @@ struct TaskPoolDacrt {
         u32* dst = rays_chunk ? ray_ids[0] : tri_ids[0];
         u32 word[DACRT_BATCH], masks[DACRT_BATCH][3];
         bool valid[DACRT_BATCH], placed[DACRT_BATCH];
-#pragma unroll
-        for (u32 k = 0; k < DACRT_BATCH; ++k) {
-            const u32 i = begin + 32u * (c + k) + lane_id();
-            valid[k] = k < n && i < stop;
-            word[k] = valid[k] ? task_pool_load(src + i) : 0u;
-        }
+        load_batch(src, begin, stop, c, n, word, valid);
         u32 total[3] = {0u, 0u, 0u};
 #pragma unroll
         for (u32 k = 0; k < DACRT_BATCH; ++k) {

@@ -1,8 +1,8 @@
 //! The anchor protocol's rays of a standard scene (primary at the camera,
 //! AO and diffuse from the primary hits) with the CPU BVH's answers, and
 //! the comparison of a GPU tracer's answers with them; shared by the GPU
-//! tests of structures traced through the protocol (`gpu_taskpool.rs`,
-//! `gpu_dacrt.rs`). The includer names `common/gpu_scenes.rs` `scenes` and
+//! tests of structures traced through the protocol (`gpu_binned.rs`,
+//! `gpu_taskpool.rs`, `gpu_dacrt.rs`). The includer names `common/gpu_scenes.rs` `scenes` and
 //! `common/gpu_compare.rs` `compare`.
 
 #![allow(dead_code)] // each includer uses its own part
@@ -11,7 +11,13 @@ use caustic_accel::TriangleBvh;
 use caustic_accel::bvh::traverse_cuda::GpuHit;
 use caustic_geom::{Hit, Ray, protocol};
 
-use super::compare::{Report, compare_closest, compare_occluded, cpu_closest, cpu_occluded};
+use caustic_accel::bvh::traverse_cuda::Tracer;
+use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
+
+use super::compare::{
+    Report, compare_closest, compare_occluded, cpu_closest, cpu_occluded, gpu_closest,
+    gpu_occluded, upload_rays,
+};
 use super::scenes::Loaded;
 
 /// A pass's rays, named, and whether it asks for any hit.
@@ -105,5 +111,17 @@ impl ProtocolRays {
             reports.push((pass.name, report));
         }
         reports
+    }
+
+    /// [`Self::compare`] for the binary BVH traversal (`Tracer`) of `bvh`.
+    pub fn compare_bvh(&self, tracer: &mut Tracer, bvh: &DeviceBvh) -> Vec<(&'static str, Report)> {
+        self.compare(|pass| {
+            let buffer = upload_rays(&pass.rays);
+            if pass.any_hit {
+                GpuAnswers::Occluded(gpu_occluded(tracer, bvh, &buffer))
+            } else {
+                GpuAnswers::Closest(gpu_closest(tracer, bvh, &buffer))
+            }
+        })
     }
 }
