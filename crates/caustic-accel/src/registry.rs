@@ -75,7 +75,8 @@ impl fmt::Display for AccelSpecError {
                 f,
                 "accel `{name}` has no GPU builder; the GPU builds {}, bvh-wide[:from=SPEC] \
                  (the compressed 8-wide BVH of one of them), {}, or cpu:SPEC (a binary BVH \
-                 built on the CPU and uploaded, e.g. cpu:bvh-binned)",
+                 built on the CPU and uploaded, e.g. cpu:bvh-binned), or traces by \
+                 dacrt[:split=median|rdh] (no structure: divide-and-conquer ray tracing)",
                 GPU_ACCEL_NAMES.join(", "),
                 GPU_SPATIAL_STRUCTURES.join(", ")
             ),
@@ -250,6 +251,7 @@ pub const GPU_STRUCTURES: &[&str] = &[
     "bvh-wide",
     "kdtree",
     "grid",
+    "dacrt",
     "cpu:SPEC",
 ];
 

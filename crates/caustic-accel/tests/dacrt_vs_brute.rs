@@ -24,7 +24,7 @@ fn configs() -> [DacrtConfig; 3] {
 }
 use caustic_accel::{Accel, BruteForce, build_accel};
 use caustic_geom::{Hit, Pcg32, Ray};
-use soups::{awkward_rays, awkward_soup, far_rays, grid_soup};
+use soups::{awkward_rays, awkward_soup, far_rays, grid_soup, segments};
 
 /// The first few rays whose answers differ, described; empty when all agree.
 fn differences(dacrt: &Dacrt, reference: &dyn Accel, rays: &[Ray]) -> Vec<String> {
@@ -46,13 +46,6 @@ fn differences(dacrt: &Dacrt, reference: &dyn Accel, rays: &[Ray]) -> Vec<String
         .collect()
 }
 
-/// `rays` cut to segments of a tenth of the scene's size: collision rays.
-fn short(rays: &[Ray], length: f32) -> Vec<Ray> {
-    rays.iter()
-        .map(|r| Ray::segment(r.origin, r.dir, r.tmin, r.tmin.max(0.0) + length))
-        .collect()
-}
-
 #[test]
 fn random_soups_equal_brute_force() {
     for seed in 1..=4u64 {
@@ -65,7 +58,7 @@ fn random_soups_equal_brute_force() {
         let brute = BruteForce::new(&tris);
         let mut rays = awkward_rays(&mut rng, &tris, 3000);
         rays.extend(far_rays(&mut rng, &tris, 500));
-        rays.extend(short(&rays.clone(), 0.3));
+        rays.extend(segments(&rays.clone(), 0.3));
         for config in configs() {
             let dacrt = Dacrt::new(&tris, config);
             let bad = differences(&dacrt, &brute, &rays);
@@ -95,7 +88,7 @@ fn standard_scenes_equal_the_bvh() {
         };
         let mut rays = scenes::rays(&tris, 20_000, 11, 5);
         let size = scenes_size(&tris);
-        rays.extend(short(&rays.clone(), 0.05 * size));
+        rays.extend(segments(&rays.clone(), 0.05 * size));
         let reference = build_accel("bvh-binned", &tris).unwrap();
         for config in configs() {
             let dacrt = Dacrt::new(&tris, config);

@@ -30,18 +30,19 @@ mod compare;
 #[path = "common/soups.rs"]
 mod soups;
 
+#[path = "common/protocol_rays.rs"]
+mod protocol_rays;
+
 use caustic_accel::bvh::build::{DeviceBuildStats, GPU_TASKPOOL_MAX_TRIANGLES, upload_triangles};
 use caustic_accel::bvh::traverse_cuda::Tracer;
 use caustic_accel::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use caustic_accel::registry::{DeviceBuilderConfig, SahBuilderConfig};
-use caustic_accel::{BuildInput, Bvh2, TriangleBvh, sah_cost};
-use caustic_geom::{Hit, Pcg32, Ray, Triangle, Vec3, protocol};
-use caustic_gpu::{DeviceBuffer, GpuError};
-use compare::{
-    Report, compare_closest, compare_occluded, cpu_closest, cpu_occluded, gpu_closest,
-    gpu_occluded, upload_rays,
-};
+use caustic_accel::{BuildInput, Bvh2, sah_cost};
+use caustic_geom::{Hit, Pcg32, Triangle, Vec3};
+use caustic_gpu::DeviceBuffer;
+use compare::{compare_closest, compare_occluded, gpu_closest, gpu_occluded, upload_rays};
 use device::gpu;
+use protocol_rays::ProtocolRays;
 use soups::{awkward_rays, awkward_soup, grid_soup};
 
 const SPECS: &[&str] = &[
@@ -230,73 +231,6 @@ fn soups_build_valid_trees_and_trace_like_brute_force() {
 const WIDTH: u32 = 1280;
 const HEIGHT: u32 = 720;
 
-/// The protocol's rays of one scene and the CPU reference's answers.
-struct SceneRays {
-    passes: Vec<(&'static str, Vec<Ray>, bool)>,
-    closest: Vec<Vec<Option<Hit>>>,
-    occluded: Vec<Vec<bool>>,
-}
-
-impl SceneRays {
-    fn new(scene: &scenes::Loaded) -> Self {
-        let reference = TriangleBvh::build(&scene.triangles);
-        let primary = protocol::primary_rays(&scene.camera, WIDTH, HEIGHT);
-        let hits = cpu_closest(&reference, &primary);
-        let diag = protocol::scene_diagonal(&scene.triangles);
-        let diffuse = protocol::secondary_rays(&primary, &hits, &scene.triangles, diag);
-        let ao_tmax = protocol::ao_tmax(diag);
-        let ao: Vec<Ray> = diffuse
-            .iter()
-            .map(|r| Ray::segment(r.origin, r.dir, 0.0, ao_tmax))
-            .collect();
-        let passes = vec![
-            ("primary", primary, false),
-            ("AO", ao, true),
-            ("diffuse", diffuse, false),
-        ];
-        let closest = passes
-            .iter()
-            .map(|(_, r, any)| {
-                if *any {
-                    Vec::new()
-                } else {
-                    cpu_closest(&reference, r)
-                }
-            })
-            .collect();
-        let occluded = passes
-            .iter()
-            .map(|(_, r, any)| {
-                if *any {
-                    cpu_occluded(&reference, r)
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect();
-        Self {
-            passes,
-            closest,
-            occluded,
-        }
-    }
-
-    /// Reports of the GPU traversal of `bvh` against the CPU reference.
-    fn compare(&self, tracer: &mut Tracer, bvh: &DeviceBvh) -> Vec<(&'static str, Report)> {
-        let mut reports = Vec::new();
-        for (k, (kind, rays, any)) in self.passes.iter().enumerate() {
-            let buffer = upload_rays(rays);
-            let report = if *any {
-                compare_occluded(rays, &gpu_occluded(tracer, bvh, &buffer), &self.occluded[k])
-            } else {
-                compare_closest(rays, &gpu_closest(tracer, bvh, &buffer), &self.closest[k])
-            };
-            reports.push((*kind, report));
-        }
-        reports
-    }
-}
-
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn standard_scenes_build_near_bvh_binned_and_trace_identically() {
@@ -307,7 +241,7 @@ fn standard_scenes_build_near_bvh_binned_and_trace_identically() {
         let Some(loaded) = scene.load() else { continue };
         checked += 1;
         let tris = &loaded.triangles;
-        let rays = SceneRays::new(&loaded);
+        let rays = ProtocolRays::new(&loaded, WIDTH, HEIGHT);
         eprintln!("{}: {} triangles", loaded.name, tris.len());
         let (bvh, tree, stats) = match gpu_build("bvh-taskpool", tris) {
             Ok(built) => built,
@@ -320,7 +254,7 @@ fn standard_scenes_build_near_bvh_binned_and_trace_identically() {
             Ok(line) => eprintln!("  {line}"),
             Err(e) => failures.push(format!("{}: {e}", loaded.name)),
         }
-        for (kind, report) in rays.compare(&mut tracer, &bvh) {
+        for (kind, report) in rays.compare_bvh(&mut tracer, &bvh) {
             let line = report.summary(&format!("bvh-taskpool {kind}"));
             eprintln!("    {line}");
             if report.others != 0 {
@@ -363,11 +297,9 @@ fn exhausted_device_memory_is_an_error_naming_the_allocation() {
     let mut tris = DeviceBuffer::<GpuTriangle>::uninit(gpu(), "test triangles", n).unwrap();
     tris.poison().unwrap();
     let config = DeviceBuilderConfig::parse("bvh-taskpool").unwrap();
-    match DeviceBvh::build_with(gpu(), &tris, config) {
-        Err(e @ GpuError::OutOfMemory { .. }) => {
-            eprintln!("{n} triangles: {e}");
-            assert!(e.to_string().contains("allocating"), "{e}");
-        }
-        other => panic!("expected out of memory, got {:?}", other.map(|(_, s)| s)),
-    }
+    device::expect_out_of_memory(
+        DeviceBvh::build_with(gpu(), &tris, config).map(|(_, stats)| stats),
+        "allocating",
+        &format!("{n} triangles"),
+    );
 }

@@ -38,20 +38,17 @@ use soups::{awkward_rays, awkward_soup, far_rays, grid_soup};
 /// The harness, compiled once per test process; `None` without a compiler.
 fn harness() -> Option<&'static Path> {
     static HARNESS: OnceLock<Option<PathBuf>> = OnceLock::new();
-    HARNESS
-        .get_or_init(|| {
-            host_harness::compile(
-                "grid-kernels",
-                "grid_kernels.cpp",
-                &[
-                    "tests/cpu_emulation",
-                    "src/grid",
-                    "src/bvh",
-                    "../caustic-gpu/src",
-                ],
-            )
-        })
-        .as_deref()
+    host_harness::compile_once(
+        &HARNESS,
+        "grid-kernels",
+        "grid_kernels.cpp",
+        &[
+            "tests/cpu_emulation",
+            "src/grid",
+            "src/bvh",
+            "../caustic-gpu/src",
+        ],
+    )
 }
 
 /// What the kernels answered.

@@ -39,25 +39,18 @@ use soups::{awkward_soup, grid_soup};
 /// The harness, compiled once per test process; `None` without a compiler.
 fn harness() -> Option<&'static Path> {
     static HARNESS: OnceLock<Option<PathBuf>> = OnceLock::new();
-    HARNESS
-        .get_or_init(|| {
-            if !cfg!(target_arch = "x86_64") {
-                eprintln!("sah_kernels_on_cpu: skipped, the fiber shim is x86-64 only");
-                return None;
-            }
-            host_harness::compile(
-                "sah-kernels",
-                "sah_kernels.cpp",
-                &[
-                    "tests/cpu_emulation",
-                    "src/bvh/build",
-                    "src/bvh",
-                    "../caustic-gpu/src",
-                    "../caustic-gpu/src/ops",
-                ],
-            )
-        })
-        .as_deref()
+    host_harness::compile_fibers_once(
+        &HARNESS,
+        "sah-kernels",
+        "sah_kernels.cpp",
+        &[
+            "tests/cpu_emulation",
+            "src/bvh/build",
+            "src/bvh",
+            "../caustic-gpu/src",
+            "../caustic-gpu/src/ops",
+        ],
+    )
 }
 
 /// What the emulated build produced.

@@ -9,6 +9,7 @@ use crate::render::DEFAULT_ACCEL;
 use crate::scene_arg::{self, LoadedScene};
 use crate::{camera_presets, parse, plot};
 use anyhow::{Context, Result, bail};
+use caustic_accel::dacrt::{Dacrt, DacrtConfig};
 use caustic_accel::{ACCEL_NAMES, Accel, AccelStats, build_accel};
 use caustic_geom::protocol::{self, ProtocolCamera};
 use caustic_geom::{Hit, Ray, Triangle};
@@ -49,6 +50,11 @@ pub enum BenchCommand {
     /// of the new view (median and 95th percentile).
     #[command(after_help = crate::view::bench::help())]
     View(crate::view::bench::ViewBenchArgs),
+    /// The collision experiment of Vinkler et al. 2013 (their Figure 7):
+    /// ms per frame (build + trace) against the number of agents, for
+    /// DACRT and the BVH builders on the CPU and the GPU; a Markdown
+    /// table and an SVG plot.
+    Collide(crate::bench_collide::CollideBenchArgs),
 }
 
 /// Examples, then every structure with the parameters its spec takes.
@@ -79,7 +85,9 @@ pub struct AccelBenchArgs {
     /// Acceleration structures, comma separated, or `all`. Each is a name
     /// with optional `:key=value` parameters, e.g. `lbvh:bits=63`,
     /// `ploc:r=32`, `bvh-binned:schedule=65536@64/4096@32/0@8`,
-    /// `bvh-wide:width=4:from=ploc` (the list is below).
+    /// `bvh-wide:width=4:from=ploc` (the list is below), or
+    /// `dacrt[:split=median|rdh][:...]`: divide-and-conquer ray tracing,
+    /// nothing built, each pass traced as one batch.
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_ACCEL)]
     accel: Vec<String>,
     /// Image width: primary rays per row.
@@ -160,6 +168,7 @@ impl BenchCommand {
             BenchCommand::Gpu(_) => 0,
             BenchCommand::Dacrt(args) => args.threads,
             BenchCommand::View(_) => 0,
+            BenchCommand::Collide(args) => args.threads,
         }
     }
 }
@@ -171,6 +180,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Gpu(args) => crate::bench_gpu::run(args),
         BenchCommand::Dacrt(args) => crate::bench_dacrt::run(args),
         BenchCommand::View(args) => crate::view::bench::run(args),
+        BenchCommand::Collide(args) => crate::bench_collide::run(args),
     }
 }
 
@@ -241,7 +251,7 @@ fn accel_names(requested: &[String]) -> Result<Vec<String>> {
     // Specs are checked up front (an empty build parses them), so a typo
     // in the last one does not surface after minutes of benchmarking.
     for spec in &specs {
-        build_accel(spec, &[])?;
+        build_bench_accel(spec, &[])?;
     }
     Ok(specs)
 }
@@ -336,19 +346,7 @@ impl SceneSpec {
 pub(crate) fn scene_specs(args: &[String]) -> Result<Vec<SceneSpec>> {
     let mut out = Vec::new();
     for arg in args {
-        let (path, copies) = match arg.rsplit_once('@') {
-            Some((path, n)) if !Path::new(arg).exists() => {
-                let copies: usize = n
-                    .parse()
-                    .ok()
-                    .filter(|&c| (1..=1024).contains(&c))
-                    .with_context(|| {
-                        format!("{arg}: the copies after @ must be a number from 1 to 1024")
-                    })?;
-                (path, copies)
-            }
-            _ => (arg.as_str(), 1),
-        };
+        let (path, copies) = scene_arg::split_copies(arg)?;
         if copies > 1 && Path::new(path).is_dir() {
             bail!("{arg}: @N replicates one scene file, not a folder");
         }
@@ -396,6 +394,18 @@ pub(crate) fn time_ms(f: impl FnOnce()) -> f64 {
     start.elapsed().as_secs_f64() * 1e3
 }
 
+/// The structure a `bench accel` spec names: a registered one, or
+/// `dacrt[:...]`, which keeps only the triangles (its "build" is their
+/// copy) and traces each pass as one batch.
+fn build_bench_accel(spec: &str, triangles: &[Triangle]) -> Result<Box<dyn Accel>> {
+    if spec.starts_with("dacrt") {
+        let config =
+            DacrtConfig::parse(spec).map_err(|e| anyhow::anyhow!("--accel {spec}: {e}"))?;
+        return Ok(Box::new(Dacrt::new(triangles, config)));
+    }
+    Ok(build_accel(spec, triangles)?)
+}
+
 fn bench_one(
     scene: &str,
     name: &str,
@@ -404,21 +414,26 @@ fn bench_one(
     args: &AccelBenchArgs,
 ) -> Result<Row> {
     // Build: one warm-up, then `reps` timed builds; the last one is traced.
-    drop(build_accel(name, triangles)?);
+    drop(build_bench_accel(name, triangles)?);
     let mut build_runs = Vec::with_capacity(args.reps.into());
     let mut accel = None;
     for _ in 0..args.reps {
         drop(accel.take());
         let mut built = None;
-        build_runs.push(time_ms(|| built = Some(build_accel(name, triangles))));
+        build_runs.push(time_ms(|| built = Some(build_bench_accel(name, triangles))));
         accel = Some(built.expect("build ran")?);
     }
     let accel = accel.expect("at least one rep");
+    // DACRT traces a pass as one batch (its parallelism is inside); the
+    // structures trace chunks handed out to the threads.
+    let batch = name.starts_with("dacrt");
+    let chunk = |n: usize, rays: &[Ray]| if batch { rays.len().max(1) } else { n };
 
     let primary_rays = protocol::primary_rays(camera, args.width, args.height);
     let order = tile_order(args.width, args.height, 16);
     let tiled: Vec<Ray> = order.iter().map(|&i| primary_rays[i as usize]).collect();
-    let (primary, tiled_hits) = closest_pass(accel.as_ref(), &tiled, 256, args.reps.into())?;
+    let (primary, tiled_hits) =
+        closest_pass(accel.as_ref(), &tiled, chunk(256, &tiled), args.reps.into())?;
     let mut primary_hits = vec![None; tiled_hits.len()];
     for (j, &i) in order.iter().enumerate() {
         primary_hits[i as usize] = tiled_hits[j];
@@ -430,8 +445,19 @@ fn bench_one(
         .iter()
         .map(|r| Ray::segment(r.origin, r.dir, 0.0, ao_tmax))
         .collect();
-    let (ao, occluded) = occlusion_pass(accel.as_ref(), &ao_rays, 1024, args.reps.into())?;
-    let (diffuse, diffuse_hits) = closest_pass(accel.as_ref(), &secondary, 1024, args.reps.into())?;
+    let (ao, occluded) = occlusion_pass(
+        accel.as_ref(),
+        &ao_rays,
+        chunk(1024, &ao_rays),
+        batch,
+        args.reps.into(),
+    )?;
+    let (diffuse, diffuse_hits) = closest_pass(
+        accel.as_ref(),
+        &secondary,
+        chunk(1024, &secondary),
+        args.reps.into(),
+    )?;
     Ok(Row {
         scene: scene.to_string(),
         accel: name.to_string(),
@@ -499,10 +525,14 @@ fn closest_pass(
     ))
 }
 
+/// Warm-up plus `reps` timed any-hit passes in chunks handed out
+/// dynamically, ray by ray (the protocol's shadow rays) or, with `batch`,
+/// through the structure's batch query.
 fn occlusion_pass(
     accel: &dyn Accel,
     rays: &[Ray],
     chunk: usize,
+    batch: bool,
     reps: usize,
 ) -> Result<(PassResult, Vec<bool>)> {
     let mut occluded = vec![false; rays.len()];
@@ -510,6 +540,10 @@ fn occlusion_pass(
         out.par_chunks_mut(chunk)
             .zip(rays.par_chunks(chunk))
             .for_each(|(o, r)| {
+                if batch {
+                    accel.occluded_batch(r, o);
+                    return;
+                }
                 for (h, ray) in o.iter_mut().zip(r) {
                     *h = accel.occluded(ray);
                 }
@@ -642,7 +676,11 @@ fn append_json(path: &Path, r: &Row, camera: &ProtocolCamera, args: &AccelBenchA
         "library": "caustic",
         "library_version": env!("CARGO_PKG_VERSION"),
         "config": r.accel,
-        "api": {"primary": "Accel::intersect_batch per chunk of 256 rays (16x16 tiles)", "ao": "single ray occluded, runs of 1024", "diffuse": "Accel::intersect_batch per run of 1024"},
+        "api": if r.accel.starts_with("dacrt") {
+            json!({"primary": "one batch (Dacrt::closest_hits)", "ao": "one batch (Dacrt::any_hits)", "diffuse": "one batch (Dacrt::closest_hits)"})
+        } else {
+            json!({"primary": "Accel::intersect_batch per chunk of 256 rays (16x16 tiles)", "ao": "single ray occluded, runs of 1024", "diffuse": "Accel::intersect_batch per run of 1024"})
+        },
         "scene": r.scene,
         "prims": r.prims,
         "diag": r.diag,

@@ -8,7 +8,9 @@
 //! diffuse from the primary hits) or collision segments (agents shooting
 //! 128 short segments each); a batch of N is the first N of a fixed random
 //! permutation, so every batch samples the whole image. Every DACRT batch's
-//! hits are checked against the BVH's.
+//! hits are checked against the BVH's. With `--device cuda` both sides run
+//! on the GPU (`bench_dacrt_cuda.rs`): DACRT on the task pool against the
+//! device build of `--accel` and its traversal, device times.
 
 use crate::bench::{Timing, protocol_camera, scene_files, time_ms};
 use crate::camera::CameraArgs;
@@ -26,6 +28,7 @@ use std::path::PathBuf;
 #[derive(Args)]
 #[command(after_help = "Examples:\n  \
     caustic bench dacrt --scene target/scenes/sponza-dabrovic/sponza.obj --camera standard\n  \
+    caustic bench dacrt --scene target/scenes/sponza-dabrovic/sponza.obj --camera standard --device cuda --max-log2 21\n  \
     caustic bench dacrt --scene cornell-box --kind collision,ao --max-log2 18 --json dacrt.jsonl")]
 pub struct DacrtBenchArgs {
     /// Scene files, folders of scene files or built-in scene names.
@@ -63,6 +66,10 @@ pub struct DacrtBenchArgs {
     /// CPU threads (0: all cores).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// `cpu`, or `cuda[:N]`: DACRT on the GPU's task pool against the GPU
+    /// build of `--accel` and its traversal (device times).
+    #[arg(long, default_value = "cpu")]
+    device: caustic::Device,
     /// Append one JSON object per scene, kind and batch to this file.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -71,11 +78,11 @@ pub struct DacrtBenchArgs {
 }
 
 /// One batch: its size and the median times.
-struct BatchRow {
-    rays: usize,
+pub(crate) struct BatchRow {
+    pub(crate) rays: usize,
     /// Per DACRT variant, trace ms.
-    dacrt_ms: Vec<f64>,
-    bvh_trace_ms: f64,
+    pub(crate) dacrt_ms: Vec<f64>,
+    pub(crate) bvh_trace_ms: f64,
 }
 
 pub fn run(args: DacrtBenchArgs) -> Result<()> {
@@ -87,7 +94,15 @@ pub fn run(args: DacrtBenchArgs) -> Result<()> {
         .iter()
         .map(|s| DacrtConfig::parse(s).map_err(|e| anyhow::anyhow!("--dacrt {s}: {e}")))
         .collect::<Result<_>>()?;
-    check_spec(&args.accel)?;
+    let backend = crate::device::open(args.device)?;
+    // The GPU's reading of --accel (a GPU spec) is checked by its parser.
+    #[cfg(feature = "cuda")]
+    let gpu = backend.gpu().cloned();
+    #[cfg(not(feature = "cuda"))]
+    let gpu: Option<()> = backend.is_gpu().then_some(());
+    if gpu.is_none() {
+        check_spec(&args.accel)?;
+    }
     for kind in &args.kind {
         if !["primary", "ao", "diffuse", "collision"].contains(&kind.as_str()) {
             bail!("--kind {kind}: one of primary, ao, diffuse, collision");
@@ -101,13 +116,45 @@ pub fn run(args: DacrtBenchArgs) -> Result<()> {
         if triangles.is_empty() {
             bail!("{name} has no triangles");
         }
-        let accel = build_accel(&args.accel, &triangles)?;
+        let cpu_accel = if gpu.is_some() {
+            "bvh-binned"
+        } else {
+            &args.accel
+        };
+        let accel = build_accel(cpu_accel, &triangles)?;
+        let rays = ray_sets(&triangles, &camera, accel.as_ref(), &args.kind);
+        #[cfg(feature = "cuda")]
+        if let Some(gpu) = &gpu {
+            let mut bench = crate::bench_dacrt_cuda::GpuBatches::new(
+                gpu,
+                &args.accel,
+                &configs,
+                &triangles,
+                args.reps,
+            )?;
+            for (kind, rays) in rays {
+                let rows = bench.batches(&rays, kind == "ao", args.min_log2, args.max_log2)?;
+                let label = format!("{name} (GPU)");
+                print_rows(&label, &kind, &args, &configs, bench.build_ms(), &rows);
+                if let Some(path) = &args.json {
+                    append_json(
+                        path,
+                        &label,
+                        &kind,
+                        &args,
+                        &configs,
+                        bench.build_ms(),
+                        &rows,
+                    )?;
+                }
+            }
+            continue;
+        }
         let build = Timing::from_runs(
             &(0..args.reps)
                 .map(|_| time_ms(|| drop(build_accel(&args.accel, &triangles))))
                 .collect::<Vec<_>>(),
         );
-        let rays = ray_sets(&triangles, &camera, accel.as_ref(), &args.kind);
         for (kind, rays) in rays {
             let any_hit = kind == "ao";
             let rows = batches(&args, &configs, &triangles, accel.as_ref(), &rays, any_hit)?;

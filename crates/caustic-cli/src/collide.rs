@@ -1,7 +1,8 @@
 //! `caustic collide`: the collision experiment of Vinkler et al. 2013,
 //! §6.2 (`caustic_accel::collision`), by DACRT (median or RDH splits, no
 //! structure kept) and by any BVH builder (built and traced every frame,
-//! as the paper's HLBVH and "OurBVH" curves), on the CPU or the GPU. Every
+//! as the paper's HLBVH and "OurBVH" curves), on the CPU or the GPU (DACRT
+//! there on the task pool, `caustic_accel::dacrt::DacrtTracer`). Every
 //! method traces the same rays; the answers of each are checked against
 //! the first method's.
 
@@ -22,12 +23,13 @@ use std::time::Instant;
 #[command(after_help = "Examples:\n  \
     caustic collide target/scenes/sponza-dabrovic/sponza.obj --agents 4096\n  \
     caustic collide cornell-box --agents 256 --method dacrt,dacrt-rdh,bvh-binned,ploc --json collide.json\n  \
-    caustic collide sponza.obj --agents 65536 --method ploc,bvh-binned --device cuda\n\n\
+    caustic collide sponza.obj --agents 65536 --method dacrt,dacrt-rdh,ploc,bvh-binned --device cuda\n\n\
     Methods: dacrt[:split=median|rdh][:sort=C][:rays=N][:tris=N] (spatial-median or ray distribution \
     heuristic splits; the paper's C_SORT = 80, 32 rays, 16 triangles by default), dacrt-rdh, or any \
     --accel structure (bvh-binned, ploc, lbvh, ..., with parameters), built and traced every frame.")]
 pub struct CollideArgs {
-    /// Scene file or built-in scene name.
+    /// Scene file or built-in scene name; `FILE@N` for N copies of it on a
+    /// square grid (`dragon_vrip.ply@16`, as `caustic bench gpu` takes it).
     scene: String,
     /// Moving agents.
     #[arg(long, default_value_t = 1024)]
@@ -58,14 +60,14 @@ pub struct CollideArgs {
 
 /// A way to answer a frame's rays.
 #[derive(Clone, Debug)]
-enum Method {
+pub(crate) enum Method {
     Dacrt(DacrtConfig),
     /// An accel spec, built every frame.
     Structure(String),
 }
 
 impl Method {
-    fn parse(text: &str) -> Result<Self> {
+    pub(crate) fn parse(text: &str) -> Result<Self> {
         Ok(match text {
             spec if spec.starts_with("dacrt") => Self::Dacrt(
                 DacrtConfig::parse(spec).map_err(|e| anyhow::anyhow!("--method {spec}: {e}"))?,
@@ -78,7 +80,21 @@ impl Method {
         })
     }
 
-    fn name(&self) -> String {
+    /// A comma-separated list of methods, at least one.
+    pub(crate) fn parse_list(list: &str) -> Result<Vec<Self>> {
+        let methods: Vec<Self> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(Self::parse)
+            .collect::<Result<_>>()?;
+        if methods.is_empty() {
+            bail!("--method names no method in `{list}`");
+        }
+        Ok(methods)
+    }
+
+    pub(crate) fn name(&self) -> String {
         match self {
             Self::Dacrt(c) => c.spec(),
             Self::Structure(spec) => spec.clone(),
@@ -87,37 +103,27 @@ impl Method {
 }
 
 /// One method's run over every frame.
-struct MethodRun {
-    name: String,
-    device: String,
-    build_ms: Vec<f64>,
-    trace_ms: Vec<f64>,
-    answers: Vec<FrameAnswers>,
+pub(crate) struct MethodRun {
+    pub(crate) name: String,
+    pub(crate) device: String,
+    pub(crate) build_ms: Vec<f64>,
+    pub(crate) trace_ms: Vec<f64>,
+    pub(crate) answers: Vec<FrameAnswers>,
 }
 
 impl MethodRun {
-    fn mean(v: &[f64]) -> f64 {
+    pub(crate) fn mean(v: &[f64]) -> f64 {
         v.iter().sum::<f64>() / v.len().max(1) as f64
     }
 }
 
 pub fn run(args: CollideArgs) -> Result<()> {
-    let methods: Vec<Method> = args
-        .method
-        .split(',')
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
-        .map(Method::parse)
-        .collect::<Result<_>>()?;
-    if methods.is_empty() {
-        bail!("--method names no method");
-    }
+    let methods = Method::parse_list(&args.method)?;
     if args.agents == 0 {
         bail!("--agents must be at least 1");
     }
     let backend = device::open(args.device)?;
-    let loaded = scene_arg::load(&args.scene)?;
-    let triangles = loaded.scene.triangles();
+    let (_, triangles) = scene_arg::load_triangles(&args.scene)?;
     if triangles.is_empty() {
         bail!("{} has no triangles to collide with", args.scene);
     }
@@ -164,7 +170,7 @@ pub fn run(args: CollideArgs) -> Result<()> {
     Ok(())
 }
 
-fn run_method(
+pub(crate) fn run_method(
     method: &Method,
     backend: &caustic::Backend,
     triangles: &[Triangle],
@@ -180,36 +186,34 @@ fn run_method(
     };
     #[cfg(feature = "cuda")]
     if let Some(gpu) = backend.gpu() {
-        let Method::Structure(spec) = method else {
-            bail!(
-                "{} runs on the CPU only for now: use --device cpu (the GPU takes BVH methods)",
-                method.name()
-            );
-        };
-        for rays in frames {
-            let (build, trace, hits) = gpu_frame(gpu, spec, triangles, rays)?;
-            record(&mut run, agents, build, trace, &hits);
-        }
+        gpu_frames(gpu, method, triangles, agents, frames, &mut run)?;
         return Ok(run);
     }
+    // DACRT keeps the triangles and nothing else: made once, like the
+    // scene the BVH methods build over every frame.
+    let dacrt = match method {
+        Method::Dacrt(config) => Some(Dacrt::new(triangles, *config)),
+        Method::Structure(_) => None,
+    };
     for rays in frames {
         let mut hits = vec![None; rays.len()];
         let start = Instant::now();
-        let build_ms = match method {
-            Method::Dacrt(config) => {
-                let stats = Dacrt::new(triangles, *config).closest_hits(rays, &mut hits);
+        let build_ms = match (method, &dacrt) {
+            (_, Some(dacrt)) => {
+                let stats = dacrt.closest_hits(rays, &mut hits);
                 if std::env::var_os("CAUSTIC_DACRT_STATS").is_some() {
                     eprintln!("{stats:?}");
                 }
                 0.0
             }
-            Method::Structure(spec) => {
+            (Method::Structure(spec), None) => {
                 let cpu = spec.strip_prefix("cpu:").unwrap_or(spec);
                 let accel = build_accel(cpu, triangles)?;
                 let build_ms = start.elapsed().as_secs_f64() * 1e3;
                 accel.intersect_batch(rays, &mut hits);
                 build_ms
             }
+            (Method::Dacrt(_), None) => unreachable!("made above"),
         };
         let total = start.elapsed().as_secs_f64() * 1e3;
         record(&mut run, agents, build_ms, total - build_ms, &hits);
@@ -223,28 +227,68 @@ fn record(run: &mut MethodRun, agents: &Agents, build: f64, trace: f64, hits: &[
     run.answers.push(agents.answers(hits));
 }
 
-/// One frame on the GPU: the structure built there (device time), then
-/// the rays uploaded, traced and the hits read back (host time).
+/// Every frame on the GPU, after one untimed warm-up frame (kernels
+/// compiled and loaded, pools sized). A BVH method builds its structure
+/// every frame (device time of the build's stages), then the rays are
+/// uploaded, traced and the hits read back (host time). DACRT
+/// (`dacrt_taskpool`) keeps the triangles on the device and its tracer
+/// between frames; everything else is its trace time.
 #[cfg(feature = "cuda")]
-fn gpu_frame(
+fn gpu_frames(
     gpu: &caustic_gpu::Gpu,
-    spec: &str,
+    method: &Method,
     triangles: &[Triangle],
-    rays: &[Ray],
-) -> Result<(f64, f64, Vec<Option<Hit>>)> {
-    use caustic_accel::bvh::device_accel_cuda::{DeviceAccel, GpuAccelSpec};
+    agents: &Agents,
+    frames: &[Vec<Ray>],
+    run: &mut MethodRun,
+) -> Result<()> {
+    use caustic_accel::bvh::device_accel_cuda::{AccelTracer, DeviceAccel, GpuAccelSpec};
     use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
     use caustic_gpu::DeviceBuffer;
-    let spec: GpuAccelSpec = spec.parse().with_context(|| format!("--method {spec}"))?;
-    let accel = DeviceAccel::build(gpu, triangles, &spec)?;
-    let build_ms = accel.stats().build_ms;
-    let start = Instant::now();
-    let words: Vec<GpuRay> = rays.iter().map(GpuRay::from).collect();
-    let device_rays = DeviceBuffer::from_slice(gpu, "collision rays", &words)?;
-    let mut hits = DeviceBuffer::<GpuHit>::uninit(gpu, "collision hits", rays.len())?;
-    accel.tracer()?.intersect(&accel, &device_rays, &mut hits)?;
-    let hits: Vec<Option<Hit>> = hits.download()?.iter().map(GpuHit::to_hit).collect();
-    Ok((build_ms, start.elapsed().as_secs_f64() * 1e3, hits))
+    let spec: GpuAccelSpec = method
+        .name()
+        .parse()
+        .with_context(|| format!("--method {} on the GPU", method.name()))?;
+    let trace =
+        |accel: &DeviceAccel, tracer: &mut AccelTracer, rays: &[Ray]| -> Result<Vec<Option<Hit>>> {
+            let words: Vec<GpuRay> = rays.iter().map(GpuRay::from).collect();
+            let device_rays = DeviceBuffer::from_slice(gpu, "collision rays", &words)?;
+            let mut hits = DeviceBuffer::<GpuHit>::uninit(gpu, "collision hits", rays.len())?;
+            tracer.intersect(accel, &device_rays, &mut hits)?;
+            Ok(hits.download()?.iter().map(GpuHit::to_hit).collect())
+        };
+    let kept = match method {
+        Method::Dacrt(_) => {
+            let accel = DeviceAccel::build(gpu, triangles, &spec)?;
+            let tracer = accel.tracer()?;
+            Some((accel, tracer))
+        }
+        Method::Structure(_) => None,
+    };
+    if let Some((accel, mut tracer)) = kept {
+        if let Some(first) = frames.first() {
+            trace(&accel, &mut tracer, first)?;
+        }
+        for rays in frames {
+            let start = Instant::now();
+            let hits = trace(&accel, &mut tracer, rays)?;
+            record(run, agents, 0.0, start.elapsed().as_secs_f64() * 1e3, &hits);
+        }
+        return Ok(());
+    }
+    if let Some(first) = frames.first() {
+        let accel = DeviceAccel::build(gpu, triangles, &spec)?;
+        trace(&accel, &mut accel.tracer()?, first)?;
+    }
+    for rays in frames {
+        let accel = DeviceAccel::build(gpu, triangles, &spec)?;
+        let mut tracer = accel.tracer()?;
+        let start = Instant::now();
+        let hits = trace(&accel, &mut tracer, rays)?;
+        let trace_ms = start.elapsed().as_secs_f64() * 1e3;
+        record(run, agents, accel.stats().build_ms, trace_ms, &hits);
+    }
+    Ok(())
 }
 
 /// Prints the per-method table; returns how many agent answers differ

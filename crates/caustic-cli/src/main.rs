@@ -2,7 +2,10 @@
 
 mod alloc_counter;
 mod bench;
+mod bench_collide;
 mod bench_dacrt;
+#[cfg(feature = "cuda")]
+mod bench_dacrt_cuda;
 mod bench_gpu;
 #[cfg(feature = "cuda")]
 mod bench_gpu_cuda;

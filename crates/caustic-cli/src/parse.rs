@@ -158,26 +158,36 @@ pub const MAX_SIDE: u32 = 1 << 15;
 /// `bvh-binned-staged`, `bvh-sweep`, `bvh-wide`) or, for `cpu:SPEC`, a
 /// CPU-built tree uploaded. Whether the GPU builds it
 /// is judged once the device is known (`--device cuda`: before the scene
-/// loads).
+/// loads). `dacrt[:...]` (divide-and-conquer ray tracing) is for the GPU
+/// renderers alone: they trace whole wavefronts of rays, where the CPU
+/// renderer traces one ray at a time, which DACRT could only answer by
+/// brute force.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AccelArg {
     /// The spec as given: what the GPU builds.
     pub spec: String,
-    /// The structure the CPU builds.
-    pub cpu: AccelKind,
+    /// The structure the CPU builds; `None` for a GPU-only one (`dacrt`).
+    pub cpu: Option<AccelKind>,
 }
 
 /// [`AccelArg`] from its spec; the CPU's reading is checked against the
 /// registry (an unknown name or parameter fails here, before the scene).
 pub fn accel_arg(text: &str) -> Result<AccelArg, String> {
     let spec = text.trim();
+    if spec.starts_with("dacrt") {
+        caustic_accel::dacrt::DacrtConfig::parse(spec)?;
+        return Ok(AccelArg {
+            spec: spec.to_owned(),
+            cpu: None,
+        });
+    }
     let cpu_spec = spec
         .strip_prefix("cpu:")
         .unwrap_or(spec)
         .replace("from=cpu:", "from=");
     Ok(AccelArg {
         spec: spec.to_owned(),
-        cpu: accel_spec(&cpu_spec)?,
+        cpu: Some(accel_spec(&cpu_spec)?),
     })
 }
 
@@ -242,7 +252,7 @@ mod tests {
 
     #[test]
     fn accel_args_read_cpu_specs_as_the_cpu_structure() {
-        let cpu = |text: &str| accel_arg(text).map(|a| (a.spec, a.cpu.to_string()));
+        let cpu = |text: &str| accel_arg(text).map(|a| (a.spec, a.cpu.unwrap().to_string()));
         assert_eq!(
             cpu("cpu:bvh-binned"),
             Ok(("cpu:bvh-binned".into(), "bvh-binned".into()))
@@ -271,5 +281,8 @@ mod tests {
                 .contains("unknown accel `bogus`")
         );
         assert!(accel_arg("cpu:bogus").is_err());
+        // DACRT is for the GPU renderers: no CPU reading.
+        assert_eq!(accel_arg("dacrt:split=rdh").unwrap().cpu, None);
+        assert!(accel_arg("dacrt:split=sah").is_err());
     }
 }

@@ -28,7 +28,7 @@ pub struct TradeoffPoint {
     pub trace_ms: f64,
 }
 
-const PALETTE: [RGBColor; 8] = [
+const PALETTE: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -37,6 +37,10 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
     RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(255, 187, 120),
 ];
 
 /// Build time against trace time, log-log, one colour per structure: the

@@ -217,6 +217,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
     };
     let renderer = args.renderer(&scene);
     let backend = renderer.backend_for(&integrator)?;
+    check_gpu_only(args.flags.accel.as_ref(), &backend)?;
     device::say(&backend);
     let watch = Watch::new(&integrator, &backend, reference);
     let renderer = renderer.on_progress(|progress| watch.report(progress));
@@ -340,7 +341,10 @@ impl CarriedTree {
         if update == UpdatePolicy::Rebuild {
             return Ok(None);
         }
-        let spec = accel.map_or_else(|| default_accel().to_string(), |a| a.cpu.to_string());
+        let spec = accel
+            .and_then(|a| a.cpu)
+            .unwrap_or_else(default_accel)
+            .to_string();
         let binary = caustic_accel::registry::build_triangle_bvh(&spec, &[]).is_ok();
         let why_not = if !on_cpu {
             Some("the GPU rebuilds its structure every frame")
@@ -419,6 +423,7 @@ fn render_instant(
         renderer = renderer.cpu_structure(structure);
     }
     let backend = renderer.backend_for(&integrator)?;
+    check_gpu_only(args.flags.accel.as_ref(), &backend)?;
     if shared.is_none() {
         device::say(&backend);
         *shared = Some(renderer.backend()?.clone());
@@ -512,7 +517,7 @@ pub(crate) fn renderer<'a>(
     accel: Option<&AccelArg>,
     device: Device,
 ) -> Renderer<'a> {
-    let cpu = accel.map_or_else(default_accel, |a| a.cpu);
+    let cpu = accel.and_then(|a| a.cpu).unwrap_or_else(default_accel);
     let renderer = Renderer::new(scene).accel(cpu).device(device);
     with_gpu_accel(renderer, accel)
 }
@@ -526,6 +531,22 @@ fn with_gpu_accel<'a>(renderer: Renderer<'a>, accel: Option<&AccelArg>) -> Rende
 #[cfg(not(feature = "cuda"))]
 fn with_gpu_accel<'a>(renderer: Renderer<'a>, _accel: Option<&AccelArg>) -> Renderer<'a> {
     renderer
+}
+
+/// A structure only the GPU renderers trace (`dacrt`) where the render
+/// runs on the CPU: an error that says why, rather than a silent brute
+/// force.
+fn check_gpu_only(accel: Option<&AccelArg>, backend: &caustic::Backend) -> Result<()> {
+    match accel {
+        Some(accel) if accel.cpu.is_none() && !backend.is_gpu() => bail!(
+            "--accel {}: divide-and-conquer ray tracing traces whole batches of rays, as the GPU \
+             renderers trace their wavefronts; this render runs on the CPU, whose renderer traces \
+             one ray at a time, which DACRT could only answer by brute force. Render with \
+             --device cuda, or choose a structure (--accel bvh-wide, the default)",
+            accel.spec
+        ),
+        _ => Ok(()),
+    }
 }
 
 impl RenderArgs {

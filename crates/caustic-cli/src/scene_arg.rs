@@ -59,3 +59,39 @@ pub fn load(arg: &str) -> Result<LoadedScene> {
         path: path.exists().then(|| path.to_owned()),
     })
 }
+
+/// `FILE@N` (N copies of FILE on a square grid, `caustic bench gpu`'s
+/// 14 M-triangle `dragon_vrip.ply@16`) as (FILE, N); any other argument,
+/// or one that names an existing file, as (it, 1).
+pub fn split_copies(arg: &str) -> Result<(&str, usize)> {
+    match arg.rsplit_once('@') {
+        Some((path, n)) if !Path::new(arg).exists() => {
+            let copies = n
+                .parse()
+                .ok()
+                .filter(|c| (1..=1024).contains(c))
+                .ok_or_else(|| {
+                    anyhow::anyhow!("{arg}: the copies after @ must be a number from 1 to 1024")
+                })?;
+            Ok((path, copies))
+        }
+        _ => Ok((arg, 1)),
+    }
+}
+
+/// The triangles of `arg` (a scene [`load`] takes, or `FILE@N`: N copies
+/// of it on a square grid, as `caustic_geom::protocol::replicate_grid`
+/// lays them out) and a name for them.
+pub fn load_triangles(arg: &str) -> Result<(String, Vec<caustic_geom::Triangle>)> {
+    let (path, copies) = split_copies(arg)?;
+    let loaded = load(path)?;
+    let triangles = loaded.scene.triangles();
+    if copies > 1 {
+        let name = format!("{} x{copies}", loaded.name);
+        return Ok((
+            name,
+            caustic_geom::protocol::replicate_grid(&triangles, copies),
+        ));
+    }
+    Ok((loaded.name, triangles))
+}

@@ -122,5 +122,6 @@ fn gpu_name(spec: &GpuAccelSpec) -> &'static str {
         GpuAccelSpec::Wide(_) => "bvh-wide",
         GpuAccelSpec::KdTree(_) => "kdtree",
         GpuAccelSpec::Grid(_) => "grid",
+        GpuAccelSpec::Dacrt(_) => "dacrt",
     }
 }

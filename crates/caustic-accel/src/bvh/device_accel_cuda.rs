@@ -19,7 +19,12 @@
 //! - `grid[:k=..:exact=..:macro=..]`: the uniform grid built on the device
 //!   ([`GpuGrid`]: Ivson et al.'s count, scan, write, sort and cell-range
 //!   passes), traced by the 3D-DDA of Amanatides and Woo 1987
-//!   ([`GridTracer`]) with the CPU grid's culling rules.
+//!   ([`GridTracer`]) with the CPU grid's culling rules;
+//! - `dacrt[:split=median|rdh][:sort=C][:rays=N][:tris=N]`, `dacrt-rdh`:
+//!   no structure at all: divide-and-conquer ray tracing on the task pool
+//!   ([`DacrtTracer`]: Vinkler et al. 2013, §5) traces each batch from the
+//!   triangles alone, so its "build" is the upload and takes no time, and
+//!   a trace includes everything.
 //!
 //! Every structure gives the same hits (the watertight test and the tie
 //! rule are the CPU's), so a renderer never knows which it traces: it asks
@@ -40,6 +45,7 @@ use super::traverse_cuda::{GpuHit, GpuRay, Tracer};
 use super::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use super::wide::compressed_cuda::CompressedWideBvh;
 use super::wide::traverse_compressed_cuda::CompressedTracer;
+use crate::dacrt::{DacrtConfig, DacrtScheme, DacrtTracer};
 use crate::grid::GridConfig;
 use crate::grid::build_cuda::GpuGrid;
 use crate::grid::dda_cuda::GridTracer;
@@ -68,6 +74,8 @@ pub enum GpuAccelSpec {
     KdTree(KdTreeConfig),
     /// The uniform grid, built on the device.
     Grid(GridConfig),
+    /// No structure: DACRT traces each batch from the triangles.
+    Dacrt(DacrtConfig),
 }
 
 impl Default for GpuAccelSpec {
@@ -92,6 +100,9 @@ impl FromStr for GpuAccelSpec {
         if let Some(params) = wide_params(spec) {
             return parse_wide(params);
         }
+        if spec.starts_with("dacrt") {
+            return dacrt_config_of(spec).map(Self::Dacrt);
+        }
         if spec == "grid" || spec.starts_with("grid:") {
             return grid_config_of(spec).map(Self::Grid);
         }
@@ -100,6 +111,23 @@ impl FromStr for GpuAccelSpec {
         }
         DeviceBuilderConfig::parse(spec).map(Self::Device)
     }
+}
+
+/// The GPU's reading of a `dacrt` spec: the CPU's parameters, the
+/// seven-child scheme only.
+fn dacrt_config_of(spec: &str) -> Result<DacrtConfig, AccelSpecError> {
+    let bad = |message: String| AccelSpecError::BadValue {
+        accel: "dacrt".into(),
+        param: "spec".into(),
+        message,
+    };
+    let config = DacrtConfig::parse(spec).map_err(bad)?;
+    if config.scheme != DacrtScheme::Seven {
+        return Err(bad(
+            "the GPU runs the seven-child scheme; scheme=binary is the CPU's".into(),
+        ));
+    }
+    Ok(config)
 }
 
 /// The parameters after `bvh-wide` (empty for a bare `bvh-wide`), or
@@ -150,10 +178,10 @@ fn parse_wide(params: &str) -> Result<GpuAccelSpec, AccelSpecError> {
                 "a wide BVH collapses a binary tree, not another wide one",
             ));
         }
-        GpuAccelSpec::Grid(_) | GpuAccelSpec::KdTree(_) => {
+        GpuAccelSpec::Grid(_) | GpuAccelSpec::KdTree(_) | GpuAccelSpec::Dacrt(_) => {
             return Err(bad(
                 "from",
-                "a wide BVH collapses a binary tree, not a grid or a kd-tree",
+                "a wide BVH collapses a binary tree, not a grid, a kd-tree or dacrt",
             ));
         }
         _ => {}
@@ -169,6 +197,7 @@ impl fmt::Display for GpuAccelSpec {
             Self::Wide(from) => write!(f, "bvh-wide:from={from}"),
             Self::KdTree(config) => write_kdtree_spec(f, config),
             Self::Grid(config) => write_grid_spec(f, config),
+            Self::Dacrt(config) => f.write_str(&config.spec()),
         }
     }
 }
@@ -264,6 +293,11 @@ enum Structure {
     KdTree(GpuKdTree),
     /// The grid keeps the scene-order triangles itself.
     Grid(GpuGrid),
+    /// DACRT keeps only the triangles.
+    Dacrt {
+        scene_triangles: DeviceBuffer<GpuTriangle>,
+        config: DacrtConfig,
+    },
 }
 
 impl DeviceAccel {
@@ -276,6 +310,7 @@ impl DeviceAccel {
         let (structure, mut stats) = match spec {
             GpuAccelSpec::Grid(config) => build_grid(scene_triangles, config)?,
             GpuAccelSpec::KdTree(config) => build_kdtree(scene_triangles, config)?,
+            GpuAccelSpec::Dacrt(config) => dacrt_triangles(scene_triangles, *config),
             _ => build_bvh(gpu, triangles, scene_triangles, spec)?,
         };
         stats.spec = spec.to_string();
@@ -289,6 +324,9 @@ impl DeviceAccel {
             Structure::Bvh { binary, .. } => binary.gpu(),
             Structure::KdTree(tree) => tree.gpu(),
             Structure::Grid(grid) => grid.gpu(),
+            Structure::Dacrt {
+                scene_triangles, ..
+            } => scene_triangles.gpu(),
         }
     }
 
@@ -300,6 +338,9 @@ impl DeviceAccel {
             } => scene_triangles,
             Structure::KdTree(tree) => tree.triangles(),
             Structure::Grid(grid) => grid.triangles(),
+            Structure::Dacrt {
+                scene_triangles, ..
+            } => scene_triangles,
         }
     }
 
@@ -351,6 +392,9 @@ impl DeviceAccel {
             }
             Structure::KdTree(_) => TracerKernels::KdTree(KdTracer::new(gpu)?),
             Structure::Grid(_) => TracerKernels::Grid(GridTracer::new(gpu)?),
+            Structure::Dacrt { config, .. } => {
+                TracerKernels::Dacrt(Box::new(DacrtTracer::new(gpu, *config)?))
+            }
         };
         Ok(AccelTracer { kernels })
     }
@@ -414,6 +458,25 @@ fn build_kdtree(
     Ok((Structure::KdTree(tree), stats))
 }
 
+/// DACRT over the uploaded triangles: nothing is built.
+fn dacrt_triangles(
+    scene_triangles: DeviceBuffer<GpuTriangle>,
+    config: DacrtConfig,
+) -> (Structure, GpuAccelStats) {
+    let stats = GpuAccelStats {
+        prims: scene_triangles.len(),
+        references: scene_triangles.len(),
+        sah_cost: f32::NAN,
+        bytes: scene_triangles.bytes(),
+        ..GpuAccelStats::default()
+    };
+    let structure = Structure::Dacrt {
+        scene_triangles,
+        config,
+    };
+    (structure, stats)
+}
+
 /// The grid over the uploaded triangles, which it keeps.
 fn build_grid(
     scene_triangles: DeviceBuffer<GpuTriangle>,
@@ -454,10 +517,12 @@ fn build_binary(
 ) -> Result<(DeviceBvh, GpuAccelStats), GpuError> {
     match spec {
         GpuAccelSpec::Wide(from) => build_binary(gpu, triangles, scene_triangles, from),
-        GpuAccelSpec::Grid(_) | GpuAccelSpec::KdTree(_) => Err(GpuError::Invalid {
-            what: "accel spec",
-            message: "a grid or a kd-tree is not a binary BVH".into(),
-        }),
+        GpuAccelSpec::Grid(_) | GpuAccelSpec::KdTree(_) | GpuAccelSpec::Dacrt(_) => {
+            Err(GpuError::Invalid {
+                what: "accel spec",
+                message: "a grid, a kd-tree or dacrt is not a binary BVH".into(),
+            })
+        }
         GpuAccelSpec::Device(config) => {
             let (bvh, s) = DeviceBvh::build_with(gpu, scene_triangles, config)?;
             let stats = GpuAccelStats {
@@ -511,6 +576,7 @@ enum TracerKernels {
     Wide(CompressedTracer),
     KdTree(KdTracer),
     Grid(GridTracer),
+    Dacrt(Box<DacrtTracer>),
 }
 
 /// The structure and the tracer of the same kind, or the error that says
@@ -520,6 +586,7 @@ enum Pair<'a> {
     Wide(&'a mut CompressedTracer, &'a CompressedWideBvh),
     KdTree(&'a KdTracer, &'a GpuKdTree),
     Grid(&'a GridTracer, &'a GpuGrid),
+    Dacrt(&'a mut DacrtTracer, &'a DeviceBuffer<GpuTriangle>),
 }
 
 impl AccelTracer {
@@ -541,6 +608,13 @@ impl AccelTracer {
                 Ok(Pair::KdTree(tracer, tree))
             }
             (TracerKernels::Grid(tracer), Structure::Grid(grid)) => Ok(Pair::Grid(tracer, grid)),
+            (
+                TracerKernels::Dacrt(tracer),
+                Structure::Dacrt {
+                    scene_triangles,
+                    config,
+                },
+            ) if tracer.config() == config => Ok(Pair::Dacrt(tracer, scene_triangles)),
             _ => Err(GpuError::Invalid {
                 what: "tracer",
                 message: "this tracer was made for another kind of structure (ask the structure for its tracer)".into(),
@@ -560,6 +634,7 @@ impl AccelTracer {
             Pair::Wide(tracer, wide) => tracer.intersect(wide, rays, hits),
             Pair::KdTree(tracer, tree) => tracer.intersect(tree, rays, hits),
             Pair::Grid(tracer, grid) => tracer.intersect(grid, rays, hits),
+            Pair::Dacrt(tracer, triangles) => tracer.intersect(triangles, rays, hits).map(drop),
         }
     }
 
@@ -577,6 +652,8 @@ impl AccelTracer {
             Pair::Wide(tracer, wide) => tracer.intersect_image(wide, rays, width, hits),
             Pair::KdTree(tracer, tree) => tracer.intersect_image(tree, rays, width, hits),
             Pair::Grid(tracer, grid) => tracer.intersect_image(grid, rays, width, hits),
+            // DACRT sorts the rays itself: their order does not matter.
+            Pair::Dacrt(tracer, triangles) => tracer.intersect(triangles, rays, hits).map(drop),
         }
     }
 
@@ -592,6 +669,7 @@ impl AccelTracer {
             Pair::Wide(tracer, wide) => tracer.occluded(wide, rays, occluded),
             Pair::KdTree(tracer, tree) => tracer.occluded(tree, rays, occluded),
             Pair::Grid(tracer, grid) => tracer.occluded(grid, rays, occluded),
+            Pair::Dacrt(tracer, triangles) => tracer.occluded(triangles, rays, occluded).map(drop),
         }
     }
 }
@@ -638,6 +716,9 @@ mod tests {
                 "bvh-wide:from=bvh-binned-staged",
                 "bvh-wide:from=bvh-binned-staged",
             ),
+            ("dacrt", "dacrt"),
+            ("dacrt-rdh", "dacrt:split=rdh"),
+            ("dacrt:split=rdh:tris=8", "dacrt:split=rdh:tris=8"),
         ] {
             let parsed = parse(spec).unwrap();
             assert_eq!(parsed.to_string(), written, "{spec}");
@@ -695,5 +776,16 @@ mod tests {
                 .contains("no parameter `depth`")
         );
         assert!(parse("octree").unwrap_err().contains("unknown accel"));
+        assert!(
+            parse("dacrt:scheme=binary")
+                .unwrap_err()
+                .contains("seven-child")
+        );
+        assert!(
+            parse("dacrt:split=sah")
+                .unwrap_err()
+                .contains("median or rdh")
+        );
+        assert!(parse("bvh-wide:from=dacrt").unwrap_err().contains("dacrt"));
     }
 }

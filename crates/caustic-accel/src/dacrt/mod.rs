@@ -39,8 +39,11 @@
 //! force over every triangle. Its "build" only copies the triangles; the
 //! trace time includes everything.
 
+mod schedule;
 mod split;
 mod task;
+#[cfg(feature = "cuda")]
+mod taskpool_cuda;
 
 use std::time::Instant;
 
@@ -48,6 +51,10 @@ use crate::{Accel, AccelStats};
 use caustic_geom::{Hit, Ray, Triangle};
 
 pub use split::DacrtSplit;
+#[cfg(feature = "cuda")]
+pub use taskpool_cuda::{
+    DacrtTracer, GpuDacrtStats, MAX_ITEMS, PARAM_WORDS, kernel_params, kernel_table,
+};
 
 /// How a task hands its rays and triangles to its children.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -205,6 +212,12 @@ pub struct DacrtStats {
     pub pair_tests: u64,
     /// Deepest task (root at 0).
     pub max_depth: u32,
+    /// Tasks on the longest chain of the seven children's dependencies
+    /// (Vinkler et al. §5.3: a child waits for the children that share its
+    /// rays or triangles): the tasks that run one after another however
+    /// many processors there are (the binary scheme's children are one
+    /// chain).
+    pub critical_path: u64,
     /// Wall time of the batch.
     pub ms: f64,
 }

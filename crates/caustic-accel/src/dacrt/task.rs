@@ -2,6 +2,7 @@
 //! children in three waves (see the module docs of [`super`] for the
 //! scheme and the exactness argument).
 
+use super::schedule;
 use super::split::{self, Plane};
 use super::{DacrtConfig, DacrtScheme, DacrtStats};
 use crate::is_traceable;
@@ -198,6 +199,7 @@ fn run_task(
     if rays.is_empty() || tris.is_empty() {
         return stats;
     }
+    stats.critical_path = 1;
     let whole = union(&context.boxes, tris);
     let bounds = bounds.intersection(whole);
     let live = partition(rays, |r| can_hit(context, r, &bounds, &whole));
@@ -227,6 +229,7 @@ fn run_task(
         DacrtScheme::Binary => split.two_children(rays, tris),
     };
     stats.add(&children);
+    stats.critical_path = 1 + children.critical_path;
     stats
 }
 
@@ -305,6 +308,19 @@ impl Subdivision<'_> {
         let parallel = rays.len() >= 256 && pairs >= PARALLEL_PAIRS;
         let (rays_left, rays_both, rays_right) = split_three(rays, |r| self.ray_side(r));
         let (tris_left, tris_both, tris_right) = split_three(tris, |&t| self.tri_side(t));
+        // Which classes are not empty: the key of the children's plan.
+        let classes = [
+            !rays_left.is_empty(),
+            !rays_both.is_empty(),
+            !rays_right.is_empty(),
+            !tris_left.is_empty(),
+            !tris_both.is_empty(),
+            !tris_right.is_empty(),
+        ];
+        let mask = classes
+            .iter()
+            .enumerate()
+            .fold(0u8, |m, (bit, &full)| m | u8::from(full) << bit);
         let (left, right) = halves(&self.bounds, self.plane);
         // Wave 1: T1 (left x left), T4 (both x both), T7 (right x right).
         let (t1, (t4, t7)) = join(
@@ -331,9 +347,11 @@ impl Subdivision<'_> {
             || self.child(right, rays_right, tris_both),
         );
         let mut stats = DacrtStats::default();
-        for child in [t1, t2, t3, t4, t5, t6, t7] {
-            stats.add(&child);
+        let children = [t1, t2, t3, t4, t5, t6, t7];
+        for child in &children {
+            stats.add(child);
         }
+        stats.critical_path = schedule::critical_path(mask, children.map(|c| c.critical_path));
         stats
     }
 
@@ -353,7 +371,10 @@ impl Subdivision<'_> {
         // The left child reordered its slices: gather the right side's again.
         let ray_from = partition(rays, |r| self.ray_side(r) == Side::Left);
         let tri_from = partition(tris, |&t| self.tri_side(t) == Side::Left);
-        stats.add(&self.child(right, &mut rays[ray_from..], &mut tris[tri_from..]));
+        let right = self.child(right, &mut rays[ray_from..], &mut tris[tri_from..]);
+        let chain = stats.critical_path + right.critical_path;
+        stats.add(&right);
+        stats.critical_path = chain;
         stats
     }
 }

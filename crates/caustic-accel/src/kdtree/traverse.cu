@@ -16,76 +16,12 @@
 // the CPU's order and the watertight test gives the CPU's t, u and v: the
 // hits equal TriangleKdTree's, and so brute force's, bit for bit.
 #include "triangle_kdtree.cuh"
+#include "slab_ray.cuh"
 
 // Threads per block (KD_TRACE_THREADS in traverse_cuda.rs).
 #define KD_TRACE_THREADS 128u
 // The traversal stack: one far child per level (kdtree::MAX_DEPTH).
 #define KD_STACK 64u
-
-// slab_ray.rs's SlabRay.
-struct KdRay {
-    float3 o, inv;
-    // Bit k: no finite reciprocal on axis k; the ray runs down axis k.
-    u32 parallel, negative;
-    float delta;
-    u32 depth;
-};
-
-__device__ __forceinline__ bool kd_bit(u32 bits, u32 k) { return (bits >> k) & 1u; }
-
-__device__ __forceinline__ KdRay kd_ray_new(float3 o, float3 d, float scale) {
-    KdRay r;
-    r.o = o;
-    r.inv = make_float3(__frcp_rn(d.x), __frcp_rn(d.y), __frcp_rn(d.z));
-    r.parallel = (fabsf(r.inv.x) < CAUSTIC_INF ? 0u : 1u) |
-                 (fabsf(r.inv.y) < CAUSTIC_INF ? 0u : 2u) |
-                 (fabsf(r.inv.z) < CAUSTIC_INF ? 0u : 4u);
-    r.negative = (d.x < 0.0f ? 1u : 0u) | (d.y < 0.0f ? 2u : 0u) | (d.z < 0.0f ? 4u : 0u);
-    // TOLERANCE * (scale + origin.abs().max_element()).
-    const float far = kd_max(kd_max(fabsf(o.x), fabsf(o.y)), fabsf(o.z));
-    r.delta = __fmul_rn(1.0f / 262144.0f, __fadd_rn(scale, far));
-    r.depth = dominant_axis(d);
-    return r;
-}
-
-// SlabRay::clip_to: the line's interval inside `b` grown by `grow`.
-__device__ __forceinline__ bool kd_clip_to(const KdRay& r, const Aabb& b, float grow, float& lo,
-                                           float& hi) {
-    lo = -CAUSTIC_INF;
-    hi = CAUSTIC_INF;
-#pragma unroll
-    for (u32 k = 0; k < 3; ++k) {
-        const float mn = __fsub_rn(component(b.min, k), grow);
-        const float mx = __fadd_rn(component(b.max, k), grow);
-        const float o = component(r.o, k);
-        if (kd_bit(r.parallel, k)) {
-            if (!(mn <= o && o <= mx)) return false;
-            continue;
-        }
-        const float a = __fmul_rn(__fsub_rn(mn, o), component(r.inv, k));
-        const float c = __fmul_rn(__fsub_rn(mx, o), component(r.inv, k));
-        // f32::min / max: NaN loses.
-        lo = fmaxf(lo, fminf(a, c));
-        hi = fminf(hi, fmaxf(a, c));
-    }
-    return lo <= hi;
-}
-
-__device__ __forceinline__ float kd_depth_t(const KdRay& r, float x) {
-    return __fmul_rn(__fsub_rn(x, component(r.o, r.depth)), component(r.inv, r.depth));
-}
-
-// SlabRay::reach: whether the depth slab of `box`, widened by the rounding
-// margin, meets [t_min, cutoff]; false for the empty box (NaN bounds).
-__device__ __forceinline__ bool kd_reach(const KdRay& r, const Aabb& box, float t_min,
-                                         float cutoff) {
-    const bool neg = kd_bit(r.negative, r.depth);
-    const float lo_face = component(box.min, r.depth), hi_face = component(box.max, r.depth);
-    const float near = kd_depth_t(r, neg ? hi_face : lo_face);
-    const float far = kd_depth_t(r, neg ? lo_face : hi_face);
-    const float margin = __fmul_rn(fmaxf(fabsf(near), fabsf(far)), BVH_SLACK);
-    return __fsub_rn(near, margin) <= cutoff && __fadd_rn(far, margin) >= t_min;
-}
 
 // The tree as the kernels read it.
 struct KdView {
@@ -141,13 +77,13 @@ __device__ __forceinline__ bool kd_leaf_test(const KdView& t, u32 first, u32 cou
 // traverse.rs's `children`: the line's intervals in the two children of an
 // inner node crossed over [ta, tb], nearer child first (an empty interval,
 // lo > hi, where the line misses that child).
-__device__ __forceinline__ void kd_children(const KdRay& r, uint2 node, float ta, float tb,
+__device__ __forceinline__ void kd_children(const SlabRay& r, uint2 node, float ta, float tb,
                                             u32& near, float& near_lo, float& near_hi, u32& far,
                                             float& far_lo, float& far_hi) {
     const u32 axis = node.y & 3u, left = node.y >> 2;
     const float split = __uint_as_float(node.x);
     const float o = component(r.o, axis);
-    if (kd_bit(r.parallel, axis)) {
+    if (bit(r.parallel, axis)) {
         const float off = __fsub_rn(o, split);
         near = left;
         far = left + 1;
@@ -161,7 +97,7 @@ __device__ __forceinline__ void kd_children(const KdRay& r, uint2 node, float ta
     const float inv = component(r.inv, axis);
     const float t_below = __fmul_rn(__fsub_rn(__fadd_rn(split, r.delta), o), inv);
     const float t_above = __fmul_rn(__fsub_rn(__fsub_rn(split, r.delta), o), inv);
-    if (kd_bit(r.negative, axis)) {
+    if (bit(r.negative, axis)) {
         near = left + 1;
         near_lo = ta;
         near_hi = fminf(tb, t_above);
@@ -183,11 +119,11 @@ __device__ __forceinline__ void kd_children(const KdRay& r, uint2 node, float ta
 template <bool ANY_HIT>
 __device__ __forceinline__ bool kd_traverse(const KdView& t, const Aabb& bounds, float scale,
                                             float3 origin, float3 dir, KdState& s) {
-    const KdRay r = kd_ray_new(origin, dir, scale);
+    const SlabRay r = slab_ray_new(origin, dir, scale);
     const float t_min = s.tmin;
-    if (!kd_reach(r, kd_culling_box(t, 0), t_min, s.tmax)) return false;
+    if (!reach(r, kd_culling_box(t, 0), t_min, s.tmax)) return false;
     float ta, tb;
-    if (!kd_clip_to(r, bounds, r.delta, ta, tb)) return false;
+    if (!clip_to(r, bounds.min, bounds.max, r.delta, ta, tb)) return false;
     float cutoff = s.tmax;
     u32 stack_node[KD_STACK];
     float stack_ta[KD_STACK], stack_tb[KD_STACK];
@@ -196,7 +132,7 @@ __device__ __forceinline__ bool kd_traverse(const KdView& t, const Aabb& bounds,
     // May the triangles below `node`, whose cell the line crosses over
     // [lo, hi], still report a hit in [t_min, cutoff]?
 #define KD_RELEVANT(node, lo, hi) \
-    (((lo) <= cutoff && (hi) >= t_min) || kd_reach(r, kd_culling_box(t, node), t_min, cutoff))
+    (((lo) <= cutoff && (hi) >= t_min) || reach(r, kd_culling_box(t, node), t_min, cutoff))
     while (true) {
         const uint2 node = __ldg(t.nodes + current);
         if ((node.y & 3u) == KD_LEAF) {

@@ -5,7 +5,7 @@
 use std::sync::OnceLock;
 
 use caustic_geom::Pcg32;
-use caustic_gpu::Gpu;
+use caustic_gpu::{Gpu, GpuError};
 
 /// The first CUDA device; panics, saying why, where there is none (the
 /// tests are `#[ignore]`d and run only on the GPU machine).
@@ -32,4 +32,22 @@ pub fn seeded_rng(test: &str, stream: u64) -> Pcg32 {
         });
     eprintln!("{test}: CAUSTIC_TEST_SEED={seed}");
     Pcg32::new(seed, stream)
+}
+
+/// Passes when `result` is [`GpuError::OutOfMemory`] whose message
+/// contains `allocation` (printed after `context`); panics, saying what
+/// came instead, otherwise.
+#[allow(dead_code)] // the includers that test memory exhaustion use it
+pub fn expect_out_of_memory<T: std::fmt::Debug>(
+    result: Result<T, GpuError>,
+    allocation: &str,
+    context: &str,
+) {
+    match result {
+        Err(e @ GpuError::OutOfMemory { .. }) => {
+            eprintln!("{context}: {e}");
+            assert!(e.to_string().contains(allocation), "{e}");
+        }
+        other => panic!("expected out of memory, got {other:?}"),
+    }
 }

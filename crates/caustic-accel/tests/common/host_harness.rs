@@ -6,6 +6,38 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
+
+/// [`compile`] once per test process, `cell` keeping the result.
+#[allow(dead_code)] // each includer uses one of the two
+pub fn compile_once(
+    cell: &'static OnceLock<Option<PathBuf>>,
+    name: &str,
+    source: &str,
+    includes: &[&str],
+) -> Option<&'static Path> {
+    cell.get_or_init(|| compile(name, source, includes))
+        .as_deref()
+}
+
+/// [`compile_once`] for a harness over the fiber shim
+/// (`cpu_emulation/cuda_fibers.h`), whose switch is x86-64 assembly:
+/// `None`, said, on any other host.
+#[allow(dead_code)] // each includer uses one of the two
+pub fn compile_fibers_once(
+    cell: &'static OnceLock<Option<PathBuf>>,
+    name: &str,
+    source: &str,
+    includes: &[&str],
+) -> Option<&'static Path> {
+    if !cfg!(target_arch = "x86_64") {
+        caustic_scene::data_dirs::say_uncaptured(&format!(
+            "{name}: skipped, the fiber shim is x86-64 only"
+        ));
+        return None;
+    }
+    compile_once(cell, name, source, includes)
+}
 
 /// Compiles `tests/cpu_emulation/{source}` with the crate-relative include
 /// folders `includes` into a temporary executable named after `name`; `None`,

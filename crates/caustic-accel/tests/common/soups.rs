@@ -160,3 +160,11 @@ pub fn far_rays(rng: &mut Pcg32, tris: &[Triangle], n: usize) -> Vec<Ray> {
         })
         .collect()
 }
+
+/// `rays` cut to segments of `length` past their `tmin` (from 0 at the
+/// least): collision rays.
+pub fn segments(rays: &[Ray], length: f32) -> Vec<Ray> {
+    rays.iter()
+        .map(|r| Ray::segment(r.origin, r.dir, r.tmin, r.tmin.max(0.0) + length))
+        .collect()
+}

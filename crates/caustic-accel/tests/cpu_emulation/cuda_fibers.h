@@ -1,7 +1,7 @@
 // cuda_fibers.h: enough of CUDA for the host C++ compiler to compile
 // warp-synchronous kernels unchanged and run them block by block, every
 // CUDA thread a fiber (its own stack, switched by hand), for
-// tests/sah_kernels_on_cpu.rs. Unlike cuda_shim.h (one thread at a time,
+// tests/sah_kernels_on_cpu.rs and tests/dacrt_kernels_on_cpu.rs. Unlike cuda_shim.h (one thread at a time,
 // no warps), this one has barriers, shuffles and ballots:
 //
 // - a block's threads run as fibers on one OS thread; a thread runs until
@@ -13,12 +13,15 @@
 //   different barriers, a barrier nobody can open) is a bug of the kernel
 //   and aborts naming it;
 // - __shared__ variables are statics (blocks run one after another);
-// - atomics are plain read-modify-writes (one fiber runs at a time).
+// - atomics are plain read-modify-writes (one fiber runs at a time);
+// - a persistent kernel's blocks run one after another, so the first does
+//   all the work (the task pool's warps take turns at every barrier).
 //
 // Built with -ffp-contract=off, so every float operation rounds once, as
 // the kernels' _rn intrinsics do on the GPU. x86-64 only (the switch is a
 // few lines of assembly).
 #pragma once
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -46,6 +49,55 @@ inline int atomicMax(int* p, int v) {
     int old = *p;
     *p = v > old ? v : old;
     return old;
+}
+inline unsigned atomicMax(unsigned* p, unsigned v) {
+    unsigned old = *p;
+    *p = v > old ? v : old;
+    return old;
+}
+inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+    unsigned long long old = *p;
+    *p = v < old ? v : old;
+    return old;
+}
+inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v) {
+    unsigned long long old = *p;
+    *p = v > old ? v : old;
+    return old;
+}
+template <class T>
+inline T atomicSub(T* p, T v) {
+    T old = *p;
+    *p = old - v;
+    return old;
+}
+template <class T>
+inline T atomicExch(T* p, T v) {
+    T old = *p;
+    *p = v;
+    return old;
+}
+template <class T>
+inline T atomicCAS(T* p, T compare, T v) {
+    T old = *p;
+    if (old == compare) *p = v;
+    return old;
+}
+// Loads past L1: one fiber runs at a time, so a plain load.
+template <class T>
+inline T __ldcg(const T* p) {
+    return *p;
+}
+// The cycle counter (the task pool's accounting) and the nanosecond clock
+// (its watchdog; the device's %globaltimer).
+inline long long clock64() {
+    static long long cycles = 0;
+    return ++cycles;
+}
+inline unsigned long long emu_now_ns() {
+    return (unsigned long long)std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
 // ------------------------------------------------------------------ fibers
@@ -84,7 +136,7 @@ struct Fiber {
     unsigned index = 0;
 };
 
-constexpr size_t STACK_BYTES = 64 * 1024;
+constexpr size_t STACK_BYTES = 256 * 1024;
 
 struct Scheduler {
     const char* kernel = "";

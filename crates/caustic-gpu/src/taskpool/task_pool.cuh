@@ -162,9 +162,14 @@ __device__ __forceinline__ u32 task_pool_generation(u64 h) { return (u32)h >> 2;
 __device__ __forceinline__ int task_pool_count(u64 h) { return (int)(u32)(h >> 32); }
 
 __device__ __forceinline__ u64 task_pool_now_ns() {
+#ifdef __CUDA_ARCH__
     u64 t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
+#else
+    // The host emulation of caustic-accel's tests (cuda_fibers.h).
+    return emu_now_ns();
+#endif
 }
 
 // Loads what other warps may have written, past the incoherent L1.

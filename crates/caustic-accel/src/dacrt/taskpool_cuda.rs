@@ -1,0 +1,414 @@
+//! DACRT on the GPU: the divide-and-conquer ray tracing of
+//! [`super`] run on caustic-gpu's task pool of persistent warps, as
+//! Vinkler, Bittner, Havran and Hapala (CGF 2013, §5) run it: one launch
+//! traces a whole batch, its tasks splitting, partitioning and
+//! intersecting with no host in the loop (`taskpool.cu` for the phases;
+//! `schedule.rs` for the seven children's dependencies).
+//!
+//! A trace builds nothing that outlives it, so everything is timed as
+//! tracing: the triangles' boxes, the index arrays of the traceable rays
+//! and the finite triangles, the pool's run, and the hits rebuilt from
+//! the winning keys with the watertight test every traversal kernel uses
+//! (so hits equal brute force's bit for bit, ties to the lowest id).
+//! Device memory running out is [`GpuError::OutOfMemory`] naming the
+//! buffer; a pool that fills up or stalls stops itself (its watchdog) and
+//! is [`GpuError::TaskPool`]; nothing hangs.
+
+use super::schedule;
+use super::{DacrtConfig, DacrtScheme, DacrtSplit};
+use crate::bvh::traverse_cuda::{GpuHit, GpuRay};
+use crate::bvh::triangle_bvh_cuda::GpuTriangle;
+use crate::kernels::dacrt_taskpool as d;
+use caustic_gpu::ops::compact::select_indices_into;
+use caustic_gpu::ops::{check_len, check_same_len, launch_grid_stride};
+use caustic_gpu::taskpool::{PoolStats, TaskPool, TaskPoolConfig};
+use caustic_gpu::{DeviceBuffer, DevicePtrMut, Gpu, GpuError};
+use std::time::Instant;
+
+/// The most rays, and the most triangles, of one trace: indices carry a
+/// class in their top two bits between the partition passes.
+pub const MAX_ITEMS: usize = 1 << 30;
+/// Words of one slot's RDH bins (`DACRT_SLOT_BIN_WORDS`).
+const SLOT_BIN_WORDS: usize = 32 * 6;
+/// `stats[]` words (`DS_WORDS`): tasks, direct tasks, pair tests, depth,
+/// lost keys.
+const STAT_WORDS: usize = 5;
+/// Words of `params` (`DACRT_PARAM_WORDS`): the configuration.
+pub const PARAM_WORDS: usize = 6;
+
+/// What one GPU trace did.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuDacrtStats {
+    /// Rays given, and those traceable (the others miss).
+    pub rays: usize,
+    pub traced_rays: usize,
+    /// Triangles given.
+    pub triangles: usize,
+    /// Tasks run (subdivided or direct), direct ones, ray–triangle pairs
+    /// handed to direct tasks (an upper bound of the tests: culled rays
+    /// and finished any-hit rays skip theirs), the deepest task.
+    pub tasks: u64,
+    pub direct_tasks: u64,
+    pub pair_tests: u64,
+    pub max_depth: u32,
+    /// The pool's run (the paper's Table 2 analogue); `None` when nothing
+    /// was traced.
+    pub pool: Option<PoolStats>,
+    /// Host wall time of the trace, everything included (it waits for the
+    /// device).
+    pub wall_ms: f64,
+}
+
+/// Traces batches of device rays against device triangles by DACRT; keeps
+/// its pool (grown as batches need) and the dependency table between
+/// batches. See the module docs.
+pub struct DacrtTracer {
+    gpu: Gpu,
+    config: DacrtConfig,
+    plan: DeviceBuffer<u32>,
+    /// The configuration as the kernel reads it (`DACRT_MIN_RAYS` ..).
+    params: DeviceBuffer<u32>,
+    /// The pool and its RDH bins, which every run leaves zero.
+    pool: Option<(TaskPool, DeviceBuffer<u32>)>,
+    /// Slots of the pool when set, else `pool_slots` of each batch.
+    slots: Option<usize>,
+    last: GpuDacrtStats,
+}
+
+/// Where a trace writes its answers.
+enum Answers<'a> {
+    Closest(&'a mut DeviceBuffer<GpuHit>),
+    Occluded(&'a mut DeviceBuffer<u32>),
+}
+
+impl DacrtTracer {
+    /// A tracer with `config`'s split and constants (the GPU runs the
+    /// seven-child scheme; `scheme=binary` is the CPU's alone).
+    pub fn new(gpu: &Gpu, config: DacrtConfig) -> Result<Self, GpuError> {
+        if config.scheme != DacrtScheme::Seven {
+            return Err(GpuError::Invalid {
+                what: "dacrt on the GPU",
+                message: format!(
+                    "`{}`: the GPU runs Vinkler et al.'s seven-child scheme; scheme=binary is the CPU's",
+                    config.spec()
+                ),
+            });
+        }
+        Ok(Self {
+            gpu: gpu.clone(),
+            config,
+            plan: DeviceBuffer::from_slice(
+                gpu,
+                "dacrt dependency table",
+                &schedule::device_table(),
+            )?,
+            params: DeviceBuffer::from_slice(gpu, "dacrt parameters", &kernel_params(&config))?,
+            pool: None,
+            slots: None,
+            last: GpuDacrtStats::default(),
+        })
+    }
+
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    pub fn config(&self) -> &DacrtConfig {
+        &self.config
+    }
+
+    /// Fixes the pool's slots (`None`: sized from each batch). A pool too
+    /// small for a batch stops the trace with [`GpuError::TaskPool`].
+    pub fn set_pool_slots(&mut self, slots: Option<usize>) {
+        self.slots = slots;
+    }
+
+    /// What the last trace did.
+    pub fn last_stats(&self) -> &GpuDacrtStats {
+        &self.last
+    }
+
+    /// The closest hit of every ray in `rays` against `triangles` (scene
+    /// order; a hit's `prim` is the index in it) into `hits`.
+    pub fn intersect(
+        &mut self,
+        triangles: &DeviceBuffer<GpuTriangle>,
+        rays: &DeviceBuffer<GpuRay>,
+        hits: &mut DeviceBuffer<GpuHit>,
+    ) -> Result<GpuDacrtStats, GpuError> {
+        check_same_len("dacrt", "hits", rays.len(), hits.len())?;
+        self.trace(triangles, rays, Answers::Closest(hits))
+    }
+
+    /// 1 for every ray with a hit in `(tmin, tmax)`, else 0, into `occluded`.
+    pub fn occluded(
+        &mut self,
+        triangles: &DeviceBuffer<GpuTriangle>,
+        rays: &DeviceBuffer<GpuRay>,
+        occluded: &mut DeviceBuffer<u32>,
+    ) -> Result<GpuDacrtStats, GpuError> {
+        check_same_len("dacrt", "occlusion results", rays.len(), occluded.len())?;
+        self.trace(triangles, rays, Answers::Occluded(occluded))
+    }
+
+    fn trace(
+        &mut self,
+        triangles: &DeviceBuffer<GpuTriangle>,
+        rays: &DeviceBuffer<GpuRay>,
+        answers: Answers<'_>,
+    ) -> Result<GpuDacrtStats, GpuError> {
+        let wall = Instant::now();
+        let gpu = self.gpu.clone();
+        let (n_rays, n_tris) = (rays.len(), triangles.len());
+        check_len("dacrt rays", n_rays, MAX_ITEMS - 1)?;
+        check_len("dacrt triangles", n_tris, MAX_ITEMS - 1)?;
+        let any_hit = matches!(answers, Answers::Occluded(_));
+        let mut stats = GpuDacrtStats {
+            rays: n_rays,
+            triangles: n_tris,
+            ..GpuDacrtStats::default()
+        };
+        if n_rays == 0 {
+            self.last = stats;
+            return Ok(stats);
+        }
+        let mut keys = DeviceBuffer::<u64>::uninit(&gpu, "dacrt hit keys", n_rays)?;
+        keys.fill_bytes(0xff)?;
+        let mut words = DeviceBuffer::<i32>::uninit(&gpu, "dacrt root box", 6)?;
+        let mut counters = DeviceBuffer::<u64>::uninit(&gpu, "dacrt stats", STAT_WORDS)?;
+        let mut ray_ids = [
+            DeviceBuffer::<u32>::uninit(&gpu, "dacrt ray indices", n_rays)?,
+            DeviceBuffer::<u32>::uninit(&gpu, "dacrt ray indices (second)", n_rays)?,
+        ];
+        let mut ray_count = DeviceBuffer::<u32>::uninit(&gpu, "dacrt ray count", 1)?;
+        {
+            let mut traceable = DeviceBuffer::<u32>::uninit(&gpu, "dacrt traceable flags", n_rays)?;
+            launch_grid_stride(
+                &gpu,
+                d::DACRT_PREPARE_RAYS,
+                n_rays,
+                (
+                    rays.ptr(),
+                    n_rays as u64,
+                    traceable.ptr_mut(),
+                    words.ptr_mut(),
+                    counters.ptr_mut(),
+                ),
+            )?;
+            select_indices_into(&traceable, &mut ray_ids[0], &mut ray_count)?;
+        }
+        if n_tris > 0 {
+            let mut boxes =
+                DeviceBuffer::<[f32; 4]>::uninit(&gpu, "dacrt triangle boxes", 2 * n_tris)?;
+            let mut tri_ids = [
+                DeviceBuffer::<u32>::uninit(&gpu, "dacrt triangle indices", n_tris)?,
+                DeviceBuffer::<u32>::uninit(&gpu, "dacrt triangle indices (second)", n_tris)?,
+            ];
+            let mut tri_count = DeviceBuffer::<u32>::uninit(&gpu, "dacrt triangle count", 1)?;
+            {
+                let mut finite = DeviceBuffer::<u32>::uninit(&gpu, "dacrt finite flags", n_tris)?;
+                launch_grid_stride(
+                    &gpu,
+                    d::DACRT_PREPARE_TRIANGLES,
+                    n_tris,
+                    (
+                        triangles.ptr(),
+                        n_tris as u64,
+                        boxes.ptr_mut(),
+                        finite.ptr_mut(),
+                        words.ptr_mut(),
+                    ),
+                )?;
+                select_indices_into(&finite, &mut tri_ids[0], &mut tri_count)?;
+            }
+            let pool_stats = self.run_pool(
+                triangles,
+                rays,
+                &boxes,
+                &mut ray_ids,
+                &mut tri_ids,
+                &mut keys,
+                [&ray_count, &tri_count],
+                &words,
+                &mut counters,
+                any_hit,
+            )?;
+            stats.pool = Some(pool_stats);
+        }
+        drop(ray_ids);
+        let (hits, occluded) = match answers {
+            Answers::Closest(hits) => (hits.ptr_mut(), DevicePtrMut::null()),
+            Answers::Occluded(out) => (DevicePtrMut::null(), out.ptr_mut()),
+        };
+        launch_grid_stride(
+            &gpu,
+            d::DACRT_RESOLVE,
+            n_rays,
+            (
+                rays.ptr(),
+                triangles.ptr(),
+                keys.ptr(),
+                n_rays as u64,
+                hits,
+                occluded,
+                u32::from(any_hit),
+                counters.ptr_mut(),
+            ),
+        )?;
+        let [tasks, direct, pairs, depth, lost] =
+            <[u64; STAT_WORDS]>::try_from(counters.download()?).expect("five stats words");
+        if lost != 0 {
+            return Err(GpuError::Invalid {
+                what: "dacrt hits",
+                message: format!(
+                    "{lost} winning keys did not reproduce their hit (a broken invariant)"
+                ),
+            });
+        }
+        stats.traced_rays = ray_count.download()?[0] as usize;
+        stats.tasks = tasks;
+        stats.direct_tasks = direct;
+        stats.pair_tests = pairs;
+        stats.max_depth = depth as u32;
+        stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+        self.last = stats;
+        Ok(stats)
+    }
+
+    /// The persistent launch over the prepared arrays; the pool (and its
+    /// bins) grown first where this batch may need more slots.
+    #[allow(clippy::too_many_arguments)]
+    fn run_pool(
+        &mut self,
+        triangles: &DeviceBuffer<GpuTriangle>,
+        rays: &DeviceBuffer<GpuRay>,
+        boxes: &DeviceBuffer<[f32; 4]>,
+        ray_ids: &mut [DeviceBuffer<u32>; 2],
+        tri_ids: &mut [DeviceBuffer<u32>; 2],
+        keys: &mut DeviceBuffer<u64>,
+        counts: [&DeviceBuffer<u32>; 2],
+        root_box: &DeviceBuffer<i32>,
+        counters: &mut DeviceBuffer<u64>,
+        any_hit: bool,
+    ) -> Result<PoolStats, GpuError> {
+        let capacity = self
+            .slots
+            .unwrap_or_else(|| pool_slots(rays.len(), triangles.len()));
+        let fits = |p: &TaskPool| match self.slots {
+            Some(slots) => p.capacity() == slots,
+            None => p.capacity() >= capacity,
+        };
+        if self.pool.as_ref().is_none_or(|(p, _)| !fits(p)) {
+            // The old pool goes first, so the two never hold memory at once.
+            self.pool = None;
+            let pool = TaskPool::new(&self.gpu, d::DACRT_TRACE, TaskPoolConfig::new(capacity))?;
+            let bins =
+                DeviceBuffer::zeroed(&self.gpu, "dacrt RDH bins", capacity * SLOT_BIN_WORDS)?;
+            self.pool = Some((pool, bins));
+        }
+        let (pool, bins) = self.pool.as_mut().expect("made above");
+        pool.reset()?;
+        let (grid, threads) = pool.launch_shape();
+        let [ray_a, ray_b] = ray_ids;
+        let [tri_a, tri_b] = tri_ids;
+        let p = pool.args();
+        self.gpu.launch(
+            d::DACRT_TRACE,
+            grid,
+            threads,
+            (
+                rays.ptr(),
+                triangles.ptr(),
+                boxes.ptr(),
+                ray_a.ptr_mut(),
+                ray_b.ptr_mut(),
+                tri_a.ptr_mut(),
+                tri_b.ptr_mut(),
+                keys.ptr_mut(),
+                bins.ptr_mut(),
+                self.plan.ptr(),
+                counts[0].ptr(),
+                counts[1].ptr(),
+                root_box.ptr(),
+                counters.ptr_mut(),
+                self.params.ptr(),
+                u32::from(any_hit),
+                p.headers,
+                p.records,
+                p.control,
+                p.counters,
+                p.capacity,
+                p.watchdog_ns,
+            ),
+        )?;
+        match pool.finish(d::DACRT_TRACE.name()) {
+            Ok(stats) => Ok(stats),
+            Err(e) => {
+                // A stopped run leaves bins and slots as they were: start
+                // afresh next time.
+                self.pool = None;
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Slots for a batch: every live task holds rays and triangles of its
+/// own or shares them with siblings waiting on it (at most six per
+/// subdivision on the way down), so the live set grows with the active
+/// frontier, not the tree; measured peaks stay far below this.
+fn pool_slots(rays: usize, triangles: usize) -> usize {
+    ((rays + triangles) / 8 + 4096).min(1 << 24)
+}
+
+/// The dependency table `dacrt_trace` reads (`schedule.rs`), for the
+/// kernels' host emulation in the tests.
+pub fn kernel_table() -> Vec<u32> {
+    schedule::device_table()
+}
+
+/// `config` as `dacrt_trace`'s `params[]`: the minimum sizes, the depth
+/// bound, the split (1 for RDH) and the two costs' bits.
+pub fn kernel_params(config: &DacrtConfig) -> [u32; PARAM_WORDS] {
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    [
+        count(config.min_rays),
+        count(config.min_tris),
+        config.max_depth,
+        u32::from(config.split == DacrtSplit::Rdh),
+        config.c_inters.to_bits(),
+        config.c_sort.to_bits(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The constants above are the kernel file's.
+    #[test]
+    fn constants_match_the_kernels() {
+        let source = include_str!("taskpool.cu");
+        let define = |name: &str| -> String {
+            source
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} not defined"))
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(define("DACRT_BIN_WORDS"), "6u");
+        assert_eq!(define("DS_WORDS"), format!("{STAT_WORDS}u"));
+        assert_eq!(define("DACRT_PARAM_WORDS"), format!("{PARAM_WORDS}u"));
+        assert_eq!(define("DACRT_C_SORT"), "5u");
+        assert_eq!(kernel_params(&DacrtConfig::RDH)[5], 80f32.to_bits());
+        assert_eq!(
+            define("DACRT_PLAN_WORDS"),
+            format!("{}u", schedule::TABLE_WORDS)
+        );
+        assert_eq!(SLOT_BIN_WORDS, 32 * 6);
+        assert!(pool_slots(0, 0) >= 4096 && pool_slots(usize::MAX / 2, 0) == 1 << 24);
+    }
+}
