@@ -50,6 +50,8 @@ impl Browser {
                 "--headless=new",
                 // Root in a container has no user namespace to sandbox in.
                 "--no-sandbox",
+                // Containers often give /dev/shm a few MiB only.
+                "--disable-dev-shm-usage",
                 "--disable-gpu",
                 "--remote-debugging-port=0",
                 "--no-first-run",
