@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 12's paper tables from one GPU run (scripts/gpu-builders-tables.sh).
+"""Issue 12's paper tables from one GPU run (scripts/gpu-tables.sh).
 
 usage: gpu_paper_tables.py PAPERS.json [OPTIX.jsonl] [CPU.json ...] [--long]
 

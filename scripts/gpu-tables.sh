@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 12's tables on the GPU machine, after gpu-run.sh has unpacked a
+# Benchmark tables on the GPU machine, after gpu-run.sh has unpacked a
 # bundle beside this script (bin.tar.xz, scenes/) into its folder and
-# /tmp/caustic-scenes. Each part is named on the command line:
+# /tmp/caustic-scenes (animation-table.sh and animation_table.py beside it
+# for `animation`). Each part is named on the command line:
 #
 #   taskpool  bvh-taskpool's minimum grab (Eq. 1's K = 14, 4, 1) on the 16
 #             dragons and the dragon, with the pool's own counters
@@ -15,6 +16,10 @@
 #             kernels (sponza and conference), the grid's (sponza) and the
 #             task-pool build's one launch (the dragon); CAUSTIC_NCU_ONLY="grid
 #             taskpool" picks runs by name
+#   animation frames per second of the BART scenes (Whitted, 1024x1024) and
+#             the photon-mapped moving Cornell box (1920x1080), the
+#             per-frame rebuild included (animation-table.sh)
+#   view      the viewer's interaction latency on the GPU (bench view)
 #
 # Logs go to $OUT (or logs/ beside this script).
 set -uo pipefail
@@ -76,8 +81,18 @@ grid grid_trace_closest 6 sponza-dabrovic/sponza.obj grid
 taskpool bvh_taskpool_build 1 dragon/dragon_vrip.ply bvh-taskpool
 RUNS
         ;;
+    animation)
+        bash "$here/animation-table.sh" "$bin" "$s" "$out/animation" cuda "${CAUSTIC_FRAMES:-0..30}" rebuild |
+            tee "$out/animation.md"
+        ;;
+    view)
+        for integrator in whitted photon; do
+            timeout 120 "$bin" bench view --device cuda --integrator "$integrator" 2>&1 |
+                tee -a "$out/view.md" | tail -n 6
+        done
+        ;;
     *)
-        echo "unknown part: $part (taskpool, papers, cpu, ncu)" >&2
+        echo "unknown part: $part (taskpool, papers, cpu, ncu, animation, view)" >&2
         ;;
     esac
 done
