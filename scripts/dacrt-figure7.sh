@@ -12,7 +12,8 @@
 # receives figure7-sponza.{md,json,svg} and figure7-dragons.{md,json,svg}.
 # CAUSTIC names the binary (default target/release/caustic), FRAMES the
 # positions per agent (default 20, the paper's; each is one frame),
-# DEVICES the devices (default cuda,cpu; DRAGON_DEVICES for the dragons
+# AGENTS the agent counts (comma separated), DEVICES the devices
+# (default cuda,cpu; DRAGON_DEVICES for the dragons
 # alone). On the CPU the 16-dragon scene runs DACRT and lbvh up to
 # CPU_MAX_DRAGON agents (default 1024): its BVH builds over 14 M triangles
 # take seconds a frame there.
@@ -22,7 +23,7 @@ out="${2:?usage: dacrt-figure7.sh SCENES_DIR OUT_DIR}"
 caustic="${CAUSTIC:-target/release/caustic}"
 frames="${FRAMES:-20}"
 devices="${DEVICES:-cuda,cpu}"
-agents="64,128,256,512,1024,2048,4096,8192,10000,16384,32768,65536"
+agents="${AGENTS:-64,128,256,512,1024,2048,4096,8192,10000,16384,32768,65536}"
 methods="dacrt,dacrt-rdh,bvh-binned,lbvh,hlbvh,ploc"
 mkdir -p "$out"
 run() { # name scene devices [extra flags...]

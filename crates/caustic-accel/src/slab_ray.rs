@@ -156,6 +156,16 @@ mod tests {
         Aabb::new(Vec3::ZERO, Vec3::ONE)
     }
 
+    /// The device twin (`slab_ray.cuh`) thickens rays by the same
+    /// tolerance and widens slabs by the same margin.
+    #[test]
+    fn the_device_twin_has_the_cpus_constants() {
+        let device = include_str!("slab_ray.cuh");
+        assert!(device.contains("__fmul_rn(1.0f / 262144.0f,"));
+        assert_eq!(TOLERANCE, 1.0 / 262_144.0);
+        assert!(device.contains("BVH_SLACK"));
+    }
+
     #[test]
     fn reach_is_the_depth_slab_entry() {
         // Depth axis z; the box's z slab starts at t = 1 even though the

@@ -46,6 +46,7 @@ fn harness() -> Option<&'static Path> {
             "tests/cpu_emulation",
             "src/grid",
             "src/bvh",
+            "src",
             "../caustic-gpu/src",
         ],
     )

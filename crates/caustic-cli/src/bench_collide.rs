@@ -57,8 +57,8 @@ pub struct CollideBenchArgs {
     /// Seed of the agents' paths and rays.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Write every point as JSON to this file.
-    #[arg(long)]
+    /// Write every point as JSON to this file (not with --from).
+    #[arg(long, conflicts_with = "from")]
     json: Option<PathBuf>,
     /// Write the figure (frame ms against agents, log-log) as SVG.
     #[arg(long)]
@@ -197,10 +197,14 @@ fn report(
                 }),
             }
         }
-        let title = format!(
-            "Collision frames on {name} ({triangles} triangles), {} rays per agent",
-            args.rays
-        );
+        let title = if args.from.is_empty() {
+            format!(
+                "Collision frames on {name} ({triangles} triangles), {} rays per agent",
+                args.rays
+            )
+        } else {
+            format!("Collision frames on {name} ({triangles} triangles)")
+        };
         plot::lines(
             path,
             &title,

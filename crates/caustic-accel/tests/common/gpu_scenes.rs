@@ -164,3 +164,14 @@ pub fn gpu_camera(camera: &ProtocolCamera) -> caustic_accel::protocol_cuda::Prim
         fov_deg: camera.fov_deg,
     }
 }
+
+/// The end of a test over the standard scenes: says how many were
+/// checked, fails when scenes are missing under `CAUSTIC_REQUIRE_SCENES`,
+/// and fails with every failure line.
+pub fn finish(checked: usize, failures: &[String]) {
+    eprintln!("{checked} of {} standard scenes checked", SCENES.len());
+    if std::env::var_os("CAUSTIC_REQUIRE_SCENES").is_some() {
+        assert_eq!(checked, SCENES.len(), "scenes are missing");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
