@@ -78,8 +78,9 @@ static void run(const Trace& in, u32 any_hit, std::vector<Hit>& hits, std::vecto
         std::vector<u32> control = uninit<u32>(TASK_POOL_CONTROL_WORDS);
         std::vector<u64> counters = uninit<u64>(warps * TASK_POOL_COUNTER_WORDS);
         std::vector<u32> bins((size_t)capacity * DACRT_SLOT_BIN_WORDS, 0u);
+        // The paper's minimum grab (Eq. 1's K), as TaskPoolConfig's default.
         LAUNCH(task_pool_reset, stride_blocks(capacity), 256, headers.data(), capacity, control.data(),
-               counters.data(), warps * TASK_POOL_COUNTER_WORDS);
+               counters.data(), warps * TASK_POOL_COUNTER_WORDS, TASK_POOL_K);
         // A watchdog of a minute: fibers are slow, not stuck.
         LAUNCH(dacrt_trace, 1, 32 * warps, in.rays.data(), in.tris.data(), (const float4*)boxes.data(),
                ray_ids[0].data(), ray_ids[1].data(), tri_ids[0].data(), tri_ids[1].data(), keys.data(), bins.data(),
