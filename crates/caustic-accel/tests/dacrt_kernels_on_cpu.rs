@@ -36,21 +36,7 @@ use soups::{awkward_rays, awkward_soup, far_rays, grid_soup, segments};
 /// The harness, compiled once per test process; `None` without a compiler.
 fn harness() -> Option<&'static Path> {
     static HARNESS: OnceLock<Option<PathBuf>> = OnceLock::new();
-    host_harness::compile_fibers_once(
-        &HARNESS,
-        "dacrt-kernels",
-        "dacrt_kernels.cpp",
-        &[
-            "tests/cpu_emulation",
-            "src/bvh/build",
-            "src/bvh",
-            "src/grid",
-            "src",
-            "../caustic-gpu/src",
-            "../caustic-gpu/src/ops",
-            "../caustic-gpu/src/taskpool",
-        ],
-    )
+    host_harness::compile_fibers_once(&HARNESS, "dacrt-kernels", "dacrt_kernels.cpp")
 }
 
 /// What one run of the harness gave: closest hits and occlusion, and per

@@ -38,18 +38,7 @@ use soups::{awkward_rays, awkward_soup, far_rays, grid_soup};
 /// The harness, compiled once per test process; `None` without a compiler.
 fn harness() -> Option<&'static Path> {
     static HARNESS: OnceLock<Option<PathBuf>> = OnceLock::new();
-    host_harness::compile_once(
-        &HARNESS,
-        "grid-kernels",
-        "grid_kernels.cpp",
-        &[
-            "tests/cpu_emulation",
-            "src/grid",
-            "src/bvh",
-            "src",
-            "../caustic-gpu/src",
-        ],
-    )
+    host_harness::compile_once(&HARNESS, "grid-kernels", "grid_kernels.cpp")
 }
 
 /// What the kernels answered.

@@ -39,18 +39,7 @@ use soups::{awkward_soup, grid_soup};
 /// The harness, compiled once per test process; `None` without a compiler.
 fn harness() -> Option<&'static Path> {
     static HARNESS: OnceLock<Option<PathBuf>> = OnceLock::new();
-    host_harness::compile_fibers_once(
-        &HARNESS,
-        "sah-kernels",
-        "sah_kernels.cpp",
-        &[
-            "tests/cpu_emulation",
-            "src/bvh/build",
-            "src/bvh",
-            "../caustic-gpu/src",
-            "../caustic-gpu/src/ops",
-        ],
-    )
+    host_harness::compile_fibers_once(&HARNESS, "sah-kernels", "sah_kernels.cpp")
 }
 
 /// What the emulated build produced.

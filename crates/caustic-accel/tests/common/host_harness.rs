@@ -8,16 +8,28 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+/// The folders of the kernels' headers, crate-relative: at run time NVRTC
+/// finds every header by its bare name, so one list serves every harness
+/// (and a header a kernel starts to include is found without touching it).
+const KERNEL_FOLDERS: &[&str] = &[
+    "tests/cpu_emulation",
+    "src",
+    "src/bvh",
+    "src/bvh/build",
+    "src/grid",
+    "../caustic-gpu/src",
+    "../caustic-gpu/src/ops",
+    "../caustic-gpu/src/taskpool",
+];
+
 /// [`compile`] once per test process, `cell` keeping the result.
 #[allow(dead_code)] // each includer uses one of the two
 pub fn compile_once(
     cell: &'static OnceLock<Option<PathBuf>>,
     name: &str,
     source: &str,
-    includes: &[&str],
 ) -> Option<&'static Path> {
-    cell.get_or_init(|| compile(name, source, includes))
-        .as_deref()
+    cell.get_or_init(|| compile(name, source)).as_deref()
 }
 
 /// [`compile_once`] for a harness over the fiber shim
@@ -28,7 +40,6 @@ pub fn compile_fibers_once(
     cell: &'static OnceLock<Option<PathBuf>>,
     name: &str,
     source: &str,
-    includes: &[&str],
 ) -> Option<&'static Path> {
     if !cfg!(target_arch = "x86_64") {
         caustic_scene::data_dirs::say_uncaptured(&format!(
@@ -36,13 +47,14 @@ pub fn compile_fibers_once(
         ));
         return None;
     }
-    compile_once(cell, name, source, includes)
+    compile_once(cell, name, source)
 }
 
-/// Compiles `tests/cpu_emulation/{source}` with the crate-relative include
-/// folders `includes` into a temporary executable named after `name`; `None`,
-/// said where the harness cannot hide it, when there is no C++ compiler.
-pub fn compile(name: &str, source: &str, includes: &[&str]) -> Option<PathBuf> {
+/// Compiles `tests/cpu_emulation/{source}` against the kernels' headers
+/// ([`KERNEL_FOLDERS`]) into a temporary executable named after `name`;
+/// `None`, said where the harness cannot hide it, when there is no C++
+/// compiler.
+pub fn compile(name: &str, source: &str) -> Option<PathBuf> {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let exe = std::env::temp_dir().join(format!("caustic-{name}-{}", std::process::id()));
     let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
@@ -50,7 +62,7 @@ pub fn compile(name: &str, source: &str, includes: &[&str]) -> Option<PathBuf> {
         .args(["-std=c++17", "-O2", "-ffp-contract=off", "-Wall", "-Werror"])
         .arg("-Wno-unknown-pragmas")
         .args(
-            includes
+            KERNEL_FOLDERS
                 .iter()
                 .map(|p| format!("-I{}", crate_dir.join(p).display())),
         )
