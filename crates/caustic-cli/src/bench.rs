@@ -325,12 +325,9 @@ impl SceneSpec {
         let arg = self.path.to_string_lossy();
         let loaded = scene_arg::load(&arg)?;
         let mut camera = protocol_camera(camera, &loaded, width, height)?;
-        let mut triangles = loaded.scene.triangles();
-        let mut name = loaded.name.clone();
+        let (name, triangles) = scene_arg::copies_of(&loaded, self.copies);
         if self.copies > 1 {
-            triangles = protocol::replicate_grid(&triangles, self.copies);
             camera = protocol::framing_camera(&triangles, camera.fov_deg);
-            name = format!("{name} x{}", self.copies);
         }
         Ok(BenchScene {
             name,

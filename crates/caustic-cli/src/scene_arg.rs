@@ -84,14 +84,19 @@ pub fn split_copies(arg: &str) -> Result<(&str, usize)> {
 /// lays them out) and a name for them.
 pub fn load_triangles(arg: &str) -> Result<(String, Vec<caustic_geom::Triangle>)> {
     let (path, copies) = split_copies(arg)?;
-    let loaded = load(path)?;
+    Ok(copies_of(&load(path)?, copies))
+}
+
+/// The triangles of `copies` copies of `loaded` on a square grid
+/// (`caustic_geom::protocol::replicate_grid`) and their name (`NAME xN`).
+pub fn copies_of(loaded: &LoadedScene, copies: usize) -> (String, Vec<caustic_geom::Triangle>) {
     let triangles = loaded.scene.triangles();
     if copies > 1 {
         let name = format!("{} x{copies}", loaded.name);
-        return Ok((
+        return (
             name,
             caustic_geom::protocol::replicate_grid(&triangles, copies),
-        ));
+        );
     }
-    Ok((loaded.name, triangles))
+    (loaded.name.clone(), triangles)
 }
