@@ -14,7 +14,8 @@
 #             cores (Zhou et al. 2008's Table 2 has the CPU builder's time)
 #   ncu       Nsight Compute on the kd-tree's and the BVH's closest-hit
 #             kernels (sponza and conference), the grid's (sponza) and the
-#             task-pool build's one launch (the dragon); CAUSTIC_NCU_ONLY="grid
+#             task-pool build's one launch (the dragon, taskpool; the 16 dragons,
+#             taskpool16); CAUSTIC_NCU_ONLY="grid
 #             taskpool" picks runs by name
 #   animation frames per second of the BART scenes (Whitted, 1024x1024) and
 #             the photon-mapped moving Cornell box (1920x1080), the
@@ -79,6 +80,7 @@ sponza kd_trace_closest|traverse_bvh2_closest 12 sponza-dabrovic/sponza.obj bvh-
 conference kd_trace_closest|traverse_bvh2_closest 12 conference-69k/conference.obj bvh-binned,kdtree
 grid grid_trace_closest 6 sponza-dabrovic/sponza.obj grid
 taskpool bvh_taskpool_build 1 dragon/dragon_vrip.ply bvh-taskpool
+taskpool16 bvh_taskpool_build 1 dragon/dragon_vrip.ply@16 bvh-taskpool
 RUNS
         ;;
     animation)
