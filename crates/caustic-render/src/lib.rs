@@ -19,6 +19,8 @@
 //! - [`sppm`]: stochastic progressive photon mapping, the consistent
 //!   global-illumination renderer (eye passes, a hash grid over visible
 //!   points, photon passes, per-pixel radius reduction).
+//! - [`team`]: one render shared by several processes (MPI ranks) or
+//!   threads, bit-identical to a single process's.
 //! - [`Film`] and [`image_io`]: linear radiance images, EXR and sRGB PNG
 //!   output, and image metrics (RMSE, PSNR) for comparisons.
 
@@ -38,6 +40,7 @@ pub mod photon;
 pub mod scene_cuda;
 mod scene_data;
 pub mod sppm;
+pub mod team;
 pub mod tiles;
 pub mod whitted;
 

@@ -59,8 +59,10 @@ pub mod trace_cuda;
 pub use emit::PhotonSources;
 pub use map::PhotonMap;
 pub use record::Photon;
-pub use render::{PhotonRenderError, PhotonRenderSettings, PhotonRenderStats, render};
+pub use render::{
+    PhotonRenderError, PhotonRenderSettings, PhotonRenderStats, render, render_in_team,
+};
 pub use trace::{
     GlobalRule, PhotonMaps, PhotonSettings, PhotonStats, RouletteRule, trace_caustic_photons,
-    trace_photons,
+    trace_photon_range, trace_photons,
 };

@@ -36,10 +36,11 @@ use super::irradiance_samples::{self, IrradianceCache, SampleSettings, ShadingPo
 use super::map::PhotonMap;
 use super::precomputed::IrradianceMap;
 use super::record::Photon;
-use super::trace::{GlobalRule, PhotonSettings, trace_caustic_photons, trace_photons};
+use super::trace::{GlobalRule, PhotonSettings, trace_photon_range};
 use crate::direct::{brdf, direct_light, face_towards};
 use crate::draw;
-use crate::tiles::{Tile, morton_tiles};
+use crate::team::{Solo, Team, TeamError, gather_concat, share, sum_u64, tiled_film};
+use crate::tiles::Tile;
 use crate::whitted::{SPLIT_THRESHOLD, TILE_SIZE};
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
 use caustic_accel::points::{Neighbour, POINT_STRUCTURE_NAMES, UnknownPointStructure};
@@ -132,6 +133,8 @@ pub enum PhotonRenderError {
     Points(#[from] UnknownPointStructure),
     #[error("invalid photon render setting: {0}")]
     Invalid(String),
+    #[error("team exchange failed: {0}")]
+    Team(#[from] TeamError),
 }
 
 impl PhotonRenderSettings {
@@ -214,18 +217,38 @@ pub fn render(
     settings: &PhotonRenderSettings,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Film, PhotonRenderStats), PhotonRenderError> {
+    render_in_team(scene, camera, settings, &Solo, progress)
+}
+
+/// Renders like [`render`] as one member of `team` (see [`crate::team`]):
+/// each member traces a contiguous share of the photons of each pass and
+/// the shares are exchanged in index order, so every member builds the
+/// maps a single process builds; the irradiance samples' gathers and the
+/// image's tiles are shared the same way. Every member returns the whole
+/// image, bit-identical to [`render`]'s. `stats.rays` counts the whole
+/// team's rays (the maps' builds and the precomputed irradiance are done
+/// by every member).
+pub fn render_in_team(
+    scene: &RenderScene,
+    camera: &Camera,
+    settings: &PhotonRenderSettings,
+    team: &dyn Team,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(Film, PhotonRenderStats), PhotonRenderError> {
     settings.validate()?;
     let start = Instant::now();
     let mut stats = PhotonRenderStats::default();
-    let maps = Maps::trace(scene, settings, &mut stats)?;
+    let maps = Maps::trace(scene, settings, team, &mut stats)?;
     let renderer = Renderer::new(scene, settings, &maps);
     let pinhole = PinholeCamera::new(camera, settings.width, settings.height);
     let sample_start = Instant::now();
-    let cache = renderer.irradiance_samples(&pinhole, &mut stats)?;
+    let cache = renderer.irradiance_samples(&pinhole, team, &mut stats)?;
     stats.sample_ms = sample_start.elapsed().as_secs_f64() * 1e3;
     let render_start = Instant::now();
-    let film = renderer.image(&pinhole, cache.as_ref(), &mut stats, progress);
+    let film = renderer.image(&pinhole, cache.as_ref(), team, &mut stats, progress)?;
     stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
+    let sums = sum_u64(team, &[stats.rays, stats.point_gathers])?;
+    (stats.rays, stats.point_gathers) = (sums[0], sums[1]);
     stats.seconds = start.elapsed().as_secs_f64();
     Ok((film, stats))
 }
@@ -244,9 +267,10 @@ impl Maps {
     fn trace(
         scene: &RenderScene,
         settings: &PhotonRenderSettings,
+        team: &dyn Team,
         stats: &mut PhotonRenderStats,
     ) -> Result<Self, PhotonRenderError> {
-        let (global, caustic) = trace_lists(scene, settings, stats);
+        let (global, caustic) = trace_lists(scene, settings, team, stats)?;
         let start = Instant::now();
         let diagonal = scene.scene_diagonal;
         let global = PhotonMap::build(global, &settings.points, settings.max_radius * diagonal)?;
@@ -304,30 +328,34 @@ impl PassPlan {
     }
 }
 
-/// The global and caustic photons of the [`PassPlan`].
+/// The global and caustic photons of the [`PassPlan`]; a team member
+/// traces its share of each pass and receives the others'.
 fn trace_lists(
     scene: &RenderScene,
     settings: &PhotonRenderSettings,
+    team: &dyn Team,
     stats: &mut PhotonRenderStats,
-) -> (Vec<Photon>, Vec<Photon>) {
+) -> Result<(Vec<Photon>, Vec<Photon>), PhotonRenderError> {
     let plan = PassPlan::new(settings);
     let start = Instant::now();
-    let global = trace_photons(scene, &plan.global);
+    let global = trace_photon_range(scene, &plan.global, share(team, plan.global.photons), false);
     stats.rays += global.stats.rays;
     stats.photons_traced = global.emitted;
     let (global, caustic) = match &plan.caustic {
         None => (global.global, global.caustic),
         Some(pass) => {
-            let caustic = trace_caustic_photons(scene, pass);
+            let caustic = trace_photon_range(scene, pass, share(team, pass.photons), true);
             stats.rays += caustic.stats.rays;
             stats.photons_traced += caustic.emitted;
             (global.global, caustic.caustic)
         }
     };
+    let global = gather_concat(team, global)?;
+    let caustic = gather_concat(team, caustic)?;
     stats.photon_ms = start.elapsed().as_secs_f64() * 1e3;
     stats.global_stored = global.len();
     stats.caustic_stored = caustic.len();
-    (global, caustic)
+    Ok((global, caustic))
 }
 
 /// How the global map is queried.
@@ -398,6 +426,7 @@ impl<'a> Renderer<'a> {
     fn irradiance_samples(
         &self,
         camera: &PinholeCamera,
+        team: &dyn Team,
         stats: &mut PhotonRenderStats,
     ) -> Result<Option<IrradianceCache>, PhotonRenderError> {
         let spacing = self.settings.samples.spacing;
@@ -405,25 +434,44 @@ impl<'a> Renderer<'a> {
             return Ok(None);
         };
         let (points, rays) = self.shading_points(camera);
-        stats.rays += rays;
+        // Every member traces the centre rays; the team counts them once.
+        if team.is_root() {
+            stats.rays += rays;
+        }
         let pixels = f64::from(self.settings.width) * f64::from(self.settings.height);
         let count = (pixels / f64::from(spacing * spacing)).ceil() as usize;
         let alpha = self.settings.samples.position_weight / self.scene.scene_diagonal.max(1e-12);
         let shading: Vec<ShadingPoint> = points.iter().map(|(p, _)| *p).collect();
         let chosen = irradiance_samples::seed(&shading, count, alpha, self.settings.seed);
-        let gathered: Vec<(ShadingPoint, Gathered, u64)> = chosen
+        // Every member places the same samples (the centre rays are cheap);
+        // the gathers, 256 rays each by default, are shared.
+        let mine = share(team, chosen.len() as u64);
+        let gathered: Vec<([f32; 4], u64)> = chosen[mine.start as usize..mine.end as usize]
             .par_iter()
             .map_init(Vec::new, |scratch, &i| {
-                let (point, vertex) = &points[i];
+                let (_, vertex) = &points[i];
                 let key = draw::mix(self.settings.seed ^ SAMPLE_GATHER, i as u64);
                 let mut rays = 0;
                 let g = gatherer.gather(&vertex.surface, vertex.wo, key, scratch, &mut rays);
-                (*point, g, rays)
+                let e = g.irradiance;
+                ([e.x, e.y, e.z, g.harmonic_distance], rays)
             })
             .collect();
-        stats.rays += gathered.iter().map(|g| g.2).sum::<u64>();
-        let pairs: Vec<(ShadingPoint, Gathered)> =
-            gathered.into_iter().map(|(p, g, _)| (p, g)).collect();
+        stats.rays += gathered.iter().map(|g| g.1).sum::<u64>();
+        let values = gathered.into_iter().map(|g| g.0).collect();
+        let values = gather_concat(team, values)?;
+        let pairs: Vec<(ShadingPoint, Gathered)> = chosen
+            .iter()
+            .zip(values)
+            .map(|(&i, [r, g, b, harmonic_distance])| {
+                let irradiance = Rgb::new(r, g, b);
+                let gathered = Gathered {
+                    irradiance,
+                    harmonic_distance,
+                };
+                (points[i].0, gathered)
+            })
+            .collect();
         stats.samples = pairs.len();
         let cache = IrradianceCache::build(&pairs, &self.settings.samples, &self.settings.points)?;
         Ok(Some(cache))
@@ -459,40 +507,29 @@ impl<'a> Renderer<'a> {
         (rows.into_iter().flat_map(|r| r.0).collect(), rays)
     }
 
-    /// The image pass.
+    /// The image pass, its tiles shared by the team.
     fn image(
         &self,
         camera: &PinholeCamera,
         cache: Option<&IrradianceCache>,
+        team: &dyn Team,
         stats: &mut PhotonRenderStats,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Film {
-        let (width, height) = (self.settings.width, self.settings.height);
+    ) -> Result<Film, PhotonRenderError> {
+        let size = (self.settings.width, self.settings.height);
         let rays = AtomicU64::new(0);
         let point_gathers = AtomicU64::new(0);
-        let rendered: Vec<(Tile, Vec<Rgb>)> = morton_tiles(width, height, TILE_SIZE)
-            .into_par_iter()
-            .map(|tile| {
-                let mut work = Work::default();
-                let pixels = self.tile(camera, cache, tile, &mut work);
-                rays.fetch_add(work.rays, Ordering::Relaxed);
-                point_gathers.fetch_add(work.point_gathers, Ordering::Relaxed);
-                progress(tile.pixel_count() as u64);
-                (tile, pixels)
-            })
-            .collect();
+        let film = tiled_film(team, size, TILE_SIZE, |tile| {
+            let mut work = Work::default();
+            let pixels = self.tile(camera, cache, tile, &mut work);
+            rays.fetch_add(work.rays, Ordering::Relaxed);
+            point_gathers.fetch_add(work.point_gathers, Ordering::Relaxed);
+            progress(tile.pixel_count() as u64);
+            pixels
+        })?;
         stats.rays += rays.into_inner();
         stats.point_gathers += point_gathers.into_inner();
-        let mut film = Film::new(width, height);
-        for (tile, pixels) in rendered {
-            let mut it = pixels.into_iter();
-            for y in tile.y0..tile.y1 {
-                for x in tile.x0..tile.x1 {
-                    film.set(x, y, it.next().unwrap_or_default());
-                }
-            }
-        }
-        film
+        Ok(film)
     }
 
     fn tile(

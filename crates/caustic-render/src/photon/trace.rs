@@ -49,6 +49,7 @@ use caustic_geom::{Pcg32, Ray, Rgb, Vec2, Vec3, sampling};
 use caustic_scene::{Bsdf, Material};
 use rayon::prelude::*;
 use std::f32::consts::PI;
+use std::ops::Range;
 use std::time::Instant;
 
 /// Photons per rayon task: the unit of work and of result order.
@@ -149,7 +150,19 @@ fn splitmix64(x: u64) -> u64 {
 /// Traces `settings.photons` photons through `scene` on the current rayon
 /// pool.
 pub fn trace_photons(scene: &RenderScene, settings: &PhotonSettings) -> PhotonMaps {
-    trace_with(scene, settings, false)
+    trace_with(scene, settings, 0..settings.photons, false)
+}
+
+/// Traces photons `indices` of the `settings.photons` a pass emits (powers
+/// divided by the whole pass's count): a team member's share. The shares'
+/// maps concatenated in index order are [`trace_photons`]'s maps.
+pub fn trace_photon_range(
+    scene: &RenderScene,
+    settings: &PhotonSettings,
+    indices: Range<u64>,
+    caustic_only: bool,
+) -> PhotonMaps {
+    trace_with(scene, settings, indices, caustic_only)
 }
 
 /// Traces `settings.photons` photons for the caustic map alone: a photon
@@ -157,10 +170,15 @@ pub fn trace_photons(scene: &RenderScene, settings: &PhotonSettings) -> PhotonMa
 /// caustic map of many more photons than the global map costs about one
 /// ray per photon. The global map of the result is empty.
 pub fn trace_caustic_photons(scene: &RenderScene, settings: &PhotonSettings) -> PhotonMaps {
-    trace_with(scene, settings, true)
+    trace_with(scene, settings, 0..settings.photons, true)
 }
 
-fn trace_with(scene: &RenderScene, settings: &PhotonSettings, caustic_only: bool) -> PhotonMaps {
+fn trace_with(
+    scene: &RenderScene,
+    settings: &PhotonSettings,
+    indices: Range<u64>,
+    caustic_only: bool,
+) -> PhotonMaps {
     let start = Instant::now();
     let sources = PhotonSources::new(scene);
     let tracer = Tracer {
@@ -170,13 +188,14 @@ fn trace_with(scene: &RenderScene, settings: &PhotonSettings, caustic_only: bool
         inv_photons: 1.0 / settings.photons.max(1) as f32,
         caustic_only,
     };
-    let chunks = settings.photons.div_ceil(CHUNK);
+    let indices = indices.start.min(settings.photons)..indices.end.min(settings.photons);
+    let chunks = (indices.end - indices.start).div_ceil(CHUNK);
     let batches: Vec<Batch> = (0..chunks)
         .into_par_iter()
         .map(|c| {
             let mut batch = Batch::default();
-            let end = ((c + 1) * CHUNK).min(settings.photons);
-            for index in c * CHUNK..end {
+            let first = indices.start + c * CHUNK;
+            for index in first..(first + CHUNK).min(indices.end) {
                 tracer.trace(index, &mut batch);
             }
             batch

@@ -46,7 +46,7 @@ mod renderer;
 pub mod renderer_cuda;
 pub mod visible;
 
-pub use renderer::{PassView, render, render_passes};
+pub use renderer::{PassView, render, render_in_team, render_passes};
 #[cfg(feature = "cuda")]
 pub use renderer_cuda::{GpuPassView, SppmCudaError, render_cuda, render_cuda_on};
 

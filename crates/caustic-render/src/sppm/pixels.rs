@@ -80,7 +80,8 @@ impl PixelStats {
     /// Adds one pass: the eye pass's traced radiance, and the photon pass's
     /// deposits through the progressive update with parameter `alpha`.
     pub fn add_pass(&mut self, eye: &EyePass, photons: &PhotonPass, alpha: f64) {
-        for (state, l) in self.pixels.iter_mut().zip(&eye.radiance) {
+        let covered = &mut self.pixels[eye.first_pixel as usize..];
+        for (state, l) in covered.iter_mut().zip(&eye.radiance) {
             state.traced += l.as_dvec3();
         }
         for (i, point) in eye.points.iter().enumerate() {

@@ -1,13 +1,15 @@
 //! The SPPM render loop: eye pass, grid, photon pass, update, per pass.
 
-use super::gather::{photon_pass, photon_settings};
+use super::gather::{gather, photon_settings};
 use super::grid::VisiblePointGrid;
 use super::pixels::PixelStats;
-use super::visible::{EyeSettings, eye_pass};
+use super::visible::{EyeSettings, eye_pass_rows};
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
+use crate::photon::trace_photon_range;
+use crate::team::{Solo, Team, TeamError, gather_concat, share, sum_u64};
 use crate::{Film, RenderScene};
 use caustic_scene::Camera;
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 use std::time::Instant;
 
 /// The state after a pass, handed to the per-pass callback.
@@ -50,67 +52,143 @@ pub fn render_passes(
     settings: &SppmSettings,
     on_pass: &mut dyn FnMut(&PassView) -> ControlFlow<()>,
 ) -> Result<(Film, SppmStats), SppmError> {
-    settings.validate()?;
-    if !camera.is_valid() {
-        return Err(SppmError("the camera frame is degenerate".into()));
-    }
-    let start = Instant::now();
-    let mut pixels = PixelStats::new(settings.width, settings.height);
-    let mut stats = SppmStats::default();
+    let mut run = PassRunner::new(scene, camera, settings, &Solo)?;
     for pass in 0..settings.passes {
-        run_pass(scene, camera, settings, pass, &mut pixels, &mut stats);
-        stats.seconds = start.elapsed().as_secs_f64();
-        stats.mean_radius = pixels.mean_radius();
+        run.pass(pass).map_err(team_error)?;
         let view = PassView {
             passes: pass + 1,
-            stats: &stats,
-            pixels: &pixels,
+            stats: &run.stats,
+            pixels: &run.pixels,
         };
         if on_pass(&view).is_break() {
             break;
         }
     }
-    Ok((pixels.film(), stats))
+    Ok((run.pixels.film(), run.stats))
 }
 
-/// One eye pass and one photon pass, folded into `pixels`.
-fn run_pass(
+/// Renders like [`render`] as one member of `team` (see [`crate::team`]):
+/// each member owns a contiguous band of rows (their eye paths, visible
+/// points and statistics) and traces a contiguous share of every pass's
+/// photons; the pass's photons are exchanged in index order, so each
+/// member deposits at its own visible points exactly the photons, in
+/// exactly the order, a single process would. Every member returns the
+/// whole image, bit-identical to [`render`]'s; `progress` gets the passes
+/// done. Statistics count the whole team's rays and deposits.
+pub fn render_in_team(
     scene: &RenderScene,
     camera: &Camera,
     settings: &SppmSettings,
-    pass: u32,
-    pixels: &mut PixelStats,
-    stats: &mut SppmStats,
-) {
-    let clock = Instant::now();
-    let eye = eye_pass(scene, camera, &eye_settings(settings), pass);
-    pixels.init_radii(&eye.points, settings.initial_radius, AUTO_RADIUS_PIXELS);
-    let radii = pixels.radii(&eye.points);
-    stats.eye_seconds += clock.elapsed().as_secs_f64();
+    team: &dyn Team,
+    progress: &(dyn Fn(u32) + Sync),
+) -> Result<(Film, SppmStats), SppmError> {
+    let mut run = PassRunner::new(scene, camera, settings, team)?;
+    for pass in 0..settings.passes {
+        run.pass(pass).map_err(team_error)?;
+        progress(pass + 1);
+    }
+    let film = run.pixels.film();
+    let w = settings.width as usize;
+    let mine = film.pixels[run.rows.start as usize * w..run.rows.end as usize * w].to_vec();
+    let pixels = gather_concat(team, mine).map_err(team_error)?;
+    let sums = sum_u64(team, &[run.stats.rays, run.stats.deposits]).map_err(team_error)?;
+    let mut stats = run.stats;
+    (stats.rays, stats.deposits) = (sums[0], sums[1]);
+    Ok((Film { pixels, ..film }, stats))
+}
 
-    let clock = Instant::now();
-    let positions: Vec<_> = eye.points.iter().map(|p| p.position).collect();
-    let grid = VisiblePointGrid::build(&positions, &radii);
-    stats.grid_seconds += clock.elapsed().as_secs_f64();
+fn team_error(e: TeamError) -> SppmError {
+    SppmError(format!("team exchange failed: {e}"))
+}
 
-    let clock = Instant::now();
-    let photon = photon_settings(
-        settings.photons_per_pass,
-        settings.max_depth,
-        settings.seed,
-        pass,
-    );
-    let photons = photon_pass(scene, &photon, &eye.points, &radii, &grid);
-    let photon_total = clock.elapsed().as_secs_f64();
-    stats.photon_seconds += photons.trace_seconds;
-    stats.gather_seconds += photon_total - photons.trace_seconds;
+/// The passes of one render on one team member: its rows' statistics and
+/// its share of the work.
+struct PassRunner<'a> {
+    scene: &'a RenderScene,
+    camera: &'a Camera,
+    settings: &'a SppmSettings,
+    team: &'a dyn Team,
+    /// This member's rows (all of them for a single process).
+    rows: Range<u32>,
+    pixels: PixelStats,
+    stats: SppmStats,
+    start: Instant,
+}
 
-    pixels.add_pass(&eye, &photons, settings.alpha as f64);
-    stats.passes += 1;
-    stats.photons_emitted += photons.emitted;
-    stats.photons_stored += photons.stored;
-    stats.deposits += photons.deposits;
-    stats.rays += eye.rays + photons.rays;
+impl<'a> PassRunner<'a> {
+    fn new(
+        scene: &'a RenderScene,
+        camera: &'a Camera,
+        settings: &'a SppmSettings,
+        team: &'a dyn Team,
+    ) -> Result<Self, SppmError> {
+        settings.validate()?;
+        if !camera.is_valid() {
+            return Err(SppmError("the camera frame is degenerate".into()));
+        }
+        let rows = share(team, settings.height as u64);
+        Ok(Self {
+            scene,
+            camera,
+            settings,
+            team,
+            rows: rows.start as u32..rows.end as u32,
+            pixels: PixelStats::new(settings.width, settings.height),
+            stats: SppmStats::default(),
+            start: Instant::now(),
+        })
+    }
+
+    /// One eye pass and one photon pass, folded into the member's pixels.
+    fn pass(&mut self, pass: u32) -> Result<(), TeamError> {
+        let (scene, settings) = (self.scene, self.settings);
+        let clock = Instant::now();
+        let eye = eye_pass_rows(
+            scene,
+            self.camera,
+            &eye_settings(settings),
+            pass,
+            self.rows.clone(),
+        );
+        let pixels = &mut self.pixels;
+        pixels.init_radii(&eye.points, settings.initial_radius, AUTO_RADIUS_PIXELS);
+        let radii = pixels.radii(&eye.points);
+        let stats = &mut self.stats;
+        stats.eye_seconds += clock.elapsed().as_secs_f64();
+
+        let clock = Instant::now();
+        let positions: Vec<_> = eye.points.iter().map(|p| p.position).collect();
+        let grid = VisiblePointGrid::build(&positions, &radii);
+        stats.grid_seconds += clock.elapsed().as_secs_f64();
+
+        let clock = Instant::now();
+        let photon = photon_settings(
+            settings.photons_per_pass,
+            settings.max_depth,
+            settings.seed,
+            pass,
+        );
+        let share = share(self.team, photon.photons);
+        let traced = trace_photon_range(scene, &photon, share, false);
+        let trace_seconds = traced.stats.seconds;
+        let photon_rays = traced.stats.rays;
+        let all = gather_concat(self.team, traced.global)?;
+        let mut photons = gather(scene, &all, &eye.points, &radii, &grid);
+        photons.emitted = traced.emitted;
+        photons.stored = all.len() as u64;
+        stats.photon_seconds += trace_seconds;
+        stats.gather_seconds += clock.elapsed().as_secs_f64() - trace_seconds;
+
+        pixels.add_pass(&eye, &photons, settings.alpha as f64);
+        stats.passes += 1;
+        stats.photons_emitted += photons.emitted;
+        stats.photons_stored += photons.stored;
+        stats.deposits += photons.deposits;
+        stats.rays += eye.rays + photon_rays;
+        stats.seconds = self.start.elapsed().as_secs_f64();
+        stats.mean_radius = pixels.mean_radius();
+        Ok(())
+    }
 }
 
 fn eye_settings(settings: &SppmSettings) -> EyeSettings {

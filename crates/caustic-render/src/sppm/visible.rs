@@ -22,6 +22,7 @@ use crate::{PinholeCamera, RenderScene, SurfaceHit};
 use caustic_geom::{Ray, Rgb, Vec3};
 use caustic_scene::{Bsdf, Camera};
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// Where a pixel's eye path of one pass met a diffuse or glossy surface.
 #[derive(Clone, Copy, Debug)]
@@ -47,8 +48,11 @@ pub struct VisiblePoint {
 
 /// One eye pass over the image.
 pub struct EyePass {
+    /// The pixel `radiance[0]` belongs to (0 unless the pass covered a
+    /// team member's rows only).
+    pub first_pixel: u32,
     /// Ray-traced radiance per pixel (emission along the chain, direct
-    /// light at the visible point), row-major.
+    /// light at the visible point), row-major from `first_pixel`.
     pub radiance: Vec<Rgb>,
     /// Visible points in pixel order; pixels whose path left the scene,
     /// died or ended on the back of a one-sided surface have none.
@@ -69,6 +73,18 @@ pub struct EyeSettings {
 /// Traces eye pass `pass` (it picks the random numbers) for every pixel,
 /// rows in parallel.
 pub fn eye_pass(scene: &RenderScene, camera: &Camera, eye: &EyeSettings, pass: u32) -> EyePass {
+    eye_pass_rows(scene, camera, eye, pass, 0..eye.height)
+}
+
+/// Traces eye pass `pass` for the pixels of `rows` alone (a team member's
+/// rows): the same paths, pixel for pixel, as [`eye_pass`] traces there.
+pub fn eye_pass_rows(
+    scene: &RenderScene,
+    camera: &Camera,
+    eye: &EyeSettings,
+    pass: u32,
+    rows: Range<u32>,
+) -> EyePass {
     let pinhole = PinholeCamera::new(camera, eye.width, eye.height);
     let (tx, _) = camera.half_extents(eye.width as f32 / eye.height as f32);
     let tracer = EyeTracer {
@@ -78,16 +94,20 @@ pub fn eye_pass(scene: &RenderScene, camera: &Camera, eye: &EyeSettings, pass: u
         pixel_angle: 2.0 * tx / eye.width as f32,
         pass,
     };
-    let rows: Vec<(Vec<Rgb>, Vec<VisiblePoint>, u64)> = (0..eye.height)
+    let rows = rows.start..rows.end.min(eye.height);
+    let first_pixel = rows.start * eye.width;
+    let traced: Vec<(Vec<Rgb>, Vec<VisiblePoint>, u64)> = rows
+        .clone()
         .into_par_iter()
         .map(|y| tracer.row(y))
         .collect();
     let mut out = EyePass {
-        radiance: Vec::with_capacity(eye.width as usize * eye.height as usize),
+        first_pixel,
+        radiance: Vec::with_capacity(eye.width as usize * rows.len()),
         points: Vec::new(),
         rays: 0,
     };
-    for (radiance, points, rays) in rows {
+    for (radiance, points, rays) in traced {
         out.radiance.extend(radiance);
         out.points.extend(points);
         out.rays += rays;

@@ -23,11 +23,11 @@
 use crate::bsdf::{fresnel_dielectric, fresnel_schlick, reflect, refract};
 use crate::direct::{direct_light, face_towards};
 use crate::draw;
-use crate::tiles::{Tile, morton_tiles};
+use crate::team::{Solo, Team, TeamError, sum_u64, tiled_film};
+use crate::tiles::Tile;
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
 use caustic_geom::{Ray, Rgb, Vec2};
 use caustic_scene::{Bsdf, Camera};
-use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -99,35 +99,40 @@ pub fn render(
     settings: &WhittedSettings,
     progress: &(dyn Fn(u64) + Sync),
 ) -> (Film, RenderStats) {
+    render_in_team(scene, camera, settings, &Solo, progress)
+        .expect("a team of one exchanges nothing")
+}
+
+/// Renders like [`render`] as one member of `team`, tiles shared as
+/// [`tiled_film`] shares them: every member ends with the whole image,
+/// bit-identical to a single process's (every pixel is computed by exactly
+/// one member, from its own keyed random numbers). `stats.rays` counts the
+/// whole team's rays.
+pub fn render_in_team(
+    scene: &RenderScene,
+    camera: &Camera,
+    settings: &WhittedSettings,
+    team: &dyn Team,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(Film, RenderStats), TeamError> {
     let start = Instant::now();
     let pinhole = PinholeCamera::new(camera, settings.width, settings.height);
     let rays = AtomicU64::new(0);
     let tracer = Tracer { scene, settings };
-    let tiles = morton_tiles(settings.width, settings.height, TILE_SIZE);
-    let rendered: Vec<(Tile, Vec<Rgb>)> = tiles
-        .into_par_iter()
-        .map(|tile| {
-            let mut counter = 0u64;
-            let pixels = tracer.render_tile(&pinhole, tile, &mut counter);
-            rays.fetch_add(counter, Ordering::Relaxed);
-            progress(tile.pixel_count() as u64);
-            (tile, pixels)
-        })
-        .collect();
-    let mut film = Film::new(settings.width, settings.height);
-    for (tile, pixels) in rendered {
-        let mut it = pixels.into_iter();
-        for y in tile.y0..tile.y1 {
-            for x in tile.x0..tile.x1 {
-                film.set(x, y, it.next().unwrap_or_default());
-            }
-        }
-    }
+    let size = (settings.width, settings.height);
+    let film = tiled_film(team, size, TILE_SIZE, |tile| {
+        let mut counter = 0u64;
+        let pixels = tracer.render_tile(&pinhole, tile, &mut counter);
+        rays.fetch_add(counter, Ordering::Relaxed);
+        progress(tile.pixel_count() as u64);
+        pixels
+    })?;
+    let rays = sum_u64(team, &[rays.into_inner()])?[0];
     let stats = RenderStats {
         seconds: start.elapsed().as_secs_f64(),
-        rays: rays.into_inner(),
+        rays,
     };
-    (film, stats)
+    Ok((film, stats))
 }
 
 struct Tracer<'a> {

@@ -1,0 +1,122 @@
+//! A render shared by a team (`caustic_render::team`) is the single
+//! process's render, bit for bit, for every renderer and team size: the
+//! contract the MPI runs of `caustic render` rest on. The members here are
+//! threads (`ThreadTeam`); the CLI's MPI tests run the same code as
+//! processes.
+
+use caustic_render::photon::PhotonRenderSettings;
+use caustic_render::photon::irradiance_samples::SampleSettings;
+use caustic_render::sppm::SppmSettings;
+use caustic_render::team::{Team, ThreadTeam};
+use caustic_render::{Film, RenderScene, WhittedSettings, photon, sppm, whitted};
+use caustic_scene::{Camera, Scene};
+
+/// The caustics Cornell box (glass and mirror spheres: specular chains,
+/// caustic photons, final gathers) at an odd size, so that rows, tiles
+/// and photons do not divide evenly among the members.
+fn scene() -> (Scene, RenderScene, Camera) {
+    let scene = Scene::builtin("cornell-caustics").expect("a built-in scene");
+    let rs = RenderScene::new(&scene, "bvh-binned").expect("the scene flattens");
+    let camera = scene.camera_or_default();
+    (scene, rs, camera)
+}
+
+const WIDTH: u32 = 37;
+const HEIGHT: u32 = 29;
+
+/// Renders with teams of 1, 2 and 3 members and checks every member's
+/// image against the single process's.
+fn check_teams(name: &str, single: &Film, render: impl Fn(&dyn Team) -> Film + Sync) {
+    assert!(
+        single.mean().length() > 0.0,
+        "{name}: the image is not black"
+    );
+    for size in 1..=3 {
+        for (rank, film) in ThreadTeam::run(size, &render).into_iter().enumerate() {
+            assert_eq!(
+                film.pixels.len(),
+                single.pixels.len(),
+                "{name}: size {size}"
+            );
+            let differing = film
+                .pixels
+                .iter()
+                .zip(&single.pixels)
+                .filter(|(a, b)| a.to_array().map(f32::to_bits) != b.to_array().map(f32::to_bits))
+                .count();
+            assert_eq!(
+                differing, 0,
+                "{name}: team of {size}, member {rank}: {differing} pixels differ from the single process's"
+            );
+        }
+    }
+}
+
+#[test]
+fn whitted_team_renders_the_single_process_image() {
+    let (_, rs, camera) = scene();
+    let settings = WhittedSettings {
+        width: WIDTH,
+        height: HEIGHT,
+        spp: 4,
+        ..WhittedSettings::default()
+    };
+    let (single, _) = whitted::render(&rs, &camera, &settings, &|_| {});
+    check_teams("whitted", &single, |team| {
+        whitted::render_in_team(&rs, &camera, &settings, team, &|_| {})
+            .expect("the exchange works")
+            .0
+    });
+}
+
+#[test]
+fn photon_team_renders_the_single_process_image() {
+    let (_, rs, camera) = scene();
+    // The final gather with irradiance samples (shared gathers), and
+    // separate global and caustic passes (two shared photon traces).
+    let settings = PhotonRenderSettings {
+        width: WIDTH,
+        height: HEIGHT,
+        spp: 2,
+        global_photons: 20_011,
+        caustic_photons: 30_007,
+        gather_rays: 16,
+        samples: SampleSettings {
+            spacing: 4.0,
+            ..SampleSettings::default()
+        },
+        ..PhotonRenderSettings::default()
+    };
+    let (single, stats) = photon::render(&rs, &camera, &settings, &|_| {}).unwrap();
+    assert!(stats.samples > 0, "the irradiance samples are exercised");
+    check_teams("photon", &single, |team| {
+        let (film, team_stats) =
+            photon::render_in_team(&rs, &camera, &settings, team, &|_| {}).unwrap();
+        assert_eq!(
+            team_stats.rays, stats.rays,
+            "the team's rays are the single process's"
+        );
+        assert_eq!(team_stats.global_stored, stats.global_stored);
+        film
+    });
+}
+
+#[test]
+fn sppm_team_renders_the_single_process_image() {
+    let (_, rs, camera) = scene();
+    let settings = SppmSettings {
+        width: WIDTH,
+        height: HEIGHT,
+        passes: 3,
+        photons_per_pass: 10_007,
+        ..SppmSettings::default()
+    };
+    let (single, stats) = sppm::render(&rs, &camera, &settings, &|_| {}).unwrap();
+    check_teams("sppm", &single, |team| {
+        let (film, team_stats) =
+            sppm::render_in_team(&rs, &camera, &settings, team, &|_| {}).unwrap();
+        assert_eq!(team_stats.deposits, stats.deposits);
+        assert_eq!(team_stats.rays, stats.rays);
+        film
+    });
+}
