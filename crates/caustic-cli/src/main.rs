@@ -20,6 +20,7 @@ mod notes;
 mod output;
 mod parse;
 mod plot;
+mod ranks;
 mod render;
 mod render_photon;
 mod render_sppm;
@@ -79,6 +80,18 @@ enum Command {
 fn main() -> ExitCode {
     end_quietly_when_the_reader_leaves();
     let cli = Cli::parse();
+    // A render started by `mpirun` joins its job (kept until the end of
+    // `main`, where MPI is finalised).
+    let _membership = match &cli.command {
+        Command::Render(_) => match ranks::join() {
+            Ok(membership) => Some(membership),
+            Err(err) => {
+                ranks::fail(&err);
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => None,
+    };
     let result = match cli.command {
         Command::Render(args) => with_threads(args.threads(), || render::run(args)),
         Command::Info(args) => with_threads(0, || info::run(args)),
@@ -92,7 +105,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            ranks::fail(&err);
             ExitCode::FAILURE
         }
     }

@@ -9,7 +9,7 @@ use crate::parse::AccelArg;
 use crate::render_photon::{self, PhotonArgs};
 use crate::render_sppm::{self, Scorer, SppmArgs};
 use crate::render_whitted::{self, Fresnel};
-use crate::{camera_presets, device, notes, output, parse, scene_arg};
+use crate::{camera_presets, device, notes, output, parse, ranks, scene_arg};
 use anyhow::{Context, Result, bail};
 use caustic::accel::{DEFAULT_GPU_SPEC, GPU_STRUCTURES};
 use caustic::{
@@ -189,13 +189,15 @@ pub fn run(args: RenderArgs) -> Result<()> {
     if args.frames.is_some() || args.time.is_some() {
         return run_animation(args);
     }
-    notes::set_quiet(args.quiet);
+    notes::set_quiet(args.quiet || !ranks::is_root());
     // Everything that can be refused is refused before the scene loads.
     let output = args
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.png", scene_arg::short_name(&args.scene))));
-    output::check_image_path(&output)?;
+    if ranks::is_root() {
+        output::check_image_path(&output)?; // the writer checks (it probes by creating)
+    }
     if args.integrator != IntegratorName::Whitted && matches!(args.flags.fresnel, Fresnel::Schlick)
     {
         bail!(
@@ -225,6 +227,9 @@ pub fn run(args: RenderArgs) -> Result<()> {
     watch.finish();
     let rendered = rendered?;
     let summary = summary(&integrator, &rendered, &backend, &renderer)?;
+    if !ranks::is_root() {
+        return Ok(()); // rank 0 writes the image every rank holds
+    }
     warn_if_empty(&rendered.film);
     image_io::write_image(&rendered.film, &output, args.flags.exposure)
         .with_context(|| format!("cannot write {}", output.display()))?;
@@ -237,7 +242,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
 /// image per frame. Every frame builds its structure afresh on the device
 /// that renders it.
 fn run_animation(args: RenderArgs) -> Result<()> {
-    notes::set_quiet(args.quiet);
+    notes::set_quiet(args.quiet || !ranks::is_root());
     let pattern = args.output.clone().unwrap_or_else(|| {
         PathBuf::from(format!("{}_%04d.png", scene_arg::short_name(&args.scene)))
     });
@@ -246,7 +251,9 @@ fn run_animation(args: RenderArgs) -> Result<()> {
             "--frames writes one image per frame: give -o a pattern with %04d, e.g. -o out_%04d.png"
         );
     }
-    output::check_image_path(&frame_path(&pattern, 0).unwrap_or_else(|| pattern.clone()))?;
+    if ranks::is_root() {
+        output::check_image_path(&frame_path(&pattern, 0).unwrap_or_else(|| pattern.clone()))?;
+    }
     check_gpu_flags(args.flags.device, args.flags.accel.as_ref())?;
     let mut loaded = scene_arg::load(&args.scene)?;
     let Some(clock) = loaded.scene.timeline() else {
@@ -306,12 +313,14 @@ fn run_animation(args: RenderArgs) -> Result<()> {
         let (line, frame_ms) =
             render_instant(&args, &loaded, &path, structure, (started, &mut backend))?;
         let label = frame.map_or(String::new(), |f| format!("frame {f} "));
-        bar.suspend(|| {
-            eprintln!(
-                "{label}(t = {t:.3} s, {update}, frame {frame_ms:.1} ms): wrote {} {line}",
-                path.display()
-            )
-        });
+        if ranks::is_root() {
+            bar.suspend(|| {
+                eprintln!(
+                    "{label}(t = {t:.3} s, {update}, frame {frame_ms:.1} ms): wrote {} {line}",
+                    path.display()
+                )
+            });
+        }
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -431,8 +440,10 @@ fn render_instant(
     let rendered = renderer.render(&camera, &integrator)?;
     let frame_ms = started.elapsed().as_secs_f64() * 1e3;
     let summary = summary(&integrator, &rendered, &backend, &renderer)?;
-    image_io::write_image(&rendered.film, path, args.flags.exposure)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    if ranks::is_root() {
+        image_io::write_image(&rendered.film, path, args.flags.exposure)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     Ok((summary, frame_ms))
 }
 
@@ -550,9 +561,18 @@ fn check_gpu_only(accel: Option<&AccelArg>, backend: &caustic::Backend) -> Resul
 }
 
 impl RenderArgs {
-    /// The facade's renderer of `scene` with `--accel` and `--device`.
+    /// The facade's renderer of `scene` with `--accel` and `--device`,
+    /// shared with the other ranks of an MPI job (on the CPU: `auto`
+    /// picks it there, as team renders do not run on GPUs yet).
     fn renderer<'a>(&self, scene: &'a Scene) -> Renderer<'a> {
-        self.flags.renderer(scene)
+        let Some(team) = ranks::team() else {
+            return self.flags.renderer(scene);
+        };
+        let device = match self.flags.device {
+            Device::Auto => Device::Cpu,
+            chosen => chosen,
+        };
+        renderer(scene, self.flags.accel.as_ref(), device).team(team)
     }
 
     /// The chosen integrator with its typed settings.
@@ -677,13 +697,18 @@ fn summary(
         triangles: renderer.prepare()?.triangles.len(),
         accel: structure(renderer, backend.is_gpu()),
     };
-    let on = &rendered.device;
+    let on = &match ranks::team() {
+        Some(team) => format!("{} MPI ranks x {}", team.size(), rendered.device),
+        None => rendered.device.clone(),
+    };
     Ok(match (integrator, &rendered.stats) {
         (Integrator::Whitted(s), Stats::Whitted(stats)) => {
             render_whitted::summary(s, stats, &built, on)
         }
         (Integrator::Photon(s), Stats::Photon(stats)) => {
-            eprintln!("{}", render_photon::passes(s, stats, backend));
+            if ranks::is_root() {
+                eprintln!("{}", render_photon::passes(s, stats, backend));
+            }
             render_photon::summary(s, &built, on)
         }
         (Integrator::Sppm(s), Stats::Sppm(stats)) => render_sppm::summary(s, stats, &built, on),
@@ -722,7 +747,11 @@ impl Watch {
 
     fn report(&self, progress: Progress<'_>) {
         match progress {
-            Progress::Pixels(n) => self.bar.inc(n),
+            // In a team, rank 0 sees its own share of the pixels: about
+            // one in `size` of them.
+            Progress::Pixels(n) => self
+                .bar
+                .inc(n * ranks::team().map_or(1, |t| t.size() as u64)),
             Progress::Pass(pass) => {
                 self.bar.set_position(pass.passes().into());
                 if let Some(scorer) = &self.scorer {

@@ -64,6 +64,11 @@ pub enum Error {
     #[error(transparent)]
     Sppm(#[from] SppmError),
 
+    /// A render shared by several processes (`Renderer::team`) failed to
+    /// exchange its work, or was asked for what a team render cannot give.
+    #[error("team render: {0}")]
+    Team(#[from] caustic_render::team::TeamError),
+
     /// An image could not be written or read.
     #[error(transparent)]
     Image(#[from] ImageError),

@@ -97,7 +97,7 @@ pub use integrator::{
 pub use renderer::{Progress, Rendered, Renderer, SppmPass};
 
 pub use caustic_geom::{Hit, Ray, Rgb, Triangle, Vec3};
-pub use caustic_render::{Film, PinholeCamera, RenderScene, image_io};
+pub use caustic_render::{Film, PinholeCamera, RenderScene, image_io, team};
 pub use caustic_scene::{BUILTIN_SCENES, Camera, FovAxis, Light, Scene};
 
 use std::path::Path;

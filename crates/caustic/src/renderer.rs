@@ -26,10 +26,11 @@ use crate::integrator::{Integrator, PhotonSettings, Stats};
 #[cfg(feature = "cuda")]
 use caustic_render::photon::PhotonRenderError;
 use caustic_render::sppm::{PassView, SppmSettings, SppmStats};
+use caustic_render::team::{Team, TeamError};
 use caustic_render::{Film, RenderScene, WhittedSettings, photon, sppm, whitted};
 use caustic_scene::{Camera, Scene};
 use std::ops::ControlFlow;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 #[cfg(feature = "cuda")]
 use caustic_accel::AccelSpecError;
@@ -78,6 +79,8 @@ pub struct Renderer<'a> {
     /// A CPU structure built by the caller ([`Renderer::cpu_structure`]),
     /// taken by the first preparation on the CPU.
     given_structure: Mutex<Option<Box<dyn caustic_accel::Accel>>>,
+    /// The team this renderer's process belongs to ([`Renderer::team`]).
+    team: Option<Arc<dyn Team>>,
     prepared: OnceLock<Prepared>,
 }
 
@@ -116,6 +119,8 @@ pub struct SppmPass<'a> {
 #[derive(Clone, Copy)]
 enum PassSource<'a> {
     Cpu(&'a PassView<'a>),
+    /// A team member's pass (passes done): its image exists only at the end.
+    Team(u32),
     #[cfg(feature = "cuda")]
     Gpu(&'a sppm::GpuPassView<'a>),
 }
@@ -125,6 +130,7 @@ impl SppmPass<'_> {
     pub fn passes(&self) -> u32 {
         match self.view {
             PassSource::Cpu(view) => view.passes,
+            PassSource::Team(passes) => passes,
             #[cfg(feature = "cuda")]
             PassSource::Gpu(view) => view.passes,
         }
@@ -140,6 +146,10 @@ impl SppmPass<'_> {
     pub fn film(&self) -> Result<Film> {
         match self.view {
             PassSource::Cpu(view) => Ok(view.film()),
+            PassSource::Team(_) => Err(TeamError(
+                "a team render's image is assembled after its last pass".into(),
+            )
+            .into()),
             #[cfg(feature = "cuda")]
             PassSource::Gpu(view) => Ok(view.film()?),
         }
@@ -152,6 +162,7 @@ impl SppmPass<'_> {
             PassSource::Cpu(view) => Some(view.stats),
             #[cfg(feature = "cuda")]
             PassSource::Gpu(_) => None,
+            PassSource::Team(_) => None,
         }
     }
 }
@@ -183,8 +194,34 @@ impl<'a> Renderer<'a> {
             progress: None,
             stop: None,
             given_structure: Mutex::new(None),
+            team: None,
             prepared: OnceLock::new(),
         }
+    }
+
+    /// Shares every render with the other members of `team` (the ranks of
+    /// an MPI job, say): each member renders its share and every member
+    /// returns the whole image, bit-identical to a single process's render
+    /// of the same settings (see `caustic_render::team`). Team renders run
+    /// on the CPU; with a GPU backend and more than one member, a render
+    /// is an error. Progress reports count the member's own share.
+    pub fn team(mut self, team: Arc<dyn Team>) -> Self {
+        self.team = Some(team);
+        self
+    }
+
+    /// The team when it has more than one member, refused on a GPU.
+    fn shared_team(&self, backend: &Backend) -> Result<Option<&dyn Team>> {
+        let Some(team) = self.team.as_deref().filter(|t| t.size() > 1) else {
+            return Ok(None);
+        };
+        if backend.is_gpu() {
+            return Err(Error::CpuOnly {
+                what: format!("a render shared by {} processes", team.size()),
+                hint: "run every rank with --device cpu (GPU ranks are not implemented yet)".into(),
+            });
+        }
+        Ok(Some(team))
     }
 
     /// Renders on the CPU with `structure`, built by the caller over
@@ -533,8 +570,11 @@ impl<'a> Renderer<'a> {
             return Ok(rendered(film, Stats::Whitted(stats), backend));
         }
         let scene = self.cpu_scene(p)?;
-        let (film, stats) =
-            whitted::render(scene, camera, s, &|n| self.report(Progress::Pixels(n)));
+        let report = |n| self.report(Progress::Pixels(n));
+        let (film, stats) = match self.shared_team(backend)? {
+            Some(team) => whitted::render_in_team(scene, camera, s, team, &report)?,
+            None => whitted::render(scene, camera, s, &report),
+        };
         Ok(rendered(film, Stats::Whitted(stats), backend))
     }
 
@@ -556,7 +596,11 @@ impl<'a> Renderer<'a> {
         }
         let settings = s.render_settings(false);
         let report = |n| self.report(Progress::Pixels(n));
-        let (film, stats) = photon::render(self.cpu_scene(p)?, camera, &settings, &report)?;
+        let scene = self.cpu_scene(p)?;
+        let (film, stats) = match self.shared_team(backend)? {
+            Some(team) => photon::render_in_team(scene, camera, &settings, team, &report)?,
+            None => photon::render(scene, camera, &settings, &report)?,
+        };
         Ok(rendered(film, Stats::Photon(stats), backend))
     }
 
@@ -577,6 +621,16 @@ impl<'a> Renderer<'a> {
             };
             let uploaded = self.gpu_scene(p, gpu)?;
             let (film, stats) = sppm::render_cuda_on(uploaded, &p.scene, camera, s, &mut on_pass)?;
+            return Ok(rendered(film, Stats::Sppm(stats), backend));
+        }
+        if let Some(team) = self.shared_team(backend)? {
+            // Every member makes every pass: no early stop, which would
+            // leave the others waiting at the next exchange.
+            let report = |passes| {
+                let view = PassSource::Team(passes);
+                self.report(Progress::Pass(SppmPass { view, total }));
+            };
+            let (film, stats) = sppm::render_in_team(self.cpu_scene(p)?, camera, s, team, &report)?;
             return Ok(rendered(film, Stats::Sppm(stats), backend));
         }
         let mut on_pass = |view: &PassView| {

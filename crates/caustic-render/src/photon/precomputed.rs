@@ -12,10 +12,12 @@
 //! returned is `albedo/π · E`, so a glossy lobe's share of the light
 //! reflected towards the gather point is left out.
 
+use super::PhotonRenderError;
 use super::estimate::{self, EstimateSettings};
 use super::map::PhotonMap;
+use crate::team::{Team, gather_concat, share};
 use caustic_accel::points::build_point_structure;
-use caustic_accel::points::{Neighbour, PointStructure, UnknownPointStructure};
+use caustic_accel::points::{Neighbour, PointStructure};
 use caustic_geom::{Rgb, Vec3};
 use rayon::prelude::*;
 
@@ -36,28 +38,33 @@ pub struct IrradianceMap {
 
 impl IrradianceMap {
     /// Estimates the irradiance at every `stride`-th photon of `global`
-    /// (in index order, so the choice does not depend on threads).
+    /// (in index order, so the choice does not depend on threads). A team
+    /// shares the estimates (each member a contiguous share, exchanged in
+    /// index order): every member gets the same map.
     pub fn build(
         global: &PhotonMap,
         settings: &EstimateSettings,
         stride: usize,
         structure: &str,
-    ) -> Result<Self, UnknownPointStructure> {
+        team: &dyn Team,
+    ) -> Result<Self, PhotonRenderError> {
         let chosen: Vec<usize> = (0..global.len()).step_by(stride.max(1)).collect();
-        let estimates: Vec<(Vec3, Rgb)> = chosen
+        let mine = share(team, chosen.len() as u64);
+        let estimates: Vec<[Vec3; 2]> = chosen[mine.start as usize..mine.end as usize]
             .par_iter()
             .map_init(Vec::new, |scratch, &i| {
                 let photon = &global.photons[i];
                 let (p, n) = (photon.position(), photon.normal());
-                (n, estimate::irradiance(global, settings, p, n, scratch))
+                [n, estimate::irradiance(global, settings, p, n, scratch)]
             })
             .collect();
+        let estimates = gather_concat(team, estimates)?;
         let positions: Vec<Vec3> = chosen
             .iter()
             .map(|&i| global.photons[i].position())
             .collect();
         let index = build_point_structure(structure, &positions, settings.max_radius)?;
-        let (normals, irradiance) = estimates.into_iter().unzip();
+        let (normals, irradiance) = estimates.into_iter().map(|[n, e]| (n, e)).unzip();
         Ok(Self {
             normals,
             irradiance,

@@ -226,8 +226,7 @@ pub fn render(
 /// maps a single process builds; the irradiance samples' gathers and the
 /// image's tiles are shared the same way. Every member returns the whole
 /// image, bit-identical to [`render`]'s. `stats.rays` counts the whole
-/// team's rays (the maps' builds and the precomputed irradiance are done
-/// by every member).
+/// team's rays (every member builds the maps).
 pub fn render_in_team(
     scene: &RenderScene,
     camera: &Camera,
@@ -280,8 +279,13 @@ impl Maps {
         let start = Instant::now();
         let precomputed = if settings.gather_rays > 0 && settings.precompute > 0 {
             let estimate = global_estimate(settings, diagonal);
-            let map =
-                IrradianceMap::build(&global, &estimate, settings.precompute, &settings.points)?;
+            let map = IrradianceMap::build(
+                &global,
+                &estimate,
+                settings.precompute,
+                &settings.points,
+                team,
+            )?;
             stats.precomputed = map.len();
             Some(map)
         } else {

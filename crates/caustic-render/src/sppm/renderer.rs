@@ -94,7 +94,22 @@ pub fn render_in_team(
     let sums = sum_u64(team, &[run.stats.rays, run.stats.deposits]).map_err(team_error)?;
     let mut stats = run.stats;
     (stats.rays, stats.deposits) = (sums[0], sums[1]);
+    stats.mean_radius = team_mean_radius(team, &run.pixels).map_err(team_error)?;
     Ok((Film { pixels, ..film }, stats))
+}
+
+/// The mean radius over the team's pixels (each member holds its rows').
+fn team_mean_radius(team: &dyn Team, pixels: &PixelStats) -> Result<f64, TeamError> {
+    let (sum, count) = pixels
+        .pixels
+        .iter()
+        .filter(|p| p.radius > 0.0)
+        .fold((0.0, 0.0), |(s, c), p| (s + p.radius, c + 1.0));
+    let all = gather_concat(team, vec![[sum, count]])?;
+    let (sum, count) = all
+        .iter()
+        .fold((0.0, 0.0), |(s, c), [ms, mc]| (s + ms, c + mc));
+    Ok(if count > 0.0 { sum / count } else { 0.0 })
 }
 
 fn team_error(e: TeamError) -> SppmError {

@@ -1,0 +1,183 @@
+//! The process's place in an MPI job (`mpirun -np N caustic render …`).
+//!
+//! With the `mpi` feature, a process started by an MPI launcher joins the
+//! job's world at start-up ([`join`]) and every render is shared with the
+//! other ranks through `caustic_render::team` (a share of the photons,
+//! tiles and rows each, exchanged in index order, so the image is the
+//! single process's, bit for bit). Rank 0 prints progress and notes and
+//! writes the image; the others are quiet. A rank that fails prints its
+//! error with its rank and aborts the whole job ([`fail`]), so the others
+//! never wait for it at the next exchange.
+//!
+//! Without the feature, a process that finds itself one of several ranks
+//! refuses to run: each would render the whole image and write the same
+//! file.
+
+use anyhow::Result;
+use caustic::team::Team;
+use std::sync::{Arc, OnceLock};
+
+/// The job's team, set once by [`join`]; `None` in a single process.
+static TEAM: OnceLock<Arc<dyn Team>> = OnceLock::new();
+
+/// The team of this process's MPI job, when it has more than one rank.
+pub(crate) fn team() -> Option<Arc<dyn Team>> {
+    TEAM.get().filter(|t| t.size() > 1).cloned()
+}
+
+/// Whether this process speaks for the job: rank 0, or a single process.
+pub(crate) fn is_root() -> bool {
+    TEAM.get().is_none_or(|t| t.is_root())
+}
+
+/// The number of ranks that an MPI launcher announced in the environment
+/// (Open MPI, MPICH/Hydra, PMIx), if any.
+fn launched_ranks() -> Option<usize> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
+}
+
+/// Joins the MPI job this process was started in, if any: the returned
+/// guard finalises MPI when dropped (at the end of `main`).
+#[cfg(feature = "mpi")]
+pub(crate) fn join() -> Result<Option<mpi_team::Membership>> {
+    if launched_ranks().is_none_or(|n| n < 2) {
+        return Ok(None);
+    }
+    let membership = mpi_team::Membership::join()?;
+    // A second join cannot happen: `join` runs once, first in `main`.
+    let _ = TEAM.set(membership.team());
+    Ok(Some(membership))
+}
+
+/// Without the `mpi` feature: refuses to be one of several ranks.
+#[cfg(not(feature = "mpi"))]
+pub(crate) fn join() -> Result<Option<()>> {
+    match launched_ranks() {
+        Some(n) if n > 1 => anyhow::bail!(
+            "started as one of {n} MPI ranks, but this caustic was built without the `mpi` \
+             feature: every rank would render the whole image. Rebuild with \
+             `cargo build --release --features mpi` (needs an MPI library, e.g. Debian's \
+             libopenmpi-dev), or run one process"
+        ),
+        _ => Ok(None),
+    }
+}
+
+/// Reports `error` and ends the job: in a team, with the rank named and
+/// every other rank stopped (MPI_Abort), so no rank hangs at an exchange
+/// the failed one will never reach.
+pub(crate) fn fail(error: &anyhow::Error) {
+    match TEAM.get() {
+        Some(team) if team.size() > 1 => {
+            eprintln!("error (rank {} of {}): {error:#}", team.rank(), team.size());
+            #[cfg(feature = "mpi")]
+            mpi_team::abort(1);
+        }
+        _ => eprintln!("error: {error:#}"),
+    }
+}
+
+#[cfg(feature = "mpi")]
+mod mpi_team {
+    //! `Team` over an MPI communicator (the `mpi` crate, over the system's
+    //! MPI library).
+
+    use anyhow::{Context, Result, bail};
+    use caustic::team::{Team, TeamError};
+    use mpi::Threading;
+    use mpi::datatype::PartitionMut;
+    use mpi::environment::Universe;
+    use mpi::topology::SimpleCommunicator;
+    use mpi::traits::*;
+    use std::sync::{Arc, Mutex};
+
+    /// MPI initialised for this process; finalised when dropped.
+    pub(crate) struct Membership {
+        _universe: Universe,
+        team: Arc<MpiTeam>,
+    }
+
+    impl Membership {
+        pub(crate) fn join() -> Result<Self> {
+            let (universe, threading) = mpi::initialize_with_threading(Threading::Serialized)
+                .context("MPI was initialised already")?;
+            if threading < Threading::Serialized {
+                bail!(
+                    "the MPI library gives only {threading:?} threading; caustic needs Serialized"
+                );
+            }
+            let world = universe.world();
+            let team = Arc::new(MpiTeam {
+                rank: world.rank() as usize,
+                size: world.size() as usize,
+                world: Mutex::new(world),
+            });
+            Ok(Self {
+                _universe: universe,
+                team,
+            })
+        }
+
+        pub(crate) fn team(&self) -> Arc<dyn Team> {
+            self.team.clone()
+        }
+    }
+
+    /// Ends every rank of the job.
+    pub(crate) fn abort(code: i32) {
+        mpi::topology::SimpleCommunicator::world().abort(code)
+    }
+
+    struct MpiTeam {
+        rank: usize,
+        size: usize,
+        world: Mutex<SimpleCommunicator>,
+    }
+
+    // SAFETY: MPI runs with at least MPI_THREAD_SERIALIZED (checked in
+    // `Membership::join`), which allows calls from any thread one at a
+    // time; every call goes through the mutex around the communicator.
+    unsafe impl Send for MpiTeam {}
+    // SAFETY: as above: `&MpiTeam` reaches MPI only through the mutex.
+    unsafe impl Sync for MpiTeam {}
+
+    impl Team for MpiTeam {
+        fn rank(&self) -> usize {
+            self.rank
+        }
+
+        fn size(&self) -> usize {
+            self.size
+        }
+
+        fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, TeamError> {
+            let world = self
+                .world
+                .lock()
+                .map_err(|_| TeamError("an MPI call panicked".into()))?;
+            let too_big =
+                || TeamError("an exchange of 2 GiB or more (MPI counts are 32-bit)".into());
+            let count = i32::try_from(mine.len()).map_err(|_| too_big())?;
+            let mut counts = vec![0i32; self.size];
+            world.all_gather_into(&count, &mut counts[..]);
+            let mut displs = Vec::with_capacity(self.size);
+            let mut total = 0i32;
+            for &c in &counts {
+                displs.push(total);
+                total = total.checked_add(c).ok_or_else(too_big)?;
+            }
+            let mut all = vec![0u8; total as usize];
+            {
+                let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+                world.all_gather_varcount_into(mine, &mut parts);
+            }
+            Ok(counts
+                .iter()
+                .zip(&displs)
+                .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
+                .collect())
+        }
+    }
+}
