@@ -191,3 +191,35 @@ fn compare_refuses_other_formats_and_sizes() {
     caustic_in(&dir, &["compare", "a.png", "a.png", "--block", "9"])
         .fails_with(1, "--block 9 is larger than the image's smaller side (8)");
 }
+
+/// A build without the `mpi` feature started by an MPI launcher as one of
+/// several ranks refuses to run (each rank would render and write the
+/// whole image), and names the feature; one rank is a plain process.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn several_ranks_need_the_mpi_feature() {
+    let dir = scratch("ranks");
+    let run = |size: &str| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_caustic"))
+            .args(["render", "cornell-box", "--width", "8", "--height", "8"])
+            .args(["--integrator", "whitted", "--device", "cpu", "-o", "r.png"])
+            .env("OMPI_COMM_WORLD_SIZE", size)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run("3");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("one of 3 MPI ranks") && stderr.contains("`mpi` feature"),
+        "{stderr}"
+    );
+    assert!(!dir.join("r.png").exists());
+    let (code, stderr) = run("1");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(dir.join("r.png").exists());
+}
