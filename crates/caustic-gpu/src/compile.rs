@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::nvrtc::sys;
 
+use crate::disk_cache;
 use crate::error::GpuError;
 use crate::kernel::Module;
 
@@ -49,6 +50,9 @@ pub struct CompiledModule {
     pub cubin: Vec<u8>,
     /// NVRTC's log; empty when it had nothing to say.
     pub log: String,
+    /// Whether the cubin came from the disk cache ([`crate::disk_cache`])
+    /// rather than from NVRTC in this process.
+    pub from_disk_cache: bool,
 }
 
 /// The name of the NVRTC library that cudarc looks for first.
@@ -145,10 +149,39 @@ pub fn compile_with(
         capability,
         cubin,
         log,
+        from_disk_cache: false,
     })
 }
 
-/// Compiles `module` for `capability` once per process; later calls share the result.
+/// Compiles `module` for `capability` through the disk cache in `dir`:
+/// a stored cubin under the module's key if there is one, else NVRTC's,
+/// stored for the next run. `None`: no disk cache (as [`compile`]).
+pub fn compile_through(
+    dir: Option<&std::path::Path>,
+    module: &'static Module,
+    capability: ComputeCapability,
+) -> Result<CompiledModule, GpuError> {
+    let Some(dir) = dir else {
+        return compile(module, capability);
+    };
+    let key = disk_cache::key(module, &compile_options(capability), nvrtc_version()?);
+    if let Some((cubin, log)) = disk_cache::load(dir, module, &key) {
+        return Ok(CompiledModule {
+            module,
+            capability,
+            cubin,
+            log,
+            from_disk_cache: true,
+        });
+    }
+    let compiled = compile(module, capability)?;
+    disk_cache::store(dir, module, &key, &compiled.cubin, &compiled.log);
+    Ok(compiled)
+}
+
+/// Compiles `module` for `capability` once per process (through the disk
+/// cache between processes, [`crate::disk_cache`]); later calls share the
+/// result.
 pub fn compile_cached(
     module: &'static Module,
     capability: ComputeCapability,
@@ -160,7 +193,8 @@ pub fn compile_cached(
         return Ok(hit.clone());
     }
     // Compile outside the lock: modules compile in parallel from several threads.
-    let compiled = Arc::new(compile(module, capability)?);
+    let dir = disk_cache::cache_dir();
+    let compiled = Arc::new(compile_through(dir.as_deref(), module, capability)?);
     Ok(cache
         .lock()
         .unwrap()

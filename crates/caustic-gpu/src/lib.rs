@@ -38,6 +38,7 @@ pub mod buffer;
 pub mod compile;
 pub mod context;
 pub mod device;
+pub mod disk_cache;
 pub mod error;
 pub mod kernel;
 pub mod kernels;
