@@ -97,12 +97,7 @@ fn team_renders_equal(integrator: &str, extra: &[&str]) {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         check(out, &format!("mpirun -np {ranks}"));
         let team = read_image(&dir.join(&name)).unwrap();
-        let differing = team
-            .pixels
-            .iter()
-            .zip(&reference.pixels)
-            .filter(|(a, b)| a.to_array().map(f32::to_bits) != b.to_array().map(f32::to_bits))
-            .count();
+        let differing = team.pixels_differing_from(&reference);
         assert_eq!(
             differing, 0,
             "{integrator}, {ranks} ranks: {differing} pixels differ from the single process's\n{stderr}"

@@ -25,6 +25,21 @@ impl Film {
         self.pixels[y as usize * self.width as usize + x as usize] = value;
     }
 
+    /// How many pixels of `other` differ from this image's in any bit
+    /// (every pixel when the sizes differ): 0 means the same image, bit
+    /// for bit.
+    pub fn pixels_differing_from(&self, other: &Film) -> usize {
+        if (self.width, self.height) != (other.width, other.height) {
+            return self.pixels.len().max(other.pixels.len());
+        }
+        let bits = |p: &Rgb| p.to_array().map(f32::to_bits);
+        self.pixels
+            .iter()
+            .zip(&other.pixels)
+            .filter(|(a, b)| bits(a) != bits(b))
+            .count()
+    }
+
     /// Mean over all pixels, per channel.
     pub fn mean(&self) -> Rgb {
         let sum = self

@@ -33,17 +33,7 @@ fn check_teams(name: &str, single: &Film, render: impl Fn(&dyn Team) -> Film + S
     );
     for size in 1..=3 {
         for (rank, film) in ThreadTeam::run(size, &render).into_iter().enumerate() {
-            assert_eq!(
-                film.pixels.len(),
-                single.pixels.len(),
-                "{name}: size {size}"
-            );
-            let differing = film
-                .pixels
-                .iter()
-                .zip(&single.pixels)
-                .filter(|(a, b)| a.to_array().map(f32::to_bits) != b.to_array().map(f32::to_bits))
-                .count();
+            let differing = film.pixels_differing_from(single);
             assert_eq!(
                 differing, 0,
                 "{name}: team of {size}, member {rank}: {differing} pixels differ from the single process's"
