@@ -4,8 +4,10 @@
 //! job's world at start-up ([`join`]) and every render is shared with the
 //! other ranks through `caustic_render::team` (a share of the photons,
 //! tiles and rows each, exchanged in index order, so the image is the
-//! single process's, bit for bit). Rank 0 prints progress and notes and
-//! writes the image; the others are quiet. A rank that fails prints its
+//! single process's, bit for bit). With `--device cuda` each rank takes
+//! its node's GPU number `local rank mod GPUs` ([`local_gpu`]; SPPM splits
+//! on GPUs, Whitted and photon mapping on CPUs). Rank 0 prints progress
+//! and notes and writes the image; the others are quiet. A rank that fails prints its
 //! error with its rank and aborts the whole job ([`fail`]), so the others
 //! never wait for it at the next exchange.
 //!
@@ -28,6 +30,25 @@ pub(crate) fn team() -> Option<Arc<dyn Team>> {
 /// Whether this process speaks for the job: rank 0, or a single process.
 pub(crate) fn is_root() -> bool {
     TEAM.get().is_none_or(|t| t.is_root())
+}
+
+/// `--device cuda` for this rank: device `local rank mod devices` of its
+/// node, so that the ranks of a node spread over its GPUs (Open MPI's and
+/// MPICH's local rank; device 0 when neither says).
+pub(crate) fn local_gpu() -> caustic::Device {
+    let local: usize = [
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "PMIX_LOCAL_RANK",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
+    .unwrap_or(0);
+    #[cfg(feature = "cuda")]
+    let devices = caustic_gpu::device_count().unwrap_or(1).max(1);
+    #[cfg(not(feature = "cuda"))]
+    let devices = 1;
+    caustic::Device::Cuda(local % devices)
 }
 
 /// The number of ranks that an MPI launcher announced in the environment

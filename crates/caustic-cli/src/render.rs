@@ -562,14 +562,15 @@ fn check_gpu_only(accel: Option<&AccelArg>, backend: &caustic::Backend) -> Resul
 
 impl RenderArgs {
     /// The facade's renderer of `scene` with `--accel` and `--device`,
-    /// shared with the other ranks of an MPI job (on the CPU: `auto`
-    /// picks it there, as team renders do not run on GPUs yet).
+    /// shared with the other ranks of an MPI job: `auto` is the CPU there,
+    /// `cuda` the rank's own GPU of its node (SPPM splits on GPUs).
     fn renderer<'a>(&self, scene: &'a Scene) -> Renderer<'a> {
         let Some(team) = ranks::team() else {
             return self.flags.renderer(scene);
         };
         let device = match self.flags.device {
             Device::Auto => Device::Cpu,
+            Device::Cuda(0) => ranks::local_gpu(),
             chosen => chosen,
         };
         renderer(scene, self.flags.accel.as_ref(), device).team(team)

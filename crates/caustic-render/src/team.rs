@@ -28,7 +28,7 @@ use bytemuck::Pod;
 use caustic_geom::Rgb;
 use rayon::prelude::*;
 use std::ops::Range;
-use std::sync::{Barrier, Mutex};
+use std::sync::{Condvar, Mutex};
 
 /// A collective failed (a member left, a message was malformed).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -170,33 +170,63 @@ pub fn sum_u64(team: &dyn Team, mine: &[u64]) -> Result<Vec<u64>, TeamError> {
     Ok(sums)
 }
 
+/// The mean of values whose members hold `sum` and `count` each (added in
+/// rank order, so the same on all); 0 when the team counts none.
+pub fn team_mean(team: &dyn Team, sum: f64, count: f64) -> Result<f64, TeamError> {
+    let all = gather_concat(team, vec![[sum, count]])?;
+    let (sum, count) = all
+        .iter()
+        .fold((0.0, 0.0), |(s, c), [ms, mc]| (s + ms, c + mc));
+    Ok(if count > 0.0 { sum / count } else { 0.0 })
+}
+
 /// Members as threads of one process: [`ThreadTeam::run`] starts `size`
 /// threads, each with its member, and returns their results in rank
-/// order. The distributed renderers' tests run on it.
+/// order. The distributed renderers' tests run on it, and so do several
+/// GPUs in one process (a member per device).
 pub struct ThreadTeam {
     rank: usize,
     shared: std::sync::Arc<Exchange>,
 }
 
+/// The members' meeting point: one exchange (generation) at a time.
 struct Exchange {
     size: usize,
-    slots: Mutex<Vec<Vec<u8>>>,
-    barrier: Barrier,
+    state: Mutex<ExchangeState>,
+    changed: Condvar,
+}
+
+struct ExchangeState {
+    /// Exchanges completed.
+    generation: u64,
+    arrived: usize,
+    slots: Vec<Vec<u8>>,
+    /// The last completed exchange's data, read by its members.
+    last: std::sync::Arc<Vec<Vec<u8>>>,
+    /// A member that returned or panicked: nobody waits for it any more.
+    departed: Option<usize>,
 }
 
 impl ThreadTeam {
     /// Runs `work` on `size` members (threads) and collects their results.
-    /// A member that panics fails the whole run with its message (the
-    /// other members may be waiting at a barrier, so the process aborts
-    /// rather than hangs: the same contract as an MPI job).
+    /// A member that returns early (an error) or panics leaves the team:
+    /// the others' next exchange fails with a [`TeamError`] naming it
+    /// instead of waiting forever, and a panic is resumed here once every
+    /// member has ended.
     pub fn run<R: Send>(size: usize, work: impl Fn(&dyn Team) -> R + Sync) -> Vec<R> {
         assert!(size > 0, "a team has at least one member");
         let shared = std::sync::Arc::new(Exchange {
             size,
-            slots: Mutex::new(vec![Vec::new(); size]),
-            barrier: Barrier::new(size),
+            state: Mutex::new(ExchangeState {
+                generation: 0,
+                arrived: 0,
+                slots: vec![Vec::new(); size],
+                last: Default::default(),
+                departed: None,
+            }),
+            changed: Condvar::new(),
         });
-        std::thread::scope(|scope| {
+        let outcomes: Vec<std::thread::Result<R>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..size)
                 .map(|rank| {
                     let member = ThreadTeam {
@@ -205,21 +235,30 @@ impl ThreadTeam {
                     };
                     let work = &work;
                     scope.spawn(move || {
-                        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            work(&member)
-                        }));
-                        caught.unwrap_or_else(|_| {
-                            eprintln!("ThreadTeam: member {rank} panicked; aborting the team");
-                            std::process::abort()
-                        })
+                        let outcome =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                work(&member)
+                            }));
+                        member.depart();
+                        outcome
                     })
                 })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().expect("a member's panic aborts the process"))
+                .map(|h| h.join().unwrap_or_else(Err))
                 .collect()
-        })
+        });
+        outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    }
+
+    fn depart(&self) {
+        let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.departed.get_or_insert(self.rank);
+        self.shared.changed.notify_all();
     }
 }
 
@@ -231,17 +270,35 @@ impl Team for ThreadTeam {
         self.shared.size
     }
     fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, TeamError> {
-        let lock = || {
-            self.shared
-                .slots
-                .lock()
-                .map_err(|_| TeamError("a member failed mid-exchange".into()))
-        };
-        lock()?[self.rank] = mine.to_vec();
-        self.shared.barrier.wait(); // every member has written
-        let all = lock()?.clone();
-        self.shared.barrier.wait(); // every member has read: slots reusable
-        Ok(all)
+        let left = |rank| TeamError(format!("member {rank} left the team"));
+        let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(rank) = state.departed {
+            return Err(left(rank));
+        }
+        state.slots[self.rank] = mine.to_vec();
+        state.arrived += 1;
+        let generation = state.generation;
+        if state.arrived == self.shared.size {
+            let slots = std::mem::replace(&mut state.slots, vec![Vec::new(); self.shared.size]);
+            state.last = std::sync::Arc::new(slots);
+            state.arrived = 0;
+            state.generation += 1;
+            self.shared.changed.notify_all();
+            return Ok(state.last.as_ref().clone());
+        }
+        while state.generation == generation {
+            if let Some(rank) = state.departed {
+                return Err(left(rank));
+            }
+            state = self
+                .shared
+                .changed
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        // The next exchange cannot complete before this member joins it,
+        // so `last` is still this one's.
+        Ok(state.last.as_ref().clone())
     }
 }
 
@@ -277,6 +334,24 @@ mod tests {
         for (all, sums) in results {
             assert_eq!(all, (0..10).map(|i| i * 10).collect::<Vec<u32>>());
             assert_eq!(sums, [3, 3]);
+        }
+    }
+
+    #[test]
+    fn a_member_that_leaves_fails_the_others_exchange() {
+        let results = ThreadTeam::run(3, |team| {
+            if team.rank() == 1 {
+                return Err(TeamError("member 1's own error".into()));
+            }
+            team.all_gather(&[1])?;
+            team.all_gather(&[2]).map(|_| ())
+        });
+        assert_eq!(results[1], Err(TeamError("member 1's own error".into())));
+        for rank in [0, 2] {
+            assert_eq!(
+                results[rank],
+                Err(TeamError("member 1 left the team".into()))
+            );
         }
     }
 

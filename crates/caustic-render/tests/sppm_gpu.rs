@@ -157,3 +157,48 @@ fn gpu_sppm_rejects_bad_settings() {
         .is_err()
     );
 }
+
+/// A team of GPU members (here all on one GPU, each with its own upload of
+/// the scene, as separate GPUs or MPI ranks would have) renders the single
+/// GPU's image bit for bit: each member traces its share of every pass's
+/// photons and gathers for its own band of tile rows.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_sppm_team_renders_the_single_gpu_image() {
+    use caustic_render::team::{Team, ThreadTeam};
+    use caustic_render::whitted::render_cuda::GpuScene;
+    let gpu = gpu();
+    let scene = Scene::builtin("cornell-caustics").unwrap();
+    let camera = scene.camera.unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    // Neither the rows nor the photons divide evenly among the members.
+    let settings = SppmSettings {
+        width: 100,
+        height: 70,
+        passes: 4,
+        photons_per_pass: 30_011,
+        seed: 5,
+        ..SppmSettings::default()
+    };
+    let device = GpuScene::upload(&gpu, &rs).unwrap();
+    let (single, stats) = sppm::render_cuda_on(&device, &rs, &camera, &settings, &mut |_| {
+        ControlFlow::Continue(())
+    })
+    .unwrap();
+    assert!(single.mean().length() > 0.0);
+    for size in [2, 3] {
+        let members = ThreadTeam::run(size, |team: &dyn Team| {
+            let device = GpuScene::upload(&gpu, &rs).unwrap();
+            sppm::render_cuda_in_team(&device, &rs, &camera, &settings, team, &|_| {}).unwrap()
+        });
+        for (rank, (film, team_stats)) in members.into_iter().enumerate() {
+            let differing = film.pixels_differing_from(&single);
+            assert_eq!(
+                differing, 0,
+                "team of {size}, member {rank}: {differing} pixels differ"
+            );
+            assert_eq!(team_stats.deposits, stats.deposits, "team of {size}");
+            assert_eq!(team_stats.photons_stored, stats.photons_stored);
+        }
+    }
+}

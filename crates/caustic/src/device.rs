@@ -13,7 +13,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The device a caller asks for; parses from and prints as
-/// `auto | cpu | cuda | cuda:N`.
+/// `auto | cpu | cuda | cuda:N | cuda:N,M,… | cuda:all`.
 ///
 /// ```
 /// use caustic::Device;
@@ -21,6 +21,8 @@ use std::str::FromStr;
 /// assert_eq!("cuda:1".parse::<Device>()?, Device::Cuda(1));
 /// assert_eq!("cuda".parse::<Device>()?, Device::Cuda(0));
 /// assert_eq!(Device::Auto.to_string(), "auto");
+/// assert_eq!("cuda:0,2".parse::<Device>()?.to_string(), "cuda:0,2");
+/// assert_eq!("cuda:all".parse::<Device>()?, Device::Gpus(caustic::GpuSet::ALL));
 /// assert!("opencl".parse::<Device>().is_err());
 /// # Ok::<(), caustic::Error>(())
 /// ```
@@ -33,6 +35,40 @@ pub enum Device {
     Cpu,
     /// CUDA device N; an error when it cannot be used.
     Cuda(usize),
+    /// Several CUDA devices of this machine, the work split among them
+    /// (SPPM; the other integrators render on the set's first device).
+    Gpus(GpuSet),
+}
+
+/// A set of CUDA device ordinals (0–63), or every device the machine has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GpuSet(u64);
+
+impl GpuSet {
+    /// Every CUDA device of the machine.
+    pub const ALL: GpuSet = GpuSet(0);
+
+    /// The devices numbered in `ordinals`; `None` when one is past 63 or
+    /// the list is empty.
+    pub fn of(ordinals: &[usize]) -> Option<GpuSet> {
+        let mut mask = 0u64;
+        for &n in ordinals {
+            mask |= 1u64
+                .checked_shl(u32::try_from(n).ok()?)
+                .filter(|_| n < 64)?;
+        }
+        (mask != 0).then_some(GpuSet(mask))
+    }
+
+    /// The ordinals, in increasing order, of a machine with `available`
+    /// devices; `None` when the set names one it does not have.
+    pub fn ordinals(self, available: usize) -> Option<Vec<usize>> {
+        if self == GpuSet::ALL {
+            return Some((0..available).collect());
+        }
+        let listed: Vec<usize> = (0..64).filter(|n| self.0 >> n & 1 == 1).collect();
+        listed.iter().all(|&n| n < available).then_some(listed)
+    }
 }
 
 impl FromStr for Device {
@@ -45,11 +81,19 @@ impl FromStr for Device {
             "auto" => Ok(Device::Auto),
             "cpu" => Ok(Device::Cpu),
             "cuda" | "gpu" => Ok(Device::Cuda(0)),
-            _ => lower
-                .strip_prefix("cuda:")
-                .and_then(|n| n.parse().ok())
-                .map(Device::Cuda)
-                .ok_or_else(|| Error::BadDevice(text.to_owned())),
+            "cuda:all" => Ok(Device::Gpus(GpuSet::ALL)),
+            _ => {
+                let bad = || Error::BadDevice(text.to_owned());
+                let list = lower.strip_prefix("cuda:").ok_or_else(bad)?;
+                let ordinals: Vec<usize> = list
+                    .split(',')
+                    .map(|n| n.trim().parse().map_err(|_| bad()))
+                    .collect::<Result<_>>()?;
+                match ordinals[..] {
+                    [one] => Ok(Device::Cuda(one)),
+                    _ => GpuSet::of(&ordinals).map(Device::Gpus).ok_or_else(bad),
+                }
+            }
         }
     }
 }
@@ -60,6 +104,12 @@ impl fmt::Display for Device {
             Device::Auto => f.write_str("auto"),
             Device::Cpu => f.write_str("cpu"),
             Device::Cuda(n) => write!(f, "cuda:{n}"),
+            Device::Gpus(GpuSet::ALL) => f.write_str("cuda:all"),
+            Device::Gpus(set) => {
+                let ordinals = set.ordinals(64).unwrap_or_default();
+                let list: Vec<String> = ordinals.iter().map(|n| n.to_string()).collect();
+                write!(f, "cuda:{}", list.join(","))
+            }
         }
     }
 }
@@ -90,7 +140,7 @@ impl Device {
             Device::Auto => Ok(Backend::cpu(format!(
                 "device: CPU (auto; {what} runs on the CPU only)"
             ))),
-            Device::Cuda(_) => Err(Error::CpuOnly {
+            Device::Cuda(_) | Device::Gpus(_) => Err(Error::CpuOnly {
                 what: what.to_owned(),
                 hint: hint.to_owned(),
             }),
@@ -110,12 +160,23 @@ type Gpu = std::convert::Infallible;
 #[derive(Clone, Debug)]
 pub struct Backend {
     gpu: Option<Gpu>,
+    /// The other devices of a [`Device::Gpus`] set, after `gpu`.
+    more_gpus: Vec<Gpu>,
     note: String,
 }
 
 impl Backend {
     pub(crate) fn cpu(note: String) -> Self {
-        Self { gpu: None, note }
+        Self {
+            gpu: None,
+            more_gpus: Vec::new(),
+            note,
+        }
+    }
+
+    /// How many devices the work is split among (1 on the CPU).
+    pub fn device_count(&self) -> usize {
+        1 + self.more_gpus.len()
     }
 
     /// Whether work runs on a GPU.
@@ -138,10 +199,16 @@ impl Backend {
         }
     }
 
-    /// The CUDA device, when work runs on one.
+    /// The CUDA device, when work runs on one (the first of a set).
     #[cfg(feature = "cuda")]
     pub fn gpu(&self) -> Option<&caustic_gpu::Gpu> {
         self.gpu.as_ref()
+    }
+
+    /// Every CUDA device of the backend, the first one first.
+    #[cfg(feature = "cuda")]
+    pub fn gpus(&self) -> impl Iterator<Item = &caustic_gpu::Gpu> {
+        self.gpu.iter().chain(&self.more_gpus)
     }
 }
 
@@ -163,18 +230,52 @@ fn open(device: Device) -> Result<Backend> {
         Device::Auto => caustic_gpu::Device::Auto,
         Device::Cpu => caustic_gpu::Device::Cpu,
         Device::Cuda(n) => caustic_gpu::Device::Cuda(n),
+        Device::Gpus(set) => return open_set(set),
     };
     let selection = caustic_gpu::select(choice)?;
     Ok(Backend {
         gpu: selection.gpu,
+        more_gpus: Vec::new(),
         note: selection.message,
+    })
+}
+
+/// Every device of `set`, each through the same safe probe as one.
+#[cfg(feature = "cuda")]
+fn open_set(set: GpuSet) -> Result<Backend> {
+    let available = caustic_gpu::device_count()?;
+    let ordinals = set.ordinals(available).ok_or_else(|| {
+        Error::BadDevice(format!(
+            "{}: this machine has {available} CUDA device(s)",
+            Device::Gpus(set)
+        ))
+    })?;
+    let mut gpus = Vec::with_capacity(ordinals.len());
+    for &n in &ordinals {
+        let selection = caustic_gpu::select(caustic_gpu::Device::Cuda(n))?;
+        gpus.extend(selection.gpu);
+    }
+    let mut gpus = gpus.into_iter();
+    let first = gpus
+        .next()
+        .ok_or_else(|| Error::BadDevice("cuda:all: no CUDA device".into()))?;
+    let note = format!(
+        "device: {} GPUs ({}): {}",
+        ordinals.len(),
+        Device::Gpus(set),
+        gpu_name(&first)
+    );
+    Ok(Backend {
+        gpu: Some(first),
+        more_gpus: gpus.collect(),
+        note,
     })
 }
 
 #[cfg(not(feature = "cuda"))]
 fn open(device: Device) -> Result<Backend> {
     match device {
-        Device::Cuda(_) => Err(Error::NoCudaFeature {
+        Device::Cuda(_) | Device::Gpus(_) => Err(Error::NoCudaFeature {
             device: device.to_string(),
         }),
         _ => Ok(Backend::cpu(
@@ -195,16 +296,42 @@ mod tests {
         assert_eq!(parse("cuda"), Device::Cuda(0));
         assert_eq!(parse("gpu"), Device::Cuda(0));
         assert_eq!(parse(" cuda:3 "), Device::Cuda(3));
-        for bad in ["", "cuda:", "cuda:x", "cuda:-1", "opencl", "cuda0"] {
+        assert_eq!(
+            parse("cuda:1, 0"),
+            Device::Gpus(GpuSet::of(&[0, 1]).unwrap())
+        );
+        assert_eq!(parse("CUDA:ALL"), Device::Gpus(GpuSet::ALL));
+        let set = GpuSet::of(&[3, 1]).unwrap();
+        assert_eq!(set.ordinals(4), Some(vec![1, 3]));
+        assert_eq!(set.ordinals(3), None, "device 3 of 3");
+        assert_eq!(GpuSet::ALL.ordinals(2), Some(vec![0, 1]));
+        for bad in [
+            "",
+            "cuda:",
+            "cuda:x",
+            "cuda:-1",
+            "opencl",
+            "cuda0",
+            "cuda:0,",
+            "cuda:1,64",
+        ] {
             let err = bad.parse::<Device>().unwrap_err();
             assert!(matches!(err, Error::BadDevice(_)), "{bad:?}");
-            assert!(err.to_string().contains("auto, cpu, cuda or cuda:N"));
+            assert!(err.to_string().contains("auto, cpu, cuda, cuda:N"), "{err}");
         }
     }
 
     #[test]
     fn display_round_trips() {
-        for d in [Device::Auto, Device::Cpu, Device::Cuda(0), Device::Cuda(7)] {
+        let set = GpuSet::of(&[0, 2, 5]).unwrap();
+        for d in [
+            Device::Auto,
+            Device::Cpu,
+            Device::Cuda(0),
+            Device::Cuda(7),
+            Device::Gpus(set),
+            Device::Gpus(GpuSet::ALL),
+        ] {
             assert_eq!(d.to_string().parse::<Device>().unwrap(), d);
         }
     }

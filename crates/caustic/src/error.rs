@@ -25,8 +25,9 @@ pub enum Error {
     #[error(transparent)]
     AccelSpec(#[from] AccelSpecError),
 
-    /// A device string that is none of `auto`, `cpu`, `cuda`, `cuda:N`.
-    #[error("unknown device `{0}`: expected auto, cpu, cuda or cuda:N")]
+    /// A device string that is none of `auto`, `cpu`, `cuda`, `cuda:N`,
+    /// `cuda:N,M,…`, `cuda:all`, or a set of devices the machine lacks.
+    #[error("unknown device `{0}`: expected auto, cpu, cuda, cuda:N, cuda:N,M,... or cuda:all")]
     BadDevice(String),
 
     /// A point structure name that is none of `kdtree`, `hashgrid`, `brute`.

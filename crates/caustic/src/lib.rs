@@ -88,7 +88,7 @@ pub mod accel;
 
 pub use accel::{AccelKind, AccelStats};
 pub use accelerator::Accelerator;
-pub use device::{Backend, Device};
+pub use device::{Backend, Device, GpuSet};
 pub use error::{Error, Result};
 pub use integrator::{
     FresnelMode, Integrator, PhotonMapKind, PhotonRenderStats, PhotonSettings, RenderStats,

@@ -218,7 +218,7 @@ impl<'a> Renderer<'a> {
         if backend.is_gpu() {
             return Err(Error::CpuOnly {
                 what: format!("a render shared by {} processes", team.size()),
-                hint: "run every rank with --device cpu (GPU ranks are not implemented yet)".into(),
+                hint: "run every rank with --device cpu, or render sppm".into(),
             });
         }
         Ok(Some(team))
@@ -363,12 +363,26 @@ impl<'a> Renderer<'a> {
         }
         integrator.validate()?;
         let backend = self.backend_for(integrator)?;
+        let splits = matches!(integrator, Integrator::Sppm(_));
+        if backend.is_gpu() && !splits && self.team.as_ref().is_some_and(|t| t.size() > 1) {
+            return Err(Error::CpuOnly {
+                what: format!("{} shared by several processes", integrator.name()),
+                hint: "give the ranks --device cpu, or render sppm, which GPU ranks split".into(),
+            });
+        }
         let prepared = self.prepared()?;
-        match integrator {
+        let mut rendered = match integrator {
             Integrator::Whitted(settings) => self.whitted(prepared, &backend, camera, settings),
             Integrator::Photon(settings) => self.photon(prepared, &backend, camera, settings),
             Integrator::Sppm(settings) => self.sppm(prepared, &backend, camera, settings),
+        }?;
+        if backend.device_count() > 1 && !splits {
+            rendered.note += &format!(
+                "; {} renders on the first GPU (several GPUs split sppm only so far)",
+                integrator.name()
+            );
         }
+        Ok(rendered)
     }
 
     /// The device a render with `integrator` runs on, and its one-line
@@ -612,8 +626,22 @@ impl<'a> Renderer<'a> {
         s: &SppmSettings,
     ) -> Result<Rendered> {
         let total = s.passes;
+        let team_report = |passes| {
+            let view = PassSource::Team(passes);
+            self.report(Progress::Pass(SppmPass { view, total }));
+        };
         #[cfg(feature = "cuda")]
         if let Some(gpu) = backend.gpu() {
+            if backend.device_count() > 1 {
+                return self.sppm_on_gpus(p, backend, camera, s);
+            }
+            if let Some(team) = self.team.as_deref().filter(|t| t.size() > 1) {
+                // An MPI rank on its GPU: the same split as several GPUs.
+                let uploaded = self.gpu_scene(p, gpu)?;
+                let (film, stats) =
+                    sppm::render_cuda_in_team(uploaded, &p.scene, camera, s, team, &team_report)?;
+                return Ok(rendered(film, Stats::Sppm(stats), backend));
+            }
             let mut on_pass = |view: &sppm::GpuPassView| {
                 let view = PassSource::Gpu(view);
                 self.report(Progress::Pass(SppmPass { view, total }));
@@ -626,11 +654,8 @@ impl<'a> Renderer<'a> {
         if let Some(team) = self.shared_team(backend)? {
             // Every member makes every pass: no early stop, which would
             // leave the others waiting at the next exchange.
-            let report = |passes| {
-                let view = PassSource::Team(passes);
-                self.report(Progress::Pass(SppmPass { view, total }));
-            };
-            let (film, stats) = sppm::render_in_team(self.cpu_scene(p)?, camera, s, team, &report)?;
+            let scene = self.cpu_scene(p)?;
+            let (film, stats) = sppm::render_in_team(scene, camera, s, team, &team_report)?;
             return Ok(rendered(film, Stats::Sppm(stats), backend));
         }
         let mut on_pass = |view: &PassView| {
@@ -639,6 +664,61 @@ impl<'a> Renderer<'a> {
             self.next_pass()
         };
         let (film, stats) = sppm::render_passes(self.cpu_scene(p)?, camera, s, &mut on_pass)?;
+        Ok(rendered(film, Stats::Sppm(stats), backend))
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl Renderer<'_> {
+    /// SPPM split among the backend's GPUs, one thread and one upload of
+    /// the scene (with its own structure) per device: a team whose members
+    /// each trace a share of every pass's photons and gather for their own
+    /// rows (`sppm::render_cuda_in_team`), so the image is one GPU's, bit
+    /// for bit. Progress comes from the first GPU's member.
+    fn sppm_on_gpus(
+        &self,
+        p: &Prepared,
+        backend: &Backend,
+        camera: &Camera,
+        s: &SppmSettings,
+    ) -> Result<Rendered> {
+        if self.team.as_ref().is_some_and(|t| t.size() > 1) {
+            return Err(Error::Team(TeamError(
+                "several GPUs in each of several processes: give every MPI rank one device".into(),
+            )));
+        }
+        use caustic_render::team::ThreadTeam;
+        let gpus: Vec<&caustic_gpu::Gpu> = backend.gpus().collect();
+        let spec = self.gpu_spec()?;
+        let total = s.passes;
+        let members = ThreadTeam::run(gpus.len(), |team| -> Result<_> {
+            let gpu = gpus[team.rank()];
+            let own;
+            let uploaded = if team.is_root() {
+                self.gpu_scene(p, gpu)?
+            } else {
+                own = whitted::render_cuda::GpuScene::upload_with(gpu, &p.scene, &spec)?;
+                &own
+            };
+            let report = |passes| {
+                if team.is_root() {
+                    let view = PassSource::Team(passes);
+                    self.report(Progress::Pass(SppmPass { view, total }));
+                }
+            };
+            Ok(sppm::render_cuda_in_team(
+                uploaded, &p.scene, camera, s, team, &report,
+            )?)
+        });
+        // A member's own error comes before the others' "left the team".
+        let mut members = members.into_iter();
+        let first = members.next().expect("a team of at least one GPU");
+        let (film, stats) = match first {
+            Err(Error::Sppm(e)) if e.0.contains("left the team") => {
+                return Err(members.find_map(Result::err).unwrap_or(Error::Sppm(e)));
+            }
+            other => other?,
+        };
         Ok(rendered(film, Stats::Sppm(stats), backend))
     }
 }

@@ -255,3 +255,46 @@ fn sppm_on_the_gpu_matches_the_cpu_and_reports_passes() {
     );
     assert_eq!(image.film.width, 64);
 }
+
+/// `cuda:all` splits SPPM among the machine's GPUs and renders the image
+/// one GPU renders, bit for bit; Whitted on a set renders on its first GPU
+/// and says so. On a machine with one GPU the set is that GPU, and the
+/// split is checked by `caustic-render`'s `gpu_sppm_team_renders_the_single_gpu_image`
+/// with several members on one device.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn several_gpus_render_one_gpus_sppm_image() {
+    let scene = scene();
+    let camera = scene.camera_or_default();
+    let sppm = Integrator::Sppm(SppmSettings {
+        width: 96,
+        height: 72,
+        passes: 3,
+        photons_per_pass: 20_011,
+        ..SppmSettings::default()
+    });
+    let all: Device = "cuda:all".parse().unwrap();
+    let one = Renderer::new(&scene).device(Device::Cuda(0));
+    let many = Renderer::new(&scene).device(all);
+    let backend = many.backend_for(&sppm).unwrap();
+    eprintln!("{} ({} devices)", backend.note(), backend.device_count());
+    let single = one.render(&camera, &sppm).unwrap().film;
+    let split = many.render(&camera, &sppm).unwrap();
+    assert_eq!(
+        split.film.pixels_differing_from(&single),
+        0,
+        "{}",
+        split.note
+    );
+    let whitted = Integrator::Whitted(WhittedSettings {
+        width: 32,
+        height: 32,
+        ..WhittedSettings::default()
+    });
+    let note = many.render(&camera, &whitted).unwrap().note;
+    assert_eq!(
+        note.contains("renders on the first GPU"),
+        backend.device_count() > 1,
+        "{note}"
+    );
+}

@@ -87,10 +87,32 @@ pub fn trace_caustic_photons(
     trace_with(scene, sources, settings, true)
 }
 
+/// Traces photons `indices` of the `settings.photons` a pass emits, as
+/// [`super::trace_photon_range`]: a team member's share, powers divided by
+/// the whole pass's count, maps in index order.
+pub fn trace_photon_range(
+    scene: &GpuScene,
+    sources: &PhotonSources,
+    settings: &PhotonSettings,
+    indices: std::ops::Range<u64>,
+) -> Result<GpuPhotonMaps, GpuError> {
+    trace_range(scene, sources, settings, indices, false)
+}
+
 fn trace_with(
     scene: &GpuScene,
     sources: &PhotonSources,
     settings: &PhotonSettings,
+    caustic_only: bool,
+) -> Result<GpuPhotonMaps, GpuError> {
+    trace_range(scene, sources, settings, 0..settings.photons, caustic_only)
+}
+
+fn trace_range(
+    scene: &GpuScene,
+    sources: &PhotonSources,
+    settings: &PhotonSettings,
+    indices: std::ops::Range<u64>,
     caustic_only: bool,
 ) -> Result<GpuPhotonMaps, GpuError> {
     let start = Instant::now();
@@ -121,9 +143,10 @@ fn trace_with(
         caustic_only: u32::from(caustic_only),
         first_photon: 0,
     };
-    let mut first = 0;
-    while first < settings.photons && !records.is_empty() {
-        let count = (settings.photons - first).min(WAVE);
+    let end = indices.end.min(settings.photons);
+    let mut first = indices.start;
+    while first < end && !records.is_empty() {
+        let count = (end - first).min(WAVE);
         let params = PhotonParams {
             first_photon: first,
             ..base

@@ -54,11 +54,13 @@ pub struct GpuSppmPixel {
     pub traced: [f64; 3],
 }
 
-/// Pass `pass`'s primary rays, one per pixel in 8×8 Morton tiles (as
-/// many slots as `crate::whitted::primary_slots` at 1 spp).
+/// Pass `pass`'s primary rays, one per pixel in 8×8 Morton tiles from
+/// tile `first_tile` on (row-major over the image's tiles), 64 slots a
+/// tile, as many tiles as `rays` has room for.
 pub fn primary(
     params: &DeviceBuffer<FrameParams>,
     pass: u32,
+    first_tile: u32,
     rays: &mut DeviceBuffer<GpuRay>,
     paths: &mut DeviceBuffer<GpuSppmPath>,
 ) -> Result<(), GpuError> {
@@ -70,6 +72,7 @@ pub fn primary(
         (
             params.ptr(),
             pass,
+            first_tile,
             rays.ptr_mut(),
             paths.ptr_mut(),
             n as u32,
@@ -180,29 +183,29 @@ pub fn init_radii(
     )
 }
 
-/// The mean radius of the pixels with a visible point (0 when none).
-pub fn mean_radius(
+/// The sum of the radii (in units of `1 / scale`, rounded: a fixed-point
+/// sum, exact in any order) and the count of the pixels with a visible
+/// point.
+pub fn radius_sum(
     pixels: &DeviceBuffer<GpuSppmPixel>,
     points: &DeviceBuffer<GpuVisiblePoint>,
-) -> Result<f64, GpuError> {
+    scale: f64,
+) -> Result<[u64; 2], GpuError> {
     let n = pixels.len();
-    let mut sums = DeviceBuffer::<f64>::zeroed(pixels.gpu(), "sppm radius sums", 2)?;
+    let mut sums = DeviceBuffer::<u64>::zeroed(pixels.gpu(), "sppm radius sums", 2)?;
     launch(
         pixels.gpu(),
         k::SPPM_RADIUS_SUM,
         n,
-        (pixels.ptr(), points.ptr(), n as u32, sums.ptr_mut()),
+        (pixels.ptr(), points.ptr(), n as u32, scale, sums.ptr_mut()),
     )?;
     let sums = sums.download()?;
-    Ok(if sums[1] > 0.0 {
-        sums[0] / sums[1]
-    } else {
-        0.0
-    })
+    Ok([sums[0], sums[1]])
 }
 
 /// The pass's photons within each pixel's radius and the progressive
-/// update with `alpha`; the pass's radiance is added to the traced sums.
+/// update with `alpha`, for the pixels `owned` (all of them, or a team
+/// member's rows); the pass's radiance is added to the traced sums.
 /// Returns the photon–pixel pairs found.
 pub fn gather_update(
     params: &DeviceBuffer<FrameParams>,
@@ -211,14 +214,13 @@ pub fn gather_update(
     points: &DeviceBuffer<GpuVisiblePoint>,
     pixels: &mut DeviceBuffer<GpuSppmPixel>,
     radiance: &DeviceBuffer<f32>,
-    alpha: f64,
+    (owned, alpha): (std::ops::Range<u32>, f64),
 ) -> Result<u64, GpuError> {
-    let n = pixels.len();
     let mut deposits = DeviceBuffer::<u64>::zeroed(params.gpu(), "sppm deposits", 1)?;
     launch(
         params.gpu(),
         k::SPPM_GATHER_UPDATE,
-        n,
+        owned.len(),
         (
             params.ptr(),
             grid.ptr(),
@@ -227,7 +229,8 @@ pub fn gather_update(
             points.ptr(),
             pixels.ptr_mut(),
             radiance.ptr(),
-            n as u32,
+            owned.start,
+            owned.end,
             alpha,
             deposits.ptr_mut(),
         ),

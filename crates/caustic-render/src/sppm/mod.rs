@@ -48,7 +48,9 @@ pub mod visible;
 
 pub use renderer::{PassView, render, render_in_team, render_passes};
 #[cfg(feature = "cuda")]
-pub use renderer_cuda::{GpuPassView, SppmCudaError, render_cuda, render_cuda_on};
+pub use renderer_cuda::{
+    GpuPassView, SppmCudaError, render_cuda, render_cuda_in_team, render_cuda_on,
+};
 
 use std::fmt;
 

@@ -11,7 +11,8 @@
 //    stand and sppm_shadow_add sums each path's slots in order;
 // 2. sppm_init_radii: a pixel's first visible point sets its radius;
 // 3. the photon pass (photon.cu, the CPU's streams; `L D` left out);
-// 4. sppm_gather_update: one thread per pixel sums the photons within its
+// 4. sppm_gather_update: one thread per pixel (of the pixels `first..n`: a
+//    team member's rows) sums the photons within its
 //    radius from a hash grid over the pass's photons (shells of cells
 //    until the radius is covered, so any cell size is exact) and applies
 //    the progressive update in doubles, as sppm/pixels.rs does.
@@ -32,14 +33,16 @@
 
 // ------------------------------------------------------------ eye pass
 
-// visible::EyeTracer::pixel's first ray, slots in 8x8 Morton tiles.
+// visible::EyeTracer::pixel's first ray, slots in 8x8 Morton tiles, from
+// tile `first_tile` on (a team member's band of tile rows starts there).
 extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
-sppm_primary(const FrameParams* params, u32 pass, Ray* rays, SppmPath* paths, u32 n) {
+sppm_primary(const FrameParams* params, u32 pass, u32 first_tile, Ray* rays, SppmPath* paths,
+             u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const FrameParams& p = *params;
     u32 tiles_x = (p.width + 7u) / 8u;
-    u32 tile = i / 64u, m = i % 64u;
+    u32 tile = first_tile + i / 64u, m = i % 64u;
     u32 x = (tile % tiles_x) * 8u + compact_bits(m);
     u32 y = (tile / tiles_x) * 8u + compact_bits(m >> 1);
     SppmPath path;
@@ -190,20 +193,24 @@ sppm_init_radii(SppmPixel* pixels, const VisiblePoint* points, u32 n, float fixe
 }
 
 // Sum and count of the radii of the pixels with a visible point this pass
-// (the host sizes the photon grid's cells from their mean).
+// (the host sizes the photon grid's cells from their mean). The sum is in
+// fixed point (radius × `scale`, rounded), so that integer atomics make it
+// exact and independent of the order of the additions: the same cells for
+// any launch, and for a team whose members add their own pixels' sums.
 extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
-sppm_radius_sum(const SppmPixel* pixels, const VisiblePoint* points, u32 n, double* sums) {
+sppm_radius_sum(const SppmPixel* pixels, const VisiblePoint* points, u32 n, double scale,
+                unsigned long long* sums) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    double r = 0.0, c = 0.0;
+    unsigned long long r = 0, c = 0;
     if (i < n && points[i].valid && pixels[i].radius > 0.0) {
-        r = pixels[i].radius;
-        c = 1.0;
+        r = (unsigned long long)llrint(fmin(pixels[i].radius * scale, 9.0e15));
+        c = 1;
     }
     for (int d = 16; d > 0; d >>= 1) {
         r += __shfl_xor_sync(CAUSTIC_FULL_MASK, r, d);
         c += __shfl_xor_sync(CAUSTIC_FULL_MASK, c, d);
     }
-    if (lane_id() == 0 && c > 0.0) {
+    if (lane_id() == 0 && c > 0) {
         atomicAdd(&sums[0], r);
         atomicAdd(&sums[1], c);
     }
@@ -260,8 +267,9 @@ __device__ void photons_within(const GridView& v, float3 x, float r, F visit) {
 extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
 sppm_gather_update(const FrameParams* params, const GridView* grid, const Photon* photons,
                    u32 photon_count, const VisiblePoint* points, SppmPixel* pixels,
-                   const float* radiance, u32 n, double alpha, unsigned long long* deposits) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+                   const float* radiance, u32 first, u32 n, double alpha,
+                   unsigned long long* deposits) {
+    u32 i = first + blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     SppmPixel state = pixels[i];
     for (int a = 0; a < 3; ++a) state.traced[a] += (double)radiance[3ull * i + a];

@@ -6,7 +6,7 @@ use super::pixels::PixelStats;
 use super::visible::{EyeSettings, eye_pass_rows};
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
 use crate::photon::trace_photon_range;
-use crate::team::{Solo, Team, TeamError, gather_concat, share, sum_u64};
+use crate::team::{Solo, Team, TeamError, gather_concat, share, sum_u64, team_mean};
 use crate::{Film, RenderScene};
 use caustic_scene::Camera;
 use std::ops::{ControlFlow, Range};
@@ -105,11 +105,7 @@ fn team_mean_radius(team: &dyn Team, pixels: &PixelStats) -> Result<f64, TeamErr
         .iter()
         .filter(|p| p.radius > 0.0)
         .fold((0.0, 0.0), |(s, c), p| (s + p.radius, c + 1.0));
-    let all = gather_concat(team, vec![[sum, count]])?;
-    let (sum, count) = all
-        .iter()
-        .fold((0.0, 0.0), |(s, c), [ms, mc]| (s + ms, c + mc));
-    Ok(if count > 0.0 { sum / count } else { 0.0 })
+    team_mean(team, sum, count)
 }
 
 fn team_error(e: TeamError) -> SppmError {

@@ -15,12 +15,12 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use crate::photon::records_cuda::GridView;
+use crate::photon::records_cuda::{GpuPhoton, GridView};
 use crate::scene_cuda::FrameParams;
 use crate::sppm::kernels_cuda::{
     self as kernels, EyeStep, EyeTargets, GpuSppmPixel, GpuVisiblePoint,
 };
-use crate::whitted::render_cuda::primary_slots;
+use crate::team::{Solo, Team, TeamError, gather_concat, share, sum_u64, team_mean};
 use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
@@ -89,16 +89,52 @@ pub fn render_cuda_on(
     settings: &SppmSettings,
     on_pass: &mut dyn FnMut(&GpuPassView) -> ControlFlow<()>,
 ) -> Result<(Film, SppmStats), SppmCudaError> {
+    run(device, scene, camera, (settings, &Solo), on_pass)
+}
+
+/// Renders like [`render_cuda_on`] as one member of `team` (one GPU each,
+/// or one MPI rank each; see [`crate::team`]), as the CPU's
+/// [`super::render_in_team`] shares the work: each member owns a band of
+/// 8-pixel tile rows (their eye paths, visible points and statistics) and
+/// traces a contiguous share of every pass's photons; the shares go
+/// through the host to every member in index order, so each member builds
+/// the grid a single GPU builds and gathers, for its own pixels, the same
+/// photons in the same order. Every member returns the whole image, the
+/// single GPU's bit for bit; `progress` gets the passes done. Statistics
+/// count the whole team's rays and deposits.
+pub fn render_cuda_in_team(
+    device: &GpuScene,
+    scene: &RenderScene,
+    camera: &Camera,
+    settings: &SppmSettings,
+    team: &dyn Team,
+    progress: &(dyn Fn(u32) + Sync),
+) -> Result<(Film, SppmStats), SppmCudaError> {
+    run(device, scene, camera, (settings, team), &mut |view| {
+        progress(view.passes);
+        ControlFlow::Continue(())
+    })
+}
+
+fn run(
+    device: &GpuScene,
+    scene: &RenderScene,
+    camera: &Camera,
+    (settings, team): (&SppmSettings, &dyn Team),
+    on_pass: &mut dyn FnMut(&GpuPassView) -> ControlFlow<()>,
+) -> Result<(Film, SppmStats), SppmCudaError> {
     settings.validate()?;
     if !camera.is_valid() {
         return Err(SppmError("the camera frame is degenerate".into()).into());
     }
     let start = Instant::now();
     let sources = PhotonSources::new(scene);
-    let mut state = State::new(device, camera, settings)?;
+    let mut state = State::new(device, camera, settings, team)?;
+    // Fixed point for the radius sums: 2^32 steps across the scene.
+    let scale = 2f64.powi(32) / f64::from(scene.scene_diagonal.max(1e-30));
     let mut stats = SppmStats::default();
     for pass in 0..settings.passes {
-        state.pass(&sources, pass, &mut stats)?;
+        state.pass(&sources, pass, scale, &mut stats)?;
         stats.passes += 1;
         let view = GpuPassView {
             passes: pass + 1,
@@ -106,24 +142,29 @@ pub fn render_cuda_on(
             width: settings.width,
             height: settings.height,
         };
-        if on_pass(&view).is_break() {
+        // A team's members make every pass (a member that stopped early
+        // would leave the others waiting at the next exchange).
+        if on_pass(&view).is_break() && team.size() == 1 {
             break;
         }
     }
     let film = image(&state.pixels, stats.passes, settings.width, settings.height)?;
-    let pixels = state.pixels.download()?;
-    let radii: Vec<f64> = pixels
+    let band = state.band.pixels.start as usize..state.band.pixels.end as usize;
+    let own = state.pixels.download()?[band.clone()].to_vec();
+    let (sum, count) = own
         .iter()
-        .map(|p| p.radius)
-        .filter(|&r| r > 0.0)
-        .collect();
-    stats.mean_radius = if radii.is_empty() {
-        0.0
-    } else {
-        radii.iter().sum::<f64>() / radii.len() as f64
-    };
+        .filter(|p| p.radius > 0.0)
+        .fold((0.0, 0.0), |(s, c), p| (s + p.radius, c + 1.0));
+    stats.mean_radius = team_mean(team, sum, count).map_err(team_error)?;
+    let pixels = gather_concat(team, film.pixels[band].to_vec()).map_err(team_error)?;
+    let sums = sum_u64(team, &[stats.rays, stats.deposits]).map_err(team_error)?;
+    (stats.rays, stats.deposits) = (sums[0], sums[1]);
     stats.seconds = start.elapsed().as_secs_f64();
-    Ok((film, stats))
+    Ok((Film { pixels, ..film }, stats))
+}
+
+fn team_error(e: TeamError) -> SppmCudaError {
+    SppmError(format!("team exchange failed: {e}")).into()
 }
 
 /// The image of the pixel statistics after `passes` passes.
@@ -141,11 +182,35 @@ fn image(
     Ok(film)
 }
 
+/// A team member's part of the image: a band of 8×8 tile rows.
+struct Band {
+    first_tile: u32,
+    tiles: u32,
+    /// The band's pixels, `y * width + x` from its first row to its last.
+    pixels: std::ops::Range<u32>,
+}
+
+impl Band {
+    /// Member `team.rank()`'s band of a `width × height` image.
+    fn of(team: &dyn Team, width: u32, height: u32) -> Self {
+        let rows = share(team, u64::from(height.div_ceil(8)));
+        let (first_row, last_row) = (rows.start as u32, rows.end as u32);
+        let tiles_x = width.div_ceil(8);
+        Self {
+            first_tile: first_row * tiles_x,
+            tiles: (last_row - first_row) * tiles_x,
+            pixels: (8 * first_row).min(height) * width..(8 * last_row).min(height) * width,
+        }
+    }
+}
+
 /// What every pass shares: the scene, the camera's parameters, the pixel
 /// statistics and the per-pixel buffers of one pass.
 struct State<'a> {
     device: &'a GpuScene,
     settings: &'a SppmSettings,
+    team: &'a dyn Team,
+    band: Band,
     params: DeviceBuffer<FrameParams>,
     tracer: AccelTracer,
     pixels: DeviceBuffer<GpuSppmPixel>,
@@ -160,6 +225,7 @@ impl<'a> State<'a> {
         device: &'a GpuScene,
         camera: &Camera,
         settings: &'a SppmSettings,
+        team: &'a dyn Team,
     ) -> Result<Self, GpuError> {
         let gpu = device.gpu();
         let whitted = WhittedSettings {
@@ -177,6 +243,8 @@ impl<'a> State<'a> {
         Ok(Self {
             device,
             settings,
+            team,
+            band: Band::of(team, settings.width, settings.height),
             params: DeviceBuffer::from_slice(gpu, "sppm params", &[params])?,
             tracer: device.accel().tracer()?,
             pixels: DeviceBuffer::zeroed(gpu, "sppm pixels", count)?,
@@ -192,8 +260,9 @@ impl<'a> State<'a> {
         &mut self,
         sources: &PhotonSources,
         pass: u32,
+        scale: f64,
         stats: &mut SppmStats,
-    ) -> Result<(), GpuError> {
+    ) -> Result<(), SppmCudaError> {
         let gpu = self.device.gpu().clone();
         let clock = Instant::now();
         self.radiance.fill_zero()?;
@@ -201,18 +270,28 @@ impl<'a> State<'a> {
         stats.rays += self.eye_pass(pass)?;
         let fixed = self.settings.initial_radius.unwrap_or(0.0);
         kernels::init_radii(&mut self.pixels, &self.points, fixed, AUTO_RADIUS_PIXELS)?;
-        let mean_radius = kernels::mean_radius(&self.pixels, &self.points)?;
+        let [sum, count] = kernels::radius_sum(&self.pixels, &self.points, scale)?;
+        let [sum, count] = sum_u64(self.team, &[sum, count]).map_err(team_error)?[..] else {
+            unreachable!("two sums for two counts")
+        };
+        let mean_radius = if count > 0 {
+            sum as f64 / scale / count as f64
+        } else {
+            0.0
+        };
         stats.eye_seconds += clock.elapsed().as_secs_f64();
 
         let clock = Instant::now();
         let s = self.settings;
         let photon = photon_settings(s.photons_per_pass, s.max_depth, s.seed, pass);
-        let maps = trace_cuda::trace_photons(self.device, sources, &photon)?;
+        let share = share(self.team, photon.photons);
+        let maps = trace_cuda::trace_photon_range(self.device, sources, &photon, share)?;
         gpu.synchronize()?;
         stats.photon_seconds += clock.elapsed().as_secs_f64();
         stats.photons_emitted += maps.emitted;
-        stats.photons_stored += maps.global.len() as u64;
         stats.rays += maps.stats.rays;
+        let photons = self.exchange(maps.global)?;
+        stats.photons_stored += photons.len() as u64;
 
         let clock = Instant::now();
         // Cells of the mean radius: the gather walks as many shells as a
@@ -223,7 +302,7 @@ impl<'a> State<'a> {
         } else {
             1.0
         };
-        let positions = crate::photon::trace_cuda::positions(&maps.global)?;
+        let positions = crate::photon::trace_cuda::positions(&photons)?;
         let grid = GpuHashGrid::build(&positions, cell)?;
         let view = DeviceBuffer::from_slice(&gpu, "sppm photon grid", &[GridView::new(&grid)])?;
         stats.grid_seconds += clock.elapsed().as_secs_f64();
@@ -232,24 +311,48 @@ impl<'a> State<'a> {
         stats.deposits += kernels::gather_update(
             &self.params,
             &view,
-            &maps.global,
+            &photons,
             &self.points,
             &mut self.pixels,
             &self.radiance,
-            f64::from(s.alpha),
+            (self.band.pixels.clone(), f64::from(s.alpha)),
         )?;
         stats.gather_seconds += clock.elapsed().as_secs_f64();
         Ok(())
+    }
+
+    /// The pass's stored photons of the whole team, in index order, from
+    /// this member's share (through the host: each member's GPU may be in
+    /// another process).
+    fn exchange(
+        &self,
+        mine: DeviceBuffer<GpuPhoton>,
+    ) -> Result<DeviceBuffer<GpuPhoton>, SppmCudaError> {
+        if self.team.size() == 1 {
+            return Ok(mine);
+        }
+        let all = gather_concat(self.team, mine.download()?).map_err(team_error)?;
+        Ok(DeviceBuffer::from_slice(
+            self.device.gpu(),
+            "sppm pass photons",
+            &all,
+        )?)
     }
 
     /// The eye pass: rays traced, eye and shadow.
     fn eye_pass(&mut self, pass: u32) -> Result<u64, GpuError> {
         let gpu = self.device.gpu().clone();
         let s = self.settings;
-        let n = primary_slots(s.width, s.height, 1);
+        let n = self.band.tiles as usize * 64;
         let mut rays = DeviceBuffer::uninit(&gpu, "sppm primary rays", n)?;
         let mut paths = DeviceBuffer::uninit(&gpu, "sppm primary paths", n)?;
-        kernels::primary(&self.params, pass, &mut rays, &mut paths)?;
+        kernels::primary(
+            &self.params,
+            pass,
+            self.band.first_tile,
+            &mut rays,
+            &mut paths,
+        )?;
         let mut traced = 0;
         for depth in 0..=s.max_depth {
             let n = rays.len();
