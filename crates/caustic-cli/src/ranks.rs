@@ -106,7 +106,7 @@ mod mpi_team {
     //! MPI library).
 
     use anyhow::{Context, Result, bail};
-    use caustic::team::{Team, TeamError};
+    use caustic::team::{Gathered, Team, TeamError};
     use mpi::Threading;
     use mpi::datatype::PartitionMut;
     use mpi::environment::Universe;
@@ -173,7 +173,7 @@ mod mpi_team {
             self.size
         }
 
-        fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, TeamError> {
+        fn all_gather(&self, mine: &[u8]) -> Result<Gathered, TeamError> {
             let world = self
                 .world
                 .lock()
@@ -194,11 +194,13 @@ mod mpi_team {
                 let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
                 world.all_gather_varcount_into(mine, &mut parts);
             }
-            Ok(counts
-                .iter()
-                .zip(&displs)
-                .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
-                .collect())
+            Ok(Arc::new(
+                counts
+                    .iter()
+                    .zip(&displs)
+                    .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
+                    .collect(),
+            ))
         }
     }
 }

@@ -28,7 +28,7 @@ use bytemuck::Pod;
 use caustic_geom::Rgb;
 use rayon::prelude::*;
 use std::ops::Range;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// A collective failed (a member left, a message was malformed).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +42,9 @@ impl std::fmt::Display for TeamError {
 
 impl std::error::Error for TeamError {}
 
+/// What an exchange hands every member: each member's bytes, by rank.
+pub type Gathered = Arc<Vec<Vec<u8>>>;
+
 /// Members sharing one render. Every member must make the same sequence of
 /// collective calls (as with MPI collectives).
 pub trait Team: Send + Sync {
@@ -49,8 +52,9 @@ pub trait Team: Send + Sync {
     fn rank(&self) -> usize;
     /// Members in all.
     fn size(&self) -> usize;
-    /// Every member's `mine`, indexed by rank, on every member.
-    fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, TeamError>;
+    /// Every member's `mine`, indexed by rank, on every member (shared,
+    /// not copied, among the threads of one process).
+    fn all_gather(&self, mine: &[u8]) -> Result<Gathered, TeamError>;
 
     /// Member 0 writes the image and reports progress.
     fn is_root(&self) -> bool {
@@ -69,8 +73,8 @@ impl Team for Solo {
     fn size(&self) -> usize {
         1
     }
-    fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, TeamError> {
-        Ok(vec![mine.to_vec()])
+    fn all_gather(&self, mine: &[u8]) -> Result<Gathered, TeamError> {
+        Ok(Arc::new(vec![mine.to_vec()]))
     }
 }
 
@@ -93,9 +97,25 @@ pub fn gather_concat<T: Pod>(team: &dyn Team, mine: Vec<T>) -> Result<Vec<T>, Te
     if team.size() == 1 {
         return Ok(mine);
     }
-    let parts = team.all_gather(bytemuck::cast_slice(&mine))?;
+    let mut out = Vec::new();
+    gather_concat_into(team, &mine, &mut out)?;
+    Ok(out)
+}
+
+/// [`gather_concat`] into `out`, whose allocation is reused: an exchange
+/// made every pass then touches no fresh pages (tens of megabytes of page
+/// faults a pass otherwise).
+pub fn gather_concat_into<T: Pod>(
+    team: &dyn Team,
+    mine: &[T],
+    out: &mut Vec<T>,
+) -> Result<(), TeamError> {
+    let parts = team.all_gather(bytemuck::cast_slice(mine))?;
     let size = std::mem::size_of::<T>().max(1);
-    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len() / size).sum());
+    let total: usize = parts.iter().map(|p| p.len() / size).sum();
+    out.clear();
+    out.resize(total, T::zeroed());
+    let mut at = 0;
     for (rank, bytes) in parts.iter().enumerate() {
         if bytes.len() % size != 0 {
             return Err(TeamError(format!(
@@ -103,9 +123,12 @@ pub fn gather_concat<T: Pod>(team: &dyn Team, mine: Vec<T>) -> Result<Vec<T>, Te
                 bytes.len()
             )));
         }
-        out.extend(read_items::<T>(bytes));
+        // One copy of bytes into the (aligned) items: received bytes carry
+        // no alignment of their own.
+        bytemuck::cast_slice_mut::<T, u8>(out)[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The image of `width × height` pixels made tile by tile: member `r`
@@ -186,7 +209,7 @@ pub fn team_mean(team: &dyn Team, sum: f64, count: f64) -> Result<f64, TeamError
 /// GPUs in one process (a member per device).
 pub struct ThreadTeam {
     rank: usize,
-    shared: std::sync::Arc<Exchange>,
+    shared: Arc<Exchange>,
 }
 
 /// The members' meeting point: one exchange (generation) at a time.
@@ -202,7 +225,7 @@ struct ExchangeState {
     arrived: usize,
     slots: Vec<Vec<u8>>,
     /// The last completed exchange's data, read by its members.
-    last: std::sync::Arc<Vec<Vec<u8>>>,
+    last: Gathered,
     /// A member that returned or panicked: nobody waits for it any more.
     departed: Option<usize>,
 }
@@ -215,7 +238,7 @@ impl ThreadTeam {
     /// member has ended.
     pub fn run<R: Send>(size: usize, work: impl Fn(&dyn Team) -> R + Sync) -> Vec<R> {
         assert!(size > 0, "a team has at least one member");
-        let shared = std::sync::Arc::new(Exchange {
+        let shared = Arc::new(Exchange {
             size,
             state: Mutex::new(ExchangeState {
                 generation: 0,
@@ -269,7 +292,7 @@ impl Team for ThreadTeam {
     fn size(&self) -> usize {
         self.shared.size
     }
-    fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, TeamError> {
+    fn all_gather(&self, mine: &[u8]) -> Result<Gathered, TeamError> {
         let left = |rank| TeamError(format!("member {rank} left the team"));
         let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(rank) = state.departed {
@@ -280,11 +303,11 @@ impl Team for ThreadTeam {
         let generation = state.generation;
         if state.arrived == self.shared.size {
             let slots = std::mem::replace(&mut state.slots, vec![Vec::new(); self.shared.size]);
-            state.last = std::sync::Arc::new(slots);
+            state.last = Arc::new(slots);
             state.arrived = 0;
             state.generation += 1;
             self.shared.changed.notify_all();
-            return Ok(state.last.as_ref().clone());
+            return Ok(state.last.clone());
         }
         while state.generation == generation {
             if let Some(rank) = state.departed {
@@ -298,7 +321,7 @@ impl Team for ThreadTeam {
         }
         // The next exchange cannot complete before this member joins it,
         // so `last` is still this one's.
-        Ok(state.last.as_ref().clone())
+        Ok(state.last.clone())
     }
 }
 
@@ -365,8 +388,8 @@ mod tests {
             fn size(&self) -> usize {
                 2
             }
-            fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>, TeamError> {
-                Ok(vec![mine.to_vec(), vec![1, 2, 3]])
+            fn all_gather(&self, mine: &[u8]) -> Result<Gathered, TeamError> {
+                Ok(Arc::new(vec![mine.to_vec(), vec![1, 2, 3]]))
             }
         }
         let err = gather_concat::<u32>(&Ragged, vec![7]).unwrap_err();

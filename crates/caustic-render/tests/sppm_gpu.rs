@@ -160,8 +160,10 @@ fn gpu_sppm_rejects_bad_settings() {
 
 /// A team of GPU members (here all on one GPU, each with its own upload of
 /// the scene, as separate GPUs or MPI ranks would have) renders the single
-/// GPU's image bit for bit: each member traces its share of every pass's
-/// photons and gathers for its own band of tile rows.
+/// GPU's image: each member traces its share of every pass's photons and
+/// gathers for its own band of tile rows. The same photons reach the same
+/// pixels (equal deposits, equal radii), summed in another order, so every
+/// pixel agrees to float rounding of its sum.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_sppm_team_renders_the_single_gpu_image() {
@@ -192,11 +194,9 @@ fn gpu_sppm_team_renders_the_single_gpu_image() {
             sppm::render_cuda_in_team(&device, &rs, &camera, &settings, team, &|_| {}).unwrap()
         });
         for (rank, (film, team_stats)) in members.into_iter().enumerate() {
-            let differing = film.pixels_differing_from(&single);
-            assert_eq!(
-                differing, 0,
-                "team of {size}, member {rank}: {differing} pixels differ"
-            );
+            let worst = common::max_relative_difference(&film, &single);
+            eprintln!("team of {size}, member {rank}: largest relative difference {worst:.2e}");
+            assert!(worst <= 1e-4, "team of {size}, member {rank}: {worst:e}");
             assert_eq!(team_stats.deposits, stats.deposits, "team of {size}");
             assert_eq!(team_stats.photons_stored, stats.photons_stored);
         }

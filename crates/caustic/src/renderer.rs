@@ -673,8 +673,9 @@ impl Renderer<'_> {
     /// SPPM split among the backend's GPUs, one thread and one upload of
     /// the scene (with its own structure) per device: a team whose members
     /// each trace a share of every pass's photons and gather for their own
-    /// rows (`sppm::render_cuda_in_team`), so the image is one GPU's, bit
-    /// for bit. Progress comes from the first GPU's member.
+    /// rows (`sppm::render_cuda_in_team`), so the image is one GPU's up to
+    /// the order of float additions within a pixel's gather. Progress
+    /// comes from the first GPU's member.
     fn sppm_on_gpus(
         &self,
         p: &Prepared,

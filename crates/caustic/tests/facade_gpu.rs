@@ -257,8 +257,9 @@ fn sppm_on_the_gpu_matches_the_cpu_and_reports_passes() {
 }
 
 /// `cuda:all` splits SPPM among the machine's GPUs and renders the image
-/// one GPU renders, bit for bit; Whitted on a set renders on its first GPU
-/// and says so. On a machine with one GPU the set is that GPU, and the
+/// one GPU renders, up to the float rounding of each pixel's gather (see
+/// `render_cuda_in_team`); Whitted on a set renders on its first GPU and
+/// says so. On a machine with one GPU the set is that GPU, and the
 /// split is checked by `caustic-render`'s `gpu_sppm_team_renders_the_single_gpu_image`
 /// with several members on one device.
 #[test]
@@ -280,12 +281,14 @@ fn several_gpus_render_one_gpus_sppm_image() {
     eprintln!("{} ({} devices)", backend.note(), backend.device_count());
     let single = one.render(&camera, &sppm).unwrap().film;
     let split = many.render(&camera, &sppm).unwrap();
-    assert_eq!(
-        split.film.pixels_differing_from(&single),
-        0,
-        "{}",
-        split.note
-    );
+    let worst = single
+        .pixels
+        .iter()
+        .zip(&split.film.pixels)
+        .map(|(a, b)| ((*a - *b).abs() / a.abs().max(caustic::Vec3::splat(1e-3))).max_element())
+        .fold(0.0f32, f32::max);
+    eprintln!("largest relative difference to one GPU: {worst:.2e}");
+    assert!(worst <= 1e-4, "{worst:e}: {}", split.note);
     let whitted = Integrator::Whitted(WhittedSettings {
         width: 32,
         height: 32,

@@ -20,7 +20,9 @@ use crate::scene_cuda::FrameParams;
 use crate::sppm::kernels_cuda::{
     self as kernels, EyeStep, EyeTargets, GpuSppmPixel, GpuVisiblePoint,
 };
-use crate::team::{Solo, Team, TeamError, gather_concat, share, sum_u64, team_mean};
+use crate::team::{
+    Solo, Team, TeamError, gather_concat, gather_concat_into, share, sum_u64, team_mean,
+};
 use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
@@ -97,11 +99,16 @@ pub fn render_cuda_on(
 /// [`super::render_in_team`] shares the work: each member owns a band of
 /// 8-pixel tile rows (their eye paths, visible points and statistics) and
 /// traces a contiguous share of every pass's photons; the shares go
-/// through the host to every member in index order, so each member builds
-/// the grid a single GPU builds and gathers, for its own pixels, the same
-/// photons in the same order. Every member returns the whole image, the
-/// single GPU's bit for bit; `progress` gets the passes done. Statistics
-/// count the whole team's rays and deposits.
+/// through the host to every member, so each member gathers, for its own
+/// pixels, exactly the photons a single GPU gathers (the same deposits,
+/// the same radii: the radius sums are exact). Every member returns the
+/// whole image, equal to the single GPU's up to the order of the float
+/// additions within a pixel's gather: the GPU tracer stores a wave's
+/// photons bounce by bounce, so the members' lists concatenate in another
+/// order than one wave's, and the hash grid visits them in that order
+/// (a relative difference of n·ε for n photons in a pixel's disc; 181 dB
+/// PSNR measured on two H200s). `progress` gets the passes done.
+/// Statistics count the whole team's rays and deposits.
 pub fn render_cuda_in_team(
     device: &GpuScene,
     scene: &RenderScene,
@@ -211,6 +218,9 @@ struct State<'a> {
     settings: &'a SppmSettings,
     team: &'a dyn Team,
     band: Band,
+    /// The team's photons of the pass on the host (its allocation reused
+    /// from pass to pass).
+    pass_photons: Vec<GpuPhoton>,
     params: DeviceBuffer<FrameParams>,
     tracer: AccelTracer,
     pixels: DeviceBuffer<GpuSppmPixel>,
@@ -245,6 +255,7 @@ impl<'a> State<'a> {
             settings,
             team,
             band: Band::of(team, settings.width, settings.height),
+            pass_photons: Vec::new(),
             params: DeviceBuffer::from_slice(gpu, "sppm params", &[params])?,
             tracer: device.accel().tracer()?,
             pixels: DeviceBuffer::zeroed(gpu, "sppm pixels", count)?,
@@ -325,17 +336,19 @@ impl<'a> State<'a> {
     /// this member's share (through the host: each member's GPU may be in
     /// another process).
     fn exchange(
-        &self,
+        &mut self,
         mine: DeviceBuffer<GpuPhoton>,
     ) -> Result<DeviceBuffer<GpuPhoton>, SppmCudaError> {
         if self.team.size() == 1 {
             return Ok(mine);
         }
-        let all = gather_concat(self.team, mine.download()?).map_err(team_error)?;
+        let mine = mine.download()?;
+        gather_concat_into(self.team, &mine, &mut self.pass_photons).map_err(team_error)?;
+        let gpu = self.device.gpu();
         Ok(DeviceBuffer::from_slice(
-            self.device.gpu(),
+            gpu,
             "sppm pass photons",
-            &all,
+            &self.pass_photons,
         )?)
     }
 
