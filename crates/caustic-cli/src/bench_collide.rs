@@ -11,7 +11,7 @@ use crate::{device, plot, scene_arg};
 use anyhow::{Context, Result, bail};
 use caustic::Device;
 use caustic_accel::collision::{Agents, FrameAnswers};
-use caustic_geom::{Aabb, Ray};
+use caustic_geom::Aabb;
 use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
@@ -132,15 +132,13 @@ pub fn run(args: CollideBenchArgs) -> Result<()> {
                 args.rays as usize,
                 args.seed,
             );
-            let frames: Vec<Vec<Ray>> =
-                (0..agents.frames()).map(|f| agents.frame_rays(f)).collect();
             let methods = if backend.is_gpu() {
                 &methods
             } else {
                 &cpu_methods
             };
             for method in methods {
-                let run = run_method(method, &backend, &triangles, &agents, &frames)?;
+                let run = run_method(method, &backend, &triangles, &agents)?;
                 let point = Point {
                     series: format!("{} ({label})", run.name),
                     agents: count,

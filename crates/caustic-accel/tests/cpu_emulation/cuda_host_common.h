@@ -57,6 +57,7 @@ inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return std::sqrt(a); }
 inline float __frcp_rn(float a) { return 1.0f / a; }
 inline double __dmul_rn(double a, double b) { return a * b; }
 inline double __dsub_rn(double a, double b) { return a - b; }
