@@ -203,7 +203,7 @@ fn the_reduction_takes_the_nearest_hit_and_the_lowest_triangle() {
         let hits: Vec<Option<Hit>> = (0..agents.count() * rays)
             .map(|i| {
                 let agent = i / rays;
-                (agent % 5 != 0 && rng.next_u32() % 3 != 0).then(|| Hit {
+                (!agent.is_multiple_of(5) && !rng.next_u32().is_multiple_of(3)).then(|| Hit {
                     t: [0.25f32, 0.5, 0.125, 3.0][rng.next_u32() as usize % 4],
                     prim: rng.next_u32() % 4,
                     u: rng.next_f32(),

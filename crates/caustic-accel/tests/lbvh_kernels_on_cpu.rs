@@ -127,7 +127,7 @@ fn the_one_launch_tree_is_karras_tree_in_karras_numbering() {
             .map(|_| {
                 let p = Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32());
                 // Signed zeros too: the union's operand order shows on them.
-                let q = if rng.next_u32() % 4 == 0 {
+                let q = if rng.next_u32().is_multiple_of(4) {
                     Vec3::ZERO * -1.0
                 } else {
                     p

@@ -36,7 +36,10 @@ pub struct CollideBenchArgs {
     #[arg(long, value_delimiter = ',', value_parser = crate::parse::count)]
     agents: Vec<usize>,
     /// Methods, comma separated, as `caustic collide --method` takes them.
-    #[arg(long, default_value = "dacrt,dacrt-rdh,bvh-binned,lbvh,lbvh:leaf=1,hlbvh,ploc")]
+    #[arg(
+        long,
+        default_value = "dacrt,dacrt-rdh,bvh-binned,lbvh,lbvh:leaf=1,hlbvh,ploc"
+    )]
     method: String,
     /// Devices, comma separated: cpu, cuda[:N].
     #[arg(long, value_delimiter = ',', default_value = "cuda")]

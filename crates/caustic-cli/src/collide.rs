@@ -2,9 +2,11 @@
 //! §6.2 (`caustic_accel::collision`), by DACRT (median or RDH splits, no
 //! structure kept) and by any BVH builder (built and traced every frame,
 //! as the paper's HLBVH and "OurBVH" curves), on the CPU or the GPU (DACRT
-//! there on the task pool, `caustic_accel::dacrt::DacrtTracer`). Every
-//! method traces the same rays; the answers of each are checked against
-//! the first method's.
+//! there on the task pool, `caustic_accel::dacrt::DacrtTracer`; on the GPU
+//! a frame's segments are made, traced and reduced per agent on the
+//! device, `caustic_accel::collision_cuda::DeviceAgents`). Every method
+//! traces the same rays; the answers of each are checked against the
+//! first method's.
 
 use crate::device;
 use crate::scene_arg;

@@ -187,10 +187,10 @@ impl DeviceBvh {
         };
         // One primitive per leaf over placeable primitives: Karras's tree
         // in Karras's numbering, in one bottom-up launch.
-        if let MortonBuilderConfig::Lbvh(c) = config {
-            if let Some((bvh, shape)) = karras_build(gpu, &order, c, triangles, &mut clock)? {
-                return Self::finish_morton(gpu, bvh, shape, stats, clock, wall, in_use);
-            }
+        if let MortonBuilderConfig::Lbvh(c) = config
+            && let Some((bvh, shape)) = karras_build(gpu, &order, c, triangles, &mut clock)?
+        {
+            return Self::finish_morton(gpu, bvh, shape, stats, clock, wall, in_use);
         }
         let tree = match config {
             MortonBuilderConfig::Lbvh(c) => {
