@@ -21,6 +21,8 @@ mod brute_force;
 mod build_input;
 pub mod bvh;
 pub mod collision;
+#[cfg(feature = "cuda")]
+pub mod collision_cuda;
 pub mod dacrt;
 pub mod grid;
 pub mod kdtree;

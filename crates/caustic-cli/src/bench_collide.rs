@@ -11,7 +11,7 @@ use crate::{device, plot, scene_arg};
 use anyhow::{Context, Result, bail};
 use caustic::Device;
 use caustic_accel::collision::{Agents, FrameAnswers};
-use caustic_geom::{Aabb, Ray};
+use caustic_geom::Aabb;
 use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
@@ -36,7 +36,10 @@ pub struct CollideBenchArgs {
     #[arg(long, value_delimiter = ',', value_parser = crate::parse::count)]
     agents: Vec<usize>,
     /// Methods, comma separated, as `caustic collide --method` takes them.
-    #[arg(long, default_value = "dacrt,dacrt-rdh,bvh-binned,lbvh,hlbvh,ploc")]
+    #[arg(
+        long,
+        default_value = "dacrt,dacrt-rdh,bvh-binned,lbvh,lbvh:leaf=1,hlbvh,ploc"
+    )]
     method: String,
     /// Devices, comma separated: cpu, cuda[:N].
     #[arg(long, value_delimiter = ',', default_value = "cuda")]
@@ -132,15 +135,13 @@ pub fn run(args: CollideBenchArgs) -> Result<()> {
                 args.rays as usize,
                 args.seed,
             );
-            let frames: Vec<Vec<Ray>> =
-                (0..agents.frames()).map(|f| agents.frame_rays(f)).collect();
             let methods = if backend.is_gpu() {
                 &methods
             } else {
                 &cpu_methods
             };
             for method in methods {
-                let run = run_method(method, &backend, &triangles, &agents, &frames)?;
+                let run = run_method(method, &backend, &triangles, &agents)?;
                 let point = Point {
                     series: format!("{} ({label})", run.name),
                     agents: count,

@@ -2,9 +2,11 @@
 //! §6.2 (`caustic_accel::collision`), by DACRT (median or RDH splits, no
 //! structure kept) and by any BVH builder (built and traced every frame,
 //! as the paper's HLBVH and "OurBVH" curves), on the CPU or the GPU (DACRT
-//! there on the task pool, `caustic_accel::dacrt::DacrtTracer`). Every
-//! method traces the same rays; the answers of each are checked against
-//! the first method's.
+//! there on the task pool, `caustic_accel::dacrt::DacrtTracer`; on the GPU
+//! a frame's segments are made, traced and reduced per agent on the
+//! device, `caustic_accel::collision_cuda::DeviceAgents`). Every method
+//! traces the same rays; the answers of each are checked against the
+//! first method's.
 
 use crate::device;
 use crate::scene_arg;
@@ -13,7 +15,7 @@ use caustic::Device;
 use caustic_accel::collision::{Agents, FrameAnswers};
 use caustic_accel::dacrt::{Dacrt, DacrtConfig};
 use caustic_accel::{build_accel, check_spec};
-use caustic_geom::{Hit, Ray, Triangle};
+use caustic_geom::Triangle;
 use clap::Args;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -137,19 +139,18 @@ pub fn run(args: CollideArgs) -> Result<()> {
         args.rays as usize,
         args.seed,
     );
-    let frames: Vec<Vec<Ray>> = (0..agents.frames()).map(|f| agents.frame_rays(f)).collect();
     eprintln!(
         "{}: {} triangles, {} agents x {} rays = {} segments per frame, {} frames",
         args.scene,
         triangles.len(),
         agents.count(),
         agents.rays_per_agent(),
-        frames[0].len(),
+        agents.count() * agents.rays_per_agent(),
         agents.frames()
     );
     let mut runs = Vec::new();
     for method in &methods {
-        let run = run_method(method, &backend, &triangles, &agents, &frames)?;
+        let run = run_method(method, &backend, &triangles, &agents)?;
         eprintln!(
             "{}: {:.2} ms per frame ({:.2} build + {:.2} trace)",
             run.name,
@@ -170,12 +171,14 @@ pub fn run(args: CollideArgs) -> Result<()> {
     Ok(())
 }
 
+/// Every frame of `agents` by `method`. A frame's time is its build (BVH
+/// methods) and its trace, which includes making the frame's segments and
+/// reducing their hits to the agents' answers, on the device that traces.
 pub(crate) fn run_method(
     method: &Method,
     backend: &caustic::Backend,
     triangles: &[Triangle],
     agents: &Agents,
-    frames: &[Vec<Ray>],
 ) -> Result<MethodRun> {
     let mut run = MethodRun {
         name: method.name(),
@@ -186,7 +189,7 @@ pub(crate) fn run_method(
     };
     #[cfg(feature = "cuda")]
     if let Some(gpu) = backend.gpu() {
-        gpu_frames(gpu, method, triangles, agents, frames, &mut run)?;
+        gpu_frames(gpu, method, triangles, agents, &mut run)?;
         return Ok(run);
     }
     // DACRT keeps the triangles and nothing else: made once, like the
@@ -195,98 +198,86 @@ pub(crate) fn run_method(
         Method::Dacrt(config) => Some(Dacrt::new(triangles, *config)),
         Method::Structure(_) => None,
     };
-    for rays in frames {
-        let mut hits = vec![None; rays.len()];
+    for frame in 0..agents.frames() {
         let start = Instant::now();
-        let build_ms = match (method, &dacrt) {
+        let (build_ms, hits) = match (method, &dacrt) {
             (_, Some(dacrt)) => {
-                let stats = dacrt.closest_hits(rays, &mut hits);
+                let rays = agents.frame_rays(frame);
+                let mut hits = vec![None; rays.len()];
+                let stats = dacrt.closest_hits(&rays, &mut hits);
                 if std::env::var_os("CAUSTIC_DACRT_STATS").is_some() {
                     eprintln!("{stats:?}");
                 }
-                0.0
+                (0.0, hits)
             }
             (Method::Structure(spec), None) => {
                 let cpu = spec.strip_prefix("cpu:").unwrap_or(spec);
                 let accel = build_accel(cpu, triangles)?;
                 let build_ms = start.elapsed().as_secs_f64() * 1e3;
-                accel.intersect_batch(rays, &mut hits);
-                build_ms
+                let rays = agents.frame_rays(frame);
+                let mut hits = vec![None; rays.len()];
+                accel.intersect_batch(&rays, &mut hits);
+                (build_ms, hits)
             }
             (Method::Dacrt(_), None) => unreachable!("made above"),
         };
+        let answers = agents.answers(&hits);
         let total = start.elapsed().as_secs_f64() * 1e3;
-        record(&mut run, agents, build_ms, total - build_ms, &hits);
+        run.build_ms.push(build_ms);
+        run.trace_ms.push(total - build_ms);
+        run.answers.push(answers);
     }
     Ok(run)
 }
 
-fn record(run: &mut MethodRun, agents: &Agents, build: f64, trace: f64, hits: &[Option<Hit>]) {
-    run.build_ms.push(build);
-    run.trace_ms.push(trace);
-    run.answers.push(agents.answers(hits));
-}
-
 /// Every frame on the GPU, after one untimed warm-up frame (kernels
-/// compiled and loaded, pools sized). A BVH method builds its structure
-/// every frame (device time of the build's stages), then the rays are
-/// uploaded, traced and the hits read back (host time). DACRT
-/// (`dacrt_taskpool`) keeps the triangles on the device and its tracer
-/// between frames; everything else is its trace time.
+/// compiled and loaded, pools sized). The triangles go up once and the
+/// agents' paths once ([`DeviceAgents`]); a BVH method rebuilds its
+/// structure over them every frame (device time of the build's stages;
+/// a CPU-built tree, `cpu:SPEC`, is built and uploaded again), then the
+/// frame's segments are made, traced and reduced per agent on the device
+/// and the agents' answers read back (host time, from the first launch to
+/// the answers on the host). DACRT builds nothing.
 #[cfg(feature = "cuda")]
 fn gpu_frames(
     gpu: &caustic_gpu::Gpu,
     method: &Method,
     triangles: &[Triangle],
     agents: &Agents,
-    frames: &[Vec<Ray>],
     run: &mut MethodRun,
 ) -> Result<()> {
-    use caustic_accel::bvh::device_accel_cuda::{AccelTracer, DeviceAccel, GpuAccelSpec};
-    use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
-    use caustic_gpu::DeviceBuffer;
+    use caustic_accel::bvh::device_accel_cuda::{DeviceAccel, GpuAccelSpec};
+    use caustic_accel::collision_cuda::DeviceAgents;
     let spec: GpuAccelSpec = method
         .name()
         .parse()
         .with_context(|| format!("--method {} on the GPU", method.name()))?;
-    let trace =
-        |accel: &DeviceAccel, tracer: &mut AccelTracer, rays: &[Ray]| -> Result<Vec<Option<Hit>>> {
-            let words: Vec<GpuRay> = rays.iter().map(GpuRay::from).collect();
-            let device_rays = DeviceBuffer::from_slice(gpu, "collision rays", &words)?;
-            let mut hits = DeviceBuffer::<GpuHit>::uninit(gpu, "collision hits", rays.len())?;
-            tracer.intersect(accel, &device_rays, &mut hits)?;
-            Ok(hits.download()?.iter().map(GpuHit::to_hit).collect())
+    let rebuilds = !matches!(
+        spec,
+        GpuAccelSpec::Uploaded(_) | GpuAccelSpec::KdTree(_) | GpuAccelSpec::Grid(_)
+    );
+    let mut device_agents = DeviceAgents::new(gpu, agents)?;
+    let mut accel = DeviceAccel::build(gpu, triangles, &spec)?;
+    let mut tracer = accel.tracer()?;
+    // The warm-up frame.
+    device_agents.frame(&accel, &mut tracer, 0)?;
+    for frame in 0..agents.frames() {
+        let build_ms = match (method, rebuilds) {
+            (Method::Dacrt(_), _) => 0.0,
+            (Method::Structure(_), true) => {
+                accel.rebuild()?;
+                accel.stats().build_ms
+            }
+            (Method::Structure(_), false) => {
+                accel = DeviceAccel::build(gpu, triangles, &spec)?;
+                accel.stats().build_ms
+            }
         };
-    let kept = match method {
-        Method::Dacrt(_) => {
-            let accel = DeviceAccel::build(gpu, triangles, &spec)?;
-            let tracer = accel.tracer()?;
-            Some((accel, tracer))
-        }
-        Method::Structure(_) => None,
-    };
-    if let Some((accel, mut tracer)) = kept {
-        if let Some(first) = frames.first() {
-            trace(&accel, &mut tracer, first)?;
-        }
-        for rays in frames {
-            let start = Instant::now();
-            let hits = trace(&accel, &mut tracer, rays)?;
-            record(run, agents, 0.0, start.elapsed().as_secs_f64() * 1e3, &hits);
-        }
-        return Ok(());
-    }
-    if let Some(first) = frames.first() {
-        let accel = DeviceAccel::build(gpu, triangles, &spec)?;
-        trace(&accel, &mut accel.tracer()?, first)?;
-    }
-    for rays in frames {
-        let accel = DeviceAccel::build(gpu, triangles, &spec)?;
-        let mut tracer = accel.tracer()?;
         let start = Instant::now();
-        let hits = trace(&accel, &mut tracer, rays)?;
-        let trace_ms = start.elapsed().as_secs_f64() * 1e3;
-        record(run, agents, accel.stats().build_ms, trace_ms, &hits);
+        let answers = device_agents.frame(&accel, &mut tracer, frame)?;
+        run.build_ms.push(build_ms);
+        run.trace_ms.push(start.elapsed().as_secs_f64() * 1e3);
+        run.answers.push(answers);
     }
     Ok(())
 }

@@ -319,6 +319,62 @@ impl DeviceAccel {
         Ok(Self { structure, stats })
     }
 
+    /// Builds the structure again over the triangles it holds, as a
+    /// scene whose triangles stay on the device and whose structure is
+    /// rebuilt every frame does (the collision experiment): no upload.
+    /// For the device-built BVHs (binary, or collapsed to wide) and DACRT
+    /// (which builds nothing); a CPU-built tree, the kd-tree and the grid
+    /// are built again by [`DeviceAccel::build`].
+    pub fn rebuild(&mut self) -> Result<(), GpuError> {
+        let spec: GpuAccelSpec = self.stats.spec.parse().map_err(|e| GpuError::Invalid {
+            what: "accel spec",
+            message: format!("{e}"),
+        })?;
+        let device_built = match &spec {
+            GpuAccelSpec::Device(_) => true,
+            GpuAccelSpec::Wide(from) => matches!(**from, GpuAccelSpec::Device(_)),
+            GpuAccelSpec::Dacrt(_) => return Ok(()),
+            _ => false,
+        };
+        let Structure::Bvh {
+            scene_triangles, ..
+        } = &self.structure
+        else {
+            return Err(GpuError::Invalid {
+                what: "accel rebuild",
+                message: format!("{spec} is rebuilt by DeviceAccel::build"),
+            });
+        };
+        if !device_built {
+            return Err(GpuError::Invalid {
+                what: "accel rebuild",
+                message: format!("{spec} is built on the CPU: rebuild it by DeviceAccel::build"),
+            });
+        }
+        let gpu = scene_triangles.gpu().clone();
+        let wall = Instant::now();
+        let loading_before = gpu.loading_ms();
+        let (binary, mut stats) = build_binary(&gpu, &[], scene_triangles, &spec)?;
+        let wide = match spec {
+            GpuAccelSpec::Wide(_) => Some(collapse_wide(&binary, &mut stats)?),
+            _ => None,
+        };
+        if let Structure::Bvh {
+            binary: old_binary,
+            wide: old_wide,
+            ..
+        } = &mut self.structure
+        {
+            *old_binary = binary;
+            *old_wide = wide;
+        }
+        stats.spec = spec.to_string();
+        stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+        stats.loading_ms = gpu.loading_ms() - loading_before;
+        self.stats = stats;
+        Ok(())
+    }
+
     pub fn gpu(&self) -> &Gpu {
         match &self.structure {
             Structure::Bvh { binary, .. } => binary.gpu(),
@@ -409,17 +465,7 @@ fn build_bvh(
 ) -> Result<(Structure, GpuAccelStats), GpuError> {
     let (binary, mut stats) = build_binary(gpu, triangles, &scene_triangles, spec)?;
     let wide = match spec {
-        GpuAccelSpec::Wide(_) => {
-            let wide = CompressedWideBvh::build(&binary)?;
-            let w = wide.stats();
-            stats.stages.push(("wide setup", w.setup_ms as f32));
-            stats.stages.push(("wide collapse", w.collapse_ms as f32));
-            stats.stages.push(("wide compact", w.compact_ms as f32));
-            stats.build_ms += w.setup_ms + w.collapse_ms + w.compact_ms;
-            stats.nodes = w.nodes;
-            stats.bytes = w.bytes;
-            Some(wide)
-        }
+        GpuAccelSpec::Wide(_) => Some(collapse_wide(&binary, &mut stats)?),
         _ => None,
     };
     let structure = Structure::Bvh {
@@ -428,6 +474,23 @@ fn build_bvh(
         wide,
     };
     Ok((structure, stats))
+}
+
+/// `binary` collapsed to the compressed wide layout, its stages and
+/// figures added to `stats`.
+fn collapse_wide(
+    binary: &DeviceBvh,
+    stats: &mut GpuAccelStats,
+) -> Result<CompressedWideBvh, GpuError> {
+    let wide = CompressedWideBvh::build(binary)?;
+    let w = wide.stats();
+    stats.stages.push(("wide setup", w.setup_ms as f32));
+    stats.stages.push(("wide collapse", w.collapse_ms as f32));
+    stats.stages.push(("wide compact", w.compact_ms as f32));
+    stats.build_ms += w.setup_ms + w.collapse_ms + w.compact_ms;
+    stats.nodes = w.nodes;
+    stats.bytes = w.bytes;
+    Ok(wide)
 }
 
 /// The kd-tree over the uploaded triangles, which it keeps.

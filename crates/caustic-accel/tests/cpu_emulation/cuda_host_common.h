@@ -35,11 +35,15 @@ struct int3 {
 struct uint2 {
     unsigned x, y;
 };
+struct uint4 {
+    unsigned x, y, z, w;
+};
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float3 make_float3(float x, float y, float z) { return {x, y, z}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 inline int3 make_int3(int x, int y, int z) { return {x, y, z}; }
 inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 
 template <class To, class From>
 inline To bits_as(From v) {
@@ -57,6 +61,7 @@ inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return std::sqrt(a); }
 inline float __frcp_rn(float a) { return 1.0f / a; }
 inline double __dmul_rn(double a, double b) { return a * b; }
 inline double __dsub_rn(double a, double b) { return a - b; }
@@ -71,6 +76,9 @@ inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
 inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline float __uint2float_rn(unsigned x) { return (float)x; }
 inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
 
 inline int __popc(unsigned x) { return __builtin_popcount(x); }

@@ -30,6 +30,16 @@ template <class T>
 inline T __shfl_sync(unsigned, T, int) {
     no_warps("__shfl_sync");
 }
+// Threads run one at a time: every store is visible to the next.
+inline void __threadfence() {}
+template <class T>
+inline T __ldcg(const T* p) {
+    return *p;
+}
+template <class T>
+inline void __stcg(T* p, T v) {
+    *p = v;
+}
 template <class T>
 inline T atomicAdd(T* p, T v) {
     T old = *p;

@@ -64,6 +64,55 @@ fn compare_reads_exr_and_png() {
 }
 
 #[test]
+fn collide_answers_agree_across_methods_and_write_json() {
+    let dir = scratch("collide");
+    let run = caustic_in(
+        &dir,
+        &[
+            "collide",
+            "cornell-box",
+            "--agents",
+            "40",
+            "--frames",
+            "3",
+            "--rays",
+            "16",
+            "--method",
+            "dacrt,lbvh:leaf=1,bvh-binned",
+            "--json",
+            "collide.json",
+        ],
+    )
+    .ok();
+    for name in ["dacrt", "lbvh:leaf=1", "bvh-binned"] {
+        assert!(
+            run.stdout.contains(&format!("| {name} | CPU | 40 | 640 |")),
+            "{name}\n{}",
+            run.stdout
+        );
+    }
+    assert_eq!(
+        run.stdout.matches("| = dacrt |").count(),
+        3,
+        "{}",
+        run.stdout
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("collide.json")).unwrap()).unwrap();
+    assert_eq!(json["answers_of"], "dacrt");
+    let frames = json["answers"].as_array().unwrap();
+    assert_eq!(frames.len(), 3);
+    // Per agent [collides, distance, triangle]; a hit has all three.
+    for agent in frames[0].as_array().unwrap() {
+        let cells = agent.as_array().unwrap();
+        assert_eq!(cells.len(), 3);
+        assert_eq!(cells[0].as_bool().unwrap(), !cells[1].is_null());
+        assert_eq!(cells[1].is_null(), cells[2].is_null());
+    }
+    assert_eq!(frames[0].as_array().unwrap().len(), 40);
+}
+
+#[test]
 fn bench_accel_times_every_structure_and_writes_json() {
     let dir = scratch("bench-accel");
     let run = caustic_in(

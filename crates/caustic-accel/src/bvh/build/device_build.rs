@@ -24,15 +24,15 @@
 
 use super::binned_sah_cuda::build_sah;
 use super::hlbvh::cuda::hlbvh_tree;
-use super::lbvh_cuda::radix_tree;
-use super::linked_tree_cuda::{device_sah_cost, to_device_bvh};
+use super::lbvh_cuda::{karras_build, radix_tree};
+use super::linked_tree_cuda::{LayoutShape, device_sah_cost, to_device_bvh};
 use super::morton_cuda::DeviceMortonOrder;
 use super::ploc_cuda::clustering;
 use super::taskpool_cuda::build_taskpool;
 use crate::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use crate::registry::{AccelSpecError, DeviceBuilderConfig, MortonBuilderConfig};
 use caustic_geom::Triangle;
-use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError, StageClock};
 use std::time::Instant;
 
 /// What a device build reports.
@@ -185,6 +185,13 @@ impl DeviceBvh {
             prims: triangles.len(),
             ..DeviceBuildStats::default()
         };
+        // One primitive per leaf over placeable primitives: Karras's tree
+        // in Karras's numbering, in one bottom-up launch.
+        if let MortonBuilderConfig::Lbvh(c) = config
+            && let Some((bvh, shape)) = karras_build(gpu, &order, c, triangles, &mut clock)?
+        {
+            return Self::finish_morton(gpu, bvh, shape, stats, clock, wall, in_use);
+        }
         let tree = match config {
             MortonBuilderConfig::Lbvh(c) => {
                 let tree = radix_tree(gpu, &order, c)?;
@@ -208,6 +215,19 @@ impl DeviceBvh {
         let (bvh, shape) = to_device_bvh(gpu, &tree, &order, triangles, &mut clock)?;
         drop(tree);
         drop(order);
+        Self::finish_morton(gpu, bvh, shape, stats, clock, wall, in_use)
+    }
+
+    /// The stats of a finished Morton build.
+    fn finish_morton(
+        gpu: &Gpu,
+        bvh: Self,
+        shape: LayoutShape,
+        mut stats: DeviceBuildStats,
+        clock: StageClock,
+        wall: Instant,
+        in_use: Option<(usize, usize)>,
+    ) -> Result<(Self, DeviceBuildStats), GpuError> {
         stats.stages = clock.finish()?;
         stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
         stats.build_ms = stats.stages.iter().map(|(_, ms)| ms).sum();

@@ -16,7 +16,21 @@
 //   leaf-collapse decisions equal the CPU's bit for bit. The first child to
 //   arrive stops: its subtree's summary is already in memory, ordered before
 //   the counter by a fence.
+//
+// - lbvh_karras_30 / _63: with one primitive per leaf (nothing collapses)
+//   and every primitive placed, the whole tree in one bottom-up launch
+//   after Apetrei, "Fast and Simple Agglomerative LBVH Construction" (CGVC
+//   2014): a thread climbs from its primitive; a node over [lo, hi] finds
+//   its parent's split on the side of the more similar neighbour (the
+//   larger of the common prefixes at hi and lo - 1, the same prefixes as
+//   Karras's, so the same tree), leaves its box at the split's slot, and
+//   the second child to arrive merges and goes on. Knowing its range, the
+//   merging thread knows the node's place in Karras's numbering (hi for a
+//   left child, lo for a right one, 0 for the root) and writes its two
+//   children's records at 2k + 1 and 2k + 2 (lbvh.rs, karras_layout): the
+//   layout comes with the boxes, without splits, parents or a layout pass.
 #include "linked_tree.cuh"
+#include "bvh.cuh"
 
 #define LBVH_THREADS 256u
 
@@ -117,4 +131,103 @@ lbvh_summaries(const Aabb* item_bounds, u32 n, const u32* node_parent, const u32
             node = __ldcg(&node_parent[node]);
         }
     }
+}
+
+// A BvhNode as two 16-byte words.
+__device__ __forceinline__ void store_bvh_node(BvhNode* out, u64 at, const Aabb& b, u32 first,
+                                               u32 count) {
+    uint4* words = reinterpret_cast<uint4*>(out + at);
+    words[0] = make_uint4(__float_as_uint(b.min.x), __float_as_uint(b.min.y),
+                          __float_as_uint(b.min.z), first);
+    words[1] = make_uint4(__float_as_uint(b.max.x), __float_as_uint(b.max.y),
+                          __float_as_uint(b.max.z), count);
+}
+
+// The record of the child over [lo, hi] with box b: a primitive's leaf
+// over its Morton slot, or an inner node of Karras index k (children at
+// 2k + 1).
+__device__ __forceinline__ void store_karras_child(BvhNode* out, u64 at, u32 lo, u32 hi, u32 k,
+                                                   const Aabb& b) {
+    if (lo == hi) {
+        store_bvh_node(out, at, b, lo, 1u);
+    } else {
+        store_bvh_node(out, at, b, 2u * k + 1u, 0u);
+    }
+}
+
+// Whether the node over [lo, hi] (not the root) is its parent's left child.
+template <typename Code>
+__device__ __forceinline__ bool is_left_child(const Code* codes, u32 n, u32 lo, u32 hi) {
+    if (lo == 0u) return true;
+    if (hi == n - 1u) return false;
+    return common_prefix(codes, n, (i32)hi, (long long)hi + 1) >
+           common_prefix(codes, n, (i32)lo - 1, (long long)lo);
+}
+
+// Karras's index of the node over [lo, hi].
+template <typename Code>
+__device__ __forceinline__ u32 karras_index(const Code* codes, u32 n, u32 lo, u32 hi) {
+    if (lo == 0u && hi == n - 1u) return 0u;
+    return is_left_child(codes, n, lo, hi) ? hi : lo;
+}
+
+// n >= 2 placed primitives in Morton order. waiting[0 .. n - 1] counts the
+// arrivals at each split, zeroed; parked[4s .. 4s + 4] is what the split's
+// left and right children left there (two words each: the box, the far end
+// of the range, the height). out gets 2n - 1 records, height[0] the root's
+// height (levels below it).
+template <typename Code>
+__device__ void karras_tree(const Code* codes, const Aabb* item_bounds, u32 n, u32* waiting,
+                            uint4* parked, BvhNode* out, u32* height_out) {
+    for (u64 t = global_thread(); t < n; t += grid_threads()) {
+        u32 lo = (u32)t, hi = (u32)t, height = 0u;
+        Aabb box = item_bounds[t];
+        for (;;) {
+            const bool left = is_left_child(codes, n, lo, hi);
+            const u32 split = left ? hi : lo - 1u;
+            // Leave this subtree at the split (the left child's record,
+            // then the right one's), then see who came first.
+            uint4* slot = parked + 4 * (u64)split + (left ? 0u : 2u);
+            const uint4* sibling = parked + 4 * (u64)split + (left ? 2u : 0u);
+            __stcg(slot, make_uint4(__float_as_uint(box.min.x), __float_as_uint(box.min.y),
+                                    __float_as_uint(box.min.z), left ? lo : hi));
+            __stcg(slot + 1, make_uint4(__float_as_uint(box.max.x), __float_as_uint(box.max.y),
+                                        __float_as_uint(box.max.z), height));
+            __threadfence();
+            if (atomicAdd(&waiting[split], 1u) == 0u) break;
+            __threadfence();
+            const uint4 a = __ldcg(sibling), b = __ldcg(sibling + 1);
+            Aabb other;
+            other.min = make_float3(__uint_as_float(a.x), __uint_as_float(a.y), __uint_as_float(a.z));
+            other.max = make_float3(__uint_as_float(b.x), __uint_as_float(b.y), __uint_as_float(b.z));
+            // Both children: [l0, split] and [split + 1, r1].
+            const u32 l0 = left ? lo : a.w, r1 = left ? a.w : hi;
+            const Aabb& lbox = left ? box : other;
+            const Aabb& rbox = left ? other : box;
+            const u32 node = karras_index(codes, n, l0, r1);
+            store_karras_child(out, 2 * (u64)node + 1, l0, split, split, lbox);
+            store_karras_child(out, 2 * (u64)node + 2, split + 1u, r1, split + 1u, rbox);
+            box = sse_union(lbox, rbox);
+            height = 1u + max(height, b.w);
+            lo = l0;
+            hi = r1;
+            if (lo == 0u && hi == n - 1u) {
+                store_bvh_node(out, 0, box, 1u, 0u);
+                height_out[0] = height;
+                break;
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(LBVH_THREADS)
+lbvh_karras_30(const u32* codes, const Aabb* item_bounds, u32 n, u32* waiting, float4* parked,
+               BvhNode* out, u32* height) {
+    karras_tree(codes, item_bounds, n, waiting, reinterpret_cast<uint4*>(parked), out, height);
+}
+
+extern "C" __global__ void __launch_bounds__(LBVH_THREADS)
+lbvh_karras_63(const u64* codes, const Aabb* item_bounds, u32 n, u32* waiting, float4* parked,
+               BvhNode* out, u32* height) {
+    karras_tree(codes, item_bounds, n, waiting, reinterpret_cast<uint4*>(parked), out, height);
 }

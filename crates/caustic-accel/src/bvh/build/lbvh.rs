@@ -29,21 +29,27 @@
 //!    SAH cost without moving any split.
 //! 5. Layout into [`Bvh2`] with the depth bound [`MAX_DEPTH`] (see
 //!    `linked_tree`; it only changes anything on pathological inputs).
+//!    With `max_leaf_size == 1` (Karras's own tree: nothing collapses) the
+//!    layout is Karras's node numbering itself ([`karras_layout`]): the
+//!    children of inner node `k` (split `gamma`: nodes or primitives
+//!    `gamma` and `gamma + 1`) sit at `2k + 1` and `2k + 2`, the root at 0,
+//!    so each record is written from its parent's index alone, in
+//!    parallel, with no depth-first pass over the tree: what makes the GPU
+//!    twin's build fast (`lbvh_pairs` in `lbvh.cu`). It applies when every
+//!    primitive is placeable and the tree is within [`MAX_DEPTH`];
+//!    otherwise the depth-first layout runs, on both devices alike.
 //!
 //! Leaves cover consecutive runs of the Morton order, so the slot array is
 //! the sorted order itself.
 
-use super::linked_tree::{Collapse, LinkedNode, LinkedTree, NodeRef, Summary};
+use super::linked_tree::{Collapse, LinkedNode, LinkedTree, NodeRef, Summary, Target};
 use super::memory::PeakMemory;
 use super::morton_order::{MortonBits, MortonOrder};
 use super::{Bvh2Builder, debug_validate};
 use crate::BuildInput;
-use crate::bvh::Bvh2;
+use crate::bvh::{Bvh2, BvhNode, MAX_DEPTH};
 use caustic_geom::Aabb;
 use rayon::prelude::*;
-
-#[cfg(doc)]
-use crate::bvh::MAX_DEPTH;
 
 /// Tuning of [`LbvhBuilder`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -125,10 +131,55 @@ impl Bvh2Builder for LbvhBuilder {
         let memory = PeakMemory::new();
         let mut order = MortonOrder::new(input, self.config.morton_bits, &memory);
         let tree = radix_tree(input, &mut order, &self.config, &memory);
-        let bvh = tree.to_bvh(&order.parked, &memory);
+        let bvh = if self.config.max_leaf_size == 1 {
+            karras_layout(&tree, &order.parked, &memory)
+        } else {
+            None
+        };
+        let bvh = bvh.unwrap_or_else(|| tree.to_bvh(&order.parked, &memory));
         debug_validate(self.name(), &bvh, input);
         (bvh, memory.peak())
     }
+}
+
+/// Whether a tree of `placed` primitives (`parked` unplaceable ones) whose
+/// root summary has `height` gets [`karras_layout`]; the GPU twin asks the
+/// same.
+pub(crate) fn karras_layout_applies(placed: usize, parked: usize, height: u32) -> bool {
+    placed >= 2 && parked == 0 && height as usize <= MAX_DEPTH
+}
+
+/// Karras's numbering as the layout of a tree of one primitive per leaf
+/// (see the module docs, step 5): root at 0, the children of inner node `k`
+/// at `2k + 1` and `2k + 2`, a primitive's leaf holding its Morton slot.
+/// `None` when it does not apply ([`karras_layout_applies`]).
+fn karras_layout(tree: &LinkedTree, parked: &[u32], memory: &PeakMemory) -> Option<Bvh2> {
+    let n = tree.items.len();
+    if n < 2 || tree.root != NodeRef::node(0) {
+        return None;
+    }
+    let root = tree.summary(tree.root);
+    if !karras_layout_applies(n, parked.len(), root.height) {
+        return None;
+    }
+    debug_assert_eq!(tree.collapse.max_leaf_size, 1, "nothing collapses");
+    memory.alloc_array::<BvhNode>(2 * n - 1);
+    memory.alloc_array::<u32>(n);
+    let record = |child: NodeRef| match child.target() {
+        Target::Item(i) => BvhNode::leaf(tree.item_bounds[i], i as u32, 1),
+        Target::Node(c) => BvhNode::inner(tree.nodes[c].summary.bounds, 2 * c as u32 + 1),
+    };
+    let mut nodes = Vec::with_capacity(2 * n - 1);
+    nodes.push(BvhNode::inner(root.bounds, 1));
+    nodes.par_extend(
+        tree.nodes
+            .par_iter()
+            .flat_map_iter(|node| node.children.map(record)),
+    );
+    Some(Bvh2 {
+        nodes,
+        prim_indices: tree.items.clone(),
+    })
 }
 
 /// Steps 2 to 4: the radix tree over `order` with its summaries.
@@ -331,6 +382,52 @@ mod tests {
             LbvhConfig::KARRAS,
             LbvhConfig::FINE_CODES,
         ]
+    }
+
+    /// The subtree below `node` as nested boxes and leaf primitive lists.
+    fn shape(bvh: &Bvh2, node: usize) -> String {
+        let n = &bvh.nodes[node];
+        if n.is_leaf() {
+            let prims = &bvh.prim_indices[n.prim_range()];
+            return format!("{:?}{prims:?}", n.bounds());
+        }
+        let left = n.left_child();
+        format!(
+            "{:?}({} {})",
+            n.bounds(),
+            shape(bvh, left),
+            shape(bvh, left + 1)
+        )
+    }
+
+    #[test]
+    fn one_primitive_leaves_take_karras_numbering_as_the_layout() {
+        let mut rng = caustic_geom::Pcg32::new(9, 4);
+        let points: Vec<Vec3> = (0..3000)
+            .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()))
+            .collect();
+        let input = point_input(&points);
+        let karras = build(&input, LbvhConfig::KARRAS);
+        // The children of inner node k at 2k + 1 and 2k + 2.
+        assert_eq!(karras.nodes.len(), 2 * points.len() - 1);
+        for (index, node) in karras.nodes.iter().enumerate() {
+            if !node.is_leaf() {
+                assert_eq!(node.left_child() % 2, 1, "node {index}");
+            }
+        }
+        // The same tree as the depth-first layout of the same summaries.
+        let order_memory = PeakMemory::new();
+        let mut order = MortonOrder::new(&input, MortonBits::Bits30, &order_memory);
+        let tree = radix_tree(&input, &mut order, &LbvhConfig::KARRAS, &order_memory);
+        let depth_first = tree.to_bvh(&order.parked, &order_memory);
+        depth_first.validate(&input.bounds).unwrap();
+        assert_ne!(karras.nodes, depth_first.nodes, "a different layout");
+        assert_eq!(shape(&karras, 0), shape(&depth_first, 0));
+        // Too few primitives, or unplaceable ones, keep the depth-first layout.
+        assert!(!karras_layout_applies(1, 0, 0));
+        assert!(!karras_layout_applies(10, 1, 4));
+        assert!(!karras_layout_applies(10, 0, MAX_DEPTH as u32 + 1));
+        assert!(karras_layout_applies(10, 0, MAX_DEPTH as u32));
     }
 
     #[test]

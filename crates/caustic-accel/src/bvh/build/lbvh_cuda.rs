@@ -16,16 +16,25 @@
 //! 4. The depth-first layout with the CPU's depth bound
 //!    ([`to_device_bvh`](super::linked_tree_cuda::to_device_bvh)).
 //!
+//! With one primitive per leaf (`lbvh:leaf=1`, nothing collapses) and every
+//! primitive placeable, steps 2 to 4 are one launch instead
+//! ([`karras_build`], `lbvh_karras_*`): Apetrei's bottom-up construction
+//! (2014) of the same radix tree, writing each node's record in Karras's
+//! numbering as it merges (the CPU's `karras_layout`), so no splits, parent
+//! links, summaries or layout pass; the slot order is the Morton order.
+//!
 //! Every step is deterministic and uses the CPU's arithmetic, so the
 //! result equals the CPU's `Bvh2` exactly, which the GPU tests check.
 
 use super::LbvhConfig;
+use super::lbvh::karras_layout_applies;
 use super::linked_tree::Collapse;
-use super::linked_tree_cuda::{DeviceLinkedTree, collapse_args};
+use super::linked_tree_cuda::{DeviceLinkedTree, LayoutShape, collapse_args, gather_triangles};
 use super::morton_cuda::{DeviceMortonOrder, SortedCodes};
+use crate::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use crate::kernels::bvh_build_lbvh as k;
 use caustic_gpu::ops::launch_grid_stride;
-use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError, StageClock};
 
 /// The collapsing SAH of an `lbvh` configuration.
 pub(crate) fn lbvh_collapse(config: &LbvhConfig) -> Collapse {
@@ -98,4 +107,78 @@ pub(crate) fn radix_tree(
     // Karras's root is inner node 0.
     tree.root.upload(&[0])?;
     Ok(tree)
+}
+
+/// Steps 2 to 4 in one launch for one primitive per leaf over placeable
+/// primitives (see the module docs), then the triangles gathered in Morton
+/// order. Marks "hierarchy", "layout" (the root's height read back, the
+/// slot map) and "triangles" on `clock`. `None` where the CPU lays the tree
+/// out depth first ([`karras_layout_applies`]): more than one primitive per
+/// leaf, unplaceable primitives, fewer than two, or a tree deeper than the
+/// depth bound (then nothing of it is kept).
+pub(crate) fn karras_build(
+    gpu: &Gpu,
+    order: &DeviceMortonOrder,
+    config: &LbvhConfig,
+    triangles: &DeviceBuffer<GpuTriangle>,
+    clock: &mut StageClock,
+) -> Result<Option<(DeviceBvh, LayoutShape)>, GpuError> {
+    let n = triangles.len();
+    if config.max_leaf_size != 1 || !karras_layout_applies(order.placed, n - order.placed, 0) {
+        return Ok(None);
+    }
+    let mut nodes = DeviceBuffer::uninit(gpu, "BVH nodes", 2 * n - 1)?;
+    let mut height = DeviceBuffer::<u32>::zeroed(gpu, "BVH build: height", 1)?;
+    {
+        let mut waiting = DeviceBuffer::<u32>::zeroed(gpu, "BVH build: split arrivals", n - 1)?;
+        let mut parked =
+            DeviceBuffer::<[f32; 4]>::uninit(gpu, "BVH build: children at splits", 4 * (n - 1))?;
+        match &order.codes {
+            SortedCodes::Bits30(codes) => launch_grid_stride(
+                gpu,
+                k::LBVH_KARRAS_30,
+                n,
+                (
+                    codes.ptr(),
+                    order.item_bounds.ptr(),
+                    n as u32,
+                    waiting.ptr_mut(),
+                    parked.ptr_mut(),
+                    nodes.ptr_mut(),
+                    height.ptr_mut(),
+                ),
+            )?,
+            SortedCodes::Bits63(codes) => launch_grid_stride(
+                gpu,
+                k::LBVH_KARRAS_63,
+                n,
+                (
+                    codes.ptr(),
+                    order.item_bounds.ptr(),
+                    n as u32,
+                    waiting.ptr_mut(),
+                    parked.ptr_mut(),
+                    nodes.ptr_mut(),
+                    height.ptr_mut(),
+                ),
+            )?,
+        }
+    }
+    clock.mark("hierarchy")?;
+    let height = height.download()?[0];
+    if !karras_layout_applies(n, 0, height) {
+        return Ok(None);
+    }
+    let mut prim_indices = DeviceBuffer::uninit(gpu, "BVH prim indices", n)?;
+    prim_indices.copy_from(&order.ids)?;
+    clock.mark("layout")?;
+    let (leaf_triangles, slots) = gather_triangles(gpu, triangles, &prim_indices)?;
+    clock.mark("triangles")?;
+    let shape = LayoutShape {
+        nodes: 2 * n - 1,
+        leaves: n,
+        height: height as usize,
+    };
+    let bvh = DeviceBvh::from_device_parts(nodes, leaf_triangles, prim_indices, slots);
+    Ok(Some((bvh, shape)))
 }

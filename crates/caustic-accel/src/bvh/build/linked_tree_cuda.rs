@@ -196,6 +196,20 @@ pub(crate) fn to_device_bvh(
         ),
     )?;
     clock.mark("layout")?;
+    let (leaf_triangles, slots) = gather_triangles(gpu, triangles, &prim_indices)?;
+    clock.mark("triangles")?;
+    let bvh = DeviceBvh::from_device_parts(nodes, leaf_triangles, prim_indices, slots);
+    Ok((bvh, shape))
+}
+
+/// `triangles` (scene order) gathered into slot order with their scene ids,
+/// and the inverse map (scene id to slot).
+pub(crate) fn gather_triangles(
+    gpu: &Gpu,
+    triangles: &DeviceBuffer<GpuTriangle>,
+    prim_indices: &DeviceBuffer<u32>,
+) -> Result<(DeviceBuffer<GpuTriangle>, DeviceBuffer<u32>), GpuError> {
+    let n = triangles.len();
     let mut leaf_triangles = DeviceBuffer::uninit(gpu, "BVH leaf triangles", n)?;
     let mut slots = DeviceBuffer::uninit(gpu, "BVH slots", n)?;
     launch_grid_stride(
@@ -210,9 +224,7 @@ pub(crate) fn to_device_bvh(
             slots.ptr_mut(),
         ),
     )?;
-    clock.mark("triangles")?;
-    let bvh = DeviceBvh::from_device_parts(nodes, leaf_triangles, prim_indices, slots);
-    Ok((bvh, shape))
+    Ok((leaf_triangles, slots))
 }
 
 /// The layout proper, for at least one placed primitive.

@@ -1,0 +1,50 @@
+// lbvh_kernels.cpp: src/bvh/build/lbvh.cu's one-launch tree in Karras's
+// numbering (lbvh_karras_30), compiled unchanged by the host compiler over
+// cuda_shim.h and run as one thread whose grid-stride loop climbs from each
+// primitive in turn (a valid schedule: each climb's atomics see the ones
+// before), for tests/lbvh_kernels_on_cpu.rs.
+//
+//   lbvh_kernels INPUT OUTPUT
+//
+// INPUT: u32 n, then n u32 sorted codes, then n boxes (6 f32 each).
+// OUTPUT: the 2n - 1 nodes (32 bytes each), then the root's height (u32).
+#include "cuda_shim.h"
+#include "lbvh.cu"
+
+#include <vector>
+
+int main(int argc, char** argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: lbvh_kernels INPUT OUTPUT\n");
+        return 2;
+    }
+    FILE* in = fopen(argv[1], "rb");
+    FILE* out = fopen(argv[2], "wb");
+    if (!in || !out) {
+        fprintf(stderr, "cannot open the files\n");
+        return 2;
+    }
+    u32 n = 0;
+    bool ok = fread(&n, 4, 1, in) == 1 && n >= 2;
+    std::vector<u32> codes(n);
+    std::vector<Aabb> boxes(n);
+    ok = ok && fread(codes.data(), 4, n, in) == n && fread(boxes.data(), sizeof(Aabb), n, in) == n;
+    if (!ok) {
+        fprintf(stderr, "bad input\n");
+        return 2;
+    }
+    std::vector<u32> waiting(n - 1, 0u);
+    std::vector<float4> parked(4 * (size_t)(n - 1));
+    std::vector<BvhNode> nodes(2 * (size_t)n - 1);
+    u32 height = 0;
+    gridDim.x = 1;
+    blockDim.x = 1;
+    blockIdx.x = 0;
+    threadIdx.x = 0;
+    lbvh_karras_30(codes.data(), boxes.data(), n, waiting.data(), parked.data(), nodes.data(),
+                   &height);
+    fwrite(nodes.data(), sizeof(BvhNode), nodes.size(), out);
+    fwrite(&height, 4, 1, out);
+    fclose(out);
+    return 0;
+}
