@@ -142,7 +142,9 @@ pub struct RenderFlags {
     #[arg(long)]
     two_sided: bool,
     /// Where to render: `auto` (CUDA when a driver and GPU are present,
-    /// else the CPU), `cpu`, `cuda` or `cuda:N`.
+    /// else the CPU), `cpu`, `cuda`, `cuda:N`, or several GPUs
+    /// `cuda:N,M,…` / `cuda:all` (SPPM splits among them; the other
+    /// integrators render on the first).
     #[arg(long, default_value = "auto")]
     pub device: Device,
     #[command(flatten)]
