@@ -18,6 +18,17 @@ use crate::error::GpuError;
 /// a large negative float, and neither 0, !0 nor any operator's identity.
 pub const POISON_BYTE: u8 = 0xA5;
 
+/// A device allocation named for another thread of the process: its
+/// address, its context and its size (plain numbers, so a team can pass it
+/// through an exchange of bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct PeerHandle {
+    pub ptr: u64,
+    pub context: u64,
+    pub bytes: u64,
+}
+
 /// `len` values of `T` in device memory.
 pub struct DeviceBuffer<T: Pod> {
     /// Device address; 0 for an empty buffer, which owns no allocation.
@@ -155,6 +166,56 @@ impl<T: Pod> DeviceBuffer<T> {
             result::memcpy_dtod_async(self.ptr, source.ptr, self.bytes(), self.gpu.raw_stream())
         }
         .map_err(GpuError::driver("copying on the GPU"))
+    }
+
+    /// Where this buffer lives, for [`DeviceBuffer::copy_from_peer`] on
+    /// another thread of this process (another device's, say).
+    pub fn peer_handle(&self) -> PeerHandle {
+        PeerHandle {
+            ptr: self.ptr,
+            context: self.gpu.context().cu_ctx() as u64,
+            bytes: self.bytes() as u64,
+        }
+    }
+
+    /// Copies the buffer `source` names (on any device of this process)
+    /// into this one from byte `at` on, device to device
+    /// (`cuMemcpyPeerAsync`: over NVLink or PCIe where the two devices are
+    /// peers, else staged by the driver), queued on this buffer's stream.
+    ///
+    /// # Safety
+    /// `source` must come from [`DeviceBuffer::peer_handle`] of a buffer of
+    /// this process whose contents are complete (its stream synchronised)
+    /// and which stays allocated until this buffer's device is
+    /// synchronised after the copy.
+    pub unsafe fn copy_from_peer(&mut self, at: usize, source: PeerHandle) -> Result<(), GpuError> {
+        let bytes = usize::try_from(source.bytes).unwrap_or(usize::MAX);
+        if at.checked_add(bytes).is_none_or(|end| end > self.bytes()) {
+            return Err(GpuError::LengthMismatch {
+                operation: "copy_from_peer",
+                what: "offset + source bytes",
+                expected: self.bytes(),
+                actual: at.saturating_add(bytes),
+            });
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        // SAFETY: the range fits this allocation (checked above); the caller
+        // vouches that `source` is a live, complete allocation of `bytes`
+        // bytes in the context it names.
+        unsafe {
+            result::memcpy_peer_async(
+                self.gpu.context().cu_ctx(),
+                self.ptr + at as u64,
+                source.context as sys::CUcontext,
+                source.ptr,
+                bytes,
+                self.gpu.raw_stream(),
+            )
+        }
+        .map_err(GpuError::driver("copying from another device"))
     }
 
     /// Copies all of `source` into elements `offset .. offset + source.len()`

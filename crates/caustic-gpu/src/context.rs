@@ -300,6 +300,38 @@ impl Gpu {
         Ok(event)
     }
 
+    /// Lets this device reach `peer`'s memory directly (NVLink or PCIe)
+    /// where the pair can, so that copies between them
+    /// ([`crate::DeviceBuffer::copy_from_peer`]) skip the host; returns
+    /// whether it can. Copies between devices work either way.
+    pub fn enable_peer_access(&self, peer: &Gpu) -> Result<bool, GpuError> {
+        let (this, other) = (
+            self.inner.context.cu_device(),
+            peer.inner.context.cu_device(),
+        );
+        if this == other {
+            return Ok(true);
+        }
+        let mut can = 0;
+        // SAFETY: a valid out pointer and two device handles of this driver.
+        unsafe { sys::cuDeviceCanAccessPeer(&mut can, this, other) }
+            .result()
+            .map_err(GpuError::driver("asking for peer access"))?;
+        if can == 0 {
+            return Ok(false);
+        }
+        self.bind()?;
+        // SAFETY: this device's context is current; `peer`'s is live.
+        match unsafe { sys::cuCtxEnablePeerAccess(peer.inner.context.cu_ctx(), 0) } {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
+                Ok(true)
+            }
+            error => Err(GpuError::driver("enabling peer access")(
+                error.result().unwrap_err(),
+            )),
+        }
+    }
+
     pub(crate) fn bind(&self) -> Result<(), GpuError> {
         self.inner
             .context

@@ -46,7 +46,7 @@ pub mod layout;
 pub mod ops;
 pub mod taskpool;
 
-pub use buffer::DeviceBuffer;
+pub use buffer::{DeviceBuffer, PeerHandle};
 pub use compile::ComputeCapability;
 pub use context::{DeviceInfo, Gpu, StageClock, device_count, driver_available};
 pub use device::{Device, Selection, select};

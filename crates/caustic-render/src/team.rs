@@ -60,6 +60,13 @@ pub trait Team: Send + Sync {
     fn is_root(&self) -> bool {
         self.rank() == 0
     }
+
+    /// Whether the members share one address space (threads of one
+    /// process), so that a device allocation one member names can be
+    /// copied by another (GPU members then exchange device to device).
+    fn shares_memory(&self) -> bool {
+        false
+    }
 }
 
 /// The team of one: a single process, nothing to exchange.
@@ -291,6 +298,9 @@ impl Team for ThreadTeam {
     }
     fn size(&self) -> usize {
         self.shared.size
+    }
+    fn shares_memory(&self) -> bool {
+        true
     }
     fn all_gather(&self, mine: &[u8]) -> Result<Gathered, TeamError> {
         let left = |rank| TeamError(format!("member {rank} left the team"));

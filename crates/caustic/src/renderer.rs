@@ -690,6 +690,10 @@ impl Renderer<'_> {
         }
         use caustic_render::team::ThreadTeam;
         let gpus: Vec<&caustic_gpu::Gpu> = backend.gpus().collect();
+        for (a, b) in gpus.iter().flat_map(|a| gpus.iter().map(move |b| (a, b))) {
+            // Where the pair cannot, their copies go through the host.
+            a.enable_peer_access(b)?;
+        }
         let spec = self.gpu_spec()?;
         let total = s.passes;
         let members = ThreadTeam::run(gpus.len(), |team| -> Result<_> {

@@ -342,6 +342,9 @@ impl<'a> State<'a> {
         if self.team.size() == 1 {
             return Ok(mine);
         }
+        if self.team.shares_memory() {
+            return self.exchange_on_devices(mine);
+        }
         let mine = mine.download()?;
         gather_concat_into(self.team, &mine, &mut self.pass_photons).map_err(team_error)?;
         let gpu = self.device.gpu();
@@ -350,6 +353,34 @@ impl<'a> State<'a> {
             "sppm pass photons",
             &self.pass_photons,
         )?)
+    }
+
+    /// [`State::exchange`] among the GPUs of one process: every member
+    /// copies every member's share device to device into one buffer, in
+    /// rank order (`cuMemcpyPeerAsync`, over NVLink where the devices are
+    /// peers), and no member frees its share before all have copied.
+    fn exchange_on_devices(
+        &self,
+        mine: DeviceBuffer<GpuPhoton>,
+    ) -> Result<DeviceBuffer<GpuPhoton>, SppmCudaError> {
+        let gpu = self.device.gpu();
+        gpu.synchronize()?;
+        let shares = gather_concat(self.team, vec![mine.peer_handle()]).map_err(team_error)?;
+        let bytes: u64 = shares.iter().map(|h| h.bytes).sum();
+        let count = bytes as usize / std::mem::size_of::<GpuPhoton>();
+        let mut all = DeviceBuffer::uninit(gpu, "sppm pass photons", count)?;
+        let mut at = 0;
+        for share in shares {
+            // SAFETY: the shares come from this process's members, each
+            // synchronised before it named its buffer and kept alive until
+            // the barrier below, after this device's copies are done.
+            unsafe { all.copy_from_peer(at, share)? };
+            at += share.bytes as usize;
+        }
+        gpu.synchronize()?;
+        self.team.all_gather(&[]).map_err(team_error)?;
+        drop(mine);
+        Ok(all)
     }
 
     /// The eye pass: rays traced, eye and shadow.
