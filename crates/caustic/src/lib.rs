@@ -94,7 +94,7 @@ pub use integrator::{
     FresnelMode, Integrator, PhotonMapKind, PhotonRenderStats, PhotonSettings, RenderStats,
     SampleSettings, SppmSettings, SppmStats, Stats, WhittedSettings,
 };
-pub use renderer::{Progress, Rendered, Renderer, SppmPass};
+pub use renderer::{FrameCarry, FrameUpdate, Progress, Rendered, Renderer, SppmPass};
 
 pub use caustic_geom::{Hit, Ray, Rgb, Triangle, Vec3};
 pub use caustic_render::{Film, PinholeCamera, RenderScene, image_io};

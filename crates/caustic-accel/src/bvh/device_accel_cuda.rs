@@ -41,6 +41,7 @@ use caustic_gpu::taskpool::PoolStats;
 use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
 
 use super::build::upload_triangles;
+use super::refit_cuda::DeviceRefit;
 use super::traverse_cuda::{GpuHit, GpuRay, Tracer};
 use super::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use super::wide::compressed_cuda::CompressedWideBvh;
@@ -274,9 +275,29 @@ pub struct GpuAccelStats {
 }
 
 /// A triangle structure on the device, ready to trace; see the module docs.
+///
+/// It follows a moving scene in place: [`DeviceAccel::move_triangles`]
+/// writes the triangles that moved into the device's scene-order copy, then
+/// [`DeviceAccel::rebuild`] builds the structure afresh from that copy (no
+/// other upload) or [`DeviceAccel::refit`] refits a BVH's boxes
+/// (`refit_cuda.rs`).
 pub struct DeviceAccel {
+    spec: GpuAccelSpec,
     structure: Structure,
     stats: GpuAccelStats,
+    /// The scene-order triangles a kd-tree or grid (which own theirs) is
+    /// rebuilt from after [`DeviceAccel::move_triangles`].
+    staged: Option<DeviceBuffer<GpuTriangle>>,
+}
+
+/// What [`DeviceAccel::refit`] did and cost.
+#[derive(Clone, Copy, Debug)]
+pub struct GpuRefitStats {
+    /// Wall time of the refit (gather, bottom-up pass, SAH sum and, for
+    /// `bvh-wide`, the collapse to the wide layout), device work included.
+    pub ms: f64,
+    /// SAH cost of the refitted binary tree ([`crate::sah_cost`]).
+    pub sah_cost: f32,
 }
 
 /// What a [`DeviceAccel`] holds, by kind of structure. One lives per
@@ -288,6 +309,8 @@ enum Structure {
         scene_triangles: DeviceBuffer<GpuTriangle>,
         binary: DeviceBvh,
         wide: Option<CompressedWideBvh>,
+        /// The parent links of `binary`, made at its first refit.
+        refit: Option<DeviceRefit>,
     },
     /// The kd-tree keeps the scene-order triangles itself.
     KdTree(GpuKdTree),
@@ -316,7 +339,178 @@ impl DeviceAccel {
         stats.spec = spec.to_string();
         stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
         stats.loading_ms = gpu.loading_ms() - loading_before;
-        Ok(Self { structure, stats })
+        Ok(Self {
+            spec: spec.clone(),
+            structure,
+            stats,
+            staged: None,
+        })
+    }
+
+    /// The spec the structure was built from.
+    pub fn spec(&self) -> &GpuAccelSpec {
+        &self.spec
+    }
+
+    /// Writes `triangles[r]` for each range `r` of `moved` (scene order;
+    /// `triangles` is the whole posed scene, the same count as the build's)
+    /// into the device's scene-order triangles in place, leaving the others
+    /// where they are; returns the bytes uploaded. The structure is stale
+    /// until [`DeviceAccel::rebuild`] or [`DeviceAccel::refit`].
+    pub fn move_triangles(
+        &mut self,
+        triangles: &[Triangle],
+        moved: &[std::ops::Range<usize>],
+    ) -> Result<usize, GpuError> {
+        let expected = self.scene_triangles().len();
+        if triangles.len() != expected {
+            return Err(GpuError::LengthMismatch {
+                operation: "DeviceAccel::move_triangles",
+                what: "posed triangles",
+                expected,
+                actual: triangles.len(),
+            });
+        }
+        if let Some(bad) = moved
+            .iter()
+            .find(|r| r.start > r.end || r.end > triangles.len())
+        {
+            return Err(GpuError::Invalid {
+                what: "moved triangles",
+                message: format!("range {bad:?} outside 0..{}", triangles.len()),
+            });
+        }
+        let target = match &mut self.structure {
+            Structure::Bvh {
+                scene_triangles, ..
+            }
+            | Structure::Dacrt {
+                scene_triangles, ..
+            } => scene_triangles,
+            // A kd-tree and a grid own their triangles (and trace them):
+            // the moved ones go into a copy, which the rebuild takes.
+            Structure::KdTree(_) | Structure::Grid(_) => {
+                if self.staged.is_none() {
+                    let own = match &self.structure {
+                        Structure::KdTree(tree) => tree.triangles(),
+                        Structure::Grid(grid) => grid.triangles(),
+                        _ => unreachable!("matched above"),
+                    };
+                    let mut copy = DeviceBuffer::uninit(own.gpu(), "scene triangles", own.len())?;
+                    copy.copy_from(own)?;
+                    self.staged = Some(copy);
+                }
+                self.staged.as_mut().expect("staged above")
+            }
+        };
+        let mut bytes = 0;
+        let mut words = Vec::new();
+        for range in moved {
+            words.clear();
+            words.extend(
+                triangles[range.clone()]
+                    .iter()
+                    .zip(range.clone())
+                    .map(|(t, i)| GpuTriangle::new(t, i as u32)),
+            );
+            target.upload_at(range.start, &words)?;
+            bytes += std::mem::size_of_val(words.as_slice());
+        }
+        Ok(bytes)
+    }
+
+    /// Builds the structure afresh, with its spec, over the device's
+    /// scene-order triangles as [`DeviceAccel::move_triangles`] left them
+    /// (`triangles`, the same posed scene on the host, serves only the
+    /// `cpu:SPEC` builds, which build on the CPU).
+    pub fn rebuild(&mut self, triangles: &[Triangle]) -> Result<(), GpuError> {
+        let wall = Instant::now();
+        let gpu = self.gpu().clone();
+        let loading_before = gpu.loading_ms();
+        let spec = self.spec.clone();
+        let scene_triangles = match self.staged.take() {
+            Some(staged) => staged,
+            None => {
+                // Take the scene-order triangles out of the old structure
+                // (a BVH or DACRT's), which the new one replaces.
+                let empty = DeviceBuffer::uninit(&gpu, "scene triangles", 0)?;
+                match &mut self.structure {
+                    Structure::Bvh {
+                        scene_triangles, ..
+                    }
+                    | Structure::Dacrt {
+                        scene_triangles, ..
+                    } => std::mem::replace(scene_triangles, empty),
+                    Structure::KdTree(tree) => {
+                        let own = tree.triangles();
+                        let mut copy = DeviceBuffer::uninit(&gpu, "scene triangles", own.len())?;
+                        copy.copy_from(own)?;
+                        copy
+                    }
+                    Structure::Grid(grid) => {
+                        let own = grid.triangles();
+                        let mut copy = DeviceBuffer::uninit(&gpu, "scene triangles", own.len())?;
+                        copy.copy_from(own)?;
+                        copy
+                    }
+                }
+            }
+        };
+        let (structure, mut stats) = match &spec {
+            GpuAccelSpec::Grid(config) => build_grid(scene_triangles, config)?,
+            GpuAccelSpec::KdTree(config) => build_kdtree(scene_triangles, config)?,
+            GpuAccelSpec::Dacrt(config) => dacrt_triangles(scene_triangles, *config),
+            _ => build_bvh(&gpu, triangles, scene_triangles, &spec)?,
+        };
+        stats.spec = spec.to_string();
+        stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+        stats.loading_ms = gpu.loading_ms() - loading_before;
+        self.structure = structure;
+        self.stats = stats;
+        Ok(())
+    }
+
+    /// Whether [`DeviceAccel::refit`] can follow this structure: a BVH,
+    /// binary or collapsed to `bvh-wide` (a kd-tree, a grid and DACRT are
+    /// rebuilt).
+    pub fn refits(&self) -> bool {
+        matches!(self.structure, Structure::Bvh { .. })
+    }
+
+    /// Refits the binary BVH to the device's scene-order triangles as
+    /// [`DeviceAccel::move_triangles`] left them (`refit_cuda.rs`: the
+    /// bottom-up pass of Karras 2012, §4), collapses it again for
+    /// `bvh-wide`, and sums its SAH cost on the device; waits for the
+    /// device. The build statistics stay the last build's.
+    pub fn refit(&mut self) -> Result<GpuRefitStats, GpuError> {
+        let start = Instant::now();
+        let Structure::Bvh {
+            scene_triangles,
+            binary,
+            wide,
+            refit,
+        } = &mut self.structure
+        else {
+            return Err(GpuError::Invalid {
+                what: "refit",
+                message: format!(
+                    "{} is not a BVH: the GPU refits bvh-binned, lbvh, ploc, hlbvh, bvh-sweep, cpu:SPEC and bvh-wide, and rebuilds the others",
+                    self.spec
+                ),
+            });
+        };
+        if refit.as_ref().is_none_or(|r| !r.fits(binary)) {
+            *refit = Some(DeviceRefit::new(binary)?);
+        }
+        let links = refit.as_mut().expect("made above");
+        let sah_cost = links.refit_with_sah(binary, scene_triangles)?;
+        if wide.is_some() {
+            *wide = Some(CompressedWideBvh::build(binary)?);
+        }
+        Ok(GpuRefitStats {
+            ms: start.elapsed().as_secs_f64() * 1e3,
+            sah_cost,
+        })
     }
 
     pub fn gpu(&self) -> &Gpu {
@@ -426,6 +620,7 @@ fn build_bvh(
         scene_triangles,
         binary,
         wide,
+        refit: None,
     };
     Ok((structure, stats))
 }

@@ -37,7 +37,7 @@ use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
 use caustic_scene::Camera;
 
 use crate::kernels::whitted_render as k;
-use crate::scene_cuda::{DeviceScene, FrameParams, GpuPath};
+use crate::scene_cuda::{DeviceScene, FrameParams, GpuPath, MovedUpload};
 use crate::whitted::{FresnelMode, RenderStats, WhittedSettings};
 use crate::{Film, RenderScene};
 
@@ -119,10 +119,14 @@ impl GpuScene {
             wave = frame.bounce(&wave, extra)?;
         }
         extra.finish(&params)?;
+        // The kernels' end, then the copy alone: the frame's download time.
+        gpu.synchronize()?;
+        let download_start = Instant::now();
         let film = download(&framebuffer, settings)?;
         let stats = RenderStats {
             seconds: start.elapsed().as_secs_f64(),
             rays: frame.rays,
+            download_ms: download_start.elapsed().as_secs_f64() * 1e3,
         };
         Ok((film, stats))
     }
@@ -142,6 +146,21 @@ impl GpuScene {
     /// The structure the scene's rays are traced against, with its build stats.
     pub fn accel(&self) -> &DeviceAccel {
         &self.device.accel
+    }
+
+    /// The structure, to rebuild or refit it after
+    /// [`GpuScene::upload_moved`].
+    pub fn accel_mut(&mut self) -> &mut DeviceAccel {
+        &mut self.device.accel
+    }
+
+    /// Follows `scene` reposed: see [`DeviceScene::upload_moved`].
+    pub fn upload_moved(
+        &mut self,
+        scene: &RenderScene,
+        moved: &[std::ops::Range<usize>],
+    ) -> Result<MovedUpload, GpuError> {
+        self.device.upload_moved(scene, moved)
     }
 
     /// The scene arrays' addresses with no camera and no framebuffer: what
