@@ -96,6 +96,7 @@ pub use integrator::{
 };
 pub use renderer::{FrameCarry, FrameUpdate, Progress, Rendered, Renderer, SppmPass};
 
+pub use caustic_accel::bvh::{UpdateAction, UpdatePolicy};
 pub use caustic_geom::{Hit, Ray, Rgb, Triangle, Vec3};
 pub use caustic_render::{Film, PinholeCamera, RenderScene, image_io};
 pub use caustic_scene::{BUILTIN_SCENES, Camera, FovAxis, Light, Scene};
