@@ -143,7 +143,7 @@ fn follow_animation(scene: &mut Scene, frames: u32, spec: &str, test: &str) {
             refit.sah_cost
         );
         // Hits: the refitted tree, a fresh device build, brute force.
-        let rays = random_rays(&triangles, test, 20_000);
+        let rays = random_rays(&triangles, test, 4_000);
         let words: Vec<GpuRay> = rays.iter().map(GpuRay::from).collect();
         let ray_buffer = DeviceBuffer::from_slice(gpu(), "test rays", &words).unwrap();
         let refitted_hits = closest(&accel, &ray_buffer);

@@ -143,7 +143,9 @@ impl<T: Pod> DeviceBuffer<T> {
         let at = self.ptr + (offset * size_of::<T>()) as sys::CUdeviceptr;
         // SAFETY: `at .. at + size_of_val(data)` lies inside the allocation
         // (checked above); the driver stages pageable host memory before
-        // returning, so `data` may go.
+        // returning, so `data` may go; page-locked memory (a
+        // `PinnedBuffer`) is read by the copy later, in stream order, which
+        // `pinned::upload_ranges` waits for before writing it again.
         unsafe { result::memcpy_htod_async(at, data, self.gpu.raw_stream()) }
             .map_err(GpuError::driver("copying to the GPU"))
     }

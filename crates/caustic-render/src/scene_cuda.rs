@@ -6,9 +6,9 @@
 //! into those records on the device with its BVH.
 
 use bytemuck::{Pod, Zeroable};
-use caustic_accel::bvh::device_accel_cuda::{DeviceAccel, GpuAccelSpec};
+use caustic_accel::bvh::device_accel_cuda::{DeviceAccel, GpuAccelSpec, fill_ranges};
 use caustic_geom::Rgb;
-use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError, PinnedBuffer, upload_ranges};
 use caustic_scene::{Bsdf, Light, Material};
 
 use crate::RenderScene;
@@ -173,6 +173,8 @@ pub struct DeviceScene {
     /// only when a frame changes them.
     host_lights: Vec<GpuLight>,
     host_area: AreaArrays,
+    /// Page-locked host memory the moved shading records travel through.
+    shading_upload: Option<PinnedBuffer<GpuShading>>,
 }
 
 /// The area lights, their triangles and cdfs, as uploaded.
@@ -226,6 +228,7 @@ impl DeviceScene {
             texels: DeviceBuffer::from_slice(gpu, "scene texels", &texels)?,
             host_lights,
             host_area,
+            shading_upload: None,
         })
     }
 
@@ -242,16 +245,19 @@ impl DeviceScene {
     ) -> Result<MovedUpload, GpuError> {
         let start = Instant::now();
         let mut bytes = self.accel.move_triangles(&scene.triangles, moved)?;
-        let mut records = Vec::new();
-        for range in moved {
-            if !range.clone().any(|prim| scene.corner_attributes(prim).0.is_some()) {
-                continue;
-            }
-            records.clear();
-            records.extend(range.clone().map(|prim| shading_of(scene, prim)));
-            self.shading.upload_at(range.start, &records)?;
-            bytes += std::mem::size_of_val(records.as_slice());
-        }
+        // Shading records change only where the corner normals move with
+        // the triangles; materials and uvs stay.
+        let with_normals: Vec<Range<usize>> = moved
+            .iter()
+            .filter(|&r| r.clone().any(|prim| scene.corner_attributes(prim).0.is_some()))
+            .cloned()
+            .collect();
+        bytes += upload_ranges(
+            &mut self.shading_upload,
+            &mut self.shading,
+            &with_normals,
+            |packed| fill_ranges(packed, &with_normals, |prim| shading_of(scene, prim)),
+        )?;
         let lights = lights(scene);
         if lights != self.host_lights {
             if lights.len() == self.lights.len() {

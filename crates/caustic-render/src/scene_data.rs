@@ -126,25 +126,45 @@ impl RenderScene {
         if !layout.matches(scene) || self.triangles.len() != layout.triangles() {
             return Err("the scene's meshes changed since it was flattened".into());
         }
+        use rayon::prelude::*;
         let moved = layout.moved_ranges();
-        let mut bounds = layout.static_bounds;
+        // Each moving mesh's triangles and corner normals, split off the
+        // flat arrays (the meshes in increasing order), rewritten in parallel.
+        let mut parts = Vec::with_capacity(layout.moving.len());
+        let (mut triangles, mut normals) = (&mut self.triangles[..], &mut self.normals[..]);
+        let mut at = 0;
         for &m in &layout.moving {
-            let mesh = &scene.meshes[m];
-            let first = layout.offsets[m];
-            for (i, tri) in self.triangles[first..layout.offsets[m + 1]]
-                .iter_mut()
-                .enumerate()
-            {
-                *tri = mesh.triangle(i);
-            }
-            if !mesh.normals.is_empty() {
-                for (slot, corners) in self.normals[first..].iter_mut().zip(&mesh.indices) {
-                    *slot = Some(CornerNormals(corners.map(|c| mesh.normals[c as usize])));
-                }
-            }
-            bounds = bounds.union(mesh.bounds());
+            let (first, end) = (layout.offsets[m], layout.offsets[m + 1]);
+            let (_, tail) = triangles.split_at_mut(first - at);
+            let (mesh_triangles, tail) = tail.split_at_mut(end - first);
+            triangles = tail;
+            let (_, tail) = normals.split_at_mut(first - at);
+            let (mesh_normals, tail) = tail.split_at_mut(end - first);
+            normals = tail;
+            at = end;
+            parts.push((&scene.meshes[m], mesh_triangles, mesh_normals));
         }
-        self.scene_diagonal = bounds.diagonal();
+        let bounds = parts
+            .into_par_iter()
+            .map(|(mesh, triangles, normals)| {
+                triangles
+                    .par_iter_mut()
+                    .with_min_len(4096)
+                    .enumerate()
+                    .for_each(|(i, tri)| *tri = mesh.triangle(i));
+                if !mesh.normals.is_empty() {
+                    normals
+                        .par_iter_mut()
+                        .with_min_len(4096)
+                        .zip(&mesh.indices)
+                        .for_each(|(slot, corners)| {
+                            *slot = Some(CornerNormals(corners.map(|c| mesh.normals[c as usize])));
+                        });
+                }
+                mesh.bounds()
+            })
+            .reduce(|| Aabb::EMPTY, Aabb::union);
+        self.scene_diagonal = layout.static_bounds.union(bounds).diagonal();
         self.lights.clone_from(&scene.lights);
         if layout.emissive_moves {
             self.area_lights =

@@ -38,7 +38,7 @@ use std::time::Instant;
 
 use caustic_geom::Triangle;
 use caustic_gpu::taskpool::PoolStats;
-use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError, PinnedBuffer, upload_ranges};
 
 use super::build::upload_triangles;
 use super::refit_cuda::DeviceRefit;
@@ -288,6 +288,32 @@ pub struct DeviceAccel {
     /// The scene-order triangles a kd-tree or grid (which own theirs) is
     /// rebuilt from after [`DeviceAccel::move_triangles`].
     staged: Option<DeviceBuffer<GpuTriangle>>,
+    /// Page-locked host memory the moved triangles travel through.
+    upload: Option<PinnedBuffer<GpuTriangle>>,
+}
+
+/// Writes `make(i)` for every `i` of `ranges`, in order, into `packed`
+/// (as long as the ranges together), on all cores: how a moving scene's
+/// moved elements are packed for [`caustic_gpu::upload_ranges`].
+pub fn fill_ranges<T: Send>(
+    packed: &mut [T],
+    ranges: &[std::ops::Range<usize>],
+    make: impl Fn(usize) -> T + Sync,
+) {
+    use rayon::prelude::*;
+    let mut parts = Vec::with_capacity(ranges.len());
+    let mut rest = packed;
+    for range in ranges {
+        let (part, tail) = rest.split_at_mut(range.len());
+        parts.push((range.start, part));
+        rest = tail;
+    }
+    parts.into_par_iter().for_each(|(start, part)| {
+        part.par_iter_mut()
+            .with_min_len(1024)
+            .enumerate()
+            .for_each(|(k, out)| *out = make(start + k));
+    });
 }
 
 /// What [`DeviceAccel::refit`] did and cost.
@@ -344,6 +370,7 @@ impl DeviceAccel {
             structure,
             stats,
             staged: None,
+            upload: None,
         })
     }
 
@@ -403,20 +430,9 @@ impl DeviceAccel {
                 self.staged.as_mut().expect("staged above")
             }
         };
-        let mut bytes = 0;
-        let mut words = Vec::new();
-        for range in moved {
-            words.clear();
-            words.extend(
-                triangles[range.clone()]
-                    .iter()
-                    .zip(range.clone())
-                    .map(|(t, i)| GpuTriangle::new(t, i as u32)),
-            );
-            target.upload_at(range.start, &words)?;
-            bytes += std::mem::size_of_val(words.as_slice());
-        }
-        Ok(bytes)
+        upload_ranges(&mut self.upload, target, moved, |packed| {
+            fill_ranges(packed, moved, |i| GpuTriangle::new(&triangles[i], i as u32));
+        })
     }
 
     /// Builds the structure afresh, with its spec, over the device's

@@ -33,7 +33,8 @@ use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_geom::Rgb;
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::ops::launch_per_element as launch;
-use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError, PinnedBuffer};
+use std::sync::Mutex;
 use caustic_scene::Camera;
 
 use crate::kernels::whitted_render as k;
@@ -60,6 +61,10 @@ pub fn render(
 /// A scene on the device, ready to render frames from any camera.
 pub struct GpuScene {
     device: DeviceScene,
+    /// Page-locked host memory the image is downloaded into, kept from
+    /// frame to frame (a pageable copy runs at a fraction of the link's
+    /// speed: 7 ms against under 1 ms for a 1024x1024 image on an H100).
+    staging: Mutex<Option<PinnedBuffer<f32>>>,
 }
 
 impl GpuScene {
@@ -76,6 +81,7 @@ impl GpuScene {
     ) -> Result<Self, GpuError> {
         Ok(Self {
             device: DeviceScene::upload_with(gpu, scene, spec)?,
+            staging: Mutex::new(None),
         })
     }
 
@@ -122,7 +128,7 @@ impl GpuScene {
         // The kernels' end, then the copy alone: the frame's download time.
         gpu.synchronize()?;
         let download_start = Instant::now();
-        let film = download(&framebuffer, settings)?;
+        let film = self.download(&framebuffer, settings)?;
         let stats = RenderStats {
             seconds: start.elapsed().as_secs_f64(),
             rays: frame.rays,
@@ -358,14 +364,32 @@ impl Frame<'_> {
 }
 
 /// The framebuffer's sums over samples, averaged.
-fn download(framebuffer: &DeviceBuffer<f32>, settings: &WhittedSettings) -> Result<Film, GpuError> {
-    let sums = framebuffer.download()?;
+impl GpuScene {
+    /// The framebuffer's sums as an image, through the pinned staging
+    /// buffer (allocated at the first frame of its size).
+    fn download(
+        &self,
+        framebuffer: &DeviceBuffer<f32>,
+        settings: &WhittedSettings,
+    ) -> Result<Film, GpuError> {
+        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        let buffer = match &mut *staging {
+            Some(buffer) if buffer.len() == framebuffer.len() => buffer,
+            other => other.insert(PinnedBuffer::zeroed(self.gpu(), framebuffer.len())?),
+        };
+        buffer.download_from(framebuffer)?;
+        Ok(film_of(buffer.as_slice(), settings))
+    }
+}
+
+/// The image of the framebuffer's sums over `settings.spp` samples.
+fn film_of(sums: &[f32], settings: &WhittedSettings) -> Film {
     let spp = settings.spp.max(1) as f32;
     let mut film = Film::new(settings.width, settings.height);
     for (pixel, sum) in film.pixels.iter_mut().zip(sums.chunks_exact(3)) {
         *pixel = Rgb::new(sum[0], sum[1], sum[2]) / spp;
     }
-    Ok(film)
+    film
 }
 
 // ------------------------------------------------------------------ launches
