@@ -18,6 +18,7 @@ import sys
 FRAME = re.compile(r"^frame (\d+) \(t = [-\d.]+ s, update (\w+) ?([\d.]+)? ?(?:ms)?.*?, frame ([\d.]+) ms")
 STAGES = {
     "pose": re.compile(r"[;,] pose ([\d.]+) ms"),
+    "repose": re.compile(r", repose ([\d.]+) ms"),
     "upload KB": re.compile(r", upload ([\d.]+) KB"),
     "upload ms": re.compile(r", upload [\d.]+ KB ([\d.]+) ms"),
     "render": re.compile(r", render ([\d.]+) ms"),

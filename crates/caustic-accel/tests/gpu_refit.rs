@@ -78,8 +78,7 @@ fn random_rays(triangles: &[Triangle], test: &str, n: usize) -> Vec<Ray> {
     let mut rng = seeded_rng(test, 3);
     let extent = bounds.max - bounds.min;
     let mut point = || {
-        bounds.min
-            + Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()) * extent * 1.2
+        bounds.min + Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()) * extent * 1.2
             - extent * 0.1
     };
     (0..n)
@@ -225,5 +224,6 @@ fn a_kd_tree_moves_its_triangles_and_rebuilds_but_does_not_refit() {
         .collect();
     assert_eq!(triangles, after);
     assert!(accel.move_triangles(&after[1..], &[]).is_err());
-    assert!(accel.move_triangles(&after, &[0..after.len() + 1]).is_err());
+    let past_the_end = [0..1, 0..after.len() + 1];
+    assert!(accel.move_triangles(&after, &past_the_end).is_err());
 }

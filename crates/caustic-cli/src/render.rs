@@ -98,8 +98,10 @@ pub struct RenderFlags {
     /// How the structure follows an animation: `rebuild` every frame,
     /// `refit` the first frame's tree, or `auto` (refit while its SAH stays
     /// within 1.3 times the last build's; `auto:BOUND` for another bound).
-    /// Refitting needs a binary BVH on the CPU (bvh-binned, ploc, ...);
-    /// other structures and the GPU rebuild.
+    /// Refitting needs a binary BVH on the CPU (bvh-binned, ploc, ...),
+    /// a BVH on a GPU (binary or bvh-wide, refitted on the device); other
+    /// structures rebuild. On a GPU the scene stays on the device between
+    /// frames and only the moving meshes' triangles are uploaded.
     #[arg(long, default_value = "auto")]
     pub update: UpdatePolicy,
     /// Image width in pixels [default: the scene file's, else 512; view: 640].

@@ -51,6 +51,6 @@ pub use compile::ComputeCapability;
 pub use context::{DeviceInfo, Gpu, StageClock, device_count, driver_available};
 pub use device::{Device, Selection, select};
 pub use error::GpuError;
-pub use pinned::{PinnedBuffer, upload_ranges};
 pub use kernel::{DevicePtr, DevicePtrMut, HeaderSet, Kernel, Module, Ptr, PtrMut, Signature};
 pub use kernels::HEADERS as RUNTIME_HEADERS;
+pub use pinned::{PinnedBuffer, upload_ranges};

@@ -249,7 +249,10 @@ impl DeviceScene {
         // the triangles; materials and uvs stay.
         let with_normals: Vec<Range<usize>> = moved
             .iter()
-            .filter(|&r| r.clone().any(|prim| scene.corner_attributes(prim).0.is_some()))
+            .filter(|&r| {
+                r.clone()
+                    .any(|prim| scene.corner_attributes(prim).0.is_some())
+            })
             .cloned()
             .collect();
         bytes += upload_ranges(

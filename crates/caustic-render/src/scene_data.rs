@@ -5,8 +5,8 @@
 use crate::lights::{AreaLight, build_area_lights};
 use caustic_accel::Accel;
 use caustic_geom::{Aabb, Hit, Ray, Rgb, Triangle, Vec2, Vec3};
-use std::ops::Range;
 use caustic_scene::{Bsdf, Light, Material, Scene, Texture};
+use std::ops::Range;
 
 /// Shading attributes of one triangle corner set, present only for meshes
 /// that carry them.
@@ -122,7 +122,11 @@ impl RenderScene {
     /// # Errors
     /// When `scene` no longer has `layout`'s meshes and triangle counts (a
     /// mesh sequence, another scene): flatten it afresh instead.
-    pub fn repose(&mut self, scene: &Scene, layout: &MeshLayout) -> Result<Vec<Range<usize>>, String> {
+    pub fn repose(
+        &mut self,
+        scene: &Scene,
+        layout: &MeshLayout,
+    ) -> Result<Vec<Range<usize>>, String> {
         if !layout.matches(scene) || self.triangles.len() != layout.triangles() {
             return Err("the scene's meshes changed since it was flattened".into());
         }
@@ -371,11 +375,17 @@ mod tests {
             let fresh = RenderScene::new(&scene, "brute").unwrap();
             assert_eq!(carried.triangles, fresh.triangles, "frame {frame}");
             for prim in 0..fresh.triangles.len() {
-                let (a, b) = (carried.corner_attributes(prim), fresh.corner_attributes(prim));
+                let (a, b) = (
+                    carried.corner_attributes(prim),
+                    fresh.corner_attributes(prim),
+                );
                 assert_eq!(format!("{a:?}"), format!("{b:?}"), "triangle {prim}");
             }
             assert_eq!(carried.scene_diagonal, fresh.scene_diagonal);
-            assert_eq!(format!("{:?}", carried.lights), format!("{:?}", fresh.lights));
+            assert_eq!(
+                format!("{:?}", carried.lights),
+                format!("{:?}", fresh.lights)
+            );
             assert_eq!(
                 format!("{:?}", carried.area_lights),
                 format!("{:?}", fresh.area_lights)
@@ -391,7 +401,10 @@ mod tests {
             let first = RenderScene::new(&scene.at_frame(0), "brute").unwrap();
             for (i, (a, b)) in fresh.triangles.iter().zip(&first.triangles).enumerate() {
                 if a != b {
-                    assert!(moved.iter().any(|r| r.contains(&i)), "triangle {i} moved unreported");
+                    assert!(
+                        moved.iter().any(|r| r.contains(&i)),
+                        "triangle {i} moved unreported"
+                    );
                 }
             }
         }

@@ -23,10 +23,10 @@ use crate::accel::{AccelKind, AccelStats};
 use crate::device::{Backend, Device};
 use crate::error::{Error, Result};
 use crate::integrator::{Integrator, PhotonSettings, Stats};
+use caustic_accel::bvh::{UpdateAction, UpdatePolicy, UpdateTracker};
 #[cfg(feature = "cuda")]
 use caustic_render::photon::PhotonRenderError;
 use caustic_render::sppm::{PassView, SppmSettings, SppmStats};
-use caustic_accel::bvh::{UpdateAction, UpdatePolicy, UpdateTracker};
 use caustic_render::{Film, MeshLayout, RenderScene, WhittedSettings, photon, sppm, whitted};
 use caustic_scene::{Camera, Scene};
 use std::ops::ControlFlow;

@@ -310,7 +310,11 @@ fn followed_frames_equal_fresh_frames() {
                 assert_eq!(update.is_some(), frame > 0, "{spec} frame {frame}");
                 if let Some(u) = update {
                     assert_eq!(u.moved_triangles, moving, "{spec} frame {frame}");
-                    assert_eq!(u.upload_bytes, moving * per_triangle, "{spec} frame {frame}");
+                    assert_eq!(
+                        u.upload_bytes,
+                        moving * per_triangle,
+                        "{spec} frame {frame}"
+                    );
                     let refitted = u.action == UpdateAction::Refitted;
                     match policy {
                         UpdatePolicy::Refit => assert!(refitted, "{spec} {policy}"),
@@ -333,7 +337,10 @@ fn followed_frames_equal_fresh_frames() {
                     .map(|p| p.max_element())
                     .fold(0.0, f32::max);
                 let db = psnr(&followed.film, &fresh.film, f64::from(peak)).unwrap();
-                println!("{} {spec} {policy} frame {frame}: {db:.1} dB", integrator.name());
+                println!(
+                    "{} {spec} {policy} frame {frame}: {db:.1} dB",
+                    integrator.name()
+                );
                 assert!(db > 100.0, "{spec} {policy} frame {frame}: {db:.1} dB");
             }
         }
