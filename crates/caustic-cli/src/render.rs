@@ -987,4 +987,46 @@ mod tests {
         assert!(frame_range("7..3").is_err());
         assert!(frame_range("a..b").is_err());
     }
+
+    /// On a GPU the frames carry their scene themselves (no CPU tree);
+    /// `--update refit` is refused where the GPU cannot refit, `auto` and
+    /// `rebuild` never are.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn gpu_frames_refit_a_bvh_and_rebuild_the_rest() {
+        let arg = |s: &str| crate::parse::accel_arg(s).unwrap();
+        let on_gpu = |accel: Option<&AccelArg>, update: &str, fixed| {
+            CarriedTree::new(accel, false, update.parse().unwrap(), fixed)
+                .map(|tree| tree.is_none())
+                .map_err(|e| e.to_string())
+        };
+        for spec in ["bvh-binned", "lbvh", "ploc", "bvh-wide", "cpu:bvh-binned"] {
+            assert!(gpu_refits(Some(&arg(spec))), "{spec}");
+            assert_eq!(on_gpu(Some(&arg(spec)), "refit", true), Ok(true), "{spec}");
+        }
+        assert!(gpu_refits(None), "the default GPU structure refits");
+        for spec in ["kdtree", "grid", "dacrt"] {
+            assert!(!gpu_refits(Some(&arg(spec))), "{spec}");
+            let refused = on_gpu(Some(&arg(spec)), "refit", true).unwrap_err();
+            assert!(refused.contains("the GPU refits a BVH"), "{refused}");
+            assert_eq!(on_gpu(Some(&arg(spec)), "auto", true), Ok(true));
+            assert_eq!(on_gpu(Some(&arg(spec)), "rebuild", true), Ok(true));
+        }
+        let moving = on_gpu(None, "refit", false).unwrap_err();
+        assert!(moving.contains("change from frame to frame"), "{moving}");
+    }
+
+    #[test]
+    fn frame_stages_read_as_the_table_script_parses_them() {
+        let stages = FrameStages {
+            update: None,
+            prepare_ms: 20.25,
+            render_ms: 5.5,
+            download_ms: 0.5,
+        };
+        assert_eq!(
+            stages.stages(0.125),
+            "pose 0.12 ms, prepare 20.2 ms, render 5.50 ms, download 0.50 ms"
+        );
+    }
 }
