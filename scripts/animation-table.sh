@@ -8,7 +8,11 @@
 # usage: animation-table.sh CAUSTIC SCENES OUT DEVICE FRAMES [UPDATES]
 #   CAUSTIC  the caustic binary; SCENES the unpacked standard scenes
 #   DEVICE   cpu or cuda;  FRAMES  e.g. 0..40;  UPDATES e.g. "rebuild refit"
-#   CAUSTIC_ANIMATION_ACCEL=bvh-binned  the structure (refit needs a binary BVH)
+#   CAUSTIC_ANIMATION_ACCEL=bvh-binned  the structure (refit needs a BVH;
+#                                      on the GPU binary or bvh-wide)
+#   CAUSTIC_ANIMATION_PHOTON_BART=1     also the BART scenes photon-mapped
+#                                      (1 spp, global map read directly)
+#   CAUSTIC_ANIMATION_SCENES="museum5 Robot kitchen cornell"  a subset
 set -uo pipefail
 bin="$1" scenes="$2" out="$3" device="$4" frames="$5" updates="${6:-rebuild}"
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -23,15 +27,21 @@ run() { # name, update, flags...
         --frames "$frames" --update "$update" --quiet -o "$images/${name}_%04d.png" >"$out/$name-$device-$update.log" 2>&1
     echo "$name $device $update: exit $?"
 }
+wanted() { case " ${CAUSTIC_ANIMATION_SCENES:-museum5 Robot kitchen cornell} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 for update in $updates; do
     for scene in bart-museum/aff/museum5.aff bart-robot/aff/Robot.aff bart-kitchen/aff/kitchen.aff; do
         name="$(basename "$scene" .aff)"
+        wanted "$name" || continue
         # Whitted with one sample: primary, shadow and specular rays.
         run "$name" "$update" "$scenes/$scene" --integrator whitted --spp 1 --width 1024 --height 1024
+        if [ -n "${CAUSTIC_ANIMATION_PHOTON_BART:-}" ]; then
+            run "$name.photon" "$update" "$scenes/$scene" --integrator photon --spp 1 \
+                --width 1024 --height 1024 --no-final-gather
+        fi
     done
     # The photon-mapped animated Cornell box at 1920x1080, photons traced
     # and maps built every frame; the global map read directly.
-    run cornell-moving "$update" cornell-caustics-moving --integrator photon --spp 1 \
+    wanted cornell && run cornell-moving "$update" cornell-caustics-moving --integrator photon --spp 1 \
         --width 1920 --height 1080 --no-final-gather
 done
 rm -rf "$images"

@@ -10,7 +10,7 @@
 //!   builder, the wide BVH, the kd-tree, the grid, DACRT with both splits,
 //!   a CPU-built tree), on random soups with awkward triangles and on every
 //!   standard scene present, in several frames, and after
-//!   [`DeviceAccel::rebuild`] as after a fresh build;
+//!   [`DeviceAccel::rebuild_in_place`] as after a fresh build;
 //! - the reduction alone, fed known hits, picks the CPU's answer, ties and
 //!   misses included.
 //!
@@ -105,7 +105,7 @@ fn check_methods(
         let mut tracer = accel.tracer().unwrap();
         for round in ["build", "rebuild"] {
             if round == "rebuild" {
-                match accel.rebuild() {
+                match accel.rebuild_in_place() {
                     Ok(()) => {}
                     Err(e) => {
                         // Only the CPU-built tree, the kd-tree and the grid

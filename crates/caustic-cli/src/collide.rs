@@ -265,7 +265,7 @@ fn gpu_frames(
         let build_ms = match (method, rebuilds) {
             (Method::Dacrt(_), _) => 0.0,
             (Method::Structure(_), true) => {
-                accel.rebuild()?;
+                accel.rebuild_in_place()?;
                 accel.stats().build_ms
             }
             (Method::Structure(_), false) => {

@@ -98,8 +98,10 @@ pub struct RenderFlags {
     /// How the structure follows an animation: `rebuild` every frame,
     /// `refit` the first frame's tree, or `auto` (refit while its SAH stays
     /// within 1.3 times the last build's; `auto:BOUND` for another bound).
-    /// Refitting needs a binary BVH on the CPU (bvh-binned, ploc, ...);
-    /// other structures and the GPU rebuild.
+    /// Refitting needs a binary BVH on the CPU (bvh-binned, ploc, ...),
+    /// a BVH on a GPU (binary or bvh-wide, refitted on the device); other
+    /// structures rebuild. On a GPU the scene stays on the device between
+    /// frames and only the moving meshes' triangles are uploaded.
     #[arg(long, default_value = "auto")]
     pub update: UpdatePolicy,
     /// Image width in pixels [default: the scene file's, else 512; view: 640].
@@ -241,8 +243,10 @@ pub fn run(args: RenderArgs) -> Result<()> {
 
 /// `--frames A..B` or `--time T`: the scene posed at each instant, the
 /// camera taken again from the posed scene unless the flags place it, one
-/// image per frame. Every frame builds its structure afresh on the device
-/// that renders it.
+/// image per frame. On the CPU the frames carry a binary BVH and refit it
+/// ([`CarriedTree`]) or build afresh; on a GPU they carry the scene on the
+/// device ([`caustic::FrameCarry`]): each frame uploads only the moving
+/// meshes' triangles, in place, and rebuilds or refits the structure there.
 fn run_animation(args: RenderArgs) -> Result<()> {
     notes::set_quiet(args.quiet || !ranks::is_root());
     let pattern = args.output.clone().unwrap_or_else(|| {
@@ -296,9 +300,11 @@ fn run_animation(args: RenderArgs) -> Result<()> {
     let mut carried = CarriedTree::new(flags.accel.as_ref(), on_cpu, flags.update, fixed)?;
     let bar = frames_bar(instants.len(), args.quiet);
     let mut backend = None;
+    let mut gpu_carry = None;
     for (frame, t) in instants {
         let started = Instant::now();
         loaded.scene.set_time(t);
+        let pose_ms = started.elapsed().as_secs_f64() * 1e3;
         let path = match frame {
             Some(f) => frame_path(&pattern, f).expect("checked above"),
             None => pattern.clone(),
@@ -312,14 +318,21 @@ fn run_animation(args: RenderArgs) -> Result<()> {
         };
         // Posing, update, upload and render: what a frame of the animation
         // costs from its instant to its image.
-        let (line, frame_ms) =
-            render_instant(&args, &loaded, &path, structure, (started, &mut backend))?;
+        let shared = Shared {
+            backend: &mut backend,
+            gpu_carry: &mut gpu_carry,
+        };
+        let done = render_instant(&args, &loaded, &path, structure, (started, shared))?;
+        let update = done.update.unwrap_or(update);
         let label = frame.map_or(String::new(), |f| format!("frame {f} "));
+        let stages = done.stages.stages(pose_ms);
         if ranks::is_root() {
             bar.suspend(|| {
                 eprintln!(
-                    "{label}(t = {t:.3} s, {update}, frame {frame_ms:.1} ms): wrote {} {line}",
-                    path.display()
+                    "{label}(t = {t:.3} s, {update}, frame {:.1} ms; {stages}): wrote {} {}",
+                    done.frame_ms,
+                    path.display(),
+                    done.summary
                 )
             });
         }
@@ -356,10 +369,24 @@ impl CarriedTree {
             .and_then(|a| a.cpu)
             .unwrap_or_else(default_accel)
             .to_string();
+        if !on_cpu {
+            // The GPU carries its scene and structure itself (the facade's
+            // `FrameCarry`): it refits a BVH, and rebuilds the others.
+            if update == UpdatePolicy::Refit {
+                if !fixed_topology {
+                    bail!("--update refit: the scene's triangles change from frame to frame");
+                }
+                if !gpu_refits(accel) {
+                    bail!(
+                        "--update refit: the GPU refits a BVH (bvh-binned, lbvh, ploc, hlbvh, bvh-sweep, bvh-wide, cpu:SPEC); {} is rebuilt every frame",
+                        accel.map_or(DEFAULT_GPU_SPEC, |a| a.spec.as_str())
+                    );
+                }
+            }
+            return Ok(None);
+        }
         let binary = caustic_accel::registry::build_triangle_bvh(&spec, &[]).is_ok();
-        let why_not = if !on_cpu {
-            Some("the GPU rebuilds its structure every frame")
-        } else if !binary {
+        let why_not = if !binary {
             Some("refitting needs a binary BVH (--accel bvh-binned, bvh-sweep, ploc, lbvh, ...)")
         } else if !fixed_topology {
             Some("the scene's triangles change from frame to frame")
@@ -410,43 +437,168 @@ impl CarriedTree {
     }
 }
 
-/// One frame of an animation, posed at `started`: its summary and its time
-/// from then until its image is ready (before the file is written). The
-/// frames share one device (`shared`, opened by the first), so later frames
-/// neither reopen it nor reload its kernels.
+/// What the frames of an animation share: the device (opened by the
+/// first, so later frames neither reopen it nor reload its kernels) and,
+/// on a GPU, the scene left on it by the previous frame.
+struct Shared<'a> {
+    backend: &'a mut Option<Backend>,
+    gpu_carry: &'a mut Option<caustic::FrameCarry>,
+}
+
+/// One rendered frame of an animation.
+struct FrameDone {
+    /// The summary after `wrote FILE`.
+    summary: String,
+    /// From the instant's posing until the image is ready (before the
+    /// file is written).
+    frame_ms: f64,
+    /// The update words of a GPU frame that followed the previous one
+    /// (`update refit 0.3 ms, SAH 41.2`); `None` where the caller's hold.
+    update: Option<String>,
+    stages: FrameStages,
+}
+
+/// Where a frame's time went, stage by stage.
+#[derive(Default)]
+pub(crate) struct FrameStages {
+    /// The GPU frame's update, when it followed the previous frame.
+    pub update: Option<caustic::FrameUpdate>,
+    /// Preparing the frame (flattening and upload, or the carried
+    /// scene's update) before the render.
+    pub prepare_ms: f64,
+    /// The render, the image's download excluded.
+    pub render_ms: f64,
+    pub download_ms: f64,
+}
+
+impl FrameStages {
+    /// `pose 0.1 ms, repose 0.1 ms, upload 96.0 KB 0.1 ms, update 0.4 ms,
+    /// render 5.2 ms, download 1.3 ms` (a followed GPU frame), or `pose
+    /// 0.1 ms, prepare 20.3 ms, render ...` (a frame prepared afresh).
+    pub(crate) fn stages(&self, pose_ms: f64) -> String {
+        let prepare = match &self.update {
+            Some(u) => format!(
+                "repose {:.2} ms, upload {:.1} KB {:.2} ms, update {:.2} ms",
+                u.repose_ms,
+                u.upload_bytes as f64 / 1024.0,
+                u.upload_ms,
+                u.update_ms
+            ),
+            None => format!("prepare {:.1} ms", self.prepare_ms),
+        };
+        format!(
+            "pose {pose_ms:.2} ms, {prepare}, render {:.2} ms, download {:.2} ms",
+            self.render_ms, self.download_ms
+        )
+    }
+}
+
+/// The update words of a followed GPU frame: `update refit 0.4 ms, SAH
+/// 41.2` (with the rejected refit's SAH where `auto` rebuilt).
+pub(crate) fn update_words(u: &caustic::FrameUpdate) -> String {
+    let action = match u.action {
+        caustic_accel::bvh::UpdateAction::Refitted => "refit",
+        caustic_accel::bvh::UpdateAction::Rebuilt => "rebuild",
+    };
+    let why = u.rejected_refit_sah.map_or(String::new(), |r| {
+        format!(" (a refit's SAH {r:.1} passed the bound)")
+    });
+    format!(
+        "update {action} {:.2} ms, SAH {:.1}{why}, {} moved triangles",
+        u.update_ms, u.sah_cost, u.moved_triangles
+    )
+}
+
+/// One frame of an animation, posed at `started`.
 fn render_instant(
     args: &RenderArgs,
     loaded: &scene_arg::LoadedScene,
     path: &Path,
     structure: Option<Box<dyn caustic_accel::Accel>>,
-    (started, shared): (Instant, &mut Option<Backend>),
-) -> Result<(String, f64)> {
+    (started, shared): (Instant, Shared),
+) -> Result<FrameDone> {
     let camera = args.flags.camera.resolve(loaded)?;
-    let mut scene = loaded.scene.clone();
-    add_headlight_if_unlit(&mut scene, camera.eye);
-    let integrator = args.integrator(&scene);
+    // Only an unlit scene is copied (to light it from the camera).
+    let lit;
+    let scene = if needs_headlight(&loaded.scene) {
+        let mut copy = loaded.scene.clone();
+        add_headlight_if_unlit(&mut copy, camera.eye);
+        lit = copy;
+        &lit
+    } else {
+        &loaded.scene
+    };
+    let integrator = args.integrator(scene);
     integrator.validate()?;
-    let mut renderer = args.renderer(&scene);
-    if let Some(backend) = shared.clone() {
+    let mut renderer = args.renderer(scene).update_policy(args.flags.update);
+    if let Some(backend) = shared.backend.clone() {
         renderer = renderer.on_backend(backend);
+    }
+    if let Some(carry) = shared.gpu_carry.take() {
+        renderer = renderer.follow(carry);
     }
     if let Some(structure) = structure {
         renderer = renderer.cpu_structure(structure);
     }
+    let prepare = Instant::now();
     let backend = renderer.backend_for(&integrator)?;
+    let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
     check_gpu_only(args.flags.accel.as_ref(), &backend)?;
-    if shared.is_none() {
+    if shared.backend.is_none() {
         device::say(&backend);
-        *shared = Some(renderer.backend()?.clone());
+        *shared.backend = Some(renderer.backend()?.clone());
     }
+    let render = Instant::now();
     let rendered = renderer.render(&camera, &integrator)?;
+    let render_ms = render.elapsed().as_secs_f64() * 1e3;
     let frame_ms = started.elapsed().as_secs_f64() * 1e3;
+    let download_ms = match &rendered.stats {
+        Stats::Whitted(s) => s.download_ms,
+        Stats::Photon(s) => s
+            .stage_ms
+            .iter()
+            .find(|(stage, _)| *stage == "download")
+            .map_or(0.0, |&(_, ms)| ms),
+        _ => 0.0,
+    };
     let summary = summary(&integrator, &rendered, &backend, &renderer)?;
+    let update = renderer.frame_update();
+    let stages = FrameStages {
+        update,
+        prepare_ms,
+        render_ms: render_ms - download_ms,
+        download_ms,
+    };
+    *shared.gpu_carry = renderer.into_carry();
     if ranks::is_root() {
         image_io::write_image(&rendered.film, path, args.flags.exposure)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    Ok((summary, frame_ms))
+    Ok(FrameDone {
+        summary,
+        frame_ms,
+        update: update.as_ref().map(update_words),
+        stages,
+    })
+}
+
+/// Whether the GPU can refit the structure `accel` names (its default
+/// without one): a BVH, binary or wide.
+fn gpu_refits(accel: Option<&AccelArg>) -> bool {
+    #[cfg(feature = "cuda")]
+    {
+        use caustic::accel::GpuAccelSpec;
+        let spec = accel.map_or(DEFAULT_GPU_SPEC, |a| a.spec.as_str());
+        matches!(
+            spec.parse::<GpuAccelSpec>(),
+            Ok(GpuAccelSpec::Device(_) | GpuAccelSpec::Uploaded(_) | GpuAccelSpec::Wide(_))
+        )
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = accel;
+        false
+    }
 }
 
 /// `pattern` with its `%0Nd` (or `%d`) replaced by `frame`; `None` when
@@ -663,6 +815,16 @@ pub(crate) fn structure(renderer: &Renderer, on_gpu: bool) -> String {
 #[cfg(feature = "cuda")]
 fn gpu_structure(renderer: &Renderer, on_gpu: bool) -> Option<String> {
     let stats = renderer.gpu_accel_stats().filter(|_| on_gpu)?;
+    if let Some(u) = renderer.frame_update() {
+        let action = match u.action {
+            caustic_accel::bvh::UpdateAction::Refitted => "refit",
+            caustic_accel::bvh::UpdateAction::Rebuilt => "rebuild",
+        };
+        return Some(format!(
+            "{} {action} {:.1} ms on the GPU",
+            stats.spec, u.update_ms
+        ));
+    }
     let built_on = if stats.spec.starts_with("cpu:") {
         "CPU"
     } else if stats.spec.contains("cpu:") {
@@ -775,7 +937,7 @@ impl Watch {
 /// camera at the scene's centre a radiance of about 0.5 (`I = π d²`), so a
 /// model without materials shows mid-grey rather than near-black.
 pub(crate) fn add_headlight_if_unlit(scene: &mut Scene, eye: Vec3) {
-    if !scene.lights.is_empty() || scene.emissive_materials().next().is_some() {
+    if !needs_headlight(scene) {
         return;
     }
     let bounds = scene.bounds();
@@ -786,6 +948,11 @@ pub(crate) fn add_headlight_if_unlit(scene: &mut Scene, eye: Vec3) {
         position: eye,
         intensity,
     });
+}
+
+/// Whether `scene` has no light of any kind (see [`add_headlight_if_unlit`]).
+fn needs_headlight(scene: &Scene) -> bool {
+    scene.lights.is_empty() && scene.emissive_materials().next().is_none()
 }
 
 /// Warns when every pixel has the same value: nothing lit is in view.
@@ -851,5 +1018,47 @@ mod tests {
         assert_eq!(frame_range("5"), Ok((5, 5)));
         assert!(frame_range("7..3").is_err());
         assert!(frame_range("a..b").is_err());
+    }
+
+    /// On a GPU the frames carry their scene themselves (no CPU tree);
+    /// `--update refit` is refused where the GPU cannot refit, `auto` and
+    /// `rebuild` never are.
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn gpu_frames_refit_a_bvh_and_rebuild_the_rest() {
+        let arg = |s: &str| crate::parse::accel_arg(s).unwrap();
+        let on_gpu = |accel: Option<&AccelArg>, update: &str, fixed| {
+            CarriedTree::new(accel, false, update.parse().unwrap(), fixed)
+                .map(|tree| tree.is_none())
+                .map_err(|e| e.to_string())
+        };
+        for spec in ["bvh-binned", "lbvh", "ploc", "bvh-wide", "cpu:bvh-binned"] {
+            assert!(gpu_refits(Some(&arg(spec))), "{spec}");
+            assert_eq!(on_gpu(Some(&arg(spec)), "refit", true), Ok(true), "{spec}");
+        }
+        assert!(gpu_refits(None), "the default GPU structure refits");
+        for spec in ["kdtree", "grid", "dacrt"] {
+            assert!(!gpu_refits(Some(&arg(spec))), "{spec}");
+            let refused = on_gpu(Some(&arg(spec)), "refit", true).unwrap_err();
+            assert!(refused.contains("the GPU refits a BVH"), "{refused}");
+            assert_eq!(on_gpu(Some(&arg(spec)), "auto", true), Ok(true));
+            assert_eq!(on_gpu(Some(&arg(spec)), "rebuild", true), Ok(true));
+        }
+        let moving = on_gpu(None, "refit", false).unwrap_err();
+        assert!(moving.contains("change from frame to frame"), "{moving}");
+    }
+
+    #[test]
+    fn frame_stages_read_as_the_table_script_parses_them() {
+        let stages = FrameStages {
+            update: None,
+            prepare_ms: 20.25,
+            render_ms: 5.5,
+            download_ms: 0.5,
+        };
+        assert_eq!(
+            stages.stages(0.125),
+            "pose 0.12 ms, prepare 20.2 ms, render 5.50 ms, download 0.50 ms"
+        );
     }
 }

@@ -132,6 +132,35 @@ impl<T: Pod> DeviceBuffer<T> {
             .map_err(GpuError::driver("copying to the GPU"))
     }
 
+    /// Copies `data` into elements `offset .. offset + data.len()`, leaving
+    /// the others as they are: how a moving scene rewrites only the
+    /// triangles that moved in a buffer that stays on the device.
+    pub fn upload_at(&mut self, offset: usize, data: &[T]) -> Result<(), GpuError> {
+        if offset
+            .checked_add(data.len())
+            .is_none_or(|end| end > self.len)
+        {
+            return Err(GpuError::LengthMismatch {
+                operation: "upload_at",
+                what: "offset + host data",
+                expected: self.len,
+                actual: offset.saturating_add(data.len()),
+            });
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        let at = self.ptr + (offset * size_of::<T>()) as sys::CUdeviceptr;
+        // SAFETY: `at .. at + size_of_val(data)` lies inside the allocation
+        // (checked above); the driver stages pageable host memory before
+        // returning, so `data` may go; page-locked memory (a
+        // `PinnedBuffer`) is read by the copy later, in stream order, which
+        // `pinned::upload_ranges` waits for before writing it again.
+        unsafe { result::memcpy_htod_async(at, data, self.gpu.raw_stream()) }
+            .map_err(GpuError::driver("copying to the GPU"))
+    }
+
     /// Copies the buffer to a new vector, waiting for queued work first.
     pub fn download(&self) -> Result<Vec<T>, GpuError> {
         let mut out = vec![T::zeroed(); self.len];

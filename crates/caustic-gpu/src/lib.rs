@@ -44,6 +44,7 @@ pub mod kernel;
 pub mod kernels;
 pub mod layout;
 pub mod ops;
+pub mod pinned;
 pub mod taskpool;
 
 pub use buffer::{DeviceBuffer, PeerHandle};
@@ -53,3 +54,4 @@ pub use device::{Device, Selection, select};
 pub use error::GpuError;
 pub use kernel::{DevicePtr, DevicePtrMut, HeaderSet, Kernel, Module, Ptr, PtrMut, Signature};
 pub use kernels::HEADERS as RUNTIME_HEADERS;
+pub use pinned::{PinnedBuffer, upload_ranges};

@@ -47,5 +47,5 @@ pub mod whitted;
 pub use camera::PinholeCamera;
 pub use film::Film;
 pub use lights::{AreaLight, LightSample};
-pub use scene_data::{RenderScene, SurfaceHit};
+pub use scene_data::{MeshLayout, RenderScene, SurfaceHit};
 pub use whitted::{FresnelMode, RenderStats, WhittedSettings};

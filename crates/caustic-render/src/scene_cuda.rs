@@ -6,12 +6,14 @@
 //! into those records on the device with its BVH.
 
 use bytemuck::{Pod, Zeroable};
-use caustic_accel::bvh::device_accel_cuda::{DeviceAccel, GpuAccelSpec};
+use caustic_accel::bvh::device_accel_cuda::{DeviceAccel, GpuAccelSpec, fill_ranges};
 use caustic_geom::Rgb;
-use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError, PinnedBuffer, upload_ranges};
 use caustic_scene::{Bsdf, Light, Material};
 
 use crate::RenderScene;
+use std::ops::Range;
+use std::time::Instant;
 
 /// One live ray of the specular tree: its random key, the product of the
 /// BSDF weights from the eye, its pixel and its depth.
@@ -167,6 +169,28 @@ pub struct DeviceScene {
     light_cdf: DeviceBuffer<f32>,
     textures: DeviceBuffer<GpuTexture>,
     texels: DeviceBuffer<f32>,
+    /// What `lights` and the area-light arrays hold, to upload them again
+    /// only when a frame changes them.
+    host_lights: Vec<GpuLight>,
+    host_area: AreaArrays,
+    /// Page-locked host memory the moved shading records travel through.
+    shading_upload: Option<PinnedBuffer<GpuShading>>,
+}
+
+/// The area lights, their triangles and cdfs, as uploaded.
+type AreaArrays = (Vec<GpuAreaLight>, Vec<u32>, Vec<f32>);
+
+/// What [`DeviceScene::upload_moved`] sent to the device for one frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MovedUpload {
+    /// Bytes copied from the host: moved triangles, their shading records
+    /// (where they carry normals), and lights that changed.
+    pub bytes: usize,
+    /// Triangles rewritten.
+    pub triangles: usize,
+    /// Host wall time of the copies (the driver stages pageable memory
+    /// before a copy returns).
+    pub ms: f64,
 }
 
 impl DeviceScene {
@@ -184,8 +208,10 @@ impl DeviceScene {
         spec: &GpuAccelSpec,
     ) -> Result<Self, GpuError> {
         let accel = DeviceAccel::build(gpu, &scene.triangles, spec)?;
-        let (area_lights, light_tris, light_cdf) = area_lights(scene);
+        let host_area = area_lights(scene);
+        let (area_lights, light_tris, light_cdf) = &host_area;
         let (textures, texels) = textures(scene);
+        let host_lights = lights(scene);
         Ok(Self {
             ray_epsilon: scene.ray_epsilon(),
             background: scene.background,
@@ -194,12 +220,77 @@ impl DeviceScene {
             accel,
             shading: DeviceBuffer::from_slice(gpu, "scene shading", &shading(scene))?,
             materials: DeviceBuffer::from_slice(gpu, "scene materials", &materials(scene))?,
-            lights: DeviceBuffer::from_slice(gpu, "scene lights", &lights(scene))?,
-            area_lights: DeviceBuffer::from_slice(gpu, "scene area lights", &area_lights)?,
-            light_tris: DeviceBuffer::from_slice(gpu, "scene light triangles", &light_tris)?,
-            light_cdf: DeviceBuffer::from_slice(gpu, "scene light cdf", &light_cdf)?,
+            lights: DeviceBuffer::from_slice(gpu, "scene lights", &host_lights)?,
+            area_lights: DeviceBuffer::from_slice(gpu, "scene area lights", area_lights)?,
+            light_tris: DeviceBuffer::from_slice(gpu, "scene light triangles", light_tris)?,
+            light_cdf: DeviceBuffer::from_slice(gpu, "scene light cdf", light_cdf)?,
             textures: DeviceBuffer::from_slice(gpu, "scene textures", &textures)?,
             texels: DeviceBuffer::from_slice(gpu, "scene texels", &texels)?,
+            host_lights,
+            host_area,
+            shading_upload: None,
+        })
+    }
+
+    /// Follows `scene` reposed ([`RenderScene::repose`], which returned
+    /// `moved`): writes the moved triangles into the device's scene-order
+    /// triangles and their shading records (where they carry normals) in
+    /// place, and the lights and area lights where they changed; materials,
+    /// textures, uvs and every still triangle stay as they are. The
+    /// structure is stale until `accel.rebuild` or `accel.refit`.
+    pub fn upload_moved(
+        &mut self,
+        scene: &RenderScene,
+        moved: &[Range<usize>],
+    ) -> Result<MovedUpload, GpuError> {
+        let start = Instant::now();
+        let mut bytes = self.accel.move_triangles(&scene.triangles, moved)?;
+        // Shading records change only where the corner normals move with
+        // the triangles; materials and uvs stay.
+        let with_normals: Vec<Range<usize>> = moved
+            .iter()
+            .filter(|&r| {
+                r.clone()
+                    .any(|prim| scene.corner_attributes(prim).0.is_some())
+            })
+            .cloned()
+            .collect();
+        bytes += upload_ranges(
+            &mut self.shading_upload,
+            &mut self.shading,
+            &with_normals,
+            |packed| fill_ranges(packed, &with_normals, |prim| shading_of(scene, prim)),
+        )?;
+        let lights = lights(scene);
+        if lights != self.host_lights {
+            if lights.len() == self.lights.len() {
+                self.lights.upload(&lights)?;
+            } else {
+                self.lights = DeviceBuffer::from_slice(self.accel.gpu(), "scene lights", &lights)?;
+                self.light_count = lights.len();
+            }
+            bytes += std::mem::size_of_val(lights.as_slice());
+            self.host_lights = lights;
+        }
+        let area = area_lights(scene);
+        if area != self.host_area {
+            let gpu = self.gpu().clone();
+            let (lights, tris, cdf) = &area;
+            self.area_lights = DeviceBuffer::from_slice(&gpu, "scene area lights", lights)?;
+            self.light_tris = DeviceBuffer::from_slice(&gpu, "scene light triangles", tris)?;
+            self.light_cdf = DeviceBuffer::from_slice(&gpu, "scene light cdf", cdf)?;
+            bytes += std::mem::size_of_val(lights.as_slice())
+                + std::mem::size_of_val(tris.as_slice())
+                + std::mem::size_of_val(cdf.as_slice());
+            self.area_count = lights.len();
+            self.host_area = area;
+        }
+        self.ray_epsilon = scene.ray_epsilon();
+        self.background = scene.background;
+        Ok(MovedUpload {
+            bytes,
+            triangles: moved.iter().map(|r| r.len()).sum(),
+            ms: start.elapsed().as_secs_f64() * 1e3,
         })
     }
 
@@ -232,23 +323,25 @@ impl DeviceScene {
 
 fn shading(scene: &RenderScene) -> Vec<GpuShading> {
     (0..scene.triangles.len())
-        .map(|prim| {
-            let (normals, uvs) = scene.corner_attributes(prim);
-            let mut s = GpuShading {
-                material: scene.triangle_material[prim],
-                ..Default::default()
-            };
-            if let Some(n) = normals {
-                s.normals = bytemuck::cast(n.map(|v| v.to_array()));
-                s.flags |= GpuShading::HAS_NORMALS;
-            }
-            if let Some(t) = uvs {
-                s.uvs = bytemuck::cast(t.map(|v| v.to_array()));
-                s.flags |= GpuShading::HAS_UVS;
-            }
-            s
-        })
+        .map(|prim| shading_of(scene, prim))
         .collect()
+}
+
+fn shading_of(scene: &RenderScene, prim: usize) -> GpuShading {
+    let (normals, uvs) = scene.corner_attributes(prim);
+    let mut s = GpuShading {
+        material: scene.triangle_material[prim],
+        ..Default::default()
+    };
+    if let Some(n) = normals {
+        s.normals = bytemuck::cast(n.map(|v| v.to_array()));
+        s.flags |= GpuShading::HAS_NORMALS;
+    }
+    if let Some(t) = uvs {
+        s.uvs = bytemuck::cast(t.map(|v| v.to_array()));
+        s.flags |= GpuShading::HAS_UVS;
+    }
+    s
 }
 
 fn materials(scene: &RenderScene) -> Vec<GpuMaterial> {

@@ -279,10 +279,33 @@ impl Animation {
             }
         }
         let (world, visible) = graph::evaluate(&self.graph, t);
+        // Each track rewrites its own mesh: in parallel where no two
+        // tracks share one (every loader's case), in order otherwise.
+        let mut slots: Vec<Option<&mut Mesh>> = scene.meshes.iter_mut().map(Some).collect();
+        let mut posed = Vec::with_capacity(self.meshes.len());
         for track in &self.meshes {
-            if let Some(mesh) = scene.meshes.get_mut(track.mesh) {
-                pose_mesh(track, mesh, &world, &visible, t);
+            match slots.get_mut(track.mesh).and_then(Option::take) {
+                Some(mesh) => posed.push((track, mesh)),
+                None if track.mesh < slots.len() => {
+                    // A second track of one mesh: pose all in order.
+                    posed.clear();
+                    break;
+                }
+                None => {}
             }
+        }
+        if posed.is_empty() {
+            drop(slots);
+            for track in &self.meshes {
+                if let Some(mesh) = scene.meshes.get_mut(track.mesh) {
+                    pose_mesh(track, mesh, &world, &visible, t);
+                }
+            }
+        } else {
+            use rayon::prelude::*;
+            posed
+                .into_par_iter()
+                .for_each(|(track, mesh)| pose_mesh(track, mesh, &world, &visible, t));
         }
         if let Some(camera) = self.posed_camera(scene.camera, &world, t) {
             scene.camera = Some(camera);

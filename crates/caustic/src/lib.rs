@@ -94,8 +94,9 @@ pub use integrator::{
     FresnelMode, Integrator, PhotonMapKind, PhotonRenderStats, PhotonSettings, RenderStats,
     SampleSettings, SppmSettings, SppmStats, Stats, WhittedSettings,
 };
-pub use renderer::{Progress, Rendered, Renderer, SppmPass};
+pub use renderer::{FrameCarry, FrameUpdate, Progress, Rendered, Renderer, SppmPass};
 
+pub use caustic_accel::bvh::{UpdateAction, UpdatePolicy};
 pub use caustic_geom::{Hit, Ray, Rgb, Triangle, Vec3};
 pub use caustic_render::{Film, PinholeCamera, RenderScene, image_io, team};
 pub use caustic_scene::{BUILTIN_SCENES, Camera, FovAxis, Light, Scene};

@@ -23,11 +23,12 @@ use crate::accel::{AccelKind, AccelStats};
 use crate::device::{Backend, Device};
 use crate::error::{Error, Result};
 use crate::integrator::{Integrator, PhotonSettings, Stats};
+use caustic_accel::bvh::{UpdateAction, UpdatePolicy, UpdateTracker};
 #[cfg(feature = "cuda")]
 use caustic_render::photon::PhotonRenderError;
 use caustic_render::sppm::{PassView, SppmSettings, SppmStats};
 use caustic_render::team::{Team, TeamError};
-use caustic_render::{Film, RenderScene, WhittedSettings, photon, sppm, whitted};
+use caustic_render::{Film, MeshLayout, RenderScene, WhittedSettings, photon, sppm, whitted};
 use caustic_scene::{Camera, Scene};
 use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -81,7 +82,57 @@ pub struct Renderer<'a> {
     given_structure: Mutex<Option<Box<dyn caustic_accel::Accel>>>,
     /// The team this renderer's process belongs to ([`Renderer::team`]).
     team: Option<Arc<dyn Team>>,
+    /// The previous frame's scene on the device ([`Renderer::follow`]),
+    /// taken by the first preparation.
+    carry: Mutex<Option<FrameCarry>>,
+    /// How a followed frame updates its structure.
+    update: UpdatePolicy,
     prepared: OnceLock<Prepared>,
+}
+
+/// What a GPU render keeps for the next frame of an animation
+/// ([`Renderer::into_carry`], [`Renderer::follow`]): the flattened scene
+/// and the scene on the device with its structure, which the next frame
+/// updates in place — only the triangles of the meshes that move are
+/// rewritten on the host and uploaded, into the device arrays they already
+/// occupy, and the structure is rebuilt on the device from them or refitted
+/// ([`UpdatePolicy`]). Materials, textures, uvs and still meshes never
+/// travel again.
+pub struct FrameCarry {
+    prepared: Prepared,
+    follow: Follow,
+}
+
+/// Where a followed scene's meshes lie and how its structure is updated.
+#[derive(Clone)]
+struct Follow {
+    layout: MeshLayout,
+    tracker: UpdateTracker,
+}
+
+/// What the update of a followed GPU frame did and cost
+/// ([`Renderer::frame_update`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FrameUpdate {
+    /// Host time rewriting the moving meshes' triangles, normals and
+    /// lights into the carried flattened scene.
+    pub repose_ms: f64,
+    /// Bytes sent to the device: the moved triangles (48 bytes each), their
+    /// shading records where they carry normals (68 bytes each), lights
+    /// that changed.
+    pub upload_bytes: usize,
+    /// Triangles rewritten (the moving meshes').
+    pub moved_triangles: usize,
+    /// Host wall time of the uploads.
+    pub upload_ms: f64,
+    pub action: UpdateAction,
+    /// Wall time of the rebuild or refit (device work included).
+    pub update_ms: f64,
+    /// SAH cost of the structure traced (NaN for a grid or DACRT).
+    pub sah_cost: f32,
+    /// Under `auto`, the SAH of a refit that passed the bound, when the
+    /// frame rebuilt because of it.
+    pub rejected_refit_sah: Option<f32>,
 }
 
 /// What every render of the scene shares.
@@ -98,6 +149,9 @@ struct Prepared {
     /// The scene on the GPU with its structure, uploaded at the first GPU render.
     #[cfg(feature = "cuda")]
     gpu_scene: OnceLock<whitted::render_cuda::GpuScene>,
+    /// For a frame prepared from the previous one's carry: how it follows
+    /// the animation, and what this frame's update did.
+    follow: Option<(Follow, FrameUpdate)>,
 }
 
 /// A progress report, from the thread doing the work.
@@ -195,6 +249,8 @@ impl<'a> Renderer<'a> {
             stop: None,
             given_structure: Mutex::new(None),
             team: None,
+            carry: Mutex::new(None),
+            update: UpdatePolicy::default(),
             prepared: OnceLock::new(),
         }
     }
@@ -202,9 +258,11 @@ impl<'a> Renderer<'a> {
     /// Shares every render with the other members of `team` (the ranks of
     /// an MPI job, say): each member renders its share and every member
     /// returns the whole image, bit-identical to a single process's render
-    /// of the same settings (see `caustic_render::team`). Team renders run
-    /// on the CPU; with a GPU backend and more than one member, a render
-    /// is an error. Progress reports count the member's own share.
+    /// of the same settings on the CPU (see `caustic_render::team`). On a
+    /// GPU backend only SPPM splits (each member on its own GPU, equal to
+    /// one GPU's image up to the order of each pixel's float sum); Whitted
+    /// and photon mapping are an error there. Progress reports count the
+    /// member's own share.
     pub fn team(mut self, team: Arc<dyn Team>) -> Self {
         self.team = Some(team);
         self
@@ -222,6 +280,70 @@ impl<'a> Renderer<'a> {
             });
         }
         Ok(Some(team))
+    }
+
+    /// Renders the next pose of an animated scene on the GPU from the
+    /// previous frame's device scene (`carry`, from that frame's
+    /// [`Renderer::into_carry`]): the scene given to [`Renderer::new`] must
+    /// be the same scene posed anew ([`Scene::set_time`]). Its moving
+    /// meshes are rewritten in the carried scene and uploaded in place,
+    /// then the structure is rebuilt on the device or refitted as
+    /// [`Renderer::update_policy`] says; [`Renderer::frame_update`] tells
+    /// what that cost. A carry that does not fit (another device or GPU
+    /// structure, other meshes) is dropped and the frame prepared afresh.
+    ///
+    /// [`Scene::set_time`]: caustic_scene::Scene::set_time
+    pub fn follow(mut self, carry: FrameCarry) -> Self {
+        self.carry = Mutex::new(Some(carry));
+        self.prepared = OnceLock::new();
+        self
+    }
+
+    /// How a followed frame ([`Renderer::follow`]) updates its structure:
+    /// rebuild it on the device every frame, refit the previous frame's
+    /// (a BVH: `refit_cuda.rs`), or `auto` (refit while the SAH stays
+    /// within the bound of the last build's). Default: `auto`.
+    pub fn update_policy(mut self, policy: UpdatePolicy) -> Self {
+        self.update = policy;
+        self
+    }
+
+    /// What this frame's update did, for a frame prepared from a carry;
+    /// `None` for a frame prepared afresh.
+    pub fn frame_update(&self) -> Option<FrameUpdate> {
+        Some(self.prepared.get()?.follow.as_ref()?.1)
+    }
+
+    /// Ends this renderer, keeping what the next frame of the animation
+    /// reuses ([`Renderer::follow`]): `Some` after a GPU render of a scene
+    /// whose meshes keep their triangles from pose to pose; `None` on the
+    /// CPU (whose animations carry their tree themselves, see
+    /// [`Renderer::cpu_structure`]) or before any GPU render.
+    pub fn into_carry(self) -> Option<FrameCarry> {
+        #[cfg(feature = "cuda")]
+        {
+            let policy = self.update;
+            let scene = self.scene;
+            let prepared = self.prepared.into_inner()?;
+            let sah = prepared.gpu_scene.get()?.accel().stats().sah_cost;
+            let follow = match &prepared.follow {
+                Some((follow, _)) => follow.clone(),
+                None => {
+                    let mut tracker = UpdateTracker::new(policy);
+                    tracker.built(sah);
+                    Follow {
+                        layout: MeshLayout::new(scene)?,
+                        tracker,
+                    }
+                }
+            };
+            Some(FrameCarry { prepared, follow })
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let _ = (self.update, self.scene);
+            None
+        }
     }
 
     /// Renders on the CPU with `structure`, built by the caller over
@@ -450,6 +572,12 @@ impl<'a> Renderer<'a> {
         if let Some(prepared) = self.prepared.get() {
             return Ok(prepared);
         }
+        #[cfg(feature = "cuda")]
+        if let Some(carry) = self.carry.lock().unwrap_or_else(|e| e.into_inner()).take()
+            && let Some(prepared) = self.followed(carry)?
+        {
+            return Ok(self.prepared.get_or_init(|| prepared));
+        }
         let backend = match &self.opened {
             Some(opened) => opened.clone(),
             None => self.device.resolve()?,
@@ -476,6 +604,77 @@ impl<'a> Renderer<'a> {
             cpu_scene: OnceLock::new(),
             #[cfg(feature = "cuda")]
             gpu_scene: OnceLock::new(),
+            follow: None,
+        }))
+    }
+
+    /// The previous frame's carry moved to this renderer's pose, or `None`
+    /// where it does not fit (then the frame is prepared afresh).
+    #[cfg(feature = "cuda")]
+    fn followed(&self, carry: FrameCarry) -> Result<Option<Prepared>> {
+        let FrameCarry {
+            mut prepared,
+            mut follow,
+        } = carry;
+        let same_device = match &self.opened {
+            Some(opened) => opened.name() == prepared.backend.name(),
+            None => self.device != Device::Cpu,
+        };
+        let Some(uploaded) = prepared.gpu_scene.get_mut() else {
+            return Ok(None);
+        };
+        if !same_device
+            || self.gpu_spec().ok().as_ref() != Some(uploaded.accel().spec())
+            || !follow.layout.matches(self.scene)
+        {
+            return Ok(None);
+        }
+        let start = std::time::Instant::now();
+        let Ok(moved) = prepared.scene.repose(self.scene, &follow.layout) else {
+            return Ok(None);
+        };
+        // The GPU traces its own structure: the flattened scene's CPU
+        // one (a brute-force copy of the first pose) would be stale.
+        prepared.scene.accel = Box::new(caustic_accel::BruteForce::new(&[]));
+        let repose_ms = start.elapsed().as_secs_f64() * 1e3;
+        let upload = uploaded.upload_moved(&prepared.scene, &moved)?;
+        let start = std::time::Instant::now();
+        let tracker = &mut follow.tracker;
+        let accel = uploaded.accel_mut();
+        let mut rejected_refit_sah = None;
+        let try_refit = match tracker.policy() {
+            UpdatePolicy::Rebuild => false,
+            UpdatePolicy::Refit => true,
+            UpdatePolicy::Auto { .. } => accel.refits() && !tracker.must_rebuild(),
+        };
+        let (action, sah_cost) = 'update: {
+            if try_refit {
+                let refit = accel.refit()?;
+                if tracker.keeps_refit(refit.sah_cost) {
+                    break 'update (UpdateAction::Refitted, refit.sah_cost);
+                }
+                rejected_refit_sah = Some(refit.sah_cost);
+            }
+            accel.rebuild(&prepared.scene.triangles)?;
+            let sah = accel.stats().sah_cost;
+            tracker.built(sah);
+            (UpdateAction::Rebuilt, sah)
+        };
+        let update = FrameUpdate {
+            repose_ms,
+            upload_bytes: upload.bytes,
+            moved_triangles: upload.triangles,
+            upload_ms: upload.ms,
+            action,
+            update_ms: start.elapsed().as_secs_f64() * 1e3,
+            sah_cost,
+            rejected_refit_sah,
+        };
+        Ok(Some(Prepared {
+            // A render sent to the CPU flattens this pose afresh.
+            cpu_scene: OnceLock::new(),
+            follow: Some((follow, update)),
+            ..prepared
         }))
     }
 

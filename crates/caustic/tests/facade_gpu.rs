@@ -301,3 +301,94 @@ fn several_gpus_render_one_gpus_sppm_image() {
         "{note}"
     );
 }
+
+/// Frames of an animation rendered from the previous frame's device scene
+/// (`Renderer::follow`: only the moving sphere's triangles uploaded, the
+/// structure rebuilt or refitted on the device) equal frames rendered
+/// afresh, for each update policy, Whitted and photon mapping; the frame
+/// update says what moved and what it sent.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn followed_frames_equal_fresh_frames() {
+    use caustic::{FrameCarry, UpdateAction, UpdatePolicy};
+    let whitted = Integrator::Whitted(WhittedSettings {
+        width: 96,
+        height: 96,
+        spp: 2,
+        ..Default::default()
+    });
+    let photon = Integrator::Photon(PhotonSettings {
+        width: 64,
+        height: 64,
+        spp: 1,
+        global_photons: 20_000,
+        caustic_photons: 20_000,
+        gather_rays: 0,
+        ..Default::default()
+    });
+    for integrator in [&whitted, &photon] {
+        for (policy, spec) in [
+            (UpdatePolicy::Refit, "bvh-binned"),
+            (UpdatePolicy::Rebuild, "bvh-binned"),
+            (UpdatePolicy::default(), "bvh-wide"),
+            (UpdatePolicy::Rebuild, "kdtree"),
+        ] {
+            let mut scene = caustic::load_scene("cornell-caustics-moving").unwrap();
+            let clock = scene.timeline().unwrap();
+            let sphere = &scene.meshes[scene.animation.as_ref().unwrap().moving_meshes()[0]];
+            let moving = sphere.indices.len();
+            // Triangles (48 bytes) and, where they carry normals, their
+            // shading records (68 bytes).
+            let per_triangle = 48 + if sphere.normals.is_empty() { 0 } else { 68 };
+            let mut carry: Option<FrameCarry> = None;
+            for frame in [0, 5, 10, 30] {
+                scene.set_time(clock.time_of_frame(frame));
+                let camera = scene.camera_or_default();
+                let mut renderer = Renderer::new(&scene)
+                    .device(Device::Cuda(0))
+                    .gpu_accel_spec(spec)
+                    .update_policy(policy);
+                if let Some(c) = carry.take() {
+                    renderer = renderer.follow(c);
+                }
+                let followed = renderer.render(&camera, integrator).unwrap();
+                let update = renderer.frame_update();
+                assert_eq!(update.is_some(), frame > 0, "{spec} frame {frame}");
+                if let Some(u) = update {
+                    assert_eq!(u.moved_triangles, moving, "{spec} frame {frame}");
+                    assert_eq!(
+                        u.upload_bytes,
+                        moving * per_triangle,
+                        "{spec} frame {frame}"
+                    );
+                    let refitted = u.action == UpdateAction::Refitted;
+                    match policy {
+                        UpdatePolicy::Refit => assert!(refitted, "{spec} {policy}"),
+                        UpdatePolicy::Rebuild => assert!(!refitted, "{spec} {policy}"),
+                        UpdatePolicy::Auto { .. } => {}
+                    }
+                    println!("{spec} {policy} frame {frame}: {u:?}");
+                }
+                carry = renderer.into_carry();
+                assert!(carry.is_some());
+                let fresh = Renderer::new(&scene)
+                    .device(Device::Cuda(0))
+                    .gpu_accel_spec(spec)
+                    .render(&camera, integrator)
+                    .unwrap();
+                let peak = fresh
+                    .film
+                    .pixels
+                    .iter()
+                    .map(|p| p.max_element())
+                    .fold(0.0, f32::max);
+                let db = psnr(&followed.film, &fresh.film, f64::from(peak)).unwrap();
+                println!(
+                    "{} {spec} {policy} frame {frame}: {db:.1} dB",
+                    integrator.name()
+                );
+                assert!(db > 100.0, "{spec} {policy} frame {frame}: {db:.1} dB");
+            }
+        }
+    }
+}

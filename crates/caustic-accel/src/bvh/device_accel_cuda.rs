@@ -38,9 +38,10 @@ use std::time::Instant;
 
 use caustic_geom::Triangle;
 use caustic_gpu::taskpool::PoolStats;
-use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError, PinnedBuffer, upload_ranges};
 
 use super::build::upload_triangles;
+use super::refit_cuda::DeviceRefit;
 use super::traverse_cuda::{GpuHit, GpuRay, Tracer};
 use super::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use super::wide::compressed_cuda::CompressedWideBvh;
@@ -274,9 +275,55 @@ pub struct GpuAccelStats {
 }
 
 /// A triangle structure on the device, ready to trace; see the module docs.
+///
+/// It follows a moving scene in place: [`DeviceAccel::move_triangles`]
+/// writes the triangles that moved into the device's scene-order copy, then
+/// [`DeviceAccel::rebuild`] builds the structure afresh from that copy (no
+/// other upload) or [`DeviceAccel::refit`] refits a BVH's boxes
+/// (`refit_cuda.rs`).
 pub struct DeviceAccel {
+    spec: GpuAccelSpec,
     structure: Structure,
     stats: GpuAccelStats,
+    /// The scene-order triangles a kd-tree or grid (which own theirs) is
+    /// rebuilt from after [`DeviceAccel::move_triangles`].
+    staged: Option<DeviceBuffer<GpuTriangle>>,
+    /// Page-locked host memory the moved triangles travel through.
+    upload: Option<PinnedBuffer<GpuTriangle>>,
+}
+
+/// Writes `make(i)` for every `i` of `ranges`, in order, into `packed`
+/// (as long as the ranges together), on all cores: how a moving scene's
+/// moved elements are packed for [`caustic_gpu::upload_ranges`].
+pub fn fill_ranges<T: Send>(
+    packed: &mut [T],
+    ranges: &[std::ops::Range<usize>],
+    make: impl Fn(usize) -> T + Sync,
+) {
+    use rayon::prelude::*;
+    let mut parts = Vec::with_capacity(ranges.len());
+    let mut rest = packed;
+    for range in ranges {
+        let (part, tail) = rest.split_at_mut(range.len());
+        parts.push((range.start, part));
+        rest = tail;
+    }
+    parts.into_par_iter().for_each(|(start, part)| {
+        part.par_iter_mut()
+            .with_min_len(1024)
+            .enumerate()
+            .for_each(|(k, out)| *out = make(start + k));
+    });
+}
+
+/// What [`DeviceAccel::refit`] did and cost.
+#[derive(Clone, Copy, Debug)]
+pub struct GpuRefitStats {
+    /// Wall time of the refit (gather, bottom-up pass, SAH sum and, for
+    /// `bvh-wide`, the collapse to the wide layout), device work included.
+    pub ms: f64,
+    /// SAH cost of the refitted binary tree ([`crate::sah_cost`]).
+    pub sah_cost: f32,
 }
 
 /// What a [`DeviceAccel`] holds, by kind of structure. One lives per
@@ -288,6 +335,8 @@ enum Structure {
         scene_triangles: DeviceBuffer<GpuTriangle>,
         binary: DeviceBvh,
         wide: Option<CompressedWideBvh>,
+        /// The parent links of `binary`, made at its first refit.
+        refit: Option<DeviceRefit>,
     },
     /// The kd-tree keeps the scene-order triangles itself.
     KdTree(GpuKdTree),
@@ -316,7 +365,168 @@ impl DeviceAccel {
         stats.spec = spec.to_string();
         stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
         stats.loading_ms = gpu.loading_ms() - loading_before;
-        Ok(Self { structure, stats })
+        Ok(Self {
+            spec: spec.clone(),
+            structure,
+            stats,
+            staged: None,
+            upload: None,
+        })
+    }
+
+    /// The spec the structure was built from.
+    pub fn spec(&self) -> &GpuAccelSpec {
+        &self.spec
+    }
+
+    /// Writes `triangles[r]` for each range `r` of `moved` (scene order;
+    /// `triangles` is the whole posed scene, the same count as the build's)
+    /// into the device's scene-order triangles in place, leaving the others
+    /// where they are; returns the bytes uploaded. The structure is stale
+    /// until [`DeviceAccel::rebuild`] or [`DeviceAccel::refit`].
+    pub fn move_triangles(
+        &mut self,
+        triangles: &[Triangle],
+        moved: &[std::ops::Range<usize>],
+    ) -> Result<usize, GpuError> {
+        let expected = self.scene_triangles().len();
+        if triangles.len() != expected {
+            return Err(GpuError::LengthMismatch {
+                operation: "DeviceAccel::move_triangles",
+                what: "posed triangles",
+                expected,
+                actual: triangles.len(),
+            });
+        }
+        if let Some(bad) = moved
+            .iter()
+            .find(|r| r.start > r.end || r.end > triangles.len())
+        {
+            return Err(GpuError::Invalid {
+                what: "moved triangles",
+                message: format!("range {bad:?} outside 0..{}", triangles.len()),
+            });
+        }
+        let target = match &mut self.structure {
+            Structure::Bvh {
+                scene_triangles, ..
+            }
+            | Structure::Dacrt {
+                scene_triangles, ..
+            } => scene_triangles,
+            // A kd-tree and a grid own their triangles (and trace them):
+            // the moved ones go into a copy, which the rebuild takes.
+            Structure::KdTree(_) | Structure::Grid(_) => {
+                if self.staged.is_none() {
+                    let own = match &self.structure {
+                        Structure::KdTree(tree) => tree.triangles(),
+                        Structure::Grid(grid) => grid.triangles(),
+                        _ => unreachable!("matched above"),
+                    };
+                    let mut copy = DeviceBuffer::uninit(own.gpu(), "scene triangles", own.len())?;
+                    copy.copy_from(own)?;
+                    self.staged = Some(copy);
+                }
+                self.staged.as_mut().expect("staged above")
+            }
+        };
+        upload_ranges(&mut self.upload, target, moved, |packed| {
+            fill_ranges(packed, moved, |i| GpuTriangle::new(&triangles[i], i as u32));
+        })
+    }
+
+    /// Builds the structure afresh, with its spec, over the device's
+    /// scene-order triangles as [`DeviceAccel::move_triangles`] left them
+    /// (`triangles`, the same posed scene on the host, serves only the
+    /// `cpu:SPEC` builds, which build on the CPU).
+    pub fn rebuild(&mut self, triangles: &[Triangle]) -> Result<(), GpuError> {
+        let wall = Instant::now();
+        let gpu = self.gpu().clone();
+        let loading_before = gpu.loading_ms();
+        let spec = self.spec.clone();
+        let scene_triangles = match self.staged.take() {
+            Some(staged) => staged,
+            None => {
+                // Take the scene-order triangles out of the old structure
+                // (a BVH or DACRT's), which the new one replaces.
+                let empty = DeviceBuffer::uninit(&gpu, "scene triangles", 0)?;
+                match &mut self.structure {
+                    Structure::Bvh {
+                        scene_triangles, ..
+                    }
+                    | Structure::Dacrt {
+                        scene_triangles, ..
+                    } => std::mem::replace(scene_triangles, empty),
+                    Structure::KdTree(tree) => {
+                        let own = tree.triangles();
+                        let mut copy = DeviceBuffer::uninit(&gpu, "scene triangles", own.len())?;
+                        copy.copy_from(own)?;
+                        copy
+                    }
+                    Structure::Grid(grid) => {
+                        let own = grid.triangles();
+                        let mut copy = DeviceBuffer::uninit(&gpu, "scene triangles", own.len())?;
+                        copy.copy_from(own)?;
+                        copy
+                    }
+                }
+            }
+        };
+        let (structure, mut stats) = match &spec {
+            GpuAccelSpec::Grid(config) => build_grid(scene_triangles, config)?,
+            GpuAccelSpec::KdTree(config) => build_kdtree(scene_triangles, config)?,
+            GpuAccelSpec::Dacrt(config) => dacrt_triangles(scene_triangles, *config),
+            _ => build_bvh(&gpu, triangles, scene_triangles, &spec)?,
+        };
+        stats.spec = spec.to_string();
+        stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+        stats.loading_ms = gpu.loading_ms() - loading_before;
+        self.structure = structure;
+        self.stats = stats;
+        Ok(())
+    }
+
+    /// Whether [`DeviceAccel::refit`] can follow this structure: a BVH,
+    /// binary or collapsed to `bvh-wide` (a kd-tree, a grid and DACRT are
+    /// rebuilt).
+    pub fn refits(&self) -> bool {
+        matches!(self.structure, Structure::Bvh { .. })
+    }
+
+    /// Refits the binary BVH to the device's scene-order triangles as
+    /// [`DeviceAccel::move_triangles`] left them (`refit_cuda.rs`: the
+    /// bottom-up pass of Karras 2012, §4), collapses it again for
+    /// `bvh-wide`, and sums its SAH cost on the device; waits for the
+    /// device. The build statistics stay the last build's.
+    pub fn refit(&mut self) -> Result<GpuRefitStats, GpuError> {
+        let start = Instant::now();
+        let Structure::Bvh {
+            scene_triangles,
+            binary,
+            wide,
+            refit,
+        } = &mut self.structure
+        else {
+            return Err(GpuError::Invalid {
+                what: "refit",
+                message: format!(
+                    "{} is not a BVH: the GPU refits bvh-binned, lbvh, ploc, hlbvh, bvh-sweep, cpu:SPEC and bvh-wide, and rebuilds the others",
+                    self.spec
+                ),
+            });
+        };
+        if refit.as_ref().is_none_or(|r| !r.fits(binary)) {
+            *refit = Some(DeviceRefit::new(binary)?);
+        }
+        let links = refit.as_mut().expect("made above");
+        let sah_cost = links.refit_with_sah(binary, scene_triangles)?;
+        if wide.is_some() {
+            *wide = Some(CompressedWideBvh::build(binary)?);
+        }
+        Ok(GpuRefitStats {
+            ms: start.elapsed().as_secs_f64() * 1e3,
+            sah_cost,
+        })
     }
 
     /// Builds the structure again over the triangles it holds, as a
@@ -325,7 +535,7 @@ impl DeviceAccel {
     /// For the device-built BVHs (binary, or collapsed to wide) and DACRT
     /// (which builds nothing); a CPU-built tree, the kd-tree and the grid
     /// are built again by [`DeviceAccel::build`].
-    pub fn rebuild(&mut self) -> Result<(), GpuError> {
+    pub fn rebuild_in_place(&mut self) -> Result<(), GpuError> {
         let spec: GpuAccelSpec = self.stats.spec.parse().map_err(|e| GpuError::Invalid {
             what: "accel spec",
             message: format!("{e}"),
@@ -472,6 +682,7 @@ fn build_bvh(
         scene_triangles,
         binary,
         wide,
+        refit: None,
     };
     Ok((structure, stats))
 }

@@ -17,6 +17,8 @@ pub mod device_accel_cuda;
 mod node;
 pub mod refit;
 #[cfg(feature = "cuda")]
+pub mod refit_cuda;
+#[cfg(feature = "cuda")]
 pub mod trace_bench_cuda;
 pub mod traverse;
 #[cfg(feature = "cuda")]

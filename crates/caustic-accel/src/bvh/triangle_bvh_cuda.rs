@@ -133,6 +133,18 @@ impl DeviceBvh {
         &self.nodes
     }
 
+    /// The nodes and the leaf-slot triangles, writable, with the slot map:
+    /// what a refit rewrites in place (`refit_cuda.rs`).
+    pub(crate) fn refit_parts(
+        &mut self,
+    ) -> (
+        &mut DeviceBuffer<BvhNode>,
+        &mut DeviceBuffer<GpuTriangle>,
+        &DeviceBuffer<u32>,
+    ) {
+        (&mut self.nodes, &mut self.triangles, &self.prim_indices)
+    }
+
     /// Triangles in leaf-slot order.
     pub fn triangles(&self) -> &DeviceBuffer<GpuTriangle> {
         &self.triangles

@@ -1,6 +1,8 @@
 //! A client's render thread. It poses the scene at the view's animation
 //! frame, follows it with the structure (refit or rebuild, as `render
-//! --frames` does), and refines the image pass by pass through the
+//! --frames` does; on a GPU the scene stays on the device from pose to
+//! pose, [`caustic::FrameCarry`], and only the moving meshes are
+//! uploaded), and refines the image pass by pass through the
 //! library's [`Renderer`], streaming the image after every pass. An image
 //! whose view has changed is dropped after the pass under way.
 //!
@@ -73,6 +75,7 @@ pub fn run(viewer: &Viewer, mailbox: &Mailbox, out: &Outbox) {
         },
         scene: viewer.scene.clone(),
         carried: None,
+        gpu_carry: None,
         failed: None,
     };
     worker.run();
@@ -98,6 +101,8 @@ struct Worker<'v> {
     streamer: Streamer<'v>,
     scene: Scene,
     carried: Option<Carried>,
+    /// The scene the GPU rendered the last pose of, kept on the device.
+    gpu_carry: Option<caustic::FrameCarry>,
     /// The view that failed last; not tried again until it changes.
     failed: Option<u64>,
 }
@@ -146,8 +151,12 @@ impl Worker<'_> {
         let streamer = &self.streamer;
         let mut renderer = render::renderer(&self.scene, pose.accel.as_ref(), viewer.device)
             .on_backend(viewer.backend.clone())
+            .update_policy(viewer.update)
             .on_progress(|progress| streamer.sppm_pass(progress))
             .stop_when(|| streamer.sppm_unwanted());
+        if let Some(carry) = self.gpu_carry.take() {
+            renderer = renderer.follow(carry);
+        }
         if let Some(followed) = followed {
             renderer = renderer.cpu_structure(followed.tree);
         }
@@ -166,7 +175,9 @@ impl Worker<'_> {
                 None => render::structure(&renderer, on_gpu),
             },
         };
-        streamer.refine(&renderer, pose, &shown)
+        let refined = streamer.refine(&renderer, pose, &shown);
+        self.gpu_carry = renderer.into_carry();
+        refined
     }
 
     /// The structure for `pose` when the render thread carries one from

@@ -239,6 +239,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         stats.samples = steps.samples;
         stats.sample_ms = steps.gather_ms;
         stats.stage_ms = steps.stages;
+        stats.stage_ms.push(("download", eye.download_ms));
         stats.seconds = start.elapsed().as_secs_f64();
         Ok((film, stats))
     }

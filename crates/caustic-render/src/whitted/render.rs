@@ -83,6 +83,9 @@ pub struct RenderStats {
     pub seconds: f64,
     /// Rays traced: primary, specular and shadow rays together.
     pub rays: u64,
+    /// Of `seconds`, the image's copy from a GPU to the host (after every
+    /// kernel has finished); 0 on the CPU.
+    pub download_ms: f64,
 }
 
 impl RenderStats {
@@ -131,6 +134,7 @@ pub fn render_in_team(
     let stats = RenderStats {
         seconds: start.elapsed().as_secs_f64(),
         rays,
+        download_ms: 0.0,
     };
     Ok((film, stats))
 }

@@ -33,11 +33,12 @@ use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_geom::Rgb;
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::ops::launch_per_element as launch;
-use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
+use caustic_gpu::{DeviceBuffer, Gpu, GpuError, PinnedBuffer};
 use caustic_scene::Camera;
+use std::sync::Mutex;
 
 use crate::kernels::whitted_render as k;
-use crate::scene_cuda::{DeviceScene, FrameParams, GpuPath};
+use crate::scene_cuda::{DeviceScene, FrameParams, GpuPath, MovedUpload};
 use crate::whitted::{FresnelMode, RenderStats, WhittedSettings};
 use crate::{Film, RenderScene};
 
@@ -60,6 +61,10 @@ pub fn render(
 /// A scene on the device, ready to render frames from any camera.
 pub struct GpuScene {
     device: DeviceScene,
+    /// Page-locked host memory the image is downloaded into, kept from
+    /// frame to frame (a pageable copy runs at a fraction of the link's
+    /// speed: 7 ms against under 1 ms for a 1024x1024 image on an H100).
+    staging: Mutex<Option<PinnedBuffer<f32>>>,
 }
 
 impl GpuScene {
@@ -76,6 +81,7 @@ impl GpuScene {
     ) -> Result<Self, GpuError> {
         Ok(Self {
             device: DeviceScene::upload_with(gpu, scene, spec)?,
+            staging: Mutex::new(None),
         })
     }
 
@@ -119,10 +125,14 @@ impl GpuScene {
             wave = frame.bounce(&wave, extra)?;
         }
         extra.finish(&params)?;
-        let film = download(&framebuffer, settings)?;
+        // The kernels' end, then the copy alone: the frame's download time.
+        gpu.synchronize()?;
+        let download_start = Instant::now();
+        let film = self.download(&framebuffer, settings)?;
         let stats = RenderStats {
             seconds: start.elapsed().as_secs_f64(),
             rays: frame.rays,
+            download_ms: download_start.elapsed().as_secs_f64() * 1e3,
         };
         Ok((film, stats))
     }
@@ -142,6 +152,21 @@ impl GpuScene {
     /// The structure the scene's rays are traced against, with its build stats.
     pub fn accel(&self) -> &DeviceAccel {
         &self.device.accel
+    }
+
+    /// The structure, to rebuild or refit it after
+    /// [`GpuScene::upload_moved`].
+    pub fn accel_mut(&mut self) -> &mut DeviceAccel {
+        &mut self.device.accel
+    }
+
+    /// Follows `scene` reposed: see [`DeviceScene::upload_moved`].
+    pub fn upload_moved(
+        &mut self,
+        scene: &RenderScene,
+        moved: &[std::ops::Range<usize>],
+    ) -> Result<MovedUpload, GpuError> {
+        self.device.upload_moved(scene, moved)
     }
 
     /// The scene arrays' addresses with no camera and no framebuffer: what
@@ -339,14 +364,40 @@ impl Frame<'_> {
 }
 
 /// The framebuffer's sums over samples, averaged.
-fn download(framebuffer: &DeviceBuffer<f32>, settings: &WhittedSettings) -> Result<Film, GpuError> {
-    let sums = framebuffer.download()?;
-    let spp = settings.spp.max(1) as f32;
-    let mut film = Film::new(settings.width, settings.height);
-    for (pixel, sum) in film.pixels.iter_mut().zip(sums.chunks_exact(3)) {
-        *pixel = Rgb::new(sum[0], sum[1], sum[2]) / spp;
+impl GpuScene {
+    /// The framebuffer's sums as an image, through the pinned staging
+    /// buffer (allocated at the first frame of its size).
+    fn download(
+        &self,
+        framebuffer: &DeviceBuffer<f32>,
+        settings: &WhittedSettings,
+    ) -> Result<Film, GpuError> {
+        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        let buffer = match &mut *staging {
+            Some(buffer) if buffer.len() == framebuffer.len() => buffer,
+            other => other.insert(PinnedBuffer::zeroed(self.gpu(), framebuffer.len())?),
+        };
+        buffer.download_from(framebuffer)?;
+        Ok(film_of(buffer.as_slice(), settings))
     }
-    Ok(film)
+}
+
+/// The image of the framebuffer's sums over `settings.spp` samples.
+/// One pass over the pixels on all cores, writing each once (a film
+/// zeroed first, then filled, costs two passes over 12 MB at 1024x1024).
+fn film_of(sums: &[f32], settings: &WhittedSettings) -> Film {
+    use rayon::prelude::*;
+    let spp = settings.spp.max(1) as f32;
+    let pixels = sums
+        .par_chunks_exact(3)
+        .with_min_len(4096)
+        .map(|sum| Rgb::new(sum[0], sum[1], sum[2]) / spp)
+        .collect();
+    Film {
+        width: settings.width,
+        height: settings.height,
+        pixels,
+    }
 }
 
 // ------------------------------------------------------------------ launches
