@@ -335,6 +335,12 @@ fn exhausted_device_memory_is_an_error_naming_the_allocation() {
     let n = (free / 10 * 7 / size_of::<GpuTriangle>()).min(caustic_accel::dacrt::MAX_ITEMS - 1);
     let mut tris = DeviceBuffer::<GpuTriangle>::uninit(gpu(), "test triangles", n).unwrap();
     tris.poison().unwrap();
+    // Where the cap on DACRT's items leaves most of a large card free (an
+    // H200's 141 GB), a ballast takes all but 1 GiB of the rest: far less
+    // than the tracer's per-triangle arrays need.
+    let (left, _) = gpu().memory().unwrap();
+    let ballast = left.saturating_sub(1 << 30);
+    let _ballast = DeviceBuffer::<u8>::uninit(gpu(), "test ballast", ballast).unwrap();
     let rays = upload_rays(&[Ray::new(Vec3::ZERO, Vec3::X); 64]);
     let mut hits = DeviceBuffer::uninit(gpu(), "test hits", 64).unwrap();
     let mut tracer = DacrtTracer::new(gpu(), DacrtConfig::RDH).unwrap();
