@@ -890,6 +890,8 @@ fn summary(
 struct Watch {
     bar: ProgressBar,
     scorer: Option<Scorer>,
+    /// Pixels the bar counts for each pixel this process reports.
+    pixel_scale: u64,
 }
 
 impl Watch {
@@ -907,16 +909,15 @@ impl Watch {
         Self {
             bar,
             scorer: reference.map(Scorer::new),
+            // In a team, rank 0 sees its own share of the pixels: about
+            // one in `size` of them.
+            pixel_scale: ranks::team().map_or(1, |t| t.size() as u64),
         }
     }
 
     fn report(&self, progress: Progress<'_>) {
         match progress {
-            // In a team, rank 0 sees its own share of the pixels: about
-            // one in `size` of them.
-            Progress::Pixels(n) => self
-                .bar
-                .inc(n * ranks::team().map_or(1, |t| t.size() as u64)),
+            Progress::Pixels(n) => self.bar.inc(n * self.pixel_scale),
             Progress::Pass(pass) => {
                 self.bar.set_position(pass.passes().into());
                 if let Some(scorer) = &self.scorer {

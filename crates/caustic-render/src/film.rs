@@ -40,6 +40,21 @@ impl Film {
             .count()
     }
 
+    /// The largest per-channel difference of `other` from this image,
+    /// relative to this image's value (values under 1e-3 count as 1e-3):
+    /// how far a render of the same sums in another order drifts. Infinite
+    /// when the sizes differ.
+    pub fn max_relative_difference(&self, other: &Film) -> f32 {
+        if (self.width, self.height) != (other.width, other.height) {
+            return f32::INFINITY;
+        }
+        self.pixels
+            .iter()
+            .zip(&other.pixels)
+            .map(|(a, b)| ((*a - *b).abs() / a.abs().max(Rgb::splat(1e-3))).max_element())
+            .fold(0.0, f32::max)
+    }
+
     /// Mean over all pixels, per channel.
     pub fn mean(&self) -> Rgb {
         let sum = self

@@ -118,23 +118,28 @@ pub fn gather_concat_into<T: Pod>(
     out: &mut Vec<T>,
 ) -> Result<(), TeamError> {
     let parts = team.all_gather(bytemuck::cast_slice(mine))?;
-    let size = std::mem::size_of::<T>().max(1);
-    let total: usize = parts.iter().map(|p| p.len() / size).sum();
     out.clear();
-    out.resize(total, T::zeroed());
-    let mut at = 0;
+    out.reserve(parts.iter().map(Vec::len).sum::<usize>() / std::mem::size_of::<T>().max(1));
     for (rank, bytes) in parts.iter().enumerate() {
-        if bytes.len() % size != 0 {
-            return Err(TeamError(format!(
-                "rank {rank} sent {} bytes, not a whole number of {size}-byte items",
-                bytes.len()
-            )));
-        }
-        // One copy of bytes into the (aligned) items: received bytes carry
-        // no alignment of their own.
-        bytemuck::cast_slice_mut::<T, u8>(out)[at..at + bytes.len()].copy_from_slice(bytes);
-        at += bytes.len();
+        append_items(out, bytes, rank)?;
     }
+    Ok(())
+}
+
+/// Appends the items in `bytes`, member `rank`'s part of an exchange: one
+/// copy into aligned items (received bytes carry no alignment of their
+/// own); a part that is not a whole number of items is an error.
+fn append_items<T: Pod>(out: &mut Vec<T>, bytes: &[u8], rank: usize) -> Result<(), TeamError> {
+    let size = std::mem::size_of::<T>().max(1);
+    if !bytes.len().is_multiple_of(size) {
+        return Err(TeamError(format!(
+            "rank {rank} sent {} bytes, not a whole number of {size}-byte items",
+            bytes.len()
+        )));
+    }
+    let at = out.len();
+    out.resize(at + bytes.len() / size, T::zeroed());
+    bytemuck::cast_slice_mut::<T, u8>(&mut out[at..]).copy_from_slice(bytes);
     Ok(())
 }
 
@@ -158,7 +163,11 @@ pub fn tiled_film(
         vec![rendered.concat()]
     } else {
         let all = team.all_gather(bytemuck::cast_slice(&rendered.concat()))?;
-        all.iter().map(|bytes| read_items(bytes)).collect()
+        let mut parts = vec![Vec::new(); size];
+        for (rank, (part, bytes)) in parts.iter_mut().zip(all.iter()).enumerate() {
+            append_items(part, bytes, rank)?;
+        }
+        parts
     };
     // Tile t was member t % size's (t / size)-th.
     let mut film = Film::new(width, height);
@@ -177,15 +186,6 @@ pub fn tiled_film(
         }
     }
     Ok(film)
-}
-
-/// The items in `bytes` (received, so of no particular alignment); a
-/// trailing partial item is dropped (callers check counts).
-fn read_items<T: Pod>(bytes: &[u8]) -> Vec<T> {
-    bytes
-        .chunks_exact(std::mem::size_of::<T>().max(1))
-        .map(bytemuck::pod_read_unaligned)
-        .collect()
 }
 
 /// Sums of `mine` over the members (in rank order, so the same on all).

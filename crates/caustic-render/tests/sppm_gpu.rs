@@ -194,7 +194,7 @@ fn gpu_sppm_team_renders_the_single_gpu_image() {
             sppm::render_cuda_in_team(&device, &rs, &camera, &settings, team, &|_| {}).unwrap()
         });
         for (rank, (film, team_stats)) in members.into_iter().enumerate() {
-            let worst = common::max_relative_difference(&film, &single);
+            let worst = single.max_relative_difference(&film);
             eprintln!("team of {size}, member {rank}: largest relative difference {worst:.2e}");
             assert!(worst <= 1e-4, "team of {size}, member {rank}: {worst:e}");
             assert_eq!(team_stats.deposits, stats.deposits, "team of {size}");

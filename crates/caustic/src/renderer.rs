@@ -268,18 +268,10 @@ impl<'a> Renderer<'a> {
         self
     }
 
-    /// The team when it has more than one member, refused on a GPU.
-    fn shared_team(&self, backend: &Backend) -> Result<Option<&dyn Team>> {
-        let Some(team) = self.team.as_deref().filter(|t| t.size() > 1) else {
-            return Ok(None);
-        };
-        if backend.is_gpu() {
-            return Err(Error::CpuOnly {
-                what: format!("a render shared by {} processes", team.size()),
-                hint: "run every rank with --device cpu, or render sppm".into(),
-            });
-        }
-        Ok(Some(team))
+    /// The team when it has more than one member (which GPU renders it
+    /// reaches is decided in [`Renderer::render`] and `sppm`).
+    fn shared_team(&self) -> Option<&dyn Team> {
+        self.team.as_deref().filter(|t| t.size() > 1)
     }
 
     /// Renders the next pose of an animated scene on the GPU from the
@@ -486,7 +478,7 @@ impl<'a> Renderer<'a> {
         integrator.validate()?;
         let backend = self.backend_for(integrator)?;
         let splits = matches!(integrator, Integrator::Sppm(_));
-        if backend.is_gpu() && !splits && self.team.as_ref().is_some_and(|t| t.size() > 1) {
+        if backend.is_gpu() && !splits && self.shared_team().is_some() {
             return Err(Error::CpuOnly {
                 what: format!("{} shared by several processes", integrator.name()),
                 hint: "give the ranks --device cpu, or render sppm, which GPU ranks split".into(),
@@ -756,6 +748,12 @@ impl<'a> Renderer<'a> {
         Ok(())
     }
 
+    /// A team member's SPPM pass (its image exists only at the end).
+    fn report_team_pass(&self, passes: u32, total: u32) {
+        let view = PassSource::Team(passes);
+        self.report(Progress::Pass(SppmPass { view, total }));
+    }
+
     fn report(&self, progress: Progress<'_>) {
         if let Some(report) = &self.progress {
             report(progress);
@@ -784,7 +782,7 @@ impl<'a> Renderer<'a> {
         }
         let scene = self.cpu_scene(p)?;
         let report = |n| self.report(Progress::Pixels(n));
-        let (film, stats) = match self.shared_team(backend)? {
+        let (film, stats) = match self.shared_team() {
             Some(team) => whitted::render_in_team(scene, camera, s, team, &report)?,
             None => whitted::render(scene, camera, s, &report),
         };
@@ -810,7 +808,7 @@ impl<'a> Renderer<'a> {
         let settings = s.render_settings(false);
         let report = |n| self.report(Progress::Pixels(n));
         let scene = self.cpu_scene(p)?;
-        let (film, stats) = match self.shared_team(backend)? {
+        let (film, stats) = match self.shared_team() {
             Some(team) => photon::render_in_team(scene, camera, &settings, team, &report)?,
             None => photon::render(scene, camera, &settings, &report)?,
         };
@@ -825,16 +823,13 @@ impl<'a> Renderer<'a> {
         s: &SppmSettings,
     ) -> Result<Rendered> {
         let total = s.passes;
-        let team_report = |passes| {
-            let view = PassSource::Team(passes);
-            self.report(Progress::Pass(SppmPass { view, total }));
-        };
+        let team_report = |passes| self.report_team_pass(passes, total);
         #[cfg(feature = "cuda")]
         if let Some(gpu) = backend.gpu() {
             if backend.device_count() > 1 {
                 return self.sppm_on_gpus(p, backend, camera, s);
             }
-            if let Some(team) = self.team.as_deref().filter(|t| t.size() > 1) {
+            if let Some(team) = self.shared_team() {
                 // An MPI rank on its GPU: the same split as several GPUs.
                 let uploaded = self.gpu_scene(p, gpu)?;
                 let (film, stats) =
@@ -850,7 +845,7 @@ impl<'a> Renderer<'a> {
             let (film, stats) = sppm::render_cuda_on(uploaded, &p.scene, camera, s, &mut on_pass)?;
             return Ok(rendered(film, Stats::Sppm(stats), backend));
         }
-        if let Some(team) = self.shared_team(backend)? {
+        if let Some(team) = self.shared_team() {
             // Every member makes every pass: no early stop, which would
             // leave the others waiting at the next exchange.
             let scene = self.cpu_scene(p)?;
@@ -882,7 +877,7 @@ impl Renderer<'_> {
         camera: &Camera,
         s: &SppmSettings,
     ) -> Result<Rendered> {
-        if self.team.as_ref().is_some_and(|t| t.size() > 1) {
+        if self.shared_team().is_some() {
             return Err(Error::Team(TeamError(
                 "several GPUs in each of several processes: give every MPI rank one device".into(),
             )));
@@ -906,8 +901,7 @@ impl Renderer<'_> {
             };
             let report = |passes| {
                 if team.is_root() {
-                    let view = PassSource::Team(passes);
-                    self.report(Progress::Pass(SppmPass { view, total }));
+                    self.report_team_pass(passes, total);
                 }
             };
             Ok(sppm::render_cuda_in_team(

@@ -281,12 +281,7 @@ fn several_gpus_render_one_gpus_sppm_image() {
     eprintln!("{} ({} devices)", backend.note(), backend.device_count());
     let single = one.render(&camera, &sppm).unwrap().film;
     let split = many.render(&camera, &sppm).unwrap();
-    let worst = single
-        .pixels
-        .iter()
-        .zip(&split.film.pixels)
-        .map(|(a, b)| ((*a - *b).abs() / a.abs().max(caustic::Vec3::splat(1e-3))).max_element())
-        .fold(0.0f32, f32::max);
+    let worst = single.max_relative_difference(&split.film);
     eprintln!("largest relative difference to one GPU: {worst:.2e}");
     assert!(worst <= 1e-4, "{worst:e}: {}", split.note);
     let whitted = Integrator::Whitted(WhittedSettings {

@@ -74,7 +74,7 @@ pub fn trace_photons(
     sources: &PhotonSources,
     settings: &PhotonSettings,
 ) -> Result<GpuPhotonMaps, GpuError> {
-    trace_with(scene, sources, settings, false)
+    trace_range(scene, sources, settings, 0..settings.photons, false)
 }
 
 /// Traces `settings.photons` photons for the caustic map alone (each stops
@@ -84,7 +84,7 @@ pub fn trace_caustic_photons(
     sources: &PhotonSources,
     settings: &PhotonSettings,
 ) -> Result<GpuPhotonMaps, GpuError> {
-    trace_with(scene, sources, settings, true)
+    trace_range(scene, sources, settings, 0..settings.photons, true)
 }
 
 /// Traces photons `indices` of the `settings.photons` a pass emits, as
@@ -97,15 +97,6 @@ pub fn trace_photon_range(
     indices: std::ops::Range<u64>,
 ) -> Result<GpuPhotonMaps, GpuError> {
     trace_range(scene, sources, settings, indices, false)
-}
-
-fn trace_with(
-    scene: &GpuScene,
-    sources: &PhotonSources,
-    settings: &PhotonSettings,
-    caustic_only: bool,
-) -> Result<GpuPhotonMaps, GpuError> {
-    trace_range(scene, sources, settings, 0..settings.photons, caustic_only)
 }
 
 fn trace_range(

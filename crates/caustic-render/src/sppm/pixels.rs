@@ -112,12 +112,17 @@ impl PixelStats {
 
     /// Mean radius over the pixels that have one.
     pub fn mean_radius(&self) -> f64 {
-        let (sum, count) = self
-            .pixels
+        let (sum, count) = self.radius_sum();
+        if count == 0.0 { 0.0 } else { sum / count }
+    }
+
+    /// The sum of the radii of the pixels that have one, and their count
+    /// (a team adds its members' before dividing).
+    pub fn radius_sum(&self) -> (f64, f64) {
+        self.pixels
             .iter()
             .filter(|s| s.radius > 0.0)
-            .fold((0.0, 0usize), |(s, c), p| (s + p.radius, c + 1));
-        if count == 0 { 0.0 } else { sum / count as f64 }
+            .fold((0.0, 0.0), |(s, c), p| (s + p.radius, c + 1.0))
     }
 }
 

@@ -94,18 +94,9 @@ pub fn render_in_team(
     let sums = sum_u64(team, &[run.stats.rays, run.stats.deposits]).map_err(team_error)?;
     let mut stats = run.stats;
     (stats.rays, stats.deposits) = (sums[0], sums[1]);
-    stats.mean_radius = team_mean_radius(team, &run.pixels).map_err(team_error)?;
+    let (sum, count) = run.pixels.radius_sum();
+    stats.mean_radius = team_mean(team, sum, count).map_err(team_error)?;
     Ok((Film { pixels, ..film }, stats))
-}
-
-/// The mean radius over the team's pixels (each member holds its rows').
-fn team_mean_radius(team: &dyn Team, pixels: &PixelStats) -> Result<f64, TeamError> {
-    let (sum, count) = pixels
-        .pixels
-        .iter()
-        .filter(|p| p.radius > 0.0)
-        .fold((0.0, 0.0), |(s, c), p| (s + p.radius, c + 1.0));
-    team_mean(team, sum, count)
 }
 
 fn team_error(e: TeamError) -> SppmError {

@@ -82,17 +82,3 @@ impl std::fmt::Display for Agreement {
         )
     }
 }
-
-/// The largest per-channel difference between `a` and `b`, relative to
-/// `b`'s value (values under 1e-3 count as 1e-3): how far two renders of
-/// the same sums in another order may drift.
-pub fn max_relative_difference(a: &Film, b: &Film) -> f32 {
-    assert_eq!((a.width, a.height), (b.width, b.height));
-    a.pixels
-        .iter()
-        .zip(&b.pixels)
-        .map(|(x, y)| {
-            ((*x - *y).abs() / y.abs().max(caustic_geom::Vec3::splat(1e-3))).max_element()
-        })
-        .fold(0.0, f32::max)
-}
