@@ -60,10 +60,19 @@ for line in sys.stdin:
     print(f"bundled {dest}")
 ' "$bundle"
 
+# CAUSTIC_BUNDLE_MPI=1: the CLI with the `mpi` feature, and Open MPI's
+# runtime for the GPU machine, which has none (scripts/mpi-bundle.sh, about
+# 2.5 MB), with scripts/mpi-gpu-sppm.sh, which gpu-run.sh then runs.
+cli_features=()
+[ "${CAUSTIC_BUNDLE_MPI:-0}" = 0 ] || cli_features=(--features mpi)
 if [ "${CAUSTIC_BUNDLE_CLI:-1}" != 0 ]; then
-    if cargo build --release -p caustic-cli; then
+    if cargo build --release -p caustic-cli "${cli_features[@]}"; then
         cp target/release/caustic "$bundle/caustic"
         echo "bundled $bundle/caustic"
+        if [ "${CAUSTIC_BUNDLE_MPI:-0}" != 0 ]; then
+            scripts/mpi-bundle.sh "$bundle/openmpi.tar.xz" target/release/caustic
+            cp scripts/mpi-gpu-sppm.sh "$bundle/mpi-gpu-sppm.sh"
+        fi
     else
         echo "note: the caustic CLI did not build; bundled without it"
     fi

@@ -25,6 +25,8 @@
 #   CAUSTIC_PHOTON_BENCH=0                    skip the GPU photon-mapped frame benchmark
 #   CAUSTIC_PHOTON_BENCH_ARGS="1000000 1920x1080 --no-cpu"  its arguments
 #   CAUSTIC_NCU=1                             profile scan and radix sort with ncu (CAUSTIC_NCU_CUB=1: CUB's too)
+#   CAUSTIC_MPI_BENCH=0                       skip SPPM under MPI (mpi-gpu-sppm.sh; runs when the
+#                                             bundle carries openmpi.tar.xz: CAUSTIC_BUNDLE_MPI=1)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 logs="${OUT:-$here/logs}"
@@ -226,6 +228,15 @@ cupy.cumsum(a); cupy.cuda.runtime.deviceSynchronize()' >>"$logs/ncu.txt" 2>&1
     grep -E '^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Issue Slots Busy|Executed Instructions  |Warp Cycles Per Issued' \
         "$logs/ncu.txt" | head -n 150 >"$logs/ncu_summary.txt"
     cat "$logs/ncu_summary.txt" >>"$summary"
+fi
+
+# SPPM under MPI, one rank per GPU, against one GPU and cuda:all, with the
+# bundle's Open MPI (its settings: MPI_BUDGETS, MPI_RANKS, REPS, ...).
+if [ "${CAUSTIC_MPI_BENCH:-1}" != 0 ] && [ -f "$here/openmpi.tar.xz" ] && [ -x "$here/caustic" ]; then
+    CAUSTIC="$here/caustic" MPI_BUNDLE="$here/openmpi.tar.xz" OUT="$logs" \
+        timeout "${CAUSTIC_MPI_BENCH_TIMEOUT:-300}" bash "$here/mpi-gpu-sppm.sh" >/dev/null 2>&1
+    echo "mpi-gpu-sppm: exit $?" | tee -a "$summary"
+    cat "$logs/mpi-gpu-sppm.md" >>"$summary" 2>/dev/null
 fi
 
 echo "---- summary"
