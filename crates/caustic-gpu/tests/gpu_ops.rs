@@ -235,8 +235,51 @@ fn compaction_matches_cpu() {
                 &expected_indices,
             );
             check_wave_gather(&mut rng, n, &indices, &expected_indices);
+            check_padded_wave_gather(&mut rng, n, &flags_buffer, &expected_indices);
         }
     }
+}
+
+/// `select_indices_at` leaves the count where it is asked to, and
+/// `gather_wave_padded` gathers that many and pads the rest of its bound.
+fn check_padded_wave_gather(rng: &mut Pcg32, n: usize, flags: &DeviceBuffer<u32>, kept: &[u32]) {
+    let slot = 2;
+    let mut counts = upload(&[7u32, 7, 7, 7]);
+    let mut indices = poisoned(n);
+    compact::select_indices_at(flags, &mut indices, &mut counts, slot).unwrap();
+    let got_counts = counts.download().unwrap();
+    assert_eq!(got_counts, [7, 7, kept.len() as u32, 7], "counts, n = {n}");
+    let rays: Vec<[u32; 8]> = (0..n)
+        .map(|_| std::array::from_fn::<u32, 8, _>(|_| rng.next_u32()))
+        .collect();
+    let records: Vec<[u64; 4]> = (0..n).map(|i| [i as u64; 4]).collect();
+    let pad_ray = upload(&[[u32::MAX; 8]]);
+    let pad_record = upload(&[[u64::MAX; 4]]);
+    // The bound: every slot, as a host that has not read the count has.
+    let mut out_rays = poisoned(n);
+    let mut out_records = poisoned(n);
+    compact::gather_wave_padded(
+        &upload(&rays),
+        &upload(&records),
+        &indices,
+        (&counts, slot),
+        &pad_ray,
+        &pad_record,
+        &mut out_rays,
+        &mut out_records,
+    )
+    .unwrap();
+    let mut want_rays: Vec<[u32; 8]> = kept.iter().map(|&i| rays[i as usize]).collect();
+    want_rays.resize(n, [u32::MAX; 8]);
+    let mut want_records: Vec<[u64; 4]> = kept.iter().map(|&i| records[i as usize]).collect();
+    want_records.resize(n, [u64::MAX; 4]);
+    assert_same("padded rays", n, &out_rays.download().unwrap(), &want_rays);
+    assert_same(
+        "padded records",
+        n,
+        &out_records.download().unwrap(),
+        &want_records,
+    );
 }
 
 /// `gather_wave` moves each kept ray and its 32-byte record together.

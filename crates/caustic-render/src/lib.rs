@@ -42,6 +42,8 @@ mod scene_data;
 pub mod sppm;
 pub mod team;
 pub mod tiles;
+#[cfg(feature = "cuda")]
+mod wavefront_cuda;
 pub mod whitted;
 
 pub use camera::PinholeCamera;

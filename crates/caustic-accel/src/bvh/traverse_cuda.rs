@@ -55,6 +55,17 @@ pub struct GpuRay {
 
 const _: () = assert!(size_of::<GpuRay>() == 32);
 
+impl GpuRay {
+    /// A ray every tracer skips (its interval is empty, `tmin > tmax`): the
+    /// padding of a wave whose length only the device knows.
+    pub const UNTRACEABLE: GpuRay = GpuRay {
+        origin: [0.0; 3],
+        tmin: 1.0,
+        dir: [0.0, 0.0, 1.0],
+        tmax: 0.0,
+    };
+}
+
 impl From<&Ray> for GpuRay {
     fn from(ray: &Ray) -> Self {
         Self {

@@ -55,3 +55,25 @@ compact_gather_wave(const Ray32* rays, const Record32* records, const u32* indic
     out_rays[i] = rays[from];
     out_records[i] = records[from];
 }
+
+// compact_gather_wave for a wave whose length the host has not read: the
+// kept count is counts[slot] (written there by compact_select_indices), and
+// the slots from it up to n (the host's bound on the count) get the pad
+// record, one the caller's kernels skip (an untraceable ray, a path with no
+// pixel). A wavefront can so run several bounces without waiting for the
+// GPU; its kernels trace and skip the few padded slots.
+extern "C" __global__ void __launch_bounds__(256)
+compact_gather_wave_padded(const Ray32* rays, const Record32* records, const u32* indices,
+                           const u32* counts, u32 slot, u32 n, const Ray32* pad_ray,
+                           const Record32* pad_record, Ray32* out_rays, Record32* out_records) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    if (i < counts[slot]) {
+        u32 from = indices[i];
+        out_rays[i] = rays[from];
+        out_records[i] = records[from];
+    } else {
+        out_rays[i] = *pad_ray;
+        out_records[i] = *pad_record;
+    }
+}

@@ -78,6 +78,111 @@ pub fn select_u32(
     Ok(out)
 }
 
+/// [`select_indices_into`] with the count written to `counts[slot]`: a
+/// wavefront keeps all its steps' counts in one buffer, so the host reads
+/// them with one wait, and only when it must (`gather_wave_padded` uses a
+/// count where it lies).
+pub fn select_indices_at(
+    flags: &DeviceBuffer<u32>,
+    out: &mut DeviceBuffer<u32>,
+    counts: &mut DeviceBuffer<u32>,
+    slot: usize,
+) -> Result<(), GpuError> {
+    let kernel = k::COMPACT_SELECT_INDICES;
+    let n = flags.len();
+    check_slot(kernel.name(), counts, slot)?;
+    check_len(kernel.name(), n, MAX_SCAN_LEN)?;
+    if out.len() < n {
+        return Err(GpuError::LengthMismatch {
+            operation: kernel.name(),
+            what: "output",
+            expected: n,
+            actual: out.len(),
+        });
+    }
+    if n == 0 {
+        return counts.upload_at(slot, &[0]);
+    }
+    let gpu = flags.gpu();
+    let mut scratch = lookback_scratch(gpu, n)?;
+    let (status, counter) = scratch.pointers();
+    let args = (
+        flags.ptr(),
+        out.ptr_mut(),
+        counts.ptr_mut_at(slot),
+        n as u64,
+        status,
+        counter,
+    );
+    gpu.launch(kernel, lookback_blocks(n), SCAN_THREADS, args)
+}
+
+/// [`gather_wave`] for a wave whose kept count the host has not read: the
+/// first `counts[slot]` slots of `out_rays`/`out_paths` get the kept rays
+/// and records, the rest (up to their length, the host's bound on the
+/// count) `pad_ray`/`pad_path`, which the caller's kernels must skip (an
+/// untraceable ray; a path record with no pixel). No wait for the GPU.
+#[allow(clippy::too_many_arguments)]
+pub fn gather_wave_padded<R: bytemuck::Pod, P: bytemuck::Pod>(
+    rays: &DeviceBuffer<R>,
+    paths: &DeviceBuffer<P>,
+    indices: &DeviceBuffer<u32>,
+    (counts, slot): (&DeviceBuffer<u32>, usize),
+    pad_ray: &DeviceBuffer<R>,
+    pad_path: &DeviceBuffer<P>,
+    out_rays: &mut DeviceBuffer<R>,
+    out_paths: &mut DeviceBuffer<P>,
+) -> Result<(), GpuError> {
+    const { assert!(size_of::<P>() == 32 && size_of::<R>() == 32) };
+    let kernel = k::COMPACT_GATHER_WAVE_PADDED;
+    let n = out_rays.len();
+    check_slot(kernel.name(), counts, slot)?;
+    check_same_len(kernel.name(), "rays", rays.len(), paths.len())?;
+    check_same_len(kernel.name(), "out_paths", n, out_paths.len())?;
+    check_same_len(kernel.name(), "pad ray", 1, pad_ray.len())?;
+    check_same_len(kernel.name(), "pad path", 1, pad_path.len())?;
+    if indices.len() < n || rays.len() < n {
+        return Err(GpuError::Invalid {
+            what: "padded wave gather",
+            message: format!(
+                "a bound of {n} slots needs as many indices and rays ({} indices, {} rays)",
+                indices.len(),
+                rays.len()
+            ),
+        });
+    }
+    let args = (
+        rays.ptr().cast(),
+        paths.ptr().cast(),
+        indices.ptr(),
+        counts.ptr(),
+        slot as u32,
+        n as u32,
+        pad_ray.ptr().cast(),
+        pad_path.ptr().cast(),
+        out_rays.ptr_mut().cast(),
+        out_paths.ptr_mut().cast(),
+    );
+    super::launch_per_element(rays.gpu(), kernel, n, args)
+}
+
+fn check_slot(
+    operation: &'static str,
+    counts: &DeviceBuffer<u32>,
+    slot: usize,
+) -> Result<(), GpuError> {
+    if slot < counts.len() {
+        return Ok(());
+    }
+    Err(GpuError::Invalid {
+        what: "count slot",
+        message: format!(
+            "{operation}: slot {slot} of a count buffer of {}",
+            counts.len()
+        ),
+    })
+}
+
 /// The indices of the non-zero flags, ascending (waits for the GPU).
 pub fn select_indices(flags: &DeviceBuffer<u32>) -> Result<DeviceBuffer<u32>, GpuError> {
     let gpu = flags.gpu();

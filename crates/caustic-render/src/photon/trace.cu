@@ -3,8 +3,9 @@
 // eye rays of whitted/render.cu do: the host (photon/trace_cuda.rs) emits
 // one wave of photons (photon_emit), then per bounce traces it
 // (traverse_bvh2), runs photon_bounce, and compacts (compact.cu) the stored
-// photons into the maps (photon_gather_stored) and the surviving photons
-// into the next wave (compact_gather_wave).
+// photons onto the maps (photon_append_stored) and the surviving photons
+// into the next wave (compact_gather_wave_padded), all without the host
+// reading a count between bounces.
 //
 // Every step mirrors emit.rs and trace.rs operation for operation, and
 // photon i draws its random numbers from the same PCG32 stream as on the
@@ -237,12 +238,19 @@ photon_bounce(const FrameParams* scene, const PhotonParams* params, const Ray* r
 
 // ------------------------------------------------------------ compaction
 
-// The flagged stored photons to map[offset ..].
+// A bounce's kept photons appended to a map without the host reading a
+// count: stored[indices[i]] for i < counts[kept] go to map[counts[fill] + i],
+// and thread 0 sets counts[fill + 1], where the next bounce appends. The
+// host keeps the map's capacity above its bound on the fill (at most n per
+// bounce); a write past it is dropped, and the host's exact fill then says so.
 extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
-photon_gather_stored(const Photon* stored, const u32* indices, u32 n, Photon* map, u64 offset) {
+photon_append_stored(const Photon* stored, const u32* indices, u32* counts, u32 kept, u32 fill,
+                     u32 n, Photon* map, u32 capacity) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    map[offset + i] = stored[indices[i]];
+    const u32 count = counts[kept], at = counts[fill];
+    if (i == 0) counts[fill + 1] = at + count;
+    if (i >= n || i >= count || at + i >= capacity) return;
+    map[at + i] = stored[indices[i]];
 }
 
 // A map's positions, the input of its hash grid.

@@ -6,9 +6,13 @@
 //! 2. Per bounce: closest-hit traversal of the whole queue, one kernel that
 //!    stores, bounces or absorbs each photon (writing its stored photon and
 //!    map flags, and its next ray, into its own slots), then three
-//!    compactions: the global-map photons, the caustic-map photons, and the
-//!    surviving photons, which are the next bounce's queue.
-//! 3. The maps are the per-bounce compacted runs concatenated.
+//!    compactions: the global-map photons and the caustic-map photons,
+//!    appended to their maps, and the surviving photons, which are the next
+//!    bounce's queue.
+//! 3. The counts stay on the device: the queue is padded to the host's
+//!    bound on its length, and the host reads the counts only after
+//!    bounces 1, 2, 4, 8, … ([`crate::wavefront_cuda`]), so a pass's long
+//!    specular tails cost launches, not round trips.
 //!
 //! Photon `i` draws from the same PCG32 stream as on the CPU
 //! ([`super::trace::photon_rng`]) and every operation mirrors the CPU's, so
@@ -27,13 +31,14 @@ use crate::photon::records_cuda::{
 use crate::scene_cuda::FrameParams;
 use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
-use caustic_gpu::ops::compact::{gather_wave, select_indices};
+use caustic_gpu::ops::compact::{gather_wave_padded, select_indices_at};
 use caustic_gpu::ops::launch_per_element as launch;
 use caustic_gpu::{DeviceBuffer, GpuError};
 
 use super::emit::{PhotonSources, Source};
 use super::record::Photon;
 use super::trace::{GlobalRule, PhotonMaps, PhotonSettings, PhotonStats, RouletteRule};
+use crate::wavefront_cuda::{WavePad, host_reads_after};
 use crate::whitted::render_cuda::GpuScene;
 
 /// Most photons emitted in one wave: bounds the wave's device memory
@@ -213,20 +218,97 @@ struct Pass<'a> {
     scene: &'a GpuScene,
     scene_params: &'a DeviceBuffer<crate::scene_cuda::FrameParams>,
     tracer: AccelTracer,
-    /// Compacted runs of stored photons, one per bounce and wave.
+    /// The stored photons of each wave, one run per wave and map.
     global: Vec<DeviceBuffer<GpuPhoton>>,
     caustic: Vec<DeviceBuffer<GpuPhoton>>,
     rays: u64,
 }
 
-/// The rays of live photons and their states, slot for slot.
+/// The rays of live photons and their states, slot for slot; past the live
+/// ones (whose number only the device may know), padding.
 struct Wave {
     rays: DeviceBuffer<GpuRay>,
     paths: DeviceBuffer<GpuPhotonPath>,
 }
 
+/// Where a wave keeps its counts on the device, one buffer for all (the
+/// host reads it with one wait): the survivors of each step (emission, then
+/// each bounce), each bounce's kept photons per map, and each map's fill
+/// before each bounce.
+struct CountSlots {
+    bounces: usize,
+}
+
+impl CountSlots {
+    /// Photons alive after step `s` (0: emission, `b + 1`: bounce `b`).
+    fn live(&self, s: usize) -> usize {
+        s
+    }
+    /// Photons bounce `b` keeps for map `m` (0 global, 1 caustic).
+    fn kept(&self, m: usize, b: usize) -> usize {
+        self.bounces + 1 + m * self.bounces + b
+    }
+    /// Map `m`'s fill before bounce `b` (`b = bounces`: at the end).
+    fn fill(&self, m: usize, b: usize) -> usize {
+        3 * self.bounces + 1 + m * (self.bounces + 1) + b
+    }
+    fn len(&self) -> usize {
+        5 * self.bounces + 3
+    }
+}
+
+/// A map growing on the device by bounces, with the host's bound on its
+/// fill (the exact fill at the last read, plus each bounce's wave bound).
+struct MapRun {
+    photons: DeviceBuffer<GpuPhoton>,
+    fill_bound: usize,
+}
+
+impl MapRun {
+    fn new(gpu: &caustic_gpu::Gpu, what: &'static str, capacity: usize) -> Result<Self, GpuError> {
+        Ok(Self {
+            photons: DeviceBuffer::uninit(gpu, what, capacity.max(1))?,
+            fill_bound: 0,
+        })
+    }
+
+    /// Room for `more` photons after the exact fill `filled`: a larger
+    /// buffer holding the first `filled` where it has too little.
+    fn reserve(&mut self, filled: usize, more: usize) -> Result<(), GpuError> {
+        self.fill_bound = filled;
+        let needed = filled + more;
+        let capacity = self.photons.len();
+        if needed <= capacity {
+            return Ok(());
+        }
+        let gpu = self.photons.gpu().clone();
+        let what = self.photons.what();
+        let larger = DeviceBuffer::uninit(&gpu, what, needed.max(2 * capacity))?;
+        let mut old = std::mem::replace(&mut self.photons, larger);
+        old.truncate(filled);
+        self.photons.copy_from_at(&old, 0)
+    }
+
+    /// The run of the `filled` photons the device stored.
+    fn finish(mut self, filled: usize) -> Result<DeviceBuffer<GpuPhoton>, GpuError> {
+        if filled > self.photons.len() {
+            return Err(GpuError::Invalid {
+                what: "photon map",
+                message: format!(
+                    "{filled} stored photons overflowed a run of {} (a bound the host kept was wrong)",
+                    self.photons.len()
+                ),
+            });
+        }
+        self.photons.truncate(filled);
+        Ok(self.photons)
+    }
+}
+
 impl Pass<'_> {
-    /// Emits `count` photons and follows them for `max_bounces` bounces.
+    /// Emits `count` photons and follows them for at most `max_bounces`
+    /// bounces, reading the wave's counts only now and then
+    /// ([`host_reads_after`]).
     fn wave(
         &mut self,
         params: &DeviceBuffer<PhotonParams>,
@@ -234,42 +316,88 @@ impl Pass<'_> {
         max_bounces: u32,
     ) -> Result<(), GpuError> {
         let gpu = params.gpu().clone();
-        let mut emitted = Wave {
-            rays: DeviceBuffer::uninit(&gpu, "emitted photon rays", count)?,
-            paths: DeviceBuffer::uninit(&gpu, "emitted photon paths", count)?,
+        let slots = CountSlots {
+            bounces: max_bounces as usize,
         };
-        let mut live = DeviceBuffer::uninit(&gpu, "emitted photon flags", count)?;
-        emit(
-            self.scene_params,
-            params,
-            &mut emitted.rays,
-            &mut emitted.paths,
-            &mut live,
-        )?;
-        let mut wave = compact(&emitted, &live)?;
-        drop(emitted);
-        for _ in 0..max_bounces {
-            if wave.rays.is_empty() {
-                break;
+        let mut counts = DeviceBuffer::zeroed(&gpu, "photon wave counts", slots.len())?;
+        let pad = WavePad::new(&gpu, GpuPhotonPath::default())?;
+        let mut indices = DeviceBuffer::uninit(&gpu, "photon wave indices", count)?;
+        let mut wave = {
+            let mut emitted = Wave {
+                rays: DeviceBuffer::uninit(&gpu, "emitted photon rays", count)?,
+                paths: DeviceBuffer::uninit(&gpu, "emitted photon paths", count)?,
+            };
+            let mut live = DeviceBuffer::uninit(&gpu, "emitted photon flags", count)?;
+            emit(
+                self.scene_params,
+                params,
+                &mut emitted.rays,
+                &mut emitted.paths,
+                &mut live,
+            )?;
+            select_indices_at(&live, &mut indices, &mut counts, slots.live(0))?;
+            compact(&emitted, &indices, (&counts, slots.live(0)), &pad, count)?
+        };
+        let mut maps = [
+            MapRun::new(&gpu, "global photon map", count)?,
+            MapRun::new(&gpu, "caustic photon map", count)?,
+        ];
+        let mut bound = count;
+        let mut bounces = 0;
+        while bounces < slots.bounces && bound > 0 {
+            let b = bounces;
+            if maps.iter().any(|m| m.fill_bound + bound > m.photons.len()) {
+                let known = counts.download()?;
+                bound = known[slots.live(b)] as usize;
+                for (m, map) in maps.iter_mut().enumerate() {
+                    map.reserve(known[slots.fill(m, b)] as usize, bound)?;
+                }
+                wave.rays.truncate(bound);
+                wave.paths.truncate(bound);
+                if bound == 0 {
+                    break;
+                }
             }
-            wave = self.bounce(params, &wave)?;
+            wave = self.bounce(params, &wave, (&mut counts, &slots, b), &mut maps, &pad)?;
+            bounces += 1;
+            if host_reads_after(b as u32) {
+                let known = counts.download()?;
+                bound = known[slots.live(b + 1)] as usize;
+                for (m, map) in maps.iter_mut().enumerate() {
+                    map.fill_bound = known[slots.fill(m, b + 1)] as usize;
+                }
+                wave.rays.truncate(bound);
+                wave.paths.truncate(bound);
+            }
         }
+        let known = counts.download()?;
+        self.rays += (0..bounces)
+            .map(|s| u64::from(known[slots.live(s)]))
+            .sum::<u64>();
+        let [global, caustic] = maps;
+        self.global
+            .push(global.finish(known[slots.fill(0, bounces)] as usize)?);
+        self.caustic
+            .push(caustic.finish(known[slots.fill(1, bounces)] as usize)?);
         Ok(())
     }
 
-    /// Traces and bounces `wave`, keeps what it stored, returns the
-    /// survivors.
+    /// Traces and bounces the `wave.rays.len()` slots of `wave` (bounce
+    /// `b`), appends what they stored to the maps, returns the survivors
+    /// padded to as many slots.
     fn bounce(
         &mut self,
         params: &DeviceBuffer<PhotonParams>,
         wave: &Wave,
+        (counts, slots, b): (&mut DeviceBuffer<u32>, &CountSlots, usize),
+        maps: &mut [MapRun; 2],
+        pad: &WavePad<GpuPhotonPath>,
     ) -> Result<Wave, GpuError> {
         let gpu = params.gpu().clone();
         let n = wave.rays.len();
         let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "photon hits", n)?;
         self.tracer
             .intersect(self.scene.accel(), &wave.rays, &mut hits)?;
-        self.rays += n as u64;
         let mut next = Wave {
             rays: DeviceBuffer::uninit(&gpu, "photon next rays", n)?,
             paths: DeviceBuffer::uninit(&gpu, "photon next paths", n)?,
@@ -295,45 +423,46 @@ impl Pass<'_> {
             targets,
         )?;
         drop(hits);
-        keep_flagged(&stored, &global, &mut self.global)?;
-        keep_flagged(&stored, &caustic, &mut self.caustic)?;
-        compact(&next, &live)
+        let mut indices = DeviceBuffer::uninit(&gpu, "photon map indices", n)?;
+        for (m, flags) in [&global, &caustic].into_iter().enumerate() {
+            select_indices_at(flags, &mut indices, counts, slots.kept(m, b))?;
+            let append = AppendSlots {
+                kept: slots.kept(m, b),
+                fill: slots.fill(m, b),
+            };
+            append_stored(&stored, &indices, counts, append, &mut maps[m].photons)?;
+            maps[m].fill_bound += n;
+        }
+        select_indices_at(&live, &mut indices, counts, slots.live(b + 1))?;
+        compact(&next, &indices, (counts, slots.live(b + 1)), pad, n)
     }
 }
 
-/// The flagged slots of `wave`, in order.
-fn compact(wave: &Wave, flags: &DeviceBuffer<u32>) -> Result<Wave, GpuError> {
-    let gpu = flags.gpu();
-    let indices = select_indices(flags)?;
-    let n = indices.len();
+/// The first `counts[slot]` photons `indices` names, into a wave of `bound`
+/// slots padded past them.
+fn compact(
+    wave: &Wave,
+    indices: &DeviceBuffer<u32>,
+    count: (&DeviceBuffer<u32>, usize),
+    pad: &WavePad<GpuPhotonPath>,
+    bound: usize,
+) -> Result<Wave, GpuError> {
+    let gpu = indices.gpu();
     let mut out = Wave {
-        rays: DeviceBuffer::uninit(gpu, "photon rays", n)?,
-        paths: DeviceBuffer::uninit(gpu, "photon paths", n)?,
+        rays: DeviceBuffer::uninit(gpu, "photon rays", bound)?,
+        paths: DeviceBuffer::uninit(gpu, "photon paths", bound)?,
     };
-    gather_wave(
+    gather_wave_padded(
         &wave.rays,
         &wave.paths,
-        &indices,
+        indices,
+        count,
+        &pad.ray,
+        &pad.path,
         &mut out.rays,
         &mut out.paths,
     )?;
     Ok(out)
-}
-
-/// Appends the flagged stored photons to `runs` as one compacted run.
-fn keep_flagged(
-    stored: &DeviceBuffer<GpuPhoton>,
-    flags: &DeviceBuffer<u32>,
-    runs: &mut Vec<DeviceBuffer<GpuPhoton>>,
-) -> Result<(), GpuError> {
-    let indices = select_indices(flags)?;
-    if indices.is_empty() {
-        return Ok(());
-    }
-    let mut run = DeviceBuffer::uninit(stored.gpu(), "photon map run", indices.len())?;
-    gather_stored(stored, &indices, &mut run, 0)?;
-    runs.push(run);
-    Ok(())
 }
 
 /// The runs one after another in one buffer.
@@ -421,30 +550,52 @@ pub fn bounce(
     )
 }
 
-/// `map[offset + i] = stored[indices[i]]`.
-pub fn gather_stored(
+/// The count slots of one bounce's append to one map.
+pub struct AppendSlots {
+    /// Where the bounce's kept count lies.
+    pub kept: usize,
+    /// Where the map's fill before the bounce lies (the kernel writes the
+    /// fill after it to the next slot).
+    pub fill: usize,
+}
+
+/// `map[counts[fill] + i] = stored[indices[i]]` for `i < counts[kept]`, and
+/// `counts[fill + 1] = counts[fill] + counts[kept]`, without waiting; the
+/// caller keeps `map` long enough (a write past it is dropped).
+pub fn append_stored(
     stored: &DeviceBuffer<GpuPhoton>,
     indices: &DeviceBuffer<u32>,
+    counts: &mut DeviceBuffer<u32>,
+    slots: AppendSlots,
     map: &mut DeviceBuffer<GpuPhoton>,
-    offset: usize,
 ) -> Result<(), GpuError> {
-    let n = indices.len();
-    if offset + n > map.len() {
+    if slots.kept.max(slots.fill + 1) >= counts.len() {
         return Err(GpuError::Invalid {
             what: "photon map append",
-            message: format!("{n} photons at {offset} overflow a map of {}", map.len()),
+            message: format!(
+                "count slots {} and {} past a buffer of {}",
+                slots.kept,
+                slots.fill + 1,
+                counts.len()
+            ),
         });
     }
+    let n = stored.len().min(indices.len());
+    let capacity = map.len() as u32;
+    // At least one thread: it writes the next fill.
     launch(
         stored.gpu(),
-        k::PHOTON_GATHER_STORED,
-        n,
+        k::PHOTON_APPEND_STORED,
+        n.max(1),
         (
             stored.ptr(),
             indices.ptr(),
+            counts.ptr_mut(),
+            slots.kept as u32,
+            slots.fill as u32,
             n as u32,
             map.ptr_mut(),
-            offset as u64,
+            capacity,
         ),
     )
 }

@@ -18,7 +18,7 @@ use std::time::Instant;
 use crate::photon::records_cuda::{GpuPhoton, GridView};
 use crate::scene_cuda::FrameParams;
 use crate::sppm::kernels_cuda::{
-    self as kernels, EyeStep, EyeTargets, GpuSppmPixel, GpuVisiblePoint,
+    self as kernels, EyeStep, EyeTargets, GpuSppmPath, GpuSppmPixel, GpuVisiblePoint,
 };
 use crate::team::{
     Solo, Team, TeamError, gather_concat, gather_concat_into, share, sum_u64, team_mean,
@@ -27,13 +27,14 @@ use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_geom::Rgb;
-use caustic_gpu::ops::compact::{gather_wave, select_indices};
+use caustic_gpu::ops::compact::{gather_wave_padded, select_indices_at};
 use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
 use caustic_scene::Camera;
 
 use super::gather::photon_settings;
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
 use crate::photon::{PhotonSources, trace_cuda};
+use crate::wavefront_cuda::{WavePad, host_reads_after};
 use crate::whitted::render_cuda::GpuScene;
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
 
@@ -383,7 +384,8 @@ impl<'a> State<'a> {
         Ok(all)
     }
 
-    /// The eye pass: rays traced, eye and shadow.
+    /// The eye pass: rays traced, eye and shadow. The wave's length stays
+    /// on the device between bounces ([`crate::wavefront_cuda`]).
     fn eye_pass(&mut self, pass: u32) -> Result<u64, GpuError> {
         let gpu = self.device.gpu().clone();
         let s = self.settings;
@@ -397,26 +399,31 @@ impl<'a> State<'a> {
             &mut rays,
             &mut paths,
         )?;
-        let mut traced = 0;
-        for depth in 0..=s.max_depth {
-            let n = rays.len();
-            if n == 0 {
-                break;
-            }
-            let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "sppm hits", n)?;
+        let depths = s.max_depth as usize + 1;
+        // counts[d]: the paths entering depth d (counts[0] unused: all n).
+        let mut counts = DeviceBuffer::zeroed(&gpu, "sppm wave counts", depths + 1)?;
+        let no_pixel = GpuSppmPath {
+            pixel: u32::MAX,
+            ..bytemuck::Zeroable::zeroed()
+        };
+        let pad = WavePad::new(&gpu, no_pixel)?;
+        let mut indices = DeviceBuffer::uninit(&gpu, "sppm wave indices", n)?;
+        let mut depth = 0;
+        while depth < depths && !rays.is_empty() {
+            let bound = rays.len();
+            let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "sppm hits", bound)?;
             self.tracer
                 .intersect(self.device.accel(), &rays, &mut hits)?;
-            traced += n as u64;
-            let shadow_count = n * self.slots as usize;
-            let mut child_rays = DeviceBuffer::uninit(&gpu, "sppm child rays", n)?;
-            let mut child_paths = DeviceBuffer::uninit(&gpu, "sppm child paths", n)?;
-            let mut child_flags = DeviceBuffer::uninit(&gpu, "sppm child flags", n)?;
+            let shadow_count = bound * self.slots as usize;
+            let mut child_rays = DeviceBuffer::uninit(&gpu, "sppm child rays", bound)?;
+            let mut child_paths = DeviceBuffer::uninit(&gpu, "sppm child paths", bound)?;
+            let mut child_flags = DeviceBuffer::uninit(&gpu, "sppm child flags", bound)?;
             let mut shadow_rays =
                 DeviceBuffer::<GpuRay>::uninit(&gpu, "sppm shadow rays", shadow_count)?;
             let mut shadow_values = DeviceBuffer::uninit(&gpu, "sppm shadow values", shadow_count)?;
             let mut shadow_flags = DeviceBuffer::uninit(&gpu, "sppm shadow flags", shadow_count)?;
             let step = EyeStep {
-                depth,
+                depth: depth as u32,
                 slots: self.slots,
                 pixel_angle: self.pixel_angle,
             };
@@ -443,13 +450,31 @@ impl<'a> State<'a> {
                     &shadow_flags,
                     &mut self.radiance,
                 )?;
-                traced += shadow_count as u64;
             }
-            let indices = select_indices(&child_flags)?;
-            rays = DeviceBuffer::uninit(&gpu, "sppm rays", indices.len())?;
-            paths = DeviceBuffer::uninit(&gpu, "sppm paths", indices.len())?;
-            gather_wave(&child_rays, &child_paths, &indices, &mut rays, &mut paths)?;
+            select_indices_at(&child_flags, &mut indices, &mut counts, depth + 1)?;
+            rays = DeviceBuffer::uninit(&gpu, "sppm rays", bound)?;
+            paths = DeviceBuffer::uninit(&gpu, "sppm paths", bound)?;
+            gather_wave_padded(
+                &child_rays,
+                &child_paths,
+                &indices,
+                (&counts, depth + 1),
+                &pad.ray,
+                &pad.path,
+                &mut rays,
+                &mut paths,
+            )?;
+            if host_reads_after(depth as u32) {
+                let live = counts.download()?[depth + 1] as usize;
+                rays.truncate(live);
+                paths.truncate(live);
+            }
+            depth += 1;
         }
+        // Every path of every depth traced, with its shadow slots.
+        let known = counts.download()?;
+        let paths_traced = n as u64 + (1..depth).map(|d| u64::from(known[d])).sum::<u64>();
+        let traced = paths_traced * (1 + u64::from(self.slots));
         Ok(traced)
     }
 }
