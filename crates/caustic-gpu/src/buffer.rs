@@ -34,6 +34,8 @@ pub struct DeviceBuffer<T: Pod> {
     /// Device address; 0 for an empty buffer, which owns no allocation.
     ptr: sys::CUdeviceptr,
     len: usize,
+    /// Elements the allocation holds (`len` may be shorter: [`Self::set_len`]).
+    capacity: usize,
     /// What the buffer holds, for out-of-memory messages.
     what: &'static str,
     gpu: Gpu,
@@ -57,6 +59,7 @@ impl<T: Pod> DeviceBuffer<T> {
         Ok(DeviceBuffer {
             ptr,
             len,
+            capacity: len,
             what,
             gpu: gpu.clone(),
             _element: PhantomData,
@@ -112,11 +115,34 @@ impl<T: Pod> DeviceBuffer<T> {
     pub(crate) fn swap_storage(&mut self, other: &mut DeviceBuffer<T>) {
         assert_eq!(self.len, other.len, "swap_storage needs equal lengths");
         std::mem::swap(&mut self.ptr, &mut other.ptr);
+        std::mem::swap(&mut self.capacity, &mut other.capacity);
     }
 
     /// Shortens the buffer to `len` elements, keeping the allocation.
     pub fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
+    }
+
+    /// Makes the buffer `len` elements long within its allocation (the
+    /// elements past the old length keep what they held): a loop reuses
+    /// one allocation for steps of different lengths, with no allocation
+    /// or free per step.
+    pub fn set_len(&mut self, len: usize) -> Result<(), GpuError> {
+        if len > self.capacity {
+            return Err(GpuError::LengthMismatch {
+                operation: "set_len",
+                what: self.what,
+                expected: self.capacity,
+                actual: len,
+            });
+        }
+        self.len = len;
+        Ok(())
+    }
+
+    /// Elements the allocation holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
     }
 
     /// Copies `data` (exactly `len()` elements) to the device.

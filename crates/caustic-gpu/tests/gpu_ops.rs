@@ -246,7 +246,11 @@ fn check_padded_wave_gather(rng: &mut Pcg32, n: usize, flags: &DeviceBuffer<u32>
     let slot = 2;
     let mut counts = upload(&[7u32, 7, 7, 7]);
     let mut indices = poisoned(n);
-    compact::select_indices_at(flags, &mut indices, &mut counts, slot).unwrap();
+    let mut scratch = compact::SelectScratch::new(gpu(), n).unwrap();
+    // Twice with one scratch: it is reset for each selection.
+    for _ in 0..2 {
+        compact::select_indices_at(flags, &mut indices, (&mut counts, slot), &mut scratch).unwrap();
+    }
     let got_counts = counts.download().unwrap();
     assert_eq!(got_counts, [7, 7, kept.len() as u32, 7], "counts, n = {n}");
     let rays: Vec<[u32; 8]> = (0..n)

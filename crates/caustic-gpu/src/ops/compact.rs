@@ -3,8 +3,10 @@
 //! in a decoupled look-back scan). Semantics: [`super::cpu::compact_u32`].
 
 use super::{
-    MAX_SCAN_LEN, SCAN_THREADS, check_len, check_same_len, lookback_blocks, lookback_scratch,
+    LookbackScratch, MAX_SCAN_LEN, SCAN_THREADS, check_len, check_same_len, lookback_blocks,
+    lookback_scratch,
 };
+use crate::Gpu;
 use crate::buffer::DeviceBuffer;
 use crate::error::GpuError;
 use crate::kernels::ops_compact as k;
@@ -78,6 +80,25 @@ pub fn select_u32(
     Ok(out)
 }
 
+/// The look-back scratch of [`select_indices_at`] for inputs of up to
+/// `max_len` elements, allocated once: each selection then costs a zeroing
+/// and a launch, not also an allocation and a free (a wavefront selects
+/// three times a bounce, and the driver calls, not the GPU, set the pace of
+/// its small late waves).
+pub struct SelectScratch {
+    lookback: LookbackScratch,
+    max_len: usize,
+}
+
+impl SelectScratch {
+    pub fn new(gpu: &Gpu, max_len: usize) -> Result<Self, GpuError> {
+        Ok(Self {
+            lookback: lookback_scratch(gpu, max_len.max(1))?,
+            max_len,
+        })
+    }
+}
+
 /// [`select_indices_into`] with the count written to `counts[slot]`: a
 /// wavefront keeps all its steps' counts in one buffer, so the host reads
 /// them with one wait, and only when it must (`gather_wave_padded` uses a
@@ -85,13 +106,13 @@ pub fn select_u32(
 pub fn select_indices_at(
     flags: &DeviceBuffer<u32>,
     out: &mut DeviceBuffer<u32>,
-    counts: &mut DeviceBuffer<u32>,
-    slot: usize,
+    (counts, slot): (&mut DeviceBuffer<u32>, usize),
+    scratch: &mut SelectScratch,
 ) -> Result<(), GpuError> {
     let kernel = k::COMPACT_SELECT_INDICES;
     let n = flags.len();
     check_slot(kernel.name(), counts, slot)?;
-    check_len(kernel.name(), n, MAX_SCAN_LEN)?;
+    check_len(kernel.name(), n, MAX_SCAN_LEN.min(scratch.max_len))?;
     if out.len() < n {
         return Err(GpuError::LengthMismatch {
             operation: kernel.name(),
@@ -104,8 +125,8 @@ pub fn select_indices_at(
         return counts.upload_at(slot, &[0]);
     }
     let gpu = flags.gpu();
-    let mut scratch = lookback_scratch(gpu, n)?;
-    let (status, counter) = scratch.pointers();
+    scratch.lookback.reset()?;
+    let (status, counter) = scratch.lookback.pointers();
     let args = (
         flags.ptr(),
         out.ptr_mut(),

@@ -31,7 +31,7 @@ use crate::photon::records_cuda::{
 use crate::scene_cuda::FrameParams;
 use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
-use caustic_gpu::ops::compact::{gather_wave_padded, select_indices_at};
+use caustic_gpu::ops::compact::{SelectScratch, gather_wave_padded, select_indices_at};
 use caustic_gpu::ops::launch_per_element as launch;
 use caustic_gpu::{DeviceBuffer, GpuError};
 
@@ -305,6 +305,96 @@ impl MapRun {
     }
 }
 
+/// A wave's device memory, allocated once for its emitted count and set to
+/// each bounce's bound: no allocation or free per bounce (at the long
+/// specular tails, the driver calls, not the GPU, set the pace).
+struct WaveBuffers {
+    /// The queue being traced (compacted survivors, padded to the bound).
+    queue: Wave,
+    /// The next queue, compacted from `bounced`.
+    next: Wave,
+    /// The slots the emission or bounce kernel writes.
+    bounced: Wave,
+    hits: DeviceBuffer<GpuHit>,
+    live: DeviceBuffer<u32>,
+    stored: DeviceBuffer<GpuPhoton>,
+    map_flags: [DeviceBuffer<u32>; 2],
+    indices: DeviceBuffer<u32>,
+    scratch: SelectScratch,
+    counts: DeviceBuffer<u32>,
+}
+
+impl WaveBuffers {
+    fn new(gpu: &caustic_gpu::Gpu, count: usize, slots: &CountSlots) -> Result<Self, GpuError> {
+        let wave = |what_rays, what_paths| -> Result<Wave, GpuError> {
+            Ok(Wave {
+                rays: DeviceBuffer::uninit(gpu, what_rays, count)?,
+                paths: DeviceBuffer::uninit(gpu, what_paths, count)?,
+            })
+        };
+        Ok(Self {
+            queue: wave("photon rays", "photon paths")?,
+            next: wave("photon next rays", "photon next paths")?,
+            bounced: wave("photon bounced rays", "photon bounced paths")?,
+            hits: DeviceBuffer::uninit(gpu, "photon hits", count)?,
+            live: DeviceBuffer::uninit(gpu, "photon live flags", count)?,
+            stored: DeviceBuffer::uninit(gpu, "stored photons", count)?,
+            map_flags: [
+                DeviceBuffer::uninit(gpu, "global map flags", count)?,
+                DeviceBuffer::uninit(gpu, "caustic map flags", count)?,
+            ],
+            indices: DeviceBuffer::uninit(gpu, "photon wave indices", count)?,
+            scratch: SelectScratch::new(gpu, count)?,
+            counts: DeviceBuffer::zeroed(gpu, "photon wave counts", slots.len())?,
+        })
+    }
+
+    /// Every per-slot buffer `bound` long (the queue keeps its own length).
+    fn set_len(&mut self, bound: usize) -> Result<(), GpuError> {
+        for wave in [&mut self.next, &mut self.bounced] {
+            wave.rays.set_len(bound)?;
+            wave.paths.set_len(bound)?;
+        }
+        self.hits.set_len(bound)?;
+        self.live.set_len(bound)?;
+        self.stored.set_len(bound)?;
+        for flags in &mut self.map_flags {
+            flags.set_len(bound)?;
+        }
+        self.indices.set_len(bound)
+    }
+
+    /// The bounced slots' survivors (their number goes to `counts[slot]`)
+    /// into the next queue, padded to the bound, which then becomes the
+    /// queue.
+    fn compact(&mut self, slot: usize, pad: &WavePad<GpuPhotonPath>) -> Result<(), GpuError> {
+        select_indices_at(
+            &self.live,
+            &mut self.indices,
+            (&mut self.counts, slot),
+            &mut self.scratch,
+        )?;
+        gather_wave_padded(
+            &self.bounced.rays,
+            &self.bounced.paths,
+            &self.indices,
+            (&self.counts, slot),
+            &pad.ray,
+            &pad.path,
+            &mut self.next.rays,
+            &mut self.next.paths,
+        )?;
+        std::mem::swap(&mut self.queue, &mut self.next);
+        Ok(())
+    }
+
+    /// The queue cut to the `live` photons the host now knows of.
+    fn cut_queue(&mut self, live: usize) {
+        self.queue.rays.truncate(live);
+        self.queue.paths.truncate(live);
+    }
+}
+
 impl Pass<'_> {
     /// Emits `count` photons and follows them for at most `max_bounces`
     /// bounces, reading the wave's counts only now and then
@@ -319,25 +409,16 @@ impl Pass<'_> {
         let slots = CountSlots {
             bounces: max_bounces as usize,
         };
-        let mut counts = DeviceBuffer::zeroed(&gpu, "photon wave counts", slots.len())?;
         let pad = WavePad::new(&gpu, GpuPhotonPath::default())?;
-        let mut indices = DeviceBuffer::uninit(&gpu, "photon wave indices", count)?;
-        let mut wave = {
-            let mut emitted = Wave {
-                rays: DeviceBuffer::uninit(&gpu, "emitted photon rays", count)?,
-                paths: DeviceBuffer::uninit(&gpu, "emitted photon paths", count)?,
-            };
-            let mut live = DeviceBuffer::uninit(&gpu, "emitted photon flags", count)?;
-            emit(
-                self.scene_params,
-                params,
-                &mut emitted.rays,
-                &mut emitted.paths,
-                &mut live,
-            )?;
-            select_indices_at(&live, &mut indices, &mut counts, slots.live(0))?;
-            compact(&emitted, &indices, (&counts, slots.live(0)), &pad, count)?
-        };
+        let mut w = WaveBuffers::new(&gpu, count, &slots)?;
+        emit(
+            self.scene_params,
+            params,
+            &mut w.bounced.rays,
+            &mut w.bounced.paths,
+            &mut w.live,
+        )?;
+        w.compact(slots.live(0), &pad)?;
         let mut maps = [
             MapRun::new(&gpu, "global photon map", count)?,
             MapRun::new(&gpu, "caustic photon map", count)?,
@@ -347,30 +428,28 @@ impl Pass<'_> {
         while bounces < slots.bounces && bound > 0 {
             let b = bounces;
             if maps.iter().any(|m| m.fill_bound + bound > m.photons.len()) {
-                let known = counts.download()?;
+                let known = w.counts.download()?;
                 bound = known[slots.live(b)] as usize;
                 for (m, map) in maps.iter_mut().enumerate() {
                     map.reserve(known[slots.fill(m, b)] as usize, bound)?;
                 }
-                wave.rays.truncate(bound);
-                wave.paths.truncate(bound);
+                w.cut_queue(bound);
                 if bound == 0 {
                     break;
                 }
             }
-            wave = self.bounce(params, &wave, (&mut counts, &slots, b), &mut maps, &pad)?;
+            self.bounce(params, &mut w, (&slots, b), &mut maps, &pad)?;
             bounces += 1;
             if host_reads_after(b as u32) {
-                let known = counts.download()?;
+                let known = w.counts.download()?;
                 bound = known[slots.live(b + 1)] as usize;
                 for (m, map) in maps.iter_mut().enumerate() {
                     map.fill_bound = known[slots.fill(m, b + 1)] as usize;
                 }
-                wave.rays.truncate(bound);
-                wave.paths.truncate(bound);
+                w.cut_queue(bound);
             }
         }
-        let known = counts.download()?;
+        let known = w.counts.download()?;
         self.rays += (0..bounces)
             .map(|s| u64::from(known[slots.live(s)]))
             .sum::<u64>();
@@ -382,87 +461,61 @@ impl Pass<'_> {
         Ok(())
     }
 
-    /// Traces and bounces the `wave.rays.len()` slots of `wave` (bounce
-    /// `b`), appends what they stored to the maps, returns the survivors
-    /// padded to as many slots.
+    /// Traces and bounces the queue's slots (bounce `b`), appends what they
+    /// stored to the maps, and makes the survivors, padded to as many
+    /// slots, the queue.
     fn bounce(
         &mut self,
         params: &DeviceBuffer<PhotonParams>,
-        wave: &Wave,
-        (counts, slots, b): (&mut DeviceBuffer<u32>, &CountSlots, usize),
+        w: &mut WaveBuffers,
+        (slots, b): (&CountSlots, usize),
         maps: &mut [MapRun; 2],
         pad: &WavePad<GpuPhotonPath>,
-    ) -> Result<Wave, GpuError> {
-        let gpu = params.gpu().clone();
-        let n = wave.rays.len();
-        let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "photon hits", n)?;
+    ) -> Result<(), GpuError> {
+        let n = w.queue.rays.len();
+        w.set_len(n)?;
         self.tracer
-            .intersect(self.scene.accel(), &wave.rays, &mut hits)?;
-        let mut next = Wave {
-            rays: DeviceBuffer::uninit(&gpu, "photon next rays", n)?,
-            paths: DeviceBuffer::uninit(&gpu, "photon next paths", n)?,
-        };
-        let mut live = DeviceBuffer::uninit(&gpu, "photon live flags", n)?;
-        let mut stored = DeviceBuffer::uninit(&gpu, "stored photons", n)?;
-        let mut global = DeviceBuffer::uninit(&gpu, "global map flags", n)?;
-        let mut caustic = DeviceBuffer::uninit(&gpu, "caustic map flags", n)?;
+            .intersect(self.scene.accel(), &w.queue.rays, &mut w.hits)?;
+        let [global, caustic] = &mut w.map_flags;
         let targets = BounceTargets {
-            rays: &mut next.rays,
-            paths: &mut next.paths,
-            live: &mut live,
-            stored: &mut stored,
-            global: &mut global,
-            caustic: &mut caustic,
+            rays: &mut w.bounced.rays,
+            paths: &mut w.bounced.paths,
+            live: &mut w.live,
+            stored: &mut w.stored,
+            global,
+            caustic,
         };
         bounce(
             self.scene_params,
             params,
-            &wave.rays,
-            &hits,
-            &wave.paths,
+            &w.queue.rays,
+            &w.hits,
+            &w.queue.paths,
             targets,
         )?;
-        drop(hits);
-        let mut indices = DeviceBuffer::uninit(&gpu, "photon map indices", n)?;
-        for (m, flags) in [&global, &caustic].into_iter().enumerate() {
-            select_indices_at(flags, &mut indices, counts, slots.kept(m, b))?;
+        for (m, map) in maps.iter_mut().enumerate() {
+            let kept = slots.kept(m, b);
+            select_indices_at(
+                &w.map_flags[m],
+                &mut w.indices,
+                (&mut w.counts, kept),
+                &mut w.scratch,
+            )?;
             let append = AppendSlots {
-                kept: slots.kept(m, b),
+                kept,
                 fill: slots.fill(m, b),
             };
-            append_stored(&stored, &indices, counts, append, &mut maps[m].photons)?;
-            maps[m].fill_bound += n;
+            append_stored(
+                &w.stored,
+                &w.indices,
+                &mut w.counts,
+                append,
+                &mut map.photons,
+            )?;
+            map.fill_bound += n;
         }
-        select_indices_at(&live, &mut indices, counts, slots.live(b + 1))?;
-        compact(&next, &indices, (counts, slots.live(b + 1)), pad, n)
+        w.compact(slots.live(b + 1), pad)
     }
-}
-
-/// The first `counts[slot]` photons `indices` names, into a wave of `bound`
-/// slots padded past them.
-fn compact(
-    wave: &Wave,
-    indices: &DeviceBuffer<u32>,
-    count: (&DeviceBuffer<u32>, usize),
-    pad: &WavePad<GpuPhotonPath>,
-    bound: usize,
-) -> Result<Wave, GpuError> {
-    let gpu = indices.gpu();
-    let mut out = Wave {
-        rays: DeviceBuffer::uninit(gpu, "photon rays", bound)?,
-        paths: DeviceBuffer::uninit(gpu, "photon paths", bound)?,
-    };
-    gather_wave_padded(
-        &wave.rays,
-        &wave.paths,
-        indices,
-        count,
-        &pad.ray,
-        &pad.path,
-        &mut out.rays,
-        &mut out.paths,
-    )?;
-    Ok(out)
 }
 
 /// The runs one after another in one buffer.

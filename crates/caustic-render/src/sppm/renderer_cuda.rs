@@ -27,7 +27,7 @@ use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_geom::Rgb;
-use caustic_gpu::ops::compact::{gather_wave_padded, select_indices_at};
+use caustic_gpu::ops::compact::{SelectScratch, gather_wave_padded, select_indices_at};
 use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
 use caustic_scene::Camera;
 
@@ -385,96 +385,152 @@ impl<'a> State<'a> {
     }
 
     /// The eye pass: rays traced, eye and shadow. The wave's length stays
-    /// on the device between bounces ([`crate::wavefront_cuda`]).
+    /// on the device between bounces, and its buffers are allocated once
+    /// ([`crate::wavefront_cuda`]).
     fn eye_pass(&mut self, pass: u32) -> Result<u64, GpuError> {
         let gpu = self.device.gpu().clone();
-        let s = self.settings;
         let n = self.band.tiles as usize * 64;
-        let mut rays = DeviceBuffer::uninit(&gpu, "sppm primary rays", n)?;
-        let mut paths = DeviceBuffer::uninit(&gpu, "sppm primary paths", n)?;
+        let depths = self.settings.max_depth as usize + 1;
+        let mut w = EyeBuffers::new(&gpu, n, self.slots as usize, depths)?;
         kernels::primary(
             &self.params,
             pass,
             self.band.first_tile,
-            &mut rays,
-            &mut paths,
+            &mut w.queue.0,
+            &mut w.queue.1,
         )?;
-        let depths = s.max_depth as usize + 1;
-        // counts[d]: the paths entering depth d (counts[0] unused: all n).
-        let mut counts = DeviceBuffer::zeroed(&gpu, "sppm wave counts", depths + 1)?;
-        let no_pixel = GpuSppmPath {
-            pixel: u32::MAX,
-            ..bytemuck::Zeroable::zeroed()
-        };
-        let pad = WavePad::new(&gpu, no_pixel)?;
-        let mut indices = DeviceBuffer::uninit(&gpu, "sppm wave indices", n)?;
         let mut depth = 0;
-        while depth < depths && !rays.is_empty() {
-            let bound = rays.len();
-            let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "sppm hits", bound)?;
-            self.tracer
-                .intersect(self.device.accel(), &rays, &mut hits)?;
-            let shadow_count = bound * self.slots as usize;
-            let mut child_rays = DeviceBuffer::uninit(&gpu, "sppm child rays", bound)?;
-            let mut child_paths = DeviceBuffer::uninit(&gpu, "sppm child paths", bound)?;
-            let mut child_flags = DeviceBuffer::uninit(&gpu, "sppm child flags", bound)?;
-            let mut shadow_rays =
-                DeviceBuffer::<GpuRay>::uninit(&gpu, "sppm shadow rays", shadow_count)?;
-            let mut shadow_values = DeviceBuffer::uninit(&gpu, "sppm shadow values", shadow_count)?;
-            let mut shadow_flags = DeviceBuffer::uninit(&gpu, "sppm shadow flags", shadow_count)?;
-            let step = EyeStep {
-                depth: depth as u32,
-                slots: self.slots,
-                pixel_angle: self.pixel_angle,
-            };
-            let targets = EyeTargets {
-                child_rays: &mut child_rays,
-                child_paths: &mut child_paths,
-                child_flags: &mut child_flags,
-                shadow_rays: &mut shadow_rays,
-                shadow_values: &mut shadow_values,
-                shadow_flags: &mut shadow_flags,
-                radiance: &mut self.radiance,
-                points: &mut self.points,
-            };
-            kernels::eye_step(&self.params, &rays, &hits, &paths, step, targets)?;
-            if shadow_count > 0 {
-                let mut occluded = DeviceBuffer::uninit(&gpu, "sppm occlusion", shadow_count)?;
-                self.tracer
-                    .occluded(self.device.accel(), &shadow_rays, &mut occluded)?;
-                kernels::shadow_add(
-                    &paths,
-                    self.slots,
-                    &occluded,
-                    &shadow_values,
-                    &shadow_flags,
-                    &mut self.radiance,
-                )?;
-            }
-            select_indices_at(&child_flags, &mut indices, &mut counts, depth + 1)?;
-            rays = DeviceBuffer::uninit(&gpu, "sppm rays", bound)?;
-            paths = DeviceBuffer::uninit(&gpu, "sppm paths", bound)?;
-            gather_wave_padded(
-                &child_rays,
-                &child_paths,
-                &indices,
-                (&counts, depth + 1),
-                &pad.ray,
-                &pad.path,
-                &mut rays,
-                &mut paths,
-            )?;
+        while depth < depths && !w.queue.0.is_empty() {
+            self.eye_step(&mut w, depth)?;
             if host_reads_after(depth as u32) {
-                let live = counts.download()?[depth + 1] as usize;
-                rays.truncate(live);
-                paths.truncate(live);
+                let live = w.counts.download()?[depth + 1] as usize;
+                w.queue.0.truncate(live);
+                w.queue.1.truncate(live);
             }
             depth += 1;
         }
         // Every path of every depth traced, with its shadow slots.
-        let known = counts.download()?;
+        let known = w.counts.download()?;
         let paths_traced = n as u64 + (1..depth).map(|d| u64::from(known[d])).sum::<u64>();
-        let traced = paths_traced * (1 + u64::from(self.slots));
-        Ok(traced)
+        Ok(paths_traced * (1 + u64::from(self.slots)))
+    }
+
+    /// One depth of the eye wave: trace, shade, shadow rays, and the
+    /// survivors compacted into the queue (padded to its bound).
+    fn eye_step(&mut self, w: &mut EyeBuffers, depth: usize) -> Result<(), GpuError> {
+        let bound = w.queue.0.len();
+        w.set_len(bound, self.slots as usize)?;
+        self.tracer
+            .intersect(self.device.accel(), &w.queue.0, &mut w.hits)?;
+        let step = EyeStep {
+            depth: depth as u32,
+            slots: self.slots,
+            pixel_angle: self.pixel_angle,
+        };
+        let targets = EyeTargets {
+            child_rays: &mut w.children.0,
+            child_paths: &mut w.children.1,
+            child_flags: &mut w.child_flags,
+            shadow_rays: &mut w.shadow_rays,
+            shadow_values: &mut w.shadow_values,
+            shadow_flags: &mut w.shadow_flags,
+            radiance: &mut self.radiance,
+            points: &mut self.points,
+        };
+        kernels::eye_step(&self.params, &w.queue.0, &w.hits, &w.queue.1, step, targets)?;
+        if !w.shadow_rays.is_empty() {
+            self.tracer
+                .occluded(self.device.accel(), &w.shadow_rays, &mut w.occluded)?;
+            kernels::shadow_add(
+                &w.queue.1,
+                self.slots,
+                &w.occluded,
+                &w.shadow_values,
+                &w.shadow_flags,
+                &mut self.radiance,
+            )?;
+        }
+        select_indices_at(
+            &w.child_flags,
+            &mut w.indices,
+            (&mut w.counts, depth + 1),
+            &mut w.scratch,
+        )?;
+        gather_wave_padded(
+            &w.children.0,
+            &w.children.1,
+            &w.indices,
+            (&w.counts, depth + 1),
+            &w.pad.ray,
+            &w.pad.path,
+            &mut w.next.0,
+            &mut w.next.1,
+        )?;
+        std::mem::swap(&mut w.queue, &mut w.next);
+        Ok(())
+    }
+}
+
+/// The eye wave's device memory, allocated once for the band's paths and
+/// set to each depth's bound.
+struct EyeBuffers {
+    queue: (DeviceBuffer<GpuRay>, DeviceBuffer<GpuSppmPath>),
+    next: (DeviceBuffer<GpuRay>, DeviceBuffer<GpuSppmPath>),
+    children: (DeviceBuffer<GpuRay>, DeviceBuffer<GpuSppmPath>),
+    child_flags: DeviceBuffer<u32>,
+    hits: DeviceBuffer<GpuHit>,
+    shadow_rays: DeviceBuffer<GpuRay>,
+    shadow_values: DeviceBuffer<[f32; 4]>,
+    shadow_flags: DeviceBuffer<u32>,
+    occluded: DeviceBuffer<u32>,
+    indices: DeviceBuffer<u32>,
+    scratch: SelectScratch,
+    /// `counts[d]`: the paths entering depth `d` (`counts[0]` unused).
+    counts: DeviceBuffer<u32>,
+    pad: WavePad<GpuSppmPath>,
+}
+
+impl EyeBuffers {
+    fn new(gpu: &Gpu, n: usize, slots: usize, depths: usize) -> Result<Self, GpuError> {
+        let wave = || -> Result<(DeviceBuffer<GpuRay>, DeviceBuffer<GpuSppmPath>), GpuError> {
+            Ok((
+                DeviceBuffer::uninit(gpu, "sppm rays", n)?,
+                DeviceBuffer::uninit(gpu, "sppm paths", n)?,
+            ))
+        };
+        let no_pixel = GpuSppmPath {
+            pixel: u32::MAX,
+            ..bytemuck::Zeroable::zeroed()
+        };
+        Ok(Self {
+            queue: wave()?,
+            next: wave()?,
+            children: wave()?,
+            child_flags: DeviceBuffer::uninit(gpu, "sppm child flags", n)?,
+            hits: DeviceBuffer::uninit(gpu, "sppm hits", n)?,
+            shadow_rays: DeviceBuffer::uninit(gpu, "sppm shadow rays", n * slots)?,
+            shadow_values: DeviceBuffer::uninit(gpu, "sppm shadow values", n * slots)?,
+            shadow_flags: DeviceBuffer::uninit(gpu, "sppm shadow flags", n * slots)?,
+            occluded: DeviceBuffer::uninit(gpu, "sppm occlusion", n * slots)?,
+            indices: DeviceBuffer::uninit(gpu, "sppm wave indices", n)?,
+            scratch: SelectScratch::new(gpu, n)?,
+            counts: DeviceBuffer::zeroed(gpu, "sppm wave counts", depths + 1)?,
+            pad: WavePad::new(gpu, no_pixel)?,
+        })
+    }
+
+    /// Every per-slot buffer `bound` paths long (the queue keeps its own).
+    fn set_len(&mut self, bound: usize, slots: usize) -> Result<(), GpuError> {
+        for (rays, paths) in [&mut self.next, &mut self.children] {
+            rays.set_len(bound)?;
+            paths.set_len(bound)?;
+        }
+        self.child_flags.set_len(bound)?;
+        self.hits.set_len(bound)?;
+        self.indices.set_len(bound)?;
+        self.shadow_rays.set_len(bound * slots)?;
+        self.shadow_values.set_len(bound * slots)?;
+        self.shadow_flags.set_len(bound * slots)?;
+        self.occluded.set_len(bound * slots)
     }
 }
