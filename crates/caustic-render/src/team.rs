@@ -214,7 +214,10 @@ pub fn gather_runs<T: Pod>(team: &dyn Team, mine: &[T], runs: &[u64]) -> Result<
     for piece in pieces {
         let range = piece.from as usize..(piece.from + piece.len) as usize;
         let run = items[piece.member].get(range).ok_or_else(|| {
-            TeamError(format!("rank {} sent fewer items than its runs name", piece.member))
+            TeamError(format!(
+                "rank {} sent fewer items than its runs name",
+                piece.member
+            ))
         })?;
         out.extend_from_slice(run);
     }
@@ -540,7 +543,12 @@ mod tests {
         let piece = |member, from, len| RunPiece { member, from, len };
         assert_eq!(
             plan,
-            [piece(0, 0, 2), piece(0, 2, 1), piece(1, 0, 1), piece(1, 1, 2)]
+            [
+                piece(0, 0, 2),
+                piece(0, 2, 1),
+                piece(1, 0, 1),
+                piece(1, 1, 2)
+            ]
         );
         assert_eq!(own_pieces(&plan, 0), [(0, 2), (2, 1)]);
         assert_eq!(own_pieces(&plan, 1), [(3, 1), (4, 2)]);

@@ -19,19 +19,38 @@ pub enum GpuTeamError {
     Team(#[from] TeamError),
 }
 
+impl From<GpuTeamError> for GpuError {
+    /// A failed exchange as a device error, for the device steps whose
+    /// signature knows only those ([`crate::whitted::render_cuda::WaveSteps`]).
+    fn from(error: GpuTeamError) -> Self {
+        match error {
+            GpuTeamError::Gpu(e) => e,
+            GpuTeamError::Team(e) => GpuError::Invalid {
+                what: "team exchange",
+                message: e.0,
+            },
+        }
+    }
+}
+
 /// The members' runs merged on this member's device: `mine[at ..]` holds
 /// this member's runs of lengths `runs`, one after another (every member
 /// names as many runs), and the result holds run 0 of every member in
 /// rank order, then run 1, and so on (see [`run_plan`]), with the plan's
-/// pieces. A team of one gets its runs as they are.
+/// pieces. A team of one gets its buffer back as it is when the runs fill
+/// it.
 pub fn gather_device_runs<T: Pod>(
     team: &dyn Team,
-    mine: &DeviceBuffer<T>,
+    mine: DeviceBuffer<T>,
     at: usize,
     runs: &[u64],
 ) -> Result<(DeviceBuffer<T>, Vec<RunPiece>), GpuTeamError> {
     let total: u64 = runs.iter().sum();
     let end = at + total as usize;
+    if team.size() == 1 && at == 0 && end == mine.len() {
+        let pieces = run_plan(runs, 1)?;
+        return Ok((mine, pieces));
+    }
     if end > mine.len() {
         return Err(GpuError::LengthMismatch {
             operation: "gather_device_runs",

@@ -38,9 +38,9 @@ use caustic_scene::Camera;
 use std::sync::Mutex;
 
 use crate::kernels::whitted_render as k;
+use crate::scene_cuda::{DeviceScene, FrameParams, GpuPath, MovedUpload};
 use crate::team::{Team, TileBand, gather_concat, sum_u64};
 use crate::team_cuda::GpuTeamError;
-use crate::scene_cuda::{DeviceScene, FrameParams, GpuPath, MovedUpload};
 use crate::whitted::{FresnelMode, RenderStats, WhittedSettings};
 use crate::{Film, RenderScene};
 
@@ -322,7 +322,12 @@ impl Frame<'_> {
             rays: DeviceBuffer::uninit(self.gpu(), "whitted primary rays", n)?,
             paths: DeviceBuffer::uninit(self.gpu(), "whitted primary paths", n)?,
         };
-        primary(self.params, band.first_tile, &mut wave.rays, &mut wave.paths)?;
+        primary(
+            self.params,
+            band.first_tile,
+            &mut wave.rays,
+            &mut wave.paths,
+        )?;
         Ok(wave)
     }
 
