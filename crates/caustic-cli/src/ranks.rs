@@ -5,8 +5,10 @@
 //! other ranks through `caustic_render::team` (a share of the photons,
 //! tiles and rows each, exchanged in index order, so the image is the
 //! single process's, bit for bit). With `--device cuda` each rank takes
-//! its node's GPU number `local rank mod GPUs` ([`local_gpu`]; SPPM splits
-//! on GPUs, Whitted and photon mapping on CPUs). Rank 0 prints progress
+//! its node's GPU number `local rank mod GPUs` ([`local_gpu`]) and the
+//! three integrators split among the ranks' GPUs as among the GPUs of one
+//! process (the image one GPU's up to the order of float additions within
+//! a pixel; see `caustic_render::team_cuda`). Rank 0 prints progress
 //! and notes and writes the image; the others are quiet. A rank that fails prints its
 //! error with its rank and aborts the whole job ([`fail`]), so the others
 //! never wait for it at the next exchange.

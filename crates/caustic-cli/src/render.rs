@@ -145,8 +145,8 @@ pub struct RenderFlags {
     two_sided: bool,
     /// Where to render: `auto` (CUDA when a driver and GPU are present,
     /// else the CPU), `cpu`, `cuda`, `cuda:N`, or several GPUs
-    /// `cuda:N,M,…` / `cuda:all` (SPPM splits among them; the other
-    /// integrators render on the first).
+    /// `cuda:N,M,…` / `cuda:all` (every integrator splits among them:
+    /// tile rows, photons, final gathers).
     #[arg(long, default_value = "auto")]
     pub device: Device,
     #[command(flatten)]

@@ -41,6 +41,8 @@ pub mod scene_cuda;
 mod scene_data;
 pub mod sppm;
 pub mod team;
+#[cfg(feature = "cuda")]
+pub mod team_cuda;
 pub mod tiles;
 #[cfg(feature = "cuda")]
 mod wavefront_cuda;

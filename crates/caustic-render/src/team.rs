@@ -97,6 +97,133 @@ fn share_of(rank: u64, size: u64, count: u64) -> Range<u64> {
     start..start + base + u64::from(rank < extra)
 }
 
+/// A member's part of an image split by bands of 8-pixel tile rows: the
+/// rows [`share`] gives it, as the tiles of the 8×8 tiling (row-major
+/// tile numbers, as the GPU wavefronts number them) and as the pixels
+/// `y * width + x` of those rows. The bands of the members, in rank
+/// order, cover the image once, so their pixels concatenated in rank
+/// order are the image.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TileBand {
+    /// The band's first tile, `first_tile_row * tiles_x`.
+    pub first_tile: u32,
+    /// Tiles in the band, whole rows of `tiles_x` tiles.
+    pub tiles: u32,
+    /// The band's pixels, `y * width + x`, from its first row to its last.
+    pub pixels: Range<u32>,
+}
+
+impl TileBand {
+    /// Member `team.rank()`'s band of a `width × height` image.
+    pub fn of(team: &dyn Team, width: u32, height: u32) -> Self {
+        Self::of_member(team.rank() as u64, team.size() as u64, width, height)
+    }
+
+    /// The whole image as one band (a team of one).
+    pub fn whole(width: u32, height: u32) -> Self {
+        Self::of_member(0, 1, width, height)
+    }
+
+    fn of_member(rank: u64, size: u64, width: u32, height: u32) -> Self {
+        let rows = share_of(rank, size, u64::from(height.div_ceil(8)));
+        let (first_row, last_row) = (rows.start as u32, rows.end as u32);
+        let tiles_x = width.div_ceil(8);
+        Self {
+            first_tile: first_row * tiles_x,
+            tiles: (last_row - first_row) * tiles_x,
+            pixels: (8 * first_row).min(height) * width..(8 * last_row).min(height) * width,
+        }
+    }
+
+    /// Pixels in the band.
+    pub fn pixel_count(&self) -> usize {
+        (self.pixels.end - self.pixels.start) as usize
+    }
+}
+
+/// One piece of a [`run_plan`]: `len` items from member `member`'s buffer
+/// at item `from`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunPiece {
+    pub member: usize,
+    pub from: u64,
+    pub len: u64,
+}
+
+/// Where every member's runs go when the members' buffers are merged run
+/// by run: `lengths[m * slots + s]` is the length of member `m`'s run `s`
+/// (its runs lie one after another in its buffer), and the merged array
+/// holds run 0 of every member in rank order, then run 1 of every member,
+/// and so on. That is the order a single device makes when each run is
+/// one step of a wavefront over items split in rank order (a wave's
+/// compacted survivors, a photon bounce's stored photons), so the merge
+/// gives every member the single device's array. The pieces are in the
+/// merged order; empty runs are left out.
+pub fn run_plan(lengths: &[u64], members: usize) -> Result<Vec<RunPiece>, TeamError> {
+    if members == 0 || !lengths.len().is_multiple_of(members) {
+        return Err(TeamError(format!(
+            "{} run lengths do not divide among {members} members",
+            lengths.len()
+        )));
+    }
+    let slots = lengths.len() / members;
+    let mut starts = vec![0u64; members];
+    let mut pieces = Vec::new();
+    for slot in 0..slots {
+        for (member, start) in starts.iter_mut().enumerate() {
+            let len = lengths[member * slots + slot];
+            if len > 0 {
+                pieces.push(RunPiece {
+                    member,
+                    from: *start,
+                    len,
+                });
+            }
+            *start += len;
+        }
+    }
+    Ok(pieces)
+}
+
+/// This member's pieces of a merge, as `(offset in the merged array,
+/// length)`: where its own runs landed.
+pub fn own_pieces(pieces: &[RunPiece], rank: usize) -> Vec<(u64, u64)> {
+    let mut at = 0;
+    let mut own = Vec::new();
+    for piece in pieces {
+        if piece.member == rank {
+            own.push((at, piece.len));
+        }
+        at += piece.len;
+    }
+    own
+}
+
+/// The members' runs merged on every member in the order of [`run_plan`]
+/// (through the host): `mine` is this member's items, its runs of
+/// lengths `runs` one after another (every member names as many runs).
+pub fn gather_runs<T: Pod>(team: &dyn Team, mine: &[T], runs: &[u64]) -> Result<Vec<T>, TeamError> {
+    let lengths = gather_concat(team, runs.to_vec())?;
+    let pieces = run_plan(&lengths, team.size())?;
+    let parts = team.all_gather(bytemuck::cast_slice(mine))?;
+    let mut items: Vec<Vec<T>> = vec![Vec::new(); team.size()];
+    for (rank, (part, bytes)) in items.iter_mut().zip(parts.iter()).enumerate() {
+        append_items(part, bytes, rank)?;
+    }
+    let mut out = Vec::with_capacity(pieces.iter().map(|p| p.len as usize).sum());
+    for piece in pieces {
+        let range = piece.from as usize..(piece.from + piece.len) as usize;
+        let run = items[piece.member].get(range).ok_or_else(|| {
+            TeamError(format!(
+                "rank {} sent fewer items than its runs name",
+                piece.member
+            ))
+        })?;
+        out.extend_from_slice(run);
+    }
+    Ok(out)
+}
+
 /// Every member's `mine`, concatenated in rank order, on every member.
 /// With `mine` computed over [`share`], the result is the whole array in
 /// index order.
@@ -385,6 +512,76 @@ mod tests {
                 results[rank],
                 Err(TeamError("member 1 left the team".into()))
             );
+        }
+    }
+
+    #[test]
+    fn bands_cover_the_image_once_in_rank_order() {
+        for (width, height) in [(17u32, 9u32), (64, 64), (5, 40), (100, 3)] {
+            let tiles_x = width.div_ceil(8);
+            for size in 1..=5u64 {
+                let (mut tile, mut pixel) = (0, 0);
+                for rank in 0..size {
+                    let band = TileBand::of_member(rank, size, width, height);
+                    assert_eq!(band.first_tile, tile, "{width}x{height} {rank}/{size}");
+                    assert_eq!(band.pixels.start, pixel);
+                    assert_eq!(band.tiles % tiles_x, 0);
+                    assert_eq!(band.pixel_count(), band.pixels.len());
+                    (tile, pixel) = (tile + band.tiles, band.pixels.end);
+                }
+                assert_eq!(tile, tiles_x * height.div_ceil(8));
+                assert_eq!(pixel, width * height);
+            }
+            assert_eq!(TileBand::whole(width, height).pixels, 0..width * height);
+        }
+    }
+
+    #[test]
+    fn run_plans_merge_run_by_run_in_rank_order() {
+        // Member 0: runs [a0 a1 | a2 | -], member 1: runs [- | b0 | b1 b2].
+        let plan = run_plan(&[2, 1, 0, 0, 1, 2], 2).unwrap();
+        let piece = |member, from, len| RunPiece { member, from, len };
+        assert_eq!(
+            plan,
+            [
+                piece(0, 0, 2),
+                piece(0, 2, 1),
+                piece(1, 0, 1),
+                piece(1, 1, 2)
+            ]
+        );
+        assert_eq!(own_pieces(&plan, 0), [(0, 2), (2, 1)]);
+        assert_eq!(own_pieces(&plan, 1), [(3, 1), (4, 2)]);
+        assert!(run_plan(&[1, 2, 3], 2).is_err());
+    }
+
+    #[test]
+    fn gathered_runs_are_the_single_members_order() {
+        // Items tagged (wave, index): one "device" makes wave 0 of all
+        // items, then wave 1 of the survivors (every third), and so on; a
+        // team splits the items by index and merges its waves run by run.
+        fn waves(items: std::ops::Range<u32>) -> (Vec<[u32; 2]>, Vec<u64>) {
+            let (mut out, mut runs) = (Vec::new(), Vec::new());
+            for wave in 0..3 {
+                let run: Vec<[u32; 2]> = items
+                    .clone()
+                    .filter(|i| i % 3u32.pow(wave) == 0)
+                    .map(|i| [wave, i])
+                    .collect();
+                runs.push(run.len() as u64);
+                out.extend(run);
+            }
+            (out, runs)
+        }
+        let (single, _) = waves(0..20);
+        for size in 1..=3 {
+            for merged in ThreadTeam::run(size, |team| {
+                let range = share(team, 20);
+                let (mine, runs) = waves(range.start as u32..range.end as u32);
+                gather_runs(team, &mine, &runs).unwrap()
+            }) {
+                assert_eq!(merged, single, "team of {size}");
+            }
         }
     }
 

@@ -12,8 +12,8 @@ use caustic_geom::Vec3;
 use caustic_render::photon::irradiance_samples::{self, ShadingPoint};
 use caustic_render::photon::render_cuda::{self, GpuPhotonRenderer};
 use caustic_render::photon::{
-    GlobalRule, Photon, PhotonRenderSettings, PhotonSettings, PhotonSources, render,
-    trace_caustic_photons, trace_cuda, trace_photons,
+    GlobalRule, Photon, PhotonRenderSettings, PhotonRenderStats, PhotonSettings, PhotonSources,
+    render, trace_caustic_photons, trace_cuda, trace_photons,
 };
 use caustic_render::whitted::render_cuda::GpuScene;
 use caustic_render::{Film, RenderScene, image_io};
@@ -648,5 +648,104 @@ fn estimate_search_returns_the_exact_k_nearest_photons() {
             sample_differs, 0,
             "{name}: differs from the brute-force reference"
         );
+    }
+}
+
+/// The two GPU photon frames of a team test: `single` and a member's.
+fn check_team_frame(
+    what: &str,
+    single: &(Film, PhotonRenderStats),
+    member: &(Film, PhotonRenderStats),
+) {
+    let ((a, s), (b, t)) = (single, member);
+    let bits = |p: &caustic_geom::Rgb| p.to_array().map(f32::to_bits);
+    let differing = a
+        .pixels
+        .iter()
+        .zip(&b.pixels)
+        .filter(|(x, y)| bits(x) != bits(y))
+        .count();
+    let worst = a.max_relative_difference(b);
+    eprintln!(
+        "{what}: largest relative difference {worst:.2e}, {differing} of {} pixels not bit for bit; stored {}/{}, precomputed {}, samples {}, point gathers {}",
+        a.pixels.len(),
+        t.global_stored,
+        t.caustic_stored,
+        t.precomputed,
+        t.samples,
+        t.point_gathers
+    );
+    assert!(a.mean().length() > 0.0);
+    assert!(worst <= 1e-5, "{what}: {worst:e}");
+    assert_eq!(
+        (t.global_stored, t.caustic_stored, t.precomputed),
+        (s.global_stored, s.caustic_stored, s.precomputed),
+        "{what}: the maps differ"
+    );
+    assert_eq!(
+        (t.samples, t.point_gathers),
+        (s.samples, s.point_gathers),
+        "{what}"
+    );
+    assert_eq!(t.rays, s.rays, "{what}: rays");
+}
+
+/// Teams of 2 and 3 members on one GPU, each with its own upload, against
+/// the single GPU: the global pass split by whole tracer waves (so the
+/// maps are the single GPU's, photon for photon and in order), the eye
+/// pass by bands of tile rows, the irradiance samples' gathers by index.
+/// Every pixel's contributions are the single GPU's, so the images agree
+/// to the rounding of each pixel's sum of non-negative terms, whose order
+/// the framebuffer's atomic additions leave open (bound 10^-5 relative).
+/// Two frames: the final gather at irradiance samples with one pass of
+/// three waves (uneven among 2, one each among 3; the caustic map from the
+/// same pass), and the global map read directly with a separate caustic
+/// pass and a global pass of one wave (members 1 and 2 trace nothing).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_photon_team_renders_the_single_gpu_image() {
+    use caustic_render::photon::irradiance_samples::SampleSettings;
+    use caustic_render::team::{Team, ThreadTeam};
+    let gpu = gpu();
+    let scene = Scene::builtin("cornell-caustics").unwrap();
+    let camera = scene.camera.unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let photons = 2 * trace_cuda::WAVE + 12_345;
+    let gathering = PhotonRenderSettings {
+        gather_rays: 16,
+        global_photons: photons,
+        caustic_photons: photons,
+        precompute: 16,
+        samples: SampleSettings {
+            spacing: 3.0,
+            ..Default::default()
+        },
+        ..global_map_settings(100, 70, 2)
+    };
+    let direct = global_map_settings(100, 70, 2);
+    let device = GpuScene::upload(&gpu, &rs).unwrap();
+    for (name, settings) in [("final gather", &gathering), ("global map", &direct)] {
+        let single = render_cuda::render_cuda_in_team(
+            &device,
+            &rs,
+            &camera,
+            settings,
+            &caustic_render::team::Solo,
+        )
+        .unwrap();
+        assert!(name == "global map" || single.1.samples > 0);
+        for size in [2, 3] {
+            let members = ThreadTeam::run(size, |team: &dyn Team| {
+                let device = GpuScene::upload(&gpu, &rs).unwrap();
+                render_cuda::render_cuda_in_team(&device, &rs, &camera, settings, team).unwrap()
+            });
+            for (rank, member) in members.iter().enumerate() {
+                check_team_frame(
+                    &format!("{name}, team of {size}, member {rank}"),
+                    &single,
+                    member,
+                );
+            }
+        }
     }
 }

@@ -64,3 +64,57 @@ fn sponza_gpu_equals_cpu() {
     };
     compare("sponza", &scene, &settings);
 }
+
+/// Pixels of `b` whose bits differ from `a`'s.
+fn differing_pixels(a: &caustic_render::Film, b: &caustic_render::Film) -> usize {
+    let bits = |p: &caustic_geom::Rgb| p.to_array().map(f32::to_bits);
+    a.pixels
+        .iter()
+        .zip(&b.pixels)
+        .filter(|(x, y)| bits(x) != bits(y))
+        .count()
+}
+
+/// Teams of 2 and 3 members on one GPU, each member with its own upload,
+/// render bands of tile rows (their count divides evenly by neither) and
+/// end with the single GPU's image: every pixel's contributions are the
+/// single GPU's, computed by one member; only the order of the
+/// framebuffer's atomic additions may differ (as between two runs on one
+/// GPU), so every pixel agrees to the rounding of its sum of a few dozen
+/// non-negative terms (n·ε ≈ 3·10^-6; bound 10^-5).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_whitted_team_renders_the_single_gpu_image() {
+    use caustic_render::team::{Team, ThreadTeam};
+    let gpu = caustic_gpu::Gpu::probe().expect("a CUDA GPU");
+    let scene = Scene::builtin("cornell-caustics").expect("built-in scene");
+    let camera = scene.camera.unwrap();
+    let rs = caustic_render::RenderScene::new(&scene, "bvh-binned").unwrap();
+    let settings = WhittedSettings {
+        width: 100,
+        height: 70,
+        spp: 4,
+        light_samples: 4,
+        max_depth: 8,
+        ..Default::default()
+    };
+    let device = whitted_cuda::GpuScene::upload(&gpu, &rs).unwrap();
+    let (single, stats) = device.render(&camera, &settings).unwrap();
+    assert!(single.mean().length() > 0.0);
+    for size in [2, 3] {
+        let members = ThreadTeam::run(size, |team: &dyn Team| {
+            let device = whitted_cuda::GpuScene::upload(&gpu, &rs).unwrap();
+            whitted_cuda::render_cuda_in_team(&device, &camera, &settings, team).unwrap()
+        });
+        for (rank, (film, team_stats)) in members.into_iter().enumerate() {
+            let worst = single.max_relative_difference(&film);
+            let differing = differing_pixels(&single, &film);
+            eprintln!(
+                "whitted team of {size}, member {rank}: largest relative difference {worst:.2e}, {differing} of {} pixels not bit for bit",
+                film.pixels.len()
+            );
+            assert!(worst <= 1e-5, "team of {size}, member {rank}: {worst:e}");
+            assert_eq!(team_stats.rays, stats.rays, "team of {size}");
+        }
+    }
+}

@@ -36,7 +36,7 @@ pub enum Device {
     /// CUDA device N; an error when it cannot be used.
     Cuda(usize),
     /// Several CUDA devices of this machine, the work split among them
-    /// (SPPM; the other integrators render on the set's first device).
+    /// (every integrator; see `Renderer::render`).
     Gpus(GpuSet),
 }
 

@@ -90,6 +90,18 @@ impl From<caustic_render::photon::render_cuda::GpuPhotonError> for Error {
         match error {
             E::Settings(e) => e.into(),
             E::Gpu(e) => e.into(),
+            E::Team(e) => e.into(),
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl From<caustic_render::team_cuda::GpuTeamError> for Error {
+    fn from(error: caustic_render::team_cuda::GpuTeamError) -> Self {
+        use caustic_render::team_cuda::GpuTeamError as E;
+        match error {
+            E::Gpu(e) => e.into(),
+            E::Team(e) => e.into(),
         }
     }
 }

@@ -477,26 +477,16 @@ impl<'a> Renderer<'a> {
         }
         integrator.validate()?;
         let backend = self.backend_for(integrator)?;
-        let splits = matches!(integrator, Integrator::Sppm(_));
-        if backend.is_gpu() && !splits && self.shared_team().is_some() {
-            return Err(Error::CpuOnly {
-                what: format!("{} shared by several processes", integrator.name()),
-                hint: "give the ranks --device cpu, or render sppm, which GPU ranks split".into(),
-            });
-        }
         let prepared = self.prepared()?;
-        let mut rendered = match integrator {
+        #[cfg(feature = "cuda")]
+        if backend.device_count() > 1 {
+            return self.on_gpus(prepared, &backend, camera, integrator);
+        }
+        match integrator {
             Integrator::Whitted(settings) => self.whitted(prepared, &backend, camera, settings),
             Integrator::Photon(settings) => self.photon(prepared, &backend, camera, settings),
             Integrator::Sppm(settings) => self.sppm(prepared, &backend, camera, settings),
-        }?;
-        if backend.device_count() > 1 && !splits {
-            rendered.note += &format!(
-                "; {} renders on the first GPU (several GPUs split sppm only so far)",
-                integrator.name()
-            );
         }
-        Ok(rendered)
     }
 
     /// The device a render with `integrator` runs on, and its one-line
@@ -777,7 +767,12 @@ impl<'a> Renderer<'a> {
     ) -> Result<Rendered> {
         #[cfg(feature = "cuda")]
         if let Some(gpu) = backend.gpu() {
-            let (film, stats) = self.gpu_scene(p, gpu)?.render(camera, s)?;
+            let uploaded = self.gpu_scene(p, gpu)?;
+            let (film, stats) = match self.shared_team() {
+                // An MPI rank on its GPU: the same split as several GPUs.
+                Some(team) => whitted::render_cuda_in_team(uploaded, camera, s, team)?,
+                None => uploaded.render(camera, s)?,
+            };
             return Ok(rendered(film, Stats::Whitted(stats), backend));
         }
         let scene = self.cpu_scene(p)?;
@@ -801,8 +796,11 @@ impl<'a> Renderer<'a> {
             use photon::render_cuda::GpuPhotonRenderer;
             let settings = s.render_settings(true);
             let uploaded = self.gpu_scene(p, gpu)?;
-            let (film, stats) =
-                GpuPhotonRenderer::on(uploaded, &p.scene).render(camera, &settings)?;
+            let renderer = GpuPhotonRenderer::on(uploaded, &p.scene);
+            let (film, stats) = match self.shared_team() {
+                Some(team) => renderer.render_in_team(camera, &settings, team)?,
+                None => renderer.render(camera, &settings)?,
+            };
             return Ok(rendered(film, Stats::Photon(stats), backend));
         }
         let settings = s.render_settings(false);
@@ -826,9 +824,6 @@ impl<'a> Renderer<'a> {
         let team_report = |passes| self.report_team_pass(passes, total);
         #[cfg(feature = "cuda")]
         if let Some(gpu) = backend.gpu() {
-            if backend.device_count() > 1 {
-                return self.sppm_on_gpus(p, backend, camera, s);
-            }
             if let Some(team) = self.shared_team() {
                 // An MPI rank on its GPU: the same split as several GPUs.
                 let uploaded = self.gpu_scene(p, gpu)?;
@@ -864,18 +859,22 @@ impl<'a> Renderer<'a> {
 
 #[cfg(feature = "cuda")]
 impl Renderer<'_> {
-    /// SPPM split among the backend's GPUs, one thread and one upload of
-    /// the scene (with its own structure) per device: a team whose members
-    /// each trace a share of every pass's photons and gather for their own
-    /// rows (`sppm::render_cuda_in_team`), so the image is one GPU's up to
-    /// the order of float additions within a pixel's gather. Progress
-    /// comes from the first GPU's member.
-    fn sppm_on_gpus(
+    /// A render split among the backend's GPUs, one thread and one upload
+    /// of the scene (with its own structure) per device, joined as a
+    /// `ThreadTeam` (peer copies between the devices where they can):
+    /// SPPM's passes (`sppm::render_cuda_in_team`: photons by index, pixel
+    /// statistics by bands of tile rows), Whitted's bands of tile rows
+    /// (`whitted::render_cuda_in_team`), photon mapping's photon waves,
+    /// eye pass and final gathers (`photon::render_cuda_in_team`). The
+    /// image is one GPU's up to the order of float additions within a
+    /// pixel (see those functions). Progress comes from the first GPU's
+    /// member.
+    fn on_gpus(
         &self,
         p: &Prepared,
         backend: &Backend,
         camera: &Camera,
-        s: &SppmSettings,
+        integrator: &Integrator,
     ) -> Result<Rendered> {
         if self.shared_team().is_some() {
             return Err(Error::Team(TeamError(
@@ -889,7 +888,6 @@ impl Renderer<'_> {
             a.enable_peer_access(b)?;
         }
         let spec = self.gpu_spec()?;
-        let total = s.passes;
         let members = ThreadTeam::run(gpus.len(), |team| -> Result<_> {
             let gpu = gpus[team.rank()];
             let own;
@@ -899,25 +897,43 @@ impl Renderer<'_> {
                 own = whitted::render_cuda::GpuScene::upload_with(gpu, &p.scene, &spec)?;
                 &own
             };
-            let report = |passes| {
-                if team.is_root() {
-                    self.report_team_pass(passes, total);
+            Ok(match integrator {
+                Integrator::Whitted(s) => {
+                    let (film, stats) = whitted::render_cuda_in_team(uploaded, camera, s, team)?;
+                    (film, Stats::Whitted(stats))
                 }
-            };
-            Ok(sppm::render_cuda_in_team(
-                uploaded, &p.scene, camera, s, team, &report,
-            )?)
+                Integrator::Photon(s) => {
+                    let settings = s.render_settings(true);
+                    let (film, stats) =
+                        photon::render_cuda_in_team(uploaded, &p.scene, camera, &settings, team)?;
+                    (film, Stats::Photon(stats))
+                }
+                Integrator::Sppm(s) => {
+                    let total = s.passes;
+                    let report = |passes| {
+                        if team.is_root() {
+                            self.report_team_pass(passes, total);
+                        }
+                    };
+                    let (film, stats) =
+                        sppm::render_cuda_in_team(uploaded, &p.scene, camera, s, team, &report)?;
+                    (film, Stats::Sppm(stats))
+                }
+            })
         });
         // A member's own error comes before the others' "left the team".
+        let left = |e: &Error| e.to_string().contains("left the team");
         let mut members = members.into_iter();
-        let first = members.next().expect("a team of at least one GPU");
-        let (film, stats) = match first {
-            Err(Error::Sppm(e)) if e.0.contains("left the team") => {
-                return Err(members.find_map(Result::err).unwrap_or(Error::Sppm(e)));
+        let (film, stats) = match members.next().expect("a team of at least one GPU") {
+            Err(e) if left(&e) => {
+                return Err(members
+                    .filter_map(Result::err)
+                    .find(|e| !left(e))
+                    .unwrap_or(e));
             }
             other => other?,
         };
-        Ok(rendered(film, Stats::Sppm(stats), backend))
+        Ok(rendered(film, stats, backend))
     }
 }
 

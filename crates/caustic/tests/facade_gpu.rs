@@ -256,12 +256,14 @@ fn sppm_on_the_gpu_matches_the_cpu_and_reports_passes() {
     assert_eq!(image.film.width, 64);
 }
 
-/// `cuda:all` splits SPPM among the machine's GPUs and renders the image
-/// one GPU renders, up to the float rounding of each pixel's gather (see
-/// `render_cuda_in_team`); Whitted on a set renders on its first GPU and
-/// says so. On a machine with one GPU the set is that GPU, and the
-/// split is checked by `caustic-render`'s `gpu_sppm_team_renders_the_single_gpu_image`
-/// with several members on one device.
+/// `cuda:all` splits every integrator among the machine's GPUs and renders
+/// the image one GPU renders, up to the float rounding of each pixel's sum
+/// (see the `render_cuda_in_team` functions). On a machine with one GPU the
+/// set is that GPU, and the splits are checked by `caustic-render`'s team
+/// tests (`gpu_sppm_team_renders_the_single_gpu_image`,
+/// `gpu_whitted_team_renders_the_single_gpu_image`,
+/// `gpu_photon_team_renders_the_single_gpu_image`) with several members on
+/// one device.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn several_gpus_render_one_gpus_sppm_image() {
@@ -274,27 +276,37 @@ fn several_gpus_render_one_gpus_sppm_image() {
         photons_per_pass: 20_011,
         ..SppmSettings::default()
     });
+    let whitted = Integrator::Whitted(WhittedSettings {
+        width: 96,
+        height: 72,
+        ..WhittedSettings::default()
+    });
+    let photon = Integrator::Photon(PhotonSettings {
+        width: 96,
+        height: 72,
+        ..PhotonSettings::default()
+    });
     let all: Device = "cuda:all".parse().unwrap();
     let one = Renderer::new(&scene).device(Device::Cuda(0));
     let many = Renderer::new(&scene).device(all);
-    let backend = many.backend_for(&sppm).unwrap();
-    eprintln!("{} ({} devices)", backend.note(), backend.device_count());
-    let single = one.render(&camera, &sppm).unwrap().film;
-    let split = many.render(&camera, &sppm).unwrap();
-    let worst = single.max_relative_difference(&split.film);
-    eprintln!("largest relative difference to one GPU: {worst:.2e}");
-    assert!(worst <= 1e-4, "{worst:e}: {}", split.note);
-    let whitted = Integrator::Whitted(WhittedSettings {
-        width: 32,
-        height: 32,
-        ..WhittedSettings::default()
-    });
-    let note = many.render(&camera, &whitted).unwrap().note;
-    assert_eq!(
-        note.contains("renders on the first GPU"),
-        backend.device_count() > 1,
-        "{note}"
-    );
+    for (integrator, bound) in [(&sppm, 1e-4), (&whitted, 1e-5), (&photon, 1e-5)] {
+        let backend = many.backend_for(integrator).unwrap();
+        eprintln!("{} ({} devices)", backend.note(), backend.device_count());
+        let single = one.render(&camera, integrator).unwrap().film;
+        let split = many.render(&camera, integrator).unwrap();
+        let worst = single.max_relative_difference(&split.film);
+        eprintln!(
+            "{}: largest relative difference to one GPU: {worst:.2e}",
+            integrator.name()
+        );
+        assert!(
+            worst <= bound,
+            "{}: {worst:e}: {}",
+            integrator.name(),
+            split.note
+        );
+        assert!(!split.note.contains("first GPU"), "{}", split.note);
+    }
 }
 
 /// Frames of an animation rendered from the previous frame's device scene

@@ -62,6 +62,8 @@ pub use record::Photon;
 pub use render::{
     PhotonRenderError, PhotonRenderSettings, PhotonRenderStats, render, render_in_team,
 };
+#[cfg(feature = "cuda")]
+pub use render_cuda::render_cuda_in_team;
 pub use trace::{
     GlobalRule, PhotonMaps, PhotonSettings, PhotonStats, RouletteRule, trace_caustic_photons,
     trace_photon_range, trace_photons,

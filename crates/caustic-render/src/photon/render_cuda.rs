@@ -63,6 +63,8 @@ use super::emit::PhotonSources;
 use super::irradiance_samples::SampleSettings;
 use super::render::{PassPlan, PhotonRenderError, PhotonRenderSettings, PhotonRenderStats};
 use super::trace_cuda::{self, GpuPhotonMaps};
+use crate::team::{Solo, Team, TeamError, TileBand, gather_concat, own_pieces, share, sum_u64};
+use crate::team_cuda::{GpuTeamError, gather_device_runs};
 use crate::whitted::render_cuda::{GpuScene, ShadedWave, WaveSteps};
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
 
@@ -74,6 +76,17 @@ pub enum GpuPhotonError {
     Settings(#[from] PhotonRenderError),
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    #[error("team exchange failed: {0}")]
+    Team(#[from] TeamError),
+}
+
+impl From<GpuTeamError> for GpuPhotonError {
+    fn from(error: GpuTeamError) -> Self {
+        match error {
+            GpuTeamError::Gpu(e) => e.into(),
+            GpuTeamError::Team(e) => e.into(),
+        }
+    }
 }
 
 /// The uploaded scene a [`GpuPhotonRenderer`] renders: its own, or one
@@ -145,10 +158,44 @@ impl<'s> GpuPhotonRenderer<'s> {
         camera: &Camera,
         settings: &PhotonRenderSettings,
     ) -> Result<(Film, PhotonRenderStats), GpuPhotonError> {
+        self.render_in_team(camera, settings, &Solo)
+    }
+
+    /// Renders like [`Self::render`] as one member of `team` (one GPU
+    /// each, or one MPI rank each; see [`crate::team`]), every member on
+    /// its own upload of the scene:
+    ///
+    /// - the global pass's photons split by whole waves of the tracer
+    ///   ([`trace_cuda::WAVE`] photons, contiguous shares of them): the GPU
+    ///   tracer stores a wave's photons bounce by bounce, so whole waves
+    ///   concatenated in rank order are the single GPU's maps, photon for
+    ///   photon and in its order; every member builds the same maps and
+    ///   the same precomputed irradiance from them (a caustic-only pass is
+    ///   traced whole by every member);
+    /// - the eye pass by bands of 8-pixel tile rows ([`TileBand`]); the
+    ///   members' eye vertices are merged wave by wave in rank order
+    ///   ([`gather_device_runs`]), which is the single GPU's vertex array,
+    ///   so every member places the same irradiance samples;
+    /// - the samples' gathers by contiguous index shares, their irradiance
+    ///   exchanged (16 bytes a sample); the estimates, interpolations and
+    ///   point gathers for the member's own vertices.
+    ///
+    /// Every pixel's contributions are then the single GPU's, computed by
+    /// the member that owns its row, and the bands go to every member in
+    /// rank order: the image equals the single GPU's up to the order of
+    /// the framebuffer's atomic additions (which may differ between two
+    /// runs on one GPU too; about n·ε relative for n non-negative
+    /// contributions to a pixel). Statistics count the whole team's rays.
+    pub fn render_in_team(
+        &self,
+        camera: &Camera,
+        settings: &PhotonRenderSettings,
+        team: &dyn Team,
+    ) -> Result<(Film, PhotonRenderStats), GpuPhotonError> {
         check(settings)?;
         let start = Instant::now();
         let mut stats = PhotonRenderStats::default();
-        let maps = self.trace(settings, &mut stats)?;
+        let maps = self.trace(settings, team, &mut stats)?;
         let build_start = Instant::now();
         let global_radius = settings.max_radius * self.diagonal;
         let caustic_radius = settings.caustic_max_radius * self.diagonal;
@@ -209,7 +256,10 @@ impl<'s> GpuPhotonRenderer<'s> {
         };
         let mut steps = EstimateSteps {
             views: &views,
+            team,
+            waves: settings.max_depth as usize + 1,
             runs: Vec::new(),
+            wave_lengths: Vec::new(),
             bounds: self.bounds,
             gather: irradiance.as_ref().map(|(_, view)| FinalGather {
                 scene: &self.scene,
@@ -232,7 +282,15 @@ impl<'s> GpuPhotonRenderer<'s> {
             gather_ms: 0.0,
             stages: Vec::new(),
         };
-        let (film, eye) = self.scene.render_with(camera, &whitted, &mut steps)?;
+        let band = TileBand::of(team, settings.width, settings.height);
+        let (mine, eye) = self
+            .scene
+            .render_band(camera, &whitted, &band, &mut steps)?;
+        let film = Film {
+            width: settings.width,
+            height: settings.height,
+            pixels: gather_concat(team, mine)?,
+        };
         stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
         stats.rays += eye.rays + steps.gather_rays;
         stats.point_gathers = steps.gathered;
@@ -240,26 +298,52 @@ impl<'s> GpuPhotonRenderer<'s> {
         stats.sample_ms = steps.gather_ms;
         stats.stage_ms = steps.stages;
         stats.stage_ms.push(("download", eye.download_ms));
+        let sums = sum_u64(team, &[stats.rays, stats.point_gathers])?;
+        (stats.rays, stats.point_gathers) = (sums[0], sums[1]);
         stats.seconds = start.elapsed().as_secs_f64();
         Ok((film, stats))
     }
 
-    /// The photon passes of the plan, on the device.
+    /// The photon passes of the plan, on the device; a team member traces
+    /// its share of the global pass's waves and receives the others'.
     fn trace(
         &self,
         settings: &PhotonRenderSettings,
+        team: &dyn Team,
         stats: &mut PhotonRenderStats,
-    ) -> Result<GpuPhotonMaps, GpuError> {
+    ) -> Result<GpuPhotonMaps, GpuPhotonError> {
         let plan = PassPlan::new(settings);
         let start = Instant::now();
-        let mut maps = trace_cuda::trace_photons(&self.scene, &self.sources, &plan.global)?;
+        let photons = plan.global.photons;
+        let waves = share(team, photons.div_ceil(trace_cuda::WAVE));
+        let range = (waves.start * trace_cuda::WAVE).min(photons)
+            ..(waves.end * trace_cuda::WAVE).min(photons);
+        let mut maps =
+            trace_cuda::trace_photon_range(&self.scene, &self.sources, &plan.global, range)?;
         stats.rays += maps.stats.rays;
         stats.photons_traced = maps.emitted;
+        let global = std::mem::replace(
+            &mut maps.global,
+            DeviceBuffer::uninit(self.scene.gpu(), "global photon map", 0)?,
+        );
+        let len = global.len() as u64;
+        maps.global = gather_device_runs(team, global, 0, &[len])?.0;
         if let Some(pass) = &plan.caustic {
+            // No caustic-only range on the device: every member traces the
+            // whole pass (the same photons), the team counts its rays once.
             let caustic = trace_cuda::trace_caustic_photons(&self.scene, &self.sources, pass)?;
-            stats.rays += caustic.stats.rays;
+            if team.is_root() {
+                stats.rays += caustic.stats.rays;
+            }
             stats.photons_traced += caustic.emitted;
             maps.caustic = caustic.caustic;
+        } else {
+            let caustic = std::mem::replace(
+                &mut maps.caustic,
+                DeviceBuffer::uninit(self.scene.gpu(), "caustic photon map", 0)?,
+            );
+            let len = caustic.len() as u64;
+            maps.caustic = gather_device_runs(team, caustic, 0, &[len])?.0;
         }
         stats.photon_ms = start.elapsed().as_secs_f64() * 1e3;
         stats.global_stored = maps.global.len();
@@ -276,8 +360,15 @@ impl<'s> GpuPhotonRenderer<'s> {
 /// wave waited on its slowest queries once per bounce.
 struct EstimateSteps<'a> {
     views: &'a DeviceBuffer<PhotonMapView>,
-    /// Compacted eye vertices, one run per wave.
+    /// The team whose members render bands of the image (`Solo` alone).
+    team: &'a dyn Team,
+    /// Most waves of a frame (`max_depth + 1`): every member names as many
+    /// when the vertices are merged.
+    waves: usize,
+    /// Compacted eye vertices, one run per wave that collected any.
     runs: Vec<DeviceBuffer<GpuEyeVertex>>,
+    /// Vertices collected by each wave so far.
+    wave_lengths: Vec<u64>,
     bounds: ([f32; 3], [f32; 3]),
     gather: Option<FinalGather<'a>>,
     /// Eye vertices gathered at, and gather rays traced.
@@ -317,6 +408,26 @@ fn sample_count(settings: &PhotonRenderSettings) -> usize {
     let pixels = f64::from(settings.width) * f64::from(settings.height);
     let spacing = f64::from(settings.samples.spacing);
     (pixels / (spacing * spacing)).ceil() as usize
+}
+
+/// The positions of `order` whose vertices are this member's (`own`:
+/// `(offset, length)` ranges of the merged vertex array), in `order`'s
+/// order; `None` for a team of one (every vertex is its own).
+fn own_order(
+    order: &DeviceBuffer<u32>,
+    own: &[(u64, u64)],
+    team: &dyn Team,
+) -> Result<Option<DeviceBuffer<u32>>, GpuError> {
+    if team.size() == 1 {
+        return Ok(None);
+    }
+    let mut flags = vec![0u32; order.len()];
+    for &(at, len) in own {
+        flags[at as usize..(at + len) as usize].fill(1);
+    }
+    let flags = DeviceBuffer::from_slice(order.gpu(), "own vertex flags", &flags)?;
+    let flags_in_order = gather_u32(&flags, order)?;
+    Ok(Some(gather_u32(order, &select_indices(&flags_in_order)?)?))
 }
 
 /// What a gather's ray results become: indirect light in the framebuffer
@@ -374,17 +485,21 @@ const INTERPOLATION_NEIGHBOURS: usize = 8;
 const SPACING_NEIGHBOURS: usize = 5;
 
 impl FinalGather<'_> {
-    /// Indirect light at every vertex of `order` (Morton order), from
-    /// gathers or from irradiance samples.
+    /// Indirect light at every vertex of `own` (Morton order), from
+    /// gathers or from irradiance samples. `vertices` are all of the frame's (a team's merged array), `own`
+    /// this member's in Morton order: the samples are placed among all
+    /// vertices, gathered by contiguous shares of the team and exchanged;
+    /// the light goes to the member's own vertices alone.
     fn light(
         &self,
         params: &DeviceBuffer<FrameParams>,
         vertices: &DeviceBuffer<GpuEyeVertex>,
-        order: &DeviceBuffer<u32>,
+        own: &DeviceBuffer<u32>,
+        team: &dyn Team,
     ) -> Result<GatherCounts, GpuError> {
         let Some(plan) = &self.samples else {
-            let rays = self.run(params, vertices, order, GatherSink::Film)?;
-            let points = order.len() as u64;
+            let rays = self.run(params, vertices, own, 0..own.len(), GatherSink::Film)?;
+            let points = own.len() as u64;
             return Ok(GatherCounts {
                 points,
                 rays,
@@ -399,13 +514,18 @@ impl FinalGather<'_> {
         let gpu = params.gpu();
         let mut gathered = DeviceBuffer::zeroed(gpu, "sample irradiance", chosen.len())?;
         let sink = GatherSink::Samples(&mut gathered);
-        let mut rays = self.run(params, vertices, &chosen, sink)?;
+        let mine = share(team, chosen.len() as u64);
+        let mine = mine.start as usize..mine.end as usize;
+        let mut rays = self.run(params, vertices, &chosen, mine.clone(), sink)?;
+        let runs = [mine.len() as u64];
+        let (gathered, _) = gather_device_runs(team, gathered, mine.start, &runs)?;
         let sample_gathers = clock.lap()?;
         let (samples, tree) = sample_cache(vertices, &chosen, gathered, &plan.settings)?;
         let radii = clock.lap()?;
-        let uncovered = interpolate(params, vertices, order, &samples, &tree, &plan.settings)?;
+        let uncovered = interpolate(params, vertices, own, &samples, &tree, &plan.settings)?;
         let interpolation = clock.lap()?;
-        rays += self.run(params, vertices, &uncovered, GatherSink::Film)?;
+        let all = 0..uncovered.len();
+        rays += self.run(params, vertices, &uncovered, all, GatherSink::Film)?;
         let point_gathers = clock.lap()?;
         Ok(GatherCounts {
             points: uncovered.len() as u64,
@@ -421,13 +541,15 @@ impl FinalGather<'_> {
         })
     }
 
-    /// Gathers at every vertex of `order`, chunk by chunk, into `sink`;
-    /// returns the rays traced.
+    /// Gathers at the vertices `order[range]`, chunk by chunk, into
+    /// `sink` (a sample's irradiance at its index in `order`); returns the
+    /// rays traced.
     fn run(
         &self,
         params: &DeviceBuffer<FrameParams>,
         vertices: &DeviceBuffer<GpuEyeVertex>,
         order: &DeviceBuffer<u32>,
+        range: std::ops::Range<usize>,
         mut sink: GatherSink<'_>,
     ) -> Result<u64, GpuError> {
         let gpu = params.gpu();
@@ -438,13 +560,13 @@ impl FinalGather<'_> {
             GatherSink::Samples(_) => SAMPLE_GATHER,
         };
         let mut traced = 0;
-        let mut first = 0;
-        while first < order.len() {
+        let mut first = range.start;
+        while first < range.end {
             let chunk = GatherChunk {
                 vertices,
                 order,
                 first,
-                count: per_chunk.min(order.len() - first),
+                count: per_chunk.min(range.end - first),
                 rays_per: self.rays_per,
                 salt,
             };
@@ -558,6 +680,7 @@ impl WaveSteps for EstimateSteps<'_> {
             &mut flags,
         )?;
         let indices = select_indices(&flags)?;
+        self.wave_lengths.push(indices.len() as u64);
         if !indices.is_empty() {
             let mut run = DeviceBuffer::uninit(gpu, "eye vertex run", indices.len())?;
             estimate_cuda::gather_vertices(&vertices, &indices, &mut run, 0)?;
@@ -578,12 +701,22 @@ impl WaveSteps for EstimateSteps<'_> {
             offset += run.len();
         }
         self.runs.clear();
+        // A team's members hold their bands' vertices: merged wave by wave
+        // in rank order, they are the single GPU's array on every member.
+        let mut lengths = std::mem::take(&mut self.wave_lengths);
+        lengths.resize(self.waves.max(lengths.len()), 0);
+        let (vertices, pieces) = gather_device_runs(self.team, vertices, 0, &lengths)?;
+        if self.team.size() > 1 {
+            self.add_stage("vertex exchange", clock.lap()?);
+        }
         let order = estimate_cuda::morton_order(&vertices, self.bounds.0, self.bounds.1)?;
+        let own = own_order(&order, &own_pieces(&pieces, self.team.rank()), self.team)?;
+        let own = own.as_ref().unwrap_or(&order);
         self.add_stage("vertex order", clock.lap()?);
-        estimate_cuda::estimate(params, self.views, &vertices, &order)?;
+        estimate_cuda::estimate(params, self.views, &vertices, own)?;
         self.add_stage("estimates", clock.lap()?);
         if let Some(gather) = &self.gather {
-            let counts = gather.light(params, &vertices, &order)?;
+            let counts = gather.light(params, &vertices, own, self.team)?;
             let ms = clock.lap()?;
             self.gather_ms += ms;
             self.gather_rays += counts.rays;
@@ -622,6 +755,20 @@ pub fn render(
     let (film, mut stats) = GpuPhotonRenderer::new(gpu, scene)?.render(camera, settings)?;
     stats.seconds = start.elapsed().as_secs_f64();
     Ok((film, stats))
+}
+
+/// Renders one frame of `scene`, uploaded as `device` (with the structure
+/// of the caller's choice), as one member of `team`: see
+/// [`GpuPhotonRenderer::render_in_team`]. Every member returns the whole
+/// image.
+pub fn render_cuda_in_team(
+    device: &GpuScene,
+    scene: &RenderScene,
+    camera: &Camera,
+    settings: &PhotonRenderSettings,
+    team: &dyn Team,
+) -> Result<(Film, PhotonRenderStats), GpuPhotonError> {
+    GpuPhotonRenderer::on(device, scene).render_in_team(camera, settings, team)
 }
 
 /// The settings the GPU path supports: the CPU's checks, plus precomputed

@@ -9,3 +9,5 @@ mod render;
 pub mod render_cuda;
 
 pub use render::*;
+#[cfg(feature = "cuda")]
+pub use render_cuda::render_cuda_in_team;

@@ -12,14 +12,18 @@
 
 // ------------------------------------------------------------ primary rays
 
+// Slots from tile `first_tile` on (a team member's band of tile rows, as
+// sppm_primary's): the slots of tiles first_tile.. are those a whole
+// image's launch gives them, so the bands' waves are the image's wave cut
+// in rank order.
 extern "C" __global__ void __launch_bounds__(WHITTED_THREADS)
-whitted_primary(const FrameParams* params, Ray* rays, Path* paths, u32 n) {
+whitted_primary(const FrameParams* params, u32 first_tile, Ray* rays, Path* paths, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const FrameParams& p = *params;
     u32 sample = i % p.spp, q = i / p.spp;
     u32 tiles_x = (p.width + 7u) / 8u;
-    u32 tile = q / 64u, m = q % 64u;
+    u32 tile = first_tile + q / 64u, m = q % 64u;
     u32 x = (tile % tiles_x) * 8u + compact_bits(m);
     u32 y = (tile / tiles_x) * 8u + compact_bits(m >> 1);
     Path path;

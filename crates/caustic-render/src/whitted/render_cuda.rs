@@ -39,6 +39,8 @@ use std::sync::Mutex;
 
 use crate::kernels::whitted_render as k;
 use crate::scene_cuda::{DeviceScene, FrameParams, GpuPath, MovedUpload};
+use crate::team::{Team, TileBand, gather_concat, sum_u64};
+use crate::team_cuda::GpuTeamError;
 use crate::whitted::{FresnelMode, RenderStats, WhittedSettings};
 use crate::{Film, RenderScene};
 
@@ -55,6 +57,37 @@ pub fn render(
     let start = Instant::now();
     let (film, mut stats) = GpuScene::upload(gpu, scene)?.render(camera, settings)?;
     stats.seconds = start.elapsed().as_secs_f64();
+    Ok((film, stats))
+}
+
+/// Renders like [`GpuScene::render`] as one member of `team` (one GPU
+/// each, or one MPI rank each; see [`crate::team`]): each member renders
+/// the band of 8-pixel tile rows [`TileBand::of`] gives it
+/// ([`GpuScene::render_band`]), and the bands are concatenated in rank
+/// order through the host (12 bytes a pixel, small against the work).
+/// Every member returns the whole image. A pixel's contributions are the
+/// single GPU's, computed by the member that owns its row; only the order
+/// of the framebuffer's atomic additions may differ, as it may between
+/// two runs on one GPU (a relative difference of at most about n·ε for a
+/// pixel's n non-negative contributions). Statistics count the whole
+/// team's rays.
+pub fn render_cuda_in_team(
+    device: &GpuScene,
+    camera: &Camera,
+    settings: &WhittedSettings,
+    team: &dyn Team,
+) -> Result<(Film, RenderStats), GpuTeamError> {
+    let start = Instant::now();
+    let band = TileBand::of(team, settings.width, settings.height);
+    let (mine, mut stats) = device.render_band(camera, settings, &band, &mut ())?;
+    let pixels = gather_concat(team, mine)?;
+    stats.rays = sum_u64(team, &[stats.rays])?[0];
+    stats.seconds = start.elapsed().as_secs_f64();
+    let film = Film {
+        width: settings.width,
+        height: settings.height,
+        pixels,
+    };
     Ok((film, stats))
 }
 
@@ -104,11 +137,38 @@ impl GpuScene {
         settings: &WhittedSettings,
         extra: &mut dyn WaveSteps,
     ) -> Result<(Film, RenderStats), GpuError> {
+        let band = TileBand::whole(settings.width, settings.height);
+        let (pixels, stats) = self.render_band(camera, settings, &band, extra)?;
+        let film = Film {
+            width: settings.width,
+            height: settings.height,
+            pixels,
+        };
+        Ok((film, stats))
+    }
+
+    /// [`Self::render_with`] for the pixels of `band` alone (a team
+    /// member's rows; see [`render_cuda_in_team`]): its primary rays are
+    /// the whole image's slots of the band's tiles, and its framebuffer
+    /// holds the band's pixels only (the kernels' pixel numbers are the
+    /// image's: the framebuffer's address handed to them is moved back by
+    /// the band's first pixel, and no kernel writes outside the band).
+    /// Returns the band's pixels, row by row.
+    pub fn render_band(
+        &self,
+        camera: &Camera,
+        settings: &WhittedSettings,
+        band: &TileBand,
+        extra: &mut dyn WaveSteps,
+    ) -> Result<(Vec<Rgb>, RenderStats), GpuError> {
         let start = Instant::now();
         let gpu = self.device.gpu();
-        let pixels = settings.width as usize * settings.height as usize;
+        let pixels = band.pixel_count();
         let framebuffer = DeviceBuffer::<f32>::zeroed(gpu, "whitted framebuffer", 3 * pixels)?;
-        let params = self.params(camera, settings, framebuffer.device_ptr());
+        let origin = framebuffer
+            .device_ptr()
+            .wrapping_sub(12 * u64::from(band.pixels.start));
+        let params = self.params(camera, settings, origin);
         let params = DeviceBuffer::from_slice(gpu, "whitted params", &[params])?;
         let mut frame = Frame {
             tracer: self.device.accel.tracer()?,
@@ -117,7 +177,7 @@ impl GpuScene {
             shadow_slots: self.shadow_slots(settings.light_samples),
             rays: (pixels * settings.spp.max(1) as usize) as u64,
         };
-        let mut wave = frame.primary(settings)?;
+        let mut wave = frame.primary(settings, band)?;
         for _ in 0..=settings.max_depth {
             if wave.rays.is_empty() {
                 break;
@@ -256,14 +316,18 @@ impl Frame<'_> {
         self.params.gpu()
     }
 
-    fn primary(&self, settings: &WhittedSettings) -> Result<Wave, GpuError> {
-        let spp = settings.spp.max(1);
-        let n = primary_slots(settings.width, settings.height, spp);
+    fn primary(&self, settings: &WhittedSettings, band: &TileBand) -> Result<Wave, GpuError> {
+        let n = band.tiles as usize * 64 * settings.spp.max(1) as usize;
         let mut wave = Wave {
             rays: DeviceBuffer::uninit(self.gpu(), "whitted primary rays", n)?,
             paths: DeviceBuffer::uninit(self.gpu(), "whitted primary paths", n)?,
         };
-        primary(self.params, &mut wave.rays, &mut wave.paths)?;
+        primary(
+            self.params,
+            band.first_tile,
+            &mut wave.rays,
+            &mut wave.paths,
+        )?;
         Ok(wave)
     }
 
@@ -365,13 +429,13 @@ impl Frame<'_> {
 
 /// The framebuffer's sums over samples, averaged.
 impl GpuScene {
-    /// The framebuffer's sums as an image, through the pinned staging
+    /// The framebuffer's sums as pixels, through the pinned staging
     /// buffer (allocated at the first frame of its size).
     fn download(
         &self,
         framebuffer: &DeviceBuffer<f32>,
         settings: &WhittedSettings,
-    ) -> Result<Film, GpuError> {
+    ) -> Result<Vec<Rgb>, GpuError> {
         let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         let buffer = match &mut *staging {
             Some(buffer) if buffer.len() == framebuffer.len() => buffer,
@@ -382,22 +446,16 @@ impl GpuScene {
     }
 }
 
-/// The image of the framebuffer's sums over `settings.spp` samples.
+/// The pixels of the framebuffer's sums over `settings.spp` samples.
 /// One pass over the pixels on all cores, writing each once (a film
 /// zeroed first, then filled, costs two passes over 12 MB at 1024x1024).
-fn film_of(sums: &[f32], settings: &WhittedSettings) -> Film {
+fn film_of(sums: &[f32], settings: &WhittedSettings) -> Vec<Rgb> {
     use rayon::prelude::*;
     let spp = settings.spp.max(1) as f32;
-    let pixels = sums
-        .par_chunks_exact(3)
+    sums.par_chunks_exact(3)
         .with_min_len(4096)
         .map(|sum| Rgb::new(sum[0], sum[1], sum[2]) / spp)
-        .collect();
-    Film {
-        width: settings.width,
-        height: settings.height,
-        pixels,
-    }
+        .collect()
 }
 
 // ------------------------------------------------------------------ launches
@@ -409,9 +467,11 @@ pub fn primary_slots(width: u32, height: u32, spp: u32) -> usize {
 }
 
 /// Primary rays and paths for every slot of `rays` (Morton order inside 8x8
-/// tiles, `spp` consecutive slots per pixel).
+/// tiles, `spp` consecutive slots per pixel), the tiles from `first_tile`
+/// on.
 pub fn primary(
     params: &DeviceBuffer<FrameParams>,
+    first_tile: u32,
     rays: &mut DeviceBuffer<GpuRay>,
     paths: &mut DeviceBuffer<GpuPath>,
 ) -> Result<(), GpuError> {
@@ -420,7 +480,13 @@ pub fn primary(
         params.gpu(),
         k::WHITTED_PRIMARY,
         n,
-        (params.ptr(), rays.ptr_mut(), paths.ptr_mut(), n as u32),
+        (
+            params.ptr(),
+            first_tile,
+            rays.ptr_mut(),
+            paths.ptr_mut(),
+            n as u32,
+        ),
     )
 }
 
