@@ -16,8 +16,8 @@
 #   SCENE=NAME     the scene (default cornell-caustics)
 # SIZE is the image's side (default 1024); PASSES is SPPM's passes
 # (default 32); PHOTONS is SPPM's photons per pass, or the photon
-# mapper's global and caustic photons (one pass, split by the tracer's
-# waves of 4 Mi photons: default 16 Mi, four waves).
+# mapper's global and caustic photons (one pass, split by index among
+# the GPUs: default 16 Mi).
 #
 # The time is the renderer's own (the CLI's summary: SPPM's and Whitted's
 # render seconds, the photon mapper's "total"), which leaves out loading

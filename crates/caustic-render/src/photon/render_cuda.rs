@@ -165,13 +165,13 @@ impl<'s> GpuPhotonRenderer<'s> {
     /// each, or one MPI rank each; see [`crate::team`]), every member on
     /// its own upload of the scene:
     ///
-    /// - the global pass's photons split by whole waves of the tracer
-    ///   ([`trace_cuda::WAVE`] photons, contiguous shares of them): the GPU
-    ///   tracer stores a wave's photons bounce by bounce, so whole waves
-    ///   concatenated in rank order are the single GPU's maps, photon for
-    ///   photon and in its order; every member builds the same maps and
-    ///   the same precomputed irradiance from them (a caustic-only pass is
-    ///   traced whole by every member);
+    /// - the global pass's photons split by index (contiguous shares); the
+    ///   GPU tracer stores a wave's photons bounce by bounce, and the
+    ///   members' maps merged run by run (bounce by bounce, wave by wave,
+    ///   members in rank order: [`GpuPhotonMaps::global_runs`]) are the
+    ///   single GPU's maps, photon for photon and in its order; every
+    ///   member builds the same maps and the same precomputed irradiance
+    ///   from them (a caustic-only pass is traced whole by every member);
     /// - the eye pass by bands of 8-pixel tile rows ([`TileBand`]); the
     ///   members' eye vertices are merged wave by wave in rank order
     ///   ([`gather_device_runs`]), which is the single GPU's vertex array,
@@ -305,7 +305,7 @@ impl<'s> GpuPhotonRenderer<'s> {
     }
 
     /// The photon passes of the plan, on the device; a team member traces
-    /// its share of the global pass's waves and receives the others'.
+    /// its share of the global pass's photons and receives the others'.
     fn trace(
         &self,
         settings: &PhotonRenderSettings,
@@ -315,9 +315,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         let plan = PassPlan::new(settings);
         let start = Instant::now();
         let photons = plan.global.photons;
-        let waves = share(team, photons.div_ceil(trace_cuda::WAVE));
-        let range = (waves.start * trace_cuda::WAVE).min(photons)
-            ..(waves.end * trace_cuda::WAVE).min(photons);
+        let range = share(team, photons);
         let mut maps =
             trace_cuda::trace_photon_range(&self.scene, &self.sources, &plan.global, range)?;
         stats.rays += maps.stats.rays;
@@ -326,8 +324,7 @@ impl<'s> GpuPhotonRenderer<'s> {
             &mut maps.global,
             DeviceBuffer::uninit(self.scene.gpu(), "global photon map", 0)?,
         );
-        let len = global.len() as u64;
-        maps.global = gather_device_runs(team, global, 0, &[len])?.0;
+        maps.global = gather_device_runs(team, global, 0, &maps.global_runs)?.0;
         if let Some(pass) = &plan.caustic {
             // No caustic-only range on the device: every member traces the
             // whole pass (the same photons), the team counts its rays once.
@@ -342,8 +339,7 @@ impl<'s> GpuPhotonRenderer<'s> {
                 &mut maps.caustic,
                 DeviceBuffer::uninit(self.scene.gpu(), "caustic photon map", 0)?,
             );
-            let len = caustic.len() as u64;
-            maps.caustic = gather_device_runs(team, caustic, 0, &[len])?.0;
+            maps.caustic = gather_device_runs(team, caustic, 0, &maps.caustic_runs)?.0;
         }
         stats.photon_ms = start.elapsed().as_secs_f64() * 1e3;
         stats.global_stored = maps.global.len();

@@ -49,6 +49,15 @@ pub const WAVE: u64 = 1 << 22;
 pub struct GpuPhotonMaps {
     pub global: DeviceBuffer<GpuPhoton>,
     pub caustic: DeviceBuffer<GpuPhoton>,
+    /// The maps' runs: how many photons each bounce of each wave stored,
+    /// wave by wave ([`WAVE`] photons of the whole pass each, cut at the
+    /// same indices whatever range was traced), zero where the trace held
+    /// none of the wave's photons. A team's members, each tracing a range,
+    /// merge their maps run by run in rank order
+    /// ([`crate::team::run_plan`]) into the whole pass's maps, photon for
+    /// photon and in order.
+    pub global_runs: Vec<u64>,
+    pub caustic_runs: Vec<u64>,
     pub emitted: u64,
     pub stats: PhotonStats,
 }
@@ -139,20 +148,36 @@ fn trace_range(
         caustic_only: u32::from(caustic_only),
         first_photon: 0,
     };
+    // The whole pass's waves, cut at multiples of WAVE, so every member of
+    // a team names the same runs whatever its range.
+    let bounces = settings.max_bounces as usize;
+    let waves = settings.photons.div_ceil(WAVE) as usize;
+    let mut runs = [vec![0; waves * bounces], vec![0; waves * bounces]];
     let end = indices.end.min(settings.photons);
-    let mut first = indices.start;
-    while first < end && !records.is_empty() {
-        let count = (end - first).min(WAVE);
+    for wave in 0..waves {
+        let first = (wave as u64 * WAVE).max(indices.start);
+        let last = ((wave as u64 + 1) * WAVE).min(end);
+        if first >= last || records.is_empty() {
+            continue;
+        }
         let params = PhotonParams {
             first_photon: first,
             ..base
         };
         let params = DeviceBuffer::from_slice(&gpu, "photon params", &[params])?;
-        pass.wave(&params, count as usize, settings.max_bounces)?;
-        first += count;
+        let [global, caustic] = &mut runs;
+        let at = wave * bounces..(wave + 1) * bounces;
+        let wave_runs = [&mut global[at.clone()], &mut caustic[at]];
+        pass.wave(
+            &params,
+            (last - first) as usize,
+            settings.max_bounces,
+            wave_runs,
+        )?;
     }
     let global = concat(&gpu, "global photon map", &pass.global)?;
     let caustic = concat(&gpu, "caustic photon map", &pass.caustic)?;
+    let [global_runs, caustic_runs] = runs;
     gpu.synchronize()?;
     let stats = PhotonStats {
         emitted: settings.photons,
@@ -164,6 +189,8 @@ fn trace_range(
     Ok(GpuPhotonMaps {
         global,
         caustic,
+        global_runs,
+        caustic_runs,
         emitted: settings.photons,
         stats,
     })
@@ -398,12 +425,14 @@ impl WaveBuffers {
 impl Pass<'_> {
     /// Emits `count` photons and follows them for at most `max_bounces`
     /// bounces, reading the wave's counts only now and then
-    /// ([`host_reads_after`]).
+    /// ([`host_reads_after`]); `runs` gets the photons each bounce stored
+    /// in each map.
     fn wave(
         &mut self,
         params: &DeviceBuffer<PhotonParams>,
         count: usize,
         max_bounces: u32,
+        runs: [&mut [u64]; 2],
     ) -> Result<(), GpuError> {
         let gpu = params.gpu().clone();
         let slots = CountSlots {
@@ -453,6 +482,11 @@ impl Pass<'_> {
         self.rays += (0..bounces)
             .map(|s| u64::from(known[slots.live(s)]))
             .sum::<u64>();
+        for (m, runs) in runs.into_iter().enumerate() {
+            for (b, run) in runs.iter_mut().enumerate().take(bounces) {
+                *run = u64::from(known[slots.fill(m, b + 1)] - known[slots.fill(m, b)]);
+            }
+        }
         let [global, caustic] = maps;
         self.global
             .push(global.finish(known[slots.fill(0, bounces)] as usize)?);

@@ -15,14 +15,12 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use crate::photon::records_cuda::{GpuPhoton, GridView};
+use crate::photon::records_cuda::GridView;
 use crate::scene_cuda::FrameParams;
 use crate::sppm::kernels_cuda::{
     self as kernels, EyeStep, EyeTargets, GpuSppmPath, GpuSppmPixel, GpuVisiblePoint,
 };
-use crate::team::{
-    Solo, Team, TeamError, gather_concat, gather_concat_into, share, sum_u64, team_mean,
-};
+use crate::team::{Solo, Team, TeamError, TileBand, gather_concat, share, sum_u64, team_mean};
 use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
@@ -34,6 +32,7 @@ use caustic_scene::Camera;
 use super::gather::photon_settings;
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
 use crate::photon::{PhotonSources, trace_cuda};
+use crate::team_cuda::{GpuTeamError, gather_device_runs};
 use crate::wavefront_cuda::{WavePad, host_reads_after};
 use crate::whitted::render_cuda::GpuScene;
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
@@ -99,16 +98,13 @@ pub fn render_cuda_on(
 /// or one MPI rank each; see [`crate::team`]), as the CPU's
 /// [`super::render_in_team`] shares the work: each member owns a band of
 /// 8-pixel tile rows (their eye paths, visible points and statistics) and
-/// traces a contiguous share of every pass's photons; the shares go
-/// through the host to every member, so each member gathers, for its own
-/// pixels, exactly the photons a single GPU gathers (the same deposits,
-/// the same radii: the radius sums are exact). Every member returns the
-/// whole image, equal to the single GPU's up to the order of the float
-/// additions within a pixel's gather: the GPU tracer stores a wave's
-/// photons bounce by bounce, so the members' lists concatenate in another
-/// order than one wave's, and the hash grid visits them in that order
-/// (a relative difference of n·ε for n photons in a pixel's disc; 181 dB
-/// PSNR measured on two H200s). `progress` gets the passes done.
+/// traces a contiguous share of every pass's photons; the shares are
+/// merged on every member run by run (each bounce of each wave, members in
+/// rank order: [`gather_device_runs`]), which is the single GPU's photon
+/// list in its order, so each member gathers, for its own pixels, exactly
+/// the photons a single GPU gathers in the same order (the radius sums are
+/// exact too). Every member returns the whole image, equal to the single
+/// GPU's bit for bit. `progress` gets the passes done.
 /// Statistics count the whole team's rays and deposits.
 pub fn render_cuda_in_team(
     device: &GpuScene,
@@ -175,6 +171,15 @@ fn team_error(e: TeamError) -> SppmCudaError {
     SppmError(format!("team exchange failed: {e}")).into()
 }
 
+impl From<GpuTeamError> for SppmCudaError {
+    fn from(error: GpuTeamError) -> Self {
+        match error {
+            GpuTeamError::Gpu(e) => e.into(),
+            GpuTeamError::Team(e) => team_error(e),
+        }
+    }
+}
+
 /// The image of the pixel statistics after `passes` passes.
 fn image(
     pixels: &DeviceBuffer<GpuSppmPixel>,
@@ -190,38 +195,13 @@ fn image(
     Ok(film)
 }
 
-/// A team member's part of the image: a band of 8×8 tile rows.
-struct Band {
-    first_tile: u32,
-    tiles: u32,
-    /// The band's pixels, `y * width + x` from its first row to its last.
-    pixels: std::ops::Range<u32>,
-}
-
-impl Band {
-    /// Member `team.rank()`'s band of a `width × height` image.
-    fn of(team: &dyn Team, width: u32, height: u32) -> Self {
-        let rows = share(team, u64::from(height.div_ceil(8)));
-        let (first_row, last_row) = (rows.start as u32, rows.end as u32);
-        let tiles_x = width.div_ceil(8);
-        Self {
-            first_tile: first_row * tiles_x,
-            tiles: (last_row - first_row) * tiles_x,
-            pixels: (8 * first_row).min(height) * width..(8 * last_row).min(height) * width,
-        }
-    }
-}
-
 /// What every pass shares: the scene, the camera's parameters, the pixel
 /// statistics and the per-pixel buffers of one pass.
 struct State<'a> {
     device: &'a GpuScene,
     settings: &'a SppmSettings,
     team: &'a dyn Team,
-    band: Band,
-    /// The team's photons of the pass on the host (its allocation reused
-    /// from pass to pass).
-    pass_photons: Vec<GpuPhoton>,
+    band: TileBand,
     params: DeviceBuffer<FrameParams>,
     tracer: AccelTracer,
     pixels: DeviceBuffer<GpuSppmPixel>,
@@ -255,8 +235,7 @@ impl<'a> State<'a> {
             device,
             settings,
             team,
-            band: Band::of(team, settings.width, settings.height),
-            pass_photons: Vec::new(),
+            band: TileBand::of(team, settings.width, settings.height),
             params: DeviceBuffer::from_slice(gpu, "sppm params", &[params])?,
             tracer: device.accel().tracer()?,
             pixels: DeviceBuffer::zeroed(gpu, "sppm pixels", count)?,
@@ -302,7 +281,9 @@ impl<'a> State<'a> {
         stats.photon_seconds += clock.elapsed().as_secs_f64();
         stats.photons_emitted += maps.emitted;
         stats.rays += maps.stats.rays;
-        let photons = self.exchange(maps.global)?;
+        // The team's photons in the single GPU's order (merged run by run):
+        // every member sees the same photons in the same order.
+        let (photons, _) = gather_device_runs(self.team, maps.global, 0, &maps.global_runs)?;
         stats.photons_stored += photons.len() as u64;
 
         let clock = Instant::now();
@@ -331,57 +312,6 @@ impl<'a> State<'a> {
         )?;
         stats.gather_seconds += clock.elapsed().as_secs_f64();
         Ok(())
-    }
-
-    /// The pass's stored photons of the whole team, in index order, from
-    /// this member's share (through the host: each member's GPU may be in
-    /// another process).
-    fn exchange(
-        &mut self,
-        mine: DeviceBuffer<GpuPhoton>,
-    ) -> Result<DeviceBuffer<GpuPhoton>, SppmCudaError> {
-        if self.team.size() == 1 {
-            return Ok(mine);
-        }
-        if self.team.shares_memory() {
-            return self.exchange_on_devices(mine);
-        }
-        let mine = mine.download()?;
-        gather_concat_into(self.team, &mine, &mut self.pass_photons).map_err(team_error)?;
-        let gpu = self.device.gpu();
-        Ok(DeviceBuffer::from_slice(
-            gpu,
-            "sppm pass photons",
-            &self.pass_photons,
-        )?)
-    }
-
-    /// [`State::exchange`] among the GPUs of one process: every member
-    /// copies every member's share device to device into one buffer, in
-    /// rank order (`cuMemcpyPeerAsync`, over NVLink where the devices are
-    /// peers), and no member frees its share before all have copied.
-    fn exchange_on_devices(
-        &self,
-        mine: DeviceBuffer<GpuPhoton>,
-    ) -> Result<DeviceBuffer<GpuPhoton>, SppmCudaError> {
-        let gpu = self.device.gpu();
-        gpu.synchronize()?;
-        let shares = gather_concat(self.team, vec![mine.peer_handle()]).map_err(team_error)?;
-        let bytes: u64 = shares.iter().map(|h| h.bytes).sum();
-        let count = bytes as usize / std::mem::size_of::<GpuPhoton>();
-        let mut all = DeviceBuffer::uninit(gpu, "sppm pass photons", count)?;
-        let mut at = 0;
-        for share in shares {
-            // SAFETY: the shares come from this process's members, each
-            // synchronised before it named its buffer and kept alive until
-            // the barrier below, after this device's copies are done.
-            unsafe { all.copy_from_peer(at, share)? };
-            at += share.bytes as usize;
-        }
-        gpu.synchronize()?;
-        self.team.all_gather(&[]).map_err(team_error)?;
-        drop(mine);
-        Ok(all)
     }
 
     /// The eye pass: rays traced, eye and shadow. The wave's length stays
