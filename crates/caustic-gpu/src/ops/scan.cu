@@ -73,6 +73,179 @@ __device__ __forceinline__ void scan_segmented_u32(const u32* values, const u32*
     scan_tile<SegmentedSumU32>(io, n, status, tile_counter);
 }
 
+// ------------------------------------------------ pipelined forward scans
+
+// The plain forward scans run persistent blocks that take tiles from the
+// counter and load the NEXT tile while warp 0 walks back for the current
+// one (scan v4, notes). One tile per block (scan_tile) left each block with
+// no loads in flight during its look-back: ncu found the scan
+// latency-bound, 57 % of the warps' cycles at the barrier after the
+// look-back and DRAM at 47 % of peak. Here the next tile's loads are
+// issued before that barrier, so every block keeps a tile in flight while
+// it waits, and the look-back's latency hides behind the loads (the
+// software pipelining of Merrill & Garland 2016, section 4.4's "prefetch"
+// discussion, done across tiles).
+//
+// Layout: each warp loads a contiguous run of 32 * ITEMS words as 16-byte
+// vectors striped over its lanes (512 coalesced bytes per instruction),
+// turns them into lane-contiguous runs through a private shared-memory
+// exchange (__syncwarp only), and the reverse on the way out. The exchange
+// keeps the tile through the look-back, so the items need no registers
+// then: only the next tile's vectors are live.
+//
+// Inputs and outputs must be 16-byte aligned (the host checks; device
+// allocations are).
+
+// One pad vector every 8 keeps both the striped (lane-consecutive) and the
+// lane-contiguous (stride ITEMS / 4 vectors) accesses on distinct banks for
+// ITEMS = 16 and 32.
+#define SCAN_VEC_PADDED(q) ((q) + ((q) >> 3))
+
+// The vector of words j .. j + 3 (zeros past n).
+template <bool STREAM>
+__device__ __forceinline__ uint4 load_vector(const u32* in, u64 j, u64 n) {
+    if (j + 4 <= n) {
+        const uint4* p = reinterpret_cast<const uint4*>(in + j);
+        return STREAM ? __ldcs(p) : *p;
+    }
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (j < n) v.x = in[j];
+    if (j + 1 < n) v.y = in[j + 1];
+    if (j + 2 < n) v.z = in[j + 2];
+    return v;
+}
+
+template <bool STREAM>
+__device__ __forceinline__ void store_vector(u32* out, u64 j, u64 n, uint4 v) {
+    if (j + 4 <= n) {
+        uint4* p = reinterpret_cast<uint4*>(out + j);
+        if (STREAM)
+            __stcs(p, v);
+        else
+            *p = v;
+        return;
+    }
+    if (j < n) out[j] = v.x;
+    if (j + 1 < n) out[j + 1] = v.y;
+    if (j + 2 < n) out[j + 2] = v.z;
+}
+
+template <u32 THREADS, u32 ITEMS, bool INCLUSIVE, bool STREAM>
+__device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* total, u64 n,
+                                               u64* status, u32* tile_counter) {
+    static_assert(ITEMS % 4u == 0u, "whole vectors per lane");
+    constexpr u32 WARPS = THREADS / 32u;
+    constexpr u32 VECS = ITEMS / 4u;      // vectors per lane
+    constexpr u32 WARP_VECS = 32u * VECS; // vectors per warp and tile
+    constexpr u32 TILE = THREADS * ITEMS;
+    __shared__ uint4 exchange[WARPS][SCAN_VEC_PADDED(WARP_VECS)];
+    __shared__ u32 warp_totals[WARPS];
+    __shared__ u32 tile_prefix_sh;
+    __shared__ u32 first_sh; // not next_sh: thread 0 rewrites that one before all have read it
+    __shared__ u32 next_sh;
+
+    const u32 lane = lane_id();
+    uint4* const ex = exchange[warp_id()];
+    const u64 tiles = (n + TILE - 1u) / TILE;
+    u32 tile = next_tile(tile_counter, &first_sh);
+    // Word offset of this lane's k-th striped vector within a tile.
+    const u32 lane_word = warp_id() * (32u * ITEMS) + 4u * lane;
+    uint4 vec[VECS];
+    if (tile < tiles) {
+#pragma unroll
+        for (u32 k = 0; k < VECS; ++k)
+            vec[k] = load_vector<STREAM>(in, (u64)tile * TILE + lane_word + 128u * k, n);
+    }
+    while (tile < tiles) {
+        const u64 base = (u64)tile * TILE;
+        // Striped -> lane-contiguous.
+#pragma unroll
+        for (u32 k = 0; k < VECS; ++k) ex[SCAN_VEC_PADDED(k * 32u + lane)] = vec[k];
+        __syncwarp();
+        u32 thread_total = 0u;
+#pragma unroll
+        for (u32 c = 0; c < VECS; ++c) {
+            const uint4 v = ex[SCAN_VEC_PADDED(lane * VECS + c)];
+            thread_total += v.x + v.y + v.z + v.w;
+        }
+        if (threadIdx.x == 0) next_sh = atomicAdd(tile_counter, 1u);
+        u32 tile_total;
+        const u32 thread_prefix =
+            block_exclusive_scan<SumU32, THREADS>(thread_total, warp_totals, tile_total);
+        // The block scan's barrier published next_sh.
+        const u32 next = next_sh;
+        if (next < tiles) {
+#pragma unroll
+            for (u32 k = 0; k < VECS; ++k)
+                vec[k] = load_vector<STREAM>(in, (u64)next * TILE + lane_word + 128u * k, n);
+        }
+        if (warp_id() == 0) {
+            u32 tile_prefix = 0u;
+            if (tile == 0) {
+                if (lane == 0) publish_status<SumU32>(status, tile, STATUS_PREFIX, tile_total);
+            } else {
+                if (lane == 0) publish_status<SumU32>(status, tile, STATUS_AGGREGATE, tile_total);
+                tile_prefix = lookback_exclusive_prefix<SumU32>(status, tile);
+                if (lane == 0)
+                    publish_status<SumU32>(status, tile, STATUS_PREFIX, tile_prefix + tile_total);
+            }
+            if (lane == 0) {
+                tile_prefix_sh = tile_prefix;
+                if (tile == tiles - 1u && total) *total = tile_prefix + tile_total;
+            }
+        }
+        __syncthreads();
+        // Results in place of the items, then lane-contiguous -> striped.
+        u32 running = tile_prefix_sh + thread_prefix;
+#pragma unroll
+        for (u32 c = 0; c < VECS; ++c) {
+            uint4 v = ex[SCAN_VEC_PADDED(lane * VECS + c)];
+            uint4 r;
+            r.x = INCLUSIVE ? running + v.x : running;
+            running += v.x;
+            r.y = INCLUSIVE ? running + v.y : running;
+            running += v.y;
+            r.z = INCLUSIVE ? running + v.z : running;
+            running += v.z;
+            r.w = INCLUSIVE ? running + v.w : running;
+            running += v.w;
+            ex[SCAN_VEC_PADDED(lane * VECS + c)] = r;
+        }
+        __syncwarp();
+#pragma unroll
+        for (u32 k = 0; k < VECS; ++k)
+            store_vector<STREAM>(out, base + lane_word + 128u * k, n,
+                                 ex[SCAN_VEC_PADDED(k * 32u + lane)]);
+        __syncwarp();
+        tile = next;
+    }
+}
+
+// Variants measured side by side (notes: scan v4).
+extern "C" __global__ void __launch_bounds__(256, 6)
+scan_exclusive_u32_p256x16(const u32* in, u32* out, u32* total, u64 n, u64* status,
+                          u32* tile_counter) {
+    scan_pipelined<256u, 16u, false, false>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4)
+scan_exclusive_u32_p256x32(const u32* in, u32* out, u32* total, u64 n, u64* status,
+                          u32* tile_counter) {
+    scan_pipelined<256u, 32u, false, false>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(128, 8)
+scan_exclusive_u32_p128x32(const u32* in, u32* out, u32* total, u64 n, u64* status,
+                          u32* tile_counter) {
+    scan_pipelined<128u, 32u, false, false>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 6)
+scan_exclusive_u32_p256x16s(const u32* in, u32* out, u32* total, u64 n, u64* status,
+                          u32* tile_counter) {
+    scan_pipelined<256u, 16u, false, true>(in, out, total, n, status, tile_counter);
+}
+
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS, SCAN_MIN_BLOCKS)
 scan_exclusive_u32(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
     scan_u32<false, false>(in, out, total, n, status, tile_counter);

@@ -46,6 +46,11 @@ pub fn scan_u32(
     let n = input.len();
     check_len(kernel.name(), n, MAX_SCAN_LEN)?;
     check_same_len(kernel.name(), "output", n, output.len())?;
+    if direction == Direction::Forward && kind == ScanKind::Exclusive {
+        if let Some(v) = default_variant() {
+            return scan_pipelined(input, output, v, total);
+        }
+    }
     let total = total_arg(kernel.name(), total)?;
     if n == 0 {
         return Ok(());
@@ -131,4 +136,114 @@ fn total_arg<'a>(
             Ok(total.ptr_mut())
         }
     }
+}
+
+/// Shapes of the pipelined forward scan, for side-by-side measurements
+/// (notes: scan v4). `Tile` is the one-tile-per-block scan of tile_scan.cuh.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanVariant {
+    Tile,
+    P256x16,
+    P256x32,
+    P128x32,
+    P256x16Stream,
+    /// P256x16 with one block per tile (no prefetch across tiles).
+    P256x16OneTile,
+}
+
+impl ScanVariant {
+    pub const ALL: [ScanVariant; 6] = [
+        ScanVariant::Tile,
+        ScanVariant::P256x16,
+        ScanVariant::P256x32,
+        ScanVariant::P128x32,
+        ScanVariant::P256x16Stream,
+        ScanVariant::P256x16OneTile,
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            ScanVariant::Tile => "tile",
+            ScanVariant::P256x16 => "p256x16",
+            ScanVariant::P256x32 => "p256x32",
+            ScanVariant::P128x32 => "p128x32",
+            ScanVariant::P256x16Stream => "p256x16s",
+            ScanVariant::P256x16OneTile => "p256x16-one-tile",
+        }
+    }
+}
+
+fn default_variant() -> Option<ScanVariant> {
+    let name = std::env::var("CAUSTIC_SCAN_VARIANT").unwrap_or_default();
+    ScanVariant::ALL.into_iter().find(|v| v.key() == name)
+}
+
+/// Forward exclusive scan with the given kernel shape.
+#[doc(hidden)]
+pub fn exclusive_u32_variant(
+    input: &DeviceBuffer<u32>,
+    output: &mut DeviceBuffer<u32>,
+    variant: ScanVariant,
+) -> Result<(), GpuError> {
+    if variant == ScanVariant::Tile {
+        let n = input.len();
+        let gpu = input.gpu();
+        if n == 0 {
+            return Ok(());
+        }
+        let mut scratch = lookback_scratch(gpu, n)?;
+        let (status, counter) = scratch.pointers();
+        let args = (
+            input.ptr(),
+            output.ptr_mut(),
+            DevicePtrMut::null(),
+            n as u64,
+            status,
+            counter,
+        );
+        return gpu.launch(k::SCAN_EXCLUSIVE_U32, lookback_blocks(n), SCAN_THREADS, args);
+    }
+    scan_pipelined(input, output, variant, None)
+}
+
+fn scan_pipelined(
+    input: &DeviceBuffer<u32>,
+    output: &mut DeviceBuffer<u32>,
+    variant: ScanVariant,
+    total: Option<&mut DeviceBuffer<u32>>,
+) -> Result<(), GpuError> {
+    let (kernel, threads, items) = match variant {
+        ScanVariant::P256x16 | ScanVariant::P256x16OneTile => (k::SCAN_EXCLUSIVE_U32_P256X16, 256u32, 16usize),
+        ScanVariant::P256x32 => (k::SCAN_EXCLUSIVE_U32_P256X32, 256, 32),
+        ScanVariant::P128x32 => (k::SCAN_EXCLUSIVE_U32_P128X32, 128, 32),
+        ScanVariant::P256x16Stream => (k::SCAN_EXCLUSIVE_U32_P256X16S, 256, 16),
+        ScanVariant::Tile => unreachable!(),
+    };
+    let n = input.len();
+    let total = total_arg(kernel.name(), total)?;
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = input.gpu();
+    let tiles = n.div_ceil(threads as usize * items);
+    let mut scratch = super::LookbackScratch::new(gpu, "scan tile status", tiles)?;
+    let (status, counter) = scratch.pointers();
+    // As many blocks as the SMs hold threads: every resident block loops
+    // over tiles; any beyond start when others finish and take what is left.
+    let most = gpu.info().multiprocessors.max(1) * (2048 / threads);
+    let blocks = if variant == ScanVariant::P256x16OneTile {
+        tiles as u32
+    } else {
+        (tiles as u32).min(most)
+    };
+    let args = (
+        input.ptr(),
+        output.ptr_mut(),
+        total,
+        n as u64,
+        status,
+        counter,
+    );
+    gpu.launch(kernel, blocks, threads, args)
 }
