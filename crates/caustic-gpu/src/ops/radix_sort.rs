@@ -108,8 +108,75 @@ pub fn sort_pairs_bits<K: RadixKey>(
 
 fn sort<K: RadixKey>(
     keys: &mut DeviceBuffer<K>,
+    values: Option<&mut DeviceBuffer<u32>>,
+    bits: Range<u32>,
+) -> Result<(), GpuError> {
+    let pass = if values.is_some() {
+        (K::ONESWEEP, K::TILE, SORT_THREADS)
+    } else {
+        (K::ONESWEEP_KEYS, K::TILE, SORT_THREADS)
+    };
+    sort_with(keys, values, bits, pass)
+}
+
+/// Shapes of the u32 keys-only digit pass, for side-by-side measurements
+/// (notes: sort v4).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeysVariant {
+    T256x16,
+    T384x16B2,
+    T384x16B3,
+    T256x24B3,
+    T384x20B2,
+    T512x12B2,
+}
+
+impl KeysVariant {
+    pub const ALL: [KeysVariant; 6] = [
+        KeysVariant::T256x16,
+        KeysVariant::T384x16B2,
+        KeysVariant::T384x16B3,
+        KeysVariant::T256x24B3,
+        KeysVariant::T384x20B2,
+        KeysVariant::T512x12B2,
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            KeysVariant::T256x16 => "t256x16b4",
+            KeysVariant::T384x16B2 => "t384x16b2",
+            KeysVariant::T384x16B3 => "t384x16b3",
+            KeysVariant::T256x24B3 => "t256x24b3",
+            KeysVariant::T384x20B2 => "t384x20b2",
+            KeysVariant::T512x12B2 => "t512x12b2",
+        }
+    }
+}
+
+/// Sorts u32 keys with the given digit-pass shape.
+#[doc(hidden)]
+pub fn sort_keys_u32_variant(
+    keys: &mut DeviceBuffer<u32>,
+    variant: KeysVariant,
+) -> Result<(), GpuError> {
+    let pass = match variant {
+        KeysVariant::T256x16 => (k::RADIX_SORT_ONESWEEP_KEYS_U32, 4096, 256),
+        KeysVariant::T384x16B2 => (k::RADIX_SORT_ONESWEEP_KEYS_U32_T384X16B2, 6144, 384),
+        KeysVariant::T384x16B3 => (k::RADIX_SORT_ONESWEEP_KEYS_U32_T384X16B3, 6144, 384),
+        KeysVariant::T256x24B3 => (k::RADIX_SORT_ONESWEEP_KEYS_U32_T256X24B3, 6144, 256),
+        KeysVariant::T384x20B2 => (k::RADIX_SORT_ONESWEEP_KEYS_U32_T384X20B2, 7680, 384),
+        KeysVariant::T512x12B2 => (k::RADIX_SORT_ONESWEEP_KEYS_U32_T512X12B2, 6144, 512),
+    };
+    sort_with(keys, None, 0..32, pass)
+}
+
+/// The sort with one digit-pass kernel, its tile and its block size.
+fn sort_with<K: RadixKey>(
+    keys: &mut DeviceBuffer<K>,
     mut values: Option<&mut DeviceBuffer<u32>>,
     bits: Range<u32>,
+    (onesweep, tile, threads): (Kernel<Onesweep<K>>, usize, u32),
 ) -> Result<(), GpuError> {
     let n = keys.len();
     let operation = K::ONESWEEP.name();
@@ -126,11 +193,6 @@ fn sort<K: RadixKey>(
         return Ok(());
     }
     let passes = (bits.end - bits.start).div_ceil(DIGIT_BITS) as usize;
-    let onesweep = if values.is_some() {
-        K::ONESWEEP
-    } else {
-        K::ONESWEEP_KEYS
-    };
     debug_assert!(
         passes <= MAX_PASSES,
         "the histogram kernel counts at most MAX_PASSES digits"
@@ -147,7 +209,7 @@ fn sort<K: RadixKey>(
         )?),
         None => None,
     };
-    let tiles = n.div_ceil(K::TILE);
+    let tiles = n.div_ceil(tile);
     // One u32 of status per tile and digit: tiles * RADIX / 2 u64 words.
     let mut scratch = LookbackScratch::new(&gpu, "radix sort digit status", tiles * RADIX / 2)?;
 
@@ -174,8 +236,8 @@ fn sort<K: RadixKey>(
         let (status, counter) = scratch.pointers();
         gpu.launch(
             onesweep,
-            blocks_for(n, K::TILE),
-            SORT_THREADS,
+            blocks_for(n, tile),
+            threads,
             (
                 keys_in,
                 keys_out,
