@@ -201,19 +201,9 @@ pub fn primitives(gpu: &Gpu, n: usize, repeats: Repeats) -> Result<Vec<Primitive
     for primitive in Primitive::ALL {
         let timing = match primitive {
             Primitive::Copy => time_copy(gpu, &keys, repeats)?,
-            Primitive::ScanU32 => {
-                if std::env::var_os("CAUSTIC_SCAN_VARIANTS").is_some() {
-                    scan_variants(gpu, &keys, repeats)?;
-                }
-                time_scan(gpu, &keys, repeats)?
-            }
+            Primitive::ScanU32 => time_scan(gpu, &keys, repeats)?,
             Primitive::SortPairsU32 => time_sort_pairs(gpu, &keys, repeats)?,
-            Primitive::SortKeysU32 => {
-                if std::env::var_os("CAUSTIC_SORT_VARIANTS").is_some() {
-                    sort_variants(gpu, &keys, repeats)?;
-                }
-                time_sort_keys(gpu, &keys, repeats)?
-            }
+            Primitive::SortKeysU32 => time_sort_keys(gpu, &keys, repeats)?,
             Primitive::SortPairsU64 => time_sort_pairs(gpu, &keys64, repeats)?,
             Primitive::SortKeysU64 => time_sort_keys(gpu, &keys64, repeats)?,
         };
@@ -259,68 +249,6 @@ fn time_scan(gpu: &Gpu, data: &[u32], repeats: Repeats) -> Result<Timing, GpuErr
         || Ok(()),
         || scan::exclusive_u32(&input, &mut output),
     )
-}
-
-/// Times every pipelined scan shape (notes: scan v4), printed as it goes.
-fn scan_variants(gpu: &Gpu, data: &[u32], repeats: Repeats) -> Result<(), GpuError> {
-    let input = DeviceBuffer::from_slice(gpu, "scan input", data)?;
-    let mut output = DeviceBuffer::<u32>::uninit(gpu, "scan output", data.len())?;
-    let (expected, _) = cpu::scan_u32(data, ScanKind::Exclusive, Direction::Forward);
-    for round in 0..2 {
-        for variant in scan::ScanVariant::ALL {
-            output.poison()?;
-            scan::exclusive_u32_variant(&input, &mut output, variant)?;
-            if output.download()? != expected {
-                return Err(mismatch("exclusive scan variant", variant.key()));
-            }
-            let t = time_device(
-                gpu,
-                repeats,
-                || Ok(()),
-                || scan::exclusive_u32_variant(&input, &mut output, variant),
-            )?;
-            let gb = 8.0 * data.len() as f64 / t.median_ms / 1e6;
-            println!(
-                "SCAN_VARIANT round {round} {}: median {:.4} ms best {:.4} ms {gb:.0} GB/s",
-                variant.key(),
-                t.median_ms,
-                t.best_ms
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Times every keys-only digit-pass shape (notes: sort v4), printed as it goes.
-fn sort_variants(gpu: &Gpu, keys: &[u32], repeats: Repeats) -> Result<(), GpuError> {
-    let pristine = DeviceBuffer::from_slice(gpu, "sort input keys", keys)?;
-    let mut work = DeviceBuffer::<u32>::uninit(gpu, "sort keys", keys.len())?;
-    let mut expected = keys.to_vec();
-    expected.sort_unstable();
-    for round in 0..2 {
-        for variant in radix_sort::KeysVariant::ALL {
-            work.copy_from(&pristine)?;
-            radix_sort::sort_keys_u32_variant(&mut work, variant)?;
-            if work.download()? != expected {
-                return Err(mismatch("radix sort variant", variant.key()));
-            }
-            let work = RefCell::new(&mut work);
-            let t = time_device(
-                gpu,
-                repeats,
-                || work.borrow_mut().copy_from(&pristine),
-                || radix_sort::sort_keys_u32_variant(&mut work.borrow_mut(), variant),
-            )?;
-            println!(
-                "SORT_VARIANT round {round} {}: median {:.4} ms best {:.4} ms {:.2} Gkeys/s",
-                variant.key(),
-                t.median_ms,
-                t.best_ms,
-                keys.len() as f64 / t.median_ms / 1e6
-            );
-        }
-    }
-    Ok(())
 }
 
 /// Each repetition sorts a fresh copy of the unsorted input (restored

@@ -78,6 +78,12 @@ inline T atomicExch(T* p, T v) {
     return old;
 }
 template <class T>
+inline T atomicOr(T* p, T v) {
+    T old = *p;
+    *p = old | v;
+    return old;
+}
+template <class T>
 inline T atomicCAS(T* p, T compare, T v) {
     T old = *p;
     if (old == compare) *p = v;

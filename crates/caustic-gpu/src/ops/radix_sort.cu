@@ -20,8 +20,10 @@
 // Launch rules: the histogram kernel takes any grid; the scan takes one block
 // of SORT_RADIX threads per digit pass; onesweep takes one block of
 // SORT_THREADS threads per tile of SORT_THREADS * SORT_ITEMS_U32 (or _U64)
-// keys, with its tile counter and its status array (SORT_RADIX u32 per tile)
-// zeroed. n < 2^30 (the status word keeps counts in 30 bits).
+// keys (the u32 keys-only pass: SORT_KEYS_THREADS_U32 threads per tile of
+// SORT_KEYS_THREADS_U32 * SORT_KEYS_ITEMS_U32 keys), with its tile counter
+// and its status array (SORT_RADIX u32 per tile) zeroed. n < 2^30 (the
+// status word keeps counts in 30 bits).
 #include "block.cuh"
 
 #define SORT_THREADS 256u
@@ -30,6 +32,13 @@
 // u64 keys, so that keys and values fit the 48 KB of static shared memory.
 #define SORT_ITEMS_U32 16u
 #define SORT_ITEMS_U64 12u
+// The u32 keys-only pass: 384 threads of 20 keys (7680 keys a tile, no value
+// stage), two blocks per SM (80 registers). Against 256 x 16 at four blocks
+// the sort measured 1.84 -> 1.74 ms on an H100: fewer tiles, so fewer
+// look-backs per key (CUB's tiles are 384 x 19; notes: sort v4).
+#define SORT_KEYS_THREADS_U32 384u
+#define SORT_KEYS_ITEMS_U32 20u
+#define SORT_KEYS_MIN_BLOCKS_U32 2
 #define SORT_RADIX 256u
 #define SORT_DIGIT_BITS 8u
 #define SORT_MAX_PASSES 8u
@@ -272,7 +281,8 @@ __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u3
     for (u32 k = 0; k < ITEMS; ++k) {
         const u64 j = warp_base + k * 32u + lane_id();
         key[k] = j < n ? keys_in[j] : ~(K)0;
-        if (STAGE_VALUES && has_values && j < n) stage_values[warp_first + k * 32u + lane_id()] = values_in[j];
+        if (STAGE_VALUES && has_values && j < n)
+            stage_values[warp_first + k * 32u + lane_id()] = values_in[j];
     }
     u32 slot[ITEMS];
     rank_in_warp<K, ITEMS, !HAS_VALUES>(key, shift, mask, warp_counts[warp_id()],
@@ -335,80 +345,41 @@ __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u3
 // Three resident blocks per SM: 80 registers is the least that holds 16
 // keys, slots and values without spilling. (The u64 kernel's smaller tiles
 // come out at 64 registers, four blocks, unasked.) The keys-only kernels
-// take null value pointers, which they never touch. The u32 keys-only kernel
-// runs four blocks per SM: held to 64 registers it spills 28 bytes, yet its
-// digit pass measured 440 -> 406 us (32 warps per SM instead of 24 to hide
-// the look-back and shared-memory latency; notes: sort v3).
+// take null value pointers, which they never touch; the u32 one has its own
+// shape (SORT_KEYS_*_U32 above).
 extern "C" __global__ void __launch_bounds__(SORT_THREADS, 3)
 radix_sort_onesweep_u32(const u32* keys_in, u32* keys_out, const u32* values_in, u32* values_out,
                         u64 n, u32 shift, u32 mask, const u32* digit_offsets, u32* status,
                         u32* tile_counter) {
-    onesweep<u32, SORT_THREADS, SORT_ITEMS_U32, true>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                        digit_offsets, status, tile_counter);
+    onesweep<u32, SORT_THREADS, SORT_ITEMS_U32, true>(keys_in, keys_out, values_in, values_out, n,
+                                                      shift, mask, digit_offsets, status,
+                                                      tile_counter);
 }
 
-extern "C" __global__ void __launch_bounds__(SORT_THREADS, 4)
+extern "C" __global__ void __launch_bounds__(SORT_KEYS_THREADS_U32, SORT_KEYS_MIN_BLOCKS_U32)
 radix_sort_onesweep_keys_u32(const u32* keys_in, u32* keys_out, const u32* values_in,
                              u32* values_out, u64 n, u32 shift, u32 mask,
                              const u32* digit_offsets, u32* status, u32* tile_counter) {
-    onesweep<u32, SORT_THREADS, SORT_ITEMS_U32, false>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                         digit_offsets, status, tile_counter);
+    onesweep<u32, SORT_KEYS_THREADS_U32, SORT_KEYS_ITEMS_U32, false, false>(
+        keys_in, keys_out, values_in, values_out, n, shift, mask, digit_offsets, status,
+        tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(SORT_THREADS)
 radix_sort_onesweep_u64(const u64* keys_in, u64* keys_out, const u32* values_in, u32* values_out,
                         u64 n, u32 shift, u32 mask, const u32* digit_offsets, u32* status,
                         u32* tile_counter) {
-    onesweep<u64, SORT_THREADS, SORT_ITEMS_U64, true>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                        digit_offsets, status, tile_counter);
+    onesweep<u64, SORT_THREADS, SORT_ITEMS_U64, true>(keys_in, keys_out, values_in, values_out, n,
+                                                      shift, mask, digit_offsets, status,
+                                                      tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(SORT_THREADS)
 radix_sort_onesweep_keys_u64(const u64* keys_in, u64* keys_out, const u32* values_in,
                              u32* values_out, u64 n, u32 shift, u32 mask,
                              const u32* digit_offsets, u32* status, u32* tile_counter) {
-    onesweep<u64, SORT_THREADS, SORT_ITEMS_U64, false>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                         digit_offsets, status, tile_counter);
-}
-
-// Keys-only shapes measured side by side (notes: sort v4).
-extern "C" __global__ void __launch_bounds__(384, 2)
-radix_sort_onesweep_keys_u32_t384x16b2(const u32* keys_in, u32* keys_out, const u32* values_in,
-                             u32* values_out, u64 n, u32 shift, u32 mask,
-                             const u32* digit_offsets, u32* status, u32* tile_counter) {
-    onesweep<u32, 384u, 16u, false, false>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                   digit_offsets, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(384, 3)
-radix_sort_onesweep_keys_u32_t384x16b3(const u32* keys_in, u32* keys_out, const u32* values_in,
-                             u32* values_out, u64 n, u32 shift, u32 mask,
-                             const u32* digit_offsets, u32* status, u32* tile_counter) {
-    onesweep<u32, 384u, 16u, false, false>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                   digit_offsets, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 3)
-radix_sort_onesweep_keys_u32_t256x24b3(const u32* keys_in, u32* keys_out, const u32* values_in,
-                             u32* values_out, u64 n, u32 shift, u32 mask,
-                             const u32* digit_offsets, u32* status, u32* tile_counter) {
-    onesweep<u32, 256u, 24u, false, false>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                   digit_offsets, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(384, 2)
-radix_sort_onesweep_keys_u32_t384x20b2(const u32* keys_in, u32* keys_out, const u32* values_in,
-                             u32* values_out, u64 n, u32 shift, u32 mask,
-                             const u32* digit_offsets, u32* status, u32* tile_counter) {
-    onesweep<u32, 384u, 20u, false, false>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                   digit_offsets, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(512, 2)
-radix_sort_onesweep_keys_u32_t512x12b2(const u32* keys_in, u32* keys_out, const u32* values_in,
-                             u32* values_out, u64 n, u32 shift, u32 mask,
-                             const u32* digit_offsets, u32* status, u32* tile_counter) {
-    onesweep<u32, 512u, 12u, false, false>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                   digit_offsets, status, tile_counter);
+    onesweep<u64, SORT_THREADS, SORT_ITEMS_U64, false>(keys_in, keys_out, values_in, values_out,
+                                                       n, shift, mask, digit_offsets, status,
+                                                       tile_counter);
 }
 

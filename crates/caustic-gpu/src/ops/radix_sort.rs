@@ -59,6 +59,11 @@ pub trait RadixKey: Pod + sealed::Sealed {
     /// The keys-only pass (ranks by shared atomic OR; see radix_sort.cu).
     #[doc(hidden)]
     const ONESWEEP_KEYS: Kernel<Onesweep<Self>>;
+    /// Keys per tile and threads per block of the keys-only pass.
+    #[doc(hidden)]
+    const KEYS_TILE: usize;
+    #[doc(hidden)]
+    const KEYS_THREADS: u32;
 }
 
 impl RadixKey for u32 {
@@ -67,6 +72,8 @@ impl RadixKey for u32 {
     const HISTOGRAM: Kernel<Histogram<u32>> = k::RADIX_SORT_HISTOGRAM_U32;
     const ONESWEEP: Kernel<Onesweep<u32>> = k::RADIX_SORT_ONESWEEP_U32;
     const ONESWEEP_KEYS: Kernel<Onesweep<u32>> = k::RADIX_SORT_ONESWEEP_KEYS_U32;
+    const KEYS_TILE: usize = 384 * 20;
+    const KEYS_THREADS: u32 = 384;
 }
 
 impl RadixKey for u64 {
@@ -75,6 +82,8 @@ impl RadixKey for u64 {
     const HISTOGRAM: Kernel<Histogram<u64>> = k::RADIX_SORT_HISTOGRAM_U64;
     const ONESWEEP: Kernel<Onesweep<u64>> = k::RADIX_SORT_ONESWEEP_U64;
     const ONESWEEP_KEYS: Kernel<Onesweep<u64>> = k::RADIX_SORT_ONESWEEP_KEYS_U64;
+    const KEYS_TILE: usize = 3072;
+    const KEYS_THREADS: u32 = SORT_THREADS;
 }
 
 mod sealed {
@@ -114,61 +123,9 @@ fn sort<K: RadixKey>(
     let pass = if values.is_some() {
         (K::ONESWEEP, K::TILE, SORT_THREADS)
     } else {
-        (K::ONESWEEP_KEYS, K::TILE, SORT_THREADS)
+        (K::ONESWEEP_KEYS, K::KEYS_TILE, K::KEYS_THREADS)
     };
     sort_with(keys, values, bits, pass)
-}
-
-/// Shapes of the u32 keys-only digit pass, for side-by-side measurements
-/// (notes: sort v4).
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeysVariant {
-    T256x16,
-    T384x16B2,
-    T384x16B3,
-    T256x24B3,
-    T384x20B2,
-    T512x12B2,
-}
-
-impl KeysVariant {
-    pub const ALL: [KeysVariant; 6] = [
-        KeysVariant::T256x16,
-        KeysVariant::T384x16B2,
-        KeysVariant::T384x16B3,
-        KeysVariant::T256x24B3,
-        KeysVariant::T384x20B2,
-        KeysVariant::T512x12B2,
-    ];
-
-    pub fn key(self) -> &'static str {
-        match self {
-            KeysVariant::T256x16 => "t256x16b4",
-            KeysVariant::T384x16B2 => "t384x16b2",
-            KeysVariant::T384x16B3 => "t384x16b3",
-            KeysVariant::T256x24B3 => "t256x24b3",
-            KeysVariant::T384x20B2 => "t384x20b2",
-            KeysVariant::T512x12B2 => "t512x12b2",
-        }
-    }
-}
-
-/// Sorts u32 keys with the given digit-pass shape.
-#[doc(hidden)]
-pub fn sort_keys_u32_variant(
-    keys: &mut DeviceBuffer<u32>,
-    variant: KeysVariant,
-) -> Result<(), GpuError> {
-    let pass = match variant {
-        KeysVariant::T256x16 => (k::RADIX_SORT_ONESWEEP_KEYS_U32, 4096, 256),
-        KeysVariant::T384x16B2 => (k::RADIX_SORT_ONESWEEP_KEYS_U32_T384X16B2, 6144, 384),
-        KeysVariant::T384x16B3 => (k::RADIX_SORT_ONESWEEP_KEYS_U32_T384X16B3, 6144, 384),
-        KeysVariant::T256x24B3 => (k::RADIX_SORT_ONESWEEP_KEYS_U32_T256X24B3, 6144, 256),
-        KeysVariant::T384x20B2 => (k::RADIX_SORT_ONESWEEP_KEYS_U32_T384X20B2, 7680, 384),
-        KeysVariant::T512x12B2 => (k::RADIX_SORT_ONESWEEP_KEYS_U32_T512X12B2, 6144, 512),
-    };
-    sort_with(keys, None, 0..32, pass)
 }
 
 /// The sort with one digit-pass kernel, its tile and its block size.

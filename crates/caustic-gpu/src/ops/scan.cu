@@ -2,16 +2,21 @@
 // look-back, see block.cuh and tile_scan.cuh).
 //
 // Forward and backward, exclusive and inclusive, and the segmented sum that
-// restarts at head flags (Sengupta et al. 2007). Sums wrap modulo 2^32. Every
-// kernel runs on exactly ceil(n / SCAN_TILE) blocks of SCAN_THREADS threads,
-// with `status` (one u64 per tile) and `tile_counter` zeroed beforehand.
+// restarts at head flags (Sengupta et al. 2007). Sums wrap modulo 2^32.
+// `status` (one u64 per tile) and `tile_counter` are zeroed beforehand.
 // `total` may be null; otherwise the last tile writes the reduction of the
 // whole input there (the thesis's ScanTail).
+//
+// Launch rules: the forward plain scans (scan_exclusive_u32,
+// scan_inclusive_u32) take tiles of SCAN_PIPE_THREADS * SCAN_PIPE_ITEMS
+// words from the counter on any grid of SCAN_PIPE_THREADS threads, with
+// 16-byte aligned `in` and `out`; the others run on exactly
+// ceil(n / SCAN_TILE) blocks of SCAN_THREADS threads.
 #include "tile_scan.cuh"
 
-// Plain scans fit 48 registers without spilling, which keeps five blocks
-// resident per SM: more tiles in flight to cover the look-back's latency.
-// The segmented scans spill under that bound and keep the default.
+// The backward scans fit 48 registers without spilling, which keeps five
+// blocks resident per SM: more tiles in flight to cover the look-back's
+// latency. The segmented scans spill under that bound and keep the default.
 #define SCAN_MIN_BLOCKS 5
 
 template <bool INCLUSIVE, bool BACKWARD>
@@ -75,26 +80,24 @@ __device__ __forceinline__ void scan_segmented_u32(const u32* values, const u32*
 
 // ------------------------------------------------ pipelined forward scans
 
-// The plain forward scans run persistent blocks that take tiles from the
-// counter and load the NEXT tile while warp 0 walks back for the current
-// one (scan v4, notes). One tile per block (scan_tile) left each block with
-// no loads in flight during its look-back: ncu found the scan
-// latency-bound, 57 % of the warps' cycles at the barrier after the
-// look-back and DRAM at 47 % of peak. Here the next tile's loads are
-// issued before that barrier, so every block keeps a tile in flight while
-// it waits, and the look-back's latency hides behind the loads (the
-// software pipelining of Merrill & Garland 2016, section 4.4's "prefetch"
-// discussion, done across tiles).
+// The forward plain scans run persistent blocks that take tiles from the
+// counter and issue the NEXT tile's loads before warp 0 walks back for the
+// current one, so a block waiting on its look-back still has a tile in
+// flight (ncu had the one-tile-per-block scan latency-bound: 57 % of the
+// warps' cycles at the barrier after the look-back, DRAM at 47 % of peak).
+// Tiles are twice scan_tile's (32 words a lane): a look-back then stands
+// for twice the bytes.
+//
+// Measured on an H100 (notes: scan v4): the prefetch alone bought nothing
+// (16 words a lane, persistent or one tile per block: same time), the
+// larger tile 9 %; 69 % of the copy bandwidth against 64 %.
 //
 // Layout: each warp loads a contiguous run of 32 * ITEMS words as 16-byte
 // vectors striped over its lanes (512 coalesced bytes per instruction),
 // turns them into lane-contiguous runs through a private shared-memory
-// exchange (__syncwarp only), and the reverse on the way out. The exchange
-// keeps the tile through the look-back, so the items need no registers
-// then: only the next tile's vectors are live.
-//
-// Inputs and outputs must be 16-byte aligned (the host checks; device
-// allocations are).
+// exchange (__syncwarp only), and back on the way out. The exchange keeps
+// the tile through the look-back, so the items hold no registers then:
+// only the next tile's vectors are live.
 
 // One pad vector every 8 keeps both the striped (lane-consecutive) and the
 // lane-contiguous (stride ITEMS / 4 vectors) accesses on distinct banks for
@@ -102,12 +105,8 @@ __device__ __forceinline__ void scan_segmented_u32(const u32* values, const u32*
 #define SCAN_VEC_PADDED(q) ((q) + ((q) >> 3))
 
 // The vector of words j .. j + 3 (zeros past n).
-template <bool STREAM>
 __device__ __forceinline__ uint4 load_vector(const u32* in, u64 j, u64 n) {
-    if (j + 4 <= n) {
-        const uint4* p = reinterpret_cast<const uint4*>(in + j);
-        return STREAM ? __ldcs(p) : *p;
-    }
+    if (j + 4 <= n) return *reinterpret_cast<const uint4*>(in + j);
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if (j < n) v.x = in[j];
     if (j + 1 < n) v.y = in[j + 1];
@@ -115,14 +114,9 @@ __device__ __forceinline__ uint4 load_vector(const u32* in, u64 j, u64 n) {
     return v;
 }
 
-template <bool STREAM>
 __device__ __forceinline__ void store_vector(u32* out, u64 j, u64 n, uint4 v) {
     if (j + 4 <= n) {
-        uint4* p = reinterpret_cast<uint4*>(out + j);
-        if (STREAM)
-            __stcs(p, v);
-        else
-            *p = v;
+        *reinterpret_cast<uint4*>(out + j) = v;
         return;
     }
     if (j < n) out[j] = v.x;
@@ -130,7 +124,7 @@ __device__ __forceinline__ void store_vector(u32* out, u64 j, u64 n, uint4 v) {
     if (j + 2 < n) out[j + 2] = v.z;
 }
 
-template <u32 THREADS, u32 ITEMS, bool INCLUSIVE, bool STREAM>
+template <u32 THREADS, u32 ITEMS, bool INCLUSIVE>
 __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* total, u64 n,
                                                u64* status, u32* tile_counter) {
     static_assert(ITEMS % 4u == 0u, "whole vectors per lane");
@@ -154,7 +148,7 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
     if (tile < tiles) {
 #pragma unroll
         for (u32 k = 0; k < VECS; ++k)
-            vec[k] = load_vector<STREAM>(in, (u64)tile * TILE + lane_word + 128u * k, n);
+            vec[k] = load_vector(in, (u64)tile * TILE + lane_word + 128u * k, n);
     }
     while (tile < tiles) {
         const u64 base = (u64)tile * TILE;
@@ -177,7 +171,7 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
         if (next < tiles) {
 #pragma unroll
             for (u32 k = 0; k < VECS; ++k)
-                vec[k] = load_vector<STREAM>(in, (u64)next * TILE + lane_word + 128u * k, n);
+                vec[k] = load_vector(in, (u64)next * TILE + lane_word + 128u * k, n);
         }
         if (warp_id() == 0) {
             u32 tile_prefix = 0u;
@@ -214,46 +208,31 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
         __syncwarp();
 #pragma unroll
         for (u32 k = 0; k < VECS; ++k)
-            store_vector<STREAM>(out, base + lane_word + 128u * k, n,
+            store_vector(out, base + lane_word + 128u * k, n,
                                  ex[SCAN_VEC_PADDED(k * 32u + lane)]);
         __syncwarp();
         tile = next;
     }
 }
 
-// Variants measured side by side (notes: scan v4).
-extern "C" __global__ void __launch_bounds__(256, 6)
-scan_exclusive_u32_p256x16(const u32* in, u32* out, u32* total, u64 n, u64* status,
-                          u32* tile_counter) {
-    scan_pipelined<256u, 16u, false, false>(in, out, total, n, status, tile_counter);
-}
+// The forward scans' shape: 32 words a lane (8 KB tiles of 256 threads) and
+// four blocks per SM (64 registers). Against 16 words a lane (40 registers,
+// six blocks) and the one-tile-per-block scan, it moved 9 % more bytes per
+// second on an H100 (notes: scan v4).
+#define SCAN_PIPE_THREADS 256u
+#define SCAN_PIPE_ITEMS 32u
+#define SCAN_PIPE_MIN_BLOCKS 4
 
-extern "C" __global__ void __launch_bounds__(256, 4)
-scan_exclusive_u32_p256x32(const u32* in, u32* out, u32* total, u64 n, u64* status,
-                          u32* tile_counter) {
-    scan_pipelined<256u, 32u, false, false>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(128, 8)
-scan_exclusive_u32_p128x32(const u32* in, u32* out, u32* total, u64 n, u64* status,
-                          u32* tile_counter) {
-    scan_pipelined<128u, 32u, false, false>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 6)
-scan_exclusive_u32_p256x16s(const u32* in, u32* out, u32* total, u64 n, u64* status,
-                          u32* tile_counter) {
-    scan_pipelined<256u, 16u, false, true>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(SCAN_THREADS, SCAN_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(SCAN_PIPE_THREADS, SCAN_PIPE_MIN_BLOCKS)
 scan_exclusive_u32(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_u32<false, false>(in, out, total, n, status, tile_counter);
+    scan_pipelined<SCAN_PIPE_THREADS, SCAN_PIPE_ITEMS, false>(in, out, total, n, status,
+                                                              tile_counter);
 }
 
-extern "C" __global__ void __launch_bounds__(SCAN_THREADS, SCAN_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(SCAN_PIPE_THREADS, SCAN_PIPE_MIN_BLOCKS)
 scan_inclusive_u32(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_u32<true, false>(in, out, total, n, status, tile_counter);
+    scan_pipelined<SCAN_PIPE_THREADS, SCAN_PIPE_ITEMS, true>(in, out, total, n, status,
+                                                             tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS, SCAN_MIN_BLOCKS)

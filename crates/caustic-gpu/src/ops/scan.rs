@@ -4,12 +4,21 @@
 //! 2^32. Semantics and the thesis's test vectors: [`super::cpu`].
 
 use super::{
-    MAX_SCAN_LEN, SCAN_THREADS, check_len, check_same_len, lookback_blocks, lookback_scratch,
+    LookbackScratch, MAX_SCAN_LEN, SCAN_THREADS, blocks_for, check_len, check_same_len,
+    lookback_blocks, lookback_scratch,
 };
 use crate::buffer::DeviceBuffer;
 use crate::error::GpuError;
 use crate::kernel::DevicePtrMut;
 use crate::kernels::ops_scan as k;
+
+/// Threads per block of the forward scans (`SCAN_PIPE_THREADS` in scan.cu).
+pub(crate) const SCAN_PIPE_THREADS: u32 = 256;
+/// Elements per tile of the forward scans (`SCAN_PIPE_THREADS * SCAN_PIPE_ITEMS`).
+pub(crate) const SCAN_PIPE_TILE: usize = 256 * 32;
+/// Resident threads per SM on sm_80 and sm_90 (where fewer fit, the extra
+/// blocks start late and find the tiles taken).
+const MAX_THREADS_PER_SM: u32 = 2048;
 
 /// Whether element i of the result includes input i.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,16 +55,33 @@ pub fn scan_u32(
     let n = input.len();
     check_len(kernel.name(), n, MAX_SCAN_LEN)?;
     check_same_len(kernel.name(), "output", n, output.len())?;
-    if direction == Direction::Forward && kind == ScanKind::Exclusive {
-        if let Some(v) = default_variant() {
-            return scan_pipelined(input, output, v, total);
-        }
-    }
     let total = total_arg(kernel.name(), total)?;
     if n == 0 {
         return Ok(());
     }
     let gpu = input.gpu();
+    if direction == Direction::Forward {
+        // The persistent pipelined kernels (scan.cu): any grid; as many
+        // blocks as the SMs hold threads, each looping over tiles (blocks
+        // beyond those resident start as others finish and take what is
+        // left). Their 16-byte vector accesses need aligned buffers, which
+        // device allocations are.
+        debug_assert!(input.device_ptr() % 16 == 0 && output.device_ptr() % 16 == 0);
+        let tiles = n.div_ceil(SCAN_PIPE_TILE);
+        let mut scratch = LookbackScratch::new(gpu, "scan tile status", tiles)?;
+        let (status, counter) = scratch.pointers();
+        let resident = gpu.info().multiprocessors.max(1) * (MAX_THREADS_PER_SM / SCAN_PIPE_THREADS);
+        let blocks = blocks_for(n, SCAN_PIPE_TILE).min(resident);
+        let args = (
+            input.ptr(),
+            output.ptr_mut(),
+            total,
+            n as u64,
+            status,
+            counter,
+        );
+        return gpu.launch(kernel, blocks, SCAN_PIPE_THREADS, args);
+    }
     let mut scratch = lookback_scratch(gpu, n)?;
     let (status, counter) = scratch.pointers();
     let args = (
@@ -136,114 +162,4 @@ fn total_arg<'a>(
             Ok(total.ptr_mut())
         }
     }
-}
-
-/// Shapes of the pipelined forward scan, for side-by-side measurements
-/// (notes: scan v4). `Tile` is the one-tile-per-block scan of tile_scan.cuh.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ScanVariant {
-    Tile,
-    P256x16,
-    P256x32,
-    P128x32,
-    P256x16Stream,
-    /// P256x16 with one block per tile (no prefetch across tiles).
-    P256x16OneTile,
-}
-
-impl ScanVariant {
-    pub const ALL: [ScanVariant; 6] = [
-        ScanVariant::Tile,
-        ScanVariant::P256x16,
-        ScanVariant::P256x32,
-        ScanVariant::P128x32,
-        ScanVariant::P256x16Stream,
-        ScanVariant::P256x16OneTile,
-    ];
-
-    pub fn key(self) -> &'static str {
-        match self {
-            ScanVariant::Tile => "tile",
-            ScanVariant::P256x16 => "p256x16",
-            ScanVariant::P256x32 => "p256x32",
-            ScanVariant::P128x32 => "p128x32",
-            ScanVariant::P256x16Stream => "p256x16s",
-            ScanVariant::P256x16OneTile => "p256x16-one-tile",
-        }
-    }
-}
-
-fn default_variant() -> Option<ScanVariant> {
-    let name = std::env::var("CAUSTIC_SCAN_VARIANT").unwrap_or_default();
-    ScanVariant::ALL.into_iter().find(|v| v.key() == name)
-}
-
-/// Forward exclusive scan with the given kernel shape.
-#[doc(hidden)]
-pub fn exclusive_u32_variant(
-    input: &DeviceBuffer<u32>,
-    output: &mut DeviceBuffer<u32>,
-    variant: ScanVariant,
-) -> Result<(), GpuError> {
-    if variant == ScanVariant::Tile {
-        let n = input.len();
-        let gpu = input.gpu();
-        if n == 0 {
-            return Ok(());
-        }
-        let mut scratch = lookback_scratch(gpu, n)?;
-        let (status, counter) = scratch.pointers();
-        let args = (
-            input.ptr(),
-            output.ptr_mut(),
-            DevicePtrMut::null(),
-            n as u64,
-            status,
-            counter,
-        );
-        return gpu.launch(k::SCAN_EXCLUSIVE_U32, lookback_blocks(n), SCAN_THREADS, args);
-    }
-    scan_pipelined(input, output, variant, None)
-}
-
-fn scan_pipelined(
-    input: &DeviceBuffer<u32>,
-    output: &mut DeviceBuffer<u32>,
-    variant: ScanVariant,
-    total: Option<&mut DeviceBuffer<u32>>,
-) -> Result<(), GpuError> {
-    let (kernel, threads, items) = match variant {
-        ScanVariant::P256x16 | ScanVariant::P256x16OneTile => (k::SCAN_EXCLUSIVE_U32_P256X16, 256u32, 16usize),
-        ScanVariant::P256x32 => (k::SCAN_EXCLUSIVE_U32_P256X32, 256, 32),
-        ScanVariant::P128x32 => (k::SCAN_EXCLUSIVE_U32_P128X32, 128, 32),
-        ScanVariant::P256x16Stream => (k::SCAN_EXCLUSIVE_U32_P256X16S, 256, 16),
-        ScanVariant::Tile => unreachable!(),
-    };
-    let n = input.len();
-    let total = total_arg(kernel.name(), total)?;
-    if n == 0 {
-        return Ok(());
-    }
-    let gpu = input.gpu();
-    let tiles = n.div_ceil(threads as usize * items);
-    let mut scratch = super::LookbackScratch::new(gpu, "scan tile status", tiles)?;
-    let (status, counter) = scratch.pointers();
-    // As many blocks as the SMs hold threads: every resident block loops
-    // over tiles; any beyond start when others finish and take what is left.
-    let most = gpu.info().multiprocessors.max(1) * (2048 / threads);
-    let blocks = if variant == ScanVariant::P256x16OneTile {
-        tiles as u32
-    } else {
-        (tiles as u32).min(most)
-    };
-    let args = (
-        input.ptr(),
-        output.ptr_mut(),
-        total,
-        n as u64,
-        status,
-        counter,
-    );
-    gpu.launch(kernel, blocks, threads, args)
 }
