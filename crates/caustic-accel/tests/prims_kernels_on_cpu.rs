@@ -66,7 +66,10 @@ fn forward_scans_match_cpu() {
             for grid in [0, 2] {
                 let out = emulate(exe, op, grid, &input, &[]);
                 assert_eq!(out.len(), n + 1);
-                assert!(out[..n] == expected[..], "{kind:?} scan of {n}, grid {grid}");
+                assert!(
+                    out[..n] == expected[..],
+                    "{kind:?} scan of {n}, grid {grid}"
+                );
                 assert_eq!(out[n], total, "{kind:?} total of {n}, grid {grid}");
             }
         }
@@ -91,7 +94,10 @@ fn u32_sorts_match_cpu() {
         let keys = random(n, 100 + i as u64, mask);
         let mut sorted = keys.clone();
         sorted.sort_unstable();
-        assert!(emulate(exe, 2, 0, &keys, &[]) == sorted, "keys only, n = {n}");
+        assert!(
+            emulate(exe, 2, 0, &keys, &[]) == sorted,
+            "keys only, n = {n}"
+        );
         let values: Vec<u32> = (0..n as u32).collect();
         let out = emulate(exe, 3, 0, &keys, &values);
         let (expected_keys, expected_values) = cpu::sort_pairs(&keys, &values);
