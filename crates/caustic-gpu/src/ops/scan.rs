@@ -66,7 +66,9 @@ pub fn scan_u32(
         // beyond those resident start as others finish and take what is
         // left). Their 16-byte vector accesses need aligned buffers, which
         // device allocations are.
-        debug_assert!(input.device_ptr() % 16 == 0 && output.device_ptr() % 16 == 0);
+        debug_assert!(
+            input.device_ptr().is_multiple_of(16) && output.device_ptr().is_multiple_of(16)
+        );
         let tiles = n.div_ceil(SCAN_PIPE_TILE);
         let mut scratch = LookbackScratch::new(gpu, "scan tile status", tiles)?;
         let (status, counter) = scratch.pointers();
