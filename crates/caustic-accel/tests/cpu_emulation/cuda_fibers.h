@@ -1,8 +1,9 @@
 // cuda_fibers.h: enough of CUDA for the host C++ compiler to compile
 // warp-synchronous kernels unchanged and run them block by block, every
 // CUDA thread a fiber (its own stack, switched by hand), for
-// tests/sah_kernels_on_cpu.rs and tests/dacrt_kernels_on_cpu.rs. Unlike cuda_shim.h (one thread at a time,
-// no warps), this one has barriers, shuffles and ballots:
+// tests/sah_kernels_on_cpu.rs, dacrt_kernels_on_cpu.rs and
+// prims_kernels_on_cpu.rs. Unlike cuda_shim.h (one thread at a time, no
+// warps), this one has barriers, shuffles and ballots:
 //
 // - a block's threads run as fibers on one OS thread; a thread runs until
 //   it reaches a barrier (__syncthreads, __syncwarp, or the two barriers
@@ -75,6 +76,12 @@ template <class T>
 inline T atomicExch(T* p, T v) {
     T old = *p;
     *p = v;
+    return old;
+}
+template <class T>
+inline T atomicOr(T* p, T v) {
+    T old = *p;
+    *p = old | v;
     return old;
 }
 template <class T>

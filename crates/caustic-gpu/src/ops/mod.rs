@@ -171,6 +171,14 @@ mod tests {
             super::SCAN_TILE
         );
         assert_eq!(scan.define("SCAN_THREADS"), super::SCAN_THREADS as usize);
+        assert_eq!(
+            scan.define("SCAN_PIPE_THREADS") * scan.define("SCAN_PIPE_ITEMS"),
+            super::scan::SCAN_PIPE_TILE
+        );
+        assert_eq!(
+            scan.define("SCAN_PIPE_THREADS"),
+            super::scan::SCAN_PIPE_THREADS as usize
+        );
         let sort = &ops_radix_sort::MODULE;
         use super::radix_sort::RadixKey;
         let threads = sort.define("SORT_THREADS");
@@ -183,6 +191,13 @@ mod tests {
             <u64 as RadixKey>::TILE
         );
         assert_eq!(threads, super::radix_sort::SORT_THREADS as usize);
+        let keys_threads = sort.define("SORT_KEYS_THREADS_U32");
+        assert_eq!(
+            keys_threads * sort.define("SORT_KEYS_ITEMS_U32"),
+            <u32 as RadixKey>::KEYS_TILE
+        );
+        assert_eq!(keys_threads, <u32 as RadixKey>::KEYS_THREADS as usize);
+        assert_eq!(<u64 as RadixKey>::KEYS_TILE, <u64 as RadixKey>::TILE);
         assert_eq!(sort.define("SORT_RADIX"), super::radix_sort::RADIX);
         assert_eq!(
             sort.define("SORT_MAX_PASSES"),

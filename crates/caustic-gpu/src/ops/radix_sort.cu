@@ -20,8 +20,10 @@
 // Launch rules: the histogram kernel takes any grid; the scan takes one block
 // of SORT_RADIX threads per digit pass; onesweep takes one block of
 // SORT_THREADS threads per tile of SORT_THREADS * SORT_ITEMS_U32 (or _U64)
-// keys, with its tile counter and its status array (SORT_RADIX u32 per tile)
-// zeroed. n < 2^30 (the status word keeps counts in 30 bits).
+// keys (the u32 keys-only pass: SORT_KEYS_THREADS_U32 threads per tile of
+// SORT_KEYS_THREADS_U32 * SORT_KEYS_ITEMS_U32 keys), with its tile counter
+// and its status array (SORT_RADIX u32 per tile) zeroed. n < 2^30 (the
+// status word keeps counts in 30 bits).
 #include "block.cuh"
 
 #define SORT_THREADS 256u
@@ -30,6 +32,13 @@
 // u64 keys, so that keys and values fit the 48 KB of static shared memory.
 #define SORT_ITEMS_U32 16u
 #define SORT_ITEMS_U64 12u
+// The u32 keys-only pass: 384 threads of 20 keys (7680 keys a tile, no value
+// stage), two blocks per SM (80 registers). Against 256 x 16 at four blocks
+// the sort measured 1.84 -> 1.74 ms on an H100: fewer tiles, so fewer
+// look-backs per key (CUB's tiles are 384 x 19; notes: sort v4).
+#define SORT_KEYS_THREADS_U32 384u
+#define SORT_KEYS_ITEMS_U32 20u
+#define SORT_KEYS_MIN_BLOCKS_U32 2
 #define SORT_RADIX 256u
 #define SORT_DIGIT_BITS 8u
 #define SORT_MAX_PASSES 8u
@@ -221,28 +230,34 @@ __device__ __forceinline__ void publish_digit(u32* status, u32 tile, u32 digit, 
     ((volatile u32*)status)[(u64)tile * SORT_RADIX + digit] = (flag << 30) | count;
 }
 
-template <typename K, u32 ITEMS, bool HAS_VALUES>
+// THREADS >= SORT_RADIX: thread t < SORT_RADIX owns digit t for the
+// look-back. Without STAGE_VALUES the kernel has no value stage and moves
+// no values.
+template <typename K, u32 THREADS, u32 ITEMS, bool HAS_VALUES, bool STAGE_VALUES = true>
 __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u32* values_in,
                                          u32* values_out, u64 n, u32 shift, u32 mask,
                                          const u32* digit_offsets, u32* status,
                                          u32* tile_counter) {
-    constexpr u32 TILE = SORT_THREADS * ITEMS;
+    static_assert(THREADS >= SORT_RADIX && THREADS % 32u == 0u, "a thread per digit");
+    constexpr u32 WARPS = THREADS / 32u;
+    constexpr u32 TILE = THREADS * ITEMS;
     // Keys and values wait here in sorted tile order, so both leave in runs.
     __shared__ K stage_keys[TILE];
-    __shared__ u32 stage_values[TILE];
+    __shared__ u32 stage_values[STAGE_VALUES ? TILE : 1u];
     // Per warp and digit: first the warp's count, then the count in earlier warps.
-    __shared__ u32 warp_counts[SORT_WARPS][SORT_RADIX];
+    __shared__ u32 warp_counts[WARPS][SORT_RADIX];
     __shared__ u32 digit_start[SORT_RADIX]; // first tile-local slot of each digit
     __shared__ u32 digit_base[SORT_RADIX];  // global slot of tile-local slot 0, per digit
-    __shared__ u32 warp_totals[SORT_WARPS];
+    __shared__ u32 warp_totals[WARPS];
     __shared__ u32 tile_sh;
 
     const u32 t = threadIdx.x;
+    const bool owns_digit = THREADS == SORT_RADIX || t < SORT_RADIX;
     // The ranking's match words live in stage_keys, which is free until the
-    // scatter (SORT_WARPS * SORT_RADIX words fit in every tile's stage).
+    // scatter (WARPS * SORT_RADIX words fit in every tile's stage).
     u32* const match_words = reinterpret_cast<u32*>(stage_keys);
-    static_assert(sizeof(K) * TILE >= sizeof(u32) * SORT_WARPS * SORT_RADIX, "match words fit");
-    for (u32 i = t; i < SORT_WARPS * SORT_RADIX; i += SORT_THREADS) {
+    static_assert(sizeof(K) * TILE >= sizeof(u32) * WARPS * SORT_RADIX, "match words fit");
+    for (u32 i = t; i < WARPS * SORT_RADIX; i += THREADS) {
         (&warp_counts[0][0])[i] = 0u;
         if constexpr (!HAS_VALUES) match_words[i] = 0u;
     }
@@ -266,7 +281,8 @@ __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u3
     for (u32 k = 0; k < ITEMS; ++k) {
         const u64 j = warp_base + k * 32u + lane_id();
         key[k] = j < n ? keys_in[j] : ~(K)0;
-        if (has_values && j < n) stage_values[warp_first + k * 32u + lane_id()] = values_in[j];
+        if (STAGE_VALUES && has_values && j < n)
+            stage_values[warp_first + k * 32u + lane_id()] = values_in[j];
     }
     u32 slot[ITEMS];
     rank_in_warp<K, ITEMS, !HAS_VALUES>(key, shift, mask, warp_counts[warp_id()],
@@ -275,26 +291,30 @@ __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u3
 
     // Thread t owns digit t from here to the look-back.
     u32 digit_count = 0u;
+    if (owns_digit) {
 #pragma unroll
-    for (u32 w = 0; w < SORT_WARPS; ++w) {
-        const u32 c = warp_counts[w][t];
-        warp_counts[w][t] = digit_count;
-        digit_count += c;
+        for (u32 w = 0; w < WARPS; ++w) {
+            const u32 c = warp_counts[w][t];
+            warp_counts[w][t] = digit_count;
+            digit_count += c;
+        }
+        publish_digit(status, tile, t, tile == 0 ? DIGIT_PREFIX : DIGIT_AGGREGATE, digit_count);
     }
-    publish_digit(status, tile, t, tile == 0 ? DIGIT_PREFIX : DIGIT_AGGREGATE, digit_count);
     u32 tile_keys;
-    const u32 start = block_exclusive_scan<SumU32, SORT_THREADS>(digit_count, warp_totals, tile_keys);
-    digit_start[t] = start;
-    u32 before_tile = 0u;
-    if (tile > 0) {
-        before_tile = digit_lookback(status, tile, t);
-        publish_digit(status, tile, t, DIGIT_PREFIX, before_tile + digit_count);
+    const u32 start = block_exclusive_scan<SumU32, THREADS>(digit_count, warp_totals, tile_keys);
+    if (owns_digit) {
+        digit_start[t] = start;
+        u32 before_tile = 0u;
+        if (tile > 0) {
+            before_tile = digit_lookback(status, tile, t);
+            publish_digit(status, tile, t, DIGIT_PREFIX, before_tile + digit_count);
+        }
+        digit_base[t] = digit_offsets[t] + before_tile - start;
     }
-    digit_base[t] = digit_offsets[t] + before_tile - start;
     __syncthreads();
 
     u32 value[ITEMS];
-    if (has_values) {
+    if (STAGE_VALUES && has_values) {
 #pragma unroll
         for (u32 k = 0; k < ITEMS; ++k) value[k] = stage_values[warp_first + k * 32u + lane_id()];
         __syncthreads();
@@ -304,7 +324,7 @@ __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u3
         const u32 d = digit_of(key[k], shift, mask);
         const u32 s = slot[k] + digit_start[d] + warp_counts[warp_id()][d];
         stage_keys[s] = key[k];
-        if (has_values) stage_values[s] = value[k];
+        if (STAGE_VALUES && has_values) stage_values[s] = value[k];
     }
     __syncthreads();
 
@@ -312,12 +332,12 @@ __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u3
     const u32 valid = (u32)min((u64)TILE, n - base);
 #pragma unroll
     for (u32 k = 0; k < ITEMS; ++k) {
-        const u32 i = k * SORT_THREADS + t;
+        const u32 i = k * THREADS + t;
         if (i < valid) {
             const K sorted = stage_keys[i];
             const u32 destination = digit_base[digit_of(sorted, shift, mask)] + i;
             keys_out[destination] = sorted;
-            if (has_values) values_out[destination] = stage_values[i];
+            if (STAGE_VALUES && has_values) values_out[destination] = stage_values[i];
         }
     }
 }
@@ -325,38 +345,41 @@ __device__ __forceinline__ void onesweep(const K* keys_in, K* keys_out, const u3
 // Three resident blocks per SM: 80 registers is the least that holds 16
 // keys, slots and values without spilling. (The u64 kernel's smaller tiles
 // come out at 64 registers, four blocks, unasked.) The keys-only kernels
-// take null value pointers, which they never touch. The u32 keys-only kernel
-// runs four blocks per SM: held to 64 registers it spills 28 bytes, yet its
-// digit pass measured 440 -> 406 us (32 warps per SM instead of 24 to hide
-// the look-back and shared-memory latency; notes: sort v3).
+// take null value pointers, which they never touch; the u32 one has its own
+// shape (SORT_KEYS_*_U32 above).
 extern "C" __global__ void __launch_bounds__(SORT_THREADS, 3)
 radix_sort_onesweep_u32(const u32* keys_in, u32* keys_out, const u32* values_in, u32* values_out,
                         u64 n, u32 shift, u32 mask, const u32* digit_offsets, u32* status,
                         u32* tile_counter) {
-    onesweep<u32, SORT_ITEMS_U32, true>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                        digit_offsets, status, tile_counter);
+    onesweep<u32, SORT_THREADS, SORT_ITEMS_U32, true>(keys_in, keys_out, values_in, values_out, n,
+                                                      shift, mask, digit_offsets, status,
+                                                      tile_counter);
 }
 
-extern "C" __global__ void __launch_bounds__(SORT_THREADS, 4)
+extern "C" __global__ void __launch_bounds__(SORT_KEYS_THREADS_U32, SORT_KEYS_MIN_BLOCKS_U32)
 radix_sort_onesweep_keys_u32(const u32* keys_in, u32* keys_out, const u32* values_in,
                              u32* values_out, u64 n, u32 shift, u32 mask,
                              const u32* digit_offsets, u32* status, u32* tile_counter) {
-    onesweep<u32, SORT_ITEMS_U32, false>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                         digit_offsets, status, tile_counter);
+    onesweep<u32, SORT_KEYS_THREADS_U32, SORT_KEYS_ITEMS_U32, false, false>(
+        keys_in, keys_out, values_in, values_out, n, shift, mask, digit_offsets, status,
+        tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(SORT_THREADS)
 radix_sort_onesweep_u64(const u64* keys_in, u64* keys_out, const u32* values_in, u32* values_out,
                         u64 n, u32 shift, u32 mask, const u32* digit_offsets, u32* status,
                         u32* tile_counter) {
-    onesweep<u64, SORT_ITEMS_U64, true>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                        digit_offsets, status, tile_counter);
+    onesweep<u64, SORT_THREADS, SORT_ITEMS_U64, true>(keys_in, keys_out, values_in, values_out, n,
+                                                      shift, mask, digit_offsets, status,
+                                                      tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(SORT_THREADS)
 radix_sort_onesweep_keys_u64(const u64* keys_in, u64* keys_out, const u32* values_in,
                              u32* values_out, u64 n, u32 shift, u32 mask,
                              const u32* digit_offsets, u32* status, u32* tile_counter) {
-    onesweep<u64, SORT_ITEMS_U64, false>(keys_in, keys_out, values_in, values_out, n, shift, mask,
-                                         digit_offsets, status, tile_counter);
+    onesweep<u64, SORT_THREADS, SORT_ITEMS_U64, false>(keys_in, keys_out, values_in, values_out,
+                                                       n, shift, mask, digit_offsets, status,
+                                                       tile_counter);
 }
+

@@ -59,6 +59,11 @@ pub trait RadixKey: Pod + sealed::Sealed {
     /// The keys-only pass (ranks by shared atomic OR; see radix_sort.cu).
     #[doc(hidden)]
     const ONESWEEP_KEYS: Kernel<Onesweep<Self>>;
+    /// Keys per tile and threads per block of the keys-only pass.
+    #[doc(hidden)]
+    const KEYS_TILE: usize;
+    #[doc(hidden)]
+    const KEYS_THREADS: u32;
 }
 
 impl RadixKey for u32 {
@@ -67,6 +72,8 @@ impl RadixKey for u32 {
     const HISTOGRAM: Kernel<Histogram<u32>> = k::RADIX_SORT_HISTOGRAM_U32;
     const ONESWEEP: Kernel<Onesweep<u32>> = k::RADIX_SORT_ONESWEEP_U32;
     const ONESWEEP_KEYS: Kernel<Onesweep<u32>> = k::RADIX_SORT_ONESWEEP_KEYS_U32;
+    const KEYS_TILE: usize = 384 * 20;
+    const KEYS_THREADS: u32 = 384;
 }
 
 impl RadixKey for u64 {
@@ -75,6 +82,8 @@ impl RadixKey for u64 {
     const HISTOGRAM: Kernel<Histogram<u64>> = k::RADIX_SORT_HISTOGRAM_U64;
     const ONESWEEP: Kernel<Onesweep<u64>> = k::RADIX_SORT_ONESWEEP_U64;
     const ONESWEEP_KEYS: Kernel<Onesweep<u64>> = k::RADIX_SORT_ONESWEEP_KEYS_U64;
+    const KEYS_TILE: usize = 3072;
+    const KEYS_THREADS: u32 = SORT_THREADS;
 }
 
 mod sealed {
@@ -108,8 +117,23 @@ pub fn sort_pairs_bits<K: RadixKey>(
 
 fn sort<K: RadixKey>(
     keys: &mut DeviceBuffer<K>,
+    values: Option<&mut DeviceBuffer<u32>>,
+    bits: Range<u32>,
+) -> Result<(), GpuError> {
+    let pass = if values.is_some() {
+        (K::ONESWEEP, K::TILE, SORT_THREADS)
+    } else {
+        (K::ONESWEEP_KEYS, K::KEYS_TILE, K::KEYS_THREADS)
+    };
+    sort_with(keys, values, bits, pass)
+}
+
+/// The sort with one digit-pass kernel, its tile and its block size.
+fn sort_with<K: RadixKey>(
+    keys: &mut DeviceBuffer<K>,
     mut values: Option<&mut DeviceBuffer<u32>>,
     bits: Range<u32>,
+    (onesweep, tile, threads): (Kernel<Onesweep<K>>, usize, u32),
 ) -> Result<(), GpuError> {
     let n = keys.len();
     let operation = K::ONESWEEP.name();
@@ -126,11 +150,6 @@ fn sort<K: RadixKey>(
         return Ok(());
     }
     let passes = (bits.end - bits.start).div_ceil(DIGIT_BITS) as usize;
-    let onesweep = if values.is_some() {
-        K::ONESWEEP
-    } else {
-        K::ONESWEEP_KEYS
-    };
     debug_assert!(
         passes <= MAX_PASSES,
         "the histogram kernel counts at most MAX_PASSES digits"
@@ -147,7 +166,7 @@ fn sort<K: RadixKey>(
         )?),
         None => None,
     };
-    let tiles = n.div_ceil(K::TILE);
+    let tiles = n.div_ceil(tile);
     // One u32 of status per tile and digit: tiles * RADIX / 2 u64 words.
     let mut scratch = LookbackScratch::new(&gpu, "radix sort digit status", tiles * RADIX / 2)?;
 
@@ -174,8 +193,8 @@ fn sort<K: RadixKey>(
         let (status, counter) = scratch.pointers();
         gpu.launch(
             onesweep,
-            blocks_for(n, K::TILE),
-            SORT_THREADS,
+            blocks_for(n, tile),
+            threads,
             (
                 keys_in,
                 keys_out,

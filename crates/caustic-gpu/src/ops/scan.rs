@@ -4,12 +4,21 @@
 //! 2^32. Semantics and the thesis's test vectors: [`super::cpu`].
 
 use super::{
-    MAX_SCAN_LEN, SCAN_THREADS, check_len, check_same_len, lookback_blocks, lookback_scratch,
+    LookbackScratch, MAX_SCAN_LEN, SCAN_THREADS, blocks_for, check_len, check_same_len,
+    lookback_blocks, lookback_scratch,
 };
 use crate::buffer::DeviceBuffer;
 use crate::error::GpuError;
 use crate::kernel::DevicePtrMut;
 use crate::kernels::ops_scan as k;
+
+/// Threads per block of the forward scans (`SCAN_PIPE_THREADS` in scan.cu).
+pub(crate) const SCAN_PIPE_THREADS: u32 = 256;
+/// Elements per tile of the forward scans (`SCAN_PIPE_THREADS * SCAN_PIPE_ITEMS`).
+pub(crate) const SCAN_PIPE_TILE: usize = 256 * 32;
+/// Resident threads per SM on sm_80 and sm_90 (where fewer fit, the extra
+/// blocks start late and find the tiles taken).
+const MAX_THREADS_PER_SM: u32 = 2048;
 
 /// Whether element i of the result includes input i.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +60,30 @@ pub fn scan_u32(
         return Ok(());
     }
     let gpu = input.gpu();
+    if direction == Direction::Forward {
+        // The persistent pipelined kernels (scan.cu): any grid; as many
+        // blocks as the SMs hold threads, each looping over tiles (blocks
+        // beyond those resident start as others finish and take what is
+        // left). Their 16-byte vector accesses need aligned buffers, which
+        // device allocations are.
+        debug_assert!(
+            input.device_ptr().is_multiple_of(16) && output.device_ptr().is_multiple_of(16)
+        );
+        let tiles = n.div_ceil(SCAN_PIPE_TILE);
+        let mut scratch = LookbackScratch::new(gpu, "scan tile status", tiles)?;
+        let (status, counter) = scratch.pointers();
+        let resident = gpu.info().multiprocessors.max(1) * (MAX_THREADS_PER_SM / SCAN_PIPE_THREADS);
+        let blocks = blocks_for(n, SCAN_PIPE_TILE).min(resident);
+        let args = (
+            input.ptr(),
+            output.ptr_mut(),
+            total,
+            n as u64,
+            status,
+            counter,
+        );
+        return gpu.launch(kernel, blocks, SCAN_PIPE_THREADS, args);
+    }
     let mut scratch = lookback_scratch(gpu, n)?;
     let (status, counter) = scratch.pointers();
     let args = (
