@@ -60,7 +60,7 @@ pub fn scan_u32(
         return Ok(());
     }
     let gpu = input.gpu();
-    if direction == Direction::Forward {
+    let (mut scratch, blocks, threads) = if direction == Direction::Forward {
         // The persistent pipelined kernels (scan.cu): any grid; as many
         // blocks as the SMs hold threads, each looping over tiles (blocks
         // beyond those resident start as others finish and take what is
@@ -70,21 +70,13 @@ pub fn scan_u32(
             input.device_ptr().is_multiple_of(16) && output.device_ptr().is_multiple_of(16)
         );
         let tiles = n.div_ceil(SCAN_PIPE_TILE);
-        let mut scratch = LookbackScratch::new(gpu, "scan tile status", tiles)?;
-        let (status, counter) = scratch.pointers();
         let resident = gpu.info().multiprocessors.max(1) * (MAX_THREADS_PER_SM / SCAN_PIPE_THREADS);
         let blocks = blocks_for(n, SCAN_PIPE_TILE).min(resident);
-        let args = (
-            input.ptr(),
-            output.ptr_mut(),
-            total,
-            n as u64,
-            status,
-            counter,
-        );
-        return gpu.launch(kernel, blocks, SCAN_PIPE_THREADS, args);
-    }
-    let mut scratch = lookback_scratch(gpu, n)?;
+        let scratch = LookbackScratch::new(gpu, "scan tile status", tiles)?;
+        (scratch, blocks, SCAN_PIPE_THREADS)
+    } else {
+        (lookback_scratch(gpu, n)?, lookback_blocks(n), SCAN_THREADS)
+    };
     let (status, counter) = scratch.pointers();
     let args = (
         input.ptr(),
@@ -94,7 +86,7 @@ pub fn scan_u32(
         status,
         counter,
     );
-    gpu.launch(kernel, lookback_blocks(n), SCAN_THREADS, args)
+    gpu.launch(kernel, blocks, threads, args)
 }
 
 /// Forward exclusive scan.
