@@ -11,8 +11,10 @@
 //! bound and learns whether any path is left. A wave of L bounces so waits
 //! about log2 L times instead of once or more per bounce: the long tails of
 //! specular paths (a few photons caught between a mirror and a glass ball
-//! for 64 bounces) cost launches, not round trips, and a pass costs its
-//! work rather than its bounce count (docs/SCALING.md).
+//! for 64 bounces) cost launches, not round trips. Once few paths are left
+//! ([`tail_paths`]) and the structure is a binary BVH, one tail kernel
+//! follows each path with one thread to its end, so the tail costs one
+//! launch rather than ten a bounce (docs/SCALING.md).
 
 use caustic_accel::bvh::traverse_cuda::GpuRay;
 use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
@@ -21,6 +23,17 @@ use caustic_gpu::{DeviceBuffer, Gpu, GpuError};
 /// after bounces 0, 1, 3, 7, 15, … (the 1st, 2nd, 4th, 8th, …).
 pub(crate) fn host_reads_after(bounce: u32) -> bool {
     (bounce + 1).is_power_of_two()
+}
+
+/// At most how many paths a wave hands to a tail kernel, which follows
+/// each remaining path with one thread through all its remaining bounces
+/// in one launch (the binary BVH's `trace_one`): a quarter of the GPU's
+/// resident threads, so the tail still fills the GPU while its paths
+/// diverge (a wave of this size costs a wavefront bounce about 10 launches
+/// of mostly idle GPU; the tail's longest path costs about its bounce
+/// count in single-ray traversals).
+pub(crate) fn tail_paths(gpu: &Gpu) -> usize {
+    gpu.info().multiprocessors as usize * 512
 }
 
 /// The padding of a wave: an untraceable ray and `path`, a record the

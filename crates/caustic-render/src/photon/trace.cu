@@ -13,6 +13,7 @@
 // rounding (sin/cos/pow and FMA contraction can move a rare
 // Russian-roulette or Fresnel decision).
 #include "photon_device.cuh"
+#include "bvh_traverse.cuh"
 
 // ------------------------------------------------------------ emission
 
@@ -174,24 +175,16 @@ __device__ bool scatter(const FrameParams& p, const PhotonParams& pp, const Mate
     return dot(dir, ng) > 0.0f && dot(dir, n) > 0.0f;
 }
 
-// Tracer::trace's loop body for one wave: store at diffuse hits, then the
-// photon's next ray (live flag) or its end.
-extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
-photon_bounce(const FrameParams* scene, const PhotonParams* params, const Ray* rays,
-              const Hit* hits, const PhotonPath* paths, u32 n, Ray* out_rays,
-              PhotonPath* out_paths, u32* live, Photon* stored, u32* global, u32* caustic) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const FrameParams& p = *scene;
-    const PhotonParams& pp = *params;
-    BounceOut out = {out_rays, out_paths, live, stored, global, caustic};
-    live[i] = 0;
-    global[i] = 0;
-    caustic[i] = 0;
-    const Hit hit = hits[i];
+// Tracer::trace's loop body for one photon: store at a diffuse hit (the
+// photon and its map flags at `at_store`, flags cleared there first), then
+// the photon's next ray and state at `at_next` (live flag), or its end.
+__device__ void bounce_at(const FrameParams& p, const PhotonParams& pp, const Ray& ray,
+                          const Hit& hit, PhotonPath path, u32 at_store, u32 at_next,
+                          BounceOut& out) {
+    out.live[at_next] = 0;
+    out.global[at_store] = 0;
+    out.caustic[at_store] = 0;
     if (hit.prim == NO_HIT) return;
-    const Ray ray = rays[i];
-    PhotonPath path = paths[i];
     float3 power = load3(path.power);
     u32 kind = path.kind;
     Pcg g;
@@ -217,23 +210,72 @@ photon_bounce(const FrameParams* scene, const PhotonParams* params, const Ray* r
         kind = after_specular(kind);
         dir = reflect(d, face_towards(s.shading_normal, neg(d)));
     } else if (pp.caustic_only) {
-        if (kind == PATH_SPECULAR) store(pp, s, d, power, kind, i, out);
+        if (kind == PATH_SPECULAR) store(pp, s, d, power, kind, at_store, out);
         return;
     } else {
-        store(pp, s, d, power, kind, i, out);
+        store(pp, s, d, power, kind, at_store, out);
         kind = PATH_DIFFUSE;
         if (!scatter(p, pp, m, s, d, power, g, dir)) return;
     }
     if (!(max_element(power) > 0.0f)) return;
     // RenderScene::spawn.
     float3 offset = face_towards(s.geometric_normal, dir) * p.ray_epsilon;
-    out_rays[i] = make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF);
+    out.rays[at_next] = make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF);
     path.state = g.state;
     path.inc = g.inc;
     store3(path.power, power);
     path.kind = kind;
-    out_paths[i] = path;
-    live[i] = 1;
+    out.paths[at_next] = path;
+    out.live[at_next] = 1;
+}
+
+// One bounce of a wave: photon i's body at slot i.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_bounce(const FrameParams* scene, const PhotonParams* params, const Ray* rays,
+              const Hit* hits, const PhotonPath* paths, u32 n, Ray* out_rays,
+              PhotonPath* out_paths, u32* live, Photon* stored, u32* global, u32* caustic) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    BounceOut out = {out_rays, out_paths, live, stored, global, caustic};
+    bounce_at(*scene, *params, rays[i], hits[i], paths[i], i, i, out);
+}
+
+// A wave's tail in one launch (wavefront_cuda.rs): once few photons are
+// left, each thread follows one of the counts[live] photons from bounce
+// `first_bounce` to its end, tracing its rays itself (bvh_traverse.cuh:
+// the binary BVH's traversal, the same hits) and doing each bounce's body.
+// What bounce first_bounce + r stores lands at row r (slot r * n + i) of
+// `stored` and the flag arrays (cleared by the host), so the rows' flagged
+// photons, compacted row by row, are the wavefront's runs in its order.
+// counts[live + r] gains the photons traced at each later bounce, and
+// counts[kept_global + r] / counts[kept_caustic + r] the photons each bounce
+// keeps for each map (the runs' lengths). `next_rays`/`next_paths`/`live`
+// are scratch, one slot per photon.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_tail(const FrameParams* scene, const PhotonParams* params, const BvhNode* nodes,
+            u32 node_count, const Triangle* tris, const Ray* rays, const PhotonPath* paths,
+            u32* counts, u32 live_slot, u32 kept_global, u32 kept_caustic, u32 first_bounce,
+            u32 n, Ray* next_rays, PhotonPath* next_paths, u32* live, Photon* stored,
+            u32* global, u32* caustic) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || i >= counts[live_slot]) return;
+    const FrameParams& p = *scene;
+    const PhotonParams& pp = *params;
+    BounceOut out = {next_rays, next_paths, live, stored, global, caustic};
+    Ray ray = rays[i];
+    PhotonPath path = paths[i];
+    for (u32 b = first_bounce, row = 0; b < pp.max_bounces; ++b, ++row) {
+        if (row > 0) atomicAdd(&counts[live_slot + row], 1u);
+        Hit hit;
+        trace_one<false>(nodes, node_count, tris, ray, hit);
+        const u32 at = row * n + i;
+        bounce_at(p, pp, ray, hit, path, at, i, out);
+        if (global[at]) atomicAdd(&counts[kept_global + row], 1u);
+        if (caustic[at]) atomicAdd(&counts[kept_caustic + row], 1u);
+        if (!live[i]) break;
+        ray = next_rays[i];
+        path = next_paths[i];
+    }
 }
 
 // ------------------------------------------------------------ compaction

@@ -31,6 +31,7 @@ use crate::photon::records_cuda::{
 use crate::scene_cuda::FrameParams;
 use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
+use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
 use caustic_gpu::ops::compact::{SelectScratch, gather_wave_padded, select_indices_at};
 use caustic_gpu::ops::launch_per_element as launch;
 use caustic_gpu::{DeviceBuffer, GpuError};
@@ -38,7 +39,7 @@ use caustic_gpu::{DeviceBuffer, GpuError};
 use super::emit::{PhotonSources, Source};
 use super::record::Photon;
 use super::trace::{GlobalRule, PhotonMaps, PhotonSettings, PhotonStats, RouletteRule};
-use crate::wavefront_cuda::{WavePad, host_reads_after};
+use crate::wavefront_cuda::{WavePad, host_reads_after, tail_paths};
 use crate::whitted::render_cuda::GpuScene;
 
 /// Most photons emitted in one wave: bounds the wave's device memory
@@ -279,8 +280,12 @@ impl CountSlots {
     fn fill(&self, m: usize, b: usize) -> usize {
         3 * self.bounces + 1 + m * (self.bounces + 1) + b
     }
+    /// The photons a tail kernel's rows keep for map `m`, all bounces.
+    fn tail_kept(&self, m: usize) -> usize {
+        5 * self.bounces + 3 + m
+    }
     fn len(&self) -> usize {
-        5 * self.bounces + 3
+        5 * self.bounces + 5
     }
 }
 
@@ -452,8 +457,11 @@ impl Pass<'_> {
             MapRun::new(&gpu, "global photon map", count)?,
             MapRun::new(&gpu, "caustic photon map", count)?,
         ];
+        let tail_paths = tail_paths(&gpu);
         let mut bound = count;
         let mut bounces = 0;
+        // The bounce from which a tail kernel followed the wave, if one did.
+        let mut tail_from = None;
         while bounces < slots.bounces && bound > 0 {
             let b = bounces;
             if maps.iter().any(|m| m.fill_bound + bound > m.photons.len()) {
@@ -476,22 +484,107 @@ impl Pass<'_> {
                     map.fill_bound = known[slots.fill(m, b + 1)] as usize;
                 }
                 w.cut_queue(bound);
+                let bvh = self.scene.accel().binary();
+                let tail = bound > 0 && bound <= tail_paths && bounces < slots.bounces;
+                if let Some(bvh) = bvh.filter(|_| tail) {
+                    self.tail(params, &mut w, bvh, (&slots, bounces), &mut maps)?;
+                    tail_from = Some(bounces);
+                    bounces = slots.bounces;
+                }
             }
         }
         let known = w.counts.download()?;
         self.rays += (0..bounces)
             .map(|s| u64::from(known[slots.live(s)]))
             .sum::<u64>();
+        // Each bounce's runs: the fills' steps up to the tail, the tail's
+        // per-bounce counts from there.
+        let first_tail = tail_from.unwrap_or(bounces);
+        let mut filled = [0; 2];
         for (m, runs) in runs.into_iter().enumerate() {
             for (b, run) in runs.iter_mut().enumerate().take(bounces) {
-                *run = u64::from(known[slots.fill(m, b + 1)] - known[slots.fill(m, b)]);
+                *run = u64::from(if b < first_tail {
+                    known[slots.fill(m, b + 1)] - known[slots.fill(m, b)]
+                } else {
+                    known[slots.kept(m, b)]
+                });
             }
+            filled[m] = u64::from(known[slots.fill(m, first_tail)])
+                + (first_tail..bounces)
+                    .map(|b| u64::from(known[slots.kept(m, b)]))
+                    .sum::<u64>();
         }
         let [global, caustic] = maps;
-        self.global
-            .push(global.finish(known[slots.fill(0, bounces)] as usize)?);
-        self.caustic
-            .push(caustic.finish(known[slots.fill(1, bounces)] as usize)?);
+        self.global.push(global.finish(filled[0] as usize)?);
+        self.caustic.push(caustic.finish(filled[1] as usize)?);
+        Ok(())
+    }
+
+    /// The rest of the wave, from bounce `first` on, in one launch
+    /// (`photon_tail`: each of the queue's photons followed by a thread),
+    /// its stored photons appended to the maps bounce by bounce in the
+    /// wavefront's order.
+    fn tail(
+        &mut self,
+        params: &DeviceBuffer<PhotonParams>,
+        w: &mut WaveBuffers,
+        bvh: &DeviceBvh,
+        (slots, first): (&CountSlots, usize),
+        maps: &mut [MapRun; 2],
+    ) -> Result<(), GpuError> {
+        let gpu = params.gpu().clone();
+        let n = w.queue.rays.len();
+        let rows = slots.bounces - first;
+        w.set_len(n)?;
+        let mut stored = DeviceBuffer::uninit(&gpu, "photon tail stores", rows * n)?;
+        let mut flags = [
+            DeviceBuffer::<u32>::zeroed(&gpu, "photon tail global flags", rows * n)?,
+            DeviceBuffer::<u32>::zeroed(&gpu, "photon tail caustic flags", rows * n)?,
+        ];
+        let [global, caustic] = &mut flags;
+        launch(
+            &gpu,
+            k::PHOTON_TAIL,
+            n,
+            (
+                self.scene_params.ptr(),
+                params.ptr(),
+                bvh.nodes().ptr(),
+                bvh.nodes().len() as u32,
+                bvh.triangles().ptr(),
+                w.queue.rays.ptr(),
+                w.queue.paths.ptr(),
+                w.counts.ptr_mut(),
+                slots.live(first) as u32,
+                slots.kept(0, first) as u32,
+                slots.kept(1, first) as u32,
+                first as u32,
+                n as u32,
+                w.bounced.rays.ptr_mut(),
+                w.bounced.paths.ptr_mut(),
+                w.live.ptr_mut(),
+                stored.ptr_mut(),
+                global.ptr_mut(),
+                caustic.ptr_mut(),
+            ),
+        )?;
+        let mut scratch = SelectScratch::new(&gpu, rows * n)?;
+        let mut indices = [
+            DeviceBuffer::uninit(&gpu, "photon tail global indices", rows * n)?,
+            DeviceBuffer::uninit(&gpu, "photon tail caustic indices", rows * n)?,
+        ];
+        for (m, selected) in indices.iter_mut().enumerate() {
+            let count = (&mut w.counts, slots.tail_kept(m));
+            select_indices_at(&flags[m], selected, count, &mut scratch)?;
+        }
+        let known = w.counts.download()?;
+        for (m, (map, selected)) in maps.iter_mut().zip(&indices).enumerate() {
+            let kept = slots.tail_kept(m);
+            map.reserve(known[slots.fill(m, first)] as usize, known[kept] as usize)?;
+            let fill = slots.fill(m, first);
+            let append = AppendSlots { kept, fill };
+            append_stored(&stored, selected, &mut w.counts, append, &mut map.photons)?;
+        }
         Ok(())
     }
 

@@ -9,6 +9,7 @@ use crate::kernels::sppm_renderer as k;
 use crate::photon::records_cuda::{GpuPhoton, GridView};
 use crate::scene_cuda::FrameParams;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
+use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
 use caustic_gpu::DeviceBuffer;
 use caustic_gpu::GpuError;
 use caustic_gpu::ops::launch_per_element as launch;
@@ -124,6 +125,58 @@ pub fn eye_step(
             paths.ptr(),
             n as u32,
             step.depth,
+            step.slots,
+            step.pixel_angle,
+            out.child_rays.ptr_mut(),
+            out.child_paths.ptr_mut(),
+            out.child_flags.ptr_mut(),
+            out.shadow_rays.ptr_mut(),
+            out.shadow_values.ptr_mut(),
+            out.shadow_flags.ptr_mut(),
+            out.radiance.ptr_mut(),
+            out.points.ptr_mut(),
+        ),
+    )
+}
+
+/// The eye wave's tail in one launch: each of the first `counts[first_depth]`
+/// paths of `rays`/`paths` followed by one thread through every remaining
+/// depth, its rays traced by the thread on `bvh` (the wavefront's results
+/// bit for bit); `counts[d]` gains the paths entering each later depth.
+/// `out`'s child and shadow slots are scratch (at least `rays.len()` paths).
+pub fn eye_tail(
+    params: &DeviceBuffer<FrameParams>,
+    bvh: &DeviceBvh,
+    (rays, paths): (&DeviceBuffer<GpuRay>, &DeviceBuffer<GpuSppmPath>),
+    (counts, first_depth): (&mut DeviceBuffer<u32>, u32),
+    step: EyeStep,
+    out: EyeTargets<'_>,
+) -> Result<(), GpuError> {
+    let n = rays.len();
+    if (first_depth as usize) >= counts.len() || out.child_flags.len() < n {
+        return Err(GpuError::Invalid {
+            what: "sppm eye tail",
+            message: format!(
+                "depth {first_depth} of {} counts, {} child slots for {n} paths",
+                counts.len(),
+                out.child_flags.len()
+            ),
+        });
+    }
+    launch(
+        params.gpu(),
+        k::SPPM_EYE_TAIL,
+        n,
+        (
+            params.ptr(),
+            bvh.nodes().ptr(),
+            bvh.nodes().len() as u32,
+            bvh.triangles().ptr(),
+            rays.ptr(),
+            paths.ptr(),
+            counts.ptr_mut(),
+            first_depth,
+            n as u32,
             step.slots,
             step.pixel_angle,
             out.child_rays.ptr_mut(),

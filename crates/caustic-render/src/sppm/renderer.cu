@@ -25,6 +25,7 @@
 #include "points.cuh"
 #include "photon.cuh"
 #include "sppm.cuh"
+#include "bvh_traverse.cuh"
 
 #define SPPM_THREADS 256u
 // sppm/gather.rs: photons on surfaces turned further from the visible
@@ -74,34 +75,39 @@ __device__ __forceinline__ void add3(float* out, float3 v) {
     out[2] += v.z;
 }
 
-// One depth of the eye pass: visible::EyeTracer::pixel's loop body. Every
-// path owns one child slot and `slots` shadow slots; unused shadow slots
-// hold empty rays, so the shadow wave is traced where it stands.
-extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
-sppm_eye_step(const FrameParams* params, const Ray* rays, const Hit* hits,
-              const SppmPath* paths, u32 n, u32 depth, u32 slots, float pixel_angle,
-              Ray* child_rays, SppmPath* child_paths, u32* child_flags, Ray* shadow_rays,
-              float4* shadow_values, u32* shadow_flags, float* radiance,
-              VisiblePoint* points) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const FrameParams& p = *params;
-    child_flags[i] = 0;
+// Where one depth of the eye pass writes: each path's child slot and
+// `slots` shadow slots (flagged), the pass's radiance, the visible points.
+struct EyeOut {
+    Ray* child_rays;
+    SppmPath* child_paths;
+    u32* child_flags;
+    Ray* shadow_rays;
+    float4* shadow_values;
+    u32* shadow_flags;
+    float* radiance;
+    VisiblePoint* points;
+};
+
+// One depth of the eye pass for slot i: visible::EyeTracer::pixel's loop
+// body. Every path owns one child slot and `slots` shadow slots; unused
+// shadow slots hold empty rays, so the shadow wave is traced where it
+// stands.
+__device__ void eye_step_at(const FrameParams& p, u32 i, SppmPath path, const Ray& ray,
+                            const Hit& hit, u32 depth, u32 slots, float pixel_angle,
+                            const EyeOut& o) {
+    o.child_flags[i] = 0;
     for (u32 k = 0; k < slots; ++k) {
-        shadow_flags[i * slots + k] = 0;
-        shadow_rays[i * slots + k] =
+        o.shadow_flags[i * slots + k] = 0;
+        o.shadow_rays[i * slots + k] =
             make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f);
     }
-    SppmPath path = paths[i];
     if (path.pixel == NO_PIXEL) return;
-    float* pixel_radiance = radiance + 3ull * path.pixel;
+    float* pixel_radiance = o.radiance + 3ull * path.pixel;
     float3 weight = load3(path.weight);
-    const Hit hit = hits[i];
     if (hit.prim == NO_HIT) {
         add3(pixel_radiance, weight * load3(p.background));
         return;
     }
-    const Ray ray = rays[i];
     Surface s = surface_at(p, ray, hit);
     const Material& m = ((const Material*)p.materials)[s.material];
     float3 d = load3(ray.dir);
@@ -125,7 +131,8 @@ sppm_eye_step(const FrameParams* params, const Ray* rays, const Hit* hits,
         path.key = mix_key(path.key, BRANCH_REFLECT);
         dir = reflect(d, face_towards(s.shading_normal, neg(d)));
     } else if ((m.kind == MAT_DIFFUSE || m.kind == MAT_GLOSSY) && visible) {
-        ShadeOut out = {child_rays, nullptr, child_flags, shadow_rays, shadow_values, shadow_flags};
+        ShadeOut out = {o.child_rays, nullptr, o.child_flags,
+                        o.shadow_rays, o.shadow_values, o.shadow_flags};
         Path as_path;
         as_path.key = path.key;
         store3(as_path.weight, weight);
@@ -145,18 +152,56 @@ sppm_eye_step(const FrameParams* params, const Ray* rays, const Hit* hits,
         store3(v.weight, weight);
         store3(v.albedo, albedo_at(p, m, s));
         v.pad0 = v.pad1 = v.pad2 = 0;
-        points[path.pixel] = v;
+        o.points[path.pixel] = v;
         return;
     } else {
         return;
     }
     if (!(fmaxf(fmaxf(weight.x, weight.y), weight.z) > 0.0f)) return;
     float3 offset = face_towards(s.geometric_normal, dir) * p.ray_epsilon;
-    child_rays[i] = make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF);
+    o.child_rays[i] = make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF);
     store3(path.weight, weight);
-    child_paths[i] = path;
-    child_flags[i] = 1;
+    o.child_paths[i] = path;
+    o.child_flags[i] = 1;
 }
+
+extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
+sppm_eye_step(const FrameParams* params, const Ray* rays, const Hit* hits,
+              const SppmPath* paths, u32 n, u32 depth, u32 slots, float pixel_angle,
+              Ray* child_rays, SppmPath* child_paths, u32* child_flags, Ray* shadow_rays,
+              float4* shadow_values, u32* shadow_flags, float* radiance,
+              VisiblePoint* points) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const EyeOut o = {child_rays,    child_paths,  child_flags, shadow_rays,
+                      shadow_values, shadow_flags, radiance,    points};
+    eye_step_at(*params, i, paths[i], rays[i], hits[i], depth, slots, pixel_angle, o);
+}
+
+// Path i's unoccluded shadow contributions, summed in slot order, into its
+// pixel's radiance; `occluded(slot)` says whether a slot's ray is blocked.
+template <class Occluded>
+__device__ __forceinline__ void add_unoccluded(u32 pixel, u32 i, u32 slots, const float4* values,
+                                               const u32* flags, Occluded occluded,
+                                               float* radiance) {
+    if (pixel == NO_PIXEL) return;
+    float3 sum = make_float3(0.0f, 0.0f, 0.0f);
+    bool any = false;
+    for (u32 k = 0; k < slots; ++k) {
+        const u32 slot = i * slots + k;
+        if (!flags[slot] || occluded(slot)) continue;
+        const float4 v = values[slot];
+        sum = sum + make_float3(v.x, v.y, v.z);
+        any = true;
+    }
+    if (any) add3(radiance + 3ull * pixel, sum);
+}
+
+// The shadow wave's answers, traced where the slots stand.
+struct TracedOcclusion {
+    const u32* occluded;
+    __device__ __forceinline__ bool operator()(u32 slot) const { return occluded[slot] != 0; }
+};
 
 // Each path's unoccluded shadow contributions, summed in slot order, into
 // its pixel's radiance.
@@ -165,18 +210,53 @@ sppm_shadow_add(const SppmPath* paths, u32 n, u32 slots, const u32* occluded,
                 const float4* values, const u32* flags, float* radiance) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const u32 pixel = paths[i].pixel;
-    if (pixel == NO_PIXEL) return;
-    float3 sum = make_float3(0.0f, 0.0f, 0.0f);
-    bool any = false;
-    for (u32 k = 0; k < slots; ++k) {
-        const u32 slot = i * slots + k;
-        if (!flags[slot] || occluded[slot]) continue;
-        const float4 v = values[slot];
-        sum = sum + make_float3(v.x, v.y, v.z);
-        any = true;
+    add_unoccluded(paths[i].pixel, i, slots, values, flags, TracedOcclusion{occluded}, radiance);
+}
+
+// A shadow slot's ray traced by the calling thread (bvh_traverse.cuh).
+struct OwnOcclusion {
+    const BvhNode* nodes;
+    u32 node_count;
+    const Triangle* tris;
+    const Ray* rays;
+    __device__ __forceinline__ bool operator()(u32 slot) const {
+        Hit hit;
+        return trace_one<true>(nodes, node_count, tris, rays[slot], hit);
     }
-    if (any) add3(radiance + 3ull * pixel, sum);
+};
+
+// The eye wave's tail in one launch (wavefront_cuda.rs): once few paths
+// are left, each thread follows one of the counts[first_depth] paths
+// through every remaining depth, tracing its rays itself (bvh_traverse.cuh,
+// the binary BVH's traversal, the same hits) and doing what the wavefront
+// does depth by depth, in its order (the step's emission, then the shadow
+// sum), so the pass's radiance and visible points are the wavefront's bit
+// for bit. Adds the paths entering each later depth to counts[depth] (the
+// pass's ray count). The child and shadow slots are scratch, one per path.
+extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
+sppm_eye_tail(const FrameParams* params, const BvhNode* nodes, u32 node_count,
+              const Triangle* tris, const Ray* rays, const SppmPath* paths, u32* counts,
+              u32 first_depth, u32 n, u32 slots, float pixel_angle, Ray* child_rays,
+              SppmPath* child_paths, u32* child_flags, Ray* shadow_rays, float4* shadow_values,
+              u32* shadow_flags, float* radiance, VisiblePoint* points) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || i >= counts[first_depth]) return;
+    const FrameParams& p = *params;
+    const EyeOut o = {child_rays,    child_paths,  child_flags, shadow_rays,
+                      shadow_values, shadow_flags, radiance,    points};
+    const OwnOcclusion occlusion = {nodes, node_count, tris, shadow_rays};
+    Ray ray = rays[i];
+    SppmPath path = paths[i];
+    for (u32 depth = first_depth;; ++depth) {
+        if (depth > first_depth) atomicAdd(&counts[depth], 1u);
+        Hit hit;
+        trace_one<false>(nodes, node_count, tris, ray, hit);
+        eye_step_at(p, i, path, ray, hit, depth, slots, pixel_angle, o);
+        add_unoccluded(path.pixel, i, slots, shadow_values, shadow_flags, occlusion, radiance);
+        if (!child_flags[i]) break;
+        ray = child_rays[i];
+        path = child_paths[i];
+    }
 }
 
 // ------------------------------------------------------------ pixels

@@ -23,6 +23,7 @@ use crate::sppm::kernels_cuda::{
 use crate::team::{Solo, Team, TeamError, TileBand, gather_concat, share, sum_u64, team_mean};
 use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
+use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
 use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_geom::Rgb;
 use caustic_gpu::ops::compact::{SelectScratch, gather_wave_padded, select_indices_at};
@@ -33,7 +34,7 @@ use super::gather::photon_settings;
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
 use crate::photon::{PhotonSources, trace_cuda};
 use crate::team_cuda::{GpuTeamError, gather_device_runs};
-use crate::wavefront_cuda::{WavePad, host_reads_after};
+use crate::wavefront_cuda::{WavePad, host_reads_after, tail_paths};
 use crate::whitted::render_cuda::GpuScene;
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
 
@@ -329,20 +330,61 @@ impl<'a> State<'a> {
             &mut w.queue.0,
             &mut w.queue.1,
         )?;
+        let tail_paths = tail_paths(&gpu);
         let mut depth = 0;
         while depth < depths && !w.queue.0.is_empty() {
             self.eye_step(&mut w, depth)?;
-            if host_reads_after(depth as u32) {
-                let live = w.counts.download()?[depth + 1] as usize;
+            depth += 1;
+            if host_reads_after(depth as u32 - 1) {
+                let live = w.counts.download()?[depth] as usize;
                 w.queue.0.truncate(live);
                 w.queue.1.truncate(live);
+                let bvh = self.device.accel().binary();
+                if let Some(bvh) = bvh.filter(|_| live > 0 && live <= tail_paths && depth < depths)
+                {
+                    self.eye_tail(&mut w, bvh, depth)?;
+                    break;
+                }
             }
-            depth += 1;
         }
         // Every path of every depth traced, with its shadow slots.
         let known = w.counts.download()?;
-        let paths_traced = n as u64 + (1..depth).map(|d| u64::from(known[d])).sum::<u64>();
+        let paths_traced = n as u64 + known[1..].iter().map(|&c| u64::from(c)).sum::<u64>();
         Ok(paths_traced * (1 + u64::from(self.slots)))
+    }
+
+    /// The rest of the eye wave, from `depth` on, in one launch
+    /// ([`kernels::eye_tail`]): the queue's paths each followed by a thread.
+    fn eye_tail(
+        &mut self,
+        w: &mut EyeBuffers,
+        bvh: &DeviceBvh,
+        depth: usize,
+    ) -> Result<(), GpuError> {
+        w.set_len(w.queue.0.len(), self.slots as usize)?;
+        let step = EyeStep {
+            depth: depth as u32,
+            slots: self.slots,
+            pixel_angle: self.pixel_angle,
+        };
+        let targets = EyeTargets {
+            child_rays: &mut w.children.0,
+            child_paths: &mut w.children.1,
+            child_flags: &mut w.child_flags,
+            shadow_rays: &mut w.shadow_rays,
+            shadow_values: &mut w.shadow_values,
+            shadow_flags: &mut w.shadow_flags,
+            radiance: &mut self.radiance,
+            points: &mut self.points,
+        };
+        kernels::eye_tail(
+            &self.params,
+            bvh,
+            (&w.queue.0, &w.queue.1),
+            (&mut w.counts, depth as u32),
+            step,
+            targets,
+        )
     }
 
     /// One depth of the eye wave: trace, shade, shadow rays, and the
