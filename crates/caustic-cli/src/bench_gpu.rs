@@ -47,6 +47,13 @@ pub struct GpuBenchArgs {
     /// The CUDA device: `cuda` or `cuda:N`.
     #[arg(long, default_value = "cuda")]
     pub(crate) device: Device,
+    /// Several GPUs at once instead (`0,1,2,3` or `all`): every GPU builds
+    /// and traces each scene's rays at the same time as the others (one
+    /// thread each), and the table gives each GPU's rays per second under
+    /// that load and their sum, the machine's throughput. The primitives
+    /// are not run.
+    #[arg(long, value_parser = parse_devices)]
+    pub(crate) devices: Option<Vec<usize>>,
     /// Image width: primary rays per row.
     #[arg(long, default_value_t = 1920, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
     pub(crate) width: u32,
@@ -98,9 +105,32 @@ pub(crate) const ALL_STRUCTURES: &[&str] = &[
     "cpu:bvh-binned",
 ];
 
-/// Measures the CUDA device `--device` names; any other device is
-/// refused, so a GPU benchmark never quietly measures a CPU.
+/// `--devices`: GPU numbers, comma-separated, or `all` (an empty list).
+fn parse_devices(text: &str) -> std::result::Result<Vec<usize>, String> {
+    if text.eq_ignore_ascii_case("all") {
+        return Ok(Vec::new());
+    }
+    let ordinals = text
+        .split(',')
+        .map(|n| n.trim().parse::<usize>())
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|_| format!("{text}: expected GPU numbers such as 0,1,2 or `all`"))?;
+    let mut unique = ordinals.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    if unique.len() != ordinals.len() {
+        return Err(format!("{text}: a GPU is named twice"));
+    }
+    Ok(ordinals)
+}
+
+/// Measures the CUDA device `--device` names (or the GPUs `--devices`
+/// names); any other device is refused, so a GPU benchmark never quietly
+/// measures a CPU.
 pub fn run(args: GpuBenchArgs) -> Result<()> {
+    if args.devices.is_some() {
+        return measure_devices(args);
+    }
     let ordinal = match args.device {
         Device::Cuda(n) => n,
         other => bail!(
@@ -115,10 +145,34 @@ fn measure(args: GpuBenchArgs, ordinal: usize) -> Result<()> {
     crate::bench_gpu_cuda::run(args, ordinal)
 }
 
+#[cfg(feature = "cuda")]
+fn measure_devices(args: GpuBenchArgs) -> Result<()> {
+    crate::bench_gpu_cuda::run_devices(args)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn measure_devices(args: GpuBenchArgs) -> Result<()> {
+    measure(args, 0)
+}
+
 #[cfg(not(feature = "cuda"))]
 fn measure(_: GpuBenchArgs, _: usize) -> Result<()> {
     bail!(
         "caustic bench gpu needs the `cuda` feature: this caustic was built without CUDA support; \
          rebuild with the default `cuda` feature"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_devices;
+
+    #[test]
+    fn device_lists_parse() {
+        assert_eq!(parse_devices("0,1, 3"), Ok(vec![0, 1, 3]));
+        assert_eq!(parse_devices("ALL"), Ok(vec![]));
+        assert!(parse_devices("0,0").unwrap_err().contains("twice"));
+        assert!(parse_devices("cuda:0").is_err());
+        assert!(parse_devices("").is_err());
+    }
 }

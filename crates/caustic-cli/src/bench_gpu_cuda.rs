@@ -5,7 +5,7 @@
 
 use crate::bench::{BenchScene, scene_specs};
 use crate::bench_gpu::GpuBenchArgs;
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use caustic_accel::bvh::device_accel_cuda::GpuAccelSpec;
 use caustic_accel::bvh::trace_bench_cuda::{self as trace_bench, Pass, TraceResult, TraceSettings};
 use caustic_accel::protocol_cuda::PrimaryCamera;
@@ -119,6 +119,103 @@ pub fn run(args: GpuBenchArgs, ordinal: usize) -> Result<()> {
     if let Some(path) = &args.json {
         write_json(path, &gpu, &primitives, &rows, &args)?;
         eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// `--devices`: every scene and structure built and traced on all the
+/// named GPUs at once, one thread each; each GPU's rates come from its own
+/// device events while the others run, and their sum is the machine's.
+pub fn run_devices(args: GpuBenchArgs) -> Result<()> {
+    if args.scene.is_empty() {
+        bail!("caustic bench gpu --devices traces scenes: name them with --scene");
+    }
+    let scenes = scene_specs(&args.scene)?;
+    let accels = accel_specs(&args.accel)?;
+    let available = caustic_gpu::device_count().context("caustic bench gpu needs a CUDA GPU")?;
+    let mut ordinals = args.devices.clone().unwrap_or_default();
+    if ordinals.is_empty() {
+        ordinals = (0..available).collect();
+    }
+    if let Some(&bad) = ordinals.iter().find(|&&n| n >= available) {
+        bail!("--devices names GPU {bad}; this machine has {available}");
+    }
+    let gpus = ordinals
+        .iter()
+        .map(|&n| Gpu::open(n).with_context(|| format!("opening GPU {n}")))
+        .collect::<Result<Vec<_>>>()?;
+    for gpu in &gpus {
+        println!("device: {}", gpu.info());
+    }
+    let settings = TraceSettings {
+        width: args.width,
+        height: args.height,
+        repeats: Repeats {
+            warm_up: args.warm_up.into(),
+            repeats: args.reps.into(),
+        },
+        check_every: args.check_every,
+    };
+    println!(
+        "\nEach GPU traces the whole protocol ({}x{} primary rays, then AO and diffuse) at the same time as the others; Mrays/s at the median of {} timed runs (device events)\n",
+        args.width, args.height, args.reps
+    );
+    println!("| scene | structure | GPU | primary | AO | diffuse |");
+    println!("|---|---|---|---:|---:|---:|");
+    for spec in &scenes {
+        let BenchScene {
+            name,
+            triangles,
+            camera,
+            ..
+        } = spec.load(&args.camera, args.width, args.height)?;
+        let camera = PrimaryCamera {
+            eye: camera.eye,
+            look_at: camera.look_at,
+            up: camera.up,
+            fov_deg: camera.fov_deg,
+        };
+        for accel in &accels {
+            eprintln!("bench gpu: {name}: {accel} on {} GPUs", gpus.len());
+            let results: Vec<Result<TraceResult>> = std::thread::scope(|scope| {
+                let threads: Vec<_> = gpus
+                    .iter()
+                    .map(|gpu| {
+                        let (triangles, camera, settings) = (&triangles, &camera, &settings);
+                        scope.spawn(move || {
+                            trace_bench::trace_scene(gpu, triangles, accel, camera, settings)
+                                .map_err(anyhow::Error::from)
+                        })
+                    })
+                    .collect();
+                threads
+                    .into_iter()
+                    .map(|t| {
+                        t.join()
+                            .unwrap_or_else(|_| Err(anyhow::anyhow!("a GPU's thread panicked")))
+                    })
+                    .collect()
+            });
+            let mut total = [0.0; 3];
+            for (&ordinal, result) in ordinals.iter().zip(results) {
+                let r = result.with_context(|| format!("{accel} on {name}, GPU {ordinal}"))?;
+                let rates = [&r.primary, &r.ao, &r.diffuse].map(|p| p.mrays_per_s().0);
+                for (sum, rate) in total.iter_mut().zip(rates) {
+                    *sum += rate;
+                }
+                println!(
+                    "| {name} | {accel} | {ordinal} | {:.0} | {:.0} | {:.0} |",
+                    rates[0], rates[1], rates[2]
+                );
+            }
+            println!(
+                "| {name} | {accel} | **all {}** | **{:.0}** | **{:.0}** | **{:.0}** |",
+                gpus.len(),
+                total[0],
+                total[1],
+                total[2]
+            );
+        }
     }
     Ok(())
 }
