@@ -53,7 +53,7 @@ pub struct GpuBenchArgs {
     /// that load and their sum, the machine's throughput. The primitives
     /// are not run.
     #[arg(long, value_parser = parse_devices)]
-    pub(crate) devices: Option<Vec<usize>>,
+    pub(crate) devices: Option<DeviceList>,
     /// Image width: primary rays per row.
     #[arg(long, default_value_t = 1920, value_parser = clap::value_parser!(u32).range(1..=parse::MAX_SIDE as i64), allow_negative_numbers = true)]
     pub(crate) width: u32,
@@ -105,10 +105,14 @@ pub(crate) const ALL_STRUCTURES: &[&str] = &[
     "cpu:bvh-binned",
 ];
 
+/// `--devices`: GPU numbers, or none for all of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceList(pub Vec<usize>);
+
 /// `--devices`: GPU numbers, comma-separated, or `all` (an empty list).
-fn parse_devices(text: &str) -> std::result::Result<Vec<usize>, String> {
+fn parse_devices(text: &str) -> std::result::Result<DeviceList, String> {
     if text.eq_ignore_ascii_case("all") {
-        return Ok(Vec::new());
+        return Ok(DeviceList(Vec::new()));
     }
     let ordinals = text
         .split(',')
@@ -121,7 +125,7 @@ fn parse_devices(text: &str) -> std::result::Result<Vec<usize>, String> {
     if unique.len() != ordinals.len() {
         return Err(format!("{text}: a GPU is named twice"));
     }
-    Ok(ordinals)
+    Ok(DeviceList(ordinals))
 }
 
 /// Measures the CUDA device `--device` names (or the GPUs `--devices`
@@ -165,12 +169,12 @@ fn measure(_: GpuBenchArgs, _: usize) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_devices;
+    use super::{DeviceList, parse_devices};
 
     #[test]
     fn device_lists_parse() {
-        assert_eq!(parse_devices("0,1, 3"), Ok(vec![0, 1, 3]));
-        assert_eq!(parse_devices("ALL"), Ok(vec![]));
+        assert_eq!(parse_devices("0,1, 3"), Ok(DeviceList(vec![0, 1, 3])));
+        assert_eq!(parse_devices("ALL"), Ok(DeviceList(vec![])));
         assert!(parse_devices("0,0").unwrap_err().contains("twice"));
         assert!(parse_devices("cuda:0").is_err());
         assert!(parse_devices("").is_err());

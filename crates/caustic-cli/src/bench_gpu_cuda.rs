@@ -133,7 +133,7 @@ pub fn run_devices(args: GpuBenchArgs) -> Result<()> {
     let scenes = scene_specs(&args.scene)?;
     let accels = accel_specs(&args.accel)?;
     let available = caustic_gpu::device_count().context("caustic bench gpu needs a CUDA GPU")?;
-    let mut ordinals = args.devices.clone().unwrap_or_default();
+    let mut ordinals = args.devices.clone().map(|d| d.0).unwrap_or_default();
     if ordinals.is_empty() {
         ordinals = (0..available).collect();
     }

@@ -191,6 +191,18 @@ fn cuda_builds_the_named_structure_on_the_gpu() {
     );
 }
 
+/// `bench gpu --devices` traces scenes on several GPUs: without a scene it
+/// says so before touching a GPU.
+#[test]
+fn bench_gpu_devices_needs_scenes() {
+    let run = caustic(&["bench", "gpu", "--devices", "all"]);
+    if cfg!(feature = "cuda") {
+        run.fails_with(1, "--devices traces scenes: name them with --scene");
+    } else {
+        run.fails_with(1, "caustic bench gpu needs the `cuda` feature");
+    }
+}
+
 /// `bench gpu --accel` takes GPU specs only, checked before any GPU work.
 #[test]
 fn bench_gpu_refuses_a_structure_the_gpu_does_not_build() {

@@ -90,6 +90,8 @@ fn nonsensical_numbers_are_refused_by_flag() {
         (vec!["bench", "gpu", "--log2-n", "29"], "--log2-n"),
         (vec!["bench", "gpu", "--reps", "0"], "--reps"),
         (vec!["bench", "gpu", "--height", "0"], "--height"),
+        (vec!["bench", "gpu", "--devices", "0,0"], "--devices"),
+        (vec!["bench", "gpu", "--devices", "cuda:1"], "--devices"),
         (vec!["compare", "a.exr", "b.exr", "--block", "0"], "--block"),
     ];
     for (args, flag) in cases {
