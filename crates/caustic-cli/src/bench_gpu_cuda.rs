@@ -80,12 +80,7 @@ pub fn run(args: GpuBenchArgs, ordinal: usize) -> Result<()> {
         Vec::new()
     };
 
-    let settings = TraceSettings {
-        width: args.width,
-        height: args.height,
-        repeats,
-        check_every: args.check_every,
-    };
+    let settings = trace_settings(&args);
     let mut rows = Vec::new();
     for spec in &scenes {
         let BenchScene {
@@ -95,12 +90,7 @@ pub fn run(args: GpuBenchArgs, ordinal: usize) -> Result<()> {
             ..
         } = spec.load(&args.camera, args.width, args.height)?;
         eprintln!("bench gpu: {name} ({} triangles)", triangles.len());
-        let gpu_camera = PrimaryCamera {
-            eye: camera.eye,
-            look_at: camera.look_at,
-            up: camera.up,
-            fov_deg: camera.fov_deg,
-        };
+        let gpu_camera = primary_camera(&camera);
         for spec in &accels {
             eprintln!("bench gpu: {name}: {spec}");
             let result = trace_bench::trace_scene(&gpu, &triangles, spec, &gpu_camera, &settings)
@@ -121,6 +111,29 @@ pub fn run(args: GpuBenchArgs, ordinal: usize) -> Result<()> {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The trace benchmark's settings from the flags.
+fn trace_settings(args: &GpuBenchArgs) -> TraceSettings {
+    TraceSettings {
+        width: args.width,
+        height: args.height,
+        repeats: Repeats {
+            warm_up: args.warm_up.into(),
+            repeats: args.reps.into(),
+        },
+        check_every: args.check_every,
+    }
+}
+
+/// The protocol's camera as the device's primary-ray kernel takes it.
+fn primary_camera(camera: &ProtocolCamera) -> PrimaryCamera {
+    PrimaryCamera {
+        eye: camera.eye,
+        look_at: camera.look_at,
+        up: camera.up,
+        fov_deg: camera.fov_deg,
+    }
 }
 
 /// `--devices`: every scene and structure built and traced on all the
@@ -147,15 +160,7 @@ pub fn run_devices(args: GpuBenchArgs) -> Result<()> {
     for gpu in &gpus {
         println!("device: {}", gpu.info());
     }
-    let settings = TraceSettings {
-        width: args.width,
-        height: args.height,
-        repeats: Repeats {
-            warm_up: args.warm_up.into(),
-            repeats: args.reps.into(),
-        },
-        check_every: args.check_every,
-    };
+    let settings = trace_settings(&args);
     println!(
         "\nEach GPU traces the whole protocol ({}x{} primary rays, then AO and diffuse) at the same time as the others; Mrays/s at the median of {} timed runs (device events)\n",
         args.width, args.height, args.reps
@@ -169,12 +174,7 @@ pub fn run_devices(args: GpuBenchArgs) -> Result<()> {
             camera,
             ..
         } = spec.load(&args.camera, args.width, args.height)?;
-        let camera = PrimaryCamera {
-            eye: camera.eye,
-            look_at: camera.look_at,
-            up: camera.up,
-            fov_deg: camera.fov_deg,
-        };
+        let camera = primary_camera(&camera);
         for accel in &accels {
             eprintln!("bench gpu: {name}: {accel} on {} GPUs", gpus.len());
             let results: Vec<Result<TraceResult>> = std::thread::scope(|scope| {

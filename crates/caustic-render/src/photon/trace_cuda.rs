@@ -11,7 +11,7 @@
 //!    bounce's queue.
 //! 3. The counts stay on the device: the queue is padded to the host's
 //!    bound on its length, and the host reads the counts only after
-//!    bounces 1, 2, 4, 8, … ([`crate::wavefront_cuda`]), so a pass's long
+//!    bounces 1, 2, 4, 8, … (`wavefront_cuda.rs`), so a pass's long
 //!    specular tails cost launches, not round trips.
 //!
 //! Photon `i` draws from the same PCG32 stream as on the CPU

@@ -362,6 +362,17 @@ impl<'a> State<'a> {
         depth: usize,
     ) -> Result<(), GpuError> {
         w.set_len(w.queue.0.len(), self.slots as usize)?;
+        self.shade(w, depth, Some(bvh))
+    }
+
+    /// The queue's paths at `depth` shaded: one step with the traced hits,
+    /// or, with `tail`, the whole rest of their paths in one launch.
+    fn shade(
+        &mut self,
+        w: &mut EyeBuffers,
+        depth: usize,
+        tail: Option<&DeviceBvh>,
+    ) -> Result<(), GpuError> {
         let step = EyeStep {
             depth: depth as u32,
             slots: self.slots,
@@ -377,14 +388,14 @@ impl<'a> State<'a> {
             radiance: &mut self.radiance,
             points: &mut self.points,
         };
-        kernels::eye_tail(
-            &self.params,
-            bvh,
-            (&w.queue.0, &w.queue.1),
-            (&mut w.counts, depth as u32),
-            step,
-            targets,
-        )
+        let paths = (&w.queue.0, &w.queue.1);
+        match tail {
+            Some(bvh) => {
+                let counts = (&mut w.counts, depth as u32);
+                kernels::eye_tail(&self.params, bvh, paths, counts, step, targets)
+            }
+            None => kernels::eye_step(&self.params, paths.0, &w.hits, paths.1, step, targets),
+        }
     }
 
     /// One depth of the eye wave: trace, shade, shadow rays, and the
@@ -394,22 +405,7 @@ impl<'a> State<'a> {
         w.set_len(bound, self.slots as usize)?;
         self.tracer
             .intersect(self.device.accel(), &w.queue.0, &mut w.hits)?;
-        let step = EyeStep {
-            depth: depth as u32,
-            slots: self.slots,
-            pixel_angle: self.pixel_angle,
-        };
-        let targets = EyeTargets {
-            child_rays: &mut w.children.0,
-            child_paths: &mut w.children.1,
-            child_flags: &mut w.child_flags,
-            shadow_rays: &mut w.shadow_rays,
-            shadow_values: &mut w.shadow_values,
-            shadow_flags: &mut w.shadow_flags,
-            radiance: &mut self.radiance,
-            points: &mut self.points,
-        };
-        kernels::eye_step(&self.params, &w.queue.0, &w.hits, &w.queue.1, step, targets)?;
+        self.shade(w, depth, None)?;
         if !w.shadow_rays.is_empty() {
             self.tracer
                 .occluded(self.device.accel(), &w.shadow_rays, &mut w.occluded)?;
