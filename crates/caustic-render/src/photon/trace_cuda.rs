@@ -46,6 +46,10 @@ use crate::whitted::render_cuda::GpuScene;
 /// (about 170 bytes per photon).
 pub const WAVE: u64 = 1 << 22;
 
+/// Most (photon, bounce) slots a wave's tail kernel may store into (48
+/// bytes each with their flags and indices).
+const TAIL_SLOTS: usize = 1 << 24;
+
 /// The two maps of one pass, on the device.
 pub struct GpuPhotonMaps {
     pub global: DeviceBuffer<GpuPhoton>,
@@ -485,7 +489,12 @@ impl Pass<'_> {
                 }
                 w.cut_queue(bound);
                 let bvh = self.scene.accel().binary();
-                let tail = bound > 0 && bound <= tail_paths && bounces < slots.bounces;
+                // The tail's rows hold a slot per photon and bounce left:
+                // at most TAIL_SLOTS of them (about 0.7 GB with their flags
+                // and indices), else the wavefront goes on.
+                let rows = slots.bounces - bounces.min(slots.bounces);
+                let tail = bound > 0 && bound <= tail_paths && rows > 0;
+                let tail = tail && bound * rows <= TAIL_SLOTS;
                 if let Some(bvh) = bvh.filter(|_| tail) {
                     self.tail(params, &mut w, bvh, (&slots, bounces), &mut maps)?;
                     tail_from = Some(bounces);
