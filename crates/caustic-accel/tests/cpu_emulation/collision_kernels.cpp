@@ -9,21 +9,15 @@
 // then 2 float4 per agent (the paths as collision_cuda.rs uploads them).
 // OUTPUT: the segments (32 bytes each).
 #include "cuda_shim.h"
+#include "emulation_io.h"
 #include "collision.cu"
 
 #include <vector>
 
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: collision_kernels INPUT OUTPUT\n");
-        return 2;
-    }
-    FILE* in = fopen(argv[1], "rb");
-    FILE* out = fopen(argv[2], "wb");
-    if (!in || !out) {
-        fprintf(stderr, "cannot open the files\n");
-        return 2;
-    }
+    const EmulationFiles files = open_files(argc, argv, "collision_kernels");
+    FILE* in = files.in;
+    FILE* out = files.out;
     u32 agents = 0, rays = 0, frame = 0;
     float progress = 0.0f;
     u64 seed = 0;

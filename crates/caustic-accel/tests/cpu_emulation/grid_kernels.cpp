@@ -14,32 +14,16 @@
 // Rust structs lay them out. OUTPUT: per triangle its cell count and cells,
 // then the hits (16 bytes each), then the occlusion words.
 #include "cuda_shim.h"
+#include "emulation_io.h"
 #include "dda.cu"
 #include "build.cu"
 
 #include <vector>
 
-template <class T>
-static std::vector<T> read_array(FILE* in, size_t n) {
-    std::vector<T> v(n);
-    if (n > 0 && fread(v.data(), sizeof(T), n, in) != n) {
-        fprintf(stderr, "short input\n");
-        exit(2);
-    }
-    return v;
-}
-
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: grid_kernels INPUT OUTPUT\n");
-        return 2;
-    }
-    FILE* in = fopen(argv[1], "rb");
-    FILE* out = fopen(argv[2], "wb");
-    if (!in || !out) {
-        fprintf(stderr, "cannot open the files\n");
-        return 2;
-    }
+    const EmulationFiles files = open_files(argc, argv, "grid_kernels");
+    FILE* in = files.in;
+    FILE* out = files.out;
     const GridFrame frame = read_array<GridFrame>(in, 1)[0];
     const std::vector<u32> n = read_array<u32>(in, 6);
     const auto tris = read_array<Triangle>(in, n[0]);

@@ -9,21 +9,15 @@
 // INPUT: u32 n, then n u32 sorted codes, then n boxes (6 f32 each).
 // OUTPUT: the 2n - 1 nodes (32 bytes each), then the root's height (u32).
 #include "cuda_shim.h"
+#include "emulation_io.h"
 #include "lbvh.cu"
 
 #include <vector>
 
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: lbvh_kernels INPUT OUTPUT\n");
-        return 2;
-    }
-    FILE* in = fopen(argv[1], "rb");
-    FILE* out = fopen(argv[2], "wb");
-    if (!in || !out) {
-        fprintf(stderr, "cannot open the files\n");
-        return 2;
-    }
+    const EmulationFiles files = open_files(argc, argv, "lbvh_kernels");
+    FILE* in = files.in;
+    FILE* out = files.out;
     u32 n = 0;
     bool ok = fread(&n, 4, 1, in) == 1 && n >= 2;
     std::vector<u32> codes(n);

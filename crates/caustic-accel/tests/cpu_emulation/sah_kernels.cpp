@@ -15,6 +15,7 @@
 // u32 levels, small roots and the deepest leaf's depth.
 // Every buffer the GPU code allocates uninitialised starts poisoned here.
 #include "cuda_fibers.h"
+#include "emulation_io.h"
 #include "binned_sah.cu"
 #include "sweep_sah.cu"
 #include "sah_device.cu"
@@ -197,32 +198,10 @@ struct Build {
     }
 };
 
-template <class T>
-static std::vector<T> read_array(FILE* in, size_t n) {
-    std::vector<T> v(n);
-    if (n > 0 && fread((void*)v.data(), sizeof(T), n, in) != n) {
-        fprintf(stderr, "short input\n");
-        exit(2);
-    }
-    return v;
-}
-
-template <class T>
-static void write_array(FILE* out, const std::vector<T>& v) {
-    if (!v.empty()) fwrite((const void*)v.data(), sizeof(T), v.size(), out);
-}
-
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: sah_kernels INPUT OUTPUT\n");
-        return 2;
-    }
-    FILE* in = fopen(argv[1], "rb");
-    FILE* out = fopen(argv[2], "wb");
-    if (!in || !out) {
-        fprintf(stderr, "cannot open the files\n");
-        return 2;
-    }
+    const EmulationFiles files = open_files(argc, argv, "sah_kernels");
+    FILE* in = files.in;
+    FILE* out = files.out;
     Build b;
     b.params = read_array<SahParams>(in, 1)[0];
     const u32 n = read_array<u32>(in, 1)[0];
