@@ -7,7 +7,9 @@
 //! top down (each range split at its smallest common prefix, equal codes
 //! told apart by position) and numbered as `lbvh.rs`'s `karras_layout`
 //! numbers it (the children of inner node `k` at `2k + 1` and `2k + 2`),
-//! bit for bit, on sorted codes with long runs of duplicates. The GPU tests
+//! bit for bit, on sorted codes with long runs of duplicates; the leaf
+//! slots get their triangles (with their scene ids) and every triangle its
+//! slot, read through a shuffled order as the sort leaves it. The GPU tests
 //! (`gpu_build.rs`) compare whole builds with the CPU's node for node.
 //! Needs a C++17 compiler (`CXX`, else `c++`); without one it says so and
 //! skips.
@@ -90,23 +92,52 @@ fn reference(codes: &[u32], boxes: &[Aabb]) -> (Vec<BvhNode>, u32) {
     (out, height)
 }
 
-fn emulate(exe: &Path, codes: &[u32], boxes: &[Aabb]) -> (Vec<BvhNode>, u32) {
-    let mut input = Vec::new();
-    input.extend((codes.len() as u32).to_le_bytes());
-    for c in codes {
-        input.extend(c.to_le_bytes());
+/// What the kernel writes: the nodes, the leaf slots' triangles (48-byte
+/// records: v0, the scene id, v1, 0, v2, 0), the slot of each scene
+/// triangle, and the root's height.
+struct Emulated {
+    nodes: Vec<BvhNode>,
+    leaves: Vec<[u32; 12]>,
+    slots: Vec<u32>,
+    height: u32,
+}
+
+/// The scene triangle whose box is `b`: v0 at the low corner, v1 at the
+/// high one, v2 at v0 again (every test box is strictly wider than a
+/// point, so min and max pick their operands without ties).
+fn triangle_of(b: &Aabb) -> [u32; 12] {
+    let (lo, hi) = (
+        b.min.to_array().map(f32::to_bits),
+        b.max.to_array().map(f32::to_bits),
+    );
+    [
+        lo[0], lo[1], lo[2], 0, hi[0], hi[1], hi[2], 0, lo[0], lo[1], lo[2], 0,
+    ]
+}
+
+/// Runs the kernel on `codes` with slot `k` holding scene triangle
+/// `ids[k]`, whose box is `boxes[k]`.
+fn emulate(exe: &Path, codes: &[u32], ids: &[u32], boxes: &[Aabb]) -> Emulated {
+    let n = codes.len();
+    let mut scene = vec![[0u32; 12]; n];
+    for (k, &id) in ids.iter().enumerate() {
+        scene[id as usize] = triangle_of(&boxes[k]);
     }
-    for b in boxes {
-        for x in b.min.to_array().into_iter().chain(b.max.to_array()) {
-            input.extend(x.to_le_bytes());
-        }
+    let mut input = Vec::new();
+    input.extend((n as u32).to_le_bytes());
+    for word in codes.iter().chain(ids).chain(scene.iter().flatten()) {
+        input.extend(word.to_le_bytes());
     }
     let output = host_harness::run(exe, "lbvh-kernels", &input);
-    let (nodes, height) = output.split_at(output.len() - 4);
-    (
-        bytemuck::pod_collect_to_vec(nodes),
-        u32::from_le_bytes(height.try_into().unwrap()),
-    )
+    let (nodes, rest) = output.split_at((2 * n - 1) * 32);
+    let (leaves, rest) = rest.split_at(n * 48);
+    let (slots, height) = rest.split_at(n * 4);
+    Emulated {
+        nodes: bytemuck::pod_collect_to_vec(nodes),
+        leaves: bytemuck::pod_collect_to_vec(leaves),
+        slots: bytemuck::pod_collect_to_vec(slots),
+        height: u32::from_le_bytes(height.try_into().unwrap()),
+    }
 }
 
 #[test]
@@ -135,15 +166,26 @@ fn the_one_launch_tree_is_karras_tree_in_karras_numbering() {
                 Aabb::new(q.min(p), q.max(p) + 0.01)
             })
             .collect();
+        // The slots' scene triangles in a shuffled order, as a sort leaves them.
+        let mut ids: Vec<u32> = (0..n as u32).collect();
+        for i in (1..n).rev() {
+            ids.swap(i, rng.next_u32() as usize % (i + 1));
+        }
         let (want, want_height) = reference(&codes, &boxes);
-        let (got, height) = emulate(exe, &codes, &boxes);
-        assert_eq!(height, want_height, "n {n}: height");
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let got = emulate(exe, &codes, &ids, &boxes);
+        assert_eq!(got.height, want_height, "n {n}: height");
+        for (i, (g, w)) in got.nodes.iter().zip(&want).enumerate() {
             assert_eq!(
                 bytemuck::bytes_of(g),
                 bytemuck::bytes_of(w),
                 "n {n}, node {i}: {g:?} against {w:?}"
             );
+        }
+        for (k, &id) in ids.iter().enumerate() {
+            let mut leaf = triangle_of(&boxes[k]);
+            leaf[3] = id;
+            assert_eq!(got.leaves[k], leaf, "n {n}: the triangle of slot {k}");
+            assert_eq!(got.slots[id as usize], k as u32, "n {n}: the slot of {id}");
         }
     }
 }

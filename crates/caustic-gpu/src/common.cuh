@@ -137,6 +137,20 @@ __device__ __forceinline__ u64 global_thread() {
 }
 __device__ __forceinline__ u64 grid_threads() { return (u64)gridDim.x * blockDim.x; }
 
+// A device-scope fence of acquire-release strength (PTX's
+// fence.acq_rel.gpu): enough for the publish-then-count pattern of the
+// bottom-up climbs (stores; fence; atomic in one thread, atomic; fence;
+// loads in the other), and lighter than __threadfence(), which is
+// sequentially consistent. Host emulations of the kernels run one thread
+// at a time and fall back to their __threadfence().
+__device__ __forceinline__ void fence_acq_rel_device() {
+#ifdef __CUDA_ARCH__
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#else
+    __threadfence();
+#endif
+}
+
 // ---------------------------------------------- watertight ray/triangle test
 
 // The test of Woop, Benthin and Wald, "Watertight Ray/Triangle Intersection",

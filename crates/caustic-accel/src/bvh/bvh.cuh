@@ -43,6 +43,40 @@ CAUSTIC_CHECK_FIELD(Triangle, pad1);
 CAUSTIC_CHECK_FIELD(Triangle, v2);
 CAUSTIC_CHECK_FIELD(Triangle, pad2);
 
+// Triangle::bounds: v0.min(v1).min(v2), v0.max(v1).max(v2) (fminf/fmaxf
+// skip a NaN operand, as Rust's min/max do).
+__device__ __forceinline__ Aabb triangle_bounds(const Triangle& t) {
+    const float3 a = make_float3(t.v0[0], t.v0[1], t.v0[2]);
+    const float3 b = make_float3(t.v1[0], t.v1[1], t.v1[2]);
+    const float3 c = make_float3(t.v2[0], t.v2[1], t.v2[2]);
+    Aabb box;
+    box.min = min3(min3(a, b), c);
+    box.max = max3(max3(a, b), c);
+    return box;
+}
+
+// Leaf slot s of a built BVH: scene triangle `id` with its id in the first
+// word's fourth lane and the padding zeroed, and slots[id] = s (where the
+// refit finds it). Returns the triangle.
+__device__ __forceinline__ Triangle copy_leaf_triangle(const Triangle* scene, u32 id, u64 s,
+                                                      Triangle* out, u32* slots) {
+    const float4* from = reinterpret_cast<const float4*>(scene + id);
+    float4 v0 = __ldg(from), v1 = __ldg(from + 1), v2 = __ldg(from + 2);
+    v0.w = __uint_as_float(id);
+    v1.w = 0.0f;
+    v2.w = 0.0f;
+    float4* to = reinterpret_cast<float4*>(out + s);
+    to[0] = v0;
+    to[1] = v1;
+    to[2] = v2;
+    slots[id] = (u32)s;
+    Triangle t;
+    t.v0[0] = v0.x, t.v0[1] = v0.y, t.v0[2] = v0.z, t.prim = id;
+    t.v1[0] = v1.x, t.v1[1] = v1.y, t.v1[2] = v1.z, t.pad1 = 0u;
+    t.v2[0] = v2.x, t.v2[1] = v2.y, t.v2[2] = v2.z, t.pad2 = 0u;
+    return t;
+}
+
 // caustic_accel::bvh::traverse_cuda::GpuRay: two float4 words (origin, tmin), (dir, tmax).
 struct Ray {
     float origin[3];

@@ -49,17 +49,6 @@ __device__ __forceinline__ bool refit_finite(const Aabb& b) {
            fabsf(b.max.x) < CAUSTIC_INF && fabsf(b.max.y) < CAUSTIC_INF && fabsf(b.max.z) < CAUSTIC_INF;
 }
 
-// Triangle::bounds: v0.min(v1).min(v2), v0.max(v1).max(v2).
-__device__ __forceinline__ Aabb refit_triangle_box(const Triangle& t) {
-    const float3 a = make_float3(t.v0[0], t.v0[1], t.v0[2]);
-    const float3 b = make_float3(t.v1[0], t.v1[1], t.v1[2]);
-    const float3 c = make_float3(t.v2[0], t.v2[1], t.v2[2]);
-    Aabb box;
-    box.min = min3(min3(a, b), c);
-    box.max = max3(max3(a, b), c);
-    return box;
-}
-
 // A node's box as another thread wrote it: read through L2 (ld.global.cg),
 // never from a stale L1 line.
 __device__ __forceinline__ Aabb refit_load_box(const BvhNode* nodes, u32 i) {
@@ -82,32 +71,47 @@ __device__ __forceinline__ void refit_store_box(BvhNode* nodes, u32 i, const Aab
     node->max[2] = box.max.z;
 }
 
-// The bottom-up pass over n nodes: a thread per leaf, arrivals[] zeroed
-// before the launch (one counter per node), slots[] the leaf-slot triangles.
+// The bottom-up pass over n nodes: each thread takes nodes grid-stride and
+// climbs from each leaf among them, arrivals[] zeroed before the launch (one
+// counter per node), slots[] the leaf-slot triangles. Launched persistent:
+// a thread whose climb ends takes its next leaf at once, so a warp does not
+// wait for its longest climb (see lbvh.cu's karras_tree).
 extern "C" __global__ void __launch_bounds__(REFIT_THREADS)
 refit_bottom_up(BvhNode* nodes, const u32* parents, u32* arrivals, const Triangle* slots, u64 n) {
-    for (u64 i = global_thread(); i < n; i += grid_threads()) {
-        const BvhNode leaf = nodes[i];
-        if (leaf.count == 0u) continue;
-        Aabb box = aabb_empty();
-        for (u32 k = leaf.first; k < leaf.first + leaf.count; ++k) {
-            const Aabb b = refit_triangle_box(slots[k]);
-            if (refit_finite(b)) box = aabb_union(box, b);
+    u64 next = global_thread();
+    const u64 stride = grid_threads();
+    u32 node = REFIT_NO_PARENT;  // the climb's node, none between climbs
+    for (;;) {
+        if (node == REFIT_NO_PARENT) {
+            if (next >= n) break;
+            const u64 i = next;
+            next += stride;
+            const BvhNode leaf = nodes[i];
+            if (leaf.count == 0u) continue;
+            Aabb box = aabb_empty();
+            for (u32 k = leaf.first; k < leaf.first + leaf.count; ++k) {
+                const Aabb b = triangle_bounds(slots[k]);
+                if (refit_finite(b)) box = aabb_union(box, b);
+            }
+            refit_store_box(nodes, (u32)i, box);
+            node = (u32)i;
         }
-        refit_store_box(nodes, (u32)i, box);
-        u32 node = (u32)i;
-        for (;;) {
-            const u32 parent = parents[node];
-            if (parent == REFIT_NO_PARENT) break;
-            // Release this subtree's boxes before the arrival is counted; the
-            // second child to arrive then reads both (Karras 2012, §4).
-            __threadfence();
-            if (atomicAdd(&arrivals[parent], 1u) == 0u) break;
-            __threadfence();
-            const u32 left = __ldcg(&nodes[parent].first);
-            const Aabb merged = aabb_union(refit_load_box(nodes, left), refit_load_box(nodes, left + 1u));
-            refit_store_box(nodes, parent, merged);
-            node = parent;
+        const u32 parent = parents[node];
+        if (parent == REFIT_NO_PARENT) {
+            node = REFIT_NO_PARENT;
+            continue;
         }
+        // Release this subtree's boxes before the arrival is counted; the
+        // second child to arrive then reads both (Karras 2012, §4).
+        fence_acq_rel_device();
+        if (atomicAdd(&arrivals[parent], 1u) == 0u) {
+            node = REFIT_NO_PARENT;
+            continue;
+        }
+        fence_acq_rel_device();
+        const u32 left = __ldcg(&nodes[parent].first);
+        const Aabb merged = aabb_union(refit_load_box(nodes, left), refit_load_box(nodes, left + 1u));
+        refit_store_box(nodes, parent, merged);
+        node = parent;
     }
 }

@@ -6,8 +6,10 @@
 //
 //   lbvh_kernels INPUT OUTPUT
 //
-// INPUT: u32 n, then n u32 sorted codes, then n boxes (6 f32 each).
-// OUTPUT: the 2n - 1 nodes (32 bytes each), then the root's height (u32).
+// INPUT: u32 n, then n u32 sorted codes, n u32 ids (the scene triangle of
+// each slot), n scene triangles (48 bytes each).
+// OUTPUT: the 2n - 1 nodes (32 bytes each), the n leaf triangles, the n
+// slots, then the root's height (u32).
 #include "cuda_shim.h"
 #include "emulation_io.h"
 #include "lbvh.cu"
@@ -20,24 +22,28 @@ int main(int argc, char** argv) {
     FILE* out = files.out;
     u32 n = 0;
     bool ok = fread(&n, 4, 1, in) == 1 && n >= 2;
-    std::vector<u32> codes(n);
-    std::vector<Aabb> boxes(n);
-    ok = ok && fread(codes.data(), 4, n, in) == n && fread(boxes.data(), sizeof(Aabb), n, in) == n;
+    std::vector<u32> codes(n), ids(n);
+    std::vector<Triangle> scene(n);
+    ok = ok && fread(codes.data(), 4, n, in) == n && fread(ids.data(), 4, n, in) == n &&
+         fread(scene.data(), sizeof(Triangle), n, in) == n;
     if (!ok) {
         fprintf(stderr, "bad input\n");
         return 2;
     }
-    std::vector<u32> waiting(n - 1, 0u);
+    std::vector<u32> waiting(n - 1, 0u), slots(n, 0u);
     std::vector<float4> parked(4 * (size_t)(n - 1));
     std::vector<BvhNode> nodes(2 * (size_t)n - 1);
+    std::vector<Triangle> leaves(n);
     u32 height = 0;
     gridDim.x = 1;
     blockDim.x = 1;
     blockIdx.x = 0;
     threadIdx.x = 0;
-    lbvh_karras_30(codes.data(), boxes.data(), n, waiting.data(), parked.data(), nodes.data(),
-                   &height);
+    lbvh_karras_30(codes.data(), ids.data(), scene.data(), n, waiting.data(), parked.data(),
+                   nodes.data(), leaves.data(), slots.data(), &height);
     fwrite(nodes.data(), sizeof(BvhNode), nodes.size(), out);
+    fwrite(leaves.data(), sizeof(Triangle), leaves.size(), out);
+    fwrite(slots.data(), 4, slots.size(), out);
     fwrite(&height, 4, 1, out);
     fclose(out);
     return 0;

@@ -88,6 +88,27 @@ pub fn launch_grid_stride<S: Signature>(
     gpu.launch(kernel, blocks, GRID_STRIDE_THREADS, args)
 }
 
+/// Queues a grid-stride kernel over `n` elements as a persistent launch:
+/// as many blocks as fit on the device at once (fewer for small `n`), so
+/// each thread takes many elements. For kernels whose threads do uneven
+/// work per element and move to their next element as soon as one is
+/// done (a climb that ends early): a warp then stays busy instead of
+/// waiting for its slowest lane. Nothing for `n == 0`.
+pub fn launch_resident<S: Signature>(
+    gpu: &Gpu,
+    kernel: Kernel<S>,
+    n: usize,
+    args: S::Args<'_>,
+) -> Result<(), GpuError> {
+    if n == 0 {
+        return Ok(());
+    }
+    let per_sm = gpu.resident_blocks(kernel, GRID_STRIDE_THREADS)?;
+    let resident = per_sm.saturating_mul(gpu.info().multiprocessors.max(1));
+    let blocks = blocks_for(n, GRID_STRIDE_THREADS as usize).min(resident.max(1));
+    gpu.launch(kernel, blocks, GRID_STRIDE_THREADS, args)
+}
+
 /// Threads per block of the one-thread-per-element kernels of the
 /// renderers (`WHITTED_THREADS`, `PHOTON_THREADS`, `SPPM_THREADS`,
 /// `compact_gather_wave`).

@@ -43,7 +43,8 @@ pub struct DeviceBuildStats {
     /// Triangles built over.
     pub prims: usize,
     /// Device milliseconds per stage, in order: "morton codes", "sort",
-    /// "gather", then the builder's own ("hierarchy" for lbvh,
+    /// "gather" (not in the one-launch `lbvh:leaf=1`, whose "hierarchy"
+    /// gathers the triangles too), then the builder's own ("hierarchy" for lbvh,
     /// "clustering" for ploc, "clusters", "top", "group trees", "top
     /// nodes" for hlbvh), then "layout" and "triangles"; the SAH family's
     /// are listed at `binned_sah_cuda::build_sah`.
@@ -179,19 +180,21 @@ impl DeviceBvh {
             MortonBuilderConfig::Ploc(c) => (c.morton_bits, false),
             MortonBuilderConfig::Hlbvh(c) => (c.morton_bits, true),
         };
-        let mut order = DeviceMortonOrder::new(gpu, triangles, bits, centroids, &mut clock)?;
+        let mut order = DeviceMortonOrder::sorted(gpu, triangles, bits, &mut clock)?;
         let mut stats = DeviceBuildStats {
             name: config.name(),
             prims: triangles.len(),
             ..DeviceBuildStats::default()
         };
         // One primitive per leaf over placeable primitives: Karras's tree
-        // in Karras's numbering, in one bottom-up launch.
+        // in Karras's numbering, in one bottom-up launch that reads the
+        // triangles in Morton order itself (no gather).
         if let MortonBuilderConfig::Lbvh(c) = config
             && let Some((bvh, shape)) = karras_build(gpu, &order, c, triangles, &mut clock)?
         {
             return Self::finish_morton(gpu, bvh, shape, stats, clock, wall, in_use);
         }
+        order.gather(centroids, &mut clock)?;
         let tree = match config {
             MortonBuilderConfig::Lbvh(c) => {
                 let tree = radix_tree(gpu, &order, c)?;

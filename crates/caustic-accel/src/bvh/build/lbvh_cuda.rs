@@ -29,11 +29,11 @@
 use super::LbvhConfig;
 use super::lbvh::karras_layout_applies;
 use super::linked_tree::Collapse;
-use super::linked_tree_cuda::{DeviceLinkedTree, LayoutShape, collapse_args, gather_triangles};
+use super::linked_tree_cuda::{DeviceLinkedTree, LayoutShape, collapse_args};
 use super::morton_cuda::{DeviceMortonOrder, SortedCodes};
 use crate::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use crate::kernels::bvh_build_lbvh as k;
-use caustic_gpu::ops::launch_grid_stride;
+use caustic_gpu::ops::{launch_grid_stride, launch_resident};
 use caustic_gpu::{DeviceBuffer, Gpu, GpuError, StageClock};
 
 /// The collapsing SAH of an `lbvh` configuration.
@@ -88,7 +88,7 @@ pub(crate) fn radix_tree(
         )?,
     }
     let (max_leaf, traversal, intersection) = collapse_args(&collapse);
-    launch_grid_stride(
+    launch_resident(
         gpu,
         k::LBVH_SUMMARIES,
         n,
@@ -110,12 +110,14 @@ pub(crate) fn radix_tree(
 }
 
 /// Steps 2 to 4 in one launch for one primitive per leaf over placeable
-/// primitives (see the module docs), then the triangles gathered in Morton
-/// order. Marks "hierarchy", "layout" (the root's height read back, the
-/// slot map) and "triangles" on `clock`. `None` where the CPU lays the tree
-/// out depth first ([`karras_layout_applies`]): more than one primitive per
-/// leaf, unplaceable primitives, fewer than two, or a tree deeper than the
-/// depth bound (then nothing of it is kept).
+/// primitives (see the module docs), the triangles gathered in Morton order
+/// in the same launch (each climb starts by copying its triangle, whose box
+/// it needs). `order` need not be gathered ([`DeviceMortonOrder::sorted`]).
+/// Marks "hierarchy" and "layout" (the root's height read back, the slot
+/// map) on `clock`. `None` where the CPU lays the tree out depth first
+/// ([`karras_layout_applies`]): more than one primitive per leaf,
+/// unplaceable primitives, fewer than two, or a tree deeper than the depth
+/// bound (then nothing of it is kept).
 pub(crate) fn karras_build(
     gpu: &Gpu,
     order: &DeviceMortonOrder,
@@ -128,37 +130,45 @@ pub(crate) fn karras_build(
         return Ok(None);
     }
     let mut nodes = DeviceBuffer::uninit(gpu, "BVH nodes", 2 * n - 1)?;
+    let mut leaf_triangles = DeviceBuffer::uninit(gpu, "BVH leaf triangles", n)?;
+    let mut slots = DeviceBuffer::uninit(gpu, "BVH slots", n)?;
     let mut height = DeviceBuffer::<u32>::zeroed(gpu, "BVH build: height", 1)?;
     {
         let mut waiting = DeviceBuffer::<u32>::zeroed(gpu, "BVH build: split arrivals", n - 1)?;
         let mut parked =
             DeviceBuffer::<[f32; 4]>::uninit(gpu, "BVH build: children at splits", 4 * (n - 1))?;
         match &order.codes {
-            SortedCodes::Bits30(codes) => launch_grid_stride(
+            SortedCodes::Bits30(codes) => launch_resident(
                 gpu,
                 k::LBVH_KARRAS_30,
                 n,
                 (
                     codes.ptr(),
-                    order.item_bounds.ptr(),
+                    order.ids.ptr(),
+                    triangles.ptr(),
                     n as u32,
                     waiting.ptr_mut(),
                     parked.ptr_mut(),
                     nodes.ptr_mut(),
+                    leaf_triangles.ptr_mut(),
+                    slots.ptr_mut(),
                     height.ptr_mut(),
                 ),
             )?,
-            SortedCodes::Bits63(codes) => launch_grid_stride(
+            SortedCodes::Bits63(codes) => launch_resident(
                 gpu,
                 k::LBVH_KARRAS_63,
                 n,
                 (
                     codes.ptr(),
-                    order.item_bounds.ptr(),
+                    order.ids.ptr(),
+                    triangles.ptr(),
                     n as u32,
                     waiting.ptr_mut(),
                     parked.ptr_mut(),
                     nodes.ptr_mut(),
+                    leaf_triangles.ptr_mut(),
+                    slots.ptr_mut(),
                     height.ptr_mut(),
                 ),
             )?,
@@ -172,8 +182,6 @@ pub(crate) fn karras_build(
     let mut prim_indices = DeviceBuffer::uninit(gpu, "BVH prim indices", n)?;
     prim_indices.copy_from(&order.ids)?;
     clock.mark("layout")?;
-    let (leaf_triangles, slots) = gather_triangles(gpu, triangles, &prim_indices)?;
-    clock.mark("triangles")?;
     let shape = LayoutShape {
         nodes: 2 * n - 1,
         leaves: n,

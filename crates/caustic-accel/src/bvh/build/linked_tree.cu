@@ -297,17 +297,7 @@ extern "C" __global__ void __launch_bounds__(LT_THREADS)
 lt_gather_triangles(const Triangle* scene, const u32* prim_indices, u64 n, Triangle* out,
                     u32* slots) {
     for (u64 s = global_thread(); s < n; s += grid_threads()) {
-        const u32 id = prim_indices[s];
-        const float4* from = reinterpret_cast<const float4*>(scene + id);
-        float4 v0 = __ldg(from), v1 = __ldg(from + 1), v2 = __ldg(from + 2);
-        v0.w = __uint_as_float(id);
-        v1.w = 0.0f;
-        v2.w = 0.0f;
-        float4* to = reinterpret_cast<float4*>(out + s);
-        to[0] = v0;
-        to[1] = v1;
-        to[2] = v2;
-        slots[id] = (u32)s;
+        copy_leaf_triangle(scene, prim_indices[s], s, out, slots);
     }
 }
 

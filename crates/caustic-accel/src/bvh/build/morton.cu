@@ -32,9 +32,7 @@ morton_prepare(const Triangle* triangles, u64 n, Aabb* bounds, float4* centroids
         const float3 a = make_float3(t.v0[0], t.v0[1], t.v0[2]);
         const float3 b = make_float3(t.v1[0], t.v1[1], t.v1[2]);
         const float3 c = make_float3(t.v2[0], t.v2[1], t.v2[2]);
-        Aabb box;
-        box.min = min3(min3(a, b), c);
-        box.max = max3(max3(a, b), c);
+        const Aabb box = triangle_bounds(t);
         const float third = 1.0f / 3.0f;
         const float3 m = make_float3(__fmul_rn(__fadd_rn(__fadd_rn(a.x, b.x), c.x), third),
                                      __fmul_rn(__fadd_rn(__fadd_rn(a.y, b.y), c.y), third),

@@ -11,8 +11,9 @@
 //! the builders park them in one leaf with the empty box.
 //!
 //! Stages marked on the clock: "morton codes" (boxes, centroid box, codes),
-//! "sort", "gather" (the sorted primitives' boxes). The host waits once, to
-//! read how many primitives are placed.
+//! "sort", "gather" (the sorted primitives' boxes; skipped by the one-launch
+//! `lbvh`, which reads each triangle through the ids where its climb
+//! starts). The host waits once, to read how many primitives are placed.
 
 use super::morton_order::MortonBits;
 use crate::bvh::triangle_bvh_cuda::GpuTriangle;
@@ -38,10 +39,14 @@ pub(crate) struct DeviceMortonOrder {
     pub ids: DeviceBuffer<u32>,
     /// How many primitives can be placed in a hierarchy.
     pub placed: usize,
-    /// Boxes of the placed primitives in Morton order.
+    /// Boxes of the placed primitives in Morton order (empty until
+    /// [`Self::gather`]).
     pub item_bounds: DeviceBuffer<Aabb>,
     /// Their centroids (`w` unused), when asked for (`hlbvh` bins them).
     pub item_centroids: Option<DeviceBuffer<[f32; 4]>>,
+    /// The primitives' boxes and centroids in scene order, until
+    /// [`Self::gather`] puts them in Morton order.
+    ungathered: Option<(DeviceBuffer<Aabb>, DeviceBuffer<[f32; 4]>)>,
 }
 
 /// The most primitives a Morton builder takes, as on the CPU.
@@ -49,12 +54,13 @@ pub const MAX_PRIMS: usize = (1 << 31) - 1;
 
 impl DeviceMortonOrder {
     /// Sorts `triangles` (scene order) by the Morton codes of their
-    /// centroids, `bits` wide.
-    pub fn new(
+    /// centroids, `bits` wide: the codes, ids and placed count. A builder
+    /// that reads the primitives through `ids` itself (the one-launch
+    /// `lbvh`) needs no more; the others call [`Self::gather`].
+    pub fn sorted(
         gpu: &Gpu,
         triangles: &DeviceBuffer<GpuTriangle>,
         bits: MortonBits,
-        with_centroids: bool,
         clock: &mut StageClock,
     ) -> Result<Self, GpuError> {
         let n = triangles.len();
@@ -128,10 +134,29 @@ impl DeviceMortonOrder {
         } else {
             placed.download()?[0] as usize
         };
-        let mut item_bounds = DeviceBuffer::uninit(gpu, "BVH build: sorted boxes", placed)?;
+        Ok(Self {
+            codes,
+            ids,
+            placed,
+            item_bounds: DeviceBuffer::uninit(gpu, "BVH build: sorted boxes", 0)?,
+            item_centroids: None,
+            ungathered: Some((bounds, centroids)),
+        })
+    }
+
+    /// The placed primitives' boxes (and centroids when `with_centroids`)
+    /// in Morton order; marks "gather" on `clock`. Nothing after the first
+    /// call.
+    pub fn gather(&mut self, with_centroids: bool, clock: &mut StageClock) -> Result<(), GpuError> {
+        let Some((bounds, centroids)) = self.ungathered.take() else {
+            return Ok(());
+        };
+        let gpu = bounds.gpu().clone();
+        let placed = self.placed;
+        let mut item_bounds = DeviceBuffer::uninit(&gpu, "BVH build: sorted boxes", placed)?;
         let mut item_centroids = if with_centroids {
             Some(DeviceBuffer::uninit(
-                gpu,
+                &gpu,
                 "BVH build: sorted centroids",
                 placed,
             )?)
@@ -143,11 +168,11 @@ impl DeviceMortonOrder {
             None => DevicePtrMut::null(),
         };
         launch_grid_stride(
-            gpu,
+            &gpu,
             k::MORTON_GATHER,
             placed,
             (
-                ids.ptr(),
+                self.ids.ptr(),
                 placed as u64,
                 bounds.ptr(),
                 centroids.ptr(),
@@ -156,12 +181,8 @@ impl DeviceMortonOrder {
             ),
         )?;
         clock.mark("gather")?;
-        Ok(Self {
-            codes,
-            ids,
-            placed,
-            item_bounds,
-            item_centroids,
-        })
+        self.item_bounds = item_bounds;
+        self.item_centroids = item_centroids;
+        Ok(())
     }
 }
