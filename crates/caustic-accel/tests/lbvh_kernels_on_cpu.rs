@@ -1,11 +1,11 @@
 //! The GPU `lbvh`'s one-launch tree for one primitive per leaf
 //! (`lbvh_karras_30` in `src/bvh/build/lbvh.cu`: Apetrei's bottom-up
 //! construction, 2014, writing Karras's numbering as it merges) run on the
-//! CPU: compiled unchanged by the host C++ compiler over the CUDA shim
-//! (`tests/cpu_emulation/`) and run as one thread that climbs from each
-//! primitive in turn, its nodes must be those of Karras's radix tree built
-//! top down (each range split at its smallest common prefix, equal codes
-//! told apart by position) and numbered as `lbvh.rs`'s `karras_layout`
+//! CPU: compiled unchanged by the host C++ compiler over the fiber
+//! emulation (`tests/cpu_emulation/cuda_fibers.h`) and launched in blocks
+//! of 256 threads as on the GPU, its nodes must be those of Karras's radix
+//! tree built top down (each range split at its smallest common prefix,
+//! equal codes told apart by position) and numbered as `lbvh.rs`'s `karras_layout`
 //! numbers it (the children of inner node `k` at `2k + 1` and `2k + 2`),
 //! bit for bit, on sorted codes with long runs of duplicates; the leaf
 //! slots get their triangles (with their scene ids) and every triangle its

@@ -67,6 +67,23 @@ __device__ __forceinline__ float3 aabb_centroid(Aabb b) {
     return (b.min + b.max) * 0.5f;
 }
 
+// Shuffles down a warp (every lane taking part), by type.
+__device__ __forceinline__ u32 shfl_down(u32 v, u32 d) {
+    return __shfl_down_sync(CAUSTIC_FULL_MASK, v, d);
+}
+__device__ __forceinline__ float shfl_down(float v, u32 d) {
+    return __shfl_down_sync(CAUSTIC_FULL_MASK, v, d);
+}
+__device__ __forceinline__ float3 shfl_down(float3 v, u32 d) {
+    return make_float3(shfl_down(v.x, d), shfl_down(v.y, d), shfl_down(v.z, d));
+}
+__device__ __forceinline__ Aabb shfl_down(Aabb v, u32 d) {
+    Aabb r;
+    r.min = shfl_down(v.min, d);
+    r.max = shfl_down(v.max, d);
+    return r;
+}
+
 // ------------------------------------------------------------ Morton codes
 
 // Spreads the low 10 bits of v so that two zero bits follow each one.
@@ -136,20 +153,6 @@ __device__ __forceinline__ u64 global_thread() {
     return (u64)blockIdx.x * blockDim.x + threadIdx.x;
 }
 __device__ __forceinline__ u64 grid_threads() { return (u64)gridDim.x * blockDim.x; }
-
-// A device-scope fence of acquire-release strength (PTX's
-// fence.acq_rel.gpu): enough for the publish-then-count pattern of the
-// bottom-up climbs (stores; fence; atomic in one thread, atomic; fence;
-// loads in the other), and lighter than __threadfence(), which is
-// sequentially consistent. Host emulations of the kernels run one thread
-// at a time and fall back to their __threadfence().
-__device__ __forceinline__ void fence_acq_rel_device() {
-#ifdef __CUDA_ARCH__
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
-#else
-    __threadfence();
-#endif
-}
 
 // ---------------------------------------------- watertight ray/triangle test
 

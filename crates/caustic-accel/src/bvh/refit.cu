@@ -71,47 +71,32 @@ __device__ __forceinline__ void refit_store_box(BvhNode* nodes, u32 i, const Aab
     node->max[2] = box.max.z;
 }
 
-// The bottom-up pass over n nodes: each thread takes nodes grid-stride and
-// climbs from each leaf among them, arrivals[] zeroed before the launch (one
-// counter per node), slots[] the leaf-slot triangles. Launched persistent:
-// a thread whose climb ends takes its next leaf at once, so a warp does not
-// wait for its longest climb (see lbvh.cu's karras_tree).
+// The bottom-up pass over n nodes: a thread per leaf, arrivals[] zeroed
+// before the launch (one counter per node), slots[] the leaf-slot triangles.
 extern "C" __global__ void __launch_bounds__(REFIT_THREADS)
 refit_bottom_up(BvhNode* nodes, const u32* parents, u32* arrivals, const Triangle* slots, u64 n) {
-    u64 next = global_thread();
-    const u64 stride = grid_threads();
-    u32 node = REFIT_NO_PARENT;  // the climb's node, none between climbs
-    for (;;) {
-        if (node == REFIT_NO_PARENT) {
-            if (next >= n) break;
-            const u64 i = next;
-            next += stride;
-            const BvhNode leaf = nodes[i];
-            if (leaf.count == 0u) continue;
-            Aabb box = aabb_empty();
-            for (u32 k = leaf.first; k < leaf.first + leaf.count; ++k) {
-                const Aabb b = triangle_bounds(slots[k]);
-                if (refit_finite(b)) box = aabb_union(box, b);
-            }
-            refit_store_box(nodes, (u32)i, box);
-            node = (u32)i;
+    for (u64 i = global_thread(); i < n; i += grid_threads()) {
+        const BvhNode leaf = nodes[i];
+        if (leaf.count == 0u) continue;
+        Aabb box = aabb_empty();
+        for (u32 k = leaf.first; k < leaf.first + leaf.count; ++k) {
+            const Aabb b = triangle_bounds(slots[k]);
+            if (refit_finite(b)) box = aabb_union(box, b);
         }
-        const u32 parent = parents[node];
-        if (parent == REFIT_NO_PARENT) {
-            node = REFIT_NO_PARENT;
-            continue;
+        refit_store_box(nodes, (u32)i, box);
+        u32 node = (u32)i;
+        for (;;) {
+            const u32 parent = parents[node];
+            if (parent == REFIT_NO_PARENT) break;
+            // Release this subtree's boxes before the arrival is counted; the
+            // second child to arrive then reads both (Karras 2012, §4).
+            __threadfence();
+            if (atomicAdd(&arrivals[parent], 1u) == 0u) break;
+            __threadfence();
+            const u32 left = __ldcg(&nodes[parent].first);
+            const Aabb merged = aabb_union(refit_load_box(nodes, left), refit_load_box(nodes, left + 1u));
+            refit_store_box(nodes, parent, merged);
+            node = parent;
         }
-        // Release this subtree's boxes before the arrival is counted; the
-        // second child to arrive then reads both (Karras 2012, §4).
-        fence_acq_rel_device();
-        if (atomicAdd(&arrivals[parent], 1u) == 0u) {
-            node = REFIT_NO_PARENT;
-            continue;
-        }
-        fence_acq_rel_device();
-        const u32 left = __ldcg(&nodes[parent].first);
-        const Aabb merged = aabb_union(refit_load_box(nodes, left), refit_load_box(nodes, left + 1u));
-        refit_store_box(nodes, parent, merged);
-        node = parent;
     }
 }

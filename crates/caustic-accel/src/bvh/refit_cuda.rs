@@ -24,7 +24,7 @@
 use super::build::linked_tree_cuda::device_sah_cost;
 use super::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use crate::kernels::bvh_refit as k;
-use caustic_gpu::ops::{launch_grid_stride, launch_resident};
+use caustic_gpu::ops::launch_grid_stride;
 use caustic_gpu::{DeviceBuffer, GpuError};
 
 /// The parent links and arrival counters of one device tree, kept from
@@ -99,7 +99,7 @@ impl DeviceRefit {
             ),
         )?;
         self.arrivals.fill_zero()?;
-        launch_resident(
+        launch_grid_stride(
             &gpu,
             k::REFIT_BOTTOM_UP,
             n,

@@ -95,6 +95,10 @@ template <class T>
 inline T __ldcg(const T* p) {
     return *p;
 }
+template <class T>
+inline void __stcg(T* p, T v) {
+    *p = v;
+}
 // The cycle counter (the task pool's accounting) and the nanosecond clock
 // (its watchdog; the device's %globaltimer).
 inline long long clock64() {

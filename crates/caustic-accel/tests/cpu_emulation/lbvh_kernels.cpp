@@ -1,8 +1,9 @@
 // lbvh_kernels.cpp: src/bvh/build/lbvh.cu's one-launch tree in Karras's
-// numbering (lbvh_karras_30), compiled unchanged by the host compiler over
-// cuda_shim.h and run as one thread whose grid-stride loop climbs from each
-// primitive in turn (a valid schedule: each climb's atomics see the ones
-// before), for tests/lbvh_kernels_on_cpu.rs.
+// numbering (lbvh_karras_30), compiled unchanged by the host compiler over cuda_fibers.h and launched
+// as the GPU launches them (blocks of 256 threads; the fibers of a block
+// switch at warp barriers, blocks run one after another: a valid schedule,
+// in which each climb's atomics see the ones before), for
+// tests/lbvh_kernels_on_cpu.rs.
 //
 //   lbvh_kernels INPUT OUTPUT
 //
@@ -10,7 +11,7 @@
 // each slot), n scene triangles (48 bytes each).
 // OUTPUT: the 2n - 1 nodes (32 bytes each), the n leaf triangles, the n
 // slots, then the root's height (u32).
-#include "cuda_shim.h"
+#include "cuda_fibers.h"
 #include "emulation_io.h"
 #include "lbvh.cu"
 
@@ -35,12 +36,10 @@ int main(int argc, char** argv) {
     std::vector<BvhNode> nodes(2 * (size_t)n - 1);
     std::vector<Triangle> leaves(n);
     u32 height = 0;
-    gridDim.x = 1;
-    blockDim.x = 1;
-    blockIdx.x = 0;
-    threadIdx.x = 0;
-    lbvh_karras_30(codes.data(), ids.data(), scene.data(), n, waiting.data(), parked.data(),
-                   nodes.data(), leaves.data(), slots.data(), &height);
+    const unsigned blocks = (n + LBVH_THREADS - 1) / LBVH_THREADS;
+    emu::launch("lbvh_karras_30", blocks, LBVH_THREADS, lbvh_karras_30, codes.data(), ids.data(),
+                scene.data(), n, waiting.data(), parked.data(), nodes.data(), leaves.data(),
+                slots.data(), &height);
     fwrite(nodes.data(), sizeof(BvhNode), nodes.size(), out);
     fwrite(leaves.data(), sizeof(Triangle), leaves.size(), out);
     fwrite(slots.data(), 4, slots.size(), out);

@@ -84,29 +84,13 @@ pub fn launch_grid_stride<S: Signature>(
     if n == 0 {
         return Ok(());
     }
-    let blocks = blocks_for(n, GRID_STRIDE_THREADS as usize).min(GRID_STRIDE_MAX_BLOCKS);
-    gpu.launch(kernel, blocks, GRID_STRIDE_THREADS, args)
+    gpu.launch(kernel, grid_stride_blocks(n), GRID_STRIDE_THREADS, args)
 }
 
-/// Queues a grid-stride kernel over `n` elements as a persistent launch:
-/// as many blocks as fit on the device at once (fewer for small `n`), so
-/// each thread takes many elements. For kernels whose threads do uneven
-/// work per element and move to their next element as soon as one is
-/// done (a climb that ends early): a warp then stays busy instead of
-/// waiting for its slowest lane. Nothing for `n == 0`.
-pub fn launch_resident<S: Signature>(
-    gpu: &Gpu,
-    kernel: Kernel<S>,
-    n: usize,
-    args: S::Args<'_>,
-) -> Result<(), GpuError> {
-    if n == 0 {
-        return Ok(());
-    }
-    let per_sm = gpu.resident_blocks(kernel, GRID_STRIDE_THREADS)?;
-    let resident = per_sm.saturating_mul(gpu.info().multiprocessors.max(1));
-    let blocks = blocks_for(n, GRID_STRIDE_THREADS as usize).min(resident.max(1));
-    gpu.launch(kernel, blocks, GRID_STRIDE_THREADS, args)
+/// The blocks [`launch_grid_stride`] launches over `n` elements: what a
+/// kernel that writes one result per block needs room for.
+pub fn grid_stride_blocks(n: usize) -> u32 {
+    blocks_for(n, GRID_STRIDE_THREADS as usize).min(GRID_STRIDE_MAX_BLOCKS)
 }
 
 /// Threads per block of the one-thread-per-element kernels of the

@@ -51,21 +51,6 @@ struct AabbOp {
     static __device__ __forceinline__ T combine(T a, T b) { return aabb_union(a, b); }
 };
 
-__device__ __forceinline__ u32 shfl_down(u32 v, u32 d) {
-    return __shfl_down_sync(CAUSTIC_FULL_MASK, v, d);
-}
-__device__ __forceinline__ float shfl_down(float v, u32 d) {
-    return __shfl_down_sync(CAUSTIC_FULL_MASK, v, d);
-}
-__device__ __forceinline__ float3 shfl_down(float3 v, u32 d) {
-    return make_float3(shfl_down(v.x, d), shfl_down(v.y, d), shfl_down(v.z, d));
-}
-__device__ __forceinline__ Aabb shfl_down(Aabb v, u32 d) {
-    Aabb r;
-    r.min = shfl_down(v.min, d);
-    r.max = shfl_down(v.max, d);
-    return r;
-}
 
 // Identity for plain reductions; counting lifts each element to 0 or 1 first.
 template <class Op>

@@ -29,10 +29,9 @@
 //   left child, lo for a right one, 0 for the root) and writes its two
 //   children's records at 2k + 1 and 2k + 2 (lbvh.rs, karras_layout): the
 //   layout comes with the boxes, without splits, parents or a layout pass.
-//   The launch is persistent and a thread whose climb ends starts its next
-//   primitive at once (karras_tree's comment says why); the fences are
-//   acquire-release (fence_acq_rel_device), all the publish-then-count
-//   handshake needs.
+//   Each climb starts by copying its triangle into its leaf slot (it reads
+//   the triangle for its box anyway), so the build needs no gather of the
+//   sorted boxes and no pass over the triangles after the tree.
 #include "linked_tree.cuh"
 #include "bvh.cuh"
 
@@ -112,8 +111,6 @@ lbvh_splits_63(const u64* codes, u32 n, LinkedNode* nodes, u32* node_parent, u32
 }
 
 // Bottom-up summaries over the n - 1 inner nodes (n >= 2 primitives).
-// Persistent like karras_tree below: a thread whose climb ends takes its
-// next primitive at once.
 extern "C" __global__ void __launch_bounds__(LBVH_THREADS)
 lbvh_summaries(const Aabb* item_bounds, u32 n, const u32* node_parent, const u32* item_parent,
                LinkedNode* nodes, u32* counters, u32 max_leaf_size, float traversal_cost,
@@ -122,29 +119,20 @@ lbvh_summaries(const Aabb* item_bounds, u32 n, const u32* node_parent, const u32
     c.max_leaf_size = max_leaf_size;
     c.traversal_cost = traversal_cost;
     c.intersection_cost = intersection_cost;
-    u64 next = global_thread();
-    const u64 stride = grid_threads();
-    u32 node = LT_NONE;
-    for (;;) {
-        if (node == LT_NONE) {
-            if (next >= n) break;
-            node = item_parent[next];
-            next += stride;
-            continue;
+    for (u64 t = global_thread(); t < n; t += grid_threads()) {
+        u32 node = item_parent[t];
+        while (node != LT_NONE) {
+            // Publish this thread's subtree before telling the parent.
+            __threadfence();
+            if (atomicAdd(&counters[node], 1u) == 0u) break;
+            __threadfence();
+            const u32 left = __ldcg(&nodes[node].children[0]);
+            const u32 right = __ldcg(&nodes[node].children[1]);
+            const Summary s = summary_merge(ref_summary_cg(left, nodes, item_bounds, c),
+                                            ref_summary_cg(right, nodes, item_bounds, c), c);
+            store_node(nodes, node, left, right, s);
+            node = __ldcg(&node_parent[node]);
         }
-        // Publish this thread's subtree before telling the parent.
-        fence_acq_rel_device();
-        if (atomicAdd(&counters[node], 1u) == 0u) {
-            node = LT_NONE;
-            continue;
-        }
-        fence_acq_rel_device();
-        const u32 left = __ldcg(&nodes[node].children[0]);
-        const u32 right = __ldcg(&nodes[node].children[1]);
-        const Summary s = summary_merge(ref_summary_cg(left, nodes, item_bounds, c),
-                                        ref_summary_cg(right, nodes, item_bounds, c), c);
-        store_node(nodes, node, left, right, s);
-        node = __ldcg(&node_parent[node]);
     }
 }
 
@@ -193,28 +181,24 @@ struct Climb {
     Aabb box;
 };
 
-// One step of a climb: leaves `c` at its parent's split and, when its
-// sibling got there first, merges the two into the parent, writes the
-// children's records and returns true with `c` the parent (false: the
-// climb ends here, the sibling's thread goes on). At the root, writes its
-// record and the tree's height and ends the climb too.
+// A subtree's two parked words: (box min, the far end of its range from
+// the split), (box max, height).
+__device__ __forceinline__ uint4 parked_low(const Climb& c, bool left) {
+    return make_uint4(__float_as_uint(c.box.min.x), __float_as_uint(c.box.min.y),
+                      __float_as_uint(c.box.min.z), left ? c.lo : c.hi);
+}
+__device__ __forceinline__ uint4 parked_high(const Climb& c) {
+    return make_uint4(__float_as_uint(c.box.max.x), __float_as_uint(c.box.max.y),
+                      __float_as_uint(c.box.max.z), c.height);
+}
+
+// The merge at `split` of `c` (its left child when `left`) and its sibling
+// as parked (`a`, `b`): writes both children's records and makes `c` the
+// parent. At the root, writes its record and the tree's height and returns
+// false (the climb ends); else true.
 template <typename Code>
-__device__ __forceinline__ bool climb_step(const Code* codes, u32 n, u32* waiting, uint4* parked,
-                                           BvhNode* out, u32* height_out, Climb& c) {
-    const bool left = is_left_child(codes, n, c.lo, c.hi);
-    const u32 split = left ? c.hi : c.lo - 1u;
-    // Leave this subtree at the split (the left child's record, then the
-    // right one's), then see who came first.
-    uint4* slot = parked + 4 * (u64)split + (left ? 0u : 2u);
-    const uint4* sibling = parked + 4 * (u64)split + (left ? 2u : 0u);
-    __stcg(slot, make_uint4(__float_as_uint(c.box.min.x), __float_as_uint(c.box.min.y),
-                            __float_as_uint(c.box.min.z), left ? c.lo : c.hi));
-    __stcg(slot + 1, make_uint4(__float_as_uint(c.box.max.x), __float_as_uint(c.box.max.y),
-                                __float_as_uint(c.box.max.z), c.height));
-    fence_acq_rel_device();
-    if (atomicAdd(&waiting[split], 1u) == 0u) return false;
-    fence_acq_rel_device();
-    const uint4 a = __ldcg(sibling), b = __ldcg(sibling + 1);
+__device__ __forceinline__ bool merge(const Code* codes, u32 n, u32 split, bool left, uint4 a,
+                                      uint4 b, BvhNode* out, u32* height_out, Climb& c) {
     Aabb other;
     other.min = make_float3(__uint_as_float(a.x), __uint_as_float(a.y), __uint_as_float(a.z));
     other.max = make_float3(__uint_as_float(b.x), __uint_as_float(b.y), __uint_as_float(b.z));
@@ -237,6 +221,37 @@ __device__ __forceinline__ bool climb_step(const Code* codes, u32 n, u32* waitin
     return true;
 }
 
+// One step of a climb through device memory: leaves `c` at its parent's
+// split and, when its sibling got there first, merges the two (true, `c`
+// the parent); false when the climb ends here (the sibling's thread goes
+// on) or at the root.
+template <typename Code>
+__device__ __forceinline__ bool climb_step(const Code* codes, u32 n, u32* waiting, uint4* parked,
+                                           BvhNode* out, u32* height_out, Climb& c) {
+    const bool left = is_left_child(codes, n, c.lo, c.hi);
+    const u32 split = left ? c.hi : c.lo - 1u;
+    // Leave this subtree at the split (the left child's words, then the
+    // right one's), then see who came first.
+    uint4* slot = parked + 4 * (u64)split + (left ? 0u : 2u);
+    __stcg(slot, parked_low(c, left));
+    __stcg(slot + 1, parked_high(c));
+    __threadfence();
+    if (atomicAdd(&waiting[split], 1u) == 0u) return false;
+    __threadfence();
+    const uint4* sibling = parked + 4 * (u64)split + (left ? 2u : 0u);
+    return merge(codes, n, split, left, __ldcg(sibling), __ldcg(sibling + 1), out, height_out, c);
+}
+
+// Leaf slot k's climb, started: its triangle copied to the slot, its box.
+__device__ __forceinline__ Climb leaf_climb(const u32* ids, const Triangle* scene, u32 k,
+                                            Triangle* leaf_triangles, u32* slots) {
+    Climb c;
+    c.lo = c.hi = k;
+    c.height = 0u;
+    c.box = triangle_bounds(copy_leaf_triangle(scene, ids[k], k, leaf_triangles, slots));
+    return c;
+}
+
 // n >= 2 placed primitives in Morton order: ids[k] is the scene triangle
 // at slot k. waiting[0 .. n - 1] counts the arrivals at each split, zeroed;
 // parked[4s .. 4s + 4] is what the split's left and right children left
@@ -244,31 +259,15 @@ __device__ __forceinline__ bool climb_step(const Code* codes, u32 n, u32* waitin
 // out gets 2n - 1 records, leaf_triangles and slots the leaf slots'
 // triangles (copy_leaf_triangle: the gather of lt_gather_triangles, done
 // where each climb starts, which reads the triangle for its box anyway),
-// height[0] the root's height (levels below it).
-//
-// Launched persistent (a few blocks per SM, each thread taking primitives
-// grid-stride), with the climb and the walk over primitives in one loop:
-// a thread whose climb ends takes its next primitive at once. Half the
-// climbs end at their first step and a few go up tens of levels; with a
-// thread per primitive and a loop per climb, a warp would step as long as
-// its longest climb with most of its lanes idle.
+// height[0] the root's height (levels below it). A thread per primitive.
 template <typename Code>
 __device__ void karras_tree(const Code* codes, const u32* ids, const Triangle* scene, u32 n,
                             u32* waiting, uint4* parked, BvhNode* out, Triangle* leaf_triangles,
                             u32* slots, u32* height_out) {
-    u64 next = global_thread();
-    const u64 stride = grid_threads();
-    Climb c;
-    bool climbing = false;
-    for (;;) {
-        if (!climbing) {
-            if (next >= n) break;
-            c.lo = c.hi = (u32)next;
-            c.height = 0u;
-            c.box = triangle_bounds(copy_leaf_triangle(scene, ids[next], next, leaf_triangles, slots));
-            next += stride;
+    for (u64 t = global_thread(); t < n; t += grid_threads()) {
+        Climb c = leaf_climb(ids, scene, (u32)t, leaf_triangles, slots);
+        while (climb_step(codes, n, waiting, parked, out, height_out, c)) {
         }
-        climbing = climb_step(codes, n, waiting, parked, out, height_out, c);
     }
 }
 
@@ -276,12 +275,12 @@ extern "C" __global__ void __launch_bounds__(LBVH_THREADS)
 lbvh_karras_30(const u32* codes, const u32* ids, const Triangle* scene, u32 n, u32* waiting,
                float4* parked, BvhNode* out, Triangle* leaf_triangles, u32* slots, u32* height) {
     karras_tree(codes, ids, scene, n, waiting, reinterpret_cast<uint4*>(parked), out,
-                leaf_triangles, slots, height);
+                       leaf_triangles, slots, height);
 }
 
 extern "C" __global__ void __launch_bounds__(LBVH_THREADS)
 lbvh_karras_63(const u64* codes, const u32* ids, const Triangle* scene, u32 n, u32* waiting,
                float4* parked, BvhNode* out, Triangle* leaf_triangles, u32* slots, u32* height) {
     karras_tree(codes, ids, scene, n, waiting, reinterpret_cast<uint4*>(parked), out,
-                leaf_triangles, slots, height);
+                       leaf_triangles, slots, height);
 }

@@ -33,7 +33,7 @@ use super::linked_tree_cuda::{DeviceLinkedTree, LayoutShape, collapse_args};
 use super::morton_cuda::{DeviceMortonOrder, SortedCodes};
 use crate::bvh::triangle_bvh_cuda::{DeviceBvh, GpuTriangle};
 use crate::kernels::bvh_build_lbvh as k;
-use caustic_gpu::ops::{launch_grid_stride, launch_resident};
+use caustic_gpu::ops::launch_grid_stride;
 use caustic_gpu::{DeviceBuffer, Gpu, GpuError, StageClock};
 
 /// The collapsing SAH of an `lbvh` configuration.
@@ -88,7 +88,7 @@ pub(crate) fn radix_tree(
         )?,
     }
     let (max_leaf, traversal, intersection) = collapse_args(&collapse);
-    launch_resident(
+    launch_grid_stride(
         gpu,
         k::LBVH_SUMMARIES,
         n,
@@ -138,7 +138,7 @@ pub(crate) fn karras_build(
         let mut parked =
             DeviceBuffer::<[f32; 4]>::uninit(gpu, "BVH build: children at splits", 4 * (n - 1))?;
         match &order.codes {
-            SortedCodes::Bits30(codes) => launch_resident(
+            SortedCodes::Bits30(codes) => launch_grid_stride(
                 gpu,
                 k::LBVH_KARRAS_30,
                 n,
@@ -155,7 +155,7 @@ pub(crate) fn karras_build(
                     height.ptr_mut(),
                 ),
             )?,
-            SortedCodes::Bits63(codes) => launch_resident(
+            SortedCodes::Bits63(codes) => launch_grid_stride(
                 gpu,
                 k::LBVH_KARRAS_63,
                 n,

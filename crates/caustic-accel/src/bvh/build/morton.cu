@@ -5,7 +5,8 @@
 //   min/max of the vertices), centroid (Triangle::centroid: (v0 + v1 + v2)
 //   * (1/3), each operation rounded) and whether it can be placed
 //   (BuildInput::is_placeable: finite non-empty box, finite centroid), and
-//   the centroid as a point box for the reduction to the centroid box.
+//   each block's box of placeable centroids, which the host's reduction
+//   unites into the centroid box.
 // - morton_codes_30 / _63: the grid of morton_order.rs's Grid over that box
 //   (cells / extent per usable axis, 0 on flat or overflowing axes; a cell
 //   is (p - origin) * scale, clamped to the top cell by SSE's min, which
@@ -26,7 +27,8 @@ __device__ __forceinline__ bool finite(float x) { return fabsf(x) < CAUSTIC_INF;
 
 extern "C" __global__ void __launch_bounds__(MORTON_THREADS)
 morton_prepare(const Triangle* triangles, u64 n, Aabb* bounds, float4* centroids,
-               Aabb* centroid_boxes) {
+               Aabb* block_boxes) {
+    Aabb points = aabb_empty();
     for (u64 i = global_thread(); i < n; i += grid_threads()) {
         const Triangle t = triangles[i];
         const float3 a = make_float3(t.v0[0], t.v0[1], t.v0[2]);
@@ -43,12 +45,22 @@ morton_prepare(const Triangle* triangles, u64 n, Aabb* bounds, float4* centroids
         const bool placeable = box_finite && !box_empty && finite(m.x) && finite(m.y) && finite(m.z);
         bounds[i] = box;
         centroids[i] = make_float4(m.x, m.y, m.z, placeable ? 1.0f : 0.0f);
-        Aabb point = aabb_empty();
         if (placeable) {
-            point.min = m;
-            point.max = m;
+            points.min = min3(points.min, m);
+            points.max = max3(points.max, m);
         }
-        centroid_boxes[i] = point;
+    }
+    // The block's box of placeable centroids (the host reduces the blocks'):
+    // min and max are exact, so any order gives the same box, up to the
+    // sign of a zero bound, which moves no code (a cell is (p - origin) *
+    // scale, the same for either zero).
+    __shared__ Aabb warp_boxes[MORTON_THREADS / 32];
+    for (u32 d = 16; d > 0; d >>= 1) points = aabb_union(points, shfl_down(points, d));
+    if (lane_id() == 0) warp_boxes[warp_id()] = points;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (u32 w = 1; w < MORTON_THREADS / 32; ++w) points = aabb_union(points, warp_boxes[w]);
+        block_boxes[blockIdx.x] = points;
     }
 }
 

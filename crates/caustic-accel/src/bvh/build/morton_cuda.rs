@@ -19,9 +19,9 @@ use super::morton_order::MortonBits;
 use crate::bvh::triangle_bvh_cuda::GpuTriangle;
 use crate::kernels::bvh_build_morton as k;
 use caustic_geom::Aabb;
-use caustic_gpu::ops::launch_grid_stride;
 use caustic_gpu::ops::radix_sort::sort_pairs_bits;
 use caustic_gpu::ops::reduce::union_aabb_into;
+use caustic_gpu::ops::{grid_stride_blocks, launch_grid_stride};
 use caustic_gpu::{DeviceBuffer, DevicePtrMut, Gpu, GpuError, StageClock};
 
 /// The sorted codes, 30 bits (in `u32`) or 63 bits (in `u64`).
@@ -75,8 +75,10 @@ impl DeviceMortonOrder {
         let mut centroids =
             DeviceBuffer::<[f32; 4]>::uninit(gpu, "BVH build: triangle centroids", n)?;
         let mut grid = DeviceBuffer::<Aabb>::uninit(gpu, "BVH build: centroid box", 1)?;
-        {
-            let mut points = DeviceBuffer::<Aabb>::uninit(gpu, "BVH build: centroid points", n)?;
+        if n > 0 {
+            let blocks = grid_stride_blocks(n) as usize;
+            let mut points =
+                DeviceBuffer::<Aabb>::uninit(gpu, "BVH build: centroid boxes of blocks", blocks)?;
             launch_grid_stride(
                 gpu,
                 k::MORTON_PREPARE,
