@@ -27,8 +27,10 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Most primary rays traced together (one 362 × 362 image at 1 spp); a
-/// group holds at least one tile. Its nodes take some 160 bytes per traced
-/// ray, so a group needs tens of megabytes whatever the frame.
+/// group holds at least one tile. A group's rays, nodes, shadow rays and
+/// the structure's own batch scratch take about 1.5 KB per primary ray
+/// with four shadow rays per hit (measured: 190 MB peak for the Cornell box
+/// at 256 × 256 and 16 spp under DACRT), whatever the frame's size.
 pub const GROUP_RAYS: usize = 1 << 17;
 
 /// A traced ray of a group.
