@@ -81,6 +81,15 @@ pub trait Accel: Send + Sync {
             });
     }
 
+    /// Whether the structure answers whole batches much faster than one
+    /// ray at a time ([`crate::dacrt::Dacrt`], which builds nothing between
+    /// batches and answers a single ray by brute force): renderers that can
+    /// trace either way (the CPU Whitted renderer) then trace wavefronts
+    /// through [`Accel::intersect_batch`] and [`Accel::occluded_batch`].
+    fn prefers_batches(&self) -> bool {
+        false
+    }
+
     fn stats(&self) -> &AccelStats;
 
     /// The registry name (`bvh-binned`, `brute`, ...).
@@ -104,6 +113,10 @@ impl<A: Accel + ?Sized> Accel for std::sync::Arc<A> {
 
     fn occluded_batch(&self, rays: &[Ray], out: &mut [bool]) {
         (**self).occluded_batch(rays, out);
+    }
+
+    fn prefers_batches(&self) -> bool {
+        (**self).prefers_batches()
     }
 
     fn stats(&self) -> &AccelStats {

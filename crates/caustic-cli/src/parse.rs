@@ -158,15 +158,15 @@ pub const MAX_SIDE: u32 = 1 << 15;
 /// `bvh-binned-staged`, `bvh-sweep`, `bvh-wide`) or, for `cpu:SPEC`, a
 /// CPU-built tree uploaded. Whether the GPU builds it
 /// is judged once the device is known (`--device cuda`: before the scene
-/// loads). `dacrt[:...]` (divide-and-conquer ray tracing) is for the GPU
-/// renderers alone: they trace whole wavefronts of rays, where the CPU
-/// renderer traces one ray at a time, which DACRT could only answer by
-/// brute force.
+/// loads). `dacrt[:...]` (divide-and-conquer ray tracing) builds nothing:
+/// the GPU renderers trace their wavefronts with it, and on the CPU the
+/// Whitted renderer traces wavefronts with it (`render::cpu_dacrt`); the
+/// CPU photon and SPPM renderers, which trace one ray at a time, refuse it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AccelArg {
     /// The spec as given: what the GPU builds.
     pub spec: String,
-    /// The structure the CPU builds; `None` for a GPU-only one (`dacrt`).
+    /// The structure the CPU builds; `None` for `dacrt`, which builds none.
     pub cpu: Option<AccelKind>,
 }
 
@@ -281,7 +281,7 @@ mod tests {
                 .contains("unknown accel `bogus`")
         );
         assert!(accel_arg("cpu:bogus").is_err());
-        // DACRT is for the GPU renderers: no CPU reading.
+        // DACRT builds no structure: no CPU reading.
         assert_eq!(accel_arg("dacrt:split=rdh").unwrap().cpu, None);
         assert!(accel_arg("dacrt:split=sah").is_err());
     }

@@ -42,12 +42,17 @@ fn help() -> String {
          caustic render model.glb --two-sided --width 1280 --height 720\n  \
          caustic render target/scenes/sibenik/sibenik.obj --camera sibenik\n  \
          caustic render cornell-box --device cuda --accel lbvh:bits=63\n  \
-         caustic render cornell-box --device cuda --accel cpu:bvh-binned   # CPU-built, uploaded\n\n\
+         caustic render cornell-box --device cuda --accel cpu:bvh-binned   # CPU-built, uploaded\n  \
+         caustic render cornell-box --integrator whitted --accel dacrt:split=rdh   # wavefronts on the CPU\n\n\
          --accel on a GPU (--device cuda, or auto with a GPU): the structure of that name built \
          on the device: {} (default {DEFAULT_GPU_SPEC}); cpu:SPEC traces a tree the CPU built \
          (on the CPU, cpu:SPEC is SPEC). Brute force, which the GPU does not run, \
          is an error with --device cuda and renders on the CPU \
-         with --device auto.\n\n{}",
+         with --device auto.\n\n\
+         --accel dacrt[:split=median|rdh] builds nothing: each batch of rays is traced by \
+         divide and conquer. Every integrator traces it on a GPU; on the CPU the Whitted \
+         renderer traces it by wavefronts (the same image as per ray), while photon and sppm, \
+         which trace one ray at a time there, refuse it.\n\n{}",
         GPU_STRUCTURES.join(", "),
         camera_presets::help()
     )
@@ -120,7 +125,9 @@ pub struct RenderFlags {
     /// Acceleration structure, with optional parameters (e.g. `ploc:r=32`;
     /// `caustic bench accel --help` lists them). On the CPU the default,
     /// the 8-wide SIMD BVH, traces about twice as fast as the binary
-    /// `bvh-binned`; on a GPU the structure is built there (`render --help` lists them)
+    /// `bvh-binned`; on a GPU the structure is built there (`render --help` lists them).
+    /// `dacrt[:split=median|rdh]`: no structure, batches traced by divide
+    /// and conquer (on the CPU: `--integrator whitted`, by wavefronts)
     /// [default: bvh-wide on the CPU, bvh-binned on a GPU].
     #[arg(long, value_parser = parse::accel_arg)]
     pub accel: Option<AccelArg>,
@@ -223,7 +230,7 @@ pub fn run(args: RenderArgs) -> Result<()> {
     };
     let renderer = args.renderer(&scene);
     let backend = renderer.backend_for(&integrator)?;
-    check_gpu_only(args.flags.accel.as_ref(), &backend)?;
+    check_cpu_dacrt(args.flags.accel.as_ref(), &backend, &integrator)?;
     device::say(&backend);
     let watch = Watch::new(&integrator, &backend, reference);
     let renderer = renderer.on_progress(|progress| watch.report(progress));
@@ -385,7 +392,9 @@ impl CarriedTree {
             }
             return Ok(None);
         }
-        let binary = caustic_accel::registry::build_triangle_bvh(&spec, &[]).is_ok();
+        // DACRT (no CPU spec) keeps no tree: nothing to refit.
+        let binary = accel.is_none_or(|a| a.cpu.is_some())
+            && caustic_accel::registry::build_triangle_bvh(&spec, &[]).is_ok();
         let why_not = if !binary {
             Some("refitting needs a binary BVH (--accel bvh-binned, bvh-sweep, ploc, lbvh, ...)")
         } else if !fixed_topology {
@@ -543,7 +552,7 @@ fn render_instant(
     let prepare = Instant::now();
     let backend = renderer.backend_for(&integrator)?;
     let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
-    check_gpu_only(args.flags.accel.as_ref(), &backend)?;
+    check_cpu_dacrt(args.flags.accel.as_ref(), &backend, &integrator)?;
     if shared.backend.is_none() {
         device::say(&backend);
         *shared.backend = Some(renderer.backend()?.clone());
@@ -683,8 +692,32 @@ pub(crate) fn renderer<'a>(
     device: Device,
 ) -> Renderer<'a> {
     let cpu = accel.and_then(|a| a.cpu).unwrap_or_else(default_accel);
-    let renderer = Renderer::new(scene).accel(cpu).device(device);
+    let mut renderer = Renderer::new(scene).accel(cpu).device(device);
+    if let Some(dacrt) = cpu_dacrt(scene, accel, device) {
+        renderer = renderer.cpu_structure(dacrt);
+    }
     with_gpu_accel(renderer, accel)
+}
+
+/// `--accel dacrt[...]` where the render may run on the CPU (every device
+/// but an explicit `cuda`): DACRT over the scene's triangles, which the CPU
+/// Whitted renderer traces by wavefronts (it prefers batches). It keeps
+/// only a copy of the triangles, so on `auto` with a GPU, which ignores it
+/// and traces its own, it costs that copy.
+fn cpu_dacrt(
+    scene: &Scene,
+    accel: Option<&AccelArg>,
+    device: Device,
+) -> Option<Box<dyn caustic_accel::Accel>> {
+    let accel = accel.filter(|a| a.cpu.is_none())?;
+    if matches!(device, Device::Cuda(_) | Device::Gpus(_)) {
+        return None;
+    }
+    let config = caustic_accel::dacrt::DacrtConfig::parse(&accel.spec).ok()?;
+    Some(Box::new(caustic_accel::dacrt::Dacrt::new(
+        &scene.triangles(),
+        config,
+    )))
 }
 
 /// The GPU's structure: `accel` as the GPU reads it, or its default.
@@ -698,18 +731,30 @@ fn with_gpu_accel<'a>(renderer: Renderer<'a>, _accel: Option<&AccelArg>) -> Rend
     renderer
 }
 
-/// A structure only the GPU renderers trace (`dacrt`) where the render
-/// runs on the CPU: an error that says why, rather than a silent brute
-/// force.
-fn check_gpu_only(accel: Option<&AccelArg>, backend: &caustic::Backend) -> Result<()> {
+/// DACRT (`--accel dacrt`) where the render runs on the CPU: the Whitted
+/// renderer traces it by wavefronts; the photon and SPPM renderers trace
+/// one ray at a time, which DACRT could only answer by brute force, so
+/// they refuse it and say what works.
+fn check_cpu_dacrt(
+    accel: Option<&AccelArg>,
+    backend: &caustic::Backend,
+    integrator: &Integrator,
+) -> Result<()> {
     match accel {
-        Some(accel) if accel.cpu.is_none() && !backend.is_gpu() => bail!(
-            "--accel {}: divide-and-conquer ray tracing traces whole batches of rays, as the GPU \
-             renderers trace their wavefronts; this render runs on the CPU, whose renderer traces \
-             one ray at a time, which DACRT could only answer by brute force. Render with \
-             --device cuda, or choose a structure (--accel bvh-wide, the default)",
-            accel.spec
-        ),
+        Some(accel)
+            if accel.cpu.is_none()
+                && !backend.is_gpu()
+                && !matches!(integrator, Integrator::Whitted(_)) =>
+        {
+            bail!(
+                "--accel {}: divide-and-conquer ray tracing traces whole batches of rays; on the \
+                 CPU only the Whitted renderer traces batches (--integrator whitted), while the \
+                 CPU photon and SPPM renderers trace one ray at a time, which DACRT could only \
+                 answer by brute force. Render with --device cuda (every integrator traces \
+                 DACRT there), or choose a structure (--accel bvh-wide, the default)",
+                accel.spec
+            )
+        }
         _ => Ok(()),
     }
 }

@@ -26,6 +26,7 @@ pub fn settings(common: &Common, fresnel: Fresnel) -> WhittedSettings {
             Fresnel::Schlick => FresnelMode::Schlick,
         },
         seed: common.seed,
+        trace: Default::default(),
     }
 }
 

@@ -23,6 +23,27 @@ pub fn direct_light(
     light_samples: u32,
     rays: &mut u64,
 ) -> Rgb {
+    direct_light_with(scene, wo, surface, material, key, light_samples, |shadow| {
+        *rays += 1;
+        scene.occluded(shadow)
+    })
+}
+
+/// [`direct_light`] with the shadow rays answered by `occluded`, called
+/// once per shadow ray in a fixed order (point, spot and directional
+/// lights, then each area light's samples) that depends only on the
+/// arguments. A batched renderer calls it twice: once to collect the shadow
+/// rays (answering anything), then, after one batched query, to sum the
+/// answers in that order, so the sum is [`direct_light`]'s bit for bit.
+pub fn direct_light_with(
+    scene: &RenderScene,
+    wo: Vec3,
+    surface: &SurfaceHit,
+    material: &Material,
+    key: u64,
+    light_samples: u32,
+    mut occluded: impl FnMut(&Ray) -> bool,
+) -> Rgb {
     let ng = face_towards(surface.geometric_normal, wo);
     let n = face_towards(surface.shading_normal, wo);
     let albedo = scene.albedo(material, surface.uv);
@@ -35,9 +56,8 @@ pub fn direct_light(
             if cos <= 0.0 || ng.dot(wi) <= 0.0 {
                 continue;
             }
-            *rays += 1;
             let shadow = Ray::segment(origin, wi, 0.0, dist * (1.0 - 1e-4));
-            if !scene.occluded(&shadow) {
+            if !occluded(&shadow) {
                 radiance += brdf(wi) * incident * cos;
             }
         }
@@ -59,9 +79,8 @@ pub fn direct_light(
             if cos <= 0.0 || ng.dot(wi) <= 0.0 || emitted == Rgb::ZERO || dist2 == 0.0 {
                 continue;
             }
-            *rays += 1;
             let shadow = Ray::segment(origin, to_light, 0.0, 1.0 - 1e-4);
-            if !scene.occluded(&shadow) {
+            if !occluded(&shadow) {
                 sum += brdf(wi) * emitted * (cos * cos_light / (dist2 * sample.pdf_area));
             }
         }

@@ -278,14 +278,29 @@ fn append_items<T: Pod>(out: &mut Vec<T>, bytes: &[u8], rank: usize) -> Result<(
 /// exactly one member, so the image is the single process's, bit for bit.
 pub fn tiled_film(
     team: &dyn Team,
-    (width, height): (u32, u32),
+    size: (u32, u32),
     tile_size: u32,
     render_tile: impl Fn(Tile) -> Vec<Rgb> + Sync + Send,
+) -> Result<Film, TeamError> {
+    tiled_film_with(team, size, tile_size, |mine| {
+        mine.into_par_iter().map(&render_tile).collect()
+    })
+}
+
+/// [`tiled_film`] with the member's tiles rendered all together by
+/// `render_mine`, which gets them in order and returns each one's pixels
+/// row by row, in the same order: how a wavefront renderer traces many
+/// tiles' rays in one batch.
+pub fn tiled_film_with(
+    team: &dyn Team,
+    (width, height): (u32, u32),
+    tile_size: u32,
+    render_mine: impl FnOnce(Vec<Tile>) -> Vec<Vec<Rgb>>,
 ) -> Result<Film, TeamError> {
     let tiles = morton_tiles(width, height, tile_size);
     let (rank, size) = (team.rank(), team.size());
     let mine: Vec<Tile> = tiles.iter().copied().skip(rank).step_by(size).collect();
-    let rendered: Vec<Vec<Rgb>> = mine.into_par_iter().map(&render_tile).collect();
+    let rendered = render_mine(mine);
     let parts: Vec<Vec<Rgb>> = if size == 1 {
         vec![rendered.concat()]
     } else {

@@ -36,8 +36,9 @@
 //! DACRT is a batch algorithm: [`Dacrt::closest_hits`] and
 //! [`Dacrt::any_hits`] take all rays at once, and [`Accel::intersect_batch`]
 //! is that. A single ray (`Accel::intersect`) is the direct case: brute
-//! force over every triangle. Its "build" only copies the triangles; the
-//! trace time includes everything.
+//! force over every triangle, so [`Accel::prefers_batches`] says so and
+//! the CPU Whitted renderer traces it by wavefronts. Its "build" only
+//! copies the triangles; the trace time includes everything.
 
 mod schedule;
 mod split;
@@ -315,6 +316,10 @@ impl Accel for Dacrt {
 
     fn occluded_batch(&self, rays: &[Ray], out: &mut [bool]) {
         self.any_hits(rays, out);
+    }
+
+    fn prefers_batches(&self) -> bool {
+        true
     }
 
     fn stats(&self) -> &AccelStats {

@@ -106,6 +106,61 @@ fn cpu_spec_on_the_cpu_is_the_cpu_structure() {
     }
 }
 
+/// `--accel dacrt[:split=rdh]` on the CPU (`cpu`, and `auto` without a
+/// GPU): the Whitted renderer traces it by wavefronts and writes the image
+/// the default structure's per-ray render writes; photon and SPPM, which
+/// trace one ray at a time there, refuse it and say what works.
+#[test]
+fn dacrt_on_the_cpu_renders_whitted_and_refuses_the_others() {
+    let dir = scratch("accel-cpu-dacrt");
+    let reference = dir.join("bvh.png");
+    let whitted = ["--device", "cpu", "--integrator", "whitted"];
+    caustic_in(&dir, &render_args(arg(&reference), &whitted)).ok();
+    for (device, accel) in [("cpu", "dacrt"), ("auto", "dacrt:split=rdh")] {
+        let out = dir.join(format!("{device}.png"));
+        let extra = [
+            "--device",
+            device,
+            "--integrator",
+            "whitted",
+            "--accel",
+            accel,
+        ];
+        let run = caustic_in(&dir, &render_args(arg(&out), &extra));
+        if !run.stderr.contains("device: CPU") {
+            continue; // `auto` on a GPU machine traces it there
+        }
+        let run = run.ok();
+        let wrote = run.lines_starting("wrote");
+        assert!(
+            wrote.len() == 1 && wrote[0].contains("dacrt build") && wrote[0].contains("CPU"),
+            "--accel {accel}: {}",
+            run.stderr
+        );
+        assert_eq!(png_size(&out), (8, 8));
+        assert!(
+            std::fs::read(&out).unwrap() == std::fs::read(&reference).unwrap(),
+            "--accel {accel}: not the per-ray bvh-wide image"
+        );
+    }
+    let out = dir.join("refused.png");
+    for integrator in ["photon", "sppm"] {
+        let extra = [
+            "--device",
+            "cpu",
+            "--integrator",
+            integrator,
+            "--accel",
+            "dacrt",
+        ];
+        caustic_in(&dir, &render_args(arg(&out), &extra))
+            .fails_with(1, "--accel dacrt")
+            .fails_with(1, "only the Whitted renderer traces batches")
+            .fails_with(1, "--device cuda");
+        assert!(!out.exists(), "{integrator}: no image after the refusal");
+    }
+}
+
 /// Unknown structures and parameters are refused by clap (exit code 2)
 /// with the flag's name, on any device.
 #[test]

@@ -253,6 +253,7 @@ impl<'s> GpuPhotonRenderer<'s> {
             light_samples: settings.light_samples,
             fresnel: FresnelMode::Exact,
             seed: settings.seed,
+            trace: Default::default(),
         };
         let mut steps = EstimateSteps {
             views: &views,

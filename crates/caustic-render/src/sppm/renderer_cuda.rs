@@ -228,6 +228,7 @@ impl<'a> State<'a> {
             light_samples: settings.light_samples,
             fresnel: FresnelMode::Exact,
             seed: settings.seed,
+            trace: Default::default(),
         };
         let params = device.params(camera, &whitted, 0);
         let count = settings.width as usize * settings.height as usize;

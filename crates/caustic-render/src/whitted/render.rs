@@ -8,7 +8,10 @@
 //! stratified shadow rays per area light, then stops. This is the quantity
 //! of the `whitted` references in `refs/` (paths E S* L and E S* D L).
 //!
-//! Work is split into 8×8 tiles traced in Morton order by rayon.
+//! Work is split into 8×8 tiles traced in Morton order by rayon, one ray
+//! at a time, or by wavefronts of whole groups of tiles (`wavefront.rs`,
+//! [`WhittedTrace`]) with the same shading ([`Tracer::shade`]) and sums
+//! ([`Shading::combine`]), so the same image.
 //!
 //! Randomness is counter-based ([`draw`]): every random decision seeds a
 //! fresh PCG32 from a key that names it (seed, pixel, sample, the branch
@@ -21,9 +24,9 @@
 //! unbiased while deep glass chains stay cheap.
 
 use crate::bsdf::{fresnel_dielectric, fresnel_schlick, reflect, refract};
-use crate::direct::{direct_light, face_towards};
+use crate::direct::{direct_light_with, face_towards};
 use crate::draw;
-use crate::team::{Solo, Team, TeamError, sum_u64, tiled_film};
+use crate::team::{Solo, Team, TeamError, sum_u64, tiled_film, tiled_film_with};
 use crate::tiles::Tile;
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
 use caustic_geom::{Ray, Rgb, Vec2};
@@ -45,6 +48,21 @@ pub enum FresnelMode {
     Schlick,
 }
 
+/// How the CPU renderer traces its rays (a GPU always traces wavefronts).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WhittedTrace {
+    /// Wavefronts where the structure prefers batches
+    /// ([`caustic_accel::Accel::prefers_batches`]: DACRT), else one ray
+    /// at a time.
+    #[default]
+    Auto,
+    /// One ray at a time, recursively, tile by tile.
+    PerRay,
+    /// Wavefronts of whole groups of tiles through the batch queries
+    /// (`wavefront.rs`).
+    Wavefront,
+}
+
 /// What to render and how.
 #[derive(Clone, Debug)]
 pub struct WhittedSettings {
@@ -61,6 +79,9 @@ pub struct WhittedSettings {
     pub fresnel: FresnelMode,
     /// Seed of the per-pixel random streams.
     pub seed: u64,
+    /// Per ray or by wavefronts on the CPU; the image is the same bit for
+    /// bit either way.
+    pub trace: WhittedTrace,
 }
 
 impl Default for WhittedSettings {
@@ -73,6 +94,7 @@ impl Default for WhittedSettings {
             light_samples: 4,
             fresnel: FresnelMode::Exact,
             seed: 0,
+            trace: WhittedTrace::Auto,
         }
     }
 }
@@ -123,13 +145,20 @@ pub fn render_in_team(
     let rays = AtomicU64::new(0);
     let tracer = Tracer { scene, settings };
     let size = (settings.width, settings.height);
-    let film = tiled_film(team, size, TILE_SIZE, |tile| {
-        let mut counter = 0u64;
-        let pixels = tracer.render_tile(&pinhole, tile, &mut counter);
-        rays.fetch_add(counter, Ordering::Relaxed);
-        progress(tile.pixel_count() as u64);
-        pixels
-    })?;
+    let film = if tracer.traces_wavefronts() {
+        tiled_film_with(team, size, TILE_SIZE, |mine| {
+            let group = super::wavefront::GROUP_RAYS;
+            super::wavefront::render_tiles(&tracer, &pinhole, &mine, &rays, progress, group)
+        })?
+    } else {
+        tiled_film(team, size, TILE_SIZE, |tile| {
+            let mut counter = 0u64;
+            let pixels = tracer.render_tile(&pinhole, tile, &mut counter);
+            rays.fetch_add(counter, Ordering::Relaxed);
+            progress(tile.pixel_count() as u64);
+            pixels
+        })?
+    };
     let rays = sum_u64(team, &[rays.into_inner()])?[0];
     let stats = RenderStats {
         seconds: start.elapsed().as_secs_f64(),
@@ -139,9 +168,9 @@ pub fn render_in_team(
     Ok((film, stats))
 }
 
-struct Tracer<'a> {
-    scene: &'a RenderScene,
-    settings: &'a WhittedSettings,
+pub(super) struct Tracer<'a> {
+    pub(super) scene: &'a RenderScene,
+    pub(super) settings: &'a WhittedSettings,
 }
 
 /// Per-path state: the ray counter (the random numbers need none, being
@@ -150,7 +179,119 @@ struct PathContext<'r> {
     rays: &'r mut u64,
 }
 
+/// What a ray's hit adds to its radiance, before the radiance of the
+/// specular branches it spawns is known: the one shading decision that the
+/// per-ray recursion ([`Tracer::radiance`]) and the wavefront
+/// (`wavefront.rs`) share, summed by [`Shading::combine`] in one order.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Shading {
+    /// Emitted radiance, where the surface emits towards the ray.
+    emission: Option<Rgb>,
+    pub(super) then: Then,
+}
+
+/// The rest of a hit's radiance after its emission.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Then {
+    Nothing,
+    /// `tint ×` the sum of the reflected and refracted branches (each
+    /// present where it exists; none past the largest depth).
+    Dielectric {
+        tint: Rgb,
+        branches: [Option<Branch>; 2],
+    },
+    /// `reflectance ×` the reflected branch (of weight 1).
+    Mirror {
+        reflectance: Rgb,
+        branch: Branch,
+    },
+    /// Direct light by shadow rays ([`direct_light_with`]).
+    Direct,
+}
+
+/// A specular branch: the ray it continues along, its path key, and the
+/// factor its radiance is weighted by (`None`: Russian roulette ended it,
+/// it adds zero and is not traced).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Branch {
+    pub(super) ray: Ray,
+    pub(super) key: u64,
+    pub(super) factor: Option<f32>,
+}
+
+impl Branch {
+    /// A branch of weight `weight`: weak branches survive Russian roulette
+    /// with probability `weight / SPLIT_THRESHOLD` and are then weighted by
+    /// the threshold.
+    fn new(ray: Ray, weight: f32, key: u64) -> Self {
+        let factor = if weight >= SPLIT_THRESHOLD {
+            Some(weight)
+        } else if draw::uniform(key, draw::ROULETTE) * SPLIT_THRESHOLD < weight {
+            Some(SPLIT_THRESHOLD)
+        } else {
+            None
+        };
+        Self { ray, key, factor }
+    }
+}
+
+impl Shading {
+    /// The branches to trace, in the order [`Shading::combine`] asks for
+    /// their radiance.
+    pub(super) fn traced(&self) -> impl Iterator<Item = &Branch> {
+        let (first, second) = match &self.then {
+            Then::Dielectric {
+                branches: [first, second],
+                ..
+            } => (first.as_ref(), second.as_ref()),
+            Then::Mirror { branch, .. } => (Some(branch), None),
+            _ => (None, None),
+        };
+        first
+            .into_iter()
+            .chain(second)
+            .filter(|b| b.factor.is_some())
+    }
+
+    /// The hit's radiance from its direct light (`Rgb::ZERO` unless
+    /// [`Then::Direct`]) and the radiance of its traced branches, which
+    /// `child` returns, called once per branch of [`Shading::traced`] in
+    /// that order. The sums are the per-ray recursion's, in its order.
+    pub(super) fn combine(&self, direct: Rgb, mut child: impl FnMut(&Branch) -> Rgb) -> Rgb {
+        let mut value = |b: &Branch| b.factor.map_or(Rgb::ZERO, |f| f * child(b));
+        let mut radiance = Rgb::ZERO;
+        if let Some(emission) = self.emission {
+            radiance += emission;
+        }
+        match &self.then {
+            Then::Dielectric { tint, branches } => {
+                let mut split = Rgb::ZERO;
+                for branch in branches.iter().flatten() {
+                    split += value(branch);
+                }
+                radiance += *tint * split;
+            }
+            Then::Mirror {
+                reflectance,
+                branch,
+            } => radiance += *reflectance * value(branch),
+            Then::Direct => radiance += direct,
+            Then::Nothing => {}
+        }
+        radiance
+    }
+}
+
 impl Tracer<'_> {
+    /// Whether this render traces wavefronts ([`WhittedTrace`]).
+    fn traces_wavefronts(&self) -> bool {
+        match self.settings.trace {
+            WhittedTrace::Auto => self.scene.accel.prefers_batches(),
+            WhittedTrace::PerRay => false,
+            WhittedTrace::Wavefront => true,
+        }
+    }
+
     fn render_tile(&self, camera: &PinholeCamera, tile: Tile, rays: &mut u64) -> Vec<Rgb> {
         let mut out = Vec::with_capacity(tile.pixel_count());
         for y in tile.y0..tile.y1 {
@@ -164,24 +305,32 @@ impl Tracer<'_> {
 
     fn render_pixel(&self, camera: &PinholeCamera, x: u32, y: u32, ctx: &mut PathContext) -> Rgb {
         let spp = self.settings.spp.max(1);
-        let grid = (spp as f32).sqrt() as u32;
-        let stratified = grid * grid == spp;
-        let pixel = y as u64 * self.settings.width as u64 + x as u64;
         let mut sum = Rgb::ZERO;
         for s in 0..spp {
-            let key = draw::sample_key(self.settings.seed, pixel, s);
-            let offset = if spp == 1 {
-                Vec2::splat(0.5)
-            } else if stratified {
-                let cell = Vec2::new((s % grid) as f32, (s / grid) as f32);
-                (cell + draw::uniform2(key, draw::CAMERA)) / grid as f32
-            } else {
-                draw::uniform2(key, draw::CAMERA)
-            };
-            let ray = camera.ray(x as f32 + offset.x, y as f32 + offset.y);
+            let (ray, key) = self.camera_ray(camera, x, y, s);
             sum += self.radiance(&ray, 0, key, ctx);
         }
         sum / spp as f32
+    }
+
+    /// Primary sample `s` of pixel `(x, y)` and its path key: through the
+    /// pixel centre at 1 spp, else jittered (stratified on a grid when the
+    /// count is a square).
+    pub(super) fn camera_ray(&self, camera: &PinholeCamera, x: u32, y: u32, s: u32) -> (Ray, u64) {
+        let spp = self.settings.spp.max(1);
+        let grid = (spp as f32).sqrt() as u32;
+        let stratified = grid * grid == spp;
+        let pixel = y as u64 * self.settings.width as u64 + x as u64;
+        let key = draw::sample_key(self.settings.seed, pixel, s);
+        let offset = if spp == 1 {
+            Vec2::splat(0.5)
+        } else if stratified {
+            let cell = Vec2::new((s % grid) as f32, (s / grid) as f32);
+            (cell + draw::uniform2(key, draw::CAMERA)) / grid as f32
+        } else {
+            draw::uniform2(key, draw::CAMERA)
+        };
+        (camera.ray(x as f32 + offset.x, y as f32 + offset.y), key)
     }
 
     /// Radiance along `ray`, which is the `depth`-th specular bounce and
@@ -192,43 +341,69 @@ impl Tracer<'_> {
             return self.scene.background;
         };
         let surface = self.scene.surface(ray, &hit);
+        let shading = self.shade(ray, &surface, depth, key);
+        let direct = match shading.then {
+            Then::Direct => self.direct(ray, &surface, key, |shadow| {
+                *ctx.rays += 1;
+                self.scene.occluded(shadow)
+            }),
+            _ => Rgb::ZERO,
+        };
+        shading.combine(direct, |branch| {
+            self.radiance(&branch.ray, depth + 1, branch.key, ctx)
+        })
+    }
+
+    /// What the hit `surface` of `ray` (the `depth`-th specular bounce,
+    /// path key `key`) adds: its emission, and its specular branches or
+    /// direct light.
+    pub(super) fn shade(&self, ray: &Ray, surface: &SurfaceHit, depth: u32, key: u64) -> Shading {
         let material = &self.scene.materials[surface.material as usize];
         let front = surface.geometric_normal.dot(ray.dir) < 0.0;
-        let mut radiance = Rgb::ZERO;
-        if material.is_emissive() && (front || material.two_sided) {
-            radiance += material.emission;
-        }
+        let emission =
+            (material.is_emissive() && (front || material.two_sided)).then_some(material.emission);
         // One-sided surfaces are black from behind (except glass, whose two
         // sides are its inside and outside).
         let visible = front || material.two_sided;
-        match material.bsdf {
-            Bsdf::Dielectric { ior, tint } => {
-                radiance += tint * self.dielectric(ray, &surface, ior, depth, key, ctx);
-            }
+        let then = match material.bsdf {
+            Bsdf::Dielectric { ior, tint } => Then::Dielectric {
+                tint,
+                branches: self.dielectric(ray, surface, ior, depth, key),
+            },
             Bsdf::Mirror { reflectance } if visible && depth < self.settings.max_depth => {
                 let n = face_towards(surface.shading_normal, -ray.dir);
-                let dir = reflect(ray.dir, n);
-                let next = self.scene.spawn(&surface, dir);
+                let next = self.scene.spawn(surface, reflect(ray.dir, n));
                 let child = draw::child_key(key, draw::REFLECT);
-                radiance += reflectance * self.branch(&next, depth + 1, 1.0, child, ctx);
+                Then::Mirror {
+                    reflectance,
+                    branch: Branch::new(next, 1.0, child),
+                }
             }
-            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => {
-                radiance += direct_light(
-                    self.scene,
-                    -ray.dir,
-                    &surface,
-                    material,
-                    key,
-                    self.settings.light_samples,
-                    ctx.rays,
-                );
-            }
-            _ => {}
-        }
-        radiance
+            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => Then::Direct,
+            _ => Then::Nothing,
+        };
+        Shading { emission, then }
     }
 
-    /// Fresnel split at a smooth dielectric interface.
+    /// Direct light at the diffuse or glossy hit `surface` of `ray`, its
+    /// shadow rays answered by `occluded` ([`direct_light_with`]).
+    pub(super) fn direct(
+        &self,
+        ray: &Ray,
+        surface: &SurfaceHit,
+        key: u64,
+        occluded: impl FnMut(&Ray) -> bool,
+    ) -> Rgb {
+        let material = &self.scene.materials[surface.material as usize];
+        let samples = self.settings.light_samples;
+        direct_light_with(
+            self.scene, -ray.dir, surface, material, key, samples, occluded,
+        )
+    }
+
+    /// Fresnel split at a smooth dielectric interface: the reflected and
+    /// the refracted branch, where each exists (none past the largest
+    /// depth; no refraction under total internal reflection).
     fn dielectric(
         &self,
         ray: &Ray,
@@ -236,10 +411,9 @@ impl Tracer<'_> {
         ior: f32,
         depth: u32,
         key: u64,
-        ctx: &mut PathContext,
-    ) -> Rgb {
+    ) -> [Option<Branch>; 2] {
         if depth >= self.settings.max_depth {
-            return Rgb::ZERO;
+            return [None, None];
         }
         let (n, eta) = surface.interface(ray.dir, ior);
         let cos_i = (-ray.dir.dot(n)).max(0.0);
@@ -247,35 +421,18 @@ impl Tracer<'_> {
             FresnelMode::Exact => fresnel_dielectric(cos_i, eta),
             FresnelMode::Schlick => fresnel_schlick(cos_i, eta),
         };
-        let mut radiance = Rgb::ZERO;
-        if reflectance > 0.0 {
+        let reflected = (reflectance > 0.0).then(|| {
             let next = self.scene.spawn(surface, reflect(ray.dir, n));
-            let child = draw::child_key(key, draw::REFLECT);
-            radiance += self.branch(&next, depth + 1, reflectance, child, ctx);
-        }
+            Branch::new(next, reflectance, draw::child_key(key, draw::REFLECT))
+        });
         let transmitted = (reflectance < 1.0)
             .then(|| refract(ray.dir, n, eta))
-            .flatten();
-        if let Some(dir) = transmitted {
-            let next = self.scene.spawn(surface, dir);
-            let child = draw::child_key(key, draw::REFRACT);
-            radiance += self.branch(&next, depth + 1, 1.0 - reflectance, child, ctx);
-        }
-        radiance
-    }
-
-    /// Traces a branch of weight `weight`, returning its weighted radiance;
-    /// weak branches survive Russian roulette with probability
-    /// `weight / SPLIT_THRESHOLD` and are then weighted by the threshold.
-    /// `key` is the branch's own path key.
-    fn branch(&self, ray: &Ray, depth: u32, weight: f32, key: u64, ctx: &mut PathContext) -> Rgb {
-        if weight >= SPLIT_THRESHOLD {
-            return weight * self.radiance(ray, depth, key, ctx);
-        }
-        if draw::uniform(key, draw::ROULETTE) * SPLIT_THRESHOLD < weight {
-            SPLIT_THRESHOLD * self.radiance(ray, depth, key, ctx)
-        } else {
-            Rgb::ZERO
-        }
+            .flatten()
+            .map(|dir| {
+                let next = self.scene.spawn(surface, dir);
+                let child = draw::child_key(key, draw::REFRACT);
+                Branch::new(next, 1.0 - reflectance, child)
+            });
+        [reflected, transmitted]
     }
 }
