@@ -121,6 +121,139 @@ struct Best {
     }
 };
 
+// ------------------------------------------------------------ warp kNN
+//
+// One warp per query, the kNN without a per-thread heap: the warp streams
+// the query's candidates 32 at a time (one coalesced 16-byte load per lane),
+// and the lanes whose key passes the warp's limit append it to the warp's
+// list in shared memory (ballot and prefix count: the same slots whatever
+// the timing). When the list would overflow it is sorted (bitonic, by the
+// warp) and cut to the k smallest, whose largest becomes the limit. At the
+// end one more sort leaves the k nearest in ascending (dist2, index) order:
+// the same answer as Best, which keeps the same k smallest keys.
+
+// Keys a warp's list holds: a power of two, at least POINTS_MAX_K + 32 (a
+// cut list of k keys takes one more chunk of 32).
+#define WARP_KNN_CAP 256u
+
+// Sorts a[0..n) ascending, n <= WARP_KNN_CAP, by the whole warp (Batcher's
+// bitonic network over the next power of two, padded with the largest key).
+__device__ __forceinline__ void warp_sort_keys(u64* a, u32 n) {
+    const u32 lane = lane_id();
+    __syncwarp();
+    if (n < 2) return;
+    u32 m = 2;
+    while (m < n) m <<= 1;
+    for (u32 i = n + lane; i < m; i += 32) a[i] = ~0ull;
+    __syncwarp();
+    for (u32 size = 2; size <= m; size <<= 1) {
+        for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
+            for (u32 t = lane; t < m / 2; t += 32) {
+                const u32 i = 2 * t - (t & (stride - 1));
+                const u32 j = i + stride;
+                const u64 x = a[i], y = a[j];
+                if ((x > y) == ((i & size) == 0)) {
+                    a[i] = y;
+                    a[j] = x;
+                }
+            }
+            __syncwarp();
+        }
+    }
+}
+
+// The k nearest of one query, kept by a warp (every member warp-uniform).
+struct WarpBest {
+    u64* list;  // the warp's WARP_KNN_CAP keys in shared memory
+    u32 k;
+    u32 n;        // keys in the list
+    bool sorted;  // list[0..n) ascending and at most k long
+    float r2;
+    u64 limit;  // candidates need key < limit
+
+    __device__ __forceinline__ void init(u64* list_, u32 k_, float max_d2) {
+        list = list_;
+        k = k_;
+        r2 = max_d2;
+        reset();
+    }
+
+    // An empty list for the same k and radius.
+    __device__ __forceinline__ void reset() {
+        n = 0;
+        sorted = true;
+        limit = (((u64)__float_as_uint(r2) << 32) | 0xffffffffull) + 1;
+    }
+
+    // Each lane offers `key` where `valid`.
+    __device__ __forceinline__ void offer(bool valid, u64 key) {
+        bool take = valid && key < limit;
+        u32 ballot = __ballot_sync(CAUSTIC_FULL_MASK, take);
+        if (n + __popc(ballot) > WARP_KNN_CAP) {
+            cut();
+            take = take && key < limit;
+            ballot = __ballot_sync(CAUSTIC_FULL_MASK, take);
+        }
+        if (take) list[n + __popc(ballot & lanemask_lt())] = key;
+        if (ballot) sorted = false;
+        n += __popc(ballot);
+    }
+
+    // Sorts the list and keeps its k smallest; a full list's largest key
+    // becomes the limit.
+    __device__ __forceinline__ void cut() {
+        if (!sorted) warp_sort_keys(list, n);
+        __syncwarp();
+        sorted = true;
+        if (n > k) n = k;
+        if (n == k && k > 0) limit = list[k - 1];
+    }
+
+    __device__ __forceinline__ bool full() const { return n >= k; }
+
+    // The k-th key's squared distance (after cut(), with a full list).
+    __device__ __forceinline__ float kth_d2() const { return __uint_as_float((u32)(list[k - 1] >> 32)); }
+
+    // Writes the kept keys (after cut()) as Best::write does.
+    __device__ __forceinline__ void write(u64 q, u32 row, u32* index, float* d2, u32* count) {
+        for (u32 j = lane_id(); j < row; j += 32) {
+            const bool kept = j < n;
+            const u64 key = kept ? list[j] : 0ull;
+            index[q * row + j] = kept ? (u32)key : NO_NEIGHBOUR;
+            d2[q * row + j] = kept ? __uint_as_float((u32)(key >> 32)) : CAUSTIC_INF;
+        }
+        if (lane_id() == 0) count[q] = n;
+        __syncwarp();  // the list serves the warp's next query
+    }
+};
+
+// Streams the concatenation of the lanes' ranges first..first + len (one
+// per lane, len 0 for none) 32 elements at a time: every lane calls
+// visit(valid, j, owner) with element j of lane owner's range, valid false
+// past the end. Warp-uniform.
+template <class Visit>
+__device__ __forceinline__ void warp_for_each_in_ranges(u32 first, u32 len, Visit visit) {
+    const u32 lane = lane_id();
+    u32 incl = len;
+    for (u32 d = 1; d < 32; d <<= 1) {
+        const u32 t = __shfl_up_sync(CAUSTIC_FULL_MASK, incl, d);
+        if (lane >= d) incl += t;
+    }
+    const u32 total = __shfl_sync(CAUSTIC_FULL_MASK, incl, 31);
+    const u32 excl = incl - len;
+    for (u32 base = 0; base < total; base += 32) {
+        const u32 v = base + lane;
+        // The owner is the first lane whose inclusive end passes v.
+        u32 owner = 0;
+        for (u32 step = 16; step > 0; step >>= 1) {
+            if (__shfl_sync(CAUSTIC_FULL_MASK, incl, owner + step - 1) <= v) owner += step;
+        }
+        const u32 j = __shfl_sync(CAUSTIC_FULL_MASK, first, owner) + v -
+                      __shfl_sync(CAUSTIC_FULL_MASK, excl, owner);
+        visit(v < total, j, owner);
+    }
+}
+
 // ------------------------------------------------------------ radius query
 //
 // Exact and unbounded in two passes over the same walk: pass 1 counts each
@@ -295,6 +428,61 @@ __device__ __forceinline__ u32 grid_candidate_count(const Grid& g, const u32* st
     return count;
 }
 
+// The cells of grid_for_each_bucket for a warp: lane i < 27 takes the
+// i-th (lane 0 the centre) and gets its bucket's run first..first + len of
+// the sorted points; len is 0 on lanes past 26, for cells outside the grid
+// and for a bucket that a lower lane has already (Teschner collisions).
+__device__ __forceinline__ void warp_grid_bucket(const Grid& g, const u32* start, const u32* end,
+                                                 float3 p, u32& first, u32& len) {
+    int c[3];
+    cell_of(g, p, c);
+    const int o = (int)lane_id();
+    const int code = o == 0 ? 13 : (o <= 13 ? o - 1 : o);
+    const int cx = c[0] + code % 3 - 1;
+    const int cy = c[1] + (code / 3) % 3 - 1;
+    const int cz = c[2] + code / 9 - 1;
+    bool in = o < 27 && cx >= 0 && cy >= 0 && cz >= 0 && cx < g.dims[0] && cy < g.dims[1] &&
+              cz < g.dims[2];
+    u32 b = 0xffffffffu;
+    if (in) {
+        const int cell[3] = {cx, cy, cz};
+        b = bucket_of(g, cell);
+    }
+    if (g.table_bits != 0) {
+        for (int l = 0; l < 27; ++l) {
+            const u32 other = __shfl_sync(CAUSTIC_FULL_MASK, b, l);
+            if (l < o && other == b) in = false;
+        }
+    }
+    first = in ? start[b] : 0u;
+    len = in ? end[b] - first : 0u;
+}
+
+// Offers `best` every point of grid_for_each_candidate, the warp together.
+__device__ __forceinline__ void warp_grid_candidates(const Grid& g, const u32* start,
+                                                     const u32* end, const float4* sorted,
+                                                     float3 p, WarpBest& best) {
+    u32 first, len;
+    warp_grid_bucket(g, start, end, p, first, len);
+    warp_for_each_in_ranges(first, len, [&](bool valid, u32 j, u32) {
+        u64 key = 0;
+        if (valid) {
+            const float4 s = sorted[j];
+            key = neighbour_key(dist2(p, make_float3(s.x, s.y, s.z)), __float_as_uint(s.w));
+        }
+        best.offer(valid, key);
+    });
+}
+
+// grid_candidate_count for a warp (every lane gets it).
+__device__ __forceinline__ u32 warp_grid_candidate_count(const Grid& g, const u32* start,
+                                                         const u32* end, float3 p) {
+    u32 first, len;
+    warp_grid_bucket(g, start, end, p, first, len);
+    for (int d = 16; d > 0; d >>= 1) len += __shfl_xor_sync(CAUSTIC_FULL_MASK, len, d);
+    return len;
+}
+
 // ------------------------------------------------------------- ring search
 
 // How far from p every point is known to have been offered once the cells
@@ -379,3 +567,67 @@ __device__ bool grid_knn_rings(const Grid& g, const u32* start, const u32* end,
     return false;
 }
 
+
+// grid_knn_rings for a warp: the same shells (the query's cell searched
+// with shell 1), each shell's cells 32 at a time, their points streamed by
+// the warp; the same end test, so the same exact answer (or false with a
+// partial one).
+__device__ bool warp_grid_knn_rings(const Grid& g, const u32* start, const u32* end,
+                                    const float4* sorted, float3 p, float max_radius,
+                                    int max_shells, WarpBest& best) {
+    int c[3];
+    cell_of(g, p, c);
+    const int most = max(max(g.dims[0], g.dims[1]), g.dims[2]);
+    const int last = min(most, max_shells);
+    for (int r = last > 0 ? 1 : 0; r <= last; ++r) {
+        const int inner = r <= 1 ? -1 : r - 1;  // cells farther than this are new
+        const int side = 2 * r + 1;
+        const int cube = side * side * side;
+        for (int base = 0; base < cube; base += 32) {
+            const int t = base + (int)lane_id();
+            const int ox = t % side - r, oy = (t / side) % side - r, oz = t / (side * side) - r;
+            const int cell[3] = {c[0] + ox, c[1] + oy, c[2] + oz};
+            const bool in = t < cube && max(max(abs(ox), abs(oy)), abs(oz)) > inner &&
+                            cell[0] >= 0 && cell[1] >= 0 && cell[2] >= 0 &&
+                            cell[0] < g.dims[0] && cell[1] < g.dims[1] && cell[2] < g.dims[2];
+            u32 first = 0, len = 0;
+            if (in) {
+                const u32 b = bucket_of(g, cell);
+                first = start[b];
+                len = end[b] - first;
+            }
+            warp_for_each_in_ranges(first, len, [&](bool valid, u32 j, u32 owner) {
+                // Under the Teschner hash only the points of the owner's own
+                // cell (offer_cell).
+                int own[3] = {0, 0, 0};
+                if (g.table_bits != 0) {
+                    for (int a = 0; a < 3; ++a) own[a] = __shfl_sync(CAUSTIC_FULL_MASK, cell[a], owner);
+                }
+                u64 key = 0;
+                if (valid) {
+                    const float4 s = sorted[j];
+                    const float3 q = make_float3(s.x, s.y, s.z);
+                    if (g.table_bits != 0) {
+                        int qc[3];
+                        cell_of(g, q, qc);
+                        valid = qc[0] == own[0] && qc[1] == own[1] && qc[2] == own[2];
+                    }
+                    key = neighbour_key(dist2(p, q), __float_as_uint(s.w));
+                }
+                best.offer(valid, key);
+            });
+        }
+        int lo[3], hi[3];
+        for (int a = 0; a < 3; ++a) {
+            lo[a] = max(c[a] - r, 0);
+            hi[a] = min(c[a] + r, g.dims[a] - 1);
+        }
+        const float covered = covered_radius(g, p, lo, hi);
+        if (covered >= max_radius) return true;
+        if (best.full()) {
+            best.cut();
+            if (covered > 0.0f && best.kth_d2() < __fmul_rn(covered, covered)) return true;
+        }
+    }
+    return false;
+}
