@@ -565,7 +565,7 @@ pub fn knn_brute(
 
 /// Queues a kernel that loops over warps (grid-stride) with one warp per
 /// element over `n` elements: the warp-per-query kNN kernels.
-pub fn launch_warps<S: Signature>(
+fn launch_warps<S: Signature>(
     gpu: &Gpu,
     kernel: Kernel<S>,
     n: usize,

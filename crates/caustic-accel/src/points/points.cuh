@@ -185,11 +185,13 @@ struct WarpBest {
         limit = (((u64)__float_as_uint(r2) << 32) | 0xffffffffull) + 1;
     }
 
-    // Each lane offers `key` where `valid`.
-    __device__ __forceinline__ void offer(bool valid, u64 key) {
+    // Each lane offers `key` where `valid`; true when the list was cut
+    // first (the limit may have dropped).
+    __device__ __forceinline__ bool offer(bool valid, u64 key) {
         bool take = valid && key < limit;
         u32 ballot = __ballot_sync(CAUSTIC_FULL_MASK, take);
-        if (n + __popc(ballot) > WARP_KNN_CAP) {
+        const bool cuts = n + __popc(ballot) > WARP_KNN_CAP;
+        if (cuts) {
             cut();
             take = take && key < limit;
             ballot = __ballot_sync(CAUSTIC_FULL_MASK, take);
@@ -197,7 +199,11 @@ struct WarpBest {
         if (take) list[n + __popc(ballot & lanemask_lt())] = key;
         if (ballot) sorted = false;
         n += __popc(ballot);
+        return cuts;
     }
+
+    // Squared distances above this cannot enter the list.
+    __device__ __forceinline__ float bound_d2() const { return __uint_as_float((u32)(limit >> 32)); }
 
     // Sorts the list and keeps its k smallest; a full list's largest key
     // becomes the limit.
@@ -226,33 +232,6 @@ struct WarpBest {
         __syncwarp();  // the list serves the warp's next query
     }
 };
-
-// Streams the concatenation of the lanes' ranges first..first + len (one
-// per lane, len 0 for none) 32 elements at a time: every lane calls
-// visit(valid, j, owner) with element j of lane owner's range, valid false
-// past the end. Warp-uniform.
-template <class Visit>
-__device__ __forceinline__ void warp_for_each_in_ranges(u32 first, u32 len, Visit visit) {
-    const u32 lane = lane_id();
-    u32 incl = len;
-    for (u32 d = 1; d < 32; d <<= 1) {
-        const u32 t = __shfl_up_sync(CAUSTIC_FULL_MASK, incl, d);
-        if (lane >= d) incl += t;
-    }
-    const u32 total = __shfl_sync(CAUSTIC_FULL_MASK, incl, 31);
-    const u32 excl = incl - len;
-    for (u32 base = 0; base < total; base += 32) {
-        const u32 v = base + lane;
-        // The owner is the first lane whose inclusive end passes v.
-        u32 owner = 0;
-        for (u32 step = 16; step > 0; step >>= 1) {
-            if (__shfl_sync(CAUSTIC_FULL_MASK, incl, owner + step - 1) <= v) owner += step;
-        }
-        const u32 j = __shfl_sync(CAUSTIC_FULL_MASK, first, owner) + v -
-                      __shfl_sync(CAUSTIC_FULL_MASK, excl, owner);
-        visit(v < total, j, owner);
-    }
-}
 
 // ------------------------------------------------------------ radius query
 //
@@ -428,59 +407,105 @@ __device__ __forceinline__ u32 grid_candidate_count(const Grid& g, const u32* st
     return count;
 }
 
-// The cells of grid_for_each_bucket for a warp: lane i < 27 takes the
-// i-th (lane 0 the centre) and gets its bucket's run first..first + len of
-// the sorted points; len is 0 on lanes past 26, for cells outside the grid
-// and for a bucket that a lower lane has already (Teschner collisions).
+// The cells of grid_for_each_bucket for a warp, one per lane, nearest
+// first: each lane gets its cell's bucket run first..first + len of the
+// sorted points and near2, a lower bound of the squared distance from p to
+// any point the cell can hold (less a margin of 1e-3 cells per axis for
+// the rounding of the cell map; 0 under the Teschner hash, whose buckets
+// hold other cells' points too). Lanes without a cell (past 27, outside
+// the grid, or a bucket a lower cell has already) get len 0, near2 +inf.
 __device__ __forceinline__ void warp_grid_bucket(const Grid& g, const u32* start, const u32* end,
-                                                 float3 p, u32& first, u32& len) {
+                                                 float3 p, u32& first, u32& len, float& near2) {
     int c[3];
     cell_of(g, p, c);
-    const int o = (int)lane_id();
+    const u32 lane = lane_id();
+    const int o = (int)lane;
     const int code = o == 0 ? 13 : (o <= 13 ? o - 1 : o);
-    const int cx = c[0] + code % 3 - 1;
-    const int cy = c[1] + (code / 3) % 3 - 1;
-    const int cz = c[2] + code / 9 - 1;
-    bool in = o < 27 && cx >= 0 && cy >= 0 && cz >= 0 && cx < g.dims[0] && cy < g.dims[1] &&
-              cz < g.dims[2];
+    const int cell[3] = {c[0] + code % 3 - 1, c[1] + (code / 3) % 3 - 1, c[2] + code / 9 - 1};
+    bool in = o < 27;
+    for (int a = 0; a < 3; ++a) in = in && cell[a] >= 0 && cell[a] < g.dims[a];
     u32 b = 0xffffffffu;
-    if (in) {
-        const int cell[3] = {cx, cy, cz};
-        b = bucket_of(g, cell);
-    }
+    if (in) b = bucket_of(g, cell);
+    near2 = 0.0f;
     if (g.table_bits != 0) {
         for (int l = 0; l < 27; ++l) {
             const u32 other = __shfl_sync(CAUSTIC_FULL_MASK, b, l);
             if (l < o && other == b) in = false;
         }
+    } else {
+        const float size = 1.0f / g.inv_cell;
+        const float q[3] = {p.x, p.y, p.z};
+        const float origin[3] = {g.origin.x, g.origin.y, g.origin.z};
+        for (int a = 0; a < 3; ++a) {
+            const float lo = origin[a] + (float)cell[a] * size;
+            const float gap = fmaxf(fmaxf(lo - q[a], q[a] - (lo + size)) - 1e-3f * size, 0.0f);
+            near2 += gap * gap;
+        }
     }
+    if (!in) near2 = CAUSTIC_INF;
     first = in ? start[b] : 0u;
     len = in ? end[b] - first : 0u;
+    // Nearest first (a bitonic sort of (near2, lane) across the warp): the
+    // list's limit drops sooner, and farther cells are skipped.
+    u64 key = ((u64)__float_as_uint(near2) << 32) | lane;
+    for (u32 size = 2; size <= 32; size <<= 1) {
+        for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
+            const u64 other = __shfl_xor_sync(CAUSTIC_FULL_MASK, key, stride);
+            const bool keep_min = ((lane & stride) == 0) == ((lane & size) == 0);
+            key = keep_min ? (other < key ? other : key) : (other > key ? other : key);
+        }
+    }
+    const u32 from = (u32)key & 31u;
+    first = __shfl_sync(CAUSTIC_FULL_MASK, first, from);
+    len = __shfl_sync(CAUSTIC_FULL_MASK, len, from);
+    near2 = __uint_as_float((u32)(key >> 32));
 }
 
-// Offers `best` every point of grid_for_each_candidate, the warp together.
+// Offers `best` every point of grid_for_each_candidate that can enter it,
+// the warp together: the cells' runs, nearest cell first, as one stream
+// 32 points at a time (lane i loads the i-th, one 16-byte load). Cells
+// whose near2 exceeds the list's bound are skipped; after a cut lowers it,
+// the rest of the stream is culled again.
 __device__ __forceinline__ void warp_grid_candidates(const Grid& g, const u32* start,
                                                      const u32* end, const float4* sorted,
                                                      float3 p, WarpBest& best) {
     u32 first, len;
-    warp_grid_bucket(g, start, end, p, first, len);
-    warp_for_each_in_ranges(first, len, [&](bool valid, u32 j, u32) {
-        u64 key = 0;
-        if (valid) {
-            const float4 s = sorted[j];
-            key = neighbour_key(dist2(p, make_float3(s.x, s.y, s.z)), __float_as_uint(s.w));
+    float near2;
+    warp_grid_bucket(g, start, end, p, first, len, near2);
+    const u32 lane = lane_id();
+    for (;;) {
+        if (near2 > best.bound_d2()) len = 0;
+        u32 incl = len;
+        for (u32 d = 1; d < 32; d <<= 1) {
+            const u32 t = __shfl_up_sync(CAUSTIC_FULL_MASK, incl, d);
+            if (lane >= d) incl += t;
         }
-        best.offer(valid, key);
-    });
-}
-
-// grid_candidate_count for a warp (every lane gets it).
-__device__ __forceinline__ u32 warp_grid_candidate_count(const Grid& g, const u32* start,
-                                                         const u32* end, float3 p) {
-    u32 first, len;
-    warp_grid_bucket(g, start, end, p, first, len);
-    for (int d = 16; d > 0; d >>= 1) len += __shfl_xor_sync(CAUSTIC_FULL_MASK, len, d);
-    return len;
+        const u32 total = __shfl_sync(CAUSTIC_FULL_MASK, incl, 31);
+        const u32 excl = incl - len;
+        bool cut = false;
+        u32 base = 0;
+        for (; base < total && !cut; base += 32) {
+            const u32 v = base + lane;
+            // The owner of stream element v: the first lane whose run ends past it.
+            u32 owner = 0;
+            for (u32 step = 16; step > 0; step >>= 1) {
+                if (__shfl_sync(CAUSTIC_FULL_MASK, incl, owner + step - 1) <= v) owner += step;
+            }
+            const u32 j = __shfl_sync(CAUSTIC_FULL_MASK, first, owner) + v -
+                          __shfl_sync(CAUSTIC_FULL_MASK, excl, owner);
+            u64 key = 0;
+            if (v < total) {
+                const float4 s = sorted[j];
+                key = neighbour_key(dist2(p, make_float3(s.x, s.y, s.z)), __float_as_uint(s.w));
+            }
+            cut = best.offer(v < total, key);
+        }
+        if (!cut) return;
+        // Elements before `base` are done: the runs continue past them.
+        const u32 done = base > excl ? min(base - excl, len) : 0u;
+        first += done;
+        len -= done;
+    }
 }
 
 // ------------------------------------------------------------- ring search
@@ -562,71 +587,6 @@ __device__ bool grid_knn_rings(const Grid& g, const u32* start, const u32* end,
         if (best.size == best.k) {
             const float kth = __uint_as_float((u32)(best.heap[0] >> 32));
             if (covered > 0.0f && kth < __fmul_rn(covered, covered)) return true;
-        }
-    }
-    return false;
-}
-
-
-// grid_knn_rings for a warp: the same shells (the query's cell searched
-// with shell 1), each shell's cells 32 at a time, their points streamed by
-// the warp; the same end test, so the same exact answer (or false with a
-// partial one).
-__device__ bool warp_grid_knn_rings(const Grid& g, const u32* start, const u32* end,
-                                    const float4* sorted, float3 p, float max_radius,
-                                    int max_shells, WarpBest& best) {
-    int c[3];
-    cell_of(g, p, c);
-    const int most = max(max(g.dims[0], g.dims[1]), g.dims[2]);
-    const int last = min(most, max_shells);
-    for (int r = last > 0 ? 1 : 0; r <= last; ++r) {
-        const int inner = r <= 1 ? -1 : r - 1;  // cells farther than this are new
-        const int side = 2 * r + 1;
-        const int cube = side * side * side;
-        for (int base = 0; base < cube; base += 32) {
-            const int t = base + (int)lane_id();
-            const int ox = t % side - r, oy = (t / side) % side - r, oz = t / (side * side) - r;
-            const int cell[3] = {c[0] + ox, c[1] + oy, c[2] + oz};
-            const bool in = t < cube && max(max(abs(ox), abs(oy)), abs(oz)) > inner &&
-                            cell[0] >= 0 && cell[1] >= 0 && cell[2] >= 0 &&
-                            cell[0] < g.dims[0] && cell[1] < g.dims[1] && cell[2] < g.dims[2];
-            u32 first = 0, len = 0;
-            if (in) {
-                const u32 b = bucket_of(g, cell);
-                first = start[b];
-                len = end[b] - first;
-            }
-            warp_for_each_in_ranges(first, len, [&](bool valid, u32 j, u32 owner) {
-                // Under the Teschner hash only the points of the owner's own
-                // cell (offer_cell).
-                int own[3] = {0, 0, 0};
-                if (g.table_bits != 0) {
-                    for (int a = 0; a < 3; ++a) own[a] = __shfl_sync(CAUSTIC_FULL_MASK, cell[a], owner);
-                }
-                u64 key = 0;
-                if (valid) {
-                    const float4 s = sorted[j];
-                    const float3 q = make_float3(s.x, s.y, s.z);
-                    if (g.table_bits != 0) {
-                        int qc[3];
-                        cell_of(g, q, qc);
-                        valid = qc[0] == own[0] && qc[1] == own[1] && qc[2] == own[2];
-                    }
-                    key = neighbour_key(dist2(p, q), __float_as_uint(s.w));
-                }
-                best.offer(valid, key);
-            });
-        }
-        int lo[3], hi[3];
-        for (int a = 0; a < 3; ++a) {
-            lo[a] = max(c[a] - r, 0);
-            hi[a] = min(c[a] + r, g.dims[a] - 1);
-        }
-        const float covered = covered_radius(g, p, lo, hi);
-        if (covered >= max_radius) return true;
-        if (best.full()) {
-            best.cut();
-            if (covered > 0.0f && best.kth_d2() < __fmul_rn(covered, covered)) return true;
         }
     }
     return false;

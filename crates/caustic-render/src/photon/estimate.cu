@@ -3,8 +3,7 @@
 // eye paths become eye vertices (photon_collect), sorted by Morton code so
 // neighbouring threads search neighbouring photons (photon_vertex_keys),
 // and photon_estimate adds both maps' estimates (hash grids after Fleisz
-// 2009, searched by photon_device.cuh's warp_map_knn, one warp per eye
-// vertex) into the framebuffer.
+// 2009, searched by photon_device.cuh's map_knn) into the framebuffer.
 #include "photon_device.cuh"
 
 // Sum over buckets of (points in the bucket)^2, and of points: the
@@ -28,22 +27,20 @@ photon_occupancy(const u32* start, const u32* end, u32 buckets, u64* sums) {
     }
 }
 
-// The search of the estimates (warp_map_knn) on its own, for the tests:
-// query q's k nearest photons in ascending (dist2, index) order, as
-// points_knn_* write them; one warp per query.
+// The search of radiance_estimate on its own, for the tests: query q's k
+// nearest photons in ascending (dist2, index) order, as points_knn_* write
+// them.
 extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
 photon_map_knn(const PhotonMapView* maps, const float* queries, u32 m, u32* out_index,
                float* out_d2, u32* out_count) {
-    __shared__ u64 lists[PHOTON_THREADS / 32 * WARP_KNN_CAP];
+    u32 q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= m) return;
     const PhotonMapView& map = *maps;
-    WarpBest best;
-    for (u64 q = global_thread() / 32; q < m; q += grid_threads() / 32) {
-        const float3 p = make_float3(queries[3 * q], queries[3 * q + 1], queries[3 * q + 2]);
-        best.init(lists + warp_id() * WARP_KNN_CAP, map.k, __fmul_rn(map.max_radius, map.max_radius));
-        if (map.k > 0 && query_ok(p, map.max_radius)) warp_map_knn(map, p, best);
-        best.cut();
-        best.write(q, map.k, out_index, out_d2, out_count);
-    }
+    const float3 p = make_float3(queries[3 * q], queries[3 * q + 1], queries[3 * q + 2]);
+    Best best;
+    best.init(map.k, __fmul_rn(map.max_radius, map.max_radius));
+    if (query_ok(p, map.max_radius)) map_knn(map, p, best);
+    best.write(q, map.k, out_index, out_d2, out_count);
 }
 
 // The diffuse ends of one wave of eye paths (the hits whitted_shade gives
@@ -104,22 +101,20 @@ photon_vertex_keys(const EyeVertex* vertices, u32 n, float lx, float ly, float l
 
 // The radiance estimates of maps[0 .. map_count] at the eye vertices, in
 // the order `order` gives, times each path's throughput, into the
-// framebuffer; one warp per vertex (warp_density_estimate).
+// framebuffer.
 extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
 photon_estimate(const FrameParams* scene, const PhotonMapView* maps, u32 map_count,
                 const EyeVertex* vertices, const u32* order, u32 count) {
-    __shared__ u64 lists[PHOTON_THREADS / 32 * WARP_KNN_CAP];
-    u64* list = lists + warp_id() * WARP_KNN_CAP;
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
     const FrameParams& p = *scene;
-    for (u64 i = global_thread() / 32; i < count; i += grid_threads() / 32) {
-        const EyeVertex& v = vertices[order[i]];
-        const Material& m = ((const Material*)p.materials)[v.material];
-        float3 point = load3(v.point), n = load3(v.n), ng = load3(v.ng), wo = load3(v.wo);
-        float3 albedo = load3(v.albedo);
-        float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
-        for (u32 j = 0; j < map_count; ++j) {
-            radiance = radiance + warp_density_estimate(maps[j], &m, albedo, n, ng, wo, point, list);
-        }
-        if (lane_id() == 0) splat(p, v.pixel, load3(v.weight) * radiance);
+    const EyeVertex& v = vertices[order[i]];
+    const Material& m = ((const Material*)p.materials)[v.material];
+    float3 point = load3(v.point), n = load3(v.n), ng = load3(v.ng), wo = load3(v.wo);
+    float3 albedo = load3(v.albedo);
+    float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
+    for (u32 j = 0; j < map_count; ++j) {
+        radiance = radiance + density_estimate(maps[j], &m, albedo, n, ng, wo, point);
     }
+    splat(p, v.pixel, load3(v.weight) * radiance);
 }

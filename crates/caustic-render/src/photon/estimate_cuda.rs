@@ -1,11 +1,10 @@
 //! The radiance estimates of the photon maps on the GPU (kernels in
 //! `estimate.cu`), the twin of [`super::estimate`]: eye vertices collected
 //! from the Whitted waves, Morton-ordered, and both maps' estimates added
-//! to the framebuffer, one warp per eye vertex; the map search alone for
-//! the tests.
+//! to the framebuffer; the map search alone for the tests.
 
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
-use caustic_accel::points::hash_grid_cuda::{GpuHashGrid, GpuNeighbours, launch_warps};
+use caustic_accel::points::hash_grid_cuda::{GpuHashGrid, GpuNeighbours};
 use caustic_gpu::ops::launch_per_element as launch;
 use caustic_gpu::{DeviceBuffer, DevicePtrMut, GpuError};
 
@@ -23,7 +22,7 @@ pub fn map_knn(
     let m = queries.len();
     let per_query = view.download()?.first().map_or(0, |v| v.k as usize);
     let mut out = GpuNeighbours::new(view.gpu(), m, per_query)?;
-    launch_warps(
+    launch(
         view.gpu(),
         k::PHOTON_MAP_KNN,
         m,
@@ -186,7 +185,7 @@ pub fn estimate(
     order: &DeviceBuffer<u32>,
 ) -> Result<(), GpuError> {
     let n = order.len();
-    launch_warps(
+    launch(
         scene.gpu(),
         k::PHOTON_ESTIMATE,
         n,

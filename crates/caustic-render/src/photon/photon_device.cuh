@@ -117,68 +117,6 @@ __device__ float3 density_estimate(const PhotonMapView& map, const Material* m, 
     return div3(sum, norm * PI_F * r2);
 }
 
-// map_knn for a warp: the same searches (coarse count, fine shells, the
-// coarse cells where the shells give up), the warp streaming each
-// candidate run, so the same exact answer; `best` sorted (cut) at the end.
-__device__ void warp_map_knn(const PhotonMapView& map, float3 point, WarpBest& best) {
-    const Grid coarse = grid_of(map.coarse);
-    const u32* cs = (const u32*)map.coarse.start;
-    const u32* ce = (const u32*)map.coarse.end;
-    if ((map.coarse_limit == 0 ||
-         warp_grid_candidate_count(coarse, cs, ce, point) > map.coarse_limit) &&
-        warp_grid_knn_rings(grid_of(map.fine), (const u32*)map.fine.start,
-                            (const u32*)map.fine.end, (const float4*)map.fine.sorted, point,
-                            map.max_radius, FINE_SHELLS, best)) {
-        best.cut();
-        return;
-    }
-    best.reset();
-    warp_grid_candidates(coarse, cs, ce, (const float4*)map.coarse.sorted, point, best);
-    best.cut();
-}
-
-// density_estimate for a warp (every lane gets the estimate; `list` is the
-// warp's WarpBest list): the same photons, the k-th setting the radius
-// only; lane j weighs photons j, j + 32, ... in ascending (dist2, index)
-// order and the lanes' sums are added in a fixed butterfly.
-__device__ float3 warp_density_estimate(const PhotonMapView& map, const Material* m,
-                                        float3 albedo, float3 n, float3 ng, float3 wo,
-                                        float3 point, u64* list) {
-    float3 zero = make_float3(0.0f, 0.0f, 0.0f);
-    if (map.count == 0) return zero;
-    u32 k = max(min(map.k, POINTS_MAX_K), 2u);
-    WarpBest best;
-    best.init(list, k, __fmul_rn(map.max_radius, map.max_radius));
-    warp_map_knn(map, point, best);
-    bool full = best.full();
-    float r2 = full ? best.kth_d2() : map.max_radius * map.max_radius;
-    if (!(r2 > 0.0f) || !isfinite(r2)) {
-        __syncwarp();
-        return zero;
-    }
-    float kr = CONE_KAPPA * sqrtf(r2);
-    const Photon* photons = (const Photon*)map.photons;
-    float3 sum = zero;
-    const u32 used = full ? k - 1 : best.n;  // a full list's last sets the radius only
-    for (u32 j = lane_id(); j < used; j += 32) {
-        const u64 key = list[j];
-        const Photon& ph = photons[(u32)key];
-        if (dot(octahedral_decode(ph.normal), ng) <= 0.0f) continue;
-        float w = 1.0f;
-        if (map.cone) w = fmaxf(1.0f - sqrtf(__uint_as_float((u32)(key >> 32))) / kr, 0.0f);
-        float3 power = load3(ph.power) * w;
-        sum = sum + (m ? brdf(*m, albedo, n, wo, octahedral_decode(ph.incoming)) * power : power);
-    }
-    for (int d = 16; d > 0; d >>= 1) {
-        sum.x += __shfl_xor_sync(CAUSTIC_FULL_MASK, sum.x, d);
-        sum.y += __shfl_xor_sync(CAUSTIC_FULL_MASK, sum.y, d);
-        sum.z += __shfl_xor_sync(CAUSTIC_FULL_MASK, sum.z, d);
-    }
-    __syncwarp();  // the list serves the warp's next search
-    float norm = map.cone ? 1.0f - 2.0f / (3.0f * CONE_KAPPA) : 1.0f;
-    return div3(sum, norm * PI_F * r2);
-}
-
 // 30-bit Morton code of p in the box lo .. lo + 1 / inv (per axis).
 __device__ __forceinline__ u32 box_morton(float3 p, float lx, float ly, float lz, float ix,
                                           float iy, float iz) {
