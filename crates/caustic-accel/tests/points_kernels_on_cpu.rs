@@ -1,5 +1,6 @@
 //! The hash grid's warp-per-query kNN (`src/points/hash_grid.cu`'s
-//! `points_knn_hashgrid` over `points.cuh`'s `WarpBest`) run on the CPU:
+//! `points_knn_hashgrid` over `points.cuh`'s `WarpBest`) and the shell
+//! search of the photon estimates (`grid_knn_rings`) run on the CPU:
 //! the kernels compiled unchanged by the host C++ compiler over the fiber
 //! shim (`tests/cpu_emulation/cuda_fibers.h`, every CUDA thread a fiber,
 //! shuffles and ballots included), the grid built by the build kernels
@@ -7,7 +8,7 @@
 //! (`points::reference::knn`) bit for bit: linear and Teschner-hashed
 //! grids (a tiny table, so buckets collide), queries in the order given
 //! and permuted, ties between duplicated points, lists that overflow the
-//! warp's buffer and are cut (the farther cells then culled), queries off
+//! warp's buffer and are cut (the farther cells then skipped), queries off
 //! the cloud and non-finite ones.
 //!
 //! Needs a C++17 compiler (`CXX`, else `c++`) and an x86-64 host; without
@@ -57,15 +58,43 @@ impl Grid {
 /// Each query's `(index, dist2 bits)` list.
 type Rows = Vec<Vec<(u32, u32)>>;
 
+struct Answers {
+    knn: Rows,
+    rings: Rows,
+    /// Where the shell search answered (else its list is partial).
+    answered: Vec<bool>,
+}
+
+fn rows(bytes: &[u8], m: usize, k: usize) -> (Rows, &[u8]) {
+    let word = |i: usize| u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap());
+    let rows = (0..m)
+        .map(|q| {
+            let count = word(2 * m * k + q) as usize;
+            assert!(count <= k, "count {count} of query {q}");
+            (0..k)
+                .map(|j| (word(q * k + j), word(m * k + q * k + j)))
+                .enumerate()
+                .inspect(|&(j, (i, d))| {
+                    if j >= count {
+                        assert_eq!((i, d), (u32::MAX, f32::INFINITY.to_bits()), "padding");
+                    }
+                })
+                .take(count)
+                .map(|(_, row)| row)
+                .collect()
+        })
+        .collect();
+    (rows, &bytes[4 * (2 * m * k + m)..])
+}
+
 fn emulate(
     exe: &Path,
     points: &[Vec3],
     queries: &[Vec3],
     order: Option<&[u32]>,
     grid: &Grid,
-    k: usize,
-    max_radius: f32,
-) -> Rows {
+    (k, max_radius, max_shells): (usize, f32, u32),
+) -> Answers {
     let mut input = Vec::new();
     let [dx, dy, dz] = grid.dims;
     let header = [
@@ -76,6 +105,7 @@ fn emulate(
         dy,
         dz,
         grid.table_bits,
+        max_shells,
         u32::from(order.is_some()),
     ];
     input.extend(header.iter().flat_map(|v| v.to_le_bytes()));
@@ -88,21 +118,22 @@ fn emulate(
     input.extend(order.unwrap_or(&[]).iter().flat_map(|v| v.to_le_bytes()));
     let out = host_harness::run(exe, "points-kernels", &input);
     let m = queries.len();
-    assert_eq!(out.len(), 4 * (2 * m * k + m));
-    let word = |i: usize| u32::from_le_bytes(out[4 * i..4 * i + 4].try_into().unwrap());
-    (0..m)
-        .map(|q| {
-            let count = word(2 * m * k + q) as usize;
-            assert!(count <= k, "count {count} of query {q}");
-            for j in count..k {
-                let padding = (word(q * k + j), word(m * k + q * k + j));
-                assert_eq!(padding, (u32::MAX, f32::INFINITY.to_bits()), "query {q}");
-            }
-            (0..count)
-                .map(|j| (word(q * k + j), word(m * k + q * k + j)))
-                .collect()
+    let (knn, rest) = rows(&out, m, k);
+    let (rings, rest) = rows(rest, m, k);
+    assert_eq!(rest.len(), 4 * m);
+    let answered = rest
+        .chunks_exact(4)
+        .map(|c| match u32::from_le_bytes(c.try_into().unwrap()) {
+            0 => false,
+            1 => true,
+            other => panic!("answered flag {other}"),
         })
-        .collect()
+        .collect();
+    Answers {
+        knn,
+        rings,
+        answered,
+    }
 }
 
 fn exact(points: &[Vec3], q: Vec3, k: usize, max_radius: f32) -> Vec<(u32, u32)> {
@@ -165,12 +196,51 @@ fn warp_knn_equals_the_reference() {
             (Grid::new(points, cell, 4), 4),
         ] {
             for order in [None, Some(&reversed[..])] {
-                let got = emulate(exe, points, &qs, order, &grid, k, radius);
+                let got = emulate(exe, points, &qs, order, &grid, (k, radius, 3));
                 for (q, &p) in qs.iter().enumerate() {
                     let want = exact(points, p, k, radius);
-                    assert_eq!(got[q], want, "{name}, table bits {bits}, query {q}");
+                    assert_eq!(got.knn[q], want, "{name}, table bits {bits}, query {q}");
+                    // Cells of the radius: the shells answer after two.
+                    assert!(got.answered[q], "{name}: the shells gave up at query {q}");
+                    assert_eq!(got.rings[q], want, "{name} shells, bits {bits}, query {q}");
                 }
             }
         }
+    }
+}
+
+#[test]
+fn shell_search_equals_the_reference_for_small_cells() {
+    let Some(exe) = harness() else { return };
+    let mut rng = Pcg32::new(0x52, 9);
+    // A dense blob beside a sparse spread: the shells end early in the
+    // blob and give up in the sparse part (the estimates then fall back).
+    let points: Vec<Vec3> = (0..4000)
+        .map(|i| {
+            let u = Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32());
+            if i % 4 == 0 { u } else { u * 0.1 + 0.45 }
+        })
+        .collect();
+    let qs = queries(&points, 300, &mut rng);
+    let radius = 0.3;
+    for bits in [0, 6] {
+        let grid = Grid::new(&points, 0.02, bits);
+        let got = emulate(exe, &points, &qs, None, &grid, (24, radius, 3));
+        let mut answered = 0;
+        for (q, &p) in qs.iter().enumerate() {
+            if got.answered[q] {
+                answered += 1;
+                assert_eq!(
+                    got.rings[q],
+                    exact(&points, p, 24, radius),
+                    "bits {bits}, query {q}"
+                );
+            }
+        }
+        assert!(
+            answered > qs.len() / 2,
+            "bits {bits}: only {answered} answered"
+        );
+        assert!(answered < qs.len(), "bits {bits}: every query answered");
     }
 }

@@ -407,6 +407,22 @@ __device__ __forceinline__ u32 grid_candidate_count(const Grid& g, const u32* st
     return count;
 }
 
+// A lower bound of the squared distance from p to any point whose cell
+// (cell_of) is `cell`: the gap to the cell's box per axis, less a margin of
+// 1e-3 cells for the rounding of the cell map.
+__device__ __forceinline__ float cell_near2(const Grid& g, float3 p, const int cell[3]) {
+    const float size = 1.0f / g.inv_cell;
+    const float q[3] = {p.x, p.y, p.z};
+    const float origin[3] = {g.origin.x, g.origin.y, g.origin.z};
+    float near2 = 0.0f;
+    for (int a = 0; a < 3; ++a) {
+        const float lo = origin[a] + (float)cell[a] * size;
+        const float gap = fmaxf(fmaxf(lo - q[a], q[a] - (lo + size)) - 1e-3f * size, 0.0f);
+        near2 += gap * gap;
+    }
+    return near2;
+}
+
 // The cells of grid_for_each_bucket for a warp, one per lane, nearest
 // first: each lane gets its cell's bucket run first..first + len of the
 // sorted points and near2, a lower bound of the squared distance from p to
@@ -433,14 +449,7 @@ __device__ __forceinline__ void warp_grid_bucket(const Grid& g, const u32* start
             if (l < o && other == b) in = false;
         }
     } else {
-        const float size = 1.0f / g.inv_cell;
-        const float q[3] = {p.x, p.y, p.z};
-        const float origin[3] = {g.origin.x, g.origin.y, g.origin.z};
-        for (int a = 0; a < 3; ++a) {
-            const float lo = origin[a] + (float)cell[a] * size;
-            const float gap = fmaxf(fmaxf(lo - q[a], q[a] - (lo + size)) - 1e-3f * size, 0.0f);
-            near2 += gap * gap;
-        }
+        near2 = cell_near2(g, p, cell);
     }
     if (!in) near2 = CAUSTIC_INF;
     first = in ? start[b] : 0u;
@@ -570,15 +579,24 @@ __device__ bool grid_knn_rings(const Grid& g, const u32* start, const u32* end,
             lo[a] = max(c[a] - r, 0);
             hi[a] = min(c[a] + r, g.dims[a] - 1);
         }
-        for (int z = lo[2]; z <= hi[2]; ++z) {
-            for (int y = lo[1]; y <= hi[1]; ++y) {
-                const bool face = abs(z - c[2]) == r || abs(y - c[1]) == r;
-                // Inside the shell's faces only x = c - r and x = c + r are new.
-                const int step = face ? 1 : max(2 * r, 1);
-                for (int x = c[0] - r; x <= c[0] + r; x += step) {
-                    if (x < 0 || x >= g.dims[0]) continue;
-                    const int cell[3] = {x, y, z};
-                    offer_cell(g, start, end, sorted, p, cell, best);
+        // The shell's cells on one face of its cube first, then those on
+        // an edge, then the corners (nearer cells first, so the list's
+        // bound drops sooner); a cell whose nearest point lies beyond the
+        // bound is skipped: none of its points could enter.
+        for (int extreme = 1; extreme <= 3; ++extreme) {
+            for (int z = lo[2]; z <= hi[2]; ++z) {
+                for (int y = lo[1]; y <= hi[1]; ++y) {
+                    const bool face = abs(z - c[2]) == r || abs(y - c[1]) == r;
+                    // Inside the shell's faces only x = c - r and x = c + r are new.
+                    const int step = face ? 1 : max(2 * r, 1);
+                    for (int x = c[0] - r; x <= c[0] + r; x += step) {
+                        if (x < 0 || x >= g.dims[0]) continue;
+                        const int on = (abs(x - c[0]) == r) + (abs(y - c[1]) == r) + (abs(z - c[2]) == r);
+                        if (on != extreme) continue;
+                        const int cell[3] = {x, y, z};
+                        if (cell_near2(g, p, cell) > best.bound()) continue;
+                        offer_cell(g, start, end, sorted, p, cell, best);
+                    }
                 }
             }
         }
