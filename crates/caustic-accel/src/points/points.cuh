@@ -168,21 +168,15 @@ struct WarpBest {
     u32 k;
     u32 n;        // keys in the list
     bool sorted;  // list[0..n) ascending and at most k long
-    float r2;
     u64 limit;  // candidates need key < limit
 
     __device__ __forceinline__ void init(u64* list_, u32 k_, float max_d2) {
         list = list_;
         k = k_;
-        r2 = max_d2;
-        reset();
-    }
-
-    // An empty list for the same k and radius.
-    __device__ __forceinline__ void reset() {
         n = 0;
         sorted = true;
-        limit = (((u64)__float_as_uint(r2) << 32) | 0xffffffffull) + 1;
+        // As Best::init: any key of a point within the radius passes.
+        limit = (((u64)__float_as_uint(max_d2) << 32) | 0xffffffffull) + 1;
     }
 
     // Each lane offers `key` where `valid`; true when the list was cut
@@ -214,11 +208,6 @@ struct WarpBest {
         if (n > k) n = k;
         if (n == k && k > 0) limit = list[k - 1];
     }
-
-    __device__ __forceinline__ bool full() const { return n >= k; }
-
-    // The k-th key's squared distance (after cut(), with a full list).
-    __device__ __forceinline__ float kth_d2() const { return __uint_as_float((u32)(list[k - 1] >> 32)); }
 
     // Writes the kept keys (after cut()) as Best::write does.
     __device__ __forceinline__ void write(u64 q, u32 row, u32* index, float* d2, u32* count) {
