@@ -7,11 +7,13 @@
 //! Then one CPU frame with the same settings, for the speed-up and the
 //! agreement of the images.
 //!
-//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--spacing S] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu]`
+//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--spacing S] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu] [--save PATH] [--compare PATH]`
 //! (`--gather N`: the final gather with N rays, reading irradiance
 //! precomputed at every 4th global photon, at irradiance samples placed
 //! every `S` pixels on average (default 4, the CLI's) and interpolated, or
-//! at every shading point with `--spacing 0`).
+//! at every shading point with `--spacing 0`; `--save PATH` writes the
+//! median frame as raw f32 RGB, `--compare PATH` measures this frame's
+//! agreement with one saved so).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -129,6 +131,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eye_times[eye_times.len() / 2],
         download_times[download_times.len() / 2]
     );
+    // `--save PATH`: the median frame as raw little-endian f32 RGB;
+    // `--compare PATH`: its agreement with a frame saved so (another build's).
+    let path = |name: &str| {
+        let i = args.iter().position(|a| a == name)?;
+        args.get(i + 1).cloned()
+    };
+    if let Some(save) = path("--save") {
+        let bytes: Vec<u8> = film
+            .pixels
+            .iter()
+            .flat_map(|p| p.to_array())
+            .flat_map(f32::to_le_bytes)
+            .collect();
+        std::fs::write(&save, bytes)?;
+    }
+    if let Some(other) = path("--compare") {
+        let bytes = std::fs::read(&other)?;
+        let floats: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        if floats.len() != film.pixels.len() * 3 {
+            return Err(format!("{other} is not a {width}x{height} frame").into());
+        }
+        let mut saved = caustic_render::Film::new(width, height);
+        for (p, c) in saved.pixels.iter_mut().zip(floats.chunks_exact(3)) {
+            *p = caustic_geom::Vec3::new(c[0], c[1], c[2]);
+        }
+        println!(
+            "COMPARE this frame vs {other}: {}",
+            Agreement::measure(&saved, film)
+        );
+    }
     if cpu {
         let (cpu_film, cpu_stats) = render(&rs, &camera, &settings, &|_| {})?;
         println!(

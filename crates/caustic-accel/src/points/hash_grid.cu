@@ -8,12 +8,14 @@
 // points gathered into bucket order as float4 (w = input index bits), so a
 // candidate costs one 16-byte load.
 //
-// Query: one thread per query walks the 27 cells around the query's cell,
-// centre first (Fleisz's order); a bucket two cells share under the
-// Teschner hash is visited once. The walk offers its candidates to one of
-// points.cuh's visitors: a max-heap of 64-bit keys (dist2 bits << 32 |
-// index, the crate's tie rule as one integer order) for kNN, or the two
-// passes of an exact radius query (count, then fill and sort). Distances
+// Query: the 27 cells around the query's cell, centre first (Fleisz's
+// order); a bucket two cells share under the Teschner hash is visited once.
+// kNN: one warp per query (points.cuh's WarpBest: the candidates streamed
+// 32 at a time into a list of 64-bit keys, dist2 bits << 32 | index, the
+// crate's tie rule as one integer order), the queries taken in Morton order.
+// Radius queries and brute force: one thread per query offering its
+// candidates to points.cuh's visitors (a max-heap of the same keys, or the
+// two passes of an exact radius query: count, then fill and sort). Distances
 // are points.cuh's dist2, so the answers equal the CPU reference exactly.
 #include "points.cuh"
 
@@ -129,18 +131,36 @@ struct BruteWalk {
     }
 };
 
+// kNN over the grid, one warp per query (points.cuh's WarpBest): the
+// warp takes queries in the order `order` gives (null: as stored), writes
+// each at its own row.
 extern "C" __global__ void __launch_bounds__(POINTS_THREADS)
-points_knn_hashgrid(const float* queries, u64 m, u32 k, float max_radius, float ox, float oy,
-                    float oz, float inv_cell, u32 dx, u32 dy, u32 dz, u32 table_bits,
-                    const u32* start, const u32* end, const float4* sorted, u32* out_index,
-                    float* out_d2, u32* out_count) {
+points_knn_hashgrid(const float* queries, const u32* order, u64 m, u32 k, float max_radius,
+                    float ox, float oy, float oz, float inv_cell, u32 dx, u32 dy, u32 dz,
+                    u32 table_bits, const u32* start, const u32* end, const float4* sorted,
+                    u32* out_index, float* out_d2, u32* out_count) {
+    __shared__ u64 lists[POINTS_THREADS / 32 * WARP_KNN_CAP];
     const Grid g = make_grid(ox, oy, oz, inv_cell, dx, dy, dz, table_bits);
-    for (u64 q = global_thread(); q < m; q += grid_threads()) {
+    WarpBest best;
+    for (u64 w = global_thread() / 32; w < m; w += grid_threads() / 32) {
+        const u64 q = order ? order[w] : w;
         const float3 p = load_point(queries, q);
-        Best best;
-        best.init(k, __fmul_rn(max_radius, max_radius));
-        if (k > 0 && query_ok(p, max_radius)) walk_hashgrid(g, p, start, end, sorted, best);
+        best.init(lists + warp_id() * WARP_KNN_CAP, k, __fmul_rn(max_radius, max_radius));
+        if (k > 0 && query_ok(p, max_radius)) warp_grid_candidates(g, start, end, sorted, p, best);
+        best.cut();
         best.write(q, k, out_index, out_d2, out_count);
+    }
+}
+
+// Morton code of each query in the box lo .. lo + 1 / inv (key) and its
+// index (value): sorted, a warp's neighbours search neighbouring cells.
+extern "C" __global__ void __launch_bounds__(POINTS_THREADS)
+points_query_keys(const float* queries, u64 m, float lx, float ly, float lz, float ix, float iy,
+                  float iz, u32* keys, u32* values) {
+    for (u64 i = global_thread(); i < m; i += grid_threads()) {
+        const float3 p = load_point(queries, i);
+        keys[i] = morton3_30(make_float3((p.x - lx) * ix, (p.y - ly) * iy, (p.z - lz) * iz));
+        values[i] = (u32)i;
     }
 }
 

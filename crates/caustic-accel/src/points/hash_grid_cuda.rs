@@ -15,7 +15,10 @@
 //!
 //! Queries visit the 27 cells around the query's cell, which is exact for
 //! radii up to the radius the grid was built for; a larger radius is an
-//! error ([`GpuError::Invalid`]), as is a `k` above [`MAX_K`].
+//! error ([`GpuError::Invalid`]), as is a `k` above [`MAX_K`]. A kNN
+//! query is one warp's: the warp streams the candidates 32 at a time into
+//! a list in shared memory and cuts it to the k nearest by sorting
+//! (`points.cuh`'s `WarpBest`); many queries are taken in Morton order.
 //!
 //! Radius queries ([`GpuHashGrid::radius`], [`radius_brute`], and the
 //! kd-tree's) return every point within the radius, exactly, as one
@@ -34,7 +37,7 @@ use caustic_gpu::GpuError;
 use caustic_gpu::ops::radix_sort::sort_pairs_bits;
 use caustic_gpu::ops::segment::find_sorted_bounds;
 use caustic_gpu::ops::{check_len, launch_grid_stride as launch};
-use caustic_gpu::{DeviceBuffer, DevicePtr, DevicePtrMut};
+use caustic_gpu::{DeviceBuffer, DevicePtr, DevicePtrMut, Kernel, Signature};
 
 /// Largest k of a query (`POINTS_MAX_K`: the per-thread heap).
 pub const MAX_K: usize = 128;
@@ -48,6 +51,9 @@ const MAX_AXIS_CELLS: f32 = 1024.0;
 /// The cell is this much larger than the radius, so rounding in the cell
 /// map can never put two points within the radius two cells apart.
 const CELL_MARGIN: f32 = 1e-3;
+/// From this many queries on, [`GpuHashGrid::knn`] sorts them into Morton
+/// order first (a sort of the 32-bit keys, cheap beside the search).
+pub const MORTON_MIN_QUERIES: usize = 1 << 14;
 /// Most points (indices are `u32` and one key value marks invalid points).
 pub const MAX_POINTS: usize = (u32::MAX - 1) as usize;
 
@@ -370,10 +376,42 @@ impl GpuHashGrid {
         (self.start.len() + self.end.len()) * 4 + self.sorted.len() * 16
     }
 
-    /// The `k` nearest points within `max_radius` of every query.
+    /// The `k` nearest points within `max_radius` of every query. The
+    /// queries are searched in Morton order of their positions (sorted on
+    /// the device first, from [`MORTON_MIN_QUERIES`] queries on), so that a
+    /// warp's neighbours share their cells in the caches; the answers are
+    /// the same in any order.
     pub fn knn(
         &self,
         queries: &DeviceBuffer<[f32; 3]>,
+        k: usize,
+        max_radius: f32,
+    ) -> Result<GpuNeighbours, GpuError> {
+        if queries.len() < MORTON_MIN_QUERIES {
+            return self.knn_as_given(queries, k, max_radius);
+        }
+        let g = &self.geometry;
+        let lo = g.origin;
+        let hi = [0, 1, 2].map(|a| lo[a] + g.cell * g.dims[a] as f32);
+        let order = morton_order(queries, lo, hi)?;
+        self.knn_in_order(queries, Some(&order), k, max_radius)
+    }
+
+    /// [`GpuHashGrid::knn`] with the queries searched in the order given:
+    /// for queries that come coherent already (pixel order, Morton order).
+    pub fn knn_as_given(
+        &self,
+        queries: &DeviceBuffer<[f32; 3]>,
+        k: usize,
+        max_radius: f32,
+    ) -> Result<GpuNeighbours, GpuError> {
+        self.knn_in_order(queries, None, k, max_radius)
+    }
+
+    fn knn_in_order(
+        &self,
+        queries: &DeviceBuffer<[f32; 3]>,
+        order: Option<&DeviceBuffer<u32>>,
         k: usize,
         max_radius: f32,
     ) -> Result<GpuNeighbours, GpuError> {
@@ -393,6 +431,7 @@ impl GpuHashGrid {
         let ([ox, oy, oz, inv_cell], [dx, dy, dz, bits]) = self.geometry.params();
         let args = (
             queries.ptr().cast(),
+            order.map_or(DevicePtr::null(), DeviceBuffer::ptr),
             m as u64,
             k as u32,
             max_radius,
@@ -411,7 +450,7 @@ impl GpuHashGrid {
             out.dist2.ptr_mut(),
             out.count.ptr_mut(),
         );
-        launch(gpu, k::POINTS_KNN_HASHGRID, m, args)?;
+        launch_warps(gpu, k::POINTS_KNN_HASHGRID, m, args)?;
         Ok(out)
     }
 
@@ -522,6 +561,54 @@ pub fn knn_brute(
         ),
     )?;
     Ok(out)
+}
+
+/// Queues a kernel that loops over warps (grid-stride) with one warp per
+/// element over `n` elements: the warp-per-query kNN kernels.
+fn launch_warps<S: Signature>(
+    gpu: &Gpu,
+    kernel: Kernel<S>,
+    n: usize,
+    args: S::Args<'_>,
+) -> Result<(), GpuError> {
+    let threads = n.checked_mul(32).ok_or(GpuError::TooLarge {
+        operation: kernel.name(),
+        len: n,
+        max: usize::MAX / 32,
+    })?;
+    launch(gpu, kernel, threads, args)
+}
+
+/// The indices of `queries` sorted by the Morton code of their positions
+/// in the box `lo .. hi` (non-finite queries anywhere).
+fn morton_order(
+    queries: &DeviceBuffer<[f32; 3]>,
+    lo: [f32; 3],
+    hi: [f32; 3],
+) -> Result<DeviceBuffer<u32>, GpuError> {
+    let gpu = queries.gpu();
+    let m = queries.len();
+    check_len(k::POINTS_QUERY_KEYS.name(), m, u32::MAX as usize)?;
+    let mut keys = DeviceBuffer::<u32>::uninit(gpu, "query Morton keys", m)?;
+    let mut order = DeviceBuffer::<u32>::uninit(gpu, "query Morton order", m)?;
+    let inv = |a: usize| 1.0 / (hi[a] - lo[a]).max(f32::MIN_POSITIVE);
+    let args = (
+        queries.ptr().cast(),
+        m as u64,
+        lo[0],
+        lo[1],
+        lo[2],
+        inv(0),
+        inv(1),
+        inv(2),
+        keys.ptr_mut(),
+        order.ptr_mut(),
+    );
+    launch(gpu, k::POINTS_QUERY_KEYS, m, args)?;
+    if m > 1 {
+        sort_pairs_bits(&mut keys, &mut order, 0..30)?;
+    }
+    Ok(order)
 }
 
 pub(crate) fn check_k(k: usize) -> Result<(), GpuError> {

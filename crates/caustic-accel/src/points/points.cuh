@@ -121,6 +121,107 @@ struct Best {
     }
 };
 
+// ------------------------------------------------------------ warp kNN
+//
+// One warp per query, the kNN without a per-thread heap: the warp streams
+// the query's candidates 32 at a time (one coalesced 16-byte load per lane),
+// and the lanes whose key passes the warp's limit append it to the warp's
+// list in shared memory (ballot and prefix count: the same slots whatever
+// the timing). When the list would overflow it is sorted (bitonic, by the
+// warp) and cut to the k smallest, whose largest becomes the limit. At the
+// end one more sort leaves the k nearest in ascending (dist2, index) order:
+// the same answer as Best, which keeps the same k smallest keys.
+
+// Keys a warp's list holds: a power of two, at least POINTS_MAX_K + 32 (a
+// cut list of k keys takes one more chunk of 32).
+#define WARP_KNN_CAP 256u
+
+// Sorts a[0..n) ascending, n <= WARP_KNN_CAP, by the whole warp (Batcher's
+// bitonic network over the next power of two, padded with the largest key).
+__device__ __forceinline__ void warp_sort_keys(u64* a, u32 n) {
+    const u32 lane = lane_id();
+    __syncwarp();
+    if (n < 2) return;
+    u32 m = 2;
+    while (m < n) m <<= 1;
+    for (u32 i = n + lane; i < m; i += 32) a[i] = ~0ull;
+    __syncwarp();
+    for (u32 size = 2; size <= m; size <<= 1) {
+        for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
+            for (u32 t = lane; t < m / 2; t += 32) {
+                const u32 i = 2 * t - (t & (stride - 1));
+                const u32 j = i + stride;
+                const u64 x = a[i], y = a[j];
+                if ((x > y) == ((i & size) == 0)) {
+                    a[i] = y;
+                    a[j] = x;
+                }
+            }
+            __syncwarp();
+        }
+    }
+}
+
+// The k nearest of one query, kept by a warp (every member warp-uniform).
+struct WarpBest {
+    u64* list;  // the warp's WARP_KNN_CAP keys in shared memory
+    u32 k;
+    u32 n;        // keys in the list
+    bool sorted;  // list[0..n) ascending and at most k long
+    u64 limit;  // candidates need key < limit
+
+    __device__ __forceinline__ void init(u64* list_, u32 k_, float max_d2) {
+        list = list_;
+        k = k_;
+        n = 0;
+        sorted = true;
+        // As Best::init: any key of a point within the radius passes.
+        limit = (((u64)__float_as_uint(max_d2) << 32) | 0xffffffffull) + 1;
+    }
+
+    // Each lane offers `key` where `valid`; true when the list was cut
+    // first (the limit may have dropped).
+    __device__ __forceinline__ bool offer(bool valid, u64 key) {
+        bool take = valid && key < limit;
+        u32 ballot = __ballot_sync(CAUSTIC_FULL_MASK, take);
+        const bool cuts = n + __popc(ballot) > WARP_KNN_CAP;
+        if (cuts) {
+            cut();
+            take = take && key < limit;
+            ballot = __ballot_sync(CAUSTIC_FULL_MASK, take);
+        }
+        if (take) list[n + __popc(ballot & lanemask_lt())] = key;
+        if (ballot) sorted = false;
+        n += __popc(ballot);
+        return cuts;
+    }
+
+    // Squared distances above this cannot enter the list.
+    __device__ __forceinline__ float bound_d2() const { return __uint_as_float((u32)(limit >> 32)); }
+
+    // Sorts the list and keeps its k smallest; a full list's largest key
+    // becomes the limit.
+    __device__ __forceinline__ void cut() {
+        if (!sorted) warp_sort_keys(list, n);
+        __syncwarp();
+        sorted = true;
+        if (n > k) n = k;
+        if (n == k && k > 0) limit = list[k - 1];
+    }
+
+    // Writes the kept keys (after cut()) as Best::write does.
+    __device__ __forceinline__ void write(u64 q, u32 row, u32* index, float* d2, u32* count) {
+        for (u32 j = lane_id(); j < row; j += 32) {
+            const bool kept = j < n;
+            const u64 key = kept ? list[j] : 0ull;
+            index[q * row + j] = kept ? (u32)key : NO_NEIGHBOUR;
+            d2[q * row + j] = kept ? __uint_as_float((u32)(key >> 32)) : CAUSTIC_INF;
+        }
+        if (lane_id() == 0) count[q] = n;
+        __syncwarp();  // the list serves the warp's next query
+    }
+};
+
 // ------------------------------------------------------------ radius query
 //
 // Exact and unbounded in two passes over the same walk: pass 1 counts each
@@ -295,6 +396,116 @@ __device__ __forceinline__ u32 grid_candidate_count(const Grid& g, const u32* st
     return count;
 }
 
+// A lower bound of the squared distance from p to any point whose cell
+// (cell_of) is `cell`: the gap to the cell's box per axis, less a margin of
+// 1e-3 cells for the rounding of the cell map.
+__device__ __forceinline__ float cell_near2(const Grid& g, float3 p, const int cell[3]) {
+    const float size = 1.0f / g.inv_cell;
+    const float q[3] = {p.x, p.y, p.z};
+    const float origin[3] = {g.origin.x, g.origin.y, g.origin.z};
+    float near2 = 0.0f;
+    for (int a = 0; a < 3; ++a) {
+        const float lo = origin[a] + (float)cell[a] * size;
+        const float gap = fmaxf(fmaxf(lo - q[a], q[a] - (lo + size)) - 1e-3f * size, 0.0f);
+        near2 += gap * gap;
+    }
+    return near2;
+}
+
+// The cells of grid_for_each_bucket for a warp, one per lane, nearest
+// first: each lane gets its cell's bucket run first..first + len of the
+// sorted points and near2, a lower bound of the squared distance from p to
+// any point the cell can hold (less a margin of 1e-3 cells per axis for
+// the rounding of the cell map; 0 under the Teschner hash, whose buckets
+// hold other cells' points too). Lanes without a cell (past 27, outside
+// the grid, or a bucket a lower cell has already) get len 0, near2 +inf.
+__device__ __forceinline__ void warp_grid_bucket(const Grid& g, const u32* start, const u32* end,
+                                                 float3 p, u32& first, u32& len, float& near2) {
+    int c[3];
+    cell_of(g, p, c);
+    const u32 lane = lane_id();
+    const int o = (int)lane;
+    const int code = o == 0 ? 13 : (o <= 13 ? o - 1 : o);
+    const int cell[3] = {c[0] + code % 3 - 1, c[1] + (code / 3) % 3 - 1, c[2] + code / 9 - 1};
+    bool in = o < 27;
+    for (int a = 0; a < 3; ++a) in = in && cell[a] >= 0 && cell[a] < g.dims[a];
+    u32 b = 0xffffffffu;
+    if (in) b = bucket_of(g, cell);
+    near2 = 0.0f;
+    if (g.table_bits != 0) {
+        for (int l = 0; l < 27; ++l) {
+            const u32 other = __shfl_sync(CAUSTIC_FULL_MASK, b, l);
+            if (l < o && other == b) in = false;
+        }
+    } else {
+        near2 = cell_near2(g, p, cell);
+    }
+    if (!in) near2 = CAUSTIC_INF;
+    first = in ? start[b] : 0u;
+    len = in ? end[b] - first : 0u;
+    // Nearest first (a bitonic sort of (near2, lane) across the warp): the
+    // list's limit drops sooner, and farther cells are skipped.
+    u64 key = ((u64)__float_as_uint(near2) << 32) | lane;
+    for (u32 size = 2; size <= 32; size <<= 1) {
+        for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
+            const u64 other = __shfl_xor_sync(CAUSTIC_FULL_MASK, key, stride);
+            const bool keep_min = ((lane & stride) == 0) == ((lane & size) == 0);
+            key = keep_min ? (other < key ? other : key) : (other > key ? other : key);
+        }
+    }
+    const u32 from = (u32)key & 31u;
+    first = __shfl_sync(CAUSTIC_FULL_MASK, first, from);
+    len = __shfl_sync(CAUSTIC_FULL_MASK, len, from);
+    near2 = __uint_as_float((u32)(key >> 32));
+}
+
+// Offers `best` every point of grid_for_each_candidate that can enter it,
+// the warp together: the cells' runs, nearest cell first, as one stream
+// 32 points at a time (lane i loads the i-th, one 16-byte load). Cells
+// whose near2 exceeds the list's bound are skipped; after a cut lowers it,
+// the rest of the stream is culled again.
+__device__ __forceinline__ void warp_grid_candidates(const Grid& g, const u32* start,
+                                                     const u32* end, const float4* sorted,
+                                                     float3 p, WarpBest& best) {
+    u32 first, len;
+    float near2;
+    warp_grid_bucket(g, start, end, p, first, len, near2);
+    const u32 lane = lane_id();
+    for (;;) {
+        if (near2 > best.bound_d2()) len = 0;
+        u32 incl = len;
+        for (u32 d = 1; d < 32; d <<= 1) {
+            const u32 t = __shfl_up_sync(CAUSTIC_FULL_MASK, incl, d);
+            if (lane >= d) incl += t;
+        }
+        const u32 total = __shfl_sync(CAUSTIC_FULL_MASK, incl, 31);
+        const u32 excl = incl - len;
+        bool cut = false;
+        u32 base = 0;
+        for (; base < total && !cut; base += 32) {
+            const u32 v = base + lane;
+            // The owner of stream element v: the first lane whose run ends past it.
+            u32 owner = 0;
+            for (u32 step = 16; step > 0; step >>= 1) {
+                if (__shfl_sync(CAUSTIC_FULL_MASK, incl, owner + step - 1) <= v) owner += step;
+            }
+            const u32 j = __shfl_sync(CAUSTIC_FULL_MASK, first, owner) + v -
+                          __shfl_sync(CAUSTIC_FULL_MASK, excl, owner);
+            u64 key = 0;
+            if (v < total) {
+                const float4 s = sorted[j];
+                key = neighbour_key(dist2(p, make_float3(s.x, s.y, s.z)), __float_as_uint(s.w));
+            }
+            cut = best.offer(v < total, key);
+        }
+        if (!cut) return;
+        // Elements before `base` are done: the runs continue past them.
+        const u32 done = base > excl ? min(base - excl, len) : 0u;
+        first += done;
+        len -= done;
+    }
+}
+
 // ------------------------------------------------------------- ring search
 
 // How far from p every point is known to have been offered once the cells
@@ -357,15 +568,24 @@ __device__ bool grid_knn_rings(const Grid& g, const u32* start, const u32* end,
             lo[a] = max(c[a] - r, 0);
             hi[a] = min(c[a] + r, g.dims[a] - 1);
         }
-        for (int z = lo[2]; z <= hi[2]; ++z) {
-            for (int y = lo[1]; y <= hi[1]; ++y) {
-                const bool face = abs(z - c[2]) == r || abs(y - c[1]) == r;
-                // Inside the shell's faces only x = c - r and x = c + r are new.
-                const int step = face ? 1 : max(2 * r, 1);
-                for (int x = c[0] - r; x <= c[0] + r; x += step) {
-                    if (x < 0 || x >= g.dims[0]) continue;
-                    const int cell[3] = {x, y, z};
-                    offer_cell(g, start, end, sorted, p, cell, best);
+        // The shell's cells on one face of its cube first, then those on
+        // an edge, then the corners (nearer cells first, so the list's
+        // bound drops sooner); a cell whose nearest point lies beyond the
+        // bound is skipped: none of its points could enter.
+        for (int extreme = 1; extreme <= 3; ++extreme) {
+            for (int z = lo[2]; z <= hi[2]; ++z) {
+                for (int y = lo[1]; y <= hi[1]; ++y) {
+                    const bool face = abs(z - c[2]) == r || abs(y - c[1]) == r;
+                    // Inside the shell's faces only x = c - r and x = c + r are new.
+                    const int step = face ? 1 : max(2 * r, 1);
+                    for (int x = c[0] - r; x <= c[0] + r; x += step) {
+                        if (x < 0 || x >= g.dims[0]) continue;
+                        const int on = (abs(x - c[0]) == r) + (abs(y - c[1]) == r) + (abs(z - c[2]) == r);
+                        if (on != extreme) continue;
+                        const int cell[3] = {x, y, z};
+                        if (cell_near2(g, p, cell) > best.bound()) continue;
+                        offer_cell(g, start, end, sorted, p, cell, best);
+                    }
                 }
             }
         }
@@ -378,4 +598,3 @@ __device__ bool grid_knn_rings(const Grid& g, const u32* start, const u32* end,
     }
     return false;
 }
-

@@ -17,6 +17,7 @@ const KERNEL_FOLDERS: &[&str] = &[
     "src/bvh",
     "src/bvh/build",
     "src/grid",
+    "src/points",
     "../caustic-gpu/src",
     "../caustic-gpu/src/ops",
     "../caustic-gpu/src/taskpool",

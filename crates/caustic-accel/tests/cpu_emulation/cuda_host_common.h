@@ -81,6 +81,8 @@ inline long long max(long long a, long long b) { return a > b ? a : b; }
 inline float __uint2float_rn(unsigned x) { return (float)x; }
 inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
 
+using std::isfinite;
+
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __clz(unsigned x) { return x == 0 ? 32 : __builtin_clz(x); }

@@ -1,0 +1,246 @@
+//! The hash grid's warp-per-query kNN (`src/points/hash_grid.cu`'s
+//! `points_knn_hashgrid` over `points.cuh`'s `WarpBest`) and the shell
+//! search of the photon estimates (`grid_knn_rings`) run on the CPU:
+//! the kernels compiled unchanged by the host C++ compiler over the fiber
+//! shim (`tests/cpu_emulation/cuda_fibers.h`, every CUDA thread a fiber,
+//! shuffles and ballots included), the grid built by the build kernels
+//! (`points_kernels.cpp`). Every answer equals the exact reference
+//! (`points::reference::knn`) bit for bit: linear and Teschner-hashed
+//! grids (a tiny table, so buckets collide), queries in the order given
+//! and permuted, ties between duplicated points, lists that overflow the
+//! warp's buffer and are cut (the farther cells then skipped), queries off
+//! the cloud and non-finite ones.
+//!
+//! Needs a C++17 compiler (`CXX`, else `c++`) and an x86-64 host; without
+//! them it says so and skips.
+
+#[path = "common/host_harness.rs"]
+mod host_harness;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use caustic_accel::points::reference;
+use caustic_geom::{Pcg32, Vec3};
+
+fn harness() -> Option<&'static Path> {
+    static HARNESS: OnceLock<Option<PathBuf>> = OnceLock::new();
+    host_harness::compile_fibers_once(&HARNESS, "points-kernels", "points_kernels.cpp")
+}
+
+/// A grid over `points` with cells of `cell` (linear, or Teschner over
+/// 2^`table_bits` buckets), as `GridGeometry` lays it out.
+struct Grid {
+    origin: [f32; 3],
+    cell: f32,
+    dims: [u32; 3],
+    table_bits: u32,
+}
+
+impl Grid {
+    fn new(points: &[Vec3], cell: f32, table_bits: u32) -> Self {
+        let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
+        for p in points.iter().filter(|p| p.is_finite()) {
+            for (a, v) in p.to_array().into_iter().enumerate() {
+                lo[a] = lo[a].min(v);
+                hi[a] = hi[a].max(v);
+            }
+        }
+        Self {
+            origin: lo.map(|l| l - cell),
+            cell,
+            dims: [0, 1, 2].map(|a| ((hi[a] - lo[a]) / cell).floor() as u32 + 3),
+            table_bits,
+        }
+    }
+}
+
+/// Each query's `(index, dist2 bits)` list.
+type Rows = Vec<Vec<(u32, u32)>>;
+
+struct Answers {
+    knn: Rows,
+    rings: Rows,
+    /// Where the shell search answered (else its list is partial).
+    answered: Vec<bool>,
+}
+
+fn rows(bytes: &[u8], m: usize, k: usize) -> (Rows, &[u8]) {
+    let word = |i: usize| u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap());
+    let rows = (0..m)
+        .map(|q| {
+            let count = word(2 * m * k + q) as usize;
+            assert!(count <= k, "count {count} of query {q}");
+            (0..k)
+                .map(|j| (word(q * k + j), word(m * k + q * k + j)))
+                .enumerate()
+                .inspect(|&(j, (i, d))| {
+                    if j >= count {
+                        assert_eq!((i, d), (u32::MAX, f32::INFINITY.to_bits()), "padding");
+                    }
+                })
+                .take(count)
+                .map(|(_, row)| row)
+                .collect()
+        })
+        .collect();
+    (rows, &bytes[4 * (2 * m * k + m)..])
+}
+
+fn emulate(
+    exe: &Path,
+    points: &[Vec3],
+    queries: &[Vec3],
+    order: Option<&[u32]>,
+    grid: &Grid,
+    (k, max_radius, max_shells): (usize, f32, u32),
+) -> Answers {
+    let mut input = Vec::new();
+    let [dx, dy, dz] = grid.dims;
+    let header = [
+        points.len() as u32,
+        queries.len() as u32,
+        k as u32,
+        dx,
+        dy,
+        dz,
+        grid.table_bits,
+        max_shells,
+        u32::from(order.is_some()),
+    ];
+    input.extend(header.iter().flat_map(|v| v.to_le_bytes()));
+    let [ox, oy, oz] = grid.origin;
+    let floats = [ox, oy, oz, 1.0 / grid.cell, max_radius];
+    input.extend(floats.iter().flat_map(|v| v.to_le_bytes()));
+    for p in points.iter().chain(queries) {
+        input.extend(p.to_array().iter().flat_map(|v| v.to_le_bytes()));
+    }
+    input.extend(order.unwrap_or(&[]).iter().flat_map(|v| v.to_le_bytes()));
+    let out = host_harness::run(exe, "points-kernels", &input);
+    let m = queries.len();
+    let (knn, rest) = rows(&out, m, k);
+    let (rings, rest) = rows(rest, m, k);
+    assert_eq!(rest.len(), 4 * m);
+    let answered = rest
+        .chunks_exact(4)
+        .map(|c| match u32::from_le_bytes(c.try_into().unwrap()) {
+            0 => false,
+            1 => true,
+            other => panic!("answered flag {other}"),
+        })
+        .collect();
+    Answers {
+        knn,
+        rings,
+        answered,
+    }
+}
+
+fn exact(points: &[Vec3], q: Vec3, k: usize, max_radius: f32) -> Vec<(u32, u32)> {
+    reference::knn(points, q, k, max_radius)
+        .iter()
+        .map(|n| (n.index, n.dist2.to_bits()))
+        .collect()
+}
+
+/// Queries near points of the cloud, uniform in a box around it, and a
+/// few that are not finite.
+fn queries(points: &[Vec3], m: usize, rng: &mut Pcg32) -> Vec<Vec3> {
+    let mut qs: Vec<Vec3> = (0..m)
+        .map(|i| {
+            let jitter = Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()) - 0.5;
+            if i % 3 == 0 {
+                jitter * 1.6 + 0.5
+            } else {
+                points[rng.next_u32() as usize % points.len()] + jitter * 0.05
+            }
+        })
+        .collect();
+    qs.push(Vec3::new(f32::NAN, 0.5, 0.5));
+    qs.push(Vec3::new(0.5, f32::INFINITY, 0.5));
+    qs
+}
+
+#[test]
+fn warp_knn_equals_the_reference() {
+    let Some(exe) = harness() else { return };
+    let mut rng = Pcg32::new(0x51, 5);
+    let uniform: Vec<Vec3> = (0..3000)
+        .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()))
+        .collect();
+    // 40 positions, each 50 times: ties that only the index breaks, and
+    // more candidates than the warp's list holds (it is cut).
+    let duplicated: Vec<Vec3> = (0..2000)
+        .map(|i| {
+            let j = (i % 40) as f32;
+            Vec3::new(0.3 + 0.01 * (j % 4.0), 0.5 + 0.013 * (j / 4.0).floor(), 0.4)
+        })
+        .collect();
+    // Dense enough that about 400 points lie within the radius: the list
+    // is cut, and the cells beyond its new bound are skipped.
+    let dense: Vec<Vec3> = (0..12_000)
+        .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()))
+        .collect();
+    for (name, points, radius, k) in [
+        ("uniform", &uniform, 0.12f32, 16usize),
+        ("dense", &dense, 0.2, 16),
+        ("uniform, k = 1", &uniform, 0.12, 1),
+        ("duplicated", &duplicated, 0.2, 128),
+        ("duplicated, k = 50", &duplicated, 0.05, 50),
+    ] {
+        let qs = queries(points, 200, &mut rng);
+        let reversed: Vec<u32> = (0..qs.len() as u32).rev().collect();
+        let cell = radius * (1.0 + 1e-3);
+        for (grid, bits) in [
+            (Grid::new(points, cell, 0), 0),
+            (Grid::new(points, cell, 4), 4),
+        ] {
+            for order in [None, Some(&reversed[..])] {
+                let got = emulate(exe, points, &qs, order, &grid, (k, radius, 3));
+                for (q, &p) in qs.iter().enumerate() {
+                    let want = exact(points, p, k, radius);
+                    assert_eq!(got.knn[q], want, "{name}, table bits {bits}, query {q}");
+                    // Cells of the radius: the shells answer after two.
+                    assert!(got.answered[q], "{name}: the shells gave up at query {q}");
+                    assert_eq!(got.rings[q], want, "{name} shells, bits {bits}, query {q}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn shell_search_equals_the_reference_for_small_cells() {
+    let Some(exe) = harness() else { return };
+    let mut rng = Pcg32::new(0x52, 9);
+    // A dense blob beside a sparse spread: the shells end early in the
+    // blob and give up in the sparse part (the estimates then fall back).
+    let points: Vec<Vec3> = (0..4000)
+        .map(|i| {
+            let u = Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32());
+            if i % 4 == 0 { u } else { u * 0.1 + 0.45 }
+        })
+        .collect();
+    let qs = queries(&points, 300, &mut rng);
+    let radius = 0.3;
+    for bits in [0, 6] {
+        let grid = Grid::new(&points, 0.02, bits);
+        let got = emulate(exe, &points, &qs, None, &grid, (24, radius, 3));
+        let mut answered = 0;
+        for (q, &p) in qs.iter().enumerate() {
+            if got.answered[q] {
+                answered += 1;
+                assert_eq!(
+                    got.rings[q],
+                    exact(&points, p, 24, radius),
+                    "bits {bits}, query {q}"
+                );
+            }
+        }
+        assert!(
+            answered > qs.len() / 2,
+            "bits {bits}: only {answered} answered"
+        );
+        assert!(answered < qs.len(), "bits {bits}: every query answered");
+    }
+}
