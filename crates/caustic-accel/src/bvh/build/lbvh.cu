@@ -158,61 +158,71 @@ __device__ __forceinline__ void store_karras_child(BvhNode* out, u64 at, u32 lo,
     }
 }
 
-// Whether the node over [lo, hi] (not the root) is its parent's left child.
-template <typename Code>
-__device__ __forceinline__ bool is_left_child(const Code* codes, u32 n, u32 lo, u32 hi) {
-    if (lo == 0u) return true;
-    if (hi == n - 1u) return false;
-    return common_prefix(codes, n, (i32)hi, (long long)hi + 1) >
-           common_prefix(codes, n, (i32)lo - 1, (long long)lo);
-}
-
-// Karras's index of the node over [lo, hi].
-template <typename Code>
-__device__ __forceinline__ u32 karras_index(const Code* codes, u32 n, u32 lo, u32 hi) {
-    if (lo == 0u && hi == n - 1u) return 0u;
-    return is_left_child(codes, n, lo, hi) ? hi : lo;
-}
-
 // A subtree a thread carries up the tree: its primitives' range [lo, hi]
-// in Morton order, its box and its height (levels below its root).
+// in Morton order, its box, its height (levels below its root), and
+// Karras's delta at each end of the range: d_lo = delta(lo - 1, lo) and
+// d_hi = delta(hi, hi + 1) (-1 outside the primitives). A node is its
+// parent's left child when d_hi > d_lo (Apetrei 2014), and a parent's
+// deltas are its left child's d_lo and its right child's d_hi, so the
+// codes are read only where a climb starts.
 struct Climb {
     u32 lo, hi, height;
+    int d_lo, d_hi;
     Aabb box;
 };
 
+// Whether the node of `c` (not the root) is its parent's left child: the
+// side of the more similar neighbour.
+__device__ __forceinline__ bool is_left_child(const Climb& c, u32 n) {
+    if (c.lo == 0u) return true;
+    if (c.hi == n - 1u) return false;
+    return c.d_hi > c.d_lo;
+}
+
+// Karras's index of the node of `c`: its right end for a left child, its
+// left end for a right child, 0 for the root.
+__device__ __forceinline__ u32 karras_index(const Climb& c, u32 n) {
+    if (c.lo == 0u && c.hi == n - 1u) return 0u;
+    return is_left_child(c, n) ? c.hi : c.lo;
+}
+
 // A subtree's two parked words: (box min, the far end of its range from
-// the split), (box max, height).
+// the split), (box max, its height in the low byte and its delta at the
+// far end, plus one, in the next).
 __device__ __forceinline__ uint4 parked_low(const Climb& c, bool left) {
     return make_uint4(__float_as_uint(c.box.min.x), __float_as_uint(c.box.min.y),
                       __float_as_uint(c.box.min.z), left ? c.lo : c.hi);
 }
-__device__ __forceinline__ uint4 parked_high(const Climb& c) {
+__device__ __forceinline__ uint4 parked_high(const Climb& c, bool left) {
+    const u32 far_delta = (u32)((left ? c.d_lo : c.d_hi) + 1);
     return make_uint4(__float_as_uint(c.box.max.x), __float_as_uint(c.box.max.y),
-                      __float_as_uint(c.box.max.z), c.height);
+                      __float_as_uint(c.box.max.z), c.height | (far_delta << 8));
 }
 
 // The merge at `split` of `c` (its left child when `left`) and its sibling
 // as parked (`a`, `b`): writes both children's records and makes `c` the
 // parent. At the root, writes its record and the tree's height and returns
 // false (the climb ends); else true.
-template <typename Code>
-__device__ __forceinline__ bool merge(const Code* codes, u32 n, u32 split, bool left, uint4 a,
-                                      uint4 b, BvhNode* out, u32* height_out, Climb& c) {
+__device__ __forceinline__ bool merge(u32 n, u32 split, bool left, uint4 a, uint4 b, BvhNode* out,
+                                      u32* height_out, Climb& c) {
     Aabb other;
     other.min = make_float3(__uint_as_float(a.x), __uint_as_float(a.y), __uint_as_float(a.z));
     other.max = make_float3(__uint_as_float(b.x), __uint_as_float(b.y), __uint_as_float(b.z));
+    const u32 other_height = b.w & 0xffu;
+    const int other_delta = (int)(b.w >> 8) - 1;
     // Both children: [l0, split] and [split + 1, r1].
     const u32 l0 = left ? c.lo : a.w, r1 = left ? a.w : c.hi;
     const Aabb lbox = left ? c.box : other;
     const Aabb rbox = left ? other : c.box;
-    const u32 node = karras_index(codes, n, l0, r1);
+    c.d_lo = left ? c.d_lo : other_delta;
+    c.d_hi = left ? other_delta : c.d_hi;
+    c.lo = l0;
+    c.hi = r1;
+    const u32 node = karras_index(c, n);
     store_karras_child(out, 2 * (u64)node + 1, l0, split, split, lbox);
     store_karras_child(out, 2 * (u64)node + 2, split + 1u, r1, split + 1u, rbox);
     c.box = sse_union(lbox, rbox);
-    c.height = 1u + max(c.height, b.w);
-    c.lo = l0;
-    c.hi = r1;
+    c.height = 1u + max(c.height, other_height);
     if (c.lo == 0u && c.hi == n - 1u) {
         store_bvh_node(out, 0, c.box, 1u, 0u);
         height_out[0] = c.height;
@@ -225,29 +235,33 @@ __device__ __forceinline__ bool merge(const Code* codes, u32 n, u32 split, bool 
 // split and, when its sibling got there first, merges the two (true, `c`
 // the parent); false when the climb ends here (the sibling's thread goes
 // on) or at the root.
-template <typename Code>
-__device__ __forceinline__ bool climb_step(const Code* codes, u32 n, u32* waiting, uint4* parked,
-                                           BvhNode* out, u32* height_out, Climb& c) {
-    const bool left = is_left_child(codes, n, c.lo, c.hi);
+__device__ __forceinline__ bool climb_step(u32 n, u32* waiting, uint4* parked, BvhNode* out,
+                                           u32* height_out, Climb& c) {
+    const bool left = is_left_child(c, n);
     const u32 split = left ? c.hi : c.lo - 1u;
     // Leave this subtree at the split (the left child's words, then the
     // right one's), then see who came first.
     uint4* slot = parked + 4 * (u64)split + (left ? 0u : 2u);
     __stcg(slot, parked_low(c, left));
-    __stcg(slot + 1, parked_high(c));
+    __stcg(slot + 1, parked_high(c, left));
     __threadfence();
     if (atomicAdd(&waiting[split], 1u) == 0u) return false;
     __threadfence();
     const uint4* sibling = parked + 4 * (u64)split + (left ? 2u : 0u);
-    return merge(codes, n, split, left, __ldcg(sibling), __ldcg(sibling + 1), out, height_out, c);
+    return merge(n, split, left, __ldcg(sibling), __ldcg(sibling + 1), out, height_out, c);
 }
 
-// Leaf slot k's climb, started: its triangle copied to the slot, its box.
-__device__ __forceinline__ Climb leaf_climb(const u32* ids, const Triangle* scene, u32 k,
+// Leaf slot k's climb, started: its triangle copied to the slot, its box,
+// the deltas to its neighbours' codes.
+template <typename Code>
+__device__ __forceinline__ Climb leaf_climb(const Code* codes, u32 n, const u32* ids,
+                                            const Triangle* scene, u32 k,
                                             Triangle* leaf_triangles, u32* slots) {
     Climb c;
     c.lo = c.hi = k;
     c.height = 0u;
+    c.d_lo = k > 0u ? common_prefix(codes, n, (i32)k - 1, (long long)k) : -1;
+    c.d_hi = common_prefix(codes, n, (i32)k, (long long)k + 1);
     c.box = triangle_bounds(copy_leaf_triangle(scene, ids[k], k, leaf_triangles, slots));
     return c;
 }
@@ -265,8 +279,8 @@ __device__ void karras_tree(const Code* codes, const u32* ids, const Triangle* s
                             u32* waiting, uint4* parked, BvhNode* out, Triangle* leaf_triangles,
                             u32* slots, u32* height_out) {
     for (u64 t = global_thread(); t < n; t += grid_threads()) {
-        Climb c = leaf_climb(ids, scene, (u32)t, leaf_triangles, slots);
-        while (climb_step(codes, n, waiting, parked, out, height_out, c)) {
+        Climb c = leaf_climb(codes, n, ids, scene, (u32)t, leaf_triangles, slots);
+        while (climb_step(n, waiting, parked, out, height_out, c)) {
         }
     }
 }
