@@ -41,6 +41,25 @@ pub fn sample_key(seed: u64, pixel: u64, sample: u32) -> u64 {
     mix(mix(seed, pixel), sample as u64)
 }
 
+/// Where sample `sample` of `spp` falls inside pixel `pixel`, in pixel
+/// units from its corner, with the sample's key ([`sample_key`]): the
+/// centre for one sample, a jittered cell of a `√spp × √spp` grid when
+/// `spp` is a square, uniform jitter otherwise. Every CPU renderer's camera
+/// rays start here (the GPU kernels draw the same numbers).
+pub fn pixel_sample(seed: u64, pixel: u64, sample: u32, spp: u32) -> (Vec2, u64) {
+    let key = sample_key(seed, pixel, sample);
+    let grid = (spp as f32).sqrt() as u32;
+    let offset = if spp == 1 {
+        Vec2::splat(0.5)
+    } else if grid * grid == spp {
+        let cell = Vec2::new((sample % grid) as f32, (sample / grid) as f32);
+        (cell + uniform2(key, CAMERA)) / grid as f32
+    } else {
+        uniform2(key, CAMERA)
+    };
+    (offset, key)
+}
+
 /// Key of the ray that leaves the vertex `parent` along `branch`.
 pub fn child_key(parent: u64, branch: u64) -> u64 {
     mix(parent, branch)

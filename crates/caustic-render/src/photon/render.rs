@@ -44,7 +44,7 @@ use crate::tiles::Tile;
 use crate::whitted::{SPLIT_THRESHOLD, TILE_SIZE};
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
 use caustic_accel::points::{Neighbour, POINT_STRUCTURE_NAMES, UnknownPointStructure};
-use caustic_geom::{Ray, Rgb, Vec2, Vec3};
+use caustic_geom::{Ray, Rgb, Vec3};
 use caustic_scene::{Bsdf, Camera};
 use rayon::prelude::*;
 use std::f32::consts::FRAC_1_PI;
@@ -563,20 +563,10 @@ impl<'a> Renderer<'a> {
         work: &mut Work,
     ) -> Rgb {
         let spp = self.settings.spp.max(1);
-        let grid = (spp as f32).sqrt() as u32;
-        let stratified = grid * grid == spp;
         let pixel = u64::from(y) * u64::from(self.settings.width) + u64::from(x);
         let mut sum = Rgb::ZERO;
         for s in 0..spp {
-            let key = draw::sample_key(self.settings.seed, pixel, s);
-            let offset = if spp == 1 {
-                Vec2::splat(0.5)
-            } else if stratified {
-                let cell = Vec2::new((s % grid) as f32, (s / grid) as f32);
-                (cell + draw::uniform2(key, draw::CAMERA)) / grid as f32
-            } else {
-                draw::uniform2(key, draw::CAMERA)
-            };
+            let (offset, key) = draw::pixel_sample(self.settings.seed, pixel, s, spp);
             let ray = camera.ray(x as f32 + offset.x, y as f32 + offset.y);
             let mut rays = 0;
             sum += self.walk(&ray, 0, key, &mut rays, &mut |v| self.shade(v, cache, work));

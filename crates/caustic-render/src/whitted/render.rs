@@ -29,7 +29,7 @@ use crate::draw;
 use crate::team::{Solo, Team, TeamError, sum_u64, tiled_film, tiled_film_with};
 use crate::tiles::Tile;
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
-use caustic_geom::{Ray, Rgb, Vec2};
+use caustic_geom::{Ray, Rgb};
 use caustic_scene::{Bsdf, Camera};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -318,18 +318,8 @@ impl Tracer<'_> {
     /// count is a square).
     pub(super) fn camera_ray(&self, camera: &PinholeCamera, x: u32, y: u32, s: u32) -> (Ray, u64) {
         let spp = self.settings.spp.max(1);
-        let grid = (spp as f32).sqrt() as u32;
-        let stratified = grid * grid == spp;
         let pixel = y as u64 * self.settings.width as u64 + x as u64;
-        let key = draw::sample_key(self.settings.seed, pixel, s);
-        let offset = if spp == 1 {
-            Vec2::splat(0.5)
-        } else if stratified {
-            let cell = Vec2::new((s % grid) as f32, (s / grid) as f32);
-            (cell + draw::uniform2(key, draw::CAMERA)) / grid as f32
-        } else {
-            draw::uniform2(key, draw::CAMERA)
-        };
+        let (offset, key) = draw::pixel_sample(self.settings.seed, pixel, s, spp);
         (camera.ray(x as f32 + offset.x, y as f32 + offset.y), key)
     }
 
