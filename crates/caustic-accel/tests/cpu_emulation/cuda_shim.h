@@ -27,6 +27,10 @@ inline T __shfl_up_sync(unsigned, T, unsigned) {
     no_warps("__shfl_up_sync");
 }
 template <class T>
+inline T __shfl_down_sync(unsigned, T, unsigned) {
+    no_warps("__shfl_down_sync");
+}
+template <class T>
 inline T __shfl_sync(unsigned, T, int) {
     no_warps("__shfl_sync");
 }
