@@ -321,14 +321,16 @@ fn tiles_equal_the_reference() {
     let plane: Vec<Vec3> = (0..6000)
         .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), 0.5))
         .collect();
-    for (name, points, radius, cell, k, whole) in [
-        ("uniform", &uniform, 0.12f32, 0.12f32, 16usize, true),
-        ("uniform, k = 1", &uniform, 0.12, 0.12, 1, true),
-        ("duplicated", &duplicated, 0.05, 0.05, 50, true),
-        ("duplicated, k = 128", &duplicated, 0.2, 0.2, 128, true),
-        ("plane", &plane, 0.1, 0.1, 40, true),
-        ("plane, small cells", &plane, 0.3, 0.03, 40, false),
-        ("blob, small cells", &blob, 0.3, 0.02, 24, false),
+    for (name, points, radius, cell, k, whole, margin) in [
+        ("uniform", &uniform, 0.12f32, 0.12f32, 16usize, true, 1),
+        ("uniform, k = 1", &uniform, 0.12, 0.12, 1, true, 1),
+        ("duplicated", &duplicated, 0.05, 0.05, 50, true, 1),
+        ("duplicated, k = 128", &duplicated, 0.2, 0.2, 128, true, 1),
+        ("plane", &plane, 0.1, 0.1, 40, true, 1),
+        ("plane, small cells", &plane, 0.3, 0.03, 40, false, 1),
+        ("plane, small cells, margin 2", &plane, 0.3, 0.03, 40, false, 2),
+        ("blob, small cells", &blob, 0.3, 0.02, 24, false, 1),
+        ("blob, small cells, margin 3", &blob, 0.3, 0.02, 24, false, 3),
     ] {
         let drawn = queries(points, 1500, &mut rng);
         let sorted = morton_sorted(&drawn, cell);
@@ -336,7 +338,7 @@ fn tiles_equal_the_reference() {
         for bits in [0, 6, 12] {
             let grid = Grid::new(points, cell * (1.0 + 1e-3), bits);
             for (order, qs) in [("Morton", &sorted), ("drawn", &drawn)] {
-                let tile = Tile { whole, margin: 1 };
+                let tile = Tile { whole, margin };
                 let got = emulate(exe, points, qs, None, &grid, (k, radius, 3), tile);
                 let mut answered = 0;
                 for (q, &p) in qs.iter().enumerate() {

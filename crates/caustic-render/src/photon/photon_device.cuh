@@ -86,14 +86,19 @@ __device__ void map_knn(const PhotonMapView& map, float3 point, Best& best) {
                             [&](float3 s, u32 index) { best.offer(dist2(point, s), index); });
 }
 
-// The photons' shells of fine cells a tile first searches around its
-// queries' cells (warp_tile_block's margin).
+// The margin of fine cells a tile's first block takes around its
+// queries' cells (warp_tile_block); lanes left uncertain retry with
+// margins up to FINE_SHELLS.
+#ifndef TILE_FINE_MARGIN
 #define TILE_FINE_MARGIN 1
+#endif
 
-// map_knn for a warp's 32 neighbouring queries at once (warp_tile_knn):
-// the tile takes the coarse block (exact for every query: cells of the
-// radius) where it holds few photons, else the fine block, and then the
-// coarse block for the lanes the fine one left uncertain. True where the
+// map_knn for a warp's 32 neighbouring queries at once (warp_tile_knn).
+// Where the coarse block (cells of the radius around the tile's cells)
+// holds few photons it answers every lane exactly; else blocks of fine
+// cells with margins of TILE_FINE_MARGIN .. FINE_SHELLS cells, each for
+// the lanes the ones before left uncertain (as the shells of
+// grid_knn_rings), then the coarse block for the rest. True where the
 // lane's answer is in `best` (initialised empty by the caller); false
 // where the caller must search itself (map_knn, after a fresh init).
 __device__ bool tile_map_knn(const PhotonMapView& map, float3 point, bool active, Best& best,
@@ -101,44 +106,38 @@ __device__ bool tile_map_knn(const PhotonMapView& map, float3 point, bool active
     const Grid coarse = grid_of(map.coarse);
     const u32* cs = (const u32*)map.coarse.start;
     const u32* ce = (const u32*)map.coarse.end;
+    const float4* coarse_points = (const float4*)map.coarse.sorted;
     int lo[3], hi[3];
     u32 cells;
     if (!warp_tile_block(coarse, point, active, 1, lo, hi, cells)) return false;
-    u32 n_coarse = cells <= TILE_MAX_CELLS ? warp_tile_count(coarse, cs, ce, lo, hi, cells)
-                                           : 0xffffffffu;
+    u32 n = cells <= TILE_MAX_CELLS ? warp_tile_count(coarse, cs, ce, lo, hi, cells) : 0xffffffffu;
     // coarse_limit u32::MAX: the fine grid is the coarse one; 0: fine first.
-    bool use_coarse = map.coarse_limit == 0xffffffffu;
-    bool done = false;
-    if (!use_coarse) {
-        const Grid fine = grid_of(map.fine);
-        const u32* fs = (const u32*)map.fine.start;
-        const u32* fe = (const u32*)map.fine.end;
-        int flo[3], fhi[3];
-        u32 fcells;
-        warp_tile_block(fine, point, active, TILE_FINE_MARGIN, flo, fhi, fcells);
-        const u32 n_fine = fcells <= TILE_MAX_CELLS ? warp_tile_count(fine, fs, fe, flo, fhi, fcells)
-                                                    : 0xffffffffu;
-        use_coarse = map.coarse_limit != 0 && n_coarse <= TILE_MAX_POINTS &&
-                     n_coarse <= max(2u * min(n_fine, TILE_MAX_POINTS), 4u * best.k);
-        if (!use_coarse && n_fine <= TILE_MAX_POINTS) {
-            done = warp_tile_knn(fine, fs, fe, (const float4*)map.fine.sorted, point, active,
-                                 map.max_radius, false, flo, fhi, fcells, buf, hist, best);
-            // The lanes left uncertain try the coarse block of their own cells.
-            const bool retry = active && !done;
-            if (__ballot_sync(CAUSTIC_FULL_MASK, retry) == 0) return done;
-            if (retry) best.init(best.k, __fmul_rn(map.max_radius, map.max_radius));
-            if (!warp_tile_block(coarse, point, retry, 1, lo, hi, cells)) return done;
-            n_coarse = cells <= TILE_MAX_CELLS ? warp_tile_count(coarse, cs, ce, lo, hi, cells)
-                                               : 0xffffffffu;
-            if (n_coarse > TILE_MAX_POINTS) return done;
-            return warp_tile_knn(coarse, cs, ce, (const float4*)map.coarse.sorted, point, retry,
-                                 map.max_radius, true, lo, hi, cells, buf, hist, best) ||
-                   done;
+    if (map.coarse_limit == 0xffffffffu ||
+        (map.coarse_limit != 0 && n <= 2u * min(map.coarse_limit, TILE_MAX_POINTS))) {
+        return n <= TILE_MAX_POINTS &&
+               warp_tile_knn(coarse, cs, ce, coarse_points, point, active, map.max_radius, true,
+                             lo, hi, cells, buf, hist, best);
+    }
+    const Grid fine = grid_of(map.fine);
+    const u32* fs = (const u32*)map.fine.start;
+    const u32* fe = (const u32*)map.fine.end;
+    bool done = false, pending = active;
+    for (int margin = TILE_FINE_MARGIN; margin <= FINE_SHELLS; ++margin) {
+        if (!warp_tile_block(fine, point, pending, margin, lo, hi, cells)) return done;
+        if (cells > TILE_MAX_CELLS || warp_tile_count(fine, fs, fe, lo, hi, cells) > TILE_MAX_POINTS)
+            break;
+        if (warp_tile_knn(fine, fs, fe, (const float4*)map.fine.sorted, point, pending,
+                          map.max_radius, false, lo, hi, cells, buf, hist, best)) {
+            done = true;
+            pending = false;
         }
     }
-    if (!use_coarse || n_coarse > TILE_MAX_POINTS) return false;
-    return warp_tile_knn(coarse, cs, ce, (const float4*)map.coarse.sorted, point, active,
-                         map.max_radius, true, lo, hi, cells, buf, hist, best);
+    if (!warp_tile_block(coarse, point, pending, 1, lo, hi, cells)) return done;
+    if (cells > TILE_MAX_CELLS || warp_tile_count(coarse, cs, ce, lo, hi, cells) > TILE_MAX_POINTS)
+        return done;
+    return warp_tile_knn(coarse, cs, ce, coarse_points, point, pending, map.max_radius, true, lo, hi,
+                         cells, buf, hist, best) ||
+           done;
 }
 
 // estimate::density over the k nearest photons `best` holds (a heap, as
