@@ -607,7 +607,9 @@ fn estimate_search_returns_the_exact_k_nearest_photons() {
         // and as drawn (tiles spread over the map: most lanes search alone).
         let cell = (hi - lo) / 1023.0;
         let morton = |q: &Vec3| {
-            let u = ((*q - lo) / cell).to_array().map(|v| v.clamp(0.0, 1023.0) as u32);
+            let u = ((*q - lo) / cell)
+                .to_array()
+                .map(|v| v.clamp(0.0, 1023.0) as u32);
             caustic_geom::morton::encode_30(u[0], u[1], u[2])
         };
         let mut sorted = queries.clone();
@@ -650,8 +652,7 @@ fn check_map_search(
         .filter(|&q| {
             let mut want = Vec::new();
             cpu.knn(queries[q], k, radius, &mut want);
-            let want: Vec<(u32, u32)> =
-                want.iter().map(|n| (n.index, n.dist2.to_bits())).collect();
+            let want: Vec<(u32, u32)> = want.iter().map(|n| (n.index, n.dist2.to_bits())).collect();
             let have: Vec<(u32, u32)> = got[q].iter().map(|&(i, d)| (i, d.to_bits())).collect();
             want != have
         })
@@ -674,8 +675,7 @@ fn check_map_search(
         .into_par_iter()
         .filter(|&q| {
             let want = reference::knn(positions, queries[q], k, radius);
-            let want: Vec<(u32, u32)> =
-                want.iter().map(|n| (n.index, n.dist2.to_bits())).collect();
+            let want: Vec<(u32, u32)> = want.iter().map(|n| (n.index, n.dist2.to_bits())).collect();
             let have: Vec<(u32, u32)> = got[q].iter().map(|&(i, d)| (i, d.to_bits())).collect();
             want != have
         })
