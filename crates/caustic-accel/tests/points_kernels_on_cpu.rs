@@ -1,6 +1,7 @@
 //! The hash grid's warp-per-query kNN (`src/points/hash_grid.cu`'s
-//! `points_knn_hashgrid` over `points.cuh`'s `WarpBest`) and the shell
-//! search of the photon estimates (`grid_knn_rings`) run on the CPU:
+//! `points_knn_hashgrid` over `points.cuh`'s `WarpBest`), the shell
+//! search of the photon estimates (`grid_knn_rings`) and their tiled
+//! search (`warp_tile_knn`, 32 queries a warp) run on the CPU:
 //! the kernels compiled unchanged by the host C++ compiler over the fiber
 //! shim (`tests/cpu_emulation/cuda_fibers.h`, every CUDA thread a fiber,
 //! shuffles and ballots included), the grid built by the build kernels
@@ -63,6 +64,28 @@ struct Answers {
     rings: Rows,
     /// Where the shell search answered (else its list is partial).
     answered: Vec<bool>,
+    tiles: Rows,
+    /// Where the tiled search answered (else the caller searches).
+    tile_answered: Vec<bool>,
+}
+
+/// The tiled search's block: `whole` (cells of at least the radius: the
+/// block holds every query's neighbours) and the margin of cells.
+#[derive(Clone, Copy)]
+struct Tile {
+    whole: bool,
+    margin: u32,
+}
+
+fn flags(bytes: &[u8]) -> Vec<bool> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| match u32::from_le_bytes(c.try_into().unwrap()) {
+            0 => false,
+            1 => true,
+            other => panic!("answered flag {other}"),
+        })
+        .collect()
 }
 
 fn rows(bytes: &[u8], m: usize, k: usize) -> (Rows, &[u8]) {
@@ -94,6 +117,7 @@ fn emulate(
     order: Option<&[u32]>,
     grid: &Grid,
     (k, max_radius, max_shells): (usize, f32, u32),
+    tile: Tile,
 ) -> Answers {
     let mut input = Vec::new();
     let [dx, dy, dz] = grid.dims;
@@ -107,6 +131,8 @@ fn emulate(
         grid.table_bits,
         max_shells,
         u32::from(order.is_some()),
+        u32::from(tile.whole),
+        tile.margin,
     ];
     input.extend(header.iter().flat_map(|v| v.to_le_bytes()));
     let [ox, oy, oz] = grid.origin;
@@ -120,19 +146,15 @@ fn emulate(
     let m = queries.len();
     let (knn, rest) = rows(&out, m, k);
     let (rings, rest) = rows(rest, m, k);
+    let answered = flags(&rest[..4 * m]);
+    let (tiles, rest) = rows(&rest[4 * m..], m, k);
     assert_eq!(rest.len(), 4 * m);
-    let answered = rest
-        .chunks_exact(4)
-        .map(|c| match u32::from_le_bytes(c.try_into().unwrap()) {
-            0 => false,
-            1 => true,
-            other => panic!("answered flag {other}"),
-        })
-        .collect();
     Answers {
         knn,
         rings,
         answered,
+        tiles,
+        tile_answered: flags(rest),
     }
 }
 
@@ -196,7 +218,11 @@ fn warp_knn_equals_the_reference() {
             (Grid::new(points, cell, 4), 4),
         ] {
             for order in [None, Some(&reversed[..])] {
-                let got = emulate(exe, points, &qs, order, &grid, (k, radius, 3));
+                let tile = Tile {
+                    whole: true,
+                    margin: 1,
+                };
+                let got = emulate(exe, points, &qs, order, &grid, (k, radius, 3), tile);
                 for (q, &p) in qs.iter().enumerate() {
                     let want = exact(points, p, k, radius);
                     assert_eq!(got.knn[q], want, "{name}, table bits {bits}, query {q}");
@@ -225,7 +251,11 @@ fn shell_search_equals_the_reference_for_small_cells() {
     let radius = 0.3;
     for bits in [0, 6] {
         let grid = Grid::new(&points, 0.02, bits);
-        let got = emulate(exe, &points, &qs, None, &grid, (24, radius, 3));
+        let tile = Tile {
+            whole: false,
+            margin: 1,
+        };
+        let got = emulate(exe, &points, &qs, None, &grid, (24, radius, 3), tile);
         let mut answered = 0;
         for (q, &p) in qs.iter().enumerate() {
             if got.answered[q] {
@@ -242,5 +272,119 @@ fn shell_search_equals_the_reference_for_small_cells() {
             "bits {bits}: only {answered} answered"
         );
         assert!(answered < qs.len(), "bits {bits}: every query answered");
+    }
+}
+
+/// `qs` sorted by the Morton code of their cells of `cell` (non-finite
+/// ones last): neighbouring queries in neighbouring tiles.
+fn morton_sorted(qs: &[Vec3], cell: f32) -> Vec<Vec3> {
+    let key = |q: &Vec3| {
+        if !q.is_finite() {
+            return u32::MAX;
+        }
+        let c = q
+            .to_array()
+            .map(|v| ((v + 1.0) / cell).clamp(0.0, 1023.0) as u32);
+        caustic_geom::morton::encode_30(c[0], c[1], c[2])
+    };
+    let mut sorted = qs.to_vec();
+    sorted.sort_by_key(key);
+    sorted
+}
+
+/// The tiled search (`warp_tile_knn`): every query it answers equals the
+/// reference, with blocks that hold every neighbour (cells of the radius)
+/// and with blocks of small cells that cover only part of the radius (the
+/// lanes whose k-th lies beyond their covered distance are left to the
+/// caller); linear and Teschner-hashed grids, ties between duplicated
+/// points, dense clouds whose k-th bins overflow, queries in Morton order
+/// (tiles of neighbours) and as drawn (tiles spread over the grid).
+#[test]
+fn tiles_equal_the_reference() {
+    let Some(exe) = harness() else { return };
+    let mut rng = Pcg32::new(0x53, 11);
+    let uniform: Vec<Vec3> = (0..3000)
+        .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()))
+        .collect();
+    let duplicated: Vec<Vec3> = (0..2000)
+        .map(|i| {
+            let j = (i % 40) as f32;
+            Vec3::new(0.3 + 0.01 * (j % 4.0), 0.5 + 0.013 * (j / 4.0).floor(), 0.4)
+        })
+        .collect();
+    // A dense blob beside a sparse spread, and a plane (photons on a
+    // surface).
+    let blob: Vec<Vec3> = (0..6000)
+        .map(|i| {
+            let u = Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32());
+            if i % 4 == 0 { u } else { u * 0.1 + 0.45 }
+        })
+        .collect();
+    let plane: Vec<Vec3> = (0..6000)
+        .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), 0.5))
+        .collect();
+    for (name, points, radius, cell, k, whole, margin) in [
+        ("uniform", &uniform, 0.12f32, 0.12f32, 16usize, true, 1),
+        ("uniform, k = 1", &uniform, 0.12, 0.12, 1, true, 1),
+        ("duplicated", &duplicated, 0.05, 0.05, 50, true, 1),
+        ("duplicated, k = 128", &duplicated, 0.2, 0.2, 128, true, 1),
+        ("plane", &plane, 0.1, 0.1, 40, true, 1),
+        ("plane, small cells", &plane, 0.3, 0.03, 40, false, 1),
+        (
+            "plane, small cells, margin 2",
+            &plane,
+            0.3,
+            0.03,
+            40,
+            false,
+            2,
+        ),
+        ("blob, small cells", &blob, 0.3, 0.02, 24, false, 1),
+        (
+            "plane, small cells, margin 3",
+            &plane,
+            0.3,
+            0.03,
+            40,
+            false,
+            3,
+        ),
+    ] {
+        let drawn = queries(points, 1500, &mut rng);
+        let sorted = morton_sorted(&drawn, cell);
+        // 2^6 buckets: many cells a bucket; 2^12: a few.
+        for bits in [0, 6, 12] {
+            let grid = Grid::new(points, cell * (1.0 + 1e-3), bits);
+            for (order, qs) in [("Morton", &sorted), ("drawn", &drawn)] {
+                let tile = Tile { whole, margin };
+                let got = emulate(exe, points, qs, None, &grid, (k, radius, 3), tile);
+                let mut answered = 0;
+                for (q, &p) in qs.iter().enumerate() {
+                    if got.tile_answered[q] {
+                        answered += 1;
+                        assert_eq!(
+                            got.tiles[q],
+                            exact(points, p, k, radius),
+                            "{name}, {order} order, bits {bits}, query {q}"
+                        );
+                    }
+                }
+                eprintln!(
+                    "{name}, {order} order, bits {bits}: {answered} of {} answered by tiles",
+                    qs.len()
+                );
+                // (The tiny hashed table puts about 50 points in every
+                // bucket: most blocks exceed the tiles' point bound. Ties
+                // of 50 duplicates overflow the k-th's bin; wide margins
+                // make blocks of more than TILE_MAX_CELLS.)
+                if order == "Morton" {
+                    let least = if bits == 6 { 1 } else { qs.len() / 8 };
+                    assert!(
+                        answered >= least,
+                        "{name}, bits {bits}: only {answered} answered"
+                    );
+                }
+            }
+        }
     }
 }

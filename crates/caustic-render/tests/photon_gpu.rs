@@ -549,14 +549,14 @@ fn gpu_and_cpu_photon_frames_have_the_same_error_against_the_references() {
 /// photons), for 1.2·10^5 queries (uniform in the box, on photons, near
 /// them, and non-finite), against the CPU hash grid for all of them and
 /// the brute-force reference for a sample; bit for bit, ties included.
+/// Query by query, and by the estimate's tiles of 32 queries, in Morton
+/// order and as drawn.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn estimate_search_returns_the_exact_k_nearest_photons() {
-    use caustic_accel::points::reference;
     use caustic_geom::{Pcg32, Vec3};
     use caustic_gpu::DeviceBuffer;
     use caustic_render::photon::render_cuda::IndexedPhotons;
-    use rayon::prelude::*;
 
     let gpu = gpu();
     let scene = Scene::builtin("cornell-caustics").unwrap();
@@ -602,53 +602,88 @@ fn estimate_search_returns_the_exact_k_nearest_photons() {
         let indexed = IndexedPhotons::build(photons, radius, k).unwrap();
         let view = indexed.view(k, radius, false).unwrap();
         let view = DeviceBuffer::from_slice(&gpu, "view", &[view]).unwrap();
-        let as_arrays: Vec<[f32; 3]> = queries.iter().map(|q| q.to_array()).collect();
-        let on_device = DeviceBuffer::from_slice(&gpu, "queries", &as_arrays).unwrap();
-        let got = caustic_render::photon::estimate_cuda::map_knn(&view, &on_device)
-            .unwrap()
-            .download()
-            .unwrap();
-        let cpu = build_point_structure("hashgrid", &positions, radius).unwrap();
-        let mismatches: Vec<usize> = (0..queries.len())
-            .into_par_iter()
-            .filter(|&q| {
-                let mut want = Vec::new();
-                cpu.knn(queries[q], k, radius, &mut want);
-                let want: Vec<(u32, u32)> =
-                    want.iter().map(|n| (n.index, n.dist2.to_bits())).collect();
-                let have: Vec<(u32, u32)> = got[q].iter().map(|&(i, d)| (i, d.to_bits())).collect();
-                want != have
-            })
-            .collect();
-        let full = got.iter().filter(|g| g.len() == k).count();
-        eprintln!(
-            "{name} map: {} photons, {} queries ({full} with all {k} neighbours), {} differ from the CPU hash grid",
-            positions.len(),
-            queries.len(),
-            mismatches.len()
-        );
-        assert!(
-            mismatches.is_empty(),
-            "{name}: first differing query {}",
-            mismatches[0]
-        );
-        let sample_differs = (0..queries.len())
-            .step_by(queries.len() / 400)
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            .filter(|&q| {
-                let want = reference::knn(&positions, queries[q], k, radius);
-                let want: Vec<(u32, u32)> =
-                    want.iter().map(|n| (n.index, n.dist2.to_bits())).collect();
-                let have: Vec<(u32, u32)> = got[q].iter().map(|&(i, d)| (i, d.to_bits())).collect();
-                want != have
-            })
-            .count();
-        assert_eq!(
-            sample_differs, 0,
-            "{name}: differs from the brute-force reference"
-        );
+        // Three searches: query by query, and by tiles of 32 (the
+        // estimate's) over the queries in Morton order (neighbouring tiles)
+        // and as drawn (tiles spread over the map: most lanes search alone).
+        let cell = (hi - lo) / 1023.0;
+        let morton = |q: &Vec3| {
+            let u = ((*q - lo) / cell)
+                .to_array()
+                .map(|v| v.clamp(0.0, 1023.0) as u32);
+            caustic_geom::morton::encode_30(u[0], u[1], u[2])
+        };
+        let mut sorted = queries.clone();
+        sorted.sort_by_key(morton);
+        for (how, queries, tiled) in [
+            ("per query", &queries, false),
+            ("tiles, Morton order", &sorted, true),
+            ("tiles, as drawn", &queries, true),
+        ] {
+            check_map_search(&gpu, &view, &positions, queries, tiled, (k, radius));
+            eprintln!("{name} map, {how}: equal");
+        }
     }
+}
+
+/// The estimate's search of the map `view` over `positions` for `queries`
+/// against the CPU hash grid (every query) and the brute-force reference
+/// (a sample), bit for bit.
+fn check_map_search(
+    gpu: &caustic_gpu::Gpu,
+    view: &caustic_gpu::DeviceBuffer<caustic_render::photon::records_cuda::PhotonMapView>,
+    positions: &[caustic_geom::Vec3],
+    queries: &[caustic_geom::Vec3],
+    tiled: bool,
+    (k, radius): (usize, f32),
+) {
+    use caustic_accel::points::reference;
+    use caustic_gpu::DeviceBuffer;
+    use rayon::prelude::*;
+    let name = if tiled { "tiled" } else { "per query" };
+    let as_arrays: Vec<[f32; 3]> = queries.iter().map(|q| q.to_array()).collect();
+    let on_device = DeviceBuffer::from_slice(gpu, "queries", &as_arrays).unwrap();
+    let got = caustic_render::photon::estimate_cuda::map_knn(view, &on_device, tiled)
+        .unwrap()
+        .download()
+        .unwrap();
+    let cpu = build_point_structure("hashgrid", positions, radius).unwrap();
+    let mismatches: Vec<usize> = (0..queries.len())
+        .into_par_iter()
+        .filter(|&q| {
+            let mut want = Vec::new();
+            cpu.knn(queries[q], k, radius, &mut want);
+            let want: Vec<(u32, u32)> = want.iter().map(|n| (n.index, n.dist2.to_bits())).collect();
+            let have: Vec<(u32, u32)> = got[q].iter().map(|&(i, d)| (i, d.to_bits())).collect();
+            want != have
+        })
+        .collect();
+    let full = got.iter().filter(|g| g.len() == k).count();
+    eprintln!(
+        "{name} map: {} photons, {} queries ({full} with all {k} neighbours), {} differ from the CPU hash grid",
+        positions.len(),
+        queries.len(),
+        mismatches.len()
+    );
+    assert!(
+        mismatches.is_empty(),
+        "{name}: first differing query {}",
+        mismatches[0]
+    );
+    let sample_differs = (0..queries.len())
+        .step_by(queries.len() / 400)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .filter(|&q| {
+            let want = reference::knn(positions, queries[q], k, radius);
+            let want: Vec<(u32, u32)> = want.iter().map(|n| (n.index, n.dist2.to_bits())).collect();
+            let have: Vec<(u32, u32)> = got[q].iter().map(|&(i, d)| (i, d.to_bits())).collect();
+            want != have
+        })
+        .count();
+    assert_eq!(
+        sample_differs, 0,
+        "{name}: differs from the brute-force reference"
+    );
 }
 
 /// The two GPU photon frames of a team test: `single` and a member's.

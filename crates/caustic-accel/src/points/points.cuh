@@ -598,3 +598,254 @@ __device__ bool grid_knn_rings(const Grid& g, const u32* start, const u32* end,
     }
     return false;
 }
+
+// ------------------------------------------------------------- tiled kNN
+//
+// Tiled gathering (Mara, McGuire, Nowrouzezahrai and Luebke 2013, "Toward
+// practical real-time photon mapping", §4: tiles of neighbouring pixels
+// share one photon list): a warp answers 32 neighbouring queries (Morton
+// order) at once. It loads the points of the block of cells around the
+// tile into shared memory once, TILE_CAP at a time, and every lane reads
+// them all as broadcasts, with no per-lane cell walk. Each lane then
+// selects its k nearest without a heap: pass 1 counts its in-range points
+// in TILE_BINS bins of dist2 (a histogram in shared memory); the bin that
+// holds the k-th key follows; pass 2 keeps the keys of the lower bins (all
+// selected) and sets aside those of the k-th's bin, of which the k - below
+// smallest are chosen. The same k smallest (dist2, index) keys as Best's.
+
+// Points a warp holds in shared memory at a time.
+#define TILE_CAP 256u
+// Bins of a lane's histogram (two 16-bit counts a word, so each lane's
+// words sit in its own bank).
+#define TILE_BINS 32u
+#define TILE_HIST_WORDS (TILE_BINS / 2u * 32u)
+// Keys of the k-th's bin a lane can set aside; more: the caller searches.
+#define TILE_SPILL 64u
+// Largest block (cells) and point count a tile takes on; beyond, the
+// caller searches per query.
+#define TILE_MAX_CELLS 512u
+#define TILE_MAX_POINTS 8192u
+
+// The block of cells a warp's tile searches: the cells of its active
+// queries' points and `margin` more on every side, clamped to the grid.
+// False (for the whole warp) when no lane is active.
+__device__ __forceinline__ bool warp_tile_block(const Grid& g, float3 p, bool active, int margin,
+                                                int lo[3], int hi[3], u32& cells) {
+    int c[3];
+    cell_of(g, p, c);
+    for (int a = 0; a < 3; ++a) {
+        lo[a] = active ? c[a] : 0x7fffffff;
+        hi[a] = active ? c[a] : -1;
+        for (int d = 16; d > 0; d >>= 1) {
+            lo[a] = min(lo[a], __shfl_xor_sync(CAUSTIC_FULL_MASK, lo[a], d));
+            hi[a] = max(hi[a], __shfl_xor_sync(CAUSTIC_FULL_MASK, hi[a], d));
+        }
+    }
+    if (hi[0] < 0) return false;
+    u64 volume = 1;
+    for (int a = 0; a < 3; ++a) {
+        lo[a] = max(lo[a] - margin, 0);
+        hi[a] = min(hi[a] + margin, g.dims[a] - 1);
+        volume *= (u64)(hi[a] - lo[a] + 1);
+    }
+    cells = (u32)min(volume, (u64)0xffffffffu);
+    return true;
+}
+
+// Cell number c of the block lo..hi, x fastest.
+__device__ __forceinline__ void tile_cell(const int lo[3], const int hi[3], u32 c, int cell[3]) {
+    const u32 wx = (u32)(hi[0] - lo[0] + 1), wy = (u32)(hi[1] - lo[1] + 1);
+    cell[0] = lo[0] + (int)(c % wx);
+    cell[1] = lo[1] + (int)((c / wx) % wy);
+    cell[2] = lo[2] + (int)(c / (wx * wy));
+}
+
+// The sum of the block's bucket lengths (under the Teschner hash a bucket
+// two cells share counts twice, and holds other cells' points: an upper
+// bound of the points streamed), the same in every lane.
+__device__ __forceinline__ u32 warp_tile_count(const Grid& g, const u32* start, const u32* end,
+                                               const int lo[3], const int hi[3], u32 cells) {
+    u64 n = 0;
+    for (u32 c = lane_id(); c < cells; c += 32) {
+        int cell[3];
+        tile_cell(lo, hi, c, cell);
+        const u32 b = bucket_of(g, cell);
+        n += end[b] - start[b];
+    }
+    for (int d = 16; d > 0; d >>= 1) n += __shfl_xor_sync(CAUSTIC_FULL_MASK, n, d);
+    return (u32)min(n, (u64)0xffffffffu);
+}
+
+// Streams the points of the block's cells (each point once: under the
+// Teschner hash only a bucket's points whose own cell is the cell visited)
+// into `buf`, a warp's TILE_CAP points in shared memory: the warp calls
+// chunk(n) whenever it holds n points (at most TILE_CAP) and once at the
+// end. Cells are taken 32 at a time (lane i loads cell i's
+// bucket bounds), their runs as one stream, 32 points a step (one 16-byte
+// load a lane). Returns the number of chunk calls; `last` is the last n
+// (buf still holds those points).
+template <class Chunk>
+__device__ __forceinline__ u32 warp_tile_stream(const Grid& g, const u32* start, const u32* end,
+                                                const float4* sorted, const int lo[3],
+                                                const int hi[3], u32 cells, float4* buf,
+                                                u32& last, Chunk chunk) {
+    const u32 lane = lane_id();
+    u32 fill = 0, chunks = 0;
+    for (u32 group = 0; group < cells; group += 32) {
+        const u32 c = group + lane;
+        int cell[3] = {0, 0, 0};
+        u32 first = 0, len = 0;
+        if (c < cells) {
+            tile_cell(lo, hi, c, cell);
+            const u32 b = bucket_of(g, cell);
+            first = start[b];
+            len = end[b] - first;
+        }
+        u32 incl = len;
+        for (u32 d = 1; d < 32; d <<= 1) {
+            const u32 t = __shfl_up_sync(CAUSTIC_FULL_MASK, incl, d);
+            if (lane >= d) incl += t;
+        }
+        const u32 total = __shfl_sync(CAUSTIC_FULL_MASK, incl, 31);
+        const u32 excl = incl - len;
+        for (u32 base = 0; base < total; base += 32) {
+            if (fill + 32 > TILE_CAP) {
+                __syncwarp();
+                chunk(fill);
+                __syncwarp();
+                ++chunks;
+                fill = 0;
+            }
+            const u32 v = base + lane;
+            // The owner of stream element v: the first lane whose run ends past it.
+            u32 owner = 0;
+            for (u32 step = 16; step > 0; step >>= 1) {
+                if (__shfl_sync(CAUSTIC_FULL_MASK, incl, owner + step - 1) <= v) owner += step;
+            }
+            const u32 j = __shfl_sync(CAUSTIC_FULL_MASK, first, owner) + v -
+                          __shfl_sync(CAUSTIC_FULL_MASK, excl, owner);
+            int own[3];
+            for (int a = 0; a < 3; ++a) own[a] = __shfl_sync(CAUSTIC_FULL_MASK, cell[a], owner);
+            bool keep = v < total;
+            float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (keep) {
+                s = sorted[j];
+                if (g.table_bits != 0) {
+                    int at[3];
+                    cell_of(g, make_float3(s.x, s.y, s.z), at);
+                    keep = at[0] == own[0] && at[1] == own[1] && at[2] == own[2];
+                }
+            }
+            const u32 ballot = __ballot_sync(CAUSTIC_FULL_MASK, keep);
+            if (keep) buf[fill + __popc(ballot & lanemask_lt())] = s;
+            fill += __popc(ballot);
+        }
+    }
+    __syncwarp();
+    chunk(fill);
+    __syncwarp();
+    last = fill;
+    return chunks + 1;
+}
+
+// Each lane's k nearest of its query p within max_radius among the points
+// of the block lo..hi (warp_tile_block), into `best`, which the caller
+// initialised empty for k and max_radius. True where the answer is exact;
+// false where the caller must search itself (best is then to be
+// initialised again): an inactive lane; with `whole` false, a lane whose
+// k-th is not certain (the block covers every point within its
+// covered_radius only); a k-th's bin of more than TILE_SPILL keys. With
+// `whole`, the block holds every point within max_radius of every query
+// (cells of at least the radius and a margin of one: each query's 27
+// cells). `hist`: the warp's TILE_HIST_WORDS words of shared memory; the
+// block may stream at most 65 535 points (16-bit counts; warp_tile_count
+// bounds them).
+// Leaves best a heap (heap[0] the k-th when full), as offer() would.
+__device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, const u32* end,
+                                              const float4* sorted, float3 p, bool active,
+                                              float max_radius, bool whole, const int lo[3],
+                                              const int hi[3], u32 cells, float4* buf, u32* hist,
+                                              Best& best) {
+    const u32 lane = lane_id();
+    const float r2 = __fmul_rn(max_radius, max_radius);
+    // In range: d2 <= r2 where the block covers the radius, else d2 < cov2
+    // (every such point is in the block).
+    bool all = whole;
+    float cov2 = r2;
+    if (!whole) {
+        const float cov = covered_radius(g, p, lo, hi);
+        all = cov >= max_radius;
+        cov2 = all ? r2 : (cov > 0.0f ? fminf(__fmul_rn(cov, cov), r2) : 0.0f);
+    }
+    // Bins linear in dist2 over the range (about equal counts for points
+    // on a surface); any non-decreasing map of dist2 keeps the order.
+    const float scale = cov2 > 0.0f ? (float)TILE_BINS / cov2 : 0.0f;
+    const u32 k = best.k;
+    for (u32 w = 0; w < TILE_BINS / 2; ++w) hist[w * 32 + lane] = 0;
+    u32 last = 0;
+    const u32 chunks = warp_tile_stream(g, start, end, sorted, lo, hi, cells, buf, last,
+                                        [&](u32 n) {
+        if (!active) return;
+        for (u32 j = 0; j < n; ++j) {
+            const float4 s = buf[j];
+            const float d2 = dist2(p, make_float3(s.x, s.y, s.z));
+            if (all ? d2 <= r2 : d2 < cov2) {
+                const float f = __fmul_rn(d2, scale);
+                const u32 b = f < (float)(TILE_BINS - 1) ? (u32)f : TILE_BINS - 1;
+                hist[(b & 15u) * 32 + lane] += 1u << (16 * (b >> 4));
+            }
+        }
+    });
+    // The k-th key's bin, and how many of its keys are taken.
+    u32 below = 0, kbin = TILE_BINS, need = 0, in_kbin = 0;
+    for (u32 b = 0; b < TILE_BINS; ++b) {
+        const u32 n = (hist[(b & 15u) * 32 + lane] >> (16 * (b >> 4))) & 0xffffu;
+        if (kbin == TILE_BINS) {
+            if (below + n >= k) {
+                kbin = b;
+                need = k - below;
+                in_kbin = n;
+            } else {
+                below += n;
+            }
+        }
+    }
+    // Fewer than k in range: the answer only where the block covers the radius.
+    bool ok = active && (kbin < TILE_BINS ? in_kbin <= TILE_SPILL : all);
+    u64 spill[TILE_SPILL];
+    u32 spilled = 0;
+    auto collect = [&](u32 n) {
+        if (!ok) return;
+        for (u32 j = 0; j < n; ++j) {
+            const float4 s = buf[j];
+            const float d2 = dist2(p, make_float3(s.x, s.y, s.z));
+            if (all ? d2 <= r2 : d2 < cov2) {
+                const float f = __fmul_rn(d2, scale);
+                const u32 b = f < (float)(TILE_BINS - 1) ? (u32)f : TILE_BINS - 1;
+                const u64 key = neighbour_key(d2, __float_as_uint(s.w));
+                if (b < kbin) {
+                    best.heap[best.size++] = key;
+                } else if (b == kbin) {
+                    spill[spilled++] = key;
+                }
+            }
+        }
+    };
+    if (chunks == 1) {
+        collect(last);
+    } else {
+        warp_tile_stream(g, start, end, sorted, lo, hi, cells, buf, last, collect);
+    }
+    if (!ok) return false;
+    // The `need` smallest of the k-th's bin.
+    for (u32 t = 0; t < need; ++t) {
+        u32 at = t;
+        for (u32 j = t + 1; j < spilled; ++j) at = spill[j] < spill[at] ? j : at;
+        const u64 key = spill[at];
+        spill[at] = spill[t];
+        best.heap[best.size++] = key;
+    }
+    for (u32 i = best.size / 2; i-- > 0;) key_sift_down(best.heap, i, best.size);
+    if (best.size == k && k > 0) best.limit = best.heap[0];
+    return true;
+}

@@ -3,8 +3,20 @@
 // eye paths become eye vertices (photon_collect), sorted by Morton code so
 // neighbouring threads search neighbouring photons (photon_vertex_keys),
 // and photon_estimate adds both maps' estimates (hash grids after Fleisz
-// 2009, searched by photon_device.cuh's map_knn) into the framebuffer.
+// 2009) into the framebuffer: each warp takes 32 Morton-neighbouring
+// vertices as one tile and searches their photons together
+// (photon_device.cuh's tile_map_knn, after Mara et al. 2013); the lanes
+// the tile cannot answer search alone (map_knn).
 #include "photon_device.cuh"
+
+#define ESTIMATE_WARPS 4u
+#define ESTIMATE_THREADS (ESTIMATE_WARPS * 32u)
+
+// The tiles' shared memory: each warp's points and histograms.
+struct TileMemory {
+    float4 points[ESTIMATE_WARPS][TILE_CAP];
+    u32 hist[ESTIMATE_WARPS][TILE_HIST_WORDS];
+};
 
 // Sum over buckets of (points in the bucket)^2, and of points: the
 // photon-weighted mean occupancy of a grid's cells, which sizes the fine
@@ -27,19 +39,30 @@ photon_occupancy(const u32* start, const u32* end, u32 buckets, u64* sums) {
     }
 }
 
-// The search of radiance_estimate on its own, for the tests: query q's k
+// The search of the estimates on its own, for the tests: query q's k
 // nearest photons in ascending (dist2, index) order, as points_knn_* write
-// them.
-extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
-photon_map_knn(const PhotonMapView* maps, const float* queries, u32 m, u32* out_index,
+// them; by tiles of 32 queries (photon_estimate's search) when `tiled`,
+// else by map_knn alone.
+extern "C" __global__ void __launch_bounds__(ESTIMATE_THREADS)
+photon_map_knn(const PhotonMapView* maps, const float* queries, u32 m, u32 tiled, u32* out_index,
                float* out_d2, u32* out_count) {
-    u32 q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= m) return;
+    __shared__ TileMemory tiles;
+    const u32 q = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 warp = threadIdx.x / 32;
     const PhotonMapView& map = *maps;
-    const float3 p = make_float3(queries[3 * q], queries[3 * q + 1], queries[3 * q + 2]);
+    float3 p = make_float3(0.0f, 0.0f, 0.0f);
+    if (q < m) p = make_float3(queries[3 * q], queries[3 * q + 1], queries[3 * q + 2]);
+    const bool ok = q < m && query_ok(p, map.max_radius);
+    const float r2 = __fmul_rn(map.max_radius, map.max_radius);
     Best best;
-    best.init(map.k, __fmul_rn(map.max_radius, map.max_radius));
-    if (query_ok(p, map.max_radius)) map_knn(map, p, best);
+    best.init(map.k, r2);
+    bool done = false;
+    if (tiled) done = tile_map_knn(map, p, ok, best, tiles.points[warp], tiles.hist[warp]);
+    if (q >= m) return;
+    if (!done) {
+        best.init(map.k, r2);
+        if (ok) map_knn(map, p, best);
+    }
     best.write(q, map.k, out_index, out_d2, out_count);
 }
 
@@ -101,20 +124,41 @@ photon_vertex_keys(const EyeVertex* vertices, u32 n, float lx, float ly, float l
 
 // The radiance estimates of maps[0 .. map_count] at the eye vertices, in
 // the order `order` gives, times each path's throughput, into the
-// framebuffer.
-extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+// framebuffer. Blocks of ESTIMATE_THREADS: a warp's 32 vertices are a tile.
+extern "C" __global__ void __launch_bounds__(ESTIMATE_THREADS)
 photon_estimate(const FrameParams* scene, const PhotonMapView* maps, u32 map_count,
                 const EyeVertex* vertices, const u32* order, u32 count) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= count) return;
+    __shared__ TileMemory tiles;
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 warp = threadIdx.x / 32;
+    // Every lane stays to the end: the tiles' search is the warp's.
+    const bool valid = i < count;
     const FrameParams& p = *scene;
-    const EyeVertex& v = vertices[order[i]];
-    const Material& m = ((const Material*)p.materials)[v.material];
-    float3 point = load3(v.point), n = load3(v.n), ng = load3(v.ng), wo = load3(v.wo);
-    float3 albedo = load3(v.albedo);
+    const EyeVertex& v = vertices[valid ? order[i] : 0];
+    const Material& m = ((const Material*)p.materials)[valid ? v.material : 0];
+    float3 point = make_float3(0.0f, 0.0f, 0.0f), n = point, ng = point, wo = point, albedo = point;
+    if (valid) {
+        point = load3(v.point);
+        n = load3(v.n);
+        ng = load3(v.ng);
+        wo = load3(v.wo);
+        albedo = load3(v.albedo);
+    }
     float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
     for (u32 j = 0; j < map_count; ++j) {
-        radiance = radiance + density_estimate(maps[j], &m, albedo, n, ng, wo, point);
+        const PhotonMapView& map = maps[j];
+        if (map.count == 0) continue;
+        const float r2 = __fmul_rn(map.max_radius, map.max_radius);
+        Best best;
+        best.init(estimate_k(map), r2);
+        const bool done = tile_map_knn(map, point, valid && query_ok(point, map.max_radius), best,
+                                       tiles.points[warp], tiles.hist[warp]);
+        if (!valid) continue;
+        if (!done) {
+            best.init(estimate_k(map), r2);
+            map_knn(map, point, best);
+        }
+        radiance = radiance + density_of(map, &m, albedo, n, ng, wo, best);
     }
-    splat(p, v.pixel, load3(v.weight) * radiance);
+    if (valid) splat(p, v.pixel, load3(v.weight) * radiance);
 }

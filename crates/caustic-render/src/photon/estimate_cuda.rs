@@ -1,28 +1,55 @@
 //! The radiance estimates of the photon maps on the GPU (kernels in
 //! `estimate.cu`), the twin of [`super::estimate`]: eye vertices collected
 //! from the Whitted waves, Morton-ordered, and both maps' estimates added
-//! to the framebuffer; the map search alone for the tests.
+//! to the framebuffer, a warp's 32 vertices searching their photons as
+//! one tile; the map search alone for the tests.
 
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::points::hash_grid_cuda::{GpuHashGrid, GpuNeighbours};
-use caustic_gpu::ops::launch_per_element as launch;
-use caustic_gpu::{DeviceBuffer, DevicePtrMut, GpuError};
+use caustic_gpu::ops::{blocks_for, check_len, launch_per_element as launch};
+use caustic_gpu::{DeviceBuffer, DevicePtrMut, Gpu, GpuError, Kernel, Signature};
 
 use super::records_cuda::{GpuEyeVertex, PhotonMapView};
 use crate::kernels::photon_estimate as k;
 use crate::scene_cuda::{FrameParams, GpuPath};
 
+/// Threads of the estimate kernels' blocks (`ESTIMATE_THREADS` in
+/// `estimate.cu`): four warps, each a tile of 32 queries.
+const ESTIMATE_THREADS: u32 = 128;
+
+/// Queues a tiled kernel with one thread per element over `n` elements in
+/// blocks of [`ESTIMATE_THREADS`]; nothing for `n == 0`.
+fn launch_tiles<S: Signature>(
+    gpu: &Gpu,
+    kernel: Kernel<S>,
+    n: usize,
+    args: S::Args<'_>,
+) -> Result<(), GpuError> {
+    if n == 0 {
+        return Ok(());
+    }
+    check_len(kernel.name(), n, u32::MAX as usize)?;
+    gpu.launch(
+        kernel,
+        blocks_for(n, ESTIMATE_THREADS as usize),
+        ESTIMATE_THREADS,
+        args,
+    )
+}
+
 /// The search of [`estimate`] on its own: the `k` nearest photons of the
 /// map `view` (one element) within its radius for every query, as the
-/// point-search kernels report them.
+/// point-search kernels report them; by tiles of 32 consecutive queries
+/// as [`estimate`] searches when `tiled`, else query by query.
 pub fn map_knn(
     view: &DeviceBuffer<PhotonMapView>,
     queries: &DeviceBuffer<[f32; 3]>,
+    tiled: bool,
 ) -> Result<GpuNeighbours, GpuError> {
     let m = queries.len();
     let per_query = view.download()?.first().map_or(0, |v| v.k as usize);
     let mut out = GpuNeighbours::new(view.gpu(), m, per_query)?;
-    launch(
+    launch_tiles(
         view.gpu(),
         k::PHOTON_MAP_KNN,
         m,
@@ -30,6 +57,7 @@ pub fn map_knn(
             view.ptr(),
             queries.ptr().cast(),
             m as u32,
+            u32::from(tiled),
             out.index.ptr_mut(),
             out.dist2.ptr_mut(),
             out.count.ptr_mut(),
@@ -176,7 +204,8 @@ pub(crate) fn morton_sorted(
     Ok(order)
 }
 
-/// Adds the radiance estimates of `maps` at `vertices` (taken in `order`),
+/// Adds the radiance estimates of `maps` at `vertices` (taken in `order`,
+/// Morton order: a warp's 32 vertices share their photons as one tile),
 /// times each path's throughput, to the framebuffer `scene` names.
 pub fn estimate(
     scene: &DeviceBuffer<FrameParams>,
@@ -185,7 +214,7 @@ pub fn estimate(
     order: &DeviceBuffer<u32>,
 ) -> Result<(), GpuError> {
     let n = order.len();
-    launch(
+    launch_tiles(
         scene.gpu(),
         k::PHOTON_ESTIMATE,
         n,

@@ -86,20 +86,70 @@ __device__ void map_knn(const PhotonMapView& map, float3 point, Best& best) {
                             [&](float3 s, u32 index) { best.offer(dist2(point, s), index); });
 }
 
-// estimate::density: the k nearest photons within the map's radius on the
-// side of `ng`, over the disc to the k-th photon (which only sets the
-// radius), each photon's power weighted by the BRDF for its direction
-// (estimate::radiance), or not when `m` is null (estimate::irradiance).
-__device__ float3 density_estimate(const PhotonMapView& map, const Material* m, float3 albedo,
-                                   float3 n, float3 ng, float3 wo, float3 point) {
+// The margin of fine cells a tile's first block takes around its
+// queries' cells (warp_tile_block); lanes left uncertain retry with
+// margins up to FINE_SHELLS.
+#ifndef TILE_FINE_MARGIN
+#define TILE_FINE_MARGIN 1
+#endif
+
+// map_knn for a warp's 32 neighbouring queries at once (warp_tile_knn).
+// Where the coarse block (cells of the radius around the tile's cells)
+// holds few photons it answers every lane exactly; else blocks of fine
+// cells with margins of TILE_FINE_MARGIN .. FINE_SHELLS cells, each for
+// the lanes the ones before left uncertain (as the shells of
+// grid_knn_rings), then the coarse block for the rest. True where the
+// lane's answer is in `best` (initialised empty by the caller); false
+// where the caller must search itself (map_knn, after a fresh init).
+__device__ bool tile_map_knn(const PhotonMapView& map, float3 point, bool active, Best& best,
+                             float4* buf, u32* hist) {
+    const Grid coarse = grid_of(map.coarse);
+    const u32* cs = (const u32*)map.coarse.start;
+    const u32* ce = (const u32*)map.coarse.end;
+    const float4* coarse_points = (const float4*)map.coarse.sorted;
+    int lo[3], hi[3];
+    u32 cells;
+    if (!warp_tile_block(coarse, point, active, 1, lo, hi, cells)) return false;
+    u32 n = cells <= TILE_MAX_CELLS ? warp_tile_count(coarse, cs, ce, lo, hi, cells) : 0xffffffffu;
+    // coarse_limit u32::MAX: the fine grid is the coarse one; 0: fine first.
+    if (map.coarse_limit == 0xffffffffu ||
+        (map.coarse_limit != 0 && n <= 2u * min(map.coarse_limit, TILE_MAX_POINTS))) {
+        return n <= TILE_MAX_POINTS &&
+               warp_tile_knn(coarse, cs, ce, coarse_points, point, active, map.max_radius, true,
+                             lo, hi, cells, buf, hist, best);
+    }
+    const Grid fine = grid_of(map.fine);
+    const u32* fs = (const u32*)map.fine.start;
+    const u32* fe = (const u32*)map.fine.end;
+    bool done = false, pending = active;
+    for (int margin = TILE_FINE_MARGIN; margin <= FINE_SHELLS; ++margin) {
+        if (!warp_tile_block(fine, point, pending, margin, lo, hi, cells)) return done;
+        if (cells > TILE_MAX_CELLS || warp_tile_count(fine, fs, fe, lo, hi, cells) > TILE_MAX_POINTS)
+            break;
+        if (warp_tile_knn(fine, fs, fe, (const float4*)map.fine.sorted, point, pending,
+                          map.max_radius, false, lo, hi, cells, buf, hist, best)) {
+            done = true;
+            pending = false;
+        }
+    }
+    if (!warp_tile_block(coarse, point, pending, 1, lo, hi, cells)) return done;
+    if (cells > TILE_MAX_CELLS || warp_tile_count(coarse, cs, ce, lo, hi, cells) > TILE_MAX_POINTS)
+        return done;
+    return warp_tile_knn(coarse, cs, ce, coarse_points, point, pending, map.max_radius, true, lo, hi,
+                         cells, buf, hist, best) ||
+           done;
+}
+
+// estimate::density over the k nearest photons `best` holds (a heap, as
+// map_knn leaves it): within the map's radius on the side of `ng`, over the
+// disc to the k-th photon (which only sets the radius), each photon's power
+// weighted by the BRDF for its direction (estimate::radiance), or not when
+// `m` is null (estimate::irradiance).
+__device__ float3 density_of(const PhotonMapView& map, const Material* m, float3 albedo,
+                             float3 n, float3 ng, float3 wo, const Best& best) {
     float3 zero = make_float3(0.0f, 0.0f, 0.0f);
-    if (map.count == 0) return zero;
-    u32 k = max(min(map.k, POINTS_MAX_K), 2u);
-    Best best;
-    best.init(k, __fmul_rn(map.max_radius, map.max_radius));
-    map_knn(map, point, best);
     // A full heap's root is the k-th photon: it fixes the radius only.
-    bool full = best.size == k;
+    bool full = best.size == best.k;
     float r2 = full ? __uint_as_float((u32)(best.heap[0] >> 32)) : map.max_radius * map.max_radius;
     if (!(r2 > 0.0f) || !isfinite(r2)) return zero;
     float kr = CONE_KAPPA * sqrtf(r2);
@@ -115,6 +165,21 @@ __device__ float3 density_estimate(const PhotonMapView& map, const Material* m, 
     }
     float norm = map.cone ? 1.0f - 2.0f / (3.0f * CONE_KAPPA) : 1.0f;
     return div3(sum, norm * PI_F * r2);
+}
+
+// The estimate k of a map (estimate::density's clamp).
+__device__ __forceinline__ u32 estimate_k(const PhotonMapView& map) {
+    return max(min(map.k, POINTS_MAX_K), 2u);
+}
+
+// estimate::density at one point: map_knn, then density_of.
+__device__ float3 density_estimate(const PhotonMapView& map, const Material* m, float3 albedo,
+                                   float3 n, float3 ng, float3 wo, float3 point) {
+    if (map.count == 0) return make_float3(0.0f, 0.0f, 0.0f);
+    Best best;
+    best.init(estimate_k(map), __fmul_rn(map.max_radius, map.max_radius));
+    map_knn(map, point, best);
+    return density_of(map, m, albedo, n, ng, wo, best);
 }
 
 // 30-bit Morton code of p in the box lo .. lo + 1 / inv (per axis).
