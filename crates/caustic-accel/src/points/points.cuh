@@ -459,6 +459,20 @@ __device__ __forceinline__ void warp_grid_bucket(const Grid& g, const u32* start
     near2 = __uint_as_float((u32)(key >> 32));
 }
 
+// Element v of a warp's stream of runs (lane i's run: `first` on, its
+// length ending at the inclusive prefix `incl`, starting at `excl`): the
+// lane whose run holds it (the first whose run ends past v) and its index
+// in that run's array.
+__device__ __forceinline__ void stream_element(u32 incl, u32 excl, u32 first, u32 v, u32* owner,
+                                               u32* index) {
+    u32 o = 0;
+    for (u32 step = 16; step > 0; step >>= 1) {
+        if (__shfl_sync(CAUSTIC_FULL_MASK, incl, o + step - 1) <= v) o += step;
+    }
+    *owner = o;
+    *index = __shfl_sync(CAUSTIC_FULL_MASK, first, o) + v - __shfl_sync(CAUSTIC_FULL_MASK, excl, o);
+}
+
 // Offers `best` every point of grid_for_each_candidate that can enter it,
 // the warp together: the cells' runs, nearest cell first, as one stream
 // 32 points at a time (lane i loads the i-th, one 16-byte load). Cells
@@ -484,13 +498,8 @@ __device__ __forceinline__ void warp_grid_candidates(const Grid& g, const u32* s
         u32 base = 0;
         for (; base < total && !cut; base += 32) {
             const u32 v = base + lane;
-            // The owner of stream element v: the first lane whose run ends past it.
-            u32 owner = 0;
-            for (u32 step = 16; step > 0; step >>= 1) {
-                if (__shfl_sync(CAUSTIC_FULL_MASK, incl, owner + step - 1) <= v) owner += step;
-            }
-            const u32 j = __shfl_sync(CAUSTIC_FULL_MASK, first, owner) + v -
-                          __shfl_sync(CAUSTIC_FULL_MASK, excl, owner);
+            u32 owner, j;
+            stream_element(incl, excl, first, v, &owner, &j);
             u64 key = 0;
             if (v < total) {
                 const float4 s = sorted[j];
@@ -717,13 +726,8 @@ __device__ __forceinline__ u32 warp_tile_stream(const Grid& g, const u32* start,
                 fill = 0;
             }
             const u32 v = base + lane;
-            // The owner of stream element v: the first lane whose run ends past it.
-            u32 owner = 0;
-            for (u32 step = 16; step > 0; step >>= 1) {
-                if (__shfl_sync(CAUSTIC_FULL_MASK, incl, owner + step - 1) <= v) owner += step;
-            }
-            const u32 j = __shfl_sync(CAUSTIC_FULL_MASK, first, owner) + v -
-                          __shfl_sync(CAUSTIC_FULL_MASK, excl, owner);
+            u32 owner, j;
+            stream_element(incl, excl, first, v, &owner, &j);
             int own[3];
             for (int a = 0; a < 3; ++a) own[a] = __shfl_sync(CAUSTIC_FULL_MASK, cell[a], owner);
             bool keep = v < total;

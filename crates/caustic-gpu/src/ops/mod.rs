@@ -106,16 +106,23 @@ pub fn launch_per_element<S: Signature>(
     n: usize,
     args: S::Args<'_>,
 ) -> Result<(), GpuError> {
+    launch_per_element_in(gpu, kernel, n, ELEMENT_THREADS, args)
+}
+
+/// [`launch_per_element`] in blocks of `threads` threads (a kernel whose
+/// blocks are sized for their shared memory or their tiles).
+pub fn launch_per_element_in<S: Signature>(
+    gpu: &Gpu,
+    kernel: Kernel<S>,
+    n: usize,
+    threads: u32,
+    args: S::Args<'_>,
+) -> Result<(), GpuError> {
     if n == 0 {
         return Ok(());
     }
     check_len(kernel.name(), n, u32::MAX as usize)?;
-    gpu.launch(
-        kernel,
-        blocks_for(n, ELEMENT_THREADS as usize),
-        ELEMENT_THREADS,
-        args,
-    )
+    gpu.launch(kernel, blocks_for(n, threads as usize), threads, args)
 }
 
 /// Number of blocks that cover `len` elements, `per_block` at a time.

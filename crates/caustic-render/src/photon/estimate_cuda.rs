@@ -6,7 +6,7 @@
 
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::points::hash_grid_cuda::{GpuHashGrid, GpuNeighbours};
-use caustic_gpu::ops::{blocks_for, check_len, launch_per_element as launch};
+use caustic_gpu::ops::{launch_per_element as launch, launch_per_element_in};
 use caustic_gpu::{DeviceBuffer, DevicePtrMut, Gpu, GpuError, Kernel, Signature};
 
 use super::records_cuda::{GpuEyeVertex, PhotonMapView};
@@ -25,16 +25,7 @@ fn launch_tiles<S: Signature>(
     n: usize,
     args: S::Args<'_>,
 ) -> Result<(), GpuError> {
-    if n == 0 {
-        return Ok(());
-    }
-    check_len(kernel.name(), n, u32::MAX as usize)?;
-    gpu.launch(
-        kernel,
-        blocks_for(n, ESTIMATE_THREADS as usize),
-        ESTIMATE_THREADS,
-        args,
-    )
+    launch_per_element_in(gpu, kernel, n, ESTIMATE_THREADS, args)
 }
 
 /// The search of [`estimate`] on its own: the `k` nearest photons of the
