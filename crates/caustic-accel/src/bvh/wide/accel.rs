@@ -28,6 +28,15 @@ use std::time::Instant;
 /// Rays per rayon task in [`WideTriangleBvh::intersect_batch`].
 const BATCH_RUN: usize = 256;
 
+/// Rays per rayon task in [`WideTriangleBvh::occluded_batch`]: the
+/// regrouping by direction class works inside one task's rays (the
+/// protocol's runs of 1024 secondary rays).
+const OCCLUDED_RUN: usize = 1024;
+
+/// Rays per packet in [`WideTriangleBvh::occluded_run`]: 8, one vector
+/// (measured on bunny, sponza and conference AO rays: see BENCHMARKS.md).
+const OCCLUDED_PACKET_RAYS: usize = 8;
+
 /// Rays per packet in [`WideTriangleBvh::intersect_run`]: four rows of the
 /// benchmark's 16x16 tiles, or one 8x8 tile of a renderer. Measured on
 /// sibenik primary rays (one thread): 8 rays 14, 16 rays 18, 32 rays 20,
@@ -362,6 +371,16 @@ mod avx {
     }
 
     #[inline]
+    pub fn occluded_packets(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+        #[target_feature(enable = "avx2")]
+        unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+            packet::occluded_batch::<8, { OCCLUDED_PACKET_RAYS / 8 }, Avx8>(avx, bvh, rays, out)
+        }
+        // SAFETY: `avx` exists, so the CPU has AVX2.
+        unsafe { run(avx, bvh, rays, out) }
+    }
+
+    #[inline]
     pub fn closest_packets(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], hits: &mut [Option<Hit>]) {
         #[target_feature(enable = "avx2")]
         unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], hits: &mut [Option<Hit>]) {
@@ -397,6 +416,30 @@ impl WideTriangleBvh {
     }
 }
 
+impl WideTriangleBvh {
+    /// Occlusion of a run of rays, regrouped by direction and traced in
+    /// packets where a class has enough rays (see
+    /// [`super::packet::occluded_batch`]); `out.len() == rays.len()`.
+    pub fn occluded_run(&self, rays: &[Ray], out: &mut [bool]) {
+        assert_eq!(rays.len(), out.len(), "one result slot per ray");
+        const P8: usize = OCCLUDED_PACKET_RAYS.div_ceil(8);
+        const P4: usize = OCCLUDED_PACKET_RAYS.div_ceil(4);
+        match (&self.tree, self.engine) {
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_packets(avx, t, rays, out),
+            (Tree::Eight(t), _) => {
+                packet::occluded_batch::<8, P8, Portable<8>>(AnyCpu, t, rays, out)
+            }
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
+                let sse = super::simd::Sse2;
+                packet::occluded_batch::<4, P4, super::simd::Sse4>(sse, t, rays, out)
+            }
+            (Tree::Four(t), _) => packet::occluded_batch::<4, P4, Portable<4>>(AnyCpu, t, rays, out),
+        }
+    }
+}
+
 impl Accel for WideTriangleBvh {
     /// In parallel over runs of 256 rays, each traced by
     /// [`WideTriangleBvh::intersect_run`] (packets where rays are coherent).
@@ -405,6 +448,16 @@ impl Accel for WideTriangleBvh {
         rays.par_chunks(BATCH_RUN)
             .zip(hits.par_chunks_mut(BATCH_RUN))
             .for_each(|(rays, hits)| self.intersect_run(rays, hits));
+    }
+
+    /// In parallel over runs of 1024 rays, each traced by
+    /// [`WideTriangleBvh::occluded_run`] (rays regrouped by direction into
+    /// packets).
+    fn occluded_batch(&self, rays: &[Ray], out: &mut [bool]) {
+        assert_eq!(rays.len(), out.len(), "one result slot per ray");
+        rays.par_chunks(OCCLUDED_RUN)
+            .zip(out.par_chunks_mut(OCCLUDED_RUN))
+            .for_each(|(rays, out)| self.occluded_run(rays, out));
     }
 
     fn intersect(&self, ray: &Ray) -> Option<Hit> {
@@ -582,6 +635,89 @@ mod tests {
                     bvh.intersect_run(&rays[5..306], &mut hits);
                     assert!(hits[..] == expected[5..306], "{config:?} {backend:?}");
                 }
+            }
+        }
+    }
+
+    /// Secondary rays as the benchmark protocol makes them: four directions
+    /// from each of a row of nearby origins, in segments, with awkward rays
+    /// mixed in (zero direction components, empty or inverted intervals,
+    /// non-finite origins, huge and tiny directions).
+    fn secondary_rays(count: usize, seed: u64) -> Vec<Ray> {
+        let mut rng = Pcg32::new(seed, 9);
+        let mut unit = move || rng.next_f32() * 2.0 - 1.0;
+        let mut rays = Vec::with_capacity(count);
+        let mut origin = Vec3::new(unit(), unit(), unit()) * 8.0;
+        while rays.len() < count {
+            if rays.len() % 4 == 0 {
+                origin += Vec3::new(unit(), unit(), unit()) * 0.3;
+            }
+            let mut dir = Vec3::new(unit(), unit(), unit());
+            let i = rays.len();
+            let (tmin, tmax) = match i % 11 {
+                0 => (0.0, f32::INFINITY),
+                1 => (0.5 + unit().abs(), 1.0 + 6.0 * unit().abs()),
+                2 => (3.0, 3.0), // empty
+                3 => (5.0, 1.0), // inverted
+                _ => (0.0, 4.0 + 20.0 * unit().abs()),
+            };
+            match i % 53 {
+                7 => dir.x = 0.0,
+                8 => dir = Vec3::new(0.0, -0.0, 1.0),
+                9 => dir *= 1e-20,
+                10 => dir *= 1e20,
+                11 => dir = Vec3::ZERO,
+                12 => dir.y = f32::NAN,
+                _ => {}
+            }
+            let o = if i % 97 == 5 {
+                Vec3::new(f32::INFINITY, 0.0, 0.0)
+            } else {
+                origin
+            };
+            rays.push(Ray::segment(o, dir, tmin, tmax));
+        }
+        rays
+    }
+
+    /// A soup of [`soup`] with huge, thin, degenerate and non-finite
+    /// triangles added.
+    fn awkward_soup(count: usize, seed: u64) -> Vec<Triangle> {
+        let mut tris = soup(count, seed);
+        let p = Vec3::new(1.0, -2.0, 0.5);
+        tris.extend([
+            Triangle::new(Vec3::splat(-1e4), Vec3::new(1e4, -1e4, 0.0), Vec3::new(0.0, 1e4, 1e4)),
+            Triangle::new(p, p + Vec3::X * 9.0, p + Vec3::X * 9.0 + Vec3::Y * 1e-6),
+            Triangle::new(p, p + Vec3::Y, p + Vec3::Y * 2.0),
+            Triangle::new(p, p, p),
+            Triangle::new(p, Vec3::new(f32::NAN, 0.0, 0.0), p + Vec3::Z),
+        ]);
+        tris
+    }
+
+    #[test]
+    fn occlusion_batches_match_single_rays_and_brute_force() {
+        let test = "occlusion_batches_match_single_rays_and_brute_force";
+        let tris = awkward_soup(1200, 11);
+        let brute = BruteForce::new(&tris);
+        let rays = secondary_rays(5000, 12);
+        let expected: Vec<bool> = rays.iter().map(|r| brute.occluded(r)).collect();
+        let hits = expected.iter().filter(|&&o| o).count();
+        assert!(hits > rays.len() / 8 && hits < rays.len() * 7 / 8, "{hits}");
+        for config in configs() {
+            let built = WideTriangleBvh::build_with(&tris, &BinnedSahBuilder::default(), &config);
+            for backend in backends(test) {
+                let bvh = built.clone().with_backend(backend);
+                assert_eq!(bvh.backend(), backend, "no silent fallback");
+                let single: Vec<bool> = rays.iter().map(|r| bvh.occluded(r)).collect();
+                assert!(single == expected, "{config:?} {backend:?}");
+                let mut out = vec![false; rays.len()];
+                bvh.occluded_batch(&rays, &mut out);
+                assert!(out == expected, "{config:?} {backend:?}");
+                // A run that is not a whole number of packets or streams.
+                let mut out = vec![true; 1337];
+                bvh.occluded_run(&rays[3..1340], &mut out);
+                assert!(out[..] == expected[3..1340], "{config:?} {backend:?}");
             }
         }
     }
