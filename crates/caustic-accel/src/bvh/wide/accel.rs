@@ -1,7 +1,7 @@
 //! [`WideTriangleBvh`], the accel `bvh-wide`: a binary BVH from any
 //! [`Bvh2Builder`] (binned SAH by default) collapsed into a 4- or 8-wide
 //! tree ([`mod@super::collapse`]) and traced with SIMD ([`super::traverse`],
-//! [`super::leaf`], [`super::packet`]).
+//! [`super::leaf`], [`super::packet`], [`super::stream`]).
 //!
 //! The SIMD backend is chosen once, at build time: AVX2 for 8-wide trees
 //! where the CPU has it (`is_x86_feature_detected!`), SSE for 4-wide trees
@@ -16,6 +16,7 @@ use super::collapse::{CollapseConfig, collapse};
 use super::leaf::{Closest, RayTriangles};
 use super::node::TriangleGroup;
 use super::packet;
+use super::stream;
 use super::simd::{AnyCpu, Lanes, Portable};
 use super::traverse::{LeafTest, RayBoxes, traverse};
 use crate::bvh::Bvh2;
@@ -31,11 +32,7 @@ const BATCH_RUN: usize = 256;
 /// Rays per rayon task in [`WideTriangleBvh::occluded_batch`]: the
 /// regrouping by direction class works inside one task's rays (the
 /// protocol's runs of 1024 secondary rays).
-const OCCLUDED_RUN: usize = 1024;
-
-/// Rays per packet in [`WideTriangleBvh::occluded_run`]: 8, one vector
-/// (measured on bunny, sponza and conference AO rays: see BENCHMARKS.md).
-const OCCLUDED_PACKET_RAYS: usize = 8;
+const OCCLUDED_RUN: usize = stream::RUN;
 
 /// Rays per packet in [`WideTriangleBvh::intersect_run`]: four rows of the
 /// benchmark's 16x16 tiles, or one 8x8 tile of a renderer. Measured on
@@ -371,10 +368,10 @@ mod avx {
     }
 
     #[inline]
-    pub fn occluded_packets(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+    pub fn occluded_stream(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
         #[target_feature(enable = "avx2")]
         unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
-            packet::occluded_batch::<8, { OCCLUDED_PACKET_RAYS / 8 }, Avx8>(avx, bvh, rays, out)
+            stream::occluded_batch::<8, Avx8>(avx, bvh, rays, out)
         }
         // SAFETY: `avx` exists, so the CPU has AVX2.
         unsafe { run(avx, bvh, rays, out) }
@@ -418,24 +415,19 @@ impl WideTriangleBvh {
 
 impl WideTriangleBvh {
     /// Occlusion of a run of rays, regrouped by direction and traced in
-    /// packets where a class has enough rays (see
-    /// [`super::packet::occluded_batch`]); `out.len() == rays.len()`.
+    /// streams (see [`super::stream`]); `out.len() == rays.len()`.
     pub fn occluded_run(&self, rays: &[Ray], out: &mut [bool]) {
         assert_eq!(rays.len(), out.len(), "one result slot per ray");
-        const P8: usize = OCCLUDED_PACKET_RAYS.div_ceil(8);
-        const P4: usize = OCCLUDED_PACKET_RAYS.div_ceil(4);
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
-            (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_packets(avx, t, rays, out),
-            (Tree::Eight(t), _) => {
-                packet::occluded_batch::<8, P8, Portable<8>>(AnyCpu, t, rays, out)
-            }
+            (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_stream(avx, t, rays, out),
+            (Tree::Eight(t), _) => stream::occluded_batch::<8, Portable<8>>(AnyCpu, t, rays, out),
             #[cfg(target_arch = "x86_64")]
             (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
                 let sse = super::simd::Sse2;
-                packet::occluded_batch::<4, P4, super::simd::Sse4>(sse, t, rays, out)
+                stream::occluded_batch::<4, super::simd::Sse4>(sse, t, rays, out)
             }
-            (Tree::Four(t), _) => packet::occluded_batch::<4, P4, Portable<4>>(AnyCpu, t, rays, out),
+            (Tree::Four(t), _) => stream::occluded_batch::<4, Portable<4>>(AnyCpu, t, rays, out),
         }
     }
 }
@@ -452,7 +444,7 @@ impl Accel for WideTriangleBvh {
 
     /// In parallel over runs of 1024 rays, each traced by
     /// [`WideTriangleBvh::occluded_run`] (rays regrouped by direction into
-    /// packets).
+    /// streams).
     fn occluded_batch(&self, rays: &[Ray], out: &mut [bool]) {
         assert_eq!(rays.len(), out.len(), "one result slot per ray");
         rays.par_chunks(OCCLUDED_RUN)

@@ -83,121 +83,6 @@ pub fn closest_batch<const N: usize, const P: usize, V: Lanes<N>>(
     }
 }
 
-/// Rays per regrouping in [`occluded_batch`]: the stream that is sorted by
-/// direction class before packets are formed.
-const OCCLUDED_STREAM: usize = 1024;
-
-/// Direction classes of [`coherence_class`]: depth axis times octant.
-const CLASSES: usize = 24;
-
-/// The class a ray shares with the rays it can form a packet with (the
-/// coherence rule of `LaneRays::shape`: depth axis and direction signs),
-/// or `None` for a ray that only traces alone (not traceable, or a zero
-/// direction component).
-#[inline(always)]
-fn coherence_class(ray: &Ray) -> Option<usize> {
-    let d = ray.dir;
-    if !is_traceable(ray) || d.x == 0.0 || d.y == 0.0 || d.z == 0.0 {
-        return None;
-    }
-    let a = d.abs();
-    let depth = if a.x >= a.y && a.x >= a.z {
-        0
-    } else if a.y >= a.z {
-        1
-    } else {
-        2
-    };
-    let octant = usize::from(d.x < 0.0) | usize::from(d.y < 0.0) << 1 | usize::from(d.z < 0.0) << 2;
-    Some(depth * 8 + octant)
-}
-
-/// Whether each of `rays` hits anything, into `out` (same length). As
-/// Embree's ray streams do (`rtcOccluded1M`; Wald et al. 2014, section
-/// 5.3), the rays of each run of [`OCCLUDED_STREAM`] are regrouped by
-/// direction class (depth axis and octant, keeping their order inside a
-/// class, so neighbouring origins stay together) and traced in packets of
-/// `P * N`, then `N`; the rest ray by ray. Occlusion has no order to keep,
-/// so each ray's answer is its own any-hit query's.
-#[inline(always)]
-pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>>(
-    isa: V::Isa,
-    bvh: &WideBvh<N>,
-    rays: &[Ray],
-    out: &mut [bool],
-) {
-    assert_eq!(rays.len(), out.len(), "one result slot per ray");
-    let mut order = [0u16; OCCLUDED_STREAM];
-    let mut packet_rays = Vec::with_capacity(N * P);
-    for (rays, out) in rays
-        .chunks(OCCLUDED_STREAM)
-        .zip(out.chunks_mut(OCCLUDED_STREAM))
-    {
-        // Counting sort by class, unclassed rays last (class `CLASSES`).
-        let class = |ray: &Ray| coherence_class(ray).unwrap_or(CLASSES);
-        let mut start = [0usize; CLASSES + 2];
-        for ray in rays {
-            start[class(ray) + 1] += 1;
-        }
-        for c in 0..=CLASSES {
-            start[c + 1] += start[c];
-        }
-        let mut next = start;
-        for (i, ray) in rays.iter().enumerate() {
-            let c = class(ray);
-            order[next[c]] = i as u16;
-            next[c] += 1;
-        }
-        for c in 0..CLASSES {
-            let members = &order[start[c]..start[c + 1]];
-            occluded_class::<N, P, V>(isa, bvh, rays, members, &mut packet_rays, out);
-        }
-        for &i in &order[start[CLASSES]..start[CLASSES + 1]] {
-            let ray = &rays[i as usize];
-            out[i as usize] = is_traceable(ray) && super::accel::occluded::<N, V>(isa, bvh, ray);
-        }
-    }
-}
-
-/// [`occluded_batch`] for the rays `members` of one direction class.
-#[inline(always)]
-fn occluded_class<const N: usize, const P: usize, V: Lanes<N>>(
-    isa: V::Isa,
-    bvh: &WideBvh<N>,
-    rays: &[Ray],
-    members: &[u16],
-    packet_rays: &mut Vec<Ray>,
-    out: &mut [bool],
-) {
-    let mut chunks = members.chunks_exact(N * P);
-    for chunk in &mut chunks {
-        packet_rays.clear();
-        packet_rays.extend(chunk.iter().map(|&i| rays[i as usize]));
-        match Packet::<N, P, V>::new(isa, packet_rays) {
-            Some(packet) => {
-                for (p, bits) in packet.occluded(bvh).into_iter().enumerate() {
-                    for (lane, &i) in chunk[p * N..(p + 1) * N].iter().enumerate() {
-                        out[i as usize] = bits & (1 << lane) != 0;
-                    }
-                }
-            }
-            None => {
-                for &i in chunk {
-                    out[i as usize] = super::accel::occluded::<N, V>(isa, bvh, &rays[i as usize]);
-                }
-            }
-        }
-    }
-    let rest = chunks.remainder();
-    if P > 1 {
-        occluded_class::<N, 1, V>(isa, bvh, rays, rest, packet_rays, out);
-    } else {
-        for &i in rest {
-            out[i as usize] = super::accel::occluded::<N, V>(isa, bvh, &rays[i as usize]);
-        }
-    }
-}
-
 /// `P * N` coherent rays: their box-test bounds as intervals over the
 /// packet, their triangle-test constants one ray per lane.
 struct Packet<'a, const N: usize, const P: usize, V: Lanes<N>> {
@@ -381,34 +266,14 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         let mut best: [LaneBest<N, V>; P] =
             std::array::from_fn(|p| LaneBest::new(self.isa, self.lanes[p].t_max));
         if let Some((child, groups)) = root_entry(bvh.root) {
-            self.trace::<false>(bvh, child, groups, &mut best);
+            self.trace(bvh, child, groups, &mut best);
         }
         best.map(LaneBest::finish)
     }
 
-    /// Traces the packet for occlusion: a bit per lane of each vector
-    /// whose ray has a hit in its `(tmin, tmax)`.
+    /// The traversal loop of [`Packet::closest`] from `(child, groups)`.
     #[inline(always)]
-    fn occluded(&self, bvh: &WideBvh<N>) -> [u32; P] {
-        let mut best: [LaneBest<N, V>; P] =
-            std::array::from_fn(|p| LaneBest::new(self.isa, self.lanes[p].t_max));
-        if let Some((child, groups)) = root_entry(bvh.root) {
-            self.trace::<true>(bvh, child, groups, &mut best);
-        }
-        best.map(|lanes| lanes.done())
-    }
-
-    /// The traversal loop of [`Packet::closest`] (and, with `ANY_HIT`, of
-    /// [`Packet::occluded`]: a lane that finds a hit leaves the packet, and
-    /// the packet stops when every lane has left) from `(child, groups)`.
-    #[inline(always)]
-    fn trace<const ANY_HIT: bool>(
-        &self,
-        bvh: &WideBvh<N>,
-        child: u32,
-        groups: u32,
-        best: &mut [LaneBest<N, V>; P],
-    ) {
+    fn trace(&self, bvh: &WideBvh<N>, child: u32, groups: u32, best: &mut [LaneBest<N, V>; P]) {
         // The largest closest distance in the packet.
         let mut cutoff = farthest(best);
         let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
@@ -422,9 +287,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         loop {
             if next.groups == 0 {
                 let node = &bvh.nodes[next.child as usize];
-                let visited =
-                    self.visit::<ANY_HIT>(node, next.child, cutoff, &mut stack, &mut depth);
-                if let Some(found) = visited {
+                if let Some(found) = self.visit(node, next.child, cutoff, &mut stack, &mut depth) {
                     next = found;
                     continue;
                 }
@@ -435,11 +298,8 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
                     .nodes
                     .get(next.parent as usize)
                     .map(|node| (node, next.slot as usize));
-                if self.leaf::<ANY_HIT>(&bvh.groups[range], slot_box, best) {
+                if self.leaf(&bvh.groups[range], slot_box, best) {
                     cutoff = farthest(best);
-                    if ANY_HIT && cutoff == f32::NEG_INFINITY {
-                        return; // every lane is occluded
-                    }
                 }
             }
             // Pop the next child some ray may still enter before its hit.
@@ -467,7 +327,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
     /// nearest (farthest first) and returns the nearest; `None` when no ray
     /// may enter any child.
     #[inline(always)]
-    fn visit<const ANY_HIT: bool>(
+    fn visit(
         &self,
         node: &WideNode<N>,
         index: u32,
@@ -483,10 +343,9 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         let mut slots = [0usize; N];
         let mut count = 0;
         for slot in set_bits(hits) {
-            // Insertion by entry distance, farthest first (any hit will
-            // do for occlusion: there the slots stay in their order).
+            // Insertion by entry distance, farthest first.
             let mut j = count;
-            while !ANY_HIT && j > 0 && order[slots[j - 1]] < order[slot] {
+            while j > 0 && order[slots[j - 1]] < order[slot] {
                 slots[j] = slots[j - 1];
                 j -= 1;
             }
@@ -515,10 +374,9 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
     /// Tests every triangle of `groups` against the rays whose own box test
     /// keeps the leaf's box (`slot_box`, absent for a root leaf), a vector
     /// of `N` rays at a time, folding hits into `best`; returns whether any
-    /// ray's hit changed. With `ANY_HIT` a lane's first hit marks it
-    /// occluded ([`LaneRays::leaf_any`]).
+    /// ray's hit changed.
     #[inline(always)]
-    fn leaf<const ANY_HIT: bool>(
+    fn leaf(
         &self,
         groups: &[TriangleGroup<N>],
         slot_box: Option<(&WideNode<N>, usize)>,
@@ -535,11 +393,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
             if !reached {
                 continue;
             }
-            improved |= if ANY_HIT {
-                lanes.leaf_any(groups, self.rows, best)
-            } else {
-                lanes.leaf(groups, self.rows, best)
-            };
+            improved |= lanes.leaf(groups, self.rows, best);
         }
         improved
     }

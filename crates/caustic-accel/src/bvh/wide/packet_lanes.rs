@@ -133,19 +133,6 @@ impl<const N: usize, V: Lanes<N>> LaneBest<N, V> {
         );
     }
 
-    /// Marks the lanes of `mask` occluded (any-hit traversal): their
-    /// distance becomes `-inf`, which no box test keeps and no hit beats.
-    #[inline(always)]
-    fn mark_done(&mut self, mask: V::Mask) {
-        self.t = V::select(mask, V::splat(self.isa, f32::NEG_INFINITY), self.t);
-    }
-
-    /// The lanes marked occluded, a bit per lane.
-    #[inline(always)]
-    pub(super) fn done(&self) -> u32 {
-        V::bits(self.t.eq(V::splat(self.isa, f32::NEG_INFINITY)))
-    }
-
     pub(super) fn finish(self) -> [Closest; N] {
         let (t, u, v, id) = (
             self.t.to_array(),
@@ -334,72 +321,6 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
             }
         }
         improved
-    }
-
-    /// Any-hit version of [`LaneRays::leaf`]: a lane with a hit in its
-    /// `(tmin, tmax)` is marked occluded ([`LaneBest::mark_done`]) and
-    /// takes no further part; returns whether any lane was marked. Lanes
-    /// with a zero edge function go to the scalar test, as in `leaf`.
-    #[inline(always)]
-    pub(super) fn leaf_any(
-        &self,
-        groups: &[TriangleGroup<N>],
-        rows: [usize; 3],
-        best: &mut LaneBest<N, V>,
-    ) -> bool {
-        let mut marked = false;
-        for group in groups {
-            for tri in 0..N {
-                if group.id[tri] == NO_PRIM {
-                    continue; // padding
-                }
-                let found = self.test_triangle(group, tri, rows, best);
-                let (hits, on_edge) = (V::bits(found.hits), V::bits(found.on_edge));
-                if hits | on_edge == 0 {
-                    continue;
-                }
-                if hits != 0 {
-                    best.mark_done(found.hits);
-                    marked = true;
-                }
-                let live = V::bits(best.t.gt(V::splat(self.isa, f32::NEG_INFINITY)));
-                if on_edge & live != 0 && self.settle_any(group, tri, on_edge & live, best) {
-                    marked = true;
-                }
-                if best.done() == (1u32 << N) - 1 {
-                    return true;
-                }
-            }
-        }
-        marked
-    }
-
-    /// The scalar test for the lanes `on_edge` of an any-hit leaf; marks
-    /// those with a hit and says whether there was one.
-    #[cold]
-    fn settle_any(
-        &self,
-        group: &TriangleGroup<N>,
-        tri: usize,
-        on_edge: u32,
-        best: &mut LaneBest<N, V>,
-    ) -> bool {
-        let mut t = best.t.to_array();
-        let mut any = false;
-        for lane in set_bits(on_edge) {
-            let ray = &self.rays[lane];
-            let exact = RayTriangleTest::new(ray.origin, ray.dir).intersect(
-                &group.triangle(tri),
-                ray.tmin,
-                ray.tmax,
-            );
-            if exact.is_some() {
-                t[lane] = f32::NEG_INFINITY;
-                any = true;
-            }
-        }
-        best.t = V::load(self.isa, &t);
-        any
     }
 
     /// Scalar rule for lanes whose hit ties the current closest (`ties`)
