@@ -371,7 +371,7 @@ mod avx {
     pub fn occluded_stream(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
         #[target_feature(enable = "avx2")]
         unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
-            stream::occluded_batch::<8, Avx8>(avx, bvh, rays, out)
+            stream::occluded_batch::<8, 4, Avx8>(avx, bvh, rays, out)
         }
         // SAFETY: `avx` exists, so the CPU has AVX2.
         unsafe { run(avx, bvh, rays, out) }
@@ -421,13 +421,13 @@ impl WideTriangleBvh {
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_stream(avx, t, rays, out),
-            (Tree::Eight(t), _) => stream::occluded_batch::<8, Portable<8>>(AnyCpu, t, rays, out),
+            (Tree::Eight(t), _) => stream::occluded_batch::<8, 4, Portable<8>>(AnyCpu, t, rays, out),
             #[cfg(target_arch = "x86_64")]
             (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
                 let sse = super::simd::Sse2;
-                stream::occluded_batch::<4, super::simd::Sse4>(sse, t, rays, out)
+                stream::occluded_batch::<4, 8, super::simd::Sse4>(sse, t, rays, out)
             }
-            (Tree::Four(t), _) => stream::occluded_batch::<4, Portable<4>>(AnyCpu, t, rays, out),
+            (Tree::Four(t), _) => stream::occluded_batch::<4, 8, Portable<4>>(AnyCpu, t, rays, out),
         }
     }
 }

@@ -25,6 +25,8 @@
 
 use super::leaf::{RayTriangles, set_bits};
 use super::node::TriangleGroup;
+use super::packet::Packet;
+use super::packet_lanes::highest;
 use super::simd::Lanes;
 use super::traverse::{LeafTest, RayBoxes, stack_capacity, traverse_from};
 use super::{WideBvh, root_entry};
@@ -68,18 +70,21 @@ fn coherence_class(ray: &Ray) -> usize {
 /// Whether each of `rays` has a hit in its `(tmin, tmax)`, into `out`
 /// (same length); rays that are not traceable are not occluded.
 #[inline(always)]
-pub fn occluded_batch<const N: usize, V: Lanes<N>>(
+pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>>(
     isa: V::Isa,
     bvh: &WideBvh<N>,
     rays: &[Ray],
     out: &mut [bool],
 ) {
     assert_eq!(rays.len(), out.len(), "one result slot per ray");
+    assert!(N * P <= STREAM, "at most {STREAM} rays per stream");
     let mut order = [0u16; RUN];
     for (rays, out) in rays.chunks(RUN).zip(out.chunks_mut(RUN)) {
-        // Counting sort by class; rays that are not traceable come last.
+        // Counting sort by class; rays that cannot share a stream (not
+        // traceable, or a zero direction component) come last.
         let class = |ray: &Ray| {
-            if is_traceable(ray) {
+            let d = ray.dir;
+            if is_traceable(ray) && d.x != 0.0 && d.y != 0.0 && d.z != 0.0 {
                 coherence_class(ray)
             } else {
                 CLASSES
@@ -99,12 +104,13 @@ pub fn occluded_batch<const N: usize, V: Lanes<N>>(
             next[c] += 1;
         }
         for c in 0..CLASSES {
-            for members in order[start[c]..start[c + 1]].chunks(STREAM) {
-                trace_stream::<N, V>(isa, bvh, rays, members, out);
+            for members in order[start[c]..start[c + 1]].chunks(N * P) {
+                trace_stream::<N, P, V>(isa, bvh, rays, members, out);
             }
         }
         for &i in &order[start[CLASSES]..start[CLASSES + 1]] {
-            out[i as usize] = false;
+            let ray = &rays[i as usize];
+            out[i as usize] = is_traceable(ray) && super::accel::occluded::<N, V>(isa, bvh, ray);
         }
     }
 }
@@ -133,10 +139,10 @@ impl<const N: usize, V: Lanes<N>> LeafTest<N> for AnyLeaf<'_, N, V> {
     }
 }
 
-/// Traces the traceable rays `members` (at most [`STREAM`]) of `rays` as
+/// Traces the rays `members` (at most `N * P`, of one class) of `rays` as
 /// one stream, writing each one's occlusion into `out`.
 #[inline(always)]
-fn trace_stream<const N: usize, V: Lanes<N>>(
+fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     isa: V::Isa,
     bvh: &WideBvh<N>,
     rays: &[Ray],
@@ -150,18 +156,33 @@ fn trace_stream<const N: usize, V: Lanes<N>>(
         return;
     };
     let count = members.len();
-    debug_assert!(count <= STREAM);
+    debug_assert!(count <= N * P);
+    // The stream as `P` vectors of `N` rays, the last one padded with
+    // copies of the last ray (their lanes are in no mask): the interval
+    // test of the packet culls a node's children for all rays at once, and
+    // each vector's lane-wise test (the single-ray rule) says which rays
+    // keep a child.
+    let padded: [Ray; STREAM] = std::array::from_fn(|r| rays[members[r.min(count - 1)] as usize]);
+    let Some(packet) = Packet::<N, P, V>::new(isa, &padded[..N * P]) else {
+        for &i in members {
+            out[i as usize] = super::accel::occluded::<N, V>(isa, bvh, &rays[i as usize]);
+        }
+        return;
+    };
+    let cutoff = {
+        let mut far = packet.lanes[0].t_max;
+        for lanes in &packet.lanes[1..] {
+            far = lanes.t_max.max_or(far);
+        }
+        V::splat(isa, highest(far.to_array()))
+    };
     // Per-ray constants, written for the first `count` rays.
     let mut boxes = [const { MaybeUninit::<RayBoxes<N, V>>::uninit() }; STREAM];
     let mut tris = [const { MaybeUninit::<RayTriangles<N, V>>::uninit() }; STREAM];
-    let mut t_min = [const { MaybeUninit::<V>::uninit() }; STREAM];
-    let mut t_max = [const { MaybeUninit::<V>::uninit() }; STREAM];
     for (r, &i) in members.iter().enumerate() {
         let ray = &rays[i as usize];
         boxes[r].write(RayBoxes::new(isa, ray.origin, ray.dir));
         tris[r].write(RayTriangles::new(isa, ray.origin, ray.dir));
-        t_min[r].write(V::splat(isa, ray.tmin));
-        t_max[r].write(V::splat(isa, ray.tmax));
     }
     // SAFETY (every `assume_init_ref` below): ray `r` is below `count`,
     // as every mask holds only bits of `all`, and those were written above.
@@ -204,20 +225,23 @@ fn trace_stream<const N: usize, V: Lanes<N>>(
         }
         if entry.groups == 0 {
             let node = &bvh.nodes[entry.child as usize];
+            let (candidates, _, _) = packet.test_children(node, cutoff);
+            let lane_all = (1u32 << N) - 1;
             let mut slot_rays = [0u32; N];
             let mut used = 0u32;
-            for r in set_bits(mask) {
-                let (ray_boxes, lo, hi) = unsafe {
-                    (
-                        boxes[r].assume_init_ref(),
-                        *t_min[r].assume_init_ref(),
-                        *t_max[r].assume_init_ref(),
-                    )
-                };
-                let (hits, _, _) = ray_boxes.test(node, lo, hi);
-                used |= hits;
-                for slot in set_bits(hits) {
-                    slot_rays[slot] |= 1 << r;
+            for slot in set_bits(candidates) {
+                let mut rays_in = 0u32;
+                for (p, lanes) in packet.lanes.iter().enumerate() {
+                    let part = (mask >> (p * N)) & lane_all;
+                    if part != 0 {
+                        let (near, far) = (packet.near_row, packet.far_row);
+                        let kept = lanes.keeps(node, slot, near, far, lanes.t_max);
+                        rays_in |= (kept & part) << (p * N);
+                    }
+                }
+                if rays_in != 0 {
+                    slot_rays[slot] = rays_in;
+                    used |= 1 << slot;
                 }
             }
             // Highest slot pushed first: the lowest is visited first.
