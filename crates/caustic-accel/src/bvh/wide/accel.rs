@@ -16,8 +16,8 @@ use super::collapse::{CollapseConfig, collapse};
 use super::leaf::{Closest, RayTriangles};
 use super::node::TriangleGroup;
 use super::packet;
-use super::stream;
 use super::simd::{AnyCpu, Lanes, Portable};
+use super::stream;
 use super::traverse::{LeafTest, RayBoxes, traverse};
 use crate::bvh::Bvh2;
 use crate::bvh::build::{BinnedSahBuilder, Bvh2Builder};
@@ -421,7 +421,9 @@ impl WideTriangleBvh {
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_stream(avx, t, rays, out),
-            (Tree::Eight(t), _) => stream::occluded_batch::<8, 4, Portable<8>>(AnyCpu, t, rays, out),
+            (Tree::Eight(t), _) => {
+                stream::occluded_batch::<8, 4, Portable<8>>(AnyCpu, t, rays, out)
+            }
             #[cfg(target_arch = "x86_64")]
             (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
                 let sse = super::simd::Sse2;
@@ -678,7 +680,11 @@ mod tests {
         let mut tris = soup(count, seed);
         let p = Vec3::new(1.0, -2.0, 0.5);
         tris.extend([
-            Triangle::new(Vec3::splat(-1e4), Vec3::new(1e4, -1e4, 0.0), Vec3::new(0.0, 1e4, 1e4)),
+            Triangle::new(
+                Vec3::splat(-1e4),
+                Vec3::new(1e4, -1e4, 0.0),
+                Vec3::new(0.0, 1e4, 1e4),
+            ),
             Triangle::new(p, p + Vec3::X * 9.0, p + Vec3::X * 9.0 + Vec3::Y * 1e-6),
             Triangle::new(p, p + Vec3::Y, p + Vec3::Y * 2.0),
             Triangle::new(p, p, p),
@@ -737,6 +743,58 @@ mod tests {
             hits.iter().flatten().count() > rays.len() / 10,
             "rays aimed at the bunny hit it"
         );
+    }
+
+    #[test]
+    fn occlusion_streams_match_single_rays_on_the_bunny() {
+        let Some(path) = caustic_scene_path() else {
+            return;
+        };
+        let tris = caustic_scene::Scene::load(&path)
+            .expect("bunny loads")
+            .triangles();
+        let bvh = WideTriangleBvh::build(&tris);
+        let bounds = caustic_geom::Aabb::from_points(tris.iter().flat_map(|t| [t.v0, t.v1, t.v2]));
+        let eye = bounds.center() - Vec3::new(0.0, 0.0, 2.5 * bounds.diagonal());
+        let primary: Vec<Ray> = camera_rays(eye, 96)
+            .into_iter()
+            .map(|r| Ray::new(r.origin, r.dir * Vec3::new(0.15, 0.15, 1.0)))
+            .collect();
+        // AO rays as the protocol makes them: four from each hit point,
+        // lifted off the surface, a tenth of the diagonal long.
+        let mut rng = Pcg32::new(21, 4);
+        let mut unit = move || rng.next_f32() * 2.0 - 1.0;
+        let reach = 0.1 * bounds.diagonal();
+        let mut rays = Vec::new();
+        for ray in &primary {
+            let Some(hit) = bvh.intersect(ray) else {
+                continue;
+            };
+            let tri = tris[hit.prim as usize];
+            let mut normal = (tri.v1 - tri.v0).cross(tri.v2 - tri.v0).normalize();
+            if normal.dot(ray.dir) > 0.0 {
+                normal = -normal;
+            }
+            let origin = ray.at(hit.t) + normal * (1e-4 * bounds.diagonal());
+            for _ in 0..4 {
+                let dir = (normal + Vec3::new(unit(), unit(), unit()) * 0.9).normalize();
+                rays.push(Ray::segment(origin, dir, 0.0, reach));
+            }
+        }
+        assert!(rays.len() > 4000, "rays aimed at the bunny hit it");
+        let mut out = vec![false; rays.len()];
+        bvh.occluded_batch(&rays, &mut out);
+        let single: Vec<bool> = rays.iter().map(|r| bvh.occluded(r)).collect();
+        assert!(out == single);
+        let occluded = out.iter().filter(|&&o| o).count();
+        assert!(
+            occluded > rays.len() / 20 && occluded < rays.len(),
+            "{occluded}"
+        );
+        let brute = BruteForce::new(&tris);
+        for (ray, &o) in rays.iter().zip(&out).step_by(37) {
+            assert_eq!(o, brute.occluded(ray));
+        }
     }
 
     fn caustic_scene_path() -> Option<std::path::PathBuf> {

@@ -2,27 +2,33 @@
 //! rays at once, after Embree's `rtcOccluded1M` (Wald et al., "Embree: A
 //! Kernel Framework for Efficient CPU Ray Tracing", SIGGRAPH 2014, and
 //! Fuetterling et al., "Efficient Ray Tracing Kernels for Modern CPU
-//! Architectures", JCGT 2015): up to [`STREAM`] rays walk the tree
+//! Architectures", JCGT 2015): up to 32 rays walk the tree
 //! together, each node is visited once for all the rays that reach it, and
 //! every ray keeps its own exact tests.
 //!
 //! [`occluded_batch`] regroups each run of [`RUN`] rays by direction class
 //! (depth axis and octant, keeping their order inside a class so that
 //! neighbouring origins stay together) and cuts the classes into streams.
-//! A stream carries a bit mask of its rays down the tree: at a node, each
-//! ray of the mask runs the single-ray box test of [`super::traverse`]
-//! (its own [`RayBoxes`] against the node's `N` children, with its own
-//! interval), and each child goes on the stack with the mask of the rays
-//! that keep it; at a leaf, each ray of the mask runs the single-ray group
-//! test of [`super::leaf`], and a ray with a hit leaves the stream. A mask
-//! down to a few rays ([`ALONE`]) finishes its subtree with their
-//! single-ray traversals.
+//! A stream carries a bit mask of its rays down the tree. At a node, the
+//! interval test of [`super::packet`] (the stream as `P` vectors of `N`
+//! rays; a class shares the depth axis and the direction signs, so the
+//! rays share entry and exit planes) culls the children no ray can keep;
+//! for each remaining child, each vector with rays in the mask runs the
+//! lane-wise box test, the single-ray rule of [`super::traverse`] for each
+//! lane's own ray and interval, and the child goes on the stack with the
+//! mask of the rays that keep it. At a leaf, each ray of the mask runs the
+//! single-ray group test of [`super::leaf`], and a ray with a hit leaves
+//! the stream. A mask down to a few rays (three) finishes its subtree
+//! with their single-ray traversals. Rays that cannot share a class (a
+//! zero direction component) trace alone.
 //!
-//! Exactness: every ray sees exactly the tests its own any-hit traversal
-//! would make, so it reaches every leaf that traversal could reach (the
-//! node visiting order differs, which any-hit does not depend on), and the
-//! answer is the same: whether a triangle has a hit in `(tmin, tmax)`,
-//! which the BVH tests check against brute force.
+//! Exactness: the interval test keeps a child whenever any ray's own rule
+//! does (the proof is in [`super::packet`]), and the lane-wise test is that
+//! rule, so every ray reaches exactly the leaves its own any-hit traversal
+//! could reach (in another order, which any-hit does not depend on) and
+//! runs the same triangle test there: the answer is the same, whether a
+//! triangle has a hit in `(tmin, tmax)`, which the tests check against
+//! brute force and the single-ray query.
 
 use super::leaf::{RayTriangles, set_bits};
 use super::node::TriangleGroup;
@@ -69,9 +75,8 @@ fn coherence_class(ray: &Ray) -> usize {
     } else {
         2
     };
-    let octant = usize::from(d.x < 0.0)
-        | (usize::from(d.y < 0.0) << 1)
-        | (usize::from(d.z < 0.0) << 2);
+    let octant =
+        usize::from(d.x < 0.0) | (usize::from(d.y < 0.0) << 1) | (usize::from(d.z < 0.0) << 2);
     depth * 8 + octant
 }
 
