@@ -446,7 +446,6 @@ fn bench_one(
         accel.as_ref(),
         &ao_rays,
         chunk(1024, &ao_rays),
-        batch,
         args.reps.into(),
     )?;
     let (diffuse, diffuse_hits) = closest_pass(
@@ -523,28 +522,20 @@ fn closest_pass(
 }
 
 /// Warm-up plus `reps` timed any-hit passes in chunks handed out
-/// dynamically, ray by ray (the protocol's shadow rays) or, with `batch`,
-/// through the structure's batch query.
+/// dynamically, each through the structure's batch query (bvh-wide
+/// regroups a chunk's rays by direction into packets; the default batch
+/// query traces them one by one).
 fn occlusion_pass(
     accel: &dyn Accel,
     rays: &[Ray],
     chunk: usize,
-    batch: bool,
     reps: usize,
 ) -> Result<(PassResult, Vec<bool>)> {
     let mut occluded = vec![false; rays.len()];
     let trace = |out: &mut [bool]| {
         out.par_chunks_mut(chunk)
             .zip(rays.par_chunks(chunk))
-            .for_each(|(o, r)| {
-                if batch {
-                    accel.occluded_batch(r, o);
-                    return;
-                }
-                for (h, ray) in o.iter_mut().zip(r) {
-                    *h = accel.occluded(ray);
-                }
-            });
+            .for_each(|(o, r)| accel.occluded_batch(r, o));
     };
     trace(&mut occluded);
     let reference = occluded.iter().filter(|&&o| o).count();
@@ -676,7 +667,7 @@ fn append_json(path: &Path, r: &Row, camera: &ProtocolCamera, args: &AccelBenchA
         "api": if r.accel.starts_with("dacrt") {
             json!({"primary": "one batch (Dacrt::closest_hits)", "ao": "one batch (Dacrt::any_hits)", "diffuse": "one batch (Dacrt::closest_hits)"})
         } else {
-            json!({"primary": "Accel::intersect_batch per chunk of 256 rays (16x16 tiles)", "ao": "single ray occluded, runs of 1024", "diffuse": "Accel::intersect_batch per run of 1024"})
+            json!({"primary": "Accel::intersect_batch per chunk of 256 rays (16x16 tiles)", "ao": "Accel::occluded_batch per run of 1024", "diffuse": "Accel::intersect_batch per run of 1024"})
         },
         "scene": r.scene,
         "prims": r.prims,

@@ -1,7 +1,7 @@
 //! [`WideTriangleBvh`], the accel `bvh-wide`: a binary BVH from any
 //! [`Bvh2Builder`] (binned SAH by default) collapsed into a 4- or 8-wide
 //! tree ([`mod@super::collapse`]) and traced with SIMD ([`super::traverse`],
-//! [`super::leaf`], [`super::packet`]).
+//! [`super::leaf`], [`super::packet`], [`super::stream`]).
 //!
 //! The SIMD backend is chosen once, at build time: AVX2 for 8-wide trees
 //! where the CPU has it (`is_x86_feature_detected!`), SSE for 4-wide trees
@@ -17,6 +17,7 @@ use super::leaf::{Closest, RayTriangles};
 use super::node::TriangleGroup;
 use super::packet;
 use super::simd::{AnyCpu, Lanes, Portable};
+use super::stream;
 use super::traverse::{LeafTest, RayBoxes, traverse};
 use crate::bvh::Bvh2;
 use crate::bvh::build::{BinnedSahBuilder, Bvh2Builder};
@@ -27,6 +28,11 @@ use std::time::Instant;
 
 /// Rays per rayon task in [`WideTriangleBvh::intersect_batch`].
 const BATCH_RUN: usize = 256;
+
+/// Rays per rayon task in [`WideTriangleBvh::occluded_batch`]: the
+/// regrouping by direction class works inside one task's rays (the
+/// protocol's runs of 1024 secondary rays).
+const OCCLUDED_RUN: usize = stream::RUN;
 
 /// Rays per packet in [`WideTriangleBvh::intersect_run`]: four rows of the
 /// benchmark's 16x16 tiles, or one 8x8 tile of a renderer. Measured on
@@ -362,6 +368,16 @@ mod avx {
     }
 
     #[inline]
+    pub fn occluded_stream(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+        #[target_feature(enable = "avx2")]
+        unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+            stream::occluded_batch::<8, 4, Avx8>(avx, bvh, rays, out)
+        }
+        // SAFETY: `avx` exists, so the CPU has AVX2.
+        unsafe { run(avx, bvh, rays, out) }
+    }
+
+    #[inline]
     pub fn closest_packets(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], hits: &mut [Option<Hit>]) {
         #[target_feature(enable = "avx2")]
         unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], hits: &mut [Option<Hit>]) {
@@ -397,6 +413,27 @@ impl WideTriangleBvh {
     }
 }
 
+impl WideTriangleBvh {
+    /// Occlusion of a run of rays, regrouped by direction and traced in
+    /// streams (see [`super::stream`]); `out.len() == rays.len()`.
+    pub fn occluded_run(&self, rays: &[Ray], out: &mut [bool]) {
+        assert_eq!(rays.len(), out.len(), "one result slot per ray");
+        match (&self.tree, self.engine) {
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_stream(avx, t, rays, out),
+            (Tree::Eight(t), _) => {
+                stream::occluded_batch::<8, 4, Portable<8>>(AnyCpu, t, rays, out)
+            }
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
+                let sse = super::simd::Sse2;
+                stream::occluded_batch::<4, 8, super::simd::Sse4>(sse, t, rays, out)
+            }
+            (Tree::Four(t), _) => stream::occluded_batch::<4, 8, Portable<4>>(AnyCpu, t, rays, out),
+        }
+    }
+}
+
 impl Accel for WideTriangleBvh {
     /// In parallel over runs of 256 rays, each traced by
     /// [`WideTriangleBvh::intersect_run`] (packets where rays are coherent).
@@ -405,6 +442,16 @@ impl Accel for WideTriangleBvh {
         rays.par_chunks(BATCH_RUN)
             .zip(hits.par_chunks_mut(BATCH_RUN))
             .for_each(|(rays, hits)| self.intersect_run(rays, hits));
+    }
+
+    /// In parallel over runs of 1024 rays, each traced by
+    /// [`WideTriangleBvh::occluded_run`] (rays regrouped by direction into
+    /// streams).
+    fn occluded_batch(&self, rays: &[Ray], out: &mut [bool]) {
+        assert_eq!(rays.len(), out.len(), "one result slot per ray");
+        rays.par_chunks(OCCLUDED_RUN)
+            .zip(out.par_chunks_mut(OCCLUDED_RUN))
+            .for_each(|(rays, out)| self.occluded_run(rays, out));
     }
 
     fn intersect(&self, ray: &Ray) -> Option<Hit> {
@@ -586,6 +633,93 @@ mod tests {
         }
     }
 
+    /// Secondary rays as the benchmark protocol makes them: four directions
+    /// from each of a row of nearby origins, in segments, with awkward rays
+    /// mixed in (zero direction components, empty or inverted intervals,
+    /// non-finite origins, huge and tiny directions).
+    fn secondary_rays(count: usize, seed: u64) -> Vec<Ray> {
+        let mut rng = Pcg32::new(seed, 9);
+        let mut unit = move || rng.next_f32() * 2.0 - 1.0;
+        let mut rays = Vec::with_capacity(count);
+        let mut origin = Vec3::new(unit(), unit(), unit()) * 8.0;
+        while rays.len() < count {
+            if rays.len() % 4 == 0 {
+                origin += Vec3::new(unit(), unit(), unit()) * 0.3;
+            }
+            let mut dir = Vec3::new(unit(), unit(), unit());
+            let i = rays.len();
+            let (tmin, tmax) = match i % 11 {
+                0 => (0.0, f32::INFINITY),
+                1 => (0.5 + unit().abs(), 1.0 + 6.0 * unit().abs()),
+                2 => (3.0, 3.0), // empty
+                3 => (5.0, 1.0), // inverted
+                _ => (0.0, 4.0 + 20.0 * unit().abs()),
+            };
+            match i % 53 {
+                7 => dir.x = 0.0,
+                8 => dir = Vec3::new(0.0, -0.0, 1.0),
+                9 => dir *= 1e-20,
+                10 => dir *= 1e20,
+                11 => dir = Vec3::ZERO,
+                12 => dir.y = f32::NAN,
+                _ => {}
+            }
+            let o = if i % 97 == 5 {
+                Vec3::new(f32::INFINITY, 0.0, 0.0)
+            } else {
+                origin
+            };
+            rays.push(Ray::segment(o, dir, tmin, tmax));
+        }
+        rays
+    }
+
+    /// A soup of [`soup`] with huge, thin, degenerate and non-finite
+    /// triangles added.
+    fn awkward_soup(count: usize, seed: u64) -> Vec<Triangle> {
+        let mut tris = soup(count, seed);
+        let p = Vec3::new(1.0, -2.0, 0.5);
+        tris.extend([
+            Triangle::new(
+                Vec3::splat(-1e4),
+                Vec3::new(1e4, -1e4, 0.0),
+                Vec3::new(0.0, 1e4, 1e4),
+            ),
+            Triangle::new(p, p + Vec3::X * 9.0, p + Vec3::X * 9.0 + Vec3::Y * 1e-6),
+            Triangle::new(p, p + Vec3::Y, p + Vec3::Y * 2.0),
+            Triangle::new(p, p, p),
+            Triangle::new(p, Vec3::new(f32::NAN, 0.0, 0.0), p + Vec3::Z),
+        ]);
+        tris
+    }
+
+    #[test]
+    fn occlusion_batches_match_single_rays_and_brute_force() {
+        let test = "occlusion_batches_match_single_rays_and_brute_force";
+        let tris = awkward_soup(1200, 11);
+        let brute = BruteForce::new(&tris);
+        let rays = secondary_rays(5000, 12);
+        let expected: Vec<bool> = rays.iter().map(|r| brute.occluded(r)).collect();
+        let hits = expected.iter().filter(|&&o| o).count();
+        assert!(hits > rays.len() / 8 && hits < rays.len() * 7 / 8, "{hits}");
+        for config in configs() {
+            let built = WideTriangleBvh::build_with(&tris, &BinnedSahBuilder::default(), &config);
+            for backend in backends(test) {
+                let bvh = built.clone().with_backend(backend);
+                assert_eq!(bvh.backend(), backend, "no silent fallback");
+                let single: Vec<bool> = rays.iter().map(|r| bvh.occluded(r)).collect();
+                assert!(single == expected, "{config:?} {backend:?}");
+                let mut out = vec![false; rays.len()];
+                bvh.occluded_batch(&rays, &mut out);
+                assert!(out == expected, "{config:?} {backend:?}");
+                // A run that is not a whole number of packets or streams.
+                let mut out = vec![true; 1337];
+                bvh.occluded_run(&rays[3..1340], &mut out);
+                assert!(out[..] == expected[3..1340], "{config:?} {backend:?}");
+            }
+        }
+    }
+
     #[test]
     fn packets_match_single_rays_on_the_bunny() {
         let Some(path) = caustic_scene_path() else {
@@ -609,6 +743,58 @@ mod tests {
             hits.iter().flatten().count() > rays.len() / 10,
             "rays aimed at the bunny hit it"
         );
+    }
+
+    #[test]
+    fn occlusion_streams_match_single_rays_on_the_bunny() {
+        let Some(path) = caustic_scene_path() else {
+            return;
+        };
+        let tris = caustic_scene::Scene::load(&path)
+            .expect("bunny loads")
+            .triangles();
+        let bvh = WideTriangleBvh::build(&tris);
+        let bounds = caustic_geom::Aabb::from_points(tris.iter().flat_map(|t| [t.v0, t.v1, t.v2]));
+        let eye = bounds.center() - Vec3::new(0.0, 0.0, 2.5 * bounds.diagonal());
+        let primary: Vec<Ray> = camera_rays(eye, 96)
+            .into_iter()
+            .map(|r| Ray::new(r.origin, r.dir * Vec3::new(0.15, 0.15, 1.0)))
+            .collect();
+        // AO rays as the protocol makes them: four from each hit point,
+        // lifted off the surface, a tenth of the diagonal long.
+        let mut rng = Pcg32::new(21, 4);
+        let mut unit = move || rng.next_f32() * 2.0 - 1.0;
+        let reach = 0.1 * bounds.diagonal();
+        let mut rays = Vec::new();
+        for ray in &primary {
+            let Some(hit) = bvh.intersect(ray) else {
+                continue;
+            };
+            let tri = tris[hit.prim as usize];
+            let mut normal = (tri.v1 - tri.v0).cross(tri.v2 - tri.v0).normalize();
+            if normal.dot(ray.dir) > 0.0 {
+                normal = -normal;
+            }
+            let origin = ray.at(hit.t) + normal * (1e-4 * bounds.diagonal());
+            for _ in 0..4 {
+                let dir = (normal + Vec3::new(unit(), unit(), unit()) * 0.9).normalize();
+                rays.push(Ray::segment(origin, dir, 0.0, reach));
+            }
+        }
+        assert!(rays.len() > 4000, "rays aimed at the bunny hit it");
+        let mut out = vec![false; rays.len()];
+        bvh.occluded_batch(&rays, &mut out);
+        let single: Vec<bool> = rays.iter().map(|r| bvh.occluded(r)).collect();
+        assert!(out == single);
+        let occluded = out.iter().filter(|&&o| o).count();
+        assert!(
+            occluded > rays.len() / 20 && occluded < rays.len(),
+            "{occluded}"
+        );
+        let brute = BruteForce::new(&tris);
+        for (ray, &o) in rays.iter().zip(&out).step_by(37) {
+            assert_eq!(o, brute.occluded(ray));
+        }
     }
 
     fn caustic_scene_path() -> Option<std::path::PathBuf> {

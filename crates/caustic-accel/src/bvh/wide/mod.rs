@@ -15,6 +15,8 @@
 //! - [`leaf`]: the SIMD watertight triangle test, bit-identical to the scalar one;
 //! - [`packet`]: packet traversal (64 rays, interval node test) for coherent
 //!   batches, with its per-lane leaf stage in `packet_lanes`;
+//! - [`stream`]: any-hit ray streams (occlusion of many incoherent rays,
+//!   regrouped by direction, each node visited once per stream);
 //! - [`accel`]: [`WideTriangleBvh`], the registered accel `bvh-wide`;
 //! - [`compressed`]: the GPU's compressed 8-wide node (Ylitie et al.'s
 //!   80-byte format with 8-bit quantised child boxes), its quantisation and
@@ -43,6 +45,7 @@ pub mod node;
 pub mod packet;
 mod packet_lanes;
 pub mod simd;
+pub mod stream;
 #[cfg(feature = "cuda")]
 pub mod trace_bench_compressed_cuda;
 pub mod traverse;

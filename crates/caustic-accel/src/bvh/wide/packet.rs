@@ -85,13 +85,13 @@ pub fn closest_batch<const N: usize, const P: usize, V: Lanes<N>>(
 
 /// `P * N` coherent rays: their box-test bounds as intervals over the
 /// packet, their triangle-test constants one ray per lane.
-struct Packet<'a, const N: usize, const P: usize, V: Lanes<N>> {
+pub(super) struct Packet<'a, const N: usize, const P: usize, V: Lanes<N>> {
     isa: V::Isa,
-    lanes: [LaneRays<'a, N, V>; P],
+    pub(super) lanes: [LaneRays<'a, N, V>; P],
     /// Box test, per axis in the order `[other, other, depth]` (see
     /// `RayBoxes`): rows of the entry and exit planes, shared by all rays.
-    near_row: [usize; 3],
-    far_row: [usize; 3],
+    pub(super) near_row: [usize; 3],
+    pub(super) far_row: [usize; 3],
     /// Per axis, the origin coordinate that gives the smallest distance to
     /// any plane (the largest origin when the rays run up the axis) and the
     /// one that gives the largest.
@@ -132,7 +132,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
     /// direction component (whose infinite reciprocal the interval bounds
     /// exclude).
     #[inline(always)]
-    fn new(isa: V::Isa, rays: &'a [Ray]) -> Option<Self> {
+    pub(super) fn new(isa: V::Isa, rays: &'a [Ray]) -> Option<Self> {
         if rays.len() != N * P {
             return None;
         }
@@ -238,7 +238,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
     /// entry bounds (the visiting order) and their cull bounds (below every
     /// ray's own). See the module docs for why it is conservative.
     #[inline(always)]
-    fn test_children(&self, node: &WideNode<N>, cutoff: V) -> (u32, V, V) {
+    pub(super) fn test_children(&self, node: &WideNode<N>, cutoff: V) -> (u32, V, V) {
         let n0 = self.slab_low(node, self.near_row[0], 0);
         let n1 = self.slab_low(node, self.near_row[1], 1);
         let n2 = self.slab_low(node, self.near_row[2], 2);

@@ -156,10 +156,25 @@ pub fn traverse<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
     t_max: f32,
     leaf: &mut impl LeafTest<N>,
 ) -> bool {
-    assert!(stack_capacity(N) <= STACK, "widths up to 8");
-    let Some((mut child, mut groups)) = root_entry(bvh.root) else {
+    let Some(start) = root_entry(bvh.root) else {
         return false;
     };
+    traverse_from::<N, V, ANY_HIT>(bvh, boxes, start, t_min, t_max, leaf)
+}
+
+/// [`traverse`] of the subtree `start` (a node or leaf as the
+/// `(child, groups)` pair of a slot) instead of the whole tree.
+#[inline(always)]
+pub fn traverse_from<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
+    bvh: &WideBvh<N>,
+    boxes: &RayBoxes<N, V>,
+    start: (u32, u32),
+    t_min: f32,
+    t_max: f32,
+    leaf: &mut impl LeafTest<N>,
+) -> bool {
+    assert!(stack_capacity(N) <= STACK, "widths up to 8");
+    let (mut child, mut groups) = start;
     let t_min_v = V::splat(boxes.isa, t_min);
     let mut cutoff = t_max;
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
