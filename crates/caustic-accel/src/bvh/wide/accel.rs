@@ -720,17 +720,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn packets_match_single_rays_on_the_bunny() {
-        let Some(path) = caustic_scene_path() else {
-            return;
-        };
+    /// The bunny's triangles, their wide BVH, their box, and an eye in
+    /// front of them; `None` (the test skips) without the scenes.
+    fn bunny_in_view() -> Option<(Vec<Triangle>, WideTriangleBvh, caustic_geom::Aabb, Vec3)> {
+        let path = caustic_scene_path()?;
         let tris = caustic_scene::Scene::load(&path)
             .expect("bunny loads")
             .triangles();
         let bvh = WideTriangleBvh::build(&tris);
         let bounds = caustic_geom::Aabb::from_points(tris.iter().flat_map(|t| [t.v0, t.v1, t.v2]));
         let eye = bounds.center() - Vec3::new(0.0, 0.0, 2.5 * bounds.diagonal());
+        Some((tris, bvh, bounds, eye))
+    }
+
+    #[test]
+    fn packets_match_single_rays_on_the_bunny() {
+        let Some((_, bvh, _, eye)) = bunny_in_view() else {
+            return;
+        };
         let rays: Vec<Ray> = camera_rays(eye, 128)
             .into_iter()
             .map(|r| Ray::segment(r.origin, r.dir * Vec3::new(0.15, 0.15, 1.0), r.tmin, r.tmax))
@@ -747,15 +754,9 @@ mod tests {
 
     #[test]
     fn occlusion_streams_match_single_rays_on_the_bunny() {
-        let Some(path) = caustic_scene_path() else {
+        let Some((tris, bvh, bounds, eye)) = bunny_in_view() else {
             return;
         };
-        let tris = caustic_scene::Scene::load(&path)
-            .expect("bunny loads")
-            .triangles();
-        let bvh = WideTriangleBvh::build(&tris);
-        let bounds = caustic_geom::Aabb::from_points(tris.iter().flat_map(|t| [t.v0, t.v1, t.v2]));
-        let eye = bounds.center() - Vec3::new(0.0, 0.0, 2.5 * bounds.diagonal());
         let primary: Vec<Ray> = camera_rays(eye, 96)
             .into_iter()
             .map(|r| Ray::new(r.origin, r.dir * Vec3::new(0.15, 0.15, 1.0)))
