@@ -183,26 +183,34 @@ fn queries(points: &[Vec3], m: usize, rng: &mut Pcg32) -> Vec<Vec3> {
     qs
 }
 
-#[test]
-fn warp_knn_equals_the_reference() {
-    let Some(exe) = harness() else { return };
-    let mut rng = Pcg32::new(0x51, 5);
-    let uniform: Vec<Vec3> = (0..3000)
+/// `n` points uniform in the unit cube.
+fn uniform_cloud(rng: &mut Pcg32, n: usize) -> Vec<Vec3> {
+    (0..n)
         .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()))
-        .collect();
-    // 40 positions, each 50 times: ties that only the index breaks, and
-    // more candidates than the warp's list holds (it is cut).
-    let duplicated: Vec<Vec3> = (0..2000)
+        .collect()
+}
+
+/// 40 positions, each 50 times.
+fn duplicated_cloud() -> Vec<Vec3> {
+    (0..2000)
         .map(|i| {
             let j = (i % 40) as f32;
             Vec3::new(0.3 + 0.01 * (j % 4.0), 0.5 + 0.013 * (j / 4.0).floor(), 0.4)
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn warp_knn_equals_the_reference() {
+    let Some(exe) = harness() else { return };
+    let mut rng = Pcg32::new(0x51, 5);
+    let uniform = uniform_cloud(&mut rng, 3000);
+    // Ties that only the index breaks, and more candidates than the warp's
+    // list holds (it is cut).
+    let duplicated = duplicated_cloud();
     // Dense enough that about 400 points lie within the radius: the list
     // is cut, and the cells beyond its new bound are skipped.
-    let dense: Vec<Vec3> = (0..12_000)
-        .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()))
-        .collect();
+    let dense = uniform_cloud(&mut rng, 12_000);
     for (name, points, radius, k) in [
         ("uniform", &uniform, 0.12f32, 16usize),
         ("dense", &dense, 0.2, 16),
@@ -303,15 +311,8 @@ fn morton_sorted(qs: &[Vec3], cell: f32) -> Vec<Vec3> {
 fn tiles_equal_the_reference() {
     let Some(exe) = harness() else { return };
     let mut rng = Pcg32::new(0x53, 11);
-    let uniform: Vec<Vec3> = (0..3000)
-        .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), rng.next_f32()))
-        .collect();
-    let duplicated: Vec<Vec3> = (0..2000)
-        .map(|i| {
-            let j = (i % 40) as f32;
-            Vec3::new(0.3 + 0.01 * (j % 4.0), 0.5 + 0.013 * (j / 4.0).floor(), 0.4)
-        })
-        .collect();
+    let uniform = uniform_cloud(&mut rng, 3000);
+    let duplicated = duplicated_cloud();
     // A dense blob beside a sparse spread, and a plane (photons on a
     // surface).
     let blob: Vec<Vec3> = (0..6000)

@@ -147,6 +147,17 @@ __device__ __forceinline__ u32 lane_id() { return threadIdx.x & 31u; }
 __device__ __forceinline__ u32 warp_id() { return threadIdx.x >> 5; }
 __device__ __forceinline__ u32 lanemask_lt() { return (1u << lane_id()) - 1u; }
 
+// The inclusive prefix sum of `v` across a full warp (lane i gets the sum
+// of lanes 0..=i), by Hillis-Steele steps of shuffles.
+__device__ __forceinline__ u32 warp_inclusive_sum(u32 v) {
+    const u32 lane = lane_id();
+    for (u32 d = 1; d < 32; d <<= 1) {
+        const u32 t = __shfl_up_sync(CAUSTIC_FULL_MASK, v, d);
+        if (lane >= d) v += t;
+    }
+    return v;
+}
+
 // Grid-stride loops index with 64 bits: 2^28 elements times a stride
 // already overflows 32 bits in a few kernels.
 __device__ __forceinline__ u64 global_thread() {

@@ -487,11 +487,7 @@ __device__ __forceinline__ void warp_grid_candidates(const Grid& g, const u32* s
     const u32 lane = lane_id();
     for (;;) {
         if (near2 > best.bound_d2()) len = 0;
-        u32 incl = len;
-        for (u32 d = 1; d < 32; d <<= 1) {
-            const u32 t = __shfl_up_sync(CAUSTIC_FULL_MASK, incl, d);
-            if (lane >= d) incl += t;
-        }
+        const u32 incl = warp_inclusive_sum(len);
         const u32 total = __shfl_sync(CAUSTIC_FULL_MASK, incl, 31);
         const u32 excl = incl - len;
         bool cut = false;
@@ -710,11 +706,7 @@ __device__ __forceinline__ u32 warp_tile_stream(const Grid& g, const u32* start,
             first = start[b];
             len = end[b] - first;
         }
-        u32 incl = len;
-        for (u32 d = 1; d < 32; d <<= 1) {
-            const u32 t = __shfl_up_sync(CAUSTIC_FULL_MASK, incl, d);
-            if (lane >= d) incl += t;
-        }
+        const u32 incl = warp_inclusive_sum(len);
         const u32 total = __shfl_sync(CAUSTIC_FULL_MASK, incl, 31);
         const u32 excl = incl - len;
         for (u32 base = 0; base < total; base += 32) {
