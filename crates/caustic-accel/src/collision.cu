@@ -41,40 +41,79 @@ __device__ __forceinline__ float3 segment_direction(u64 seed, u32 agent, u32 fra
     return make_float3(0.0f, 0.0f, 1.0f);
 }
 
+// collision::direction_class: the octant, the sign of x lowest.
+__device__ __forceinline__ u32 direction_class(float3 d) {
+    return (d.x < 0.0f ? 1u : 0u) | (d.y < 0.0f ? 2u : 0u) | (d.z < 0.0f ? 4u : 0u);
+}
+
+#define DIRECTION_CLASSES 8u
+
+// The class of segment `ray` of an agent, DIRECTION_CLASSES past its end.
+__device__ __forceinline__ u32 segment_class(u64 seed, u32 agent, u32 frame, u32 ray, u32 rays) {
+    return ray < rays ? direction_class(segment_direction(seed, agent, frame, ray))
+                      : DIRECTION_CLASSES;
+}
+
 // The segments of one frame, agent by agent: paths[2 a] = (first position,
 // step), paths[2 a + 1] = (last position, unused); `progress` is
 // Agents::progress(frame). The origin is Agents::position's
-// a + (b - a) * progress.
+// a + (b - a) * progress. An agent's segments are placed as
+// Agents::frame_rays places them, ordered by direction class and by number
+// within a class: one warp per agent counts its segments' classes (ballots
+// over 32 segments at a time), then draws them again and writes each at
+// its class's start plus the segments of its class before it.
 extern "C" __global__ void __launch_bounds__(COLLISION_THREADS)
 collision_rays(const float4* paths, u32 agents, u32 rays_per_agent, float progress, u64 seed,
                u32 frame, Ray* out) {
-    const u64 n = (u64)agents * rays_per_agent;
-    for (u64 i = global_thread(); i < n; i += grid_threads()) {
-        const u32 agent = (u32)(i / rays_per_agent);
-        const u32 ray = (u32)(i - (u64)agent * rays_per_agent);
-        const float4 a = paths[2 * (u64)agent];
-        const float4 b = paths[2 * (u64)agent + 1];
-        const float3 d = segment_direction(seed, agent, frame, ray);
+    const u64 warps = grid_threads() / 32u;
+    for (u64 agent64 = global_thread() / 32u; agent64 < agents; agent64 += warps) {
+        const u32 agent = (u32)agent64;
+        u32 start[DIRECTION_CLASSES];
+        for (u32 c = 0; c < DIRECTION_CLASSES; ++c) start[c] = 0u;
+        for (u32 base = 0; base < rays_per_agent; base += 32u) {
+            const u32 cls = segment_class(seed, agent, frame, base + lane_id(), rays_per_agent);
+            for (u32 c = 0; c < DIRECTION_CLASSES; ++c) {
+                start[c] += __popc(__ballot_sync(CAUSTIC_FULL_MASK, cls == c));
+            }
+        }
+        // The counts become each class's first slot.
+        u32 sum = 0u;
+        for (u32 c = 0; c < DIRECTION_CLASSES; ++c) {
+            const u32 count = start[c];
+            start[c] = sum;
+            sum += count;
+        }
+        const float4 a = paths[2 * agent64];
+        const float4 b = paths[2 * agent64 + 1];
         Ray r;
         r.origin[0] = __fadd_rn(a.x, __fmul_rn(__fsub_rn(b.x, a.x), progress));
         r.origin[1] = __fadd_rn(a.y, __fmul_rn(__fsub_rn(b.y, a.y), progress));
         r.origin[2] = __fadd_rn(a.z, __fmul_rn(__fsub_rn(b.z, a.z), progress));
         r.tmin = 0.0f;
-        r.dir[0] = d.x;
-        r.dir[1] = d.y;
-        r.dir[2] = d.z;
         r.tmax = a.w;
-        out[i] = r;
+        for (u32 base = 0; base < rays_per_agent; base += 32u) {
+            const u32 ray = base + lane_id();
+            const float3 d = segment_direction(seed, agent, frame, ray);
+            const u32 cls = ray < rays_per_agent ? direction_class(d) : DIRECTION_CLASSES;
+            u32 slot = 0u;
+            for (u32 c = 0; c < DIRECTION_CLASSES; ++c) {
+                const u32 mask = __ballot_sync(CAUSTIC_FULL_MASK, cls == c);
+                if (cls == c) slot = start[c] + __popc(mask & lanemask_lt());
+                start[c] += __popc(mask);
+            }
+            if (cls == DIRECTION_CLASSES) continue;
+            r.dir[0] = d.x;
+            r.dir[1] = d.y;
+            r.dir[2] = d.z;
+            out[agent64 * rays_per_agent + slot] = r;
+        }
     }
 }
 
 // collision::nearest_key: the distance's bits made monotonic above the
 // triangle id; a miss is the largest key.
 __device__ __forceinline__ u64 nearest_key(const Hit& h) {
-    if (h.prim == NO_HIT) return ~0ull;
-    const u32 bits = __float_as_uint(h.t);
-    const u32 ordered = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
-    return ((u64)ordered << 32) | (u64)h.prim;
+    return h.prim == NO_HIT ? ~0ull : hit_key(h.t, h.prim);
 }
 
 // Each agent's smallest key over its rays' hits (Agents::answers): one

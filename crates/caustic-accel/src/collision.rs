@@ -112,7 +112,11 @@ impl Agents {
     /// The segments of `frame`: `rays_per_agent` per agent, agent by agent,
     /// each from the agent's position in the direction
     /// [`segment_direction`] draws (uniform on the sphere, unit length, so
-    /// `t` is the distance), `tmax` its step.
+    /// `t` is the distance), `tmax` its step. An agent's segments are
+    /// ordered by [`direction_class`], segment number within a class, so
+    /// that neighbouring segments point the same way: 32 consecutive ones
+    /// (a GPU warp) then span mostly two octants, and traverse the same
+    /// nodes. The answers do not depend on the order.
     pub fn frame_rays(&self, frame: usize) -> Vec<Ray> {
         let per_agent = self.rays_per_agent;
         let mut rays = vec![Ray::segment(Vec3::ZERO, Vec3::Z, 0.0, 0.0); self.count() * per_agent];
@@ -121,8 +125,12 @@ impl Agents {
             .for_each(|(agent, chunk)| {
                 let origin = self.position(agent, frame);
                 let length = self.step(agent);
-                for (ray, slot) in chunk.iter_mut().enumerate() {
-                    let dir = segment_direction(self.seed, agent as u32, frame as u32, ray as u32);
+                let mut dirs: Vec<Vec3> = (0..chunk.len())
+                    .map(|ray| segment_direction(self.seed, agent as u32, frame as u32, ray as u32))
+                    .collect();
+                // Stable, so segment number breaks ties (collision.cu's ranks).
+                dirs.sort_by_key(|&dir| direction_class(dir));
+                for (slot, dir) in chunk.iter_mut().zip(dirs) {
                     *slot = Ray::segment(origin, dir, 0.0, length);
                 }
             });
@@ -205,6 +213,12 @@ pub fn mix64(mut z: u64) -> u64 {
 /// (each fails with probability 1 - π/4, so 64 fail together with
 /// probability below 10^-42).
 pub const DIRECTION_ATTEMPTS: u32 = 64;
+
+/// The octant of a direction, the sign of x lowest, so that consecutive
+/// classes share the signs of y and z (`collision.cu`'s `direction_class`).
+pub fn direction_class(dir: Vec3) -> u32 {
+    u32::from(dir.x < 0.0) | (u32::from(dir.y < 0.0) << 1) | (u32::from(dir.z < 0.0) << 2)
+}
 
 /// The direction of segment `ray` of `agent` in `frame`: counter-based, a
 /// function of its four arguments alone (so any device makes any ray in
@@ -327,19 +341,39 @@ mod tests {
     }
 
     #[test]
+    fn direction_classes_are_octants_with_x_lowest() {
+        assert_eq!(direction_class(Vec3::new(1.0, 1.0, 1.0)), 0);
+        assert_eq!(direction_class(Vec3::new(-1.0, 1.0, 1.0)), 1);
+        assert_eq!(direction_class(Vec3::new(1.0, -1.0, 1.0)), 2);
+        assert_eq!(direction_class(Vec3::new(-1.0, -1.0, -1.0)), 7);
+        assert_eq!(direction_class(Vec3::new(-0.0, 0.0, -0.0)), 0);
+    }
+
+    #[test]
     fn frame_rays_follow_the_generator() {
         let bounds = Aabb::new(Vec3::ZERO, Vec3::new(3.0, 1.0, 2.0));
-        let agents = Agents::random(&bounds, 5, 4, 6, 11);
+        let per_agent = 40;
+        let agents = Agents::random(&bounds, 5, 4, per_agent, 11);
         let rays = agents.frame_rays(2);
-        for (i, r) in rays.iter().enumerate() {
-            let (agent, ray) = (i / 6, i % 6);
-            assert_eq!(r.origin, agents.position(agent, 2));
-            assert_eq!(r.tmax, agents.step(agent));
-            assert_eq!(
-                r.dir,
-                segment_direction(11, agent as u32, 2, ray as u32),
-                "ray {i}"
-            );
+        assert_eq!(rays.len(), 5 * per_agent);
+        for (agent, chunk) in rays.chunks(per_agent).enumerate() {
+            // The agent's segments, by class and within a class by number.
+            let mut drawn: Vec<(u32, u32)> = (0..per_agent as u32)
+                .map(|ray| {
+                    let dir = segment_direction(11, agent as u32, 2, ray);
+                    (direction_class(dir), ray)
+                })
+                .collect();
+            drawn.sort();
+            for (r, &(class, ray)) in chunk.iter().zip(&drawn) {
+                assert_eq!(r.origin, agents.position(agent, 2));
+                assert_eq!(r.tmax, agents.step(agent));
+                assert_eq!(r.dir, segment_direction(11, agent as u32, 2, ray));
+                assert_eq!(direction_class(r.dir), class);
+            }
+            let classes: Vec<u32> = chunk.iter().map(|r| direction_class(r.dir)).collect();
+            assert!(classes.windows(2).all(|w| w[0] <= w[1]), "{classes:?}");
+            assert!(classes.iter().any(|&c| c != classes[0]), "one class only");
         }
         assert_eq!(agents.progress(0), 0.0);
         assert_eq!(agents.progress(3), 1.0);

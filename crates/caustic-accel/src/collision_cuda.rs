@@ -62,7 +62,8 @@ impl DeviceAgents {
         launch_grid_stride(
             self.paths.gpu(),
             k::COLLISION_RAYS,
-            self.rays.len(),
+            // A warp per agent.
+            a.count() * 32,
             (
                 self.paths.ptr(),
                 a.count() as u32,
@@ -77,8 +78,11 @@ impl DeviceAgents {
     }
 
     /// One frame: its segments made, traced against `accel` by `tracer`
-    /// (closest hits) and reduced per agent, on the device; the answers
-    /// read back.
+    /// and reduced per agent, on the device; the answers read back. A
+    /// binary BVH traces each agent's segments as a group sharing the
+    /// agent's nearest hit as a cutoff
+    /// ([`AccelTracer::intersect_group_nearest`]), so the hits of the frame
+    /// are then not every segment's closest hit; the answers are the same.
     pub fn frame(
         &mut self,
         accel: &DeviceAccel,
@@ -86,6 +90,18 @@ impl DeviceAgents {
         frame: usize,
     ) -> Result<FrameAnswers, GpuError> {
         self.make_rays(frame)?;
+        let per_agent = self.agents.rays_per_agent();
+        if per_agent > 0
+            && tracer.intersect_group_nearest(
+                accel,
+                &self.rays,
+                per_agent,
+                &mut self.hits,
+                &mut self.keys,
+            )?
+        {
+            return self.download_answers();
+        }
         if !self.rays.is_empty() {
             tracer.intersect(accel, &self.rays, &mut self.hits)?;
         }
@@ -121,6 +137,11 @@ impl DeviceAgents {
                 ),
             )?;
         }
+        self.download_answers()
+    }
+
+    /// The agents' answers from their keys on the device.
+    fn download_answers(&self) -> Result<FrameAnswers, GpuError> {
         Ok(self
             .keys
             .download()?

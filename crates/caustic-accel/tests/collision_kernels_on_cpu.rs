@@ -1,11 +1,13 @@
 //! The collision frames' ray generation (`src/collision.cu`) run on the
-//! CPU: compiled unchanged by the host C++ compiler over the CUDA shim
-//! (`tests/cpu_emulation/`, floating-point contraction off, so each
-//! operation rounds once as the kernel's `_rn` intrinsics do) and run as one
-//! thread, its segments must be [`Agents::frame_rays`]' bit for bit: the
-//! counter-based generator and the agents' positions are the same
-//! functions on both sides. The per-agent reduction uses warp shuffles and
-//! is checked on the device (`gpu_collision.rs`). Needs a C++17 compiler
+//! CPU: compiled unchanged by the host C++ compiler over the fiber
+//! emulator (`tests/cpu_emulation/cuda_fibers.h`, floating-point
+//! contraction off, so each operation rounds once as the kernel's `_rn`
+//! intrinsics do) and launched a warp per agent as on the device, its
+//! segments must be [`Agents::frame_rays`]' bit for bit, in the same order
+//! (by direction class, ranked by warp ballots): the counter-based
+//! generator and the agents' positions are the same functions on both
+//! sides. The per-agent reduction is checked on the device
+//! (`gpu_collision.rs`). Needs a C++17 compiler
 //! (`CXX`, else `c++`); without one it says so and skips.
 
 #[path = "common/host_harness.rs"]

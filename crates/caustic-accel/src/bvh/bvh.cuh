@@ -190,6 +190,21 @@ __device__ __forceinline__ float next_up(float x) {
     return __uint_as_float(x > 0.0f ? bits + 1u : bits - 1u);
 }
 
+// A hit's order as one integer (caustic_accel::collision::nearest_key): the
+// distance's bits made monotonic above the triangle id, so the smallest key
+// is the nearest hit and, at equal distances, the lowest triangle.
+__device__ __forceinline__ u64 hit_key(float t, u32 prim) {
+    const u32 bits = __float_as_uint(t);
+    const u32 ordered = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+    return ((u64)ordered << 32) | (u64)prim;
+}
+
+// The distance of a hit_key (not of the miss key ~0).
+__device__ __forceinline__ float key_distance(u64 key) {
+    const u32 ordered = (u32)(key >> 32);
+    return __uint_as_float((ordered & 0x80000000u) ? (ordered & 0x7fffffffu) : ~ordered);
+}
+
 // Whether the CPU would trace the ray at all (caustic_accel::is_traceable).
 __device__ __forceinline__ bool is_traceable(float4 o, float4 d) {
     const bool finite = fabsf(o.x) < CAUSTIC_INF && fabsf(o.y) < CAUSTIC_INF &&

@@ -154,11 +154,44 @@ __device__ __forceinline__ bool test_leaf(const Triangle* tris, NodeRef leaf, Ra
     return false;
 }
 
+// Rays in groups that want only their group's nearest hit (the collision
+// experiment's agents: each agent's segments share an origin, and only the
+// nearest of their hits is the answer). `group_key` holds the group's
+// smallest hit_key so far. A lane publishes its closest hit when it beats
+// the group's, and otherwise takes the group's distance as its own cutoff:
+// a hit beyond it cannot be the group's nearest. The cutoff is the next
+// float above the group's distance, so a hit at exactly that distance with
+// a lower triangle id still counts; the lane's own hit is then forgotten
+// (it lies beyond the cutoff). Every published key is a real hit, and the
+// ray holding the group's true nearest hit always keeps a cutoff above it,
+// so the group's final key is the minimum of its rays' closest-hit keys,
+// whatever the order in which lanes run.
+__device__ __forceinline__ void share_group_nearest(u64* group_key, RayState& s) {
+    const u64 group = __ldcg(group_key);
+    if (s.prim != NO_HIT) {
+        const u64 mine = hit_key(s.closest, s.prim);
+        if (mine < group) {
+            atomicMin(reinterpret_cast<unsigned long long*>(group_key),
+                      (unsigned long long)mine);
+            return;
+        }
+    }
+    if (group == ~0ull) return;
+    const float cutoff = next_up(key_distance(group));
+    if (cutoff < s.closest) {
+        s.closest = cutoff;
+        s.prim = NO_HIT;
+    }
+}
+
 // Traverses until the ray is done or the warp wants to refill idle lanes.
-// Returns whether an any-hit ray found a hit.
-template <bool ANY_HIT>
+// Returns whether an any-hit ray found a hit. With GROUPED, the ray's
+// group's nearest hit lives at `group_key` (share_group_nearest), read and
+// published after every leaf.
+template <bool ANY_HIT, bool GROUPED = false>
 __device__ __forceinline__ bool traverse(const BvhNode* nodes, const Triangle* tris, RayState& s,
-                                         NodeRef& node, NodeRef& leaf, Stack<ANY_HIT>& stack) {
+                                         NodeRef& node, NodeRef& leaf, Stack<ANY_HIT>& stack,
+                                         u64* group_key = nullptr) {
     while (node.count != NODE_NONE || leaf.count != 0) {
         // Inner nodes, until every active lane holds a postponed leaf.
         while (node.count == 0) {
@@ -176,6 +209,7 @@ __device__ __forceinline__ bool traverse(const BvhNode* nodes, const Triangle* t
                 leaf = node_ref(0, 0);
                 return true;
             }
+            if (GROUPED) share_group_nearest(group_key, s);
             if (is_leaf(node)) {
                 leaf = node;
                 node = stack.pop(s.closest);

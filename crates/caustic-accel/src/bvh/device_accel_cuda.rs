@@ -912,6 +912,28 @@ impl AccelTracer {
         }
     }
 
+    /// Each group of `group_size` consecutive rays' nearest hit into
+    /// `group_keys` ([`Tracer::intersect_group_nearest`]: the rays share
+    /// their group's nearest hit as a cutoff while they run), without
+    /// waiting. Returns false, having launched nothing, for a structure
+    /// whose traversal has no grouped form (every one but the binary BVH):
+    /// the caller then traces with [`Self::intersect`] and reduces.
+    pub fn intersect_group_nearest(
+        &mut self,
+        accel: &DeviceAccel,
+        rays: &DeviceBuffer<GpuRay>,
+        group_size: usize,
+        hits: &mut DeviceBuffer<GpuHit>,
+        group_keys: &mut DeviceBuffer<u64>,
+    ) -> Result<bool, GpuError> {
+        match self.pair(accel)? {
+            Pair::Binary(tracer, bvh) => tracer
+                .intersect_group_nearest(bvh, rays, group_size, hits, group_keys)
+                .map(|()| true),
+            _ => Ok(false),
+        }
+    }
+
     /// [`Self::intersect`] for the rays of an image `width` pixels wide in
     /// pixel order, handed out in 8x4-pixel tiles (primary rays).
     pub fn intersect_image(

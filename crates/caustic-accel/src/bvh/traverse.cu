@@ -41,12 +41,18 @@ __device__ __forceinline__ void store_result(bool any_hit, u32 index, const RayS
 // ray is done or too few remain. Keeping lanes that have run out of rays in
 // the loop is what lets the vote name all 32 lanes; a lane that left early
 // would make the warp's later rounds start diverged.
-template <bool ANY_HIT>
+//
+// With GROUPED, rays come in groups of `group_size` consecutive rays that
+// want only their group's nearest hit, kept in group_keys (see
+// share_group_nearest); a ray's own hit is then its closest hit or, when
+// its group holds a nearer one, possibly a miss.
+template <bool ANY_HIT, bool GROUPED = false>
 __device__ __forceinline__ void trace(const BvhNode* __restrict__ nodes, u32 node_count,
                                       const Triangle* __restrict__ tris,
                                       const Ray* __restrict__ rays, u32 ray_count,
                                       u32 image_width, Hit* __restrict__ hits,
-                                      u32* __restrict__ occluded, u32* counter) {
+                                      u32* __restrict__ occluded, u32* counter,
+                                      u32 group_size = 1, u64* group_keys = nullptr) {
     Stack<ANY_HIT> stack;
     RayState s;
     NodeRef node = node_ref(0, NODE_NONE), leaf = node_ref(0, 0);
@@ -66,6 +72,7 @@ __device__ __forceinline__ void trace(const BvhNode* __restrict__ nodes, u32 nod
                     index = ray_of_work(work, image_width);
                     stack.size = 0;
                     busy = start_ray(rays, index, nodes, node_count, s, node, leaf);
+                    if (GROUPED && busy) share_group_nearest(group_keys + index / group_size, s);
                     // A ray that misses the root (or cannot be traced) is done.
                     if (!busy) store_result(ANY_HIT, index, s, false, hits, occluded);
                 }
@@ -73,7 +80,9 @@ __device__ __forceinline__ void trace(const BvhNode* __restrict__ nodes, u32 nod
         }
         if (__all_sync(CAUSTIC_FULL_MASK, exhausted)) break;
         if (busy) {
-            const bool found = traverse<ANY_HIT>(nodes, tris, s, node, leaf, stack);
+            u64* group_key = GROUPED ? group_keys + index / group_size : nullptr;
+            const bool found =
+                traverse<ANY_HIT, GROUPED>(nodes, tris, s, node, leaf, stack, group_key);
             if (node.count == NODE_NONE && leaf.count == 0) {
                 store_result(ANY_HIT, index, s, found, hits, occluded);
                 busy = false;
@@ -94,4 +103,17 @@ extern "C" __global__ void __launch_bounds__(TRACE_THREADS)
                       const Ray* rays, u32 ray_count, u32 image_width, u32* occluded,
                       u32* counter) {
     trace<true>(nodes, node_count, tris, rays, ray_count, image_width, nullptr, occluded, counter);
+}
+
+// Closest hits of rays in groups of `group_size` consecutive rays, each
+// group's nearest hit (hit_key) min-ed into group_keys[group], which start
+// at ~0 (a miss). The group keys equal the minimum of the rays' own closest
+// hits' keys; a ray's entry in `hits` is its closest hit, or a miss when
+// its group already held a nearer hit (share_group_nearest).
+extern "C" __global__ void __launch_bounds__(TRACE_THREADS)
+    traverse_bvh2_group_nearest(const BvhNode* nodes, u32 node_count, const Triangle* tris,
+                                const Ray* rays, u32 ray_count, u32 group_size, Hit* hits,
+                                u64* group_keys, u32* counter) {
+    trace<false, true>(nodes, node_count, tris, rays, ray_count, 0, hits, nullptr, counter,
+                       group_size, group_keys);
 }

@@ -138,6 +138,7 @@ pub struct Tracer {
     counter: DeviceBuffer<u32>,
     closest_blocks: u32,
     any_blocks: u32,
+    group_blocks: u32,
 }
 
 impl Tracer {
@@ -151,6 +152,9 @@ impl Tracer {
             counter: DeviceBuffer::zeroed(gpu, "ray fetch counter", 1)?,
             closest_blocks: per_sm(gpu.resident_blocks(k::TRAVERSE_BVH2_CLOSEST, TRACE_THREADS)?),
             any_blocks: per_sm(gpu.resident_blocks(k::TRAVERSE_BVH2_ANY, TRACE_THREADS)?),
+            group_blocks: per_sm(
+                gpu.resident_blocks(k::TRAVERSE_BVH2_GROUP_NEAREST, TRACE_THREADS)?,
+            ),
         })
     }
 
@@ -208,6 +212,57 @@ impl Tracer {
         self.launch(kernel, self.any_blocks, bvh, rays, 0, occluded.ptr_mut())
     }
 
+    /// The nearest hit of each group of `group_size` consecutive rays, as
+    /// `collision::nearest_key`s min-ed into `group_keys` (one per group,
+    /// whole or not), without waiting. The keys are set to the miss key
+    /// first, and come out as the minimum of the group's closest-hit keys,
+    /// the same as [`Tracer::intersect`] followed by a per-group minimum;
+    /// but rays share their group's nearest hit as a cutoff while they run,
+    /// so a ray's entry in `hits` is its closest hit, or a miss when its
+    /// group held a nearer one.
+    pub fn intersect_group_nearest(
+        &mut self,
+        bvh: &DeviceBvh,
+        rays: &DeviceBuffer<GpuRay>,
+        group_size: usize,
+        hits: &mut DeviceBuffer<GpuHit>,
+        group_keys: &mut DeviceBuffer<u64>,
+    ) -> Result<(), GpuError> {
+        let kernel = k::TRAVERSE_BVH2_GROUP_NEAREST;
+        check_same_len(kernel.name(), "hits", rays.len(), hits.len())?;
+        if group_size == 0 || group_size > u32::MAX as usize {
+            return Err(GpuError::Invalid {
+                what: "group size",
+                message: format!("{group_size} rays a group (1 ..= {})", u32::MAX),
+            });
+        }
+        let groups = rays.len().div_ceil(group_size);
+        check_same_len(kernel.name(), "group keys", groups, group_keys.len())?;
+        group_keys.fill_bytes(0xff)?;
+        let n = rays.len();
+        if n == 0 {
+            return Ok(());
+        }
+        caustic_gpu::ops::check_len(kernel.name(), n, MAX_RAYS)?;
+        self.counter.fill_zero()?;
+        self.gpu.launch(
+            kernel,
+            self.group_blocks,
+            TRACE_THREADS,
+            (
+                bvh.nodes().ptr(),
+                node_count(kernel.name(), bvh)?,
+                bvh.triangles().ptr(),
+                rays.ptr(),
+                n as u32,
+                group_size as u32,
+                hits.ptr_mut(),
+                group_keys.ptr_mut(),
+                self.counter.ptr_mut(),
+            ),
+        )
+    }
+
     /// Launches the persistent grid; `image_width` is the kernel's tile-order
     /// switch (0: buffer order).
     fn launch<O: bytemuck::Pod>(
@@ -225,18 +280,13 @@ impl Tracer {
         }
         caustic_gpu::ops::check_len(kernel.name(), n, MAX_RAYS)?;
         self.counter.fill_zero()?;
-        let node_count = u32::try_from(bvh.nodes().len()).map_err(|_| GpuError::TooLarge {
-            operation: kernel.name(),
-            len: bvh.nodes().len(),
-            max: u32::MAX as usize,
-        })?;
         self.gpu.launch(
             kernel,
             blocks,
             TRACE_THREADS,
             (
                 bvh.nodes().ptr(),
-                node_count,
+                node_count(kernel.name(), bvh)?,
                 bvh.triangles().ptr(),
                 rays.ptr(),
                 n as u32,
@@ -246,6 +296,15 @@ impl Tracer {
             ),
         )
     }
+}
+
+/// The node count of `bvh` as the kernels take it.
+fn node_count(operation: &'static str, bvh: &DeviceBvh) -> Result<u32, GpuError> {
+    u32::try_from(bvh.nodes().len()).map_err(|_| GpuError::TooLarge {
+        operation,
+        len: bvh.nodes().len(),
+        max: u32::MAX as usize,
+    })
 }
 
 /// The kernel's `image_width` for `len` rays of an image `width` wide: the

@@ -1,6 +1,7 @@
 // collision_kernels.cpp: src/collision.cu's ray generation, compiled
-// unchanged by the host compiler over cuda_shim.h and run as one thread
-// (its grid-stride loop then makes every segment), for
+// unchanged by the host compiler over cuda_fibers.h (the kernel ranks each
+// agent's segments by warp ballots) and launched as collision_cuda.rs
+// launches it, a warp per agent in blocks of COLLISION_THREADS, for
 // tests/collision_kernels_on_cpu.rs.
 //
 //   collision_kernels INPUT OUTPUT
@@ -8,7 +9,7 @@
 // INPUT: u32 agents, u32 rays per agent, f32 progress, u32 frame, u64 seed,
 // then 2 float4 per agent (the paths as collision_cuda.rs uploads them).
 // OUTPUT: the segments (32 bytes each).
-#include "cuda_shim.h"
+#include "cuda_fibers.h"
 #include "emulation_io.h"
 #include "collision.cu"
 
@@ -31,11 +32,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::vector<Ray> segments((size_t)agents * rays);
-    gridDim.x = 1;
-    blockDim.x = 1;
-    blockIdx.x = 0;
-    threadIdx.x = 0;
-    collision_rays(paths.data(), agents, rays, progress, seed, frame, segments.data());
+    const unsigned blocks = (unsigned)(((u64)agents * 32u + COLLISION_THREADS - 1) / COLLISION_THREADS);
+    emu::launch("collision_rays", blocks, COLLISION_THREADS, collision_rays, paths.data(), agents,
+                rays, progress, seed, frame, segments.data());
     fwrite(segments.data(), sizeof(Ray), segments.size(), out);
     fclose(out);
     return 0;
