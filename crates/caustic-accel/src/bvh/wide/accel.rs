@@ -282,7 +282,7 @@ pub(super) fn closest<const N: usize, V: Lanes<N>>(
     bvh: &WideBvh<N>,
     ray: &Ray,
 ) -> Option<Hit> {
-    let boxes = RayBoxes::<N, V>::new(isa, ray.origin, ray.dir);
+    let boxes = RayBoxes::<N, V>::new(isa, ray.origin, ray.dir, &bvh.bounds);
     let mut leaf = ClosestLeaf {
         triangles: RayTriangles::<N, V>::new(isa, ray.origin, ray.dir),
         t_min: ray.tmin,
@@ -299,7 +299,7 @@ pub(super) fn occluded<const N: usize, V: Lanes<N>>(
     bvh: &WideBvh<N>,
     ray: &Ray,
 ) -> bool {
-    let boxes = RayBoxes::<N, V>::new(isa, ray.origin, ray.dir);
+    let boxes = RayBoxes::<N, V>::new(isa, ray.origin, ray.dir, &bvh.bounds);
     let mut leaf = AnyLeaf {
         triangles: RayTriangles::<N, V>::new(isa, ray.origin, ray.dir),
         t_min: ray.tmin,

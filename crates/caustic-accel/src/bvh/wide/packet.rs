@@ -233,7 +233,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         (x * self.inv_low[k]).max_or(x * self.inv_high[k])
     }
 
-    /// The box rule of `RayBoxes::test` in interval arithmetic over the
+    /// The exact box rule (`RayBoxTest::entry`) in interval arithmetic over the
     /// packet, children in lanes: the children some ray may keep, their
     /// entry bounds (the visiting order) and their cull bounds (below every
     /// ray's own). See the module docs for why it is conservative.

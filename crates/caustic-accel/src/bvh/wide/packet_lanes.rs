@@ -251,7 +251,7 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         self.box_inv = [self.inv[axes[0]], self.inv[axes[1]], self.inv[axes[2]]];
     }
 
-    /// Lanes whose own box test (the rule of `RayBoxes::test`, for each
+    /// Lanes whose own box test (the exact rule of `RayBoxTest::entry`, for each
     /// lane's ray against its closest hit `cutoff`) keeps slot `slot` of
     /// `node`: the others would not reach this leaf on their own.
     #[inline(always)]

@@ -194,7 +194,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     let mut tris = [const { MaybeUninit::<RayTriangles<N, V>>::uninit() }; STREAM];
     for (r, &i) in members.iter().enumerate() {
         let ray = &rays[i as usize];
-        boxes[r].write(RayBoxes::new(isa, ray.origin, ray.dir));
+        boxes[r].write(RayBoxes::new(isa, ray.origin, ray.dir, &bvh.bounds));
         tris[r].write(RayTriangles::new(isa, ray.origin, ray.dir));
     }
     // SAFETY (every `assume_init_ref` below): ray `r` is below `count`,
