@@ -124,7 +124,39 @@ __device__ __forceinline__ void store_vector(u32* out, u64 j, u64 n, uint4 v) {
     if (j + 2 < n) out[j + 2] = v.z;
 }
 
-template <u32 THREADS, u32 ITEMS, bool INCLUSIVE>
+// A tile's results from its items in the exchange (lane-contiguous), then
+// stored striped: `running` is the exclusive prefix of this lane's first item.
+template <u32 VECS, bool INCLUSIVE>
+__device__ __forceinline__ void store_tile(u32* out, u64 n, u64 base, u32 lane_word, uint4* ex,
+                                           u32 running) {
+    const u32 lane = lane_id();
+#pragma unroll
+    for (u32 c = 0; c < VECS; ++c) {
+        uint4 v = ex[SCAN_VEC_PADDED(lane * VECS + c)];
+        uint4 r;
+        r.x = INCLUSIVE ? running + v.x : running;
+        running += v.x;
+        r.y = INCLUSIVE ? running + v.y : running;
+        running += v.y;
+        r.z = INCLUSIVE ? running + v.z : running;
+        running += v.z;
+        r.w = INCLUSIVE ? running + v.w : running;
+        running += v.w;
+        ex[SCAN_VEC_PADDED(lane * VECS + c)] = r;
+    }
+    __syncwarp();
+#pragma unroll
+    for (u32 k = 0; k < VECS; ++k)
+        store_vector(out, base + lane_word + 128u * k, n, ex[SCAN_VEC_PADDED(k * 32u + lane)]);
+    __syncwarp();
+}
+
+// Variant knobs (notes: scan v5): W status words a lane per look-back round;
+// DEFER: a tile's look-back waits until the block has loaded and reduced its
+// next tile (two exchange buffers); DELAY_NS: a pause between publishing the
+// aggregate and the first look (CUB's fixed delay); SKIP: no look-back at all
+// (wrong results: a bound on the time the loads and stores alone take).
+template <u32 THREADS, u32 ITEMS, bool INCLUSIVE, u32 W, bool DEFER, u32 DELAY_NS, bool SKIP>
 __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* total, u64 n,
                                                u64* status, u32* tile_counter) {
     static_assert(ITEMS % 4u == 0u, "whole vectors per lane");
@@ -132,14 +164,14 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
     constexpr u32 VECS = ITEMS / 4u;      // vectors per lane
     constexpr u32 WARP_VECS = 32u * VECS; // vectors per warp and tile
     constexpr u32 TILE = THREADS * ITEMS;
-    __shared__ uint4 exchange[WARPS][SCAN_VEC_PADDED(WARP_VECS)];
+    constexpr u32 BUFFERS = DEFER ? 2u : 1u;
+    __shared__ uint4 exchange[BUFFERS][WARPS][SCAN_VEC_PADDED(WARP_VECS)];
     __shared__ u32 warp_totals[WARPS];
     __shared__ u32 tile_prefix_sh;
     __shared__ u32 first_sh; // not next_sh: thread 0 rewrites that one before all have read it
     __shared__ u32 next_sh;
 
     const u32 lane = lane_id();
-    uint4* const ex = exchange[warp_id()];
     const u64 tiles = (n + TILE - 1u) / TILE;
     u32 tile = next_tile(tile_counter, &first_sh);
     // Word offset of this lane's k-th striped vector within a tile.
@@ -150,67 +182,77 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
         for (u32 k = 0; k < VECS; ++k)
             vec[k] = load_vector(in, (u64)tile * TILE + lane_word + 128u * k, n);
     }
-    while (tile < tiles) {
-        const u64 base = (u64)tile * TILE;
-        // Striped -> lane-contiguous.
+    // DEFER: the tile reduced last round, waiting for its prefix.
+    const u32 none = 0xffffffffu;
+    u32 held = none, held_thread_prefix = 0u, held_total = 0u, buffer = 0u;
+    while (true) {
+        const bool have = tile < tiles;
+        uint4* const ex = exchange[buffer][warp_id()];
+        u32 thread_prefix = 0u, tile_total = 0u, next = 0u;
+        if (have) {
+            // Striped -> lane-contiguous.
 #pragma unroll
-        for (u32 k = 0; k < VECS; ++k) ex[SCAN_VEC_PADDED(k * 32u + lane)] = vec[k];
-        __syncwarp();
-        u32 thread_total = 0u;
+            for (u32 k = 0; k < VECS; ++k) ex[SCAN_VEC_PADDED(k * 32u + lane)] = vec[k];
+            __syncwarp();
+            u32 thread_total = 0u;
 #pragma unroll
-        for (u32 c = 0; c < VECS; ++c) {
-            const uint4 v = ex[SCAN_VEC_PADDED(lane * VECS + c)];
-            thread_total += v.x + v.y + v.z + v.w;
+            for (u32 c = 0; c < VECS; ++c) {
+                const uint4 v = ex[SCAN_VEC_PADDED(lane * VECS + c)];
+                thread_total += v.x + v.y + v.z + v.w;
+            }
+            if (threadIdx.x == 0) next_sh = atomicAdd(tile_counter, 1u);
+            thread_prefix =
+                block_exclusive_scan<SumU32, THREADS>(thread_total, warp_totals, tile_total);
+            // The block scan's barrier published next_sh.
+            next = next_sh;
+            if (!SKIP && threadIdx.x == 0)
+                publish_status<SumU32>(status, tile, tile == 0 ? STATUS_PREFIX : STATUS_AGGREGATE,
+                                       tile_total);
+            if (next < tiles) {
+#pragma unroll
+                for (u32 k = 0; k < VECS; ++k)
+                    vec[k] = load_vector(in, (u64)next * TILE + lane_word + 128u * k, n);
+            }
+        } else if (!DEFER) {
+            break;
+        } else {
+            // The last round resolves the held tile only: no block scan ran,
+            // so wait until every warp has read the previous tile_prefix_sh.
+            __syncthreads();
         }
-        if (threadIdx.x == 0) next_sh = atomicAdd(tile_counter, 1u);
-        u32 tile_total;
-        const u32 thread_prefix =
-            block_exclusive_scan<SumU32, THREADS>(thread_total, warp_totals, tile_total);
-        // The block scan's barrier published next_sh.
-        const u32 next = next_sh;
-        if (next < tiles) {
-#pragma unroll
-            for (u32 k = 0; k < VECS; ++k)
-                vec[k] = load_vector(in, (u64)next * TILE + lane_word + 128u * k, n);
-        }
-        if (warp_id() == 0) {
+        // The tile whose prefix is resolved now: this one, or (DEFER) the one before.
+        const u32 resolve = DEFER ? held : tile;
+        const u32 resolve_total = DEFER ? held_total : tile_total;
+        if (resolve != none && warp_id() == 0) {
             u32 tile_prefix = 0u;
-            if (tile == 0) {
-                if (lane == 0) publish_status<SumU32>(status, tile, STATUS_PREFIX, tile_total);
-            } else {
-                if (lane == 0) publish_status<SumU32>(status, tile, STATUS_AGGREGATE, tile_total);
-                tile_prefix = lookback_exclusive_prefix<SumU32>(status, tile);
+            if (!SKIP && resolve != 0) {
+                if (DELAY_NS > 0) __nanosleep(DELAY_NS);
+                tile_prefix = lookback_exclusive_prefix<SumU32, W>(status, resolve);
                 if (lane == 0)
-                    publish_status<SumU32>(status, tile, STATUS_PREFIX, tile_prefix + tile_total);
+                    publish_status<SumU32>(status, resolve, STATUS_PREFIX,
+                                           tile_prefix + resolve_total);
             }
             if (lane == 0) {
                 tile_prefix_sh = tile_prefix;
-                if (tile == tiles - 1u && total) *total = tile_prefix + tile_total;
+                if (resolve == tiles - 1u && total) *total = tile_prefix + resolve_total;
             }
         }
+        // Always a barrier here: it also keeps warp_totals and next_sh from
+        // being rewritten before every warp has read them.
         __syncthreads();
-        // Results in place of the items, then lane-contiguous -> striped.
-        u32 running = tile_prefix_sh + thread_prefix;
-#pragma unroll
-        for (u32 c = 0; c < VECS; ++c) {
-            uint4 v = ex[SCAN_VEC_PADDED(lane * VECS + c)];
-            uint4 r;
-            r.x = INCLUSIVE ? running + v.x : running;
-            running += v.x;
-            r.y = INCLUSIVE ? running + v.y : running;
-            running += v.y;
-            r.z = INCLUSIVE ? running + v.z : running;
-            running += v.z;
-            r.w = INCLUSIVE ? running + v.w : running;
-            running += v.w;
-            ex[SCAN_VEC_PADDED(lane * VECS + c)] = r;
+        if (resolve != none) {
+            const u32 from = DEFER ? buffer ^ 1u : buffer;
+            store_tile<VECS, INCLUSIVE>(out, n, (u64)resolve * TILE, lane_word,
+                                        exchange[from][warp_id()],
+                                        tile_prefix_sh + (DEFER ? held_thread_prefix : thread_prefix));
         }
-        __syncwarp();
-#pragma unroll
-        for (u32 k = 0; k < VECS; ++k)
-            store_vector(out, base + lane_word + 128u * k, n,
-                                 ex[SCAN_VEC_PADDED(k * 32u + lane)]);
-        __syncwarp();
+        if (!have) break;
+        if (DEFER) {
+            held = tile;
+            held_thread_prefix = thread_prefix;
+            held_total = tile_total;
+            buffer ^= 1u;
+        }
         tile = next;
     }
 }
@@ -225,14 +267,66 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
 
 extern "C" __global__ void __launch_bounds__(SCAN_PIPE_THREADS, SCAN_PIPE_MIN_BLOCKS)
 scan_exclusive_u32(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<SCAN_PIPE_THREADS, SCAN_PIPE_ITEMS, false>(in, out, total, n, status,
-                                                              tile_counter);
+    scan_pipelined<SCAN_PIPE_THREADS, SCAN_PIPE_ITEMS, false, 1, false, 0, false>(
+        in, out, total, n, status, tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_PIPE_THREADS, SCAN_PIPE_MIN_BLOCKS)
 scan_inclusive_u32(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<SCAN_PIPE_THREADS, SCAN_PIPE_ITEMS, true>(in, out, total, n, status,
-                                                             tile_counter);
+    scan_pipelined<SCAN_PIPE_THREADS, SCAN_PIPE_ITEMS, true, 1, false, 0, false>(
+        in, out, total, n, status, tile_counter);
+}
+
+// Variants for side-by-side timing (notes: scan v5); the bench switch
+// CAUSTIC_SCAN_VARIANTS runs them.
+extern "C" __global__ void __launch_bounds__(256, 4)
+scan_exclusive_u32_nolb(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
+    scan_pipelined<256, 32, false, 1, false, 0, true>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4)
+scan_exclusive_u32_w2(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
+    scan_pipelined<256, 32, false, 2, false, 0, false>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4)
+scan_exclusive_u32_w4(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
+    scan_pipelined<256, 32, false, 4, false, 0, false>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(128, 6)
+scan_exclusive_u32_defer32(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
+    scan_pipelined<128, 32, false, 1, true, 0, false>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(128, 8)
+scan_exclusive_u32_defer24(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
+    scan_pipelined<128, 24, false, 1, true, 0, false>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 6)
+scan_exclusive_u32_defer16(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
+    scan_pipelined<256, 16, false, 1, true, 0, false>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 6)
+scan_exclusive_u32_defer16w2(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
+    scan_pipelined<256, 16, false, 2, true, 0, false>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 4)
+scan_exclusive_u32_delay(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
+    scan_pipelined<256, 32, false, 1, false, 500, false>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(128, 10)
+scan_exclusive_u32_c128x24(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
+    scan_pipelined<128, 24, false, 1, false, 0, false>(in, out, total, n, status, tile_counter);
+}
+
+extern "C" __global__ void __launch_bounds__(128, 10)
+scan_exclusive_u32_c128x24d(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
+    scan_pipelined<128, 24, false, 1, false, 1000, false>(in, out, total, n, status, tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS, SCAN_MIN_BLOCKS)

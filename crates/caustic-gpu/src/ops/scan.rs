@@ -157,3 +157,63 @@ fn total_arg<'a>(
         }
     }
 }
+
+/// The forward scans' parameter list.
+#[doc(hidden)]
+pub type ScanSignature = (
+    crate::Ptr<u32>,
+    crate::PtrMut<u32>,
+    crate::PtrMut<u32>,
+    u64,
+    crate::PtrMut<u64>,
+    crate::PtrMut<u32>,
+);
+
+/// Forward exclusive scan kernels timed side by side (notes: scan v5):
+/// key, kernel, threads, words a lane. `nolb` skips the look-back (wrong
+/// results: the loads and stores alone).
+#[doc(hidden)]
+pub const SCAN_VARIANTS: [(&str, crate::Kernel<ScanSignature>, u32, usize); 11] = [
+    ("base", k::SCAN_EXCLUSIVE_U32, 256, 32),
+    ("nolb", k::SCAN_EXCLUSIVE_U32_NOLB, 256, 32),
+    ("w2", k::SCAN_EXCLUSIVE_U32_W2, 256, 32),
+    ("w4", k::SCAN_EXCLUSIVE_U32_W4, 256, 32),
+    ("defer32", k::SCAN_EXCLUSIVE_U32_DEFER32, 128, 32),
+    ("defer24", k::SCAN_EXCLUSIVE_U32_DEFER24, 128, 24),
+    ("defer16", k::SCAN_EXCLUSIVE_U32_DEFER16, 256, 16),
+    ("defer16w2", k::SCAN_EXCLUSIVE_U32_DEFER16W2, 256, 16),
+    ("delay", k::SCAN_EXCLUSIVE_U32_DELAY, 256, 32),
+    ("c128x24", k::SCAN_EXCLUSIVE_U32_C128X24, 128, 24),
+    ("c128x24d", k::SCAN_EXCLUSIVE_U32_C128X24D, 128, 24),
+];
+
+/// Forward exclusive scan with variant `index` of [`SCAN_VARIANTS`], on as
+/// many blocks as the SMs hold.
+#[doc(hidden)]
+pub fn exclusive_u32_variant(
+    input: &DeviceBuffer<u32>,
+    output: &mut DeviceBuffer<u32>,
+    index: usize,
+) -> Result<(), GpuError> {
+    let (_, kernel, threads, items) = SCAN_VARIANTS[index];
+    let n = input.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let gpu = input.gpu();
+    let tile = threads as usize * items;
+    let tiles = n.div_ceil(tile);
+    let resident = gpu.info().multiprocessors.max(1) * gpu.resident_blocks(kernel, threads)?;
+    let blocks = blocks_for(n, tile).min(resident);
+    let mut scratch = LookbackScratch::new(gpu, "scan tile status", tiles)?;
+    let (status, counter) = scratch.pointers();
+    let args = (
+        input.ptr(),
+        output.ptr_mut(),
+        DevicePtrMut::null(),
+        n as u64,
+        status,
+        counter,
+    );
+    gpu.launch(kernel, blocks, threads, args)
+}
