@@ -264,43 +264,69 @@ fn time_scan(gpu: &Gpu, data: &[u32], repeats: Repeats) -> Result<Timing, GpuErr
     )
 }
 
-/// Times the copy and every scan variant (notes: scan v5) in two rounds,
-/// printed as it goes; each variant checked against the CPU scan first.
+/// Times the copy, the kept scan (the whole call, and the kernel alone on
+/// scratch cleared outside the timed region) and the variants (notes: scan
+/// v5) in two rounds, printed as it goes; each scan checked against the CPU
+/// scan first.
 fn scan_variants(gpu: &Gpu, data: &[u32], repeats: Repeats) -> Result<(), GpuError> {
     let input = DeviceBuffer::from_slice(gpu, "scan input", data)?;
     let mut output = DeviceBuffer::<u32>::uninit(gpu, "scan output", data.len())?;
     let (expected, _) = cpu::scan_u32(data, ScanKind::Exclusive, Direction::Forward);
-    let gb = |ms: f64| 8.0 * data.len() as f64 / ms / 1e6;
-    for round in 0..2 {
-        let t = time_device(gpu, repeats, || Ok(()), || output.copy_from(&input))?;
+    let mut scratch = crate::ops::LookbackScratch::new(
+        gpu,
+        "scan tile status",
+        data.len().div_ceil(scan::SCAN_PIPE_TILE),
+    )?;
+    let print = |round: usize, key: &str, t: &Timing, checked: &str| {
         println!(
-            "SCAN_VARIANT round {round} copy: median {:.4} ms best {:.4} ms {:.0} GB/s",
+            "SCAN_VARIANT round {round} {key}: median {:.4} ms best {:.4} ms {:.0} GB/s {checked}",
             t.median_ms,
             t.best_ms,
-            gb(t.median_ms)
+            8.0 * data.len() as f64 / t.median_ms / 1e6
         );
+    };
+    for round in 0..2 {
+        let t = time_device(gpu, repeats, || Ok(()), || output.copy_from(&input))?;
+        print(round, "copy", &t, "");
+        output.poison()?;
+        scan::exclusive_u32(&input, &mut output)?;
+        if output.download()? != expected {
+            return Err(mismatch("exclusive scan", "kept"));
+        }
+        let t = time_device(
+            gpu,
+            repeats,
+            || Ok(()),
+            || scan::exclusive_u32(&input, &mut output),
+        )?;
+        print(round, "kept", &t, "ok");
+        output.poison()?;
+        scratch.reset()?;
+        scan::exclusive_u32_with_scratch(&input, &mut output, &mut scratch)?;
+        if output.download()? != expected {
+            return Err(mismatch("exclusive scan", "kept-kernel"));
+        }
+        let scratch = RefCell::new(&mut scratch);
+        let t = time_device(
+            gpu,
+            repeats,
+            || scratch.borrow_mut().reset(),
+            || scan::exclusive_u32_with_scratch(&input, &mut output, &mut scratch.borrow_mut()),
+        )?;
+        print(round, "kept-kernel", &t, "ok");
         for (index, &(key, ..)) in scan::SCAN_VARIANTS.iter().enumerate() {
             output.poison()?;
             scan::exclusive_u32_variant(&input, &mut output, index)?;
-            let checked = if key == "nolb" {
-                "unchecked"
-            } else if output.download()? != expected {
+            if output.download()? != expected {
                 return Err(mismatch("exclusive scan variant", key));
-            } else {
-                "ok"
-            };
+            }
             let t = time_device(
                 gpu,
                 repeats,
                 || Ok(()),
                 || scan::exclusive_u32_variant(&input, &mut output, index),
             )?;
-            println!(
-                "SCAN_VARIANT round {round} {key}: median {:.4} ms best {:.4} ms {:.0} GB/s {checked}",
-                t.median_ms,
-                t.best_ms,
-                gb(t.median_ms)
-            );
+            print(round, key, &t, "ok");
         }
     }
     Ok(())

@@ -150,46 +150,28 @@ __device__ __forceinline__ void publish_status(u64* status, u32 tile, u64 flag,
 }
 
 // The reduction of every tile before `tile`. Called by all lanes of one warp;
-// each round reads the status of 32 * W predecessors at once (W consecutive
-// tiles a lane, lane 0 the nearest) and stops at the nearest one that holds
-// an inclusive prefix.
-template <class Op, u32 W = 1>
+// each round reads the status of 32 predecessors at once and stops at the
+// nearest one that holds an inclusive prefix.
+template <class Op>
 __device__ typename Op::T lookback_exclusive_prefix(const u64* status, u32 tile) {
     typedef typename Op::T T;
     const volatile u64* st = (const volatile u64*)status;
     T exclusive = Op::identity();
     long long nearest = (long long)tile - 1;
     while (true) {
-        const long long first = nearest - (long long)(W * lane_id());
-        u64 word[W];
-        // All W loads in flight at once, then spin on those not yet published.
-#pragma unroll
-        for (u32 k = 0; k < W; ++k) {
-            word[k] = (STATUS_PREFIX << 62) | Op::pack(Op::identity());
-            if (first - (long long)k >= 0) word[k] = st[first - k];
-        }
-#pragma unroll
-        for (u32 k = 0; k < W; ++k) {
-            if (first - (long long)k < 0) continue;
-            while ((word[k] >> 62) == STATUS_INVALID) {
+        const long long at = nearest - (long long)lane_id();
+        u64 word = (STATUS_PREFIX << 62) | Op::pack(Op::identity());
+        if (at >= 0) {
+            while (true) {
+                word = st[at];
+                if ((word >> 62) != STATUS_INVALID) break;
                 spin_pause();
-                word[k] = st[first - k];
             }
         }
-        // This lane's nearest prefix (W: none); its words up to that one,
-        // older ones on the left.
-        u32 nearest_prefix = W;
-#pragma unroll
-        for (u32 k = W; k-- > 0;)
-            if ((word[k] >> 62) == STATUS_PREFIX) nearest_prefix = k;
-        T v = Op::identity();
-#pragma unroll
-        for (u32 k = 0; k < W; ++k)
-            if (k <= nearest_prefix) v = Op::combine(Op::unpack(word[k] & STATUS_VALUE_MASK), v);
-        const u32 prefix_lanes = __ballot_sync(CAUSTIC_FULL_MASK, nearest_prefix < W);
+        const u32 prefix_lanes = __ballot_sync(CAUSTIC_FULL_MASK, (word >> 62) == STATUS_PREFIX);
         // Lanes 0..stop are summed: up to and including the nearest prefix.
         const u32 stop = prefix_lanes ? (u32)(__ffs(prefix_lanes) - 1) : 31u;
-        if (lane_id() > stop) v = Op::identity();
+        T v = lane_id() <= stop ? Op::unpack(word & STATUS_VALUE_MASK) : Op::identity();
         // Ordered reduction: higher lanes hold older tiles, so they combine on the left.
         for (u32 d = 1; d < 32; d <<= 1) {
             const T other = Op::shfl_down(v, d);
@@ -197,7 +179,7 @@ __device__ typename Op::T lookback_exclusive_prefix(const u64* status, u32 tile)
         }
         exclusive = Op::combine(Op::shfl(v, 0), exclusive);
         if (prefix_lanes) return exclusive;
-        nearest -= 32 * W;
+        nearest -= 32;
     }
 }
 

@@ -81,22 +81,27 @@ __device__ __forceinline__ void scan_segmented_u32(const u32* values, const u32*
 // ------------------------------------------------ pipelined forward scans
 
 // The forward plain scans run persistent blocks that take tiles from the
-// counter and issue the NEXT tile's loads before warp 0 walks back for the
-// current one, so a block waiting on its look-back still has a tile in
-// flight (ncu had the one-tile-per-block scan latency-bound: 57 % of the
-// warps' cycles at the barrier after the look-back, DRAM at 47 % of peak).
-// Tiles are twice scan_tile's (32 words a lane): a look-back then stands
-// for twice the bytes.
+// counter, hold two tiles in shared memory, and resolve a tile's prefix
+// only after they have loaded and reduced the next one: while a tile waits
+// for its prefix, its block publishes the next tile's aggregate and has the
+// tile after that in flight, and by the time it looks back the
+// predecessors have almost always published their inclusive prefixes, so
+// the look-back is one round.
 //
-// Measured on an H100 (notes: scan v4): the prefetch alone bought nothing
-// (16 words a lane, persistent or one tile per block: same time), the
-// larger tile 9 %; 69 % of the copy bandwidth against 64 %.
+// Measured on an H100 (notes: scan v4, v5): resolving each tile's prefix
+// right after its own reduction kept every block waiting on the look-back
+// (ncu: 230 us against 183 us for the same kernel with no look-back at
+// all); deferring it by one tile brought the kernel to 185 us, within 2 %
+// of that bound, and the scan from 75 % to 90 % of the copy's bandwidth.
+// Prefetching the next tile without deferring, wider look-back windows (64
+// or 128 predecessors a round) and CUB's fixed delay before the first look
+// bought nothing.
 //
 // Layout: each warp loads a contiguous run of 32 * ITEMS words as 16-byte
 // vectors striped over its lanes (512 coalesced bytes per instruction),
 // turns them into lane-contiguous runs through a private shared-memory
 // exchange (__syncwarp only), and back on the way out. The exchange keeps
-// the tile through the look-back, so the items hold no registers then:
+// the tile until its prefix is known, so the items hold no registers then:
 // only the next tile's vectors are live.
 
 // One pad vector every 8 keeps both the striped (lane-consecutive) and the
@@ -151,12 +156,9 @@ __device__ __forceinline__ void store_tile(u32* out, u64 n, u64 base, u32 lane_w
     __syncwarp();
 }
 
-// Variant knobs (notes: scan v5): W status words a lane per look-back round;
-// DEFER: a tile's look-back waits until the block has loaded and reduced its
-// next tile (two exchange buffers); DELAY_NS: a pause between publishing the
-// aggregate and the first look (CUB's fixed delay); SKIP: no look-back at all
-// (wrong results: a bound on the time the loads and stores alone take).
-template <u32 THREADS, u32 ITEMS, bool INCLUSIVE, u32 W, bool DEFER, u32 DELAY_NS, bool SKIP>
+// DEFER false: each tile's prefix resolved right after its reduction (scan
+// v4's kernel, kept for the side-by-side timing of notes: scan v5).
+template <u32 THREADS, u32 ITEMS, bool INCLUSIVE, bool DEFER = true>
 __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* total, u64 n,
                                                u64* status, u32* tile_counter) {
     static_assert(ITEMS % 4u == 0u, "whole vectors per lane");
@@ -182,11 +184,12 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
         for (u32 k = 0; k < VECS; ++k)
             vec[k] = load_vector(in, (u64)tile * TILE + lane_word + 128u * k, n);
     }
-    // DEFER: the tile reduced last round, waiting for its prefix.
+    // The tile reduced last round, waiting for its prefix (DEFER), with this
+    // thread's exclusive prefix within it and its total.
     const u32 none = 0xffffffffu;
     u32 held = none, held_thread_prefix = 0u, held_total = 0u, buffer = 0u;
     while (true) {
-        const bool have = tile < tiles;
+        const bool have = tile < tiles; // the same in every thread
         uint4* const ex = exchange[buffer][warp_id()];
         u32 thread_prefix = 0u, tile_total = 0u, next = 0u;
         if (have) {
@@ -205,7 +208,7 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
                 block_exclusive_scan<SumU32, THREADS>(thread_total, warp_totals, tile_total);
             // The block scan's barrier published next_sh.
             next = next_sh;
-            if (!SKIP && threadIdx.x == 0)
+            if (threadIdx.x == 0)
                 publish_status<SumU32>(status, tile, tile == 0 ? STATUS_PREFIX : STATUS_AGGREGATE,
                                        tile_total);
             if (next < tiles) {
@@ -217,17 +220,16 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
             break;
         } else {
             // The last round resolves the held tile only: no block scan ran,
-            // so wait until every warp has read the previous tile_prefix_sh.
+            // so wait until every warp has read the last tile_prefix_sh.
             __syncthreads();
         }
-        // The tile whose prefix is resolved now: this one, or (DEFER) the one before.
+        // The tile whose prefix is resolved now.
         const u32 resolve = DEFER ? held : tile;
         const u32 resolve_total = DEFER ? held_total : tile_total;
         if (resolve != none && warp_id() == 0) {
             u32 tile_prefix = 0u;
-            if (!SKIP && resolve != 0) {
-                if (DELAY_NS > 0) __nanosleep(DELAY_NS);
-                tile_prefix = lookback_exclusive_prefix<SumU32, W>(status, resolve);
+            if (resolve != 0) {
+                tile_prefix = lookback_exclusive_prefix<SumU32>(status, resolve);
                 if (lane == 0)
                     publish_status<SumU32>(status, resolve, STATUS_PREFIX,
                                            tile_prefix + resolve_total);
@@ -242,9 +244,9 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
         __syncthreads();
         if (resolve != none) {
             const u32 from = DEFER ? buffer ^ 1u : buffer;
-            store_tile<VECS, INCLUSIVE>(out, n, (u64)resolve * TILE, lane_word,
-                                        exchange[from][warp_id()],
-                                        tile_prefix_sh + (DEFER ? held_thread_prefix : thread_prefix));
+            store_tile<VECS, INCLUSIVE>(
+                out, n, (u64)resolve * TILE, lane_word, exchange[from][warp_id()],
+                tile_prefix_sh + (DEFER ? held_thread_prefix : thread_prefix));
         }
         if (!have) break;
         if (DEFER) {
@@ -257,76 +259,35 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
     }
 }
 
-// The forward scans' shape: 32 words a lane (8 KB tiles of 256 threads) and
-// four blocks per SM (64 registers). Against 16 words a lane (40 registers,
-// six blocks) and the one-tile-per-block scan, it moved 9 % more bytes per
-// second on an H100 (notes: scan v4).
-#define SCAN_PIPE_THREADS 256u
+// The forward scans' shape: 32 words a lane, 128 threads (4096-word tiles,
+// two of them in 37 KB of shared memory), six blocks per SM (78 registers).
+// 256 x 16 at six blocks and 128 x 24 at eight measured the same within
+// noise (notes: scan v5).
+#define SCAN_PIPE_THREADS 128u
 #define SCAN_PIPE_ITEMS 32u
-#define SCAN_PIPE_MIN_BLOCKS 4
+#define SCAN_PIPE_MIN_BLOCKS 6
 
 extern "C" __global__ void __launch_bounds__(SCAN_PIPE_THREADS, SCAN_PIPE_MIN_BLOCKS)
 scan_exclusive_u32(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<SCAN_PIPE_THREADS, SCAN_PIPE_ITEMS, false, 1, false, 0, false>(
-        in, out, total, n, status, tile_counter);
+    scan_pipelined<SCAN_PIPE_THREADS, SCAN_PIPE_ITEMS, false>(in, out, total, n, status,
+                                                              tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_PIPE_THREADS, SCAN_PIPE_MIN_BLOCKS)
 scan_inclusive_u32(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<SCAN_PIPE_THREADS, SCAN_PIPE_ITEMS, true, 1, false, 0, false>(
-        in, out, total, n, status, tile_counter);
+    scan_pipelined<SCAN_PIPE_THREADS, SCAN_PIPE_ITEMS, true>(in, out, total, n, status,
+                                                             tile_counter);
 }
 
-// Variants for side-by-side timing (notes: scan v5); the bench switch
-// CAUSTIC_SCAN_VARIANTS runs them.
+// Temporary, for the side-by-side timing (notes: scan v5).
 extern "C" __global__ void __launch_bounds__(256, 4)
-scan_exclusive_u32_nolb(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<256, 32, false, 1, false, 0, true>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 4)
-scan_exclusive_u32_w2(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<256, 32, false, 2, false, 0, false>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 4)
-scan_exclusive_u32_w4(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<256, 32, false, 4, false, 0, false>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(128, 6)
-scan_exclusive_u32_defer32(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<128, 32, false, 1, true, 0, false>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(128, 8)
-scan_exclusive_u32_defer24(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<128, 24, false, 1, true, 0, false>(in, out, total, n, status, tile_counter);
+scan_exclusive_u32_old(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
+    scan_pipelined<256, 32, false, false>(in, out, total, n, status, tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6)
 scan_exclusive_u32_defer16(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<256, 16, false, 1, true, 0, false>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 6)
-scan_exclusive_u32_defer16w2(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<256, 16, false, 2, true, 0, false>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 4)
-scan_exclusive_u32_delay(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<256, 32, false, 1, false, 500, false>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(128, 10)
-scan_exclusive_u32_c128x24(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<128, 24, false, 1, false, 0, false>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(128, 10)
-scan_exclusive_u32_c128x24d(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<128, 24, false, 1, false, 1000, false>(in, out, total, n, status, tile_counter);
+    scan_pipelined<256, 16, false>(in, out, total, n, status, tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS, SCAN_MIN_BLOCKS)

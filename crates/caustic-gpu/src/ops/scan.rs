@@ -13,12 +13,9 @@ use crate::kernel::DevicePtrMut;
 use crate::kernels::ops_scan as k;
 
 /// Threads per block of the forward scans (`SCAN_PIPE_THREADS` in scan.cu).
-pub(crate) const SCAN_PIPE_THREADS: u32 = 256;
+pub(crate) const SCAN_PIPE_THREADS: u32 = 128;
 /// Elements per tile of the forward scans (`SCAN_PIPE_THREADS * SCAN_PIPE_ITEMS`).
-pub(crate) const SCAN_PIPE_TILE: usize = 256 * 32;
-/// Resident threads per SM on sm_80 and sm_90 (where fewer fit, the extra
-/// blocks start late and find the tiles taken).
-const MAX_THREADS_PER_SM: u32 = 2048;
+pub(crate) const SCAN_PIPE_TILE: usize = 128 * 32;
 
 /// Whether element i of the result includes input i.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,15 +59,14 @@ pub fn scan_u32(
     let gpu = input.gpu();
     let (mut scratch, blocks, threads) = if direction == Direction::Forward {
         // The persistent pipelined kernels (scan.cu): any grid; as many
-        // blocks as the SMs hold threads, each looping over tiles (blocks
-        // beyond those resident start as others finish and take what is
-        // left). Their 16-byte vector accesses need aligned buffers, which
-        // device allocations are.
+        // blocks as the SMs hold, each looping over tiles. Their 16-byte
+        // vector accesses need aligned buffers, which device allocations are.
         debug_assert!(
             input.device_ptr().is_multiple_of(16) && output.device_ptr().is_multiple_of(16)
         );
         let tiles = n.div_ceil(SCAN_PIPE_TILE);
-        let resident = gpu.info().multiprocessors.max(1) * (MAX_THREADS_PER_SM / SCAN_PIPE_THREADS);
+        let resident = gpu.info().multiprocessors.max(1)
+            * gpu.resident_blocks(kernel, SCAN_PIPE_THREADS)?;
         let blocks = blocks_for(n, SCAN_PIPE_TILE).min(resident);
         let scratch = LookbackScratch::new(gpu, "scan tile status", tiles)?;
         (scratch, blocks, SCAN_PIPE_THREADS)
@@ -158,9 +154,15 @@ fn total_arg<'a>(
     }
 }
 
+/// Forward exclusive scan kernels timed side by side with the kept one
+/// (notes: scan v5): key, kernel, threads, words a lane.
+pub(crate) const SCAN_VARIANTS: [(&str, crate::Kernel<ScanSignature>, u32, usize); 2] = [
+    ("old", k::SCAN_EXCLUSIVE_U32_OLD, 256, 32),
+    ("defer16", k::SCAN_EXCLUSIVE_U32_DEFER16, 256, 16),
+];
+
 /// The forward scans' parameter list.
-#[doc(hidden)]
-pub type ScanSignature = (
+pub(crate) type ScanSignature = (
     crate::Ptr<u32>,
     crate::PtrMut<u32>,
     crate::PtrMut<u32>,
@@ -169,28 +171,9 @@ pub type ScanSignature = (
     crate::PtrMut<u32>,
 );
 
-/// Forward exclusive scan kernels timed side by side (notes: scan v5):
-/// key, kernel, threads, words a lane. `nolb` skips the look-back (wrong
-/// results: the loads and stores alone).
-#[doc(hidden)]
-pub const SCAN_VARIANTS: [(&str, crate::Kernel<ScanSignature>, u32, usize); 11] = [
-    ("base", k::SCAN_EXCLUSIVE_U32, 256, 32),
-    ("nolb", k::SCAN_EXCLUSIVE_U32_NOLB, 256, 32),
-    ("w2", k::SCAN_EXCLUSIVE_U32_W2, 256, 32),
-    ("w4", k::SCAN_EXCLUSIVE_U32_W4, 256, 32),
-    ("defer32", k::SCAN_EXCLUSIVE_U32_DEFER32, 128, 32),
-    ("defer24", k::SCAN_EXCLUSIVE_U32_DEFER24, 128, 24),
-    ("defer16", k::SCAN_EXCLUSIVE_U32_DEFER16, 256, 16),
-    ("defer16w2", k::SCAN_EXCLUSIVE_U32_DEFER16W2, 256, 16),
-    ("delay", k::SCAN_EXCLUSIVE_U32_DELAY, 256, 32),
-    ("c128x24", k::SCAN_EXCLUSIVE_U32_C128X24, 128, 24),
-    ("c128x24d", k::SCAN_EXCLUSIVE_U32_C128X24D, 128, 24),
-];
-
 /// Forward exclusive scan with variant `index` of [`SCAN_VARIANTS`], on as
 /// many blocks as the SMs hold.
-#[doc(hidden)]
-pub fn exclusive_u32_variant(
+pub(crate) fn exclusive_u32_variant(
     input: &DeviceBuffer<u32>,
     output: &mut DeviceBuffer<u32>,
     index: usize,
@@ -216,4 +199,30 @@ pub fn exclusive_u32_variant(
         counter,
     );
     gpu.launch(kernel, blocks, threads, args)
+}
+
+/// The kept forward exclusive scan on a given zeroed `scratch` of
+/// `n.div_ceil(SCAN_PIPE_TILE)` status words (timing the kernel without
+/// the scratch's allocation and clearing).
+pub(crate) fn exclusive_u32_with_scratch(
+    input: &DeviceBuffer<u32>,
+    output: &mut DeviceBuffer<u32>,
+    scratch: &mut LookbackScratch,
+) -> Result<(), GpuError> {
+    let n = input.len();
+    let gpu = input.gpu();
+    let kernel = k::SCAN_EXCLUSIVE_U32;
+    let resident = gpu.info().multiprocessors.max(1)
+        * gpu.resident_blocks(kernel, SCAN_PIPE_THREADS)?;
+    let blocks = blocks_for(n, SCAN_PIPE_TILE).min(resident);
+    let (status, counter) = scratch.pointers();
+    let args = (
+        input.ptr(),
+        output.ptr_mut(),
+        DevicePtrMut::null(),
+        n as u64,
+        status,
+        counter,
+    );
+    gpu.launch(kernel, blocks, SCAN_PIPE_THREADS, args)
 }
