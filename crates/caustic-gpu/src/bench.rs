@@ -201,20 +201,7 @@ pub fn primitives(gpu: &Gpu, n: usize, repeats: Repeats) -> Result<Vec<Primitive
     for primitive in Primitive::ALL {
         let timing = match primitive {
             Primitive::Copy => time_copy(gpu, &keys, repeats)?,
-            Primitive::ScanU32 => {
-                if std::env::var_os("CAUSTIC_SCAN_VARIANTS").is_some() {
-                    scan_variants(gpu, &keys, repeats)?;
-                }
-                time_scan(gpu, &keys, repeats)?
-            }
-            Primitive::SortPairsU32
-            | Primitive::SortKeysU32
-            | Primitive::SortPairsU64
-            | Primitive::SortKeysU64
-                if std::env::var("CAUSTIC_SCAN_VARIANTS").as_deref() == Ok("only") =>
-            {
-                continue;
-            }
+            Primitive::ScanU32 => time_scan(gpu, &keys, repeats)?,
             Primitive::SortPairsU32 => time_sort_pairs(gpu, &keys, repeats)?,
             Primitive::SortKeysU32 => time_sort_keys(gpu, &keys, repeats)?,
             Primitive::SortPairsU64 => time_sort_pairs(gpu, &keys64, repeats)?,
@@ -262,74 +249,6 @@ fn time_scan(gpu: &Gpu, data: &[u32], repeats: Repeats) -> Result<Timing, GpuErr
         || Ok(()),
         || scan::exclusive_u32(&input, &mut output),
     )
-}
-
-/// Times the copy, the kept scan (the whole call, and the kernel alone on
-/// scratch cleared outside the timed region) and the variants (notes: scan
-/// v5) in two rounds, printed as it goes; each scan checked against the CPU
-/// scan first.
-fn scan_variants(gpu: &Gpu, data: &[u32], repeats: Repeats) -> Result<(), GpuError> {
-    let input = DeviceBuffer::from_slice(gpu, "scan input", data)?;
-    let mut output = DeviceBuffer::<u32>::uninit(gpu, "scan output", data.len())?;
-    let (expected, _) = cpu::scan_u32(data, ScanKind::Exclusive, Direction::Forward);
-    let mut scratch = crate::ops::LookbackScratch::new(
-        gpu,
-        "scan tile status",
-        data.len().div_ceil(scan::SCAN_PIPE_TILE),
-    )?;
-    let print = |round: usize, key: &str, t: &Timing, checked: &str| {
-        println!(
-            "SCAN_VARIANT round {round} {key}: median {:.4} ms best {:.4} ms {:.0} GB/s {checked}",
-            t.median_ms,
-            t.best_ms,
-            8.0 * data.len() as f64 / t.median_ms / 1e6
-        );
-    };
-    for round in 0..2 {
-        let t = time_device(gpu, repeats, || Ok(()), || output.copy_from(&input))?;
-        print(round, "copy", &t, "");
-        output.poison()?;
-        scan::exclusive_u32(&input, &mut output)?;
-        if output.download()? != expected {
-            return Err(mismatch("exclusive scan", "kept"));
-        }
-        let t = time_device(
-            gpu,
-            repeats,
-            || Ok(()),
-            || scan::exclusive_u32(&input, &mut output),
-        )?;
-        print(round, "kept", &t, "ok");
-        output.poison()?;
-        scratch.reset()?;
-        scan::exclusive_u32_with_scratch(&input, &mut output, &mut scratch)?;
-        if output.download()? != expected {
-            return Err(mismatch("exclusive scan", "kept-kernel"));
-        }
-        let scratch = RefCell::new(&mut scratch);
-        let t = time_device(
-            gpu,
-            repeats,
-            || scratch.borrow_mut().reset(),
-            || scan::exclusive_u32_with_scratch(&input, &mut output, &mut scratch.borrow_mut()),
-        )?;
-        print(round, "kept-kernel", &t, "ok");
-        for (index, &(key, ..)) in scan::SCAN_VARIANTS.iter().enumerate() {
-            output.poison()?;
-            scan::exclusive_u32_variant(&input, &mut output, index)?;
-            if output.download()? != expected {
-                return Err(mismatch("exclusive scan variant", key));
-            }
-            let t = time_device(
-                gpu,
-                repeats,
-                || Ok(()),
-                || scan::exclusive_u32_variant(&input, &mut output, index),
-            )?;
-            print(round, key, &t, "ok");
-        }
-    }
-    Ok(())
 }
 
 /// Each repetition sorts a fresh copy of the unsorted input (restored

@@ -90,9 +90,10 @@ __device__ __forceinline__ void scan_segmented_u32(const u32* values, const u32*
 //
 // Measured on an H100 (notes: scan v4, v5): resolving each tile's prefix
 // right after its own reduction kept every block waiting on the look-back
-// (ncu: 230 us against 183 us for the same kernel with no look-back at
+// (ncu: 230-247 us against 183 us for the same kernel with no look-back at
 // all); deferring it by one tile brought the kernel to 185 us, within 2 %
-// of that bound, and the scan from 75 % to 90 % of the copy's bandwidth.
+// of that bound, and the scan from 71-76 % to 90-91 % of the copy's
+// bandwidth.
 // Prefetching the next tile without deferring, wider look-back windows (64
 // or 128 predecessors a round) and CUB's fixed delay before the first look
 // bought nothing.
@@ -156,9 +157,7 @@ __device__ __forceinline__ void store_tile(u32* out, u64 n, u64 base, u32 lane_w
     __syncwarp();
 }
 
-// DEFER false: each tile's prefix resolved right after its reduction (scan
-// v4's kernel, kept for the side-by-side timing of notes: scan v5).
-template <u32 THREADS, u32 ITEMS, bool INCLUSIVE, bool DEFER = true>
+template <u32 THREADS, u32 ITEMS, bool INCLUSIVE>
 __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* total, u64 n,
                                                u64* status, u32* tile_counter) {
     static_assert(ITEMS % 4u == 0u, "whole vectors per lane");
@@ -166,8 +165,7 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
     constexpr u32 VECS = ITEMS / 4u;      // vectors per lane
     constexpr u32 WARP_VECS = 32u * VECS; // vectors per warp and tile
     constexpr u32 TILE = THREADS * ITEMS;
-    constexpr u32 BUFFERS = DEFER ? 2u : 1u;
-    __shared__ uint4 exchange[BUFFERS][WARPS][SCAN_VEC_PADDED(WARP_VECS)];
+    __shared__ uint4 exchange[2][WARPS][SCAN_VEC_PADDED(WARP_VECS)];
     __shared__ u32 warp_totals[WARPS];
     __shared__ u32 tile_prefix_sh;
     __shared__ u32 first_sh; // not next_sh: thread 0 rewrites that one before all have read it
@@ -184,8 +182,9 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
         for (u32 k = 0; k < VECS; ++k)
             vec[k] = load_vector(in, (u64)tile * TILE + lane_word + 128u * k, n);
     }
-    // The tile reduced last round, waiting for its prefix (DEFER), with this
-    // thread's exclusive prefix within it and its total.
+    // The tile reduced last round, waiting for its prefix, with this
+    // thread's exclusive prefix within it and its total; `buffer` is the
+    // exchange of the tile being reduced (the held one is in the other).
     const u32 none = 0xffffffffu;
     u32 held = none, held_thread_prefix = 0u, held_total = 0u, buffer = 0u;
     while (true) {
@@ -216,45 +215,36 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
                 for (u32 k = 0; k < VECS; ++k)
                     vec[k] = load_vector(in, (u64)next * TILE + lane_word + 128u * k, n);
             }
-        } else if (!DEFER) {
-            break;
         } else {
             // The last round resolves the held tile only: no block scan ran,
             // so wait until every warp has read the last tile_prefix_sh.
             __syncthreads();
         }
-        // The tile whose prefix is resolved now.
-        const u32 resolve = DEFER ? held : tile;
-        const u32 resolve_total = DEFER ? held_total : tile_total;
-        if (resolve != none && warp_id() == 0) {
+        // The held tile's prefix, by the look-back (block.cuh).
+        if (held != none && warp_id() == 0) {
             u32 tile_prefix = 0u;
-            if (resolve != 0) {
-                tile_prefix = lookback_exclusive_prefix<SumU32>(status, resolve);
+            if (held != 0) {
+                tile_prefix = lookback_exclusive_prefix<SumU32>(status, held);
                 if (lane == 0)
-                    publish_status<SumU32>(status, resolve, STATUS_PREFIX,
-                                           tile_prefix + resolve_total);
+                    publish_status<SumU32>(status, held, STATUS_PREFIX, tile_prefix + held_total);
             }
             if (lane == 0) {
                 tile_prefix_sh = tile_prefix;
-                if (resolve == tiles - 1u && total) *total = tile_prefix + resolve_total;
+                if (held == tiles - 1u && total) *total = tile_prefix + held_total;
             }
         }
         // Always a barrier here: it also keeps warp_totals and next_sh from
         // being rewritten before every warp has read them.
         __syncthreads();
-        if (resolve != none) {
-            const u32 from = DEFER ? buffer ^ 1u : buffer;
-            store_tile<VECS, INCLUSIVE>(
-                out, n, (u64)resolve * TILE, lane_word, exchange[from][warp_id()],
-                tile_prefix_sh + (DEFER ? held_thread_prefix : thread_prefix));
-        }
+        if (held != none)
+            store_tile<VECS, INCLUSIVE>(out, n, (u64)held * TILE, lane_word,
+                                        exchange[buffer ^ 1u][warp_id()],
+                                        tile_prefix_sh + held_thread_prefix);
         if (!have) break;
-        if (DEFER) {
-            held = tile;
-            held_thread_prefix = thread_prefix;
-            held_total = tile_total;
-            buffer ^= 1u;
-        }
+        held = tile;
+        held_thread_prefix = thread_prefix;
+        held_total = tile_total;
+        buffer ^= 1u;
         tile = next;
     }
 }
@@ -277,17 +267,6 @@ extern "C" __global__ void __launch_bounds__(SCAN_PIPE_THREADS, SCAN_PIPE_MIN_BL
 scan_inclusive_u32(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
     scan_pipelined<SCAN_PIPE_THREADS, SCAN_PIPE_ITEMS, true>(in, out, total, n, status,
                                                              tile_counter);
-}
-
-// Temporary, for the side-by-side timing (notes: scan v5).
-extern "C" __global__ void __launch_bounds__(256, 4)
-scan_exclusive_u32_old(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<256, 32, false, false>(in, out, total, n, status, tile_counter);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 6)
-scan_exclusive_u32_defer16(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {
-    scan_pipelined<256, 16, false>(in, out, total, n, status, tile_counter);
 }
 
 extern "C" __global__ void __launch_bounds__(SCAN_THREADS, SCAN_MIN_BLOCKS)

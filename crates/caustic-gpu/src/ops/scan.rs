@@ -65,8 +65,8 @@ pub fn scan_u32(
             input.device_ptr().is_multiple_of(16) && output.device_ptr().is_multiple_of(16)
         );
         let tiles = n.div_ceil(SCAN_PIPE_TILE);
-        let resident = gpu.info().multiprocessors.max(1)
-            * gpu.resident_blocks(kernel, SCAN_PIPE_THREADS)?;
+        let resident =
+            gpu.info().multiprocessors.max(1) * gpu.resident_blocks(kernel, SCAN_PIPE_THREADS)?;
         let blocks = blocks_for(n, SCAN_PIPE_TILE).min(resident);
         let scratch = LookbackScratch::new(gpu, "scan tile status", tiles)?;
         (scratch, blocks, SCAN_PIPE_THREADS)
@@ -152,77 +152,4 @@ fn total_arg<'a>(
             Ok(total.ptr_mut())
         }
     }
-}
-
-/// Forward exclusive scan kernels timed side by side with the kept one
-/// (notes: scan v5): key, kernel, threads, words a lane.
-pub(crate) const SCAN_VARIANTS: [(&str, crate::Kernel<ScanSignature>, u32, usize); 2] = [
-    ("old", k::SCAN_EXCLUSIVE_U32_OLD, 256, 32),
-    ("defer16", k::SCAN_EXCLUSIVE_U32_DEFER16, 256, 16),
-];
-
-/// The forward scans' parameter list.
-pub(crate) type ScanSignature = (
-    crate::Ptr<u32>,
-    crate::PtrMut<u32>,
-    crate::PtrMut<u32>,
-    u64,
-    crate::PtrMut<u64>,
-    crate::PtrMut<u32>,
-);
-
-/// Forward exclusive scan with variant `index` of [`SCAN_VARIANTS`], on as
-/// many blocks as the SMs hold.
-pub(crate) fn exclusive_u32_variant(
-    input: &DeviceBuffer<u32>,
-    output: &mut DeviceBuffer<u32>,
-    index: usize,
-) -> Result<(), GpuError> {
-    let (_, kernel, threads, items) = SCAN_VARIANTS[index];
-    let n = input.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let gpu = input.gpu();
-    let tile = threads as usize * items;
-    let tiles = n.div_ceil(tile);
-    let resident = gpu.info().multiprocessors.max(1) * gpu.resident_blocks(kernel, threads)?;
-    let blocks = blocks_for(n, tile).min(resident);
-    let mut scratch = LookbackScratch::new(gpu, "scan tile status", tiles)?;
-    let (status, counter) = scratch.pointers();
-    let args = (
-        input.ptr(),
-        output.ptr_mut(),
-        DevicePtrMut::null(),
-        n as u64,
-        status,
-        counter,
-    );
-    gpu.launch(kernel, blocks, threads, args)
-}
-
-/// The kept forward exclusive scan on a given zeroed `scratch` of
-/// `n.div_ceil(SCAN_PIPE_TILE)` status words (timing the kernel without
-/// the scratch's allocation and clearing).
-pub(crate) fn exclusive_u32_with_scratch(
-    input: &DeviceBuffer<u32>,
-    output: &mut DeviceBuffer<u32>,
-    scratch: &mut LookbackScratch,
-) -> Result<(), GpuError> {
-    let n = input.len();
-    let gpu = input.gpu();
-    let kernel = k::SCAN_EXCLUSIVE_U32;
-    let resident = gpu.info().multiprocessors.max(1)
-        * gpu.resident_blocks(kernel, SCAN_PIPE_THREADS)?;
-    let blocks = blocks_for(n, SCAN_PIPE_TILE).min(resident);
-    let (status, counter) = scratch.pointers();
-    let args = (
-        input.ptr(),
-        output.ptr_mut(),
-        DevicePtrMut::null(),
-        n as u64,
-        status,
-        counter,
-    );
-    gpu.launch(kernel, blocks, SCAN_PIPE_THREADS, args)
 }
