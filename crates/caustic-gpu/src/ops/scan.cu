@@ -92,7 +92,7 @@ __device__ __forceinline__ void scan_segmented_u32(const u32* values, const u32*
 // right after its own reduction kept every block waiting on the look-back
 // (ncu: 230-247 us against 183 us for the same kernel with no look-back at
 // all); deferring it by one tile brought the kernel to 185 us, within 2 %
-// of that bound, and the scan from 71-76 % to 90-91 % of the copy's
+// of that bound, and the scan from 71-77 % to 90-91 % of the copy's
 // bandwidth.
 // Prefetching the next tile without deferring, wider look-back windows (64
 // or 128 predecessors a round) and CUB's fixed delay before the first look
