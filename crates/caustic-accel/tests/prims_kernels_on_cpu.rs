@@ -51,8 +51,9 @@ fn random(n: usize, seed: u64, mask: u32) -> Vec<u32> {
     (0..n).map(|_| rng.next_u32() & mask).collect()
 }
 
-/// Lengths around the scan's vectors (4), warp runs (1024) and tiles (8192).
-const SCAN_LENGTHS: [usize; 9] = [1, 3, 4, 1023, 1029, 8191, 8192, 8197, 20_483];
+/// Lengths around the scan's vectors (4), warp runs (1024) and tiles
+/// (4096), and enough tiles that a block holds one while it reduces the next.
+const SCAN_LENGTHS: [usize; 10] = [1, 3, 4, 1023, 1029, 4095, 4096, 4101, 8197, 20_483];
 
 #[test]
 fn forward_scans_match_cpu() {

@@ -81,22 +81,27 @@ __device__ __forceinline__ void scan_segmented_u32(const u32* values, const u32*
 // ------------------------------------------------ pipelined forward scans
 
 // The forward plain scans run persistent blocks that take tiles from the
-// counter and issue the NEXT tile's loads before warp 0 walks back for the
-// current one, so a block waiting on its look-back still has a tile in
-// flight (ncu had the one-tile-per-block scan latency-bound: 57 % of the
-// warps' cycles at the barrier after the look-back, DRAM at 47 % of peak).
-// Tiles are twice scan_tile's (32 words a lane): a look-back then stands
-// for twice the bytes.
+// counter, hold two tiles in shared memory, and resolve a tile's prefix
+// only after they have loaded and reduced the next one: while a tile waits
+// for its prefix, its block publishes the next tile's aggregate and has the
+// tile after that in flight, and by the time it looks back the
+// predecessors have had a whole tile's time to publish their inclusive
+// prefixes, so the look-back seldom waits.
 //
-// Measured on an H100 (notes: scan v4): the prefetch alone bought nothing
-// (16 words a lane, persistent or one tile per block: same time), the
-// larger tile 9 %; 69 % of the copy bandwidth against 64 %.
+// Measured on an H100 (notes: scan v4, v5): resolving each tile's prefix
+// right after its own reduction kept every block waiting on the look-back
+// (ncu: 230-247 us against 183 us for the same kernel with no look-back at
+// all); deferring it by one tile brought the kernel to 185 us, within 2 %
+// of that bound, and the scan from 71-77 % to 90-91 % of the copy's
+// bandwidth. Prefetching the next tile without deferring and CUB's fixed
+// delay before the first look bought nothing; wider look-back windows (64
+// or 128 predecessors a round) lost 6-19 %.
 //
 // Layout: each warp loads a contiguous run of 32 * ITEMS words as 16-byte
 // vectors striped over its lanes (512 coalesced bytes per instruction),
 // turns them into lane-contiguous runs through a private shared-memory
 // exchange (__syncwarp only), and back on the way out. The exchange keeps
-// the tile through the look-back, so the items hold no registers then:
+// the tile until its prefix is known, so the items hold no registers then:
 // only the next tile's vectors are live.
 
 // One pad vector every 8 keeps both the striped (lane-consecutive) and the
@@ -124,6 +129,33 @@ __device__ __forceinline__ void store_vector(u32* out, u64 j, u64 n, uint4 v) {
     if (j + 2 < n) out[j + 2] = v.z;
 }
 
+// A tile's results from its items in the exchange (lane-contiguous), then
+// stored striped: `running` is the exclusive prefix of this lane's first item.
+template <u32 VECS, bool INCLUSIVE>
+__device__ __forceinline__ void store_tile(u32* out, u64 n, u64 base, u32 lane_word, uint4* ex,
+                                           u32 running) {
+    const u32 lane = lane_id();
+#pragma unroll
+    for (u32 c = 0; c < VECS; ++c) {
+        uint4 v = ex[SCAN_VEC_PADDED(lane * VECS + c)];
+        uint4 r;
+        r.x = INCLUSIVE ? running + v.x : running;
+        running += v.x;
+        r.y = INCLUSIVE ? running + v.y : running;
+        running += v.y;
+        r.z = INCLUSIVE ? running + v.z : running;
+        running += v.z;
+        r.w = INCLUSIVE ? running + v.w : running;
+        running += v.w;
+        ex[SCAN_VEC_PADDED(lane * VECS + c)] = r;
+    }
+    __syncwarp();
+#pragma unroll
+    for (u32 k = 0; k < VECS; ++k)
+        store_vector(out, base + lane_word + 128u * k, n, ex[SCAN_VEC_PADDED(k * 32u + lane)]);
+    __syncwarp();
+}
+
 template <u32 THREADS, u32 ITEMS, bool INCLUSIVE>
 __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* total, u64 n,
                                                u64* status, u32* tile_counter) {
@@ -132,14 +164,13 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
     constexpr u32 VECS = ITEMS / 4u;      // vectors per lane
     constexpr u32 WARP_VECS = 32u * VECS; // vectors per warp and tile
     constexpr u32 TILE = THREADS * ITEMS;
-    __shared__ uint4 exchange[WARPS][SCAN_VEC_PADDED(WARP_VECS)];
+    __shared__ uint4 exchange[2][WARPS][SCAN_VEC_PADDED(WARP_VECS)];
     __shared__ u32 warp_totals[WARPS];
     __shared__ u32 tile_prefix_sh;
     __shared__ u32 first_sh; // not next_sh: thread 0 rewrites that one before all have read it
     __shared__ u32 next_sh;
 
     const u32 lane = lane_id();
-    uint4* const ex = exchange[warp_id()];
     const u64 tiles = (n + TILE - 1u) / TILE;
     u32 tile = next_tile(tile_counter, &first_sh);
     // Word offset of this lane's k-th striped vector within a tile.
@@ -150,78 +181,80 @@ __device__ __forceinline__ void scan_pipelined(const u32* in, u32* out, u32* tot
         for (u32 k = 0; k < VECS; ++k)
             vec[k] = load_vector(in, (u64)tile * TILE + lane_word + 128u * k, n);
     }
-    while (tile < tiles) {
-        const u64 base = (u64)tile * TILE;
-        // Striped -> lane-contiguous.
+    // The tile reduced last round, waiting for its prefix, with this
+    // thread's exclusive prefix within it and its total; `buffer` is the
+    // exchange of the tile being reduced (the held one is in the other).
+    const u32 none = 0xffffffffu;
+    u32 held = none, held_thread_prefix = 0u, held_total = 0u, buffer = 0u;
+    while (true) {
+        const bool have = tile < tiles; // the same in every thread
+        uint4* const ex = exchange[buffer][warp_id()];
+        u32 thread_prefix = 0u, tile_total = 0u, next = 0u;
+        if (have) {
+            // Striped -> lane-contiguous.
 #pragma unroll
-        for (u32 k = 0; k < VECS; ++k) ex[SCAN_VEC_PADDED(k * 32u + lane)] = vec[k];
-        __syncwarp();
-        u32 thread_total = 0u;
+            for (u32 k = 0; k < VECS; ++k) ex[SCAN_VEC_PADDED(k * 32u + lane)] = vec[k];
+            __syncwarp();
+            u32 thread_total = 0u;
 #pragma unroll
-        for (u32 c = 0; c < VECS; ++c) {
-            const uint4 v = ex[SCAN_VEC_PADDED(lane * VECS + c)];
-            thread_total += v.x + v.y + v.z + v.w;
+            for (u32 c = 0; c < VECS; ++c) {
+                const uint4 v = ex[SCAN_VEC_PADDED(lane * VECS + c)];
+                thread_total += v.x + v.y + v.z + v.w;
+            }
+            if (threadIdx.x == 0) next_sh = atomicAdd(tile_counter, 1u);
+            thread_prefix =
+                block_exclusive_scan<SumU32, THREADS>(thread_total, warp_totals, tile_total);
+            // The block scan's barrier published next_sh.
+            next = next_sh;
+            if (threadIdx.x == 0)
+                publish_status<SumU32>(status, tile, tile == 0 ? STATUS_PREFIX : STATUS_AGGREGATE,
+                                       tile_total);
+            if (next < tiles) {
+#pragma unroll
+                for (u32 k = 0; k < VECS; ++k)
+                    vec[k] = load_vector(in, (u64)next * TILE + lane_word + 128u * k, n);
+            }
+        } else {
+            // The last round resolves the held tile only: no block scan ran,
+            // so wait until every warp has read the last tile_prefix_sh.
+            __syncthreads();
         }
-        if (threadIdx.x == 0) next_sh = atomicAdd(tile_counter, 1u);
-        u32 tile_total;
-        const u32 thread_prefix =
-            block_exclusive_scan<SumU32, THREADS>(thread_total, warp_totals, tile_total);
-        // The block scan's barrier published next_sh.
-        const u32 next = next_sh;
-        if (next < tiles) {
-#pragma unroll
-            for (u32 k = 0; k < VECS; ++k)
-                vec[k] = load_vector(in, (u64)next * TILE + lane_word + 128u * k, n);
-        }
-        if (warp_id() == 0) {
+        // The held tile's prefix, by the look-back (block.cuh).
+        if (held != none && warp_id() == 0) {
             u32 tile_prefix = 0u;
-            if (tile == 0) {
-                if (lane == 0) publish_status<SumU32>(status, tile, STATUS_PREFIX, tile_total);
-            } else {
-                if (lane == 0) publish_status<SumU32>(status, tile, STATUS_AGGREGATE, tile_total);
-                tile_prefix = lookback_exclusive_prefix<SumU32>(status, tile);
+            if (held != 0) {
+                tile_prefix = lookback_exclusive_prefix<SumU32>(status, held);
                 if (lane == 0)
-                    publish_status<SumU32>(status, tile, STATUS_PREFIX, tile_prefix + tile_total);
+                    publish_status<SumU32>(status, held, STATUS_PREFIX, tile_prefix + held_total);
             }
             if (lane == 0) {
                 tile_prefix_sh = tile_prefix;
-                if (tile == tiles - 1u && total) *total = tile_prefix + tile_total;
+                if (held == tiles - 1u && total) *total = tile_prefix + held_total;
             }
         }
+        // Always a barrier here: it also keeps warp_totals and next_sh from
+        // being rewritten before every warp has read them.
         __syncthreads();
-        // Results in place of the items, then lane-contiguous -> striped.
-        u32 running = tile_prefix_sh + thread_prefix;
-#pragma unroll
-        for (u32 c = 0; c < VECS; ++c) {
-            uint4 v = ex[SCAN_VEC_PADDED(lane * VECS + c)];
-            uint4 r;
-            r.x = INCLUSIVE ? running + v.x : running;
-            running += v.x;
-            r.y = INCLUSIVE ? running + v.y : running;
-            running += v.y;
-            r.z = INCLUSIVE ? running + v.z : running;
-            running += v.z;
-            r.w = INCLUSIVE ? running + v.w : running;
-            running += v.w;
-            ex[SCAN_VEC_PADDED(lane * VECS + c)] = r;
-        }
-        __syncwarp();
-#pragma unroll
-        for (u32 k = 0; k < VECS; ++k)
-            store_vector(out, base + lane_word + 128u * k, n,
-                                 ex[SCAN_VEC_PADDED(k * 32u + lane)]);
-        __syncwarp();
+        if (held != none)
+            store_tile<VECS, INCLUSIVE>(out, n, (u64)held * TILE, lane_word,
+                                        exchange[buffer ^ 1u][warp_id()],
+                                        tile_prefix_sh + held_thread_prefix);
+        if (!have) break;
+        held = tile;
+        held_thread_prefix = thread_prefix;
+        held_total = tile_total;
+        buffer ^= 1u;
         tile = next;
     }
 }
 
-// The forward scans' shape: 32 words a lane (8 KB tiles of 256 threads) and
-// four blocks per SM (64 registers). Against 16 words a lane (40 registers,
-// six blocks) and the one-tile-per-block scan, it moved 9 % more bytes per
-// second on an H100 (notes: scan v4).
-#define SCAN_PIPE_THREADS 256u
+// The forward scans' shape: 32 words a lane, 128 threads (4096-word tiles,
+// two of them in 37 KB of shared memory), six blocks per SM (78 registers).
+// 256 x 16 at six blocks and 128 x 24 at eight measured the same within
+// noise (notes: scan v5).
+#define SCAN_PIPE_THREADS 128u
 #define SCAN_PIPE_ITEMS 32u
-#define SCAN_PIPE_MIN_BLOCKS 4
+#define SCAN_PIPE_MIN_BLOCKS 6
 
 extern "C" __global__ void __launch_bounds__(SCAN_PIPE_THREADS, SCAN_PIPE_MIN_BLOCKS)
 scan_exclusive_u32(const u32* in, u32* out, u32* total, u64 n, u64* status, u32* tile_counter) {

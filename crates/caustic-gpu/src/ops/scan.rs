@@ -13,12 +13,9 @@ use crate::kernel::DevicePtrMut;
 use crate::kernels::ops_scan as k;
 
 /// Threads per block of the forward scans (`SCAN_PIPE_THREADS` in scan.cu).
-pub(crate) const SCAN_PIPE_THREADS: u32 = 256;
+pub(crate) const SCAN_PIPE_THREADS: u32 = 128;
 /// Elements per tile of the forward scans (`SCAN_PIPE_THREADS * SCAN_PIPE_ITEMS`).
-pub(crate) const SCAN_PIPE_TILE: usize = 256 * 32;
-/// Resident threads per SM on sm_80 and sm_90 (where fewer fit, the extra
-/// blocks start late and find the tiles taken).
-const MAX_THREADS_PER_SM: u32 = 2048;
+pub(crate) const SCAN_PIPE_TILE: usize = 128 * 32;
 
 /// Whether element i of the result includes input i.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,15 +59,14 @@ pub fn scan_u32(
     let gpu = input.gpu();
     let (mut scratch, blocks, threads) = if direction == Direction::Forward {
         // The persistent pipelined kernels (scan.cu): any grid; as many
-        // blocks as the SMs hold threads, each looping over tiles (blocks
-        // beyond those resident start as others finish and take what is
-        // left). Their 16-byte vector accesses need aligned buffers, which
-        // device allocations are.
+        // blocks as the SMs hold, each looping over tiles. Their 16-byte
+        // vector accesses need aligned buffers, which device allocations are.
         debug_assert!(
             input.device_ptr().is_multiple_of(16) && output.device_ptr().is_multiple_of(16)
         );
         let tiles = n.div_ceil(SCAN_PIPE_TILE);
-        let resident = gpu.info().multiprocessors.max(1) * (MAX_THREADS_PER_SM / SCAN_PIPE_THREADS);
+        let resident =
+            gpu.info().multiprocessors.max(1) * gpu.resident_blocks(kernel, SCAN_PIPE_THREADS)?;
         let blocks = blocks_for(n, SCAN_PIPE_TILE).min(resident);
         let scratch = LookbackScratch::new(gpu, "scan tile status", tiles)?;
         (scratch, blocks, SCAN_PIPE_THREADS)
