@@ -47,7 +47,7 @@ use super::traverse::stack_capacity;
 use super::{WideBvh, root_entry};
 use crate::bvh::traverse::SLACK;
 use crate::is_traceable;
-use caustic_geom::{Hit, Ray};
+use caustic_geom::{Aabb, Hit, Ray};
 use std::mem::MaybeUninit;
 
 /// Largest stack of any packet width here (`N = 8`).
@@ -63,7 +63,7 @@ pub fn closest_batch<const N: usize, const P: usize, V: Lanes<N>>(
     hits: &mut [Option<Hit>],
 ) {
     for (rays, hits) in rays.chunks(N * P).zip(hits.chunks_mut(N * P)) {
-        if let Some(packet) = Packet::<N, P, V>::new(isa, rays) {
+        if let Some(packet) = Packet::<N, P, V>::new(isa, rays, &bvh.bounds) {
             let found = packet.closest(bvh);
             for (hit, best) in hits.iter_mut().zip(found.iter().flatten()) {
                 *hit = best.hit;
@@ -132,7 +132,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
     /// direction component (whose infinite reciprocal the interval bounds
     /// exclude).
     #[inline(always)]
-    pub(super) fn new(isa: V::Isa, rays: &'a [Ray]) -> Option<Self> {
+    pub(super) fn new(isa: V::Isa, rays: &'a [Ray], bounds: &Aabb) -> Option<Self> {
         if rays.len() != N * P {
             return None;
         }
@@ -185,7 +185,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
             std::mem::swap(&mut kx, &mut ky);
         }
         for lane in &mut lanes {
-            lane.shear([kx, ky, kz], axes);
+            lane.shear([kx, ky, kz], axes, bounds);
         }
         // No SIMD inside closures: see the soundness note in `simd`.
         Some(Self {

@@ -9,9 +9,9 @@
 use super::leaf::{Closest, set_bits};
 use super::node::{NO_PRIM, TriangleGroup, WideNode};
 use super::simd::Lanes;
-use crate::bvh::traverse::SLACK;
+use super::traverse::SlabFrame;
 use crate::slab_ray::next_up;
-use caustic_geom::{Hit, Ray, RayTriangleTest};
+use caustic_geom::{Aabb, Hit, Ray, RayTriangleTest};
 
 /// One triangle against `N` rays: lane masks and values.
 pub(super) struct LaneHits<const N: usize, V: Lanes<N>> {
@@ -43,10 +43,12 @@ pub(super) struct LaneRays<'a, const N: usize, V: Lanes<N>> {
     sx: V,
     sy: V,
     sz: V,
-    /// Origin and reciprocal direction in the box test's axis order
-    /// `[other, other, depth]`.
-    box_origin: [V; 3],
+    /// Reciprocal direction in the box test's axis order `[other, other,
+    /// depth]`, and the entry and exit planes' constants of the folded
+    /// rule (`RayBoxes::test`, `SlabFrame::shifts`).
     box_inv: [V; 3],
+    box_near_shift: [V; 3],
+    box_far_shift: [V; 3],
 }
 
 /// The smallest of `values`, none of them NaN (plain comparisons:
@@ -191,8 +193,9 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
             t_min: V::load(isa, &t_min),
             t_max: V::load(isa, &t_max),
             tri_origin: [zero; 3],
-            box_origin: [zero; 3],
             box_inv: [zero; 3],
+            box_near_shift: [zero; 3],
+            box_far_shift: [zero; 3],
         }
     }
 
@@ -238,22 +241,42 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
     /// The triangle test's per-lane constants for the frame `kx, ky, kz`,
     /// divided as `RayTriangleTest::new` divides (one IEEE division per lane).
     #[inline(always)]
-    pub(super) fn shear(&mut self, [kx, ky, kz]: [usize; 3], axes: [usize; 3]) {
+    /// Also the box test's constants over `bounds`, the box of every node.
+    pub(super) fn shear(&mut self, [kx, ky, kz]: [usize; 3], axes: [usize; 3], bounds: &Aabb) {
         self.sx = self.dir[kx] / self.dir[kz];
         self.sy = self.dir[ky] / self.dir[kz];
         self.sz = self.inv[kz];
         self.tri_origin = [self.origin[kx], self.origin[ky], self.origin[kz]];
-        self.box_origin = [
-            self.origin[axes[0]],
-            self.origin[axes[1]],
-            self.origin[axes[2]],
-        ];
         self.box_inv = [self.inv[axes[0]], self.inv[axes[1]], self.inv[axes[2]]];
+        let (lo, hi) = (bounds.min.to_array(), bounds.max.to_array());
+        let frame = SlabFrame {
+            isa: self.isa,
+            origin: [
+                self.origin[axes[0]],
+                self.origin[axes[1]],
+                self.origin[axes[2]],
+            ],
+            inv_dir: self.box_inv,
+            low: [
+                V::splat(self.isa, lo[axes[0]]),
+                V::splat(self.isa, lo[axes[1]]),
+                V::splat(self.isa, lo[axes[2]]),
+            ],
+            high: [
+                V::splat(self.isa, hi[axes[0]]),
+                V::splat(self.isa, hi[axes[1]]),
+                V::splat(self.isa, hi[axes[2]]),
+            ],
+        };
+        // A packet has no zero direction component (`shape`), so no floor.
+        let zero = V::splat(self.isa, 0.0);
+        (self.box_near_shift, self.box_far_shift) = frame.shifts(frame.reach(), [zero; 3]);
     }
 
-    /// Lanes whose own box test (the exact rule of `RayBoxTest::entry`, for each
-    /// lane's ray against its closest hit `cutoff`) keeps slot `slot` of
-    /// `node`: the others would not reach this leaf on their own.
+    /// Lanes whose own box test (the folded rule of `RayBoxes::test`, which
+    /// keeps every box the exact rule of `RayBoxTest::entry` keeps, for
+    /// each lane's ray against its closest hit `cutoff`) keeps slot `slot`
+    /// of `node`: the others would not reach this leaf on their own.
     #[inline(always)]
     pub(super) fn keeps(
         &self,
@@ -263,25 +286,23 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         far_row: [usize; 3],
         cutoff: V,
     ) -> u32 {
-        let n0 = self.slab(node.bounds[near_row[0]][slot], 0);
-        let n1 = self.slab(node.bounds[near_row[1]][slot], 1);
-        let n2 = self.slab(node.bounds[near_row[2]][slot], 2);
-        let f0 = self.slab(node.bounds[far_row[0]][slot], 0);
-        let f1 = self.slab(node.bounds[far_row[1]][slot], 1);
-        let f2 = self.slab(node.bounds[far_row[2]][slot], 2);
+        let n0 = self.plane(node.bounds[near_row[0]][slot], 0, self.box_near_shift[0]);
+        let n1 = self.plane(node.bounds[near_row[1]][slot], 1, self.box_near_shift[1]);
+        let n2 = self.plane(node.bounds[near_row[2]][slot], 2, self.box_near_shift[2]);
+        let f0 = self.plane(node.bounds[far_row[0]][slot], 0, self.box_far_shift[0]);
+        let f1 = self.plane(node.bounds[far_row[1]][slot], 1, self.box_far_shift[1]);
+        let f2 = self.plane(node.bounds[far_row[2]][slot], 2, self.box_far_shift[2]);
         let near = n0.max_or(n1.max_or(n2));
         let far = f0.min_or(f1.min_or(f2));
-        let margin = n2.abs().max_or(f2.abs()) * V::splat(self.isa, SLACK);
-        let crosses = (near - margin).le(far + margin);
-        let lo = self.t_min.max_or(n2 - margin);
-        let hi = cutoff.min_or(f2 + margin);
-        V::bits(crosses & lo.le(hi))
+        let lo = self.t_min.max_or(n2);
+        let hi = cutoff.min_or(f2);
+        V::bits(near.le(far) & lo.le(hi))
     }
 
-    /// Each lane's distance to `plane` along slot axis `k`.
+    /// Each lane's widened distance to `plane` along slot axis `k`.
     #[inline(always)]
-    fn slab(&self, plane: f32, k: usize) -> V {
-        (V::splat(self.isa, plane) - self.box_origin[k]) * self.box_inv[k]
+    fn plane(&self, plane: f32, k: usize, shift: V) -> V {
+        V::splat(self.isa, plane) * self.box_inv[k] + shift
     }
 
     /// Tests every triangle of `groups` against the `N` rays, folding hits

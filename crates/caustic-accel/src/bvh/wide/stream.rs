@@ -176,7 +176,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     // each vector's lane-wise test (the single-ray rule) says which rays
     // keep a child.
     let padded: [Ray; STREAM] = std::array::from_fn(|r| rays[members[r.min(count - 1)] as usize]);
-    let Some(packet) = Packet::<N, P, V>::new(isa, &padded[..N * P]) else {
+    let Some(packet) = Packet::<N, P, V>::new(isa, &padded[..N * P], &bvh.bounds) else {
         for &i in members {
             out[i as usize] = super::accel::occluded::<N, V>(isa, bvh, &rays[i as usize]);
         }
@@ -189,15 +189,16 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
         }
         V::splat(isa, highest(far.to_array()))
     };
-    // Per-ray constants, written for the first `count` rays.
+    // Per-ray constants, written for the first `count` rays; the box
+    // constants only for rays that finish a subtree alone (`boxed`).
     let mut boxes = [const { MaybeUninit::<RayBoxes<N, V>>::uninit() }; STREAM];
+    let mut boxed = 0u32;
     let mut tris = [const { MaybeUninit::<RayTriangles<N, V>>::uninit() }; STREAM];
     for (r, &i) in members.iter().enumerate() {
         let ray = &rays[i as usize];
-        boxes[r].write(RayBoxes::new(isa, ray.origin, ray.dir, &bvh.bounds));
         tris[r].write(RayTriangles::new(isa, ray.origin, ray.dir));
     }
-    // SAFETY (every `assume_init_ref` below): ray `r` is below `count`,
+    // SAFETY (the `tris` `assume_init_ref`s below): ray `r` is below `count`,
     // as every mask holds only bits of `all`, and those were written above.
     let all = if count == 32 {
         u32::MAX
@@ -230,6 +231,11 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
                     t_max: ray.tmax,
                 };
                 let start = (entry.child, entry.groups);
+                if boxed & (1 << r) == 0 {
+                    boxes[r].write(RayBoxes::new(isa, ray.origin, ray.dir, &bvh.bounds));
+                    boxed |= 1 << r;
+                }
+                // SAFETY: written just now or at an earlier finish.
                 let ray_boxes = unsafe { boxes[r].assume_init_ref() };
                 if traverse_from::<N, V, true>(bvh, ray_boxes, start, ray.tmin, ray.tmax, &mut leaf)
                 {

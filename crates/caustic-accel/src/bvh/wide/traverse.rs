@@ -63,60 +63,46 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// `dir` must be finite and non-zero; `bounds` must hold every box the
     /// traversal will test (the tree's [`WideBvh::bounds`]).
     ///
-    /// The margins (see [`RayBoxes::test`] for why they make this test keep
-    /// every box the exact scalar rule keeps): per axis `k`,
-    /// `m_k = (SLACK * D_depth + 2^-21 * (D_k + |o_k inv_k|)) * (1 + 2^-12)`,
-    /// where `D_k` is the largest `|(c - o_k) inv_k|` over the two planes
-    /// `c` of `bounds` on that axis, so it bounds every plane distance the
-    /// traversal computes on that axis.
+    /// The margins are [`SlabFrame::shifts`]' (see [`RayBoxes::test`] for
+    /// why they make this test keep every box the exact scalar rule keeps),
+    /// computed over `bounds`, plus a floor beyond every other axis's
+    /// distances on an axis the ray runs parallel to.
     #[inline(always)]
     pub fn new(isa: V::Isa, origin: Vec3, dir: Vec3, bounds: &Aabb) -> Self {
         let depth = depth_axis(dir);
         let axes = [(depth + 1) % 3, (depth + 2) % 3, depth];
+        let (dir, origin) = (dir.to_array(), origin.to_array());
+        let (lo, hi) = (bounds.min.to_array(), bounds.max.to_array());
         let parallel = axes.map(|axis| !(1.0 / dir[axis]).is_finite());
-        let inv_dir = axes.map(|axis| finite_reciprocal(dir[axis]));
-        let origin = axes.map(|axis| origin[axis]);
-        let reach = [0, 1, 2].map(|k| {
-            let (lo, hi) = (bounds.min[axes[k]], bounds.max[axes[k]]);
-            ((lo - origin[k]) * inv_dir[k])
-                .abs()
-                .max(((hi - origin[k]) * inv_dir[k]).abs())
-        });
+        let inv = axes.map(|axis| finite_reciprocal(dir[axis]));
+        let along = |x: [f32; 3]| axes.map(|axis| x[axis]);
+        let inv_dir: [V; 3] = splat3(isa, inv);
+        let frame = SlabFrame {
+            isa,
+            origin: splat3(isa, along(origin)),
+            inv_dir,
+            low: splat3(isa, along(lo)),
+            high: splat3(isa, along(hi)),
+        };
+        let reach_lanes = frame.reach();
+        let reach = [0, 1, 2].map(|k| reach_lanes[k].to_array()[0]);
         // Along an axis the ray runs parallel to, the exact rule puts no
         // limit on a box whose slab holds the origin (NaN distances): a
         // margin beyond every other axis's distances does the same.
         let crossing = (0..3)
             .filter(|&k| !parallel[k])
             .fold(0.0f32, |m, k| m.max(reach[k]));
-        let shift = [0, 1, 2].map(|k| origin[k] * inv_dir[k]);
-        let margin = [0, 1, 2].map(|k| {
-            let rounding = SLACK * reach[2] + ROUNDING * (reach[k] + shift[k].abs());
-            let parallel_floor = if parallel[k] { 2.0 * crossing } else { 0.0 };
-            (rounding + parallel_floor) * MARGIN_PAD
-        });
-        let negative = |k: usize| usize::from(inv_dir[k].is_sign_negative());
+        let floor = [0, 1, 2].map(|k| if parallel[k] { 2.0 * crossing } else { 0.0 });
+        let (near_shift, far_shift) = frame.shifts(reach_lanes, splat3(isa, floor));
+        let negative = |k: usize| usize::from(inv[k].is_sign_negative());
         // No SIMD inside closures: see the soundness note in `simd`.
-        let near = [0, 1, 2].map(|k| -(shift[k] + margin[k]));
-        let far = [0, 1, 2].map(|k| -(shift[k] - margin[k]));
         Self {
             isa,
             near_row: [0, 1, 2].map(|k| axes[k] + 3 * negative(k)),
             far_row: [0, 1, 2].map(|k| axes[k] + 3 * (1 - negative(k))),
-            inv_dir: [
-                V::splat(isa, inv_dir[0]),
-                V::splat(isa, inv_dir[1]),
-                V::splat(isa, inv_dir[2]),
-            ],
-            near_shift: [
-                V::splat(isa, near[0]),
-                V::splat(isa, near[1]),
-                V::splat(isa, near[2]),
-            ],
-            far_shift: [
-                V::splat(isa, far[0]),
-                V::splat(isa, far[1]),
-                V::splat(isa, far[2]),
-            ],
+            inv_dir,
+            near_shift,
+            far_shift,
         }
     }
 
@@ -176,6 +162,64 @@ const ROUNDING: f32 = 1.0 / 2_097_152.0;
 
 /// `1 + 2^-12`: covers the rounding of the margins themselves.
 const MARGIN_PAD: f32 = 1.0 + 1.0 / 4096.0;
+
+/// Per axis in the slab test's order `[other, other, depth]`, lane by lane
+/// (one ray a lane, or one ray in every lane): the origin, the reciprocal
+/// direction and the planes of the box holding every node.
+pub(super) struct SlabFrame<const N: usize, V: Lanes<N>> {
+    pub(super) isa: V::Isa,
+    pub(super) origin: [V; 3],
+    pub(super) inv_dir: [V; 3],
+    pub(super) low: [V; 3],
+    pub(super) high: [V; 3],
+}
+
+impl<const N: usize, V: Lanes<N>> SlabFrame<N, V> {
+    /// Per axis, the largest `|(c - o) inv|` over the box's two planes `c`:
+    /// a bound on every plane distance the traversal computes there.
+    #[inline(always)]
+    pub(super) fn reach(&self) -> [V; 3] {
+        let mut reach = [V::splat(self.isa, 0.0); 3];
+        for (k, reach) in reach.iter_mut().enumerate() {
+            let low = (self.low[k] - self.origin[k]) * self.inv_dir[k];
+            let high = (self.high[k] - self.origin[k]) * self.inv_dir[k];
+            *reach = low.abs().max_or(high.abs());
+        }
+        reach
+    }
+
+    /// The entry and exit planes' constants of [`RayBoxes::test`]'s folded
+    /// rule: per axis `-(o inv + m)` and `-(o inv - m)`, with the margin
+    /// `m_k = (SLACK * reach_depth + 2^-21 * (reach_k + |o_k inv_k|) +
+    /// floor_k) * (1 + 2^-12)` (see [`RayBoxes::test`] for why it covers
+    /// the exact rule's margin and both computations' rounding).
+    #[inline(always)]
+    pub(super) fn shifts(&self, reach: [V; 3], floor: [V; 3]) -> ([V; 3], [V; 3]) {
+        let slack = V::splat(self.isa, SLACK);
+        let rounding = V::splat(self.isa, ROUNDING);
+        let pad = V::splat(self.isa, MARGIN_PAD);
+        let zero = V::splat(self.isa, 0.0);
+        let mut near = [zero; 3];
+        let mut far = [zero; 3];
+        for k in 0..3 {
+            let shift = self.origin[k] * self.inv_dir[k];
+            let margin = (reach[2] * slack + (reach[k] + shift.abs()) * rounding + floor[k]) * pad;
+            near[k] = zero - (shift + margin);
+            far[k] = zero - (shift - margin);
+        }
+        (near, far)
+    }
+}
+
+/// `x` as vectors, each value in every lane.
+#[inline(always)]
+fn splat3<const N: usize, V: Lanes<N>>(isa: V::Isa, x: [f32; 3]) -> [V; 3] {
+    [
+        V::splat(isa, x[0]),
+        V::splat(isa, x[1]),
+        V::splat(isa, x[2]),
+    ]
+}
 
 /// `1 / x`, or for a zero (or tiny) `x`, whose reciprocal is infinite, a
 /// huge finite value of the same sign: an infinite reciprocal would turn
