@@ -102,6 +102,10 @@ struct Best {
         heap[i] = key;
     }
 
+    // Restores the heap order over keys kept in any order (as
+    // warp_tile_knn leaves them), for write().
+    __device__ __forceinline__ void heapify();
+
     // Writes the kept candidates in ascending key order (heap sort) and
     // pads the row with NO_NEIGHBOUR.
     __device__ __forceinline__ void write(u64 q, u32 row, u32* index, float* d2, u32* count) {
@@ -260,6 +264,10 @@ __device__ __forceinline__ void key_sift_down(u64* a, u32 i, u32 n) {
         i = child;
     }
     a[i] = key;
+}
+
+__device__ __forceinline__ void Best::heapify() {
+    for (u32 i = size / 2; i-- > 0;) key_sift_down(heap, i, size);
 }
 
 // Ascending heap sort of a[0..n).
@@ -756,7 +764,8 @@ __device__ __forceinline__ u32 warp_tile_stream(const Grid& g, const u32* start,
 // cells). `hist`: the warp's TILE_HIST_WORDS words of shared memory; the
 // block may stream at most 65 535 points (16-bit counts; warp_tile_count
 // bounds them).
-// Leaves best a heap (heap[0] the k-th when full), as offer() would.
+// Leaves best's k-th key (its largest) at heap[0] when full, the others in
+// any order: what density_of reads; heapify() before write().
 __device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, const u32* end,
                                               const float4* sorted, float3 p, bool active,
                                               float max_radius, bool whole, const int lo[3],
@@ -841,7 +850,13 @@ __device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, c
         spill[at] = spill[t];
         best.heap[best.size++] = key;
     }
-    for (u32 i = best.size / 2; i-- > 0;) key_sift_down(best.heap, i, best.size);
-    if (best.size == k && k > 0) best.limit = best.heap[0];
+    // The last key taken is the k-th: to the front, where density_of and
+    // bound() read it (the others stay in any order; heapify() orders them).
+    if (best.size == k && k > 0) {
+        const u64 kth = best.heap[k - 1];
+        best.heap[k - 1] = best.heap[0];
+        best.heap[0] = kth;
+        best.limit = kth;
+    }
     return true;
 }

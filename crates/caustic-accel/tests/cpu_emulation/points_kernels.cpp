@@ -78,6 +78,7 @@ __global__ void tile_knn(const float* queries, u64 m, u32 k, float max_radius, f
             done = true;
         }
         answered[q] = done;
+        best.heapify();
         best.write(q, k, out_index, out_d2, out_count);
     }
 }

@@ -63,6 +63,7 @@ photon_map_knn(const PhotonMapView* maps, const float* queries, u32 m, u32 tiled
         best.init(map.k, r2);
         if (ok) map_knn(map, p, best);
     }
+    best.heapify();
     best.write(q, map.k, out_index, out_d2, out_count);
 }
 

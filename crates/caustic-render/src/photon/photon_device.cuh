@@ -140,11 +140,16 @@ __device__ bool tile_map_knn(const PhotonMapView& map, float3 point, bool active
            done;
 }
 
-// estimate::density over the k nearest photons `best` holds (a heap, as
-// map_knn leaves it): within the map's radius on the side of `ng`, over the
-// disc to the k-th photon (which only sets the radius), each photon's power
-// weighted by the BRDF for its direction (estimate::radiance), or not when
-// `m` is null (estimate::irradiance).
+// Photons density_of loads before it sums them (their loads overlap).
+#define DENSITY_BATCH 4u
+
+// estimate::density over the k nearest photons `best` holds (the k-th at
+// heap[0] when full, as map_knn's heap and warp_tile_knn leave it): within
+// the map's radius on the side of `ng`, over the disc to the k-th photon
+// (which only sets the radius), each photon's power weighted by the BRDF
+// for its direction (estimate::radiance), or not when `m` is null
+// (estimate::irradiance). The photons are summed in heap order,
+// DENSITY_BATCH loaded at a time.
 __device__ float3 density_of(const PhotonMapView& map, const Material* m, float3 albedo,
                              float3 n, float3 ng, float3 wo, const Best& best) {
     float3 zero = make_float3(0.0f, 0.0f, 0.0f);
@@ -153,15 +158,39 @@ __device__ float3 density_of(const PhotonMapView& map, const Material* m, float3
     float r2 = full ? __uint_as_float((u32)(best.heap[0] >> 32)) : map.max_radius * map.max_radius;
     if (!(r2 > 0.0f) || !isfinite(r2)) return zero;
     float kr = CONE_KAPPA * sqrtf(r2);
-    const Photon* photons = (const Photon*)map.photons;
+    // A photon is two 16-byte words: (position, power.x), (power.y,
+    // power.z, incoming, normal).
+    const float* words = (const float*)map.photons;
+    // brdf reads the photon's direction for glossy materials only.
+    const bool glossy = m && m->kind == MAT_GLOSSY;
     float3 sum = zero;
-    for (u32 j = full ? 1u : 0u; j < best.size; ++j) {
-        const Photon& ph = photons[(u32)best.heap[j]];
-        if (dot(octahedral_decode(ph.normal), ng) <= 0.0f) continue;
-        float w = 1.0f;
-        if (map.cone) w = fmaxf(1.0f - sqrtf(__uint_as_float((u32)(best.heap[j] >> 32))) / kr, 0.0f);
-        float3 power = load3(ph.power) * w;
-        sum = sum + (m ? brdf(*m, albedo, n, wo, octahedral_decode(ph.incoming)) * power : power);
+    for (u32 j = full ? 1u : 0u; j < best.size; j += DENSITY_BATCH) {
+        float d2[DENSITY_BATCH], px[DENSITY_BATCH];
+        float4 rest[DENSITY_BATCH];
+#pragma unroll
+        for (u32 u = 0; u < DENSITY_BATCH; ++u) {
+            // Past the list: photon 0 (the list is not empty), unused.
+            const u64 key = j + u < best.size ? best.heap[j + u] : 0ull;
+            const u32 i = (u32)key;
+            d2[u] = __uint_as_float((u32)(key >> 32));
+            px[u] = __ldg(words + 8 * (u64)i + 3);
+            rest[u] = __ldg((const float4*)(words + 8 * (u64)i + 4));
+        }
+#pragma unroll
+        for (u32 u = 0; u < DENSITY_BATCH; ++u) {
+            if (j + u >= best.size) break;
+            if (dot(octahedral_decode(__float_as_uint(rest[u].w)), ng) <= 0.0f) continue;
+            float w = 1.0f;
+            if (map.cone) w = fmaxf(1.0f - sqrtf(d2[u]) / kr, 0.0f);
+            float3 power = make_float3(px[u], rest[u].x, rest[u].y) * w;
+            if (m) {
+                const float3 wi =
+                    glossy ? octahedral_decode(__float_as_uint(rest[u].z)) : zero;
+                sum = sum + brdf(*m, albedo, n, wo, wi) * power;
+            } else {
+                sum = sum + power;
+            }
+        }
     }
     float norm = map.cone ? 1.0f - 2.0f / (3.0f * CONE_KAPPA) : 1.0f;
     return div3(sum, norm * PI_F * r2);
