@@ -752,6 +752,12 @@ __device__ __forceinline__ u32 warp_tile_stream(const Grid& g, const u32* start,
     return chunks + 1;
 }
 
+// The histogram bin of a squared distance (bins of 1 / scale).
+__device__ __forceinline__ u32 tile_bin(float d2, float scale) {
+    const float f = __fmul_rn(d2, scale);
+    return f < (float)(TILE_BINS - 1) ? (u32)f : TILE_BINS - 1;
+}
+
 // Each lane's k nearest of its query p within max_radius among the points
 // of the block lo..hi (warp_tile_block), into `best`, which the caller
 // initialised empty for k and max_radius. True where the answer is exact;
@@ -788,15 +794,30 @@ __device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, c
     const u32 k = best.k;
     for (u32 w = 0; w < TILE_BINS / 2; ++w) hist[w * 32 + lane] = 0;
     u32 last = 0;
+    // Pass 1 takes two points a step: both counts' loads are in flight
+    // together (the two bins may share a word).
     const u32 chunks = warp_tile_stream(g, start, end, sorted, lo, hi, cells, buf, last,
                                         [&](u32 n) {
         if (!active) return;
-        for (u32 j = 0; j < n; ++j) {
+        u32 j = 0;
+        for (; j + 2 <= n; j += 2) {
+            const float4 s0 = buf[j], s1 = buf[j + 1];
+            const float d0 = dist2(p, make_float3(s0.x, s0.y, s0.z));
+            const float d1 = dist2(p, make_float3(s1.x, s1.y, s1.z));
+            const u32 b0 = tile_bin(d0, scale), b1 = tile_bin(d1, scale);
+            const u32 w0 = (b0 & 15u) * 32 + lane, w1 = (b1 & 15u) * 32 + lane;
+            const u32 i0 = (all ? d0 <= r2 : d0 < cov2) ? 1u << (16 * (b0 >> 4)) : 0u;
+            const u32 i1 = (all ? d1 <= r2 : d1 < cov2) ? 1u << (16 * (b1 >> 4)) : 0u;
+            const bool same = w0 == w1;
+            const u32 h0 = hist[w0], h1 = hist[w1];
+            hist[w0] = h0 + i0 + (same ? i1 : 0u);
+            if (!same) hist[w1] = h1 + i1;
+        }
+        if (j < n) {
             const float4 s = buf[j];
             const float d2 = dist2(p, make_float3(s.x, s.y, s.z));
             if (all ? d2 <= r2 : d2 < cov2) {
-                const float f = __fmul_rn(d2, scale);
-                const u32 b = f < (float)(TILE_BINS - 1) ? (u32)f : TILE_BINS - 1;
+                const u32 b = tile_bin(d2, scale);
                 hist[(b & 15u) * 32 + lane] += 1u << (16 * (b >> 4));
             }
         }
@@ -825,8 +846,7 @@ __device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, c
             const float4 s = buf[j];
             const float d2 = dist2(p, make_float3(s.x, s.y, s.z));
             if (all ? d2 <= r2 : d2 < cov2) {
-                const float f = __fmul_rn(d2, scale);
-                const u32 b = f < (float)(TILE_BINS - 1) ? (u32)f : TILE_BINS - 1;
+                const u32 b = tile_bin(d2, scale);
                 const u64 key = neighbour_key(d2, __float_as_uint(s.w));
                 if (b < kbin) {
                     best.heap[best.size++] = key;
