@@ -148,8 +148,9 @@ __device__ bool tile_map_knn(const PhotonMapView& map, float3 point, bool active
 // the map's radius on the side of `ng`, over the disc to the k-th photon
 // (which only sets the radius), each photon's power weighted by the BRDF
 // for its direction (estimate::radiance), or not when `m` is null
-// (estimate::irradiance). The photons are summed in heap order,
-// DENSITY_BATCH loaded at a time.
+// (estimate::irradiance). The photons are the map's shaded records (the
+// normal decoded once per photon, not once per query), summed in heap
+// order, DENSITY_BATCH loaded at a time.
 __device__ float3 density_of(const PhotonMapView& map, const Material* m, float3 albedo,
                              float3 n, float3 ng, float3 wo, const Best& best) {
     float3 zero = make_float3(0.0f, 0.0f, 0.0f);
@@ -158,37 +159,35 @@ __device__ float3 density_of(const PhotonMapView& map, const Material* m, float3
     float r2 = full ? __uint_as_float((u32)(best.heap[0] >> 32)) : map.max_radius * map.max_radius;
     if (!(r2 > 0.0f) || !isfinite(r2)) return zero;
     float kr = CONE_KAPPA * sqrtf(r2);
-    // A photon is two 16-byte words: (position, power.x), (power.y,
-    // power.z, incoming, normal).
-    const float* words = (const float*)map.photons;
+    // A ShadedPhoton is two 16-byte words: (power, incoming), (normal, pad).
+    const float4* words = (const float4*)map.shaded;
     // brdf reads the photon's direction for glossy materials only.
     const bool glossy = m && m->kind == MAT_GLOSSY;
     float3 sum = zero;
     for (u32 j = full ? 1u : 0u; j < best.size; j += DENSITY_BATCH) {
-        float d2[DENSITY_BATCH], px[DENSITY_BATCH];
-        float4 rest[DENSITY_BATCH];
+        float d2[DENSITY_BATCH];
+        float4 power[DENSITY_BATCH], normal[DENSITY_BATCH];
 #pragma unroll
         for (u32 u = 0; u < DENSITY_BATCH; ++u) {
             // Past the list: photon 0 (the list is not empty), unused.
             const u64 key = j + u < best.size ? best.heap[j + u] : 0ull;
-            const u32 i = (u32)key;
+            const u64 i = (u32)key;
             d2[u] = __uint_as_float((u32)(key >> 32));
-            px[u] = __ldg(words + 8 * (u64)i + 3);
-            rest[u] = __ldg((const float4*)(words + 8 * (u64)i + 4));
+            power[u] = __ldg(words + 2 * i);
+            normal[u] = __ldg(words + 2 * i + 1);
         }
 #pragma unroll
         for (u32 u = 0; u < DENSITY_BATCH; ++u) {
             if (j + u >= best.size) break;
-            if (dot(octahedral_decode(__float_as_uint(rest[u].w)), ng) <= 0.0f) continue;
+            if (dot(make_float3(normal[u].x, normal[u].y, normal[u].z), ng) <= 0.0f) continue;
             float w = 1.0f;
             if (map.cone) w = fmaxf(1.0f - sqrtf(d2[u]) / kr, 0.0f);
-            float3 power = make_float3(px[u], rest[u].x, rest[u].y) * w;
+            const float3 p = make_float3(power[u].x, power[u].y, power[u].z) * w;
             if (m) {
-                const float3 wi =
-                    glossy ? octahedral_decode(__float_as_uint(rest[u].z)) : zero;
-                sum = sum + brdf(*m, albedo, n, wo, wi) * power;
+                const float3 wi = glossy ? octahedral_decode(__float_as_uint(power[u].w)) : zero;
+                sum = sum + brdf(*m, albedo, n, wo, wi) * p;
             } else {
-                sum = sum + power;
+                sum = sum + p;
             }
         }
     }

@@ -50,7 +50,7 @@ use crate::photon::gather_cuda::{
     self, GatherChunk, GatherTargets, GpuIrradianceSamples, POINT_GATHER, SAMPLE_GATHER,
 };
 use crate::photon::irradiance_samples_cuda::SeedSettings;
-use crate::photon::records_cuda::{GpuEyeVertex, GpuPhoton, PhotonMapView};
+use crate::photon::records_cuda::{GpuEyeVertex, GpuPhoton, GpuShadedPhoton, PhotonMapView};
 use crate::scene_cuda::FrameParams;
 use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_accel::points::kdtree::build_cuda::GpuPointKdTree;
@@ -797,6 +797,8 @@ pub fn check(settings: &PhotonRenderSettings) -> Result<(), PhotonRenderError> {
 /// [`PhotonMapView`]).
 pub struct IndexedPhotons<'a> {
     photons: &'a DeviceBuffer<GpuPhoton>,
+    /// The photons as the estimate reads them.
+    shaded: DeviceBuffer<GpuShadedPhoton>,
     coarse: GpuHashGrid,
     /// `None`: the coarse cells are already about the k-th distance.
     fine: Option<GpuHashGrid>,
@@ -830,6 +832,7 @@ impl<'a> IndexedPhotons<'a> {
         };
         Ok(Self {
             photons,
+            shaded: estimate_cuda::shaded(photons)?,
             coarse,
             fine,
         })
@@ -840,7 +843,7 @@ impl<'a> IndexedPhotons<'a> {
     pub fn view(&self, k: usize, radius: f32, cone: bool) -> Result<PhotonMapView, GpuError> {
         let fine = self.fine.as_ref().unwrap_or(&self.coarse);
         let mut view =
-            PhotonMapView::new(&self.coarse, fine, self.photons, k as u32, radius, cone)?;
+            PhotonMapView::new(&self.coarse, fine, self.photons, &self.shaded, k as u32, radius, cone)?;
         if self.fine.is_none() {
             view.coarse_limit = u32::MAX;
         }
