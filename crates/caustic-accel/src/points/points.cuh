@@ -767,16 +767,16 @@ __device__ __forceinline__ u32 tile_bin(float d2, float scale) {
 // covered_radius only); a k-th's bin of more than TILE_SPILL keys. With
 // `whole`, the block holds every point within max_radius of every query
 // (cells of at least the radius and a margin of one: each query's 27
-// cells). `hist`: the warp's TILE_HIST_WORDS words of shared memory; the
-// block may stream at most 65 535 points (16-bit counts; warp_tile_count
-// bounds them).
+// cells). `hist`: the warp's TILE_HIST_WORDS words of shared memory.
+// `points`: warp_tile_count's bound of the points the block streams, at
+// most 65 535 (16-bit counts); below k, pass 1 is skipped.
 // Leaves best's k-th key (its largest) at heap[0] when full, the others in
 // any order: what density_of reads; heapify() before write().
 __device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, const u32* end,
                                               const float4* sorted, float3 p, bool active,
                                               float max_radius, bool whole, const int lo[3],
-                                              const int hi[3], u32 cells, float4* buf, u32* hist,
-                                              Best& best) {
+                                              const int hi[3], u32 cells, u32 points, float4* buf,
+                                              u32* hist, Best& best) {
     const u32 lane = lane_id();
     const float r2 = __fmul_rn(max_radius, max_radius);
     // In range: d2 <= r2 where the block covers the radius, else d2 < cov2
@@ -792,13 +792,18 @@ __device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, c
     // on a surface); any non-decreasing map of dist2 keeps the order.
     const float scale = cov2 > 0.0f ? (float)TILE_BINS / cov2 : 0.0f;
     const u32 k = best.k;
-    for (u32 w = 0; w < TILE_BINS / 2; ++w) hist[w * 32 + lane] = 0;
+    // A block of fewer than k points (a sparse map) needs no pass 1: no
+    // lane has a k-th, every lane takes all its points in range.
+    const bool counted = points >= k;
+    if (counted) {
+        for (u32 w = 0; w < TILE_BINS / 2; ++w) hist[w * 32 + lane] = 0;
+    }
     u32 last = 0;
     // Pass 1 takes two points a step: both counts' loads are in flight
     // together (the two bins may share a word).
     const u32 chunks = warp_tile_stream(g, start, end, sorted, lo, hi, cells, buf, last,
                                         [&](u32 n) {
-        if (!active) return;
+        if (!active || !counted) return;
         u32 j = 0;
         for (; j + 2 <= n; j += 2) {
             const float4 s0 = buf[j], s1 = buf[j + 1];
@@ -824,7 +829,7 @@ __device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, c
     });
     // The k-th key's bin, and how many of its keys are taken.
     u32 below = 0, kbin = TILE_BINS, need = 0, in_kbin = 0;
-    for (u32 b = 0; b < TILE_BINS; ++b) {
+    for (u32 b = 0; b < (counted ? TILE_BINS : 0u); ++b) {
         const u32 n = (hist[(b & 15u) * 32 + lane] >> (16 * (b >> 4))) & 0xffffu;
         if (kbin == TILE_BINS) {
             if (below + n >= k) {

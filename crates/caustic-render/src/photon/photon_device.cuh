@@ -116,7 +116,7 @@ __device__ bool tile_map_knn(const PhotonMapView& map, float3 point, bool active
         (map.coarse_limit != 0 && n <= 2u * min(map.coarse_limit, TILE_MAX_POINTS))) {
         return n <= TILE_MAX_POINTS &&
                warp_tile_knn(coarse, cs, ce, coarse_points, point, active, map.max_radius, true,
-                             lo, hi, cells, buf, hist, best);
+                             lo, hi, cells, n, buf, hist, best);
     }
     const Grid fine = grid_of(map.fine);
     const u32* fs = (const u32*)map.fine.start;
@@ -124,19 +124,21 @@ __device__ bool tile_map_knn(const PhotonMapView& map, float3 point, bool active
     bool done = false, pending = active;
     for (int margin = TILE_FINE_MARGIN; margin <= FINE_SHELLS; ++margin) {
         if (!warp_tile_block(fine, point, pending, margin, lo, hi, cells)) return done;
-        if (cells > TILE_MAX_CELLS || warp_tile_count(fine, fs, fe, lo, hi, cells) > TILE_MAX_POINTS)
-            break;
+        if (cells > TILE_MAX_CELLS) break;
+        n = warp_tile_count(fine, fs, fe, lo, hi, cells);
+        if (n > TILE_MAX_POINTS) break;
         if (warp_tile_knn(fine, fs, fe, (const float4*)map.fine.sorted, point, pending,
-                          map.max_radius, false, lo, hi, cells, buf, hist, best)) {
+                          map.max_radius, false, lo, hi, cells, n, buf, hist, best)) {
             done = true;
             pending = false;
         }
     }
     if (!warp_tile_block(coarse, point, pending, 1, lo, hi, cells)) return done;
-    if (cells > TILE_MAX_CELLS || warp_tile_count(coarse, cs, ce, lo, hi, cells) > TILE_MAX_POINTS)
-        return done;
+    if (cells > TILE_MAX_CELLS) return done;
+    n = warp_tile_count(coarse, cs, ce, lo, hi, cells);
+    if (n > TILE_MAX_POINTS) return done;
     return warp_tile_knn(coarse, cs, ce, coarse_points, point, pending, map.max_radius, true, lo, hi,
-                         cells, buf, hist, best) ||
+                         cells, n, buf, hist, best) ||
            done;
 }
 
