@@ -59,7 +59,9 @@ pub fn map_knn(
 
 /// Each photon as the estimates read it (its normal decoded once), in the
 /// same order: what [`PhotonMapView::shaded`] points to.
-pub fn shaded(photons: &DeviceBuffer<GpuPhoton>) -> Result<DeviceBuffer<GpuShadedPhoton>, GpuError> {
+pub fn shaded(
+    photons: &DeviceBuffer<GpuPhoton>,
+) -> Result<DeviceBuffer<GpuShadedPhoton>, GpuError> {
     let n = photons.len();
     let mut out = DeviceBuffer::<GpuShadedPhoton>::uninit(photons.gpu(), "shaded photons", n)?;
     launch(

@@ -867,8 +867,15 @@ impl<'a> IndexedPhotons<'a> {
     /// the build's radius), cone filter or not.
     pub fn view(&self, k: usize, radius: f32, cone: bool) -> Result<PhotonMapView, GpuError> {
         let fine = self.fine.as_ref().unwrap_or(&self.coarse);
-        let mut view =
-            PhotonMapView::new(&self.coarse, fine, self.photons, &self.shaded, k as u32, radius, cone)?;
+        let mut view = PhotonMapView::new(
+            &self.coarse,
+            fine,
+            self.photons,
+            &self.shaded,
+            k as u32,
+            radius,
+            cone,
+        )?;
         if self.fine.is_none() {
             view.coarse_limit = u32::MAX;
         }
