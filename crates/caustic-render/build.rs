@@ -17,6 +17,10 @@ fn main() {
         .ty("Path", "crate::scene_cuda::GpuPath")
         .ty("FrameParams", "crate::scene_cuda::FrameParams")
         .ty("Photon", "crate::photon::records_cuda::GpuPhoton")
+        .ty(
+            "ShadedPhoton",
+            "crate::photon::records_cuda::GpuShadedPhoton",
+        )
         .ty("PhotonPath", "crate::photon::records_cuda::GpuPhotonPath")
         .ty("PhotonParams", "crate::photon::records_cuda::PhotonParams")
         .ty("GridView", "crate::photon::records_cuda::GridView")

@@ -305,13 +305,15 @@ fn morton_sorted(qs: &[Vec3], cell: f32) -> Vec<Vec3> {
 /// and with blocks of small cells that cover only part of the radius (the
 /// lanes whose k-th lies beyond their covered distance are left to the
 /// caller); linear and Teschner-hashed grids, ties between duplicated
-/// points, dense clouds whose k-th bins overflow, queries in Morton order
+/// points, dense clouds whose k-th bins overflow, blocks of fewer than k
+/// points (no counting pass), queries in Morton order
 /// (tiles of neighbours) and as drawn (tiles spread over the grid).
 #[test]
 fn tiles_equal_the_reference() {
     let Some(exe) = harness() else { return };
     let mut rng = Pcg32::new(0x53, 11);
     let uniform = uniform_cloud(&mut rng, 3000);
+    let sparse = uniform_cloud(&mut Pcg32::new(0x54, 11), 300);
     let duplicated = duplicated_cloud();
     // A dense blob beside a sparse spread, and a plane (photons on a
     // surface).
@@ -327,6 +329,8 @@ fn tiles_equal_the_reference() {
     for (name, points, radius, cell, k, whole, margin) in [
         ("uniform", &uniform, 0.12f32, 0.12f32, 16usize, true, 1),
         ("uniform, k = 1", &uniform, 0.12, 0.12, 1, true, 1),
+        // Blocks of fewer than k points (a sparse map): no counting pass.
+        ("sparse", &sparse, 0.12, 0.12, 64, true, 1),
         ("duplicated", &duplicated, 0.05, 0.05, 50, true, 1),
         ("duplicated, k = 128", &duplicated, 0.2, 0.2, 128, true, 1),
         ("plane", &plane, 0.1, 0.1, 40, true, 1),

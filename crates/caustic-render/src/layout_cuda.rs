@@ -4,8 +4,8 @@
 //! it (see `caustic_gpu::layout`).
 
 use crate::photon::records_cuda::{
-    GpuEyeVertex, GpuGatherPath, GpuPhoton, GpuPhotonPath, GpuPhotonSource, GridView,
-    PhotonMapView, PhotonParams,
+    GpuEyeVertex, GpuGatherPath, GpuPhoton, GpuPhotonPath, GpuPhotonSource, GpuShadedPhoton,
+    GridView, PhotonMapView, PhotonParams,
 };
 use crate::scene_cuda::{
     FrameParams, GpuAreaLight, GpuLight, GpuMaterial, GpuPath, GpuShading, GpuTexture,
@@ -25,11 +25,12 @@ pub fn header() -> &'static str {
             GpuTexture as "Texture" { offset, width, height },
             FrameParams as "FrameParams" { triangles, framebuffer, seed, eye, ray_epsilon, width, height, spp, background, max_depth, light_samples, light_count, area_count, schlick },
             GpuPhoton as "Photon" { position, power, incoming, normal },
+            GpuShadedPhoton as "ShadedPhoton" { power, incoming, normal },
             GpuPhotonSource as "PhotonSource" { a, kind, b, area, power, cos_start, cos_width, radius, pick, cdf },
             GpuPhotonPath as "PhotonPath" { state, inc, power, kind },
             PhotonParams as "PhotonParams" { sources, first_photon, seed, source_count, max_bounces, inv_photons, global_rule, mean_roulette, caustic_only },
             GridView as "GridView" { start, end, sorted, origin, inv_cell, dims, table_bits },
-            PhotonMapView as "PhotonMapView" { coarse, fine, photons, k, max_radius, cone, count, coarse_limit },
+            PhotonMapView as "PhotonMapView" { coarse, fine, photons, shaded, k, max_radius, cone, count, coarse_limit },
             GpuEyeVertex as "EyeVertex" { point, pixel, weight, material, n, ng, wo, albedo, key },
             GpuGatherPath as "GatherPath" { key, throughput, slot, depth },
             GpuSppmPath as "SppmPath" { key, weight, pixel, length },

@@ -556,7 +556,7 @@ fn gpu_and_cpu_photon_frames_have_the_same_error_against_the_references() {
 fn estimate_search_returns_the_exact_k_nearest_photons() {
     use caustic_geom::{Pcg32, Vec3};
     use caustic_gpu::DeviceBuffer;
-    use caustic_render::photon::render_cuda::IndexedPhotons;
+    use caustic_render::photon::render_cuda::{IndexedPhotons, TILE_FINE_CELL_KTH};
 
     let gpu = gpu();
     let scene = Scene::builtin("cornell-caustics").unwrap();
@@ -599,7 +599,7 @@ fn estimate_search_returns_the_exact_k_nearest_photons() {
             queries.push(p + Vec3::splat(jitter * (rng.next_f32() - 0.5)));
         }
         queries.extend([Vec3::NAN, Vec3::INFINITY]);
-        let indexed = IndexedPhotons::build(photons, radius, k).unwrap();
+        let indexed = IndexedPhotons::build(photons, radius, k, TILE_FINE_CELL_KTH).unwrap();
         let view = indexed.view(k, radius, false).unwrap();
         let view = DeviceBuffer::from_slice(&gpu, "view", &[view]).unwrap();
         // Three searches: query by query, and by tiles of 32 (the

@@ -102,6 +102,10 @@ struct Best {
         heap[i] = key;
     }
 
+    // Restores the heap order over keys kept in any order (as
+    // warp_tile_knn leaves them), for write().
+    __device__ __forceinline__ void heapify();
+
     // Writes the kept candidates in ascending key order (heap sort) and
     // pads the row with NO_NEIGHBOUR.
     __device__ __forceinline__ void write(u64 q, u32 row, u32* index, float* d2, u32* count) {
@@ -260,6 +264,10 @@ __device__ __forceinline__ void key_sift_down(u64* a, u32 i, u32 n) {
         i = child;
     }
     a[i] = key;
+}
+
+__device__ __forceinline__ void Best::heapify() {
+    for (u32 i = size / 2; i-- > 0;) key_sift_down(heap, i, size);
 }
 
 // Ascending heap sort of a[0..n).
@@ -744,6 +752,12 @@ __device__ __forceinline__ u32 warp_tile_stream(const Grid& g, const u32* start,
     return chunks + 1;
 }
 
+// The histogram bin of a squared distance (bins of 1 / scale).
+__device__ __forceinline__ u32 tile_bin(float d2, float scale) {
+    const float f = __fmul_rn(d2, scale);
+    return f < (float)(TILE_BINS - 1) ? (u32)f : TILE_BINS - 1;
+}
+
 // Each lane's k nearest of its query p within max_radius among the points
 // of the block lo..hi (warp_tile_block), into `best`, which the caller
 // initialised empty for k and max_radius. True where the answer is exact;
@@ -753,15 +767,16 @@ __device__ __forceinline__ u32 warp_tile_stream(const Grid& g, const u32* start,
 // covered_radius only); a k-th's bin of more than TILE_SPILL keys. With
 // `whole`, the block holds every point within max_radius of every query
 // (cells of at least the radius and a margin of one: each query's 27
-// cells). `hist`: the warp's TILE_HIST_WORDS words of shared memory; the
-// block may stream at most 65 535 points (16-bit counts; warp_tile_count
-// bounds them).
-// Leaves best a heap (heap[0] the k-th when full), as offer() would.
+// cells). `hist`: the warp's TILE_HIST_WORDS words of shared memory.
+// `points`: warp_tile_count's bound of the points the block streams, at
+// most 65 535 (16-bit counts); below k, pass 1 is skipped.
+// Leaves best's k-th key (its largest) at heap[0] when full, the others in
+// any order: what density_of reads; heapify() before write().
 __device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, const u32* end,
                                               const float4* sorted, float3 p, bool active,
                                               float max_radius, bool whole, const int lo[3],
-                                              const int hi[3], u32 cells, float4* buf, u32* hist,
-                                              Best& best) {
+                                              const int hi[3], u32 cells, u32 points, float4* buf,
+                                              u32* hist, Best& best) {
     const u32 lane = lane_id();
     const float r2 = __fmul_rn(max_radius, max_radius);
     // In range: d2 <= r2 where the block covers the radius, else d2 < cov2
@@ -777,24 +792,44 @@ __device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, c
     // on a surface); any non-decreasing map of dist2 keeps the order.
     const float scale = cov2 > 0.0f ? (float)TILE_BINS / cov2 : 0.0f;
     const u32 k = best.k;
-    for (u32 w = 0; w < TILE_BINS / 2; ++w) hist[w * 32 + lane] = 0;
+    // A block of fewer than k points (a sparse map) needs no pass 1: no
+    // lane has a k-th, every lane takes all its points in range.
+    const bool counted = points >= k;
+    if (counted) {
+        for (u32 w = 0; w < TILE_BINS / 2; ++w) hist[w * 32 + lane] = 0;
+    }
     u32 last = 0;
+    // Pass 1 takes two points a step: both counts' loads are in flight
+    // together (the two bins may share a word).
     const u32 chunks = warp_tile_stream(g, start, end, sorted, lo, hi, cells, buf, last,
                                         [&](u32 n) {
-        if (!active) return;
-        for (u32 j = 0; j < n; ++j) {
+        if (!active || !counted) return;
+        u32 j = 0;
+        for (; j + 2 <= n; j += 2) {
+            const float4 s0 = buf[j], s1 = buf[j + 1];
+            const float d0 = dist2(p, make_float3(s0.x, s0.y, s0.z));
+            const float d1 = dist2(p, make_float3(s1.x, s1.y, s1.z));
+            const u32 b0 = tile_bin(d0, scale), b1 = tile_bin(d1, scale);
+            const u32 w0 = (b0 & 15u) * 32 + lane, w1 = (b1 & 15u) * 32 + lane;
+            const u32 i0 = (all ? d0 <= r2 : d0 < cov2) ? 1u << (16 * (b0 >> 4)) : 0u;
+            const u32 i1 = (all ? d1 <= r2 : d1 < cov2) ? 1u << (16 * (b1 >> 4)) : 0u;
+            const bool same = w0 == w1;
+            const u32 h0 = hist[w0], h1 = hist[w1];
+            hist[w0] = h0 + i0 + (same ? i1 : 0u);
+            if (!same) hist[w1] = h1 + i1;
+        }
+        if (j < n) {
             const float4 s = buf[j];
             const float d2 = dist2(p, make_float3(s.x, s.y, s.z));
             if (all ? d2 <= r2 : d2 < cov2) {
-                const float f = __fmul_rn(d2, scale);
-                const u32 b = f < (float)(TILE_BINS - 1) ? (u32)f : TILE_BINS - 1;
+                const u32 b = tile_bin(d2, scale);
                 hist[(b & 15u) * 32 + lane] += 1u << (16 * (b >> 4));
             }
         }
     });
     // The k-th key's bin, and how many of its keys are taken.
     u32 below = 0, kbin = TILE_BINS, need = 0, in_kbin = 0;
-    for (u32 b = 0; b < TILE_BINS; ++b) {
+    for (u32 b = 0; b < (counted ? TILE_BINS : 0u); ++b) {
         const u32 n = (hist[(b & 15u) * 32 + lane] >> (16 * (b >> 4))) & 0xffffu;
         if (kbin == TILE_BINS) {
             if (below + n >= k) {
@@ -816,8 +851,7 @@ __device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, c
             const float4 s = buf[j];
             const float d2 = dist2(p, make_float3(s.x, s.y, s.z));
             if (all ? d2 <= r2 : d2 < cov2) {
-                const float f = __fmul_rn(d2, scale);
-                const u32 b = f < (float)(TILE_BINS - 1) ? (u32)f : TILE_BINS - 1;
+                const u32 b = tile_bin(d2, scale);
                 const u64 key = neighbour_key(d2, __float_as_uint(s.w));
                 if (b < kbin) {
                     best.heap[best.size++] = key;
@@ -841,7 +875,13 @@ __device__ __forceinline__ bool warp_tile_knn(const Grid& g, const u32* start, c
         spill[at] = spill[t];
         best.heap[best.size++] = key;
     }
-    for (u32 i = best.size / 2; i-- > 0;) key_sift_down(best.heap, i, best.size);
-    if (best.size == k && k > 0) best.limit = best.heap[0];
+    // The last key taken is the k-th: to the front, where density_of and
+    // bound() read it (the others stay in any order; heapify() orders them).
+    if (best.size == k && k > 0) {
+        const u64 kth = best.heap[k - 1];
+        best.heap[k - 1] = best.heap[0];
+        best.heap[0] = kth;
+        best.limit = kth;
+    }
     return true;
 }

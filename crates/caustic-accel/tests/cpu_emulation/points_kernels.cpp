@@ -67,10 +67,12 @@ __global__ void tile_knn(const float* queries, u64 m, u32 k, float max_radius, f
         int lo[3], hi[3];
         u32 cells = 0;
         bool done = false;
-        if (warp_tile_block(g, p, ok, margin, lo, hi, cells) && cells <= TILE_MAX_CELLS &&
-            warp_tile_count(g, start, end, lo, hi, cells) <= TILE_MAX_POINTS) {
-            done = warp_tile_knn(g, start, end, sorted, p, ok, max_radius, whole != 0, lo, hi,
-                                 cells, buf[warp], hist[warp], best);
+        if (warp_tile_block(g, p, ok, margin, lo, hi, cells) && cells <= TILE_MAX_CELLS) {
+            const u32 points = warp_tile_count(g, start, end, lo, hi, cells);
+            if (points <= TILE_MAX_POINTS) {
+                done = warp_tile_knn(g, start, end, sorted, p, ok, max_radius, whole != 0, lo,
+                                     hi, cells, points, buf[warp], hist[warp], best);
+            }
         }
         if (q >= m) continue;
         if (!ok) {
@@ -78,6 +80,7 @@ __global__ void tile_knn(const float* queries, u64 m, u32 k, float max_radius, f
             done = true;
         }
         answered[q] = done;
+        best.heapify();
         best.write(q, k, out_index, out_d2, out_count);
     }
 }

@@ -39,6 +39,22 @@ photon_occupancy(const u32* start, const u32* end, u32 buckets, u64* sums) {
     }
 }
 
+// Each photon as the estimates read it: the power, the incoming direction
+// still encoded (glossy surfaces decode it), the normal decoded once here
+// (octahedral_decode, the same bits the estimate decoded per query).
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_shaded(const Photon* photons, u32 n, ShadedPhoton* out) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const Photon ph = photons[i];
+    ShadedPhoton s;
+    store3(s.power, load3(ph.power));
+    s.incoming = ph.incoming;
+    store3(s.normal, octahedral_decode(ph.normal));
+    s.pad = 0;
+    out[i] = s;
+}
+
 // The search of the estimates on its own, for the tests: query q's k
 // nearest photons in ascending (dist2, index) order, as points_knn_* write
 // them; by tiles of 32 queries (photon_estimate's search) when `tiled`,
@@ -63,6 +79,7 @@ photon_map_knn(const PhotonMapView* maps, const float* queries, u32 m, u32 tiled
         best.init(map.k, r2);
         if (ok) map_knn(map, p, best);
     }
+    best.heapify();
     best.write(q, map.k, out_index, out_d2, out_count);
 }
 

@@ -9,7 +9,7 @@ use caustic_accel::points::hash_grid_cuda::{GpuHashGrid, GpuNeighbours};
 use caustic_gpu::ops::{launch_per_element as launch, launch_per_element_in};
 use caustic_gpu::{DeviceBuffer, DevicePtrMut, Gpu, GpuError, Kernel, Signature};
 
-use super::records_cuda::{GpuEyeVertex, PhotonMapView};
+use super::records_cuda::{GpuEyeVertex, GpuPhoton, GpuShadedPhoton, PhotonMapView};
 use crate::kernels::photon_estimate as k;
 use crate::scene_cuda::{FrameParams, GpuPath};
 
@@ -53,6 +53,22 @@ pub fn map_knn(
             out.dist2.ptr_mut(),
             out.count.ptr_mut(),
         ),
+    )?;
+    Ok(out)
+}
+
+/// Each photon as the estimates read it (its normal decoded once), in the
+/// same order: what [`PhotonMapView::shaded`] points to.
+pub fn shaded(
+    photons: &DeviceBuffer<GpuPhoton>,
+) -> Result<DeviceBuffer<GpuShadedPhoton>, GpuError> {
+    let n = photons.len();
+    let mut out = DeviceBuffer::<GpuShadedPhoton>::uninit(photons.gpu(), "shaded photons", n)?;
+    launch(
+        photons.gpu(),
+        k::PHOTON_SHADED,
+        n,
+        (photons.ptr(), n as u32, out.ptr_mut()),
     )?;
     Ok(out)
 }

@@ -19,6 +19,19 @@ CAUSTIC_CHECK_FIELD(Photon, power);
 CAUSTIC_CHECK_FIELD(Photon, incoming);
 CAUSTIC_CHECK_FIELD(Photon, normal);
 
+// caustic_render::photon::records_cuda::GpuShadedPhoton: a photon as the
+// radiance estimate reads it (photon_shaded writes it).
+struct ShadedPhoton {
+    float power[3];
+    u32 incoming;
+    float normal[3];
+    u32 pad;
+};
+CAUSTIC_CHECK_SIZE(ShadedPhoton);
+CAUSTIC_CHECK_FIELD(ShadedPhoton, power);
+CAUSTIC_CHECK_FIELD(ShadedPhoton, incoming);
+CAUSTIC_CHECK_FIELD(ShadedPhoton, normal);
+
 #define SOURCE_AREA 0u
 #define SOURCE_POINT 1u
 #define SOURCE_SPOT 2u
@@ -122,6 +135,7 @@ struct PhotonMapView {
     GridView coarse;
     GridView fine;
     u64 photons; // Photon[count], input order
+    u64 shaded;  // ShadedPhoton[count], the same order
     u32 k;
     float max_radius;
     u32 cone;
@@ -133,6 +147,7 @@ CAUSTIC_CHECK_SIZE(PhotonMapView);
 CAUSTIC_CHECK_FIELD(PhotonMapView, coarse);
 CAUSTIC_CHECK_FIELD(PhotonMapView, fine);
 CAUSTIC_CHECK_FIELD(PhotonMapView, photons);
+CAUSTIC_CHECK_FIELD(PhotonMapView, shaded);
 CAUSTIC_CHECK_FIELD(PhotonMapView, k);
 CAUSTIC_CHECK_FIELD(PhotonMapView, max_radius);
 CAUSTIC_CHECK_FIELD(PhotonMapView, cone);

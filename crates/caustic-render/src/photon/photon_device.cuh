@@ -116,7 +116,7 @@ __device__ bool tile_map_knn(const PhotonMapView& map, float3 point, bool active
         (map.coarse_limit != 0 && n <= 2u * min(map.coarse_limit, TILE_MAX_POINTS))) {
         return n <= TILE_MAX_POINTS &&
                warp_tile_knn(coarse, cs, ce, coarse_points, point, active, map.max_radius, true,
-                             lo, hi, cells, buf, hist, best);
+                             lo, hi, cells, n, buf, hist, best);
     }
     const Grid fine = grid_of(map.fine);
     const u32* fs = (const u32*)map.fine.start;
@@ -124,27 +124,35 @@ __device__ bool tile_map_knn(const PhotonMapView& map, float3 point, bool active
     bool done = false, pending = active;
     for (int margin = TILE_FINE_MARGIN; margin <= FINE_SHELLS; ++margin) {
         if (!warp_tile_block(fine, point, pending, margin, lo, hi, cells)) return done;
-        if (cells > TILE_MAX_CELLS || warp_tile_count(fine, fs, fe, lo, hi, cells) > TILE_MAX_POINTS)
-            break;
+        if (cells > TILE_MAX_CELLS) break;
+        n = warp_tile_count(fine, fs, fe, lo, hi, cells);
+        if (n > TILE_MAX_POINTS) break;
         if (warp_tile_knn(fine, fs, fe, (const float4*)map.fine.sorted, point, pending,
-                          map.max_radius, false, lo, hi, cells, buf, hist, best)) {
+                          map.max_radius, false, lo, hi, cells, n, buf, hist, best)) {
             done = true;
             pending = false;
         }
     }
     if (!warp_tile_block(coarse, point, pending, 1, lo, hi, cells)) return done;
-    if (cells > TILE_MAX_CELLS || warp_tile_count(coarse, cs, ce, lo, hi, cells) > TILE_MAX_POINTS)
-        return done;
+    if (cells > TILE_MAX_CELLS) return done;
+    n = warp_tile_count(coarse, cs, ce, lo, hi, cells);
+    if (n > TILE_MAX_POINTS) return done;
     return warp_tile_knn(coarse, cs, ce, coarse_points, point, pending, map.max_radius, true, lo, hi,
-                         cells, buf, hist, best) ||
+                         cells, n, buf, hist, best) ||
            done;
 }
 
-// estimate::density over the k nearest photons `best` holds (a heap, as
-// map_knn leaves it): within the map's radius on the side of `ng`, over the
-// disc to the k-th photon (which only sets the radius), each photon's power
-// weighted by the BRDF for its direction (estimate::radiance), or not when
-// `m` is null (estimate::irradiance).
+// Photons density_of loads before it sums them (their loads overlap).
+#define DENSITY_BATCH 4u
+
+// estimate::density over the k nearest photons `best` holds (the k-th at
+// heap[0] when full, as map_knn's heap and warp_tile_knn leave it): within
+// the map's radius on the side of `ng`, over the disc to the k-th photon
+// (which only sets the radius), each photon's power weighted by the BRDF
+// for its direction (estimate::radiance), or not when `m` is null
+// (estimate::irradiance). The photons are the map's shaded records (the
+// normal decoded once per photon, not once per query), summed in heap
+// order, DENSITY_BATCH loaded at a time.
 __device__ float3 density_of(const PhotonMapView& map, const Material* m, float3 albedo,
                              float3 n, float3 ng, float3 wo, const Best& best) {
     float3 zero = make_float3(0.0f, 0.0f, 0.0f);
@@ -153,15 +161,37 @@ __device__ float3 density_of(const PhotonMapView& map, const Material* m, float3
     float r2 = full ? __uint_as_float((u32)(best.heap[0] >> 32)) : map.max_radius * map.max_radius;
     if (!(r2 > 0.0f) || !isfinite(r2)) return zero;
     float kr = CONE_KAPPA * sqrtf(r2);
-    const Photon* photons = (const Photon*)map.photons;
+    // A ShadedPhoton is two 16-byte words: (power, incoming), (normal, pad).
+    const float4* words = (const float4*)map.shaded;
+    // brdf reads the photon's direction for glossy materials only.
+    const bool glossy = m && m->kind == MAT_GLOSSY;
     float3 sum = zero;
-    for (u32 j = full ? 1u : 0u; j < best.size; ++j) {
-        const Photon& ph = photons[(u32)best.heap[j]];
-        if (dot(octahedral_decode(ph.normal), ng) <= 0.0f) continue;
-        float w = 1.0f;
-        if (map.cone) w = fmaxf(1.0f - sqrtf(__uint_as_float((u32)(best.heap[j] >> 32))) / kr, 0.0f);
-        float3 power = load3(ph.power) * w;
-        sum = sum + (m ? brdf(*m, albedo, n, wo, octahedral_decode(ph.incoming)) * power : power);
+    for (u32 j = full ? 1u : 0u; j < best.size; j += DENSITY_BATCH) {
+        float d2[DENSITY_BATCH];
+        float4 power[DENSITY_BATCH], normal[DENSITY_BATCH];
+#pragma unroll
+        for (u32 u = 0; u < DENSITY_BATCH; ++u) {
+            // Past the list: photon 0 (the list is not empty), unused.
+            const u64 key = j + u < best.size ? best.heap[j + u] : 0ull;
+            const u64 i = (u32)key;
+            d2[u] = __uint_as_float((u32)(key >> 32));
+            power[u] = __ldg(words + 2 * i);
+            normal[u] = __ldg(words + 2 * i + 1);
+        }
+#pragma unroll
+        for (u32 u = 0; u < DENSITY_BATCH; ++u) {
+            if (j + u >= best.size) break;
+            if (dot(make_float3(normal[u].x, normal[u].y, normal[u].z), ng) <= 0.0f) continue;
+            float w = 1.0f;
+            if (map.cone) w = fmaxf(1.0f - sqrtf(d2[u]) / kr, 0.0f);
+            const float3 p = make_float3(power[u].x, power[u].y, power[u].z) * w;
+            if (m) {
+                const float3 wi = glossy ? octahedral_decode(__float_as_uint(power[u].w)) : zero;
+                sum = sum + brdf(*m, albedo, n, wo, wi) * p;
+            } else {
+                sum = sum + p;
+            }
+        }
     }
     float norm = map.cone ? 1.0f - 2.0f / (3.0f * CONE_KAPPA) : 1.0f;
     return div3(sum, norm * PI_F * r2);

@@ -19,6 +19,19 @@ pub struct GpuPhoton {
     pub normal: u32,
 }
 
+/// A stored photon as the radiance estimate reads it: its power, its
+/// incoming direction (octahedral, decoded for glossy surfaces only) and
+/// its normal decoded once (`photon_shaded`), where the estimate would
+/// decode it for every query that finds the photon.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuShadedPhoton {
+    pub power: [f32; 3],
+    pub incoming: u32,
+    pub normal: [f32; 3],
+    pub pad: u32,
+}
+
 /// `GpuPhotonSource::kind` values.
 pub mod source_kind {
     pub const AREA: u32 = 0;
@@ -139,6 +152,8 @@ pub struct PhotonMapView {
     pub coarse: GridView,
     pub fine: GridView,
     pub photons: u64,
+    /// The photons as the estimate reads them (`GpuShadedPhoton`, same order).
+    pub shaded: u64,
     /// Photons per estimate (the k-th sets the radius), 2..=128.
     pub k: u32,
     pub max_radius: f32,
@@ -152,11 +167,13 @@ pub struct PhotonMapView {
 
 impl PhotonMapView {
     /// The view of `photons` indexed by `coarse` (cells of at least
-    /// `max_radius`) and `fine` (any cell), both built over their positions.
+    /// `max_radius`) and `fine` (any cell), both built over their
+    /// positions, and read by the estimate as `shaded` (one per photon).
     pub fn new(
         coarse: &GpuHashGrid,
         fine: &GpuHashGrid,
         photons: &DeviceBuffer<GpuPhoton>,
+        shaded: &DeviceBuffer<GpuShadedPhoton>,
         k: u32,
         max_radius: f32,
         cone: bool,
@@ -182,10 +199,21 @@ impl PhotonMapView {
                 ),
             });
         }
+        if shaded.len() != photons.len() {
+            return Err(GpuError::Invalid {
+                what: "photon map view",
+                message: format!(
+                    "{} shaded records for {} photons",
+                    shaded.len(),
+                    photons.len()
+                ),
+            });
+        }
         Ok(Self {
             coarse: GridView::new(coarse),
             fine: GridView::new(fine),
             photons: photons.device_ptr(),
+            shaded: shaded.device_ptr(),
             k,
             max_radius,
             cone: u32::from(cone),
@@ -247,6 +275,7 @@ mod tests {
         assert_eq!(size_of::<GridView>(), 56);
         assert_eq!(size_of::<GpuEyeVertex>(), 112);
         assert_eq!(size_of::<GpuGatherPath>(), 32);
-        assert_eq!(size_of::<PhotonMapView>(), 144);
+        assert_eq!(size_of::<PhotonMapView>(), 152);
+        assert_eq!(size_of::<GpuShadedPhoton>(), 32);
     }
 }

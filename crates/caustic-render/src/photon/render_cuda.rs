@@ -50,7 +50,7 @@ use crate::photon::gather_cuda::{
     self, GatherChunk, GatherTargets, GpuIrradianceSamples, POINT_GATHER, SAMPLE_GATHER,
 };
 use crate::photon::irradiance_samples_cuda::SeedSettings;
-use crate::photon::records_cuda::{GpuEyeVertex, GpuPhoton, PhotonMapView};
+use crate::photon::records_cuda::{GpuEyeVertex, GpuPhoton, GpuShadedPhoton, PhotonMapView};
 use crate::scene_cuda::FrameParams;
 use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_accel::points::kdtree::build_cuda::GpuPointKdTree;
@@ -199,8 +199,14 @@ impl<'s> GpuPhotonRenderer<'s> {
         let build_start = Instant::now();
         let global_radius = settings.max_radius * self.diagonal;
         let caustic_radius = settings.caustic_max_radius * self.diagonal;
-        let global = IndexedPhotons::build(&maps.global, global_radius, settings.k)?;
-        let caustic = IndexedPhotons::build(&maps.caustic, caustic_radius, settings.caustic_k)?;
+        let global =
+            IndexedPhotons::build(&maps.global, global_radius, settings.k, TILE_FINE_CELL_KTH)?;
+        let caustic = IndexedPhotons::build(
+            &maps.caustic,
+            caustic_radius,
+            settings.caustic_k,
+            TILE_FINE_CELL_KTH,
+        )?;
         let global_view = global.view(settings.k, global_radius, false)?;
         let caustic_view =
             caustic.view(settings.caustic_k, caustic_radius, settings.cone_filter)?;
@@ -228,7 +234,12 @@ impl<'s> GpuPhotonRenderer<'s> {
         };
         let irradiance = match &precomputed {
             Some(points) => {
-                let indexed = IndexedPhotons::build(points, global_radius, PRECOMPUTED_CANDIDATES)?;
+                let indexed = IndexedPhotons::build(
+                    points,
+                    global_radius,
+                    PRECOMPUTED_CANDIDATES,
+                    SHELL_FINE_CELL_KTH,
+                )?;
                 let mut view = indexed.view(PRECOMPUTED_CANDIDATES, global_radius, false)?;
                 // Gather rays land anywhere, one lookup each: the fine cells
                 // answer almost every one, so do not count the coarse cells.
@@ -793,10 +804,23 @@ pub fn check(settings: &PhotonRenderSettings) -> Result<(), PhotonRenderError> {
     Ok(())
 }
 
+/// The fine cell, in k-th neighbour distances at the map's
+/// photon-weighted mean density ([`IndexedPhotons::build`]), of the maps
+/// the estimates search by tiles (`tile_map_knn`: blocks of the tile's
+/// cells and a margin of `TILE_FINE_MARGIN` cells).
+pub const TILE_FINE_CELL_KTH: f64 = 1.2;
+
+/// The fine cell, in k-th neighbour distances, of maps searched query by
+/// query in shells of cells (the final gather's irradiance lookups): one
+/// shell of 27 cells ends most searches.
+pub const SHELL_FINE_CELL_KTH: f64 = 1.2;
+
 /// A photon map on the device with its two hash grids (see
 /// [`PhotonMapView`]).
 pub struct IndexedPhotons<'a> {
     photons: &'a DeviceBuffer<GpuPhoton>,
+    /// The photons as the estimate reads them.
+    shaded: DeviceBuffer<GpuShadedPhoton>,
     coarse: GpuHashGrid,
     /// `None`: the coarse cells are already about the k-th distance.
     fine: Option<GpuHashGrid>,
@@ -804,16 +828,19 @@ pub struct IndexedPhotons<'a> {
 
 impl<'a> IndexedPhotons<'a> {
     /// Grids for kNN queries of `k` photons within `max_radius`. The fine
-    /// cell is the k-th neighbour's distance, times 1.2, at the density the
-    /// photon-weighted mean occupancy of the coarse cells gives: a coarse
-    /// cell of edge `c` cut by a surface holds about `σ c²` photons, and
-    /// `π r² σ = k` at the k-th neighbour. So the dense parts of the map,
-    /// where most photons and most costly queries are, get cells that end
-    /// most searches after one shell of 27 cells.
+    /// cell is the k-th neighbour's distance, times `fine_cell_kth`
+    /// ([`TILE_FINE_CELL_KTH`] or [`SHELL_FINE_CELL_KTH`]), at the density
+    /// the photon-weighted mean occupancy of the coarse cells gives: a
+    /// coarse cell of edge `c` cut by a surface holds about `σ c²` photons,
+    /// and `π r² σ = k` at the k-th neighbour. So the dense parts of the
+    /// map, where most photons and most costly queries are, get cells
+    /// about the k-th distance: small blocks for the tiles, one shell of
+    /// 27 cells for most searches query by query.
     pub fn build(
         photons: &'a DeviceBuffer<GpuPhoton>,
         max_radius: f32,
         k: usize,
+        fine_cell_kth: f64,
     ) -> Result<Self, GpuError> {
         let positions = trace_cuda::positions(photons)?;
         let coarse = GpuHashGrid::build(&positions, max_radius)?;
@@ -821,7 +848,7 @@ impl<'a> IndexedPhotons<'a> {
         let cell = coarse.geometry().cell as f64;
         let density = occupancy / (cell * cell);
         let kth = (k as f64 / (std::f64::consts::PI * density.max(1e-30))).sqrt();
-        let fine_cell = (1.2 * kth) as f32;
+        let fine_cell = (fine_cell_kth * kth) as f32;
         let fine = if fine_cell < 0.7 * max_radius {
             let fine_cell = fine_cell.max(max_radius / 64.0);
             Some(GpuHashGrid::build(&positions, fine_cell)?)
@@ -830,6 +857,7 @@ impl<'a> IndexedPhotons<'a> {
         };
         Ok(Self {
             photons,
+            shaded: estimate_cuda::shaded(photons)?,
             coarse,
             fine,
         })
@@ -839,8 +867,15 @@ impl<'a> IndexedPhotons<'a> {
     /// the build's radius), cone filter or not.
     pub fn view(&self, k: usize, radius: f32, cone: bool) -> Result<PhotonMapView, GpuError> {
         let fine = self.fine.as_ref().unwrap_or(&self.coarse);
-        let mut view =
-            PhotonMapView::new(&self.coarse, fine, self.photons, k as u32, radius, cone)?;
+        let mut view = PhotonMapView::new(
+            &self.coarse,
+            fine,
+            self.photons,
+            &self.shaded,
+            k as u32,
+            radius,
+            cone,
+        )?;
         if self.fine.is_none() {
             view.coarse_limit = u32::MAX;
         }
