@@ -239,12 +239,9 @@ impl Tracer {
         let groups = rays.len().div_ceil(group_size);
         check_same_len(kernel.name(), "group keys", groups, group_keys.len())?;
         group_keys.fill_bytes(0xff)?;
-        let n = rays.len();
-        if n == 0 {
+        let Some(n) = self.ready(kernel.name(), rays)? else {
             return Ok(());
-        }
-        caustic_gpu::ops::check_len(kernel.name(), n, MAX_RAYS)?;
-        self.counter.fill_zero()?;
+        };
         self.gpu.launch(
             kernel,
             self.group_blocks,
@@ -254,13 +251,29 @@ impl Tracer {
                 node_count(kernel.name(), bvh)?,
                 bvh.triangles().ptr(),
                 rays.ptr(),
-                n as u32,
+                n,
                 group_size as u32,
                 hits.ptr_mut(),
                 group_keys.ptr_mut(),
                 self.counter.ptr_mut(),
             ),
         )
+    }
+
+    /// The ray count of a launch over `rays`, checked, with the fetch
+    /// counter reset; `None` when there is nothing to trace.
+    fn ready(
+        &mut self,
+        operation: &'static str,
+        rays: &DeviceBuffer<GpuRay>,
+    ) -> Result<Option<u32>, GpuError> {
+        let n = rays.len();
+        if n == 0 {
+            return Ok(None);
+        }
+        caustic_gpu::ops::check_len(operation, n, MAX_RAYS)?;
+        self.counter.fill_zero()?;
+        Ok(Some(n as u32))
     }
 
     /// Launches the persistent grid; `image_width` is the kernel's tile-order
@@ -274,12 +287,9 @@ impl Tracer {
         image_width: u32,
         out: DevicePtrMut<'_, O>,
     ) -> Result<(), GpuError> {
-        let n = rays.len();
-        if n == 0 {
+        let Some(n) = self.ready(kernel.name(), rays)? else {
             return Ok(());
-        }
-        caustic_gpu::ops::check_len(kernel.name(), n, MAX_RAYS)?;
-        self.counter.fill_zero()?;
+        };
         self.gpu.launch(
             kernel,
             blocks,
@@ -289,7 +299,7 @@ impl Tracer {
                 node_count(kernel.name(), bvh)?,
                 bvh.triangles().ptr(),
                 rays.ptr(),
-                n as u32,
+                n,
                 image_width,
                 out,
                 self.counter.ptr_mut(),
