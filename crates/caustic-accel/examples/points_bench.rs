@@ -7,7 +7,7 @@
 //! warm-up, median of the repeats. Answers are checked against the CPU hash
 //! grid on a sample of queries before timing.
 //!
-//!     cargo run --release -p caustic-gpu --example points_bench -- [POINTS] [K]
+//!     cargo run --release -p caustic-accel --example points_bench -- [POINTS] [K]
 
 use caustic_accel::points::build_point_structure;
 use caustic_accel::points::hash_grid_cuda::{GpuHashGrid, knn_brute};

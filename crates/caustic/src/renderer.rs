@@ -341,8 +341,10 @@ impl<'a> Renderer<'a> {
     /// Renders on the CPU with `structure`, built by the caller over
     /// `scene.triangles()` (the same triangles in the same order), instead
     /// of building [`Renderer::accel`]'s: how an animation reuses a tree it
-    /// refitted from the previous frame. A GPU backend ignores it and
-    /// builds its own.
+    /// refitted from the previous frame, and how the CLI hands the Whitted
+    /// renderer a DACRT tracer (`caustic_accel::dacrt::Dacrt`, which builds
+    /// nothing and prefers batches, so the renderer traces by wavefronts).
+    /// A GPU backend ignores it and builds its own.
     pub fn cpu_structure(mut self, structure: Box<dyn caustic_accel::Accel>) -> Self {
         self.given_structure = Mutex::new(Some(structure));
         self.prepared = OnceLock::new();
