@@ -63,7 +63,7 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// `dir` must be finite and non-zero; `bounds` must hold every box the
     /// traversal will test (the tree's [`WideBvh::bounds`]).
     ///
-    /// The margins are [`SlabFrame::shifts`]' (see [`RayBoxes::test`] for
+    /// The margins are `SlabFrame::shifts`' (see [`RayBoxes::test`] for
     /// why they make this test keep every box the exact scalar rule keeps),
     /// computed over `bounds`, plus a floor beyond every other axis's
     /// distances on an axis the ray runs parallel to.
