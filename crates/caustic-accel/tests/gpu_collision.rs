@@ -156,10 +156,22 @@ fn every_structure_answers_as_the_cpu_on_soups() {
         ("height field", grid_soup(&mut rng, 40)),
     ] {
         let reference = BruteForce::new(&tris);
-        let seed = u64::from(rng.next_u32());
-        // Long steps (few frames), so most agents collide.
-        let agents = Agents::random(&unit, 300, 3, 64, seed);
-        failures.extend(check_methods(name, &tris, &reference, &agents, &[0, 1, 2]));
+        // Segments per agent: a multiple of the grouped trace's probe
+        // stride, one that is not (a partial last stride), and one (no
+        // probes).
+        for rays in [64, 13, 1] {
+            let seed = u64::from(rng.next_u32());
+            // Long steps (few frames), so most agents collide.
+            let agents = Agents::random(&unit, 300, 3, rays, seed);
+            let label = format!("{name}, {rays} segments an agent");
+            failures.extend(check_methods(
+                &label,
+                &tris,
+                &reference,
+                &agents,
+                &[0, 1, 2],
+            ));
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

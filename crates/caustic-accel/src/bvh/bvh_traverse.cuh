@@ -184,6 +184,30 @@ __device__ __forceinline__ void share_group_nearest(u64* group_key, RayState& s)
     }
 }
 
+// One launch's share of rays in groups of `size` (traverse.cu's grouped
+// kernel): phase 0 takes each group's probes, its rays 0, stride,
+// 2 stride, ..., which spread over the group's directions (an agent's
+// segments come ordered by octant); phase 1 takes the others, in order,
+// and starts them with the cutoff the probes found. Work item w of a phase
+// is ray `ray_of_work(w)`; a phase has `groups * count()` items.
+struct GroupPhase {
+    u32 size;
+    u32 stride;
+    u32 phase;
+
+    __device__ __forceinline__ u32 probes() const { return (size + stride - 1) / stride; }
+    __device__ __forceinline__ u32 count() const {
+        return phase == 0 ? probes() : size - probes();
+    }
+    __device__ __forceinline__ u32 ray_of_work(u32 work) const {
+        const u32 n = count();
+        const u32 group = work / n, j = work - group * n;
+        const u32 ray =
+            phase == 0 ? j * stride : (j / (stride - 1)) * stride + 1 + j % (stride - 1);
+        return group * size + ray;
+    }
+};
+
 // Traverses until the ray is done or the warp wants to refill idle lanes.
 // Returns whether an any-hit ray found a hit. With GROUPED, the ray's
 // group's nearest hit lives at `group_key` (share_group_nearest), read and

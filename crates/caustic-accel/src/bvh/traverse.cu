@@ -42,17 +42,19 @@ __device__ __forceinline__ void store_result(bool any_hit, u32 index, const RayS
 // the loop is what lets the vote name all 32 lanes; a lane that left early
 // would make the warp's later rounds start diverged.
 //
-// With GROUPED, rays come in groups of `group_size` consecutive rays that
+// With GROUPED, rays come in groups of `groups.size` consecutive rays that
 // want only their group's nearest hit, kept in group_keys (see
 // share_group_nearest); a ray's own hit is then its closest hit or, when
-// its group holds a nearer one, possibly a miss.
+// its group holds a nearer one, possibly a miss. `ray_count` then counts
+// the rays of the launch's phase (GroupPhase).
 template <bool ANY_HIT, bool GROUPED = false>
 __device__ __forceinline__ void trace(const BvhNode* __restrict__ nodes, u32 node_count,
                                       const Triangle* __restrict__ tris,
                                       const Ray* __restrict__ rays, u32 ray_count,
                                       u32 image_width, Hit* __restrict__ hits,
                                       u32* __restrict__ occluded, u32* counter,
-                                      u32 group_size = 1, u64* group_keys = nullptr) {
+                                      GroupPhase groups = GroupPhase{1, 1, 0},
+                                      u64* group_keys = nullptr) {
     Stack<ANY_HIT> stack;
     RayState s;
     NodeRef node = node_ref(0, NODE_NONE), leaf = node_ref(0, 0);
@@ -69,10 +71,10 @@ __device__ __forceinline__ void trace(const BvhNode* __restrict__ nodes, u32 nod
                 const u32 work = base + __popc(idle & lanemask_lt());
                 exhausted = work >= ray_count;
                 if (!exhausted) {
-                    index = ray_of_work(work, image_width);
+                    index = GROUPED ? groups.ray_of_work(work) : ray_of_work(work, image_width);
                     stack.size = 0;
                     busy = start_ray(rays, index, nodes, node_count, s, node, leaf);
-                    if (GROUPED && busy) share_group_nearest(group_keys + index / group_size, s);
+                    if (GROUPED && busy) share_group_nearest(group_keys + index / groups.size, s);
                     // A ray that misses the root (or cannot be traced) is done.
                     if (!busy) store_result(ANY_HIT, index, s, false, hits, occluded);
                 }
@@ -80,7 +82,7 @@ __device__ __forceinline__ void trace(const BvhNode* __restrict__ nodes, u32 nod
         }
         if (__all_sync(CAUSTIC_FULL_MASK, exhausted)) break;
         if (busy) {
-            u64* group_key = GROUPED ? group_keys + index / group_size : nullptr;
+            u64* group_key = GROUPED ? group_keys + index / groups.size : nullptr;
             const bool found =
                 traverse<ANY_HIT, GROUPED>(nodes, tris, s, node, leaf, stack, group_key);
             if (node.count == NODE_NONE && leaf.count == 0) {
@@ -105,15 +107,18 @@ extern "C" __global__ void __launch_bounds__(TRACE_THREADS)
     trace<true>(nodes, node_count, tris, rays, ray_count, image_width, nullptr, occluded, counter);
 }
 
-// Closest hits of rays in groups of `group_size` consecutive rays, each
-// group's nearest hit (hit_key) min-ed into group_keys[group], which start
-// at ~0 (a miss). The group keys equal the minimum of the rays' own closest
-// hits' keys; a ray's entry in `hits` is its closest hit, or a miss when
-// its group already held a nearer hit (share_group_nearest).
+// Closest hits of one phase of rays in groups of `group_size` consecutive
+// rays (GroupPhase: phase 0 the probes, every `probe_stride`-th ray of a
+// group, phase 1 the others; `work_count` rays in all), each group's
+// nearest hit (hit_key) min-ed into group_keys[group], which start at ~0
+// (a miss). Over both phases the group keys equal the minimum of the rays'
+// own closest hits' keys; a ray's entry in `hits` is its closest hit, or a
+// miss when its group already held a nearer hit (share_group_nearest).
 extern "C" __global__ void __launch_bounds__(TRACE_THREADS)
     traverse_bvh2_group_nearest(const BvhNode* nodes, u32 node_count, const Triangle* tris,
-                                const Ray* rays, u32 ray_count, u32 group_size, Hit* hits,
-                                u64* group_keys, u32* counter) {
-    trace<false, true>(nodes, node_count, tris, rays, ray_count, 0, hits, nullptr, counter,
-                       group_size, group_keys);
+                                const Ray* rays, u32 work_count, u32 group_size,
+                                u32 probe_stride, u32 phase, Hit* hits, u64* group_keys,
+                                u32* counter) {
+    trace<false, true>(nodes, node_count, tris, rays, work_count, 0, hits, nullptr, counter,
+                       GroupPhase{group_size, probe_stride, phase}, group_keys);
 }

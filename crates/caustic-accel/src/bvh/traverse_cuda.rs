@@ -219,7 +219,10 @@ impl Tracer {
     /// the same as [`Tracer::intersect`] followed by a per-group minimum;
     /// but rays share their group's nearest hit as a cutoff while they run,
     /// so a ray's entry in `hits` is its closest hit, or a miss when its
-    /// group held a nearer one.
+    /// group held a nearer one. When every group is whole, two launches:
+    /// first every [`PROBE_STRIDE`]-th ray of each group (the probes), then
+    /// the others, which start with the cutoff the probes found instead of
+    /// finding it while they run.
     pub fn intersect_group_nearest(
         &mut self,
         bvh: &DeviceBvh,
@@ -242,22 +245,47 @@ impl Tracer {
         let Some(n) = self.ready(kernel.name(), rays)? else {
             return Ok(());
         };
-        self.gpu.launch(
-            kernel,
-            self.group_blocks,
-            TRACE_THREADS,
-            (
-                bvh.nodes().ptr(),
-                node_count(kernel.name(), bvh)?,
-                bvh.triangles().ptr(),
-                rays.ptr(),
-                n,
-                group_size as u32,
-                hits.ptr_mut(),
-                group_keys.ptr_mut(),
-                self.counter.ptr_mut(),
-            ),
-        )
+        // A last group that is not whole would need its own phase counts.
+        let stride = if rays.len().is_multiple_of(group_size) {
+            probe_stride().min(group_size)
+        } else {
+            1
+        };
+        let probes = group_size.div_ceil(stride);
+        for (phase, per_group) in [probes, group_size - probes].into_iter().enumerate() {
+            // Groups are whole here unless the stride is 1 (one phase, over
+            // every ray).
+            let work = if stride == 1 && phase == 0 {
+                n as usize
+            } else {
+                groups * per_group
+            };
+            if work == 0 {
+                continue;
+            }
+            if phase > 0 {
+                self.counter.fill_zero()?;
+            }
+            self.gpu.launch(
+                kernel,
+                self.group_blocks,
+                TRACE_THREADS,
+                (
+                    bvh.nodes().ptr(),
+                    node_count(kernel.name(), bvh)?,
+                    bvh.triangles().ptr(),
+                    rays.ptr(),
+                    work as u32,
+                    group_size as u32,
+                    stride as u32,
+                    phase as u32,
+                    hits.ptr_mut(),
+                    group_keys.ptr_mut(),
+                    self.counter.ptr_mut(),
+                ),
+            )?;
+        }
+        Ok(())
     }
 
     /// The ray count of a launch over `rays`, checked, with the fetch
@@ -306,6 +334,20 @@ impl Tracer {
             ),
         )
     }
+}
+
+/// Every how many rays of a group [`Tracer::intersect_group_nearest`]
+/// traces one first, as a probe.
+pub const PROBE_STRIDE: usize = 4;
+
+/// [`PROBE_STRIDE`], or `CAUSTIC_GROUP_PROBE_STRIDE` (1: no probes) for
+/// measuring other strides.
+fn probe_stride() -> usize {
+    std::env::var("CAUSTIC_GROUP_PROBE_STRIDE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&s: &usize| s >= 1)
+        .unwrap_or(PROBE_STRIDE)
 }
 
 /// The node count of `bvh` as the kernels take it.
