@@ -247,7 +247,7 @@ impl Dacrt {
         let start = Instant::now();
         let triangles = triangles.to_vec();
         let stats = AccelStats {
-            name: "dacrt",
+            name: split_name(config.split),
             build_ms: start.elapsed().as_secs_f64() * 1e3,
             bytes: std::mem::size_of_val(triangles.as_slice()),
             prims: triangles.len(),
@@ -327,7 +327,16 @@ impl Accel for Dacrt {
     }
 
     fn name(&self) -> &'static str {
-        "dacrt"
+        split_name(self.config.split)
+    }
+}
+
+/// The name a DACRT tracer reports (summaries, bench rows): `dacrt`, or
+/// `dacrt:split=rdh` for the ray distribution heuristic.
+fn split_name(split: DacrtSplit) -> &'static str {
+    match split {
+        DacrtSplit::Median => "dacrt",
+        DacrtSplit::Rdh => "dacrt:split=rdh",
     }
 }
 

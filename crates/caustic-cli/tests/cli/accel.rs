@@ -133,7 +133,9 @@ fn dacrt_on_the_cpu_renders_whitted_and_refuses_the_others() {
         let run = run.ok();
         let wrote = run.lines_starting("wrote");
         assert!(
-            wrote.len() == 1 && wrote[0].contains("dacrt build") && wrote[0].contains("CPU"),
+            wrote.len() == 1
+                && wrote[0].contains(&format!("{accel} build"))
+                && wrote[0].contains("CPU"),
             "--accel {accel}: {}",
             run.stderr
         );
