@@ -341,13 +341,16 @@ impl Tracer {
 pub const PROBE_STRIDE: usize = 4;
 
 /// [`PROBE_STRIDE`], or `CAUSTIC_GROUP_PROBE_STRIDE` (1: no probes) for
-/// measuring other strides.
+/// measuring other strides; read once per process.
 fn probe_stride() -> usize {
-    std::env::var("CAUSTIC_GROUP_PROBE_STRIDE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|&s: &usize| s >= 1)
-        .unwrap_or(PROBE_STRIDE)
+    static STRIDE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *STRIDE.get_or_init(|| {
+        std::env::var("CAUSTIC_GROUP_PROBE_STRIDE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .filter(|&s: &usize| s >= 1)
+            .unwrap_or(PROBE_STRIDE)
+    })
 }
 
 /// The node count of `bvh` as the kernels take it.

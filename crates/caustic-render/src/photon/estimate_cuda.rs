@@ -7,7 +7,7 @@
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::points::hash_grid_cuda::{GpuHashGrid, GpuNeighbours};
 use caustic_gpu::ops::{launch_per_element as launch, launch_per_element_in};
-use caustic_gpu::{DeviceBuffer, DevicePtrMut, Gpu, GpuError, Kernel, Signature};
+use caustic_gpu::{DeviceBuffer, DevicePtrMut, GpuError};
 
 use super::records_cuda::{GpuEyeVertex, GpuPhoton, GpuShadedPhoton, PhotonMapView};
 use crate::kernels::photon_estimate as k;
@@ -16,17 +16,6 @@ use crate::scene_cuda::{FrameParams, GpuPath};
 /// Threads of the estimate kernels' blocks (`ESTIMATE_THREADS` in
 /// `estimate.cu`): four warps, each a tile of 32 queries.
 const ESTIMATE_THREADS: u32 = 128;
-
-/// Queues a tiled kernel with one thread per element over `n` elements in
-/// blocks of [`ESTIMATE_THREADS`]; nothing for `n == 0`.
-fn launch_tiles<S: Signature>(
-    gpu: &Gpu,
-    kernel: Kernel<S>,
-    n: usize,
-    args: S::Args<'_>,
-) -> Result<(), GpuError> {
-    launch_per_element_in(gpu, kernel, n, ESTIMATE_THREADS, args)
-}
 
 /// The search of [`estimate`] on its own: the `k` nearest photons of the
 /// map `view` (one element) within its radius for every query, as the
@@ -40,10 +29,11 @@ pub fn map_knn(
     let m = queries.len();
     let per_query = view.download()?.first().map_or(0, |v| v.k as usize);
     let mut out = GpuNeighbours::new(view.gpu(), m, per_query)?;
-    launch_tiles(
+    launch_per_element_in(
         view.gpu(),
         k::PHOTON_MAP_KNN,
         m,
+        ESTIMATE_THREADS,
         (
             view.ptr(),
             queries.ptr().cast(),
@@ -221,10 +211,11 @@ pub fn estimate(
     order: &DeviceBuffer<u32>,
 ) -> Result<(), GpuError> {
     let n = order.len();
-    launch_tiles(
+    launch_per_element_in(
         scene.gpu(),
         k::PHOTON_ESTIMATE,
         n,
+        ESTIMATE_THREADS,
         (
             scene.ptr(),
             maps.ptr(),

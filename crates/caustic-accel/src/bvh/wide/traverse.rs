@@ -73,8 +73,9 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
         let axes = [(depth + 1) % 3, (depth + 2) % 3, depth];
         let (dir, origin) = (dir.to_array(), origin.to_array());
         let (lo, hi) = (bounds.min.to_array(), bounds.max.to_array());
-        let parallel = axes.map(|axis| !(1.0 / dir[axis]).is_finite());
-        let inv = axes.map(|axis| finite_reciprocal(dir[axis]));
+        let exact = axes.map(|axis| 1.0 / dir[axis]);
+        let parallel = exact.map(|inv| !inv.is_finite());
+        let inv = exact.map(finite_reciprocal);
         let along = |x: [f32; 3]| axes.map(|axis| x[axis]);
         let inv_dir: [V; 3] = splat3(isa, inv);
         let frame = SlabFrame {
@@ -221,12 +222,12 @@ fn splat3<const N: usize, V: Lanes<N>>(isa: V::Isa, x: [f32; 3]) -> [V; 3] {
     ]
 }
 
-/// `1 / x`, or for a zero (or tiny) `x`, whose reciprocal is infinite, a
-/// huge finite value of the same sign: an infinite reciprocal would turn
-/// `p * inv + shift` into `inf - inf` for a ray in a box's plane.
+/// A reciprocal `inv = 1 / x` as the slab test takes it: itself, or for
+/// a zero (or tiny) `x`, whose reciprocal is infinite, a huge finite value
+/// of the same sign: an infinite reciprocal would turn `p * inv + shift`
+/// into `inf - inf` for a ray in a box's plane.
 #[inline(always)]
-fn finite_reciprocal(x: f32) -> f32 {
-    let inv = 1.0 / x;
+fn finite_reciprocal(inv: f32) -> f32 {
     if inv.is_finite() {
         inv
     } else {
