@@ -194,7 +194,7 @@ impl DeviceBvh {
         {
             return Self::finish_morton(gpu, bvh, shape, stats, clock, wall, in_use);
         }
-        order.gather(centroids, &mut clock)?;
+        order.gather(triangles, centroids, &mut clock)?;
         let tree = match config {
             MortonBuilderConfig::Lbvh(c) => {
                 let tree = radix_tree(gpu, &order, c)?;

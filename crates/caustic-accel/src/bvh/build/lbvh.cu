@@ -29,9 +29,10 @@
 //   left child, lo for a right one, 0 for the root) and writes its two
 //   children's records at 2k + 1 and 2k + 2 (lbvh.rs, karras_layout): the
 //   layout comes with the boxes, without splits, parents or a layout pass.
-//   Each climb starts by copying its triangle into its leaf slot (it reads
-//   the triangle for its box anyway), so the build needs no gather of the
-//   sorted boxes and no pass over the triangles after the tree.
+//   Each climb starts from its triangle copied into its leaf slot (it reads
+//   the triangle for its box anyway; a warp copies its 32 consecutive
+//   slots' triangles together, coalesced), so the build needs no gather of
+//   the sorted boxes and no pass over the triangles after the tree.
 #include "linked_tree.cuh"
 #include "bvh.cuh"
 
@@ -251,19 +252,58 @@ __device__ __forceinline__ bool climb_step(u32 n, u32* waiting, uint4* parked, B
     return merge(n, split, left, __ldcg(sibling), __ldcg(sibling + 1), out, height_out, c);
 }
 
-// Leaf slot k's climb, started: its triangle copied to the slot, its box,
-// the deltas to its neighbours' codes.
+// Leaf slot k's climb, started from its triangle `t`: its box and the
+// deltas to its neighbours' codes.
 template <typename Code>
-__device__ __forceinline__ Climb leaf_climb(const Code* codes, u32 n, const u32* ids,
-                                            const Triangle* scene, u32 k,
-                                            Triangle* leaf_triangles, u32* slots) {
+__device__ __forceinline__ Climb leaf_climb(const Code* codes, u32 n, u32 k, const Triangle& t) {
     Climb c;
     c.lo = c.hi = k;
     c.height = 0u;
     c.d_lo = k > 0u ? common_prefix(codes, n, (i32)k - 1, (long long)k) : -1;
     c.d_hi = common_prefix(codes, n, (i32)k, (long long)k + 1);
-    c.box = triangle_bounds(copy_leaf_triangle(scene, ids[k], k, leaf_triangles, slots));
+    c.box = triangle_bounds(t);
     return c;
+}
+
+// The warp's leaf slots [base, base + 32) (those below n) get their
+// triangles, as copy_leaf_triangle writes them, and each lane's triangle
+// comes back for its box. The slots are consecutive, so the warp's
+// triangles are one run of 96 16-byte words: lane l moves words l, l + 32
+// and l + 64, each store one coalesced 512-byte row, where a lane moving
+// its own triangle stores words 48 bytes apart (three times the memory
+// requests, in a kernel bound by requests). The words reach their lanes
+// through `staging` (96 words of shared memory per warp; a lane reads its
+// three at a 48-byte stride, which spreads a quarter warp over all 32
+// banks).
+__device__ __forceinline__ Triangle copy_warp_leaves(const Triangle* scene, const u32* ids, u32 n,
+                                                     u64 base, Triangle* out, u32* slots,
+                                                     float4* staging) {
+    const u32 lane = lane_id();
+    const bool mine = base + lane < n;
+    const u32 id = mine ? ids[base + lane] : 0u;
+    if (mine) slots[id] = (u32)(base + lane);
+    float4* run = reinterpret_cast<float4*>(out + base);
+    for (u32 r = 0; r < 3u; ++r) {
+        const u32 word = lane + 32u * r;
+        const u32 owner = word / 3u, part = word - 3u * owner;
+        const u32 owner_id = __shfl_sync(CAUSTIC_FULL_MASK, id, owner);
+        if (base + owner < n) {
+            float4 v = __ldg(reinterpret_cast<const float4*>(scene + owner_id) + part);
+            v.w = part == 0u ? __uint_as_float(owner_id) : 0.0f;
+            run[word] = v;
+            staging[word] = v;
+        }
+    }
+    __syncwarp();
+    const float4 v0 = staging[3u * lane], v1 = staging[3u * lane + 1u],
+                 v2 = staging[3u * lane + 2u];
+    // The next round's words must not land before every lane has read.
+    __syncwarp();
+    Triangle t;
+    t.v0[0] = v0.x, t.v0[1] = v0.y, t.v0[2] = v0.z, t.prim = id;
+    t.v1[0] = v1.x, t.v1[1] = v1.y, t.v1[2] = v1.z, t.pad1 = 0u;
+    t.v2[0] = v2.x, t.v2[1] = v2.y, t.v2[2] = v2.z, t.pad2 = 0u;
+    return t;
 }
 
 // n >= 2 placed primitives in Morton order: ids[k] is the scene triangle
@@ -271,15 +311,23 @@ __device__ __forceinline__ Climb leaf_climb(const Code* codes, u32 n, const u32*
 // parked[4s .. 4s + 4] is what the split's left and right children left
 // there (two words each: the box, the far end of the range, the height).
 // out gets 2n - 1 records, leaf_triangles and slots the leaf slots'
-// triangles (copy_leaf_triangle: the gather of lt_gather_triangles, done
-// where each climb starts, which reads the triangle for its box anyway),
-// height[0] the root's height (levels below it). A thread per primitive.
+// triangles (as copy_leaf_triangle writes them for lt_gather_triangles;
+// done where the climbs start, which read the triangles for their boxes
+// anyway), height[0] the root's height (levels below it). A thread per
+// primitive, in whole warps (copy_warp_leaves).
 template <typename Code>
 __device__ void karras_tree(const Code* codes, const u32* ids, const Triangle* scene, u32 n,
                             u32* waiting, uint4* parked, BvhNode* out, Triangle* leaf_triangles,
                             u32* slots, u32* height_out) {
-    for (u64 t = global_thread(); t < n; t += grid_threads()) {
-        Climb c = leaf_climb(codes, n, ids, scene, (u32)t, leaf_triangles, slots);
+    __shared__ float4 staging[LBVH_THREADS * 3u];
+    float4* mine = staging + 96u * warp_id();
+    // A warp's slots are consecutive (the copy above), and the whole warp
+    // runs each round, lanes past n included, so the copy's shuffles see
+    // every lane.
+    for (u64 base = global_thread() - lane_id(); base < n; base += grid_threads()) {
+        const Triangle t = copy_warp_leaves(scene, ids, n, base, leaf_triangles, slots, mine);
+        if (base + lane_id() >= n) continue;
+        Climb c = leaf_climb(codes, n, (u32)(base + lane_id()), t);
         while (climb_step(n, waiting, parked, out, height_out, c)) {
         }
     }

@@ -1,12 +1,14 @@
 // morton.cu: the common first step of the GPU Morton-code builders (lbvh,
 // ploc, hlbvh), the twin of morton_order.rs, driven by morton_cuda.rs.
 //
-// - morton_prepare: each triangle's box (Triangle::bounds: NaN-skipping
-//   min/max of the vertices), centroid (Triangle::centroid: (v0 + v1 + v2)
-//   * (1/3), each operation rounded) and whether it can be placed
-//   (BuildInput::is_placeable: finite non-empty box, finite centroid), and
-//   each block's box of placeable centroids, which the host's reduction
-//   unites into the centroid box.
+// - morton_prepare: each triangle's centroid (Triangle::centroid: (v0 + v1
+//   + v2) * (1/3), each operation rounded) and whether it can be placed
+//   (BuildInput::is_placeable: finite non-empty box (Triangle::bounds:
+//   NaN-skipping min/max of the vertices), finite centroid), and each
+//   block's box of placeable centroids, which the host's reduction unites
+//   into the centroid box. The boxes are not kept: the one-launch lbvh
+//   never reads them, and morton_gather makes the sorted ones again from
+//   the triangles.
 // - morton_codes_30 / _63: the grid of morton_order.rs's Grid over that box
 //   (cells / extent per usable axis, 0 on flat or overflowing axes; a cell
 //   is (p - origin) * scale, clamped to the top cell by SSE's min, which
@@ -15,7 +17,8 @@
 //   a 30-bit key, u64::MAX for 63 bits), so the stable radix sort puts them
 //   last in id order, as the CPU's (code, id) sort does.
 // - morton_placed_*: where the sentinels start in the sorted keys.
-// - morton_gather: the sorted primitives' boxes (and centroids) in order.
+// - morton_gather: the sorted primitives' boxes (from their triangles) and
+//   centroids in order.
 #include "common.cuh"
 #include "bvh.cuh"
 
@@ -26,8 +29,7 @@
 __device__ __forceinline__ bool finite(float x) { return fabsf(x) < CAUSTIC_INF; }
 
 extern "C" __global__ void __launch_bounds__(MORTON_THREADS)
-morton_prepare(const Triangle* triangles, u64 n, Aabb* bounds, float4* centroids,
-               Aabb* block_boxes) {
+morton_prepare(const Triangle* triangles, u64 n, float4* centroids, Aabb* block_boxes) {
     Aabb points = aabb_empty();
     for (u64 i = global_thread(); i < n; i += grid_threads()) {
         const Triangle t = triangles[i];
@@ -43,7 +45,6 @@ morton_prepare(const Triangle* triangles, u64 n, Aabb* bounds, float4* centroids
                                 finite(box.max.x) && finite(box.max.y) && finite(box.max.z);
         const bool box_empty = box.min.x > box.max.x || box.min.y > box.max.y || box.min.z > box.max.z;
         const bool placeable = box_finite && !box_empty && finite(m.x) && finite(m.y) && finite(m.z);
-        bounds[i] = box;
         centroids[i] = make_float4(m.x, m.y, m.z, placeable ? 1.0f : 0.0f);
         if (placeable) {
             points.min = min3(points.min, m);
@@ -144,14 +145,15 @@ morton_placed_63(const u64* keys, u64 n, u32* out) {
     placed(keys, n, MORTON_PARKED_63, out);
 }
 
-// The first `placed` primitives of the Morton order: boxes, and centroids
-// when `item_centroids` is not null.
+// The first `placed` primitives of the Morton order: boxes (Triangle::bounds
+// of each triangle, as morton_prepare tested them), and centroids when
+// `item_centroids` is not null.
 extern "C" __global__ void __launch_bounds__(MORTON_THREADS)
-morton_gather(const u32* ids, u64 placed, const Aabb* bounds, const float4* centroids,
+morton_gather(const u32* ids, u64 placed, const Triangle* triangles, const float4* centroids,
               Aabb* item_bounds, float4* item_centroids) {
     for (u64 k = global_thread(); k < placed; k += grid_threads()) {
         const u32 id = ids[k];
-        item_bounds[k] = bounds[id];
+        item_bounds[k] = triangle_bounds(triangles[id]);
         if (item_centroids != nullptr) item_centroids[k] = centroids[id];
     }
 }

@@ -10,10 +10,12 @@
 //! (non-finite or empty boxes) get a sentinel code and sort last, by id:
 //! the builders park them in one leaf with the empty box.
 //!
-//! Stages marked on the clock: "morton codes" (boxes, centroid box, codes),
-//! "sort", "gather" (the sorted primitives' boxes; skipped by the one-launch
-//! `lbvh`, which reads each triangle through the ids where its climb
-//! starts). The host waits once, to read how many primitives are placed.
+//! Stages marked on the clock: "morton codes" (centroids, centroid box,
+//! codes), "sort", "gather" (the sorted primitives' boxes, made from their
+//! triangles, which the first pass reads but does not write boxes of:
+//! the one-launch `lbvh` skips the gather, reading each triangle through
+//! the ids where its climb starts). The host waits once, to read how many
+//! primitives are placed.
 
 use super::morton_order::MortonBits;
 use crate::bvh::triangle_bvh_cuda::GpuTriangle;
@@ -44,9 +46,9 @@ pub(crate) struct DeviceMortonOrder {
     pub item_bounds: DeviceBuffer<Aabb>,
     /// Their centroids (`w` unused), when asked for (`hlbvh` bins them).
     pub item_centroids: Option<DeviceBuffer<[f32; 4]>>,
-    /// The primitives' boxes and centroids in scene order, until
-    /// [`Self::gather`] puts them in Morton order.
-    ungathered: Option<(DeviceBuffer<Aabb>, DeviceBuffer<[f32; 4]>)>,
+    /// The primitives' centroids in scene order, until [`Self::gather`]
+    /// puts them in Morton order.
+    ungathered: Option<DeviceBuffer<[f32; 4]>>,
 }
 
 /// The most primitives a Morton builder takes, as on the CPU.
@@ -71,7 +73,6 @@ impl DeviceMortonOrder {
                 max: MAX_PRIMS,
             });
         }
-        let mut bounds = DeviceBuffer::<Aabb>::uninit(gpu, "BVH build: triangle boxes", n)?;
         let mut centroids =
             DeviceBuffer::<[f32; 4]>::uninit(gpu, "BVH build: triangle centroids", n)?;
         let mut grid = DeviceBuffer::<Aabb>::uninit(gpu, "BVH build: centroid box", 1)?;
@@ -86,7 +87,6 @@ impl DeviceMortonOrder {
                 (
                     triangles.ptr(),
                     n as u64,
-                    bounds.ptr_mut(),
                     centroids.ptr_mut(),
                     points.ptr_mut(),
                 ),
@@ -142,18 +142,24 @@ impl DeviceMortonOrder {
             placed,
             item_bounds: DeviceBuffer::uninit(gpu, "BVH build: sorted boxes", 0)?,
             item_centroids: None,
-            ungathered: Some((bounds, centroids)),
+            ungathered: Some(centroids),
         })
     }
 
-    /// The placed primitives' boxes (and centroids when `with_centroids`)
-    /// in Morton order; marks "gather" on `clock`. Nothing after the first
-    /// call.
-    pub fn gather(&mut self, with_centroids: bool, clock: &mut StageClock) -> Result<(), GpuError> {
-        let Some((bounds, centroids)) = self.ungathered.take() else {
+    /// The placed primitives' boxes (made again from `triangles`, the
+    /// scene-order triangles this order was sorted from) and, when
+    /// `with_centroids`, centroids in Morton order; marks "gather" on
+    /// `clock`. Nothing after the first call.
+    pub fn gather(
+        &mut self,
+        triangles: &DeviceBuffer<GpuTriangle>,
+        with_centroids: bool,
+        clock: &mut StageClock,
+    ) -> Result<(), GpuError> {
+        let Some(centroids) = self.ungathered.take() else {
             return Ok(());
         };
-        let gpu = bounds.gpu().clone();
+        let gpu = centroids.gpu().clone();
         let placed = self.placed;
         let mut item_bounds = DeviceBuffer::uninit(&gpu, "BVH build: sorted boxes", placed)?;
         let mut item_centroids = if with_centroids {
@@ -176,7 +182,7 @@ impl DeviceMortonOrder {
             (
                 self.ids.ptr(),
                 placed as u64,
-                bounds.ptr(),
+                triangles.ptr(),
                 centroids.ptr(),
                 item_bounds.ptr_mut(),
                 centroids_out,
