@@ -99,6 +99,13 @@ impl<T: Pod> DeviceBuffer<T> {
         self.what
     }
 
+    /// The same allocation under a new name, for a buffer that changes
+    /// roles (a build's scratch kept as the structure's array).
+    pub fn renamed(mut self, what: &'static str) -> Self {
+        self.what = what;
+        self
+    }
+
     /// The device the buffer lives on.
     pub fn gpu(&self) -> &Gpu {
         &self.gpu

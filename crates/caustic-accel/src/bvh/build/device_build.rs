@@ -190,7 +190,7 @@ impl DeviceBvh {
         // in Karras's numbering, in one bottom-up launch that reads the
         // triangles in Morton order itself (no gather).
         if let MortonBuilderConfig::Lbvh(c) = config
-            && let Some((bvh, shape)) = karras_build(gpu, &order, c, triangles, &mut clock)?
+            && let Some((bvh, shape)) = karras_build(gpu, &mut order, c, triangles, &mut clock)?
         {
             return Self::finish_morton(gpu, bvh, shape, stats, clock, wall, in_use);
         }

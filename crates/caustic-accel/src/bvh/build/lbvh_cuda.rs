@@ -112,7 +112,8 @@ pub(crate) fn radix_tree(
 /// Steps 2 to 4 in one launch for one primitive per leaf over placeable
 /// primitives (see the module docs), the triangles gathered in Morton order
 /// in the same launch (each climb starts by copying its triangle, whose box
-/// it needs). `order` need not be gathered ([`DeviceMortonOrder::sorted`]).
+/// it needs). `order` need not be gathered ([`DeviceMortonOrder::sorted`]);
+/// a tree that is kept takes its ids (the leaves' primitive indices).
 /// Marks "hierarchy" and "layout" (the root's height read back, the slot
 /// map) on `clock`. `None` where the CPU lays the tree out depth first
 /// ([`karras_layout_applies`]): more than one primitive per leaf,
@@ -120,7 +121,7 @@ pub(crate) fn radix_tree(
 /// bound (then nothing of it is kept).
 pub(crate) fn karras_build(
     gpu: &Gpu,
-    order: &DeviceMortonOrder,
+    order: &mut DeviceMortonOrder,
     config: &LbvhConfig,
     triangles: &DeviceBuffer<GpuTriangle>,
     clock: &mut StageClock,
@@ -179,8 +180,12 @@ pub(crate) fn karras_build(
     if !karras_layout_applies(n, 0, height) {
         return Ok(None);
     }
-    let mut prim_indices = DeviceBuffer::uninit(gpu, "BVH prim indices", n)?;
-    prim_indices.copy_from(&order.ids)?;
+    // The slots hold the Morton order: the tree takes its ids as they are.
+    let prim_indices = std::mem::replace(
+        &mut order.ids,
+        DeviceBuffer::uninit(gpu, "BVH build: Morton order", 0)?,
+    )
+    .renamed("BVH prim indices");
     clock.mark("layout")?;
     let shape = LayoutShape {
         nodes: 2 * n - 1,
