@@ -784,3 +784,57 @@ fn gpu_photon_team_renders_the_single_gpu_image() {
         }
     }
 }
+
+/// A frame whose eye pass is traced in chunks of tiles (3 tiles, then 1;
+/// then a team of 2 whose first member chunks by single tiles and whose
+/// second traces its band at once) is the frame traced at once: the eye
+/// vertices are collected bounce by bounce in chunk order, which is the
+/// whole frame's vertex order, so the irradiance samples land on the same
+/// vertices and every pixel gets the same contributions (the final gather
+/// at irradiance samples, whose placement depends on that order).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_photon_frame_in_chunks_is_the_whole_frame() {
+    use caustic_render::photon::irradiance_samples::SampleSettings;
+    use caustic_render::team::{Solo, Team, ThreadTeam};
+    let gpu = gpu();
+    let scene = Scene::builtin("cornell-caustics").unwrap();
+    let camera = scene.camera.unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let settings = PhotonRenderSettings {
+        gather_rays: 16,
+        global_photons: 50_000,
+        caustic_photons: 50_000,
+        precompute: 16,
+        samples: SampleSettings {
+            spacing: 3.0,
+            ..Default::default()
+        },
+        ..global_map_settings(100, 70, 2)
+    };
+    let tile_slots = 64 * settings.spp as usize;
+    let device = GpuScene::upload(&gpu, &rs).unwrap();
+    let whole = render_cuda::render_cuda_in_team(&device, &rs, &camera, &settings, &Solo).unwrap();
+    assert!(whole.1.samples > 0);
+    for tiles in [3, 1] {
+        let mut chunked = GpuScene::upload(&gpu, &rs).unwrap();
+        chunked.set_max_primary_slots(Some(tiles * tile_slots));
+        let frame =
+            render_cuda::render_cuda_in_team(&chunked, &rs, &camera, &settings, &Solo).unwrap();
+        check_team_frame(&format!("chunks of {tiles} tiles"), &whole, &frame);
+    }
+    let members = ThreadTeam::run(2, |team: &dyn Team| {
+        let mut device = GpuScene::upload(&gpu, &rs).unwrap();
+        if team.rank() == 0 {
+            device.set_max_primary_slots(Some(tile_slots));
+        }
+        render_cuda::render_cuda_in_team(&device, &rs, &camera, &settings, team).unwrap()
+    });
+    for (rank, member) in members.iter().enumerate() {
+        check_team_frame(
+            &format!("a team of 2 in chunks, member {rank}"),
+            &whole,
+            member,
+        );
+    }
+}

@@ -118,3 +118,40 @@ fn gpu_whitted_team_renders_the_single_gpu_image() {
         }
     }
 }
+
+/// A frame traced in chunks of tiles (a cap of 3 tiles' slots, then 1,
+/// over a 100 × 70 image whose partial tiles pad every row) is the frame
+/// traced at once: the same rays, every pixel's contributions the same,
+/// only the order of the framebuffer's atomic additions free (bound as in
+/// the team test above).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_whitted_frame_in_chunks_is_the_whole_frame() {
+    let gpu = caustic_gpu::Gpu::probe().expect("a CUDA GPU");
+    let scene = Scene::builtin("cornell-caustics").expect("built-in scene");
+    let camera = scene.camera.unwrap();
+    let rs = caustic_render::RenderScene::new(&scene, "bvh-binned").unwrap();
+    let settings = WhittedSettings {
+        width: 100,
+        height: 70,
+        spp: 4,
+        light_samples: 4,
+        max_depth: 8,
+        ..Default::default()
+    };
+    let mut device = whitted_cuda::GpuScene::upload(&gpu, &rs).unwrap();
+    let (whole, stats) = device.render(&camera, &settings).unwrap();
+    assert!(whole.mean().length() > 0.0);
+    for tiles in [3, 1] {
+        device.set_max_primary_slots(Some(tiles * 64 * settings.spp as usize));
+        let (chunked, chunked_stats) = device.render(&camera, &settings).unwrap();
+        let worst = whole.max_relative_difference(&chunked);
+        eprintln!(
+            "whitted in chunks of {tiles} tiles: largest relative difference {worst:.2e}, {} of {} pixels not bit for bit",
+            differing_pixels(&whole, &chunked),
+            whole.pixels.len()
+        );
+        assert!(worst <= 1e-5, "chunks of {tiles} tiles: {worst:e}");
+        assert_eq!(chunked_stats.rays, stats.rays, "chunks of {tiles} tiles");
+    }
+}

@@ -373,9 +373,12 @@ struct EstimateSteps<'a> {
     /// Most waves of a frame (`max_depth + 1`): every member names as many
     /// when the vertices are merged.
     waves: usize,
-    /// Compacted eye vertices, one run per wave that collected any.
-    runs: Vec<DeviceBuffer<GpuEyeVertex>>,
-    /// Vertices collected by each wave so far.
+    /// Compacted eye vertices by bounce, one run per wave that collected
+    /// any (a frame in chunks has a wave per chunk and bounce): bounce by
+    /// bounce, in chunk order, they are the vertices of the frame traced
+    /// at once, in its order, whatever the chunks.
+    runs: Vec<Vec<DeviceBuffer<GpuEyeVertex>>>,
+    /// Vertices collected at each bounce so far.
     wave_lengths: Vec<u64>,
     bounds: ([f32; 3], [f32; 3]),
     gather: Option<FinalGather<'a>>,
@@ -688,11 +691,15 @@ impl WaveSteps for EstimateSteps<'_> {
             &mut flags,
         )?;
         let indices = select_indices(&flags)?;
-        self.wave_lengths.push(indices.len() as u64);
+        if self.wave_lengths.len() <= wave.depth {
+            self.wave_lengths.resize(wave.depth + 1, 0);
+            self.runs.resize_with(wave.depth + 1, Vec::new);
+        }
+        self.wave_lengths[wave.depth] += indices.len() as u64;
         if !indices.is_empty() {
             let mut run = DeviceBuffer::uninit(gpu, "eye vertex run", indices.len())?;
             estimate_cuda::gather_vertices(&vertices, &indices, &mut run, 0)?;
-            self.runs.push(run);
+            self.runs[wave.depth].push(run);
         }
         self.add_stage("collect", clock.lap()?);
         Ok(())
@@ -701,10 +708,10 @@ impl WaveSteps for EstimateSteps<'_> {
     fn finish(&mut self, params: &DeviceBuffer<FrameParams>) -> Result<(), GpuError> {
         let gpu = params.gpu();
         let mut clock = StageClock::new(gpu)?;
-        let total = self.runs.iter().map(DeviceBuffer::len).sum();
+        let total = self.runs.iter().flatten().map(DeviceBuffer::len).sum();
         let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", total)?;
         let mut offset = 0;
-        for run in &self.runs {
+        for run in self.runs.iter().flatten() {
             vertices.copy_from_at(run, offset)?;
             offset += run.len();
         }

@@ -2,7 +2,9 @@
 //! wavefront (Zeidan's thesis, chapter 5): the image is a queue of rays, and
 //! every bounce runs one kernel per stage over the whole queue.
 //!
-//! 1. Primary rays, `spp` per pixel, in Morton order inside 8×8 tiles.
+//! 1. Primary rays, `spp` per pixel, in Morton order inside 8×8 tiles,
+//!    traced in chunks of tiles that fit the device's memory (each chunk
+//!    to its last bounce), so a frame of any size and sample count renders.
 //! 2. Per bounce: closest-hit traversal (`caustic_gpu::Tracer`, the same
 //!    persistent kernel and bits as the CPU traversal); one shading kernel
 //!    adds emission and background to a device framebuffer and writes, per
@@ -98,6 +100,27 @@ pub struct GpuScene {
     /// frame to frame (a pageable copy runs at a fraction of the link's
     /// speed: 7 ms against under 1 ms for a 1024x1024 image on an H100).
     staging: Mutex<Option<PinnedBuffer<f32>>>,
+    /// The most primary slots traced at once ([`Self::set_max_primary_slots`]);
+    /// `None`: as many as a quarter of the free memory holds.
+    max_primary_slots: Option<usize>,
+}
+
+/// Device bytes a frame's bounce holds per primary slot, its waves no
+/// longer than the primary wave: the wave (rays, paths, hits), two child
+/// slots (rays, paths, flags) and the next wave, `shadow_slots` shadow
+/// slots (rays, values, flags) with their compacted copies and indices.
+fn bytes_per_primary_slot(shadow_slots: u32) -> usize {
+    use std::mem::size_of;
+    let (ray, path, hit) = (
+        size_of::<GpuRay>(),
+        size_of::<GpuPath>(),
+        size_of::<GpuHit>(),
+    );
+    let shadow = size_of::<GpuRay>() + size_of::<[f32; 4]>() + size_of::<u32>();
+    (ray + path + hit)
+        + 2 * (ray + path + 4)
+        + (ray + path + 4)
+        + shadow_slots as usize * (2 * shadow + 4)
 }
 
 impl GpuScene {
@@ -115,7 +138,28 @@ impl GpuScene {
         Ok(Self {
             device: DeviceScene::upload_with(gpu, scene, spec)?,
             staging: Mutex::new(None),
+            max_primary_slots: None,
         })
+    }
+
+    /// Caps the primary slots (pixels × samples, in whole 8×8 tiles) a
+    /// frame traces at once; `None` (the default) sizes the chunks by the
+    /// device's free memory, so a frame of any size and sample count fits.
+    /// The image does not depend on it, up to the order of the
+    /// framebuffer's additions.
+    pub fn set_max_primary_slots(&mut self, slots: Option<usize>) {
+        self.max_primary_slots = slots;
+    }
+
+    /// Primary slots per chunk of a frame: the cap, else a quarter of the
+    /// free memory over [`bytes_per_primary_slot`] (the quarter leaves room
+    /// for waves that grow, glass splitting a ray in two).
+    fn chunk_slots(&self, shadow_slots: u32) -> Result<usize, GpuError> {
+        if let Some(slots) = self.max_primary_slots {
+            return Ok(slots.max(1));
+        }
+        let (free, _) = self.gpu().memory()?;
+        Ok(free / 4 / bytes_per_primary_slot(shadow_slots))
     }
 
     /// One frame: every bounce on the device, one download at the end. The
@@ -177,12 +221,23 @@ impl GpuScene {
             shadow_slots: self.shadow_slots(settings.light_samples),
             rays: (pixels * settings.spp.max(1) as usize) as u64,
         };
-        let mut wave = frame.primary(settings, band)?;
-        for _ in 0..=settings.max_depth {
-            if wave.rays.is_empty() {
-                break;
+        // The band's tiles in chunks whose waves fit the device's memory:
+        // each chunk's rays are traced to the last bounce before the next
+        // chunk starts, into the same framebuffer.
+        let per_tile = 64 * settings.spp.max(1) as usize;
+        let chunk_tiles = (self.chunk_slots(frame.shadow_slots)? / per_tile).max(1) as u32;
+        let band_end = band.first_tile + band.tiles;
+        let mut first_tile = band.first_tile;
+        while first_tile < band_end {
+            let tiles = chunk_tiles.min(band_end - first_tile);
+            let mut wave = frame.primary(first_tile, tiles as usize * per_tile)?;
+            for depth in 0..=settings.max_depth as usize {
+                if wave.rays.is_empty() {
+                    break;
+                }
+                wave = frame.bounce(&wave, depth, extra)?;
             }
-            wave = frame.bounce(&wave, extra)?;
+            first_tile += tiles;
         }
         extra.finish(&params)?;
         // The kernels' end, then the copy alone: the frame's download time.
@@ -276,12 +331,17 @@ struct Wave {
 
 /// One traced and shaded wave of eye rays, as [`GpuScene::render_with`]
 /// hands it to its `extra` step: slots `0..len` of `rays`, `hits`, `paths`.
+/// A frame traced in chunks of tiles hands each bounce once per chunk:
+/// the waves of one `depth`, in chunk order, are that bounce's wave of the
+/// frame traced at once, slot for slot.
 pub struct ShadedWave<'a> {
     pub params: &'a DeviceBuffer<FrameParams>,
     pub rays: &'a DeviceBuffer<GpuRay>,
     pub hits: &'a DeviceBuffer<GpuHit>,
     pub paths: &'a DeviceBuffer<GpuPath>,
     pub len: usize,
+    /// The bounce: 0 for the primary rays.
+    pub depth: usize,
 }
 
 /// Extra steps of a frame ([`GpuScene::render_with`]).
@@ -316,24 +376,24 @@ impl Frame<'_> {
         self.params.gpu()
     }
 
-    fn primary(&self, settings: &WhittedSettings, band: &TileBand) -> Result<Wave, GpuError> {
-        let n = band.tiles as usize * 64 * settings.spp.max(1) as usize;
+    /// The primary rays of `n` slots, the tiles from `first_tile` on.
+    fn primary(&self, first_tile: u32, n: usize) -> Result<Wave, GpuError> {
         let mut wave = Wave {
             rays: DeviceBuffer::uninit(self.gpu(), "whitted primary rays", n)?,
             paths: DeviceBuffer::uninit(self.gpu(), "whitted primary paths", n)?,
         };
-        primary(
-            self.params,
-            band.first_tile,
-            &mut wave.rays,
-            &mut wave.paths,
-        )?;
+        primary(self.params, first_tile, &mut wave.rays, &mut wave.paths)?;
         Ok(wave)
     }
 
     /// Traces and shades `wave`, adds its direct light, and returns the
     /// compacted children.
-    fn bounce(&mut self, wave: &Wave, extra: &mut dyn WaveSteps) -> Result<Wave, GpuError> {
+    fn bounce(
+        &mut self,
+        wave: &Wave,
+        depth: usize,
+        extra: &mut dyn WaveSteps,
+    ) -> Result<Wave, GpuError> {
         let gpu = self.gpu().clone();
         let n = wave.rays.len();
         let mut hits = DeviceBuffer::<GpuHit>::uninit(&gpu, "whitted hits", n)?;
@@ -370,6 +430,7 @@ impl Frame<'_> {
             hits: &hits,
             paths: &wave.paths,
             len: n,
+            depth,
         })?;
         drop(hits);
         if slots > 0 {
