@@ -9,13 +9,13 @@
 //! the path, [`crate::draw`], or by the photon, `photon_rng`): only the
 //! order in which rays meet the structure changes.
 //!
-//! [`trace_walks`] drives *walks*, paths that trace one ray after another
+//! `trace_walks` drives *walks*, paths that trace one ray after another
 //! without branching (photons, SPPM eye paths, final-gather rays): each
 //! wave gathers the next ray of every live walk into one
 //! [`Accel::intersect_batch`](caustic_accel::Accel::intersect_batch) and
 //! hands each walk its hit, in parallel. Branching eye paths (the Whitted
 //! and photon-mapping renderers' specular trees) are traced by
-//! [`crate::specular_tree`]; shadow rays by
+//! `specular_tree`; shadow rays by
 //! [`crate::direct::direct_light_batch`].
 
 use crate::RenderScene;
