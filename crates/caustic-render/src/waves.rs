@@ -21,6 +21,7 @@
 use crate::RenderScene;
 use caustic_geom::{Hit, Ray};
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// Most rays a renderer traces together (one 362 × 362 image at 1 spp):
 /// its paths are taken in groups of at most this many first rays, so a
@@ -56,6 +57,19 @@ impl TraceMode {
     }
 }
 
+/// `rows` of an image `width` pixels wide in groups of whole rows of at
+/// most `group_rays` pixels (at least one row), in order.
+pub(crate) fn row_groups(
+    rows: Range<u32>,
+    width: u32,
+    group_rays: usize,
+) -> impl Iterator<Item = Range<u32>> {
+    let per_group = (group_rays / width.max(1) as usize).clamp(1, u32::MAX as usize) as u32;
+    rows.clone()
+        .step_by(per_group as usize)
+        .map(move |y| y..y.saturating_add(per_group).min(rows.end))
+}
+
 /// Traces `walks` wave by wave until every one has ended, and returns the
 /// number of rays traced. `next_ray` gives a walk's next ray (`None` once
 /// it has ended); each wave's rays, in the walks' order, go to one batched
@@ -89,5 +103,19 @@ where
         live.par_iter_mut()
             .zip(hits.par_drain(..))
             .for_each_init(&init, |scratch, (walk, hit)| step(scratch, walk, hit));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_groups_cover_the_rows_in_whole_rows() {
+        let groups = |g| row_groups(3..10, 4, g).collect::<Vec<_>>();
+        assert_eq!(groups(9), [3..5, 5..7, 7..9, 9..10]);
+        assert_eq!(groups(1), (3..10).map(|y| y..y + 1).collect::<Vec<_>>());
+        assert_eq!(groups(1000), vec![Range { start: 3, end: 10 }]);
+        assert_eq!(row_groups(0..0, 4, 9).count(), 0);
     }
 }

@@ -123,17 +123,22 @@ fn photon_waves_trace_the_per_photon_maps() {
     }
 }
 
-/// Photon-render settings small enough for CI: both maps from passes of
-/// their own, and `gather` rays per final gather (0: the global map read
-/// directly) at irradiance samples `spacing` pixels apart.
+/// Photon-render settings small enough for CI (DACRT answers the few
+/// rays left after many bounces by brute force over the triangles, so
+/// photons make at most 8 bounces, eye and gather rays 6 specular ones):
+/// both maps from passes of their own,
+/// and `gather` rays per final gather (0: the global map read directly) at
+/// irradiance samples `spacing` pixels apart.
 fn photon_settings(size: u32, gather: u32, spacing: f32) -> PhotonRenderSettings {
     PhotonRenderSettings {
         width: size,
         height: size,
         spp: 2,
+        max_depth: 6,
         light_samples: 2,
         global_photons: 8000,
         caustic_photons: 12_000,
+        photon_bounces: 8,
         gather_rays: gather,
         samples: SampleSettings {
             spacing,
@@ -172,6 +177,12 @@ fn photon_renders_by_waves_are_the_per_ray_image() {
         let bvh = bvh(&scene);
         let (want, stats) = photon_render(&bvh, &scene, &settings, TraceMode::PerRay);
         assert!(want.mean().max_element() > 0.0, "{name}: black image");
+        // Every way of valuing a diffuse end is exercised: samples placed
+        // and gathered, points gathered where no sample covers them.
+        let gathers = settings.gather_rays > 0;
+        let spaced = settings.samples.spacing > 0.0;
+        assert_eq!(stats.samples > 0, gathers && spaced, "{name}: samples");
+        assert_eq!(stats.point_gathers > 0, gathers, "{name}: point gathers");
         let how = format!(
             "{name}, {} gather rays, spacing {}",
             settings.gather_rays, settings.samples.spacing
@@ -245,6 +256,7 @@ fn sppm_renders_by_waves_are_the_per_ray_image() {
             height: 24,
             passes: 3,
             photons_per_pass: 4000,
+            max_depth: 12,
             light_samples: 2,
             seed: 5,
             ..SppmSettings::default()

@@ -141,7 +141,18 @@ impl Gatherer<'_> {
     /// its gather's), their rays traced by waves ([`crate::waves`]) in
     /// groups of at most [`GROUP_RAYS`] rays: the same results bit for bit.
     pub fn gather_batch(&self, points: &[PathVertex], rays: &mut u64) -> Vec<Gathered> {
-        let per_group = (GROUP_RAYS / self.rays.max(1) as usize).max(1);
+        self.gather_groups(points, rays, GROUP_RAYS)
+    }
+
+    /// [`Gatherer::gather_batch`] in groups of at most `group_rays` rays
+    /// (at least one gather).
+    fn gather_groups(
+        &self,
+        points: &[PathVertex],
+        rays: &mut u64,
+        group_rays: usize,
+    ) -> Vec<Gathered> {
+        let per_group = (group_rays / self.rays.max(1) as usize).max(1);
         let mut out = Vec::with_capacity(points.len());
         for group in points.chunks(per_group) {
             let walks: Vec<Vec<GatherRay>> = group
@@ -267,4 +278,78 @@ pub(crate) fn dielectric_choice(ray: &Ray, surface: &SurfaceHit, ior: f32, u: f3
 pub(crate) fn to_world(local: Vec3, axis: Vec3) -> Vec3 {
     let (t, b) = sampling::onb(axis);
     t * local.x + b * local.y + axis * local.z
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PinholeCamera;
+    use crate::photon::{PhotonSettings, trace_photons};
+    use caustic_scene::Scene;
+
+    /// Gathers by waves, in groups of one gather, two, or all, are the
+    /// per-ray gathers bit for bit, rays counted alike.
+    #[test]
+    fn batched_gathers_are_the_per_ray_gathers() {
+        let scene = Scene::builtin("cornell-caustics").expect("a built-in scene");
+        let rs = RenderScene::new(&scene, "bvh-wide").expect("the scene flattens");
+        let settings = PhotonSettings {
+            photons: 4000,
+            global_rule: crate::photon::GlobalRule::All,
+            ..PhotonSettings::default()
+        };
+        let global = PhotonMap::build(trace_photons(&rs, &settings).global, "kdtree", 0.3)
+            .expect("a known structure");
+        let gatherer = Gatherer {
+            scene: &rs,
+            global: &global,
+            estimate: EstimateSettings {
+                k: 16,
+                max_radius: 0.3,
+                cone_filter: false,
+            },
+            precomputed: None,
+            rays: 16,
+            max_depth: 6,
+        };
+        let camera = PinholeCamera::new(&scene.camera_or_default(), 12, 12);
+        let points: Vec<PathVertex> = (0..144u32)
+            .filter_map(|p| {
+                let ray = camera.ray((p % 12) as f32 + 0.5, (p / 12) as f32 + 0.5);
+                let hit = rs.intersect(&ray)?;
+                let wo = -ray.dir.normalize();
+                let surface = rs.surface(&ray, &hit);
+                Some(PathVertex {
+                    surface,
+                    wo,
+                    key: u64::from(p),
+                })
+            })
+            .collect();
+        let mut want_rays = 0;
+        let mut scratch = Vec::new();
+        let want: Vec<Gathered> = points
+            .iter()
+            .map(|v| gatherer.gather(&v.surface, v.wo, v.key, &mut scratch, &mut want_rays))
+            .collect();
+        assert!(want.iter().any(|g| g.irradiance.max_element() > 0.0));
+        for group_rays in [1, 40, GROUP_RAYS] {
+            let mut rays = 0;
+            let got = gatherer.gather_groups(&points, &mut rays, group_rays);
+            assert_eq!(rays, want_rays, "groups of {group_rays} rays: rays traced");
+            let bits = |g: &Gathered| {
+                (
+                    g.irradiance.to_array().map(f32::to_bits),
+                    g.harmonic_distance.to_bits(),
+                )
+            };
+            let differing = got
+                .iter()
+                .zip(&want)
+                .filter(|(a, b)| bits(a) != bits(b))
+                .count();
+            assert_eq!(got.len(), want.len());
+            assert_eq!(differing, 0, "groups of {group_rays} rays: gathers differ");
+        }
+    }
 }

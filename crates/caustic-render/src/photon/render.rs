@@ -53,7 +53,7 @@ use crate::team::{
     Solo, Team, TeamError, gather_concat, share, sum_u64, tiled_film, tiled_film_with,
 };
 use crate::tiles::Tile;
-use crate::waves::{GROUP_RAYS, TraceMode};
+use crate::waves::{GROUP_RAYS, TraceMode, row_groups};
 use crate::whitted::TILE_SIZE;
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
 use caustic_accel::points::{Neighbour, POINT_STRUCTURE_NAMES, UnknownPointStructure};
@@ -563,12 +563,10 @@ impl<'a> Renderer<'a> {
         camera: &PinholeCamera,
     ) -> (Vec<(ShadingPoint, PathVertex)>, u64) {
         let (width, height) = (self.settings.width, self.settings.height);
-        let rows_per_group = (GROUP_RAYS / width as usize).max(1) as u32;
         let (mut points, mut rays) = (Vec::new(), 0);
-        for y0 in (0..height).step_by(rows_per_group as usize) {
-            let pixels: Vec<(u32, u32)> = (y0..(y0 + rows_per_group).min(height))
-                .flat_map(|y| (0..width).map(move |x| (x, y)))
-                .collect();
+        for rows in row_groups(0..height, width, GROUP_RAYS) {
+            let pixels: Vec<(u32, u32)> =
+                rows.flat_map(|y| (0..width).map(move |x| (x, y))).collect();
             let (centre, keys): (Vec<Ray>, Vec<u64>) = pixels
                 .par_iter()
                 .map(|&(x, y)| {

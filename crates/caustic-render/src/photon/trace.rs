@@ -203,7 +203,7 @@ fn trace_with(
     };
     let indices = indices.start.min(settings.photons)..indices.end.min(settings.photons);
     let batches = if settings.trace.traces_waves(scene) {
-        tracer.trace_waves(indices)
+        tracer.trace_waves(indices, GROUP_RAYS as u64)
     } else {
         tracer.trace_chunks(indices)
     };
@@ -315,13 +315,13 @@ impl Tracer<'_> {
             .collect()
     }
 
-    /// Photons `indices` by waves, in groups of [`GROUP_RAYS`]: the groups'
-    /// records in index order.
-    fn trace_waves(&self, indices: Range<u64>) -> Vec<Batch> {
+    /// Photons `indices` by waves, in groups of `group` photons (at least
+    /// one): the groups' records in index order.
+    fn trace_waves(&self, indices: Range<u64>, group: u64) -> Vec<Batch> {
         let mut batches = Vec::new();
         let mut first = indices.start;
         while first < indices.end {
-            let last = (first + GROUP_RAYS as u64).min(indices.end);
+            let last = (first + group.max(1)).min(indices.end);
             let mut photons: Vec<InWave> = (first..last)
                 .into_par_iter()
                 .filter_map(|index| self.launch(index))
@@ -541,4 +541,54 @@ fn phong_lobe(r: Vec3, exponent: f32, u: Vec2) -> Vec3 {
         Vec3::new(sin_alpha * phi.cos(), sin_alpha * phi.sin(), cos_alpha),
         r,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use caustic_scene::Scene;
+
+    fn concat(batches: Vec<Batch>) -> (Vec<Photon>, Vec<Photon>, u64) {
+        let mut all = (Vec::new(), Vec::new(), 0);
+        for b in batches {
+            all.0.extend(b.global);
+            all.1.extend(b.caustic);
+            all.2 += b.rays;
+        }
+        all
+    }
+
+    /// Groups of any size (one photon, a few hundred, more than a chunk)
+    /// give the per-photon chunks' records and rays.
+    #[test]
+    fn wave_groups_of_any_size_give_the_per_photon_records() {
+        let scene = Scene::builtin("cornell-caustics").expect("a built-in scene");
+        let rs = RenderScene::new(&scene, "bvh-wide").expect("the scene flattens");
+        let settings = PhotonSettings {
+            photons: 5000,
+            ..PhotonSettings::default()
+        };
+        let sources = PhotonSources::new(&rs);
+        for caustic_only in [false, true] {
+            let tracer = Tracer {
+                scene: &rs,
+                settings: &settings,
+                sources: &sources,
+                inv_photons: 1.0 / 5000.0,
+                caustic_only,
+            };
+            let want = concat(tracer.trace_chunks(300..5000));
+            assert!(!want.1.is_empty(), "no caustic photons");
+            for group in [1, 333, 4700] {
+                let got = concat(tracer.trace_waves(300..5000, group));
+                let bytes = |p: &[Photon]| bytemuck::cast_slice::<Photon, u8>(p).to_vec();
+                assert!(bytes(&got.0) == bytes(&want.0), "groups of {group}: global");
+                assert!(
+                    bytes(&got.1) == bytes(&want.1),
+                    "groups of {group}: caustic"
+                );
+                assert_eq!(got.2, want.2, "groups of {group}: rays");
+            }
+        }
+    }
 }

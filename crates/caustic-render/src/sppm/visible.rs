@@ -23,7 +23,7 @@
 use crate::bsdf::{fresnel_dielectric, reflect, refract};
 use crate::direct::{PathVertex, direct_light, direct_light_batch, face_towards};
 use crate::draw;
-use crate::waves::{GROUP_RAYS, TraceMode, trace_walks};
+use crate::waves::{GROUP_RAYS, TraceMode, row_groups, trace_walks};
 use crate::{PinholeCamera, RenderScene, SurfaceHit};
 use caustic_geom::{Hit, Ray, Rgb, Vec3};
 use caustic_scene::{Bsdf, Camera};
@@ -93,42 +93,19 @@ pub fn eye_pass_rows(
     pass: u32,
     rows: Range<u32>,
 ) -> EyePass {
-    let pinhole = PinholeCamera::new(camera, eye.width, eye.height);
-    let (tx, _) = camera.half_extents(eye.width as f32 / eye.height as f32);
-    let tracer = EyeTracer {
-        scene,
-        eye,
-        pinhole,
-        pixel_angle: 2.0 * tx / eye.width as f32,
-        pass,
-    };
+    let tracer = EyeTracer::new(scene, camera, eye, pass);
     let rows = rows.start..rows.end.min(eye.height);
-    let first_pixel = rows.start * eye.width;
-    let traced: Vec<(Vec<Rgb>, Vec<VisiblePoint>, u64)> = if eye.trace.traces_waves(scene) {
-        let rows_per_group = (GROUP_RAYS / eye.width.max(1) as usize).max(1) as u32;
-        let groups = rows.clone().step_by(rows_per_group as usize);
-        groups
-            .map(|y| tracer.rows_by_waves(y..(y + rows_per_group).min(rows.end)))
-            .collect()
+    if eye.trace.traces_waves(scene) {
+        tracer.by_waves(rows, GROUP_RAYS)
     } else {
-        rows.clone()
-            .into_par_iter()
-            .map(|y| tracer.row(y))
-            .collect()
-    };
-    let mut out = EyePass {
-        first_pixel,
-        radiance: Vec::with_capacity(eye.width as usize * rows.len()),
-        points: Vec::new(),
-        rays: 0,
-    };
-    for (radiance, points, rays) in traced {
-        out.radiance.extend(radiance);
-        out.points.extend(points);
-        out.rays += rays;
+        let traced = rows.clone().into_par_iter().map(|y| tracer.row(y));
+        tracer.pass(rows.start, traced.collect())
     }
-    out
 }
+
+/// Traced rows: each one's (or each group's) ray-traced radiance, visible
+/// points and rays.
+type Traced = Vec<(Vec<Rgb>, Vec<VisiblePoint>, u64)>;
 
 /// An eye path in flight.
 struct EyePath {
@@ -158,7 +135,43 @@ struct EyeTracer<'a> {
     pass: u32,
 }
 
-impl EyeTracer<'_> {
+impl<'a> EyeTracer<'a> {
+    fn new(scene: &'a RenderScene, camera: &Camera, eye: &'a EyeSettings, pass: u32) -> Self {
+        let (tx, _) = camera.half_extents(eye.width as f32 / eye.height as f32);
+        Self {
+            scene,
+            eye,
+            pinhole: PinholeCamera::new(camera, eye.width, eye.height),
+            pixel_angle: 2.0 * tx / eye.width as f32,
+            pass,
+        }
+    }
+
+    /// The pass over the rows from `first_row` on, `traced` in order.
+    fn pass(&self, first_row: u32, traced: Traced) -> EyePass {
+        let mut out = EyePass {
+            first_pixel: first_row * self.eye.width,
+            radiance: Vec::new(),
+            points: Vec::new(),
+            rays: 0,
+        };
+        for (radiance, points, rays) in traced {
+            out.radiance.extend(radiance);
+            out.points.extend(points);
+            out.rays += rays;
+        }
+        out
+    }
+
+    /// The pass over `rows` by waves, in groups of whole rows of at most
+    /// `group_rays` primary rays (at least one row).
+    fn by_waves(&self, rows: Range<u32>, group_rays: usize) -> EyePass {
+        let traced = row_groups(rows.clone(), self.eye.width, group_rays)
+            .map(|group| self.rows_by_waves(group))
+            .collect();
+        self.pass(rows.start, traced)
+    }
+
     fn row(&self, y: u32) -> (Vec<Rgb>, Vec<VisiblePoint>, u64) {
         let mut radiance = Vec::with_capacity(self.eye.width as usize);
         let mut points = Vec::new();
@@ -172,7 +185,7 @@ impl EyeTracer<'_> {
     }
 
     /// The rows `rows` by waves: their ray-traced radiance, visible points
-    /// and rays, as [`EyeTracer::row`] gives them row after row.
+    /// and rays, as `EyeTracer::row` gives them row after row.
     fn rows_by_waves(&self, rows: Range<u32>) -> (Vec<Rgb>, Vec<VisiblePoint>, u64) {
         let width = self.eye.width;
         let mut paths: Vec<EyePath> = rows
@@ -336,6 +349,54 @@ impl EyeTracer<'_> {
             material: surface.material,
             albedo: self.scene.albedo(material, surface.uv),
             footprint,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use caustic_scene::Scene;
+
+    /// Groups of one row, of two, or all rows by waves give the per-ray
+    /// pass: radiance and visible points to the bit, and rays.
+    #[test]
+    fn wave_groups_of_any_size_give_the_per_ray_pass() {
+        let scene = Scene::builtin("cornell-caustics").expect("a built-in scene");
+        let rs = RenderScene::new(&scene, "bvh-wide").expect("the scene flattens");
+        let camera = scene.camera_or_default();
+        let eye = EyeSettings {
+            width: 13,
+            height: 11,
+            max_depth: 8,
+            light_samples: 2,
+            seed: 3,
+            trace: TraceMode::PerRay,
+        };
+        let want = eye_pass_rows(&rs, &camera, &eye, 2, 1..10);
+        assert!(!want.points.is_empty());
+        let tracer = EyeTracer::new(&rs, &camera, &eye, 2);
+        let bits = |v: Vec3| v.to_array().map(f32::to_bits);
+        for group_rays in [1, 26, GROUP_RAYS] {
+            let got = tracer.by_waves(1..10, group_rays);
+            assert_eq!(got.first_pixel, want.first_pixel);
+            assert_eq!(got.rays, want.rays, "groups of {group_rays} rays: rays");
+            let radiance = |p: &EyePass| p.radiance.iter().map(|&l| bits(l)).collect::<Vec<_>>();
+            assert_eq!(
+                radiance(&got),
+                radiance(&want),
+                "groups of {group_rays} rays"
+            );
+            let point = |p: &VisiblePoint| {
+                (
+                    p.pixel,
+                    bits(p.position),
+                    bits(p.weight),
+                    p.footprint.to_bits(),
+                )
+            };
+            let points = |p: &EyePass| p.points.iter().map(point).collect::<Vec<_>>();
+            assert_eq!(points(&got), points(&want), "groups of {group_rays} rays");
         }
     }
 }
