@@ -116,8 +116,13 @@ fn dacrt_on_the_cpu_renders_every_integrator_as_per_ray() {
         let reference = dir.join(format!("{integrator}-bvh.png"));
         let flags = ["--device", "cpu", "--integrator", integrator];
         caustic_in(&dir, &render_args(arg(&reference), &flags)).ok();
-        for (device, accel) in [("cpu", "dacrt"), ("auto", "dacrt:split=rdh")] {
-            let out = dir.join(format!("{integrator}-{device}.png"));
+        let runs = [
+            ("cpu", "dacrt"),
+            ("cpu", "dacrt:split=rdh"),
+            ("auto", "dacrt:split=rdh"),
+        ];
+        for (i, (device, accel)) in runs.into_iter().enumerate() {
+            let out = dir.join(format!("{integrator}-{i}.png"));
             let extra = [
                 "--device",
                 device,
