@@ -96,8 +96,8 @@ pub struct PhotonSettings {
     pub global_rule: GlobalRule,
     pub roulette: RouletteRule,
     pub seed: u64,
-    /// One photon at a time or by waves; the maps are the same bit for
-    /// bit either way.
+    /// On the CPU, one photon at a time or by waves; the maps are the same
+    /// bit for bit either way.
     pub trace: TraceMode,
 }
 
