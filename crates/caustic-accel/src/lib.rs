@@ -84,7 +84,7 @@ pub trait Accel: Send + Sync {
     /// Whether the structure answers whole batches much faster than one
     /// ray at a time ([`crate::dacrt::Dacrt`], which builds nothing between
     /// batches and answers a single ray by brute force): renderers that can
-    /// trace either way (the CPU Whitted renderer) then trace wavefronts
+    /// trace either way (the CPU renderers) then trace wavefronts
     /// through [`Accel::intersect_batch`] and [`Accel::occluded_batch`].
     fn prefers_batches(&self) -> bool {
         false

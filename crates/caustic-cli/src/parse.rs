@@ -159,9 +159,8 @@ pub const MAX_SIDE: u32 = 1 << 15;
 /// CPU-built tree uploaded. Whether the GPU builds it
 /// is judged once the device is known (`--device cuda`: before the scene
 /// loads). `dacrt[:...]` (divide-and-conquer ray tracing) builds nothing:
-/// the GPU renderers trace their wavefronts with it, and on the CPU the
-/// Whitted renderer traces wavefronts with it (`render::cpu_dacrt`); the
-/// CPU photon and SPPM renderers, which trace one ray at a time, refuse it.
+/// the GPU renderers trace their wavefronts with it, and on the CPU every
+/// renderer traces waves with it (`render::cpu_dacrt`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AccelArg {
     /// The spec as given: what the GPU builds.

@@ -50,9 +50,9 @@ fn help() -> String {
          is an error with --device cuda and renders on the CPU \
          with --device auto.\n\n\
          --accel dacrt[:split=median|rdh] builds nothing: each batch of rays is traced by \
-         divide and conquer. Every integrator traces it on a GPU; on the CPU the Whitted \
-         renderer traces it by wavefronts (the same image as per ray), while photon and sppm, \
-         which trace one ray at a time there, refuse it.\n\n{}",
+         divide and conquer. Every integrator traces it, on a GPU and on the CPU, where the \
+         renderers trace by waves of batched queries instead of one ray at a time (the same \
+         image as per ray).\n\n{}",
         GPU_STRUCTURES.join(", "),
         camera_presets::help()
     )
@@ -127,7 +127,7 @@ pub struct RenderFlags {
     /// the 8-wide SIMD BVH, traces about twice as fast as the binary
     /// `bvh-binned`; on a GPU the structure is built there (`render --help` lists them).
     /// `dacrt[:split=median|rdh]`: no structure, batches traced by divide
-    /// and conquer (on the CPU: `--integrator whitted`, by wavefronts)
+    /// and conquer (on the CPU every integrator traces it by waves)
     /// [default: bvh-wide on the CPU, bvh-binned on a GPU].
     #[arg(long, value_parser = parse::accel_arg)]
     pub accel: Option<AccelArg>,
@@ -230,7 +230,6 @@ pub fn run(args: RenderArgs) -> Result<()> {
     };
     let renderer = args.renderer(&scene);
     let backend = renderer.backend_for(&integrator)?;
-    check_cpu_dacrt(args.flags.accel.as_ref(), &backend, &integrator)?;
     device::say(&backend);
     let watch = Watch::new(&integrator, &backend, reference);
     let renderer = renderer.on_progress(|progress| watch.report(progress));
@@ -552,7 +551,6 @@ fn render_instant(
     let prepare = Instant::now();
     let backend = renderer.backend_for(&integrator)?;
     let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
-    check_cpu_dacrt(args.flags.accel.as_ref(), &backend, &integrator)?;
     if shared.backend.is_none() {
         device::say(&backend);
         *shared.backend = Some(renderer.backend()?.clone());
@@ -701,7 +699,7 @@ pub(crate) fn renderer<'a>(
 
 /// `--accel dacrt[...]` where the render may run on the CPU (every device
 /// but an explicit `cuda`): DACRT over the scene's triangles, which the CPU
-/// Whitted renderer traces by wavefronts (it prefers batches). It keeps
+/// renderers trace by waves (it prefers batches, `caustic_render::waves`). It keeps
 /// only a copy of the triangles, so on `auto` with a GPU, which ignores it
 /// and traces its own, it costs that copy.
 fn cpu_dacrt(
@@ -729,34 +727,6 @@ fn with_gpu_accel<'a>(renderer: Renderer<'a>, accel: Option<&AccelArg>) -> Rende
 #[cfg(not(feature = "cuda"))]
 fn with_gpu_accel<'a>(renderer: Renderer<'a>, _accel: Option<&AccelArg>) -> Renderer<'a> {
     renderer
-}
-
-/// DACRT (`--accel dacrt`) where the render runs on the CPU: the Whitted
-/// renderer traces it by wavefronts; the photon and SPPM renderers trace
-/// one ray at a time, which DACRT could only answer by brute force, so
-/// they refuse it and say what works.
-fn check_cpu_dacrt(
-    accel: Option<&AccelArg>,
-    backend: &caustic::Backend,
-    integrator: &Integrator,
-) -> Result<()> {
-    match accel {
-        Some(accel)
-            if accel.cpu.is_none()
-                && !backend.is_gpu()
-                && !matches!(integrator, Integrator::Whitted(_)) =>
-        {
-            bail!(
-                "--accel {}: divide-and-conquer ray tracing traces whole batches of rays; on the \
-                 CPU only the Whitted renderer traces batches (--integrator whitted), while the \
-                 CPU photon and SPPM renderers trace one ray at a time, which DACRT could only \
-                 answer by brute force. Render with --device cuda (every integrator traces \
-                 DACRT there), or choose a structure (--accel bvh-wide, the default)",
-                accel.spec
-            )
-        }
-        _ => Ok(()),
-    }
 }
 
 impl RenderArgs {

@@ -108,6 +108,7 @@ impl PhotonArgs {
             },
             precompute: self.precompute as usize,
             points: self.points,
+            trace: Default::default(),
         }
     }
 }

@@ -48,6 +48,7 @@ impl SppmArgs {
             max_depth: common.max_depth.unwrap_or(64),
             light_samples: common.light_samples,
             seed: common.seed,
+            trace: Default::default(),
         }
     }
 

@@ -6,6 +6,7 @@ use crate::draw;
 use crate::{RenderScene, SurfaceHit};
 use caustic_geom::{Ray, Rgb, Vec2, Vec3};
 use caustic_scene::{Bsdf, Light, Material};
+use rayon::prelude::*;
 use std::f32::consts::{FRAC_1_PI, PI};
 
 /// Direct light reflected towards `wo` (unit, pointing away from the
@@ -87,6 +88,71 @@ pub fn direct_light_with(
         radiance += sum / samples as f32;
     }
     radiance
+}
+
+/// A diffuse or glossy vertex of an eye path, where a renderer adds
+/// direct light (and the photon renderers their estimates).
+#[derive(Clone, Copy, Debug)]
+pub struct PathVertex {
+    pub surface: SurfaceHit,
+    /// Direction towards the viewer (pointing away from the surface), as
+    /// [`direct_light`] takes it.
+    pub wo: Vec3,
+    /// Path key of the vertex ([`draw`]): its area-light samples' keys
+    /// derive from it.
+    pub key: u64,
+}
+
+/// [`direct_light`] at each of `points`, its shadow rays traced as one
+/// batch ([`caustic_accel::Accel::occluded_batch`]): each point's shadow
+/// rays are collected by [`direct_light_with`], answered together, and
+/// summed by [`direct_light_with`] again in the same order, so each value
+/// is [`direct_light`]'s bit for bit. Returns the values and the number
+/// of shadow rays.
+pub fn direct_light_batch(
+    scene: &RenderScene,
+    points: &[PathVertex],
+    light_samples: u32,
+) -> (Vec<Rgb>, u64) {
+    let light = |p: &PathVertex, answer: &mut dyn FnMut(&Ray) -> bool| {
+        let material = &scene.materials[p.surface.material as usize];
+        direct_light_with(
+            scene,
+            p.wo,
+            &p.surface,
+            material,
+            p.key,
+            light_samples,
+            answer,
+        )
+    };
+    let per_point: Vec<Vec<Ray>> = points
+        .par_iter()
+        .map(|p| {
+            let mut shadows = Vec::new();
+            light(p, &mut |shadow| {
+                shadows.push(*shadow);
+                true
+            });
+            shadows
+        })
+        .collect();
+    let mut offsets = Vec::with_capacity(points.len());
+    let mut shadows = Vec::with_capacity(per_point.iter().map(Vec::len).sum());
+    for rays in per_point {
+        offsets.push(shadows.len());
+        shadows.extend(rays);
+    }
+    let mut occluded = vec![false; shadows.len()];
+    scene.accel.occluded_batch(&shadows, &mut occluded);
+    let values = (points, &offsets)
+        .into_par_iter()
+        .map(|(p, &offset)| {
+            let mut answers = occluded[offset..].iter();
+            light(p, &mut |_| answers.next().copied().unwrap_or(true))
+        })
+        .collect();
+    (values, shadows.len() as u64)
 }
 
 /// The reflectance of a diffuse or glossy (modified Phong) material for

@@ -21,6 +21,10 @@
 //!   points, photon passes, per-pixel radius reduction).
 //! - [`team`]: one render shared by several processes (MPI ranks) or
 //!   threads, bit-identical to a single process's.
+//! - [`waves`]: every CPU renderer traces one ray at a time or, for
+//!   structures that prefer batches (DACRT), by waves of batched queries,
+//!   with the same image ([`TraceMode`]); `specular_tree` holds the eye
+//!   samples' specular trees that the Whitted and photon renderers share.
 //! - [`Film`] and [`image_io`]: linear radiance images, EXR and sRGB PNG
 //!   output, and image metrics (RMSE, PSNR) for comparisons.
 
@@ -39,6 +43,7 @@ pub mod photon;
 #[cfg(feature = "cuda")]
 pub mod scene_cuda;
 mod scene_data;
+mod specular_tree;
 pub mod sppm;
 pub mod team;
 #[cfg(feature = "cuda")]
@@ -46,10 +51,12 @@ pub mod team_cuda;
 pub mod tiles;
 #[cfg(feature = "cuda")]
 mod wavefront_cuda;
+pub mod waves;
 pub mod whitted;
 
 pub use camera::PinholeCamera;
 pub use film::Film;
 pub use lights::{AreaLight, LightSample};
 pub use scene_data::{MeshLayout, RenderScene, SurfaceHit};
+pub use waves::TraceMode;
 pub use whitted::{FresnelMode, RenderStats, WhittedSettings};

@@ -117,6 +117,7 @@ fn closed_box_power_balance_with_both_roulette_rules() {
             roulette,
             max_bounces: 200,
             seed: 1,
+            ..PhotonSettings::default()
         };
         let all = trace(&scene, &settings(GlobalRule::All));
         assert_close(all.light_power, phi, 1e-6, "light power");

@@ -2,13 +2,14 @@
 //! process's render, bit for bit, for every renderer and team size: the
 //! contract the MPI runs of `caustic render` rest on. The members here are
 //! threads (`ThreadTeam`); the CLI's MPI tests run the same code as
-//! processes.
+//! processes. Each team renders one ray at a time and by waves
+//! (`TraceMode::Wavefront`, as on DACRT), which give the same image.
 
 use caustic_render::photon::PhotonRenderSettings;
 use caustic_render::photon::irradiance_samples::SampleSettings;
 use caustic_render::sppm::SppmSettings;
 use caustic_render::team::{Team, ThreadTeam};
-use caustic_render::{Film, RenderScene, WhittedSettings, photon, sppm, whitted};
+use caustic_render::{Film, RenderScene, TraceMode, WhittedSettings, photon, sppm, whitted};
 use caustic_scene::{Camera, Scene};
 
 /// The caustics Cornell box (glass and mirror spheres: specular chains,
@@ -52,11 +53,17 @@ fn whitted_team_renders_the_single_process_image() {
         ..WhittedSettings::default()
     };
     let (single, _) = whitted::render(&rs, &camera, &settings, &|_| {});
-    check_teams("whitted", &single, |team| {
-        whitted::render_in_team(&rs, &camera, &settings, team, &|_| {})
-            .expect("the exchange works")
-            .0
-    });
+    for trace in [TraceMode::PerRay, TraceMode::Wavefront] {
+        let settings = WhittedSettings {
+            trace,
+            ..settings.clone()
+        };
+        check_teams(&format!("whitted, {trace:?}"), &single, |team| {
+            whitted::render_in_team(&rs, &camera, &settings, team, &|_| {})
+                .expect("the exchange works")
+                .0
+        });
+    }
 }
 
 #[test]
@@ -79,16 +86,22 @@ fn photon_team_renders_the_single_process_image() {
     };
     let (single, stats) = photon::render(&rs, &camera, &settings, &|_| {}).unwrap();
     assert!(stats.samples > 0, "the irradiance samples are exercised");
-    check_teams("photon", &single, |team| {
-        let (film, team_stats) =
-            photon::render_in_team(&rs, &camera, &settings, team, &|_| {}).unwrap();
-        assert_eq!(
-            team_stats.rays, stats.rays,
-            "the team's rays are the single process's"
-        );
-        assert_eq!(team_stats.global_stored, stats.global_stored);
-        film
-    });
+    for trace in [TraceMode::PerRay, TraceMode::Wavefront] {
+        let settings = PhotonRenderSettings {
+            trace,
+            ..settings.clone()
+        };
+        check_teams(&format!("photon, {trace:?}"), &single, |team| {
+            let (film, team_stats) =
+                photon::render_in_team(&rs, &camera, &settings, team, &|_| {}).unwrap();
+            assert_eq!(
+                team_stats.rays, stats.rays,
+                "the team's rays are the single process's"
+            );
+            assert_eq!(team_stats.global_stored, stats.global_stored);
+            film
+        });
+    }
 }
 
 #[test]
@@ -102,11 +115,17 @@ fn sppm_team_renders_the_single_process_image() {
         ..SppmSettings::default()
     };
     let (single, stats) = sppm::render(&rs, &camera, &settings, &|_| {}).unwrap();
-    check_teams("sppm", &single, |team| {
-        let (film, team_stats) =
-            sppm::render_in_team(&rs, &camera, &settings, team, &|_| {}).unwrap();
-        assert_eq!(team_stats.deposits, stats.deposits);
-        assert_eq!(team_stats.rays, stats.rays);
-        film
-    });
+    for trace in [TraceMode::PerRay, TraceMode::Wavefront] {
+        let settings = SppmSettings {
+            trace,
+            ..settings.clone()
+        };
+        check_teams(&format!("sppm, {trace:?}"), &single, |team| {
+            let (film, team_stats) =
+                sppm::render_in_team(&rs, &camera, &settings, team, &|_| {}).unwrap();
+            assert_eq!(team_stats.deposits, stats.deposits);
+            assert_eq!(team_stats.rays, stats.rays);
+            film
+        });
+    }
 }

@@ -1,4 +1,4 @@
-//! The CPU Whitted renderer by wavefronts (`WhittedTrace::Wavefront`,
+//! The CPU Whitted renderer by wavefronts (`TraceMode::Wavefront`,
 //! batched queries) renders the per-ray renderer's image bit for bit, on
 //! every structure: a BVH and divide-and-conquer ray tracing (DACRT, which
 //! builds nothing and traces whole batches), median and RDH splits. Small
@@ -8,7 +8,7 @@ use caustic_accel::Accel;
 use caustic_accel::dacrt::{Dacrt, DacrtConfig};
 use caustic_geom::{Rgb, Vec3};
 use caustic_render::{
-    Film, FresnelMode, RenderScene, RenderStats, WhittedSettings, whitted, whitted::WhittedTrace,
+    Film, FresnelMode, RenderScene, RenderStats, TraceMode, WhittedSettings, whitted,
 };
 use caustic_scene::{Camera, Light, Scene};
 
@@ -56,15 +56,15 @@ fn check(name: &str, scene: &Scene, settings: WhittedSettings, every_split: bool
     let camera = scene.camera_or_default();
     let bvh = RenderScene::new(scene, "bvh-wide").expect("the scene flattens");
     let per_ray = WhittedSettings {
-        trace: WhittedTrace::PerRay,
+        trace: TraceMode::PerRay,
         ..settings.clone()
     };
     let wavefront = WhittedSettings {
-        trace: WhittedTrace::Wavefront,
+        trace: TraceMode::Wavefront,
         ..settings.clone()
     };
     let auto = WhittedSettings {
-        trace: WhittedTrace::Auto,
+        trace: TraceMode::Auto,
         ..settings
     };
     let (reference, stats) = render(&bvh, &camera, &per_ray);

@@ -9,7 +9,7 @@ use std::str::FromStr;
 pub use caustic_render::photon::PhotonRenderStats;
 pub use caustic_render::photon::irradiance_samples::SampleSettings;
 pub use caustic_render::sppm::{SppmSettings, SppmStats};
-pub use caustic_render::{FresnelMode, RenderStats, WhittedSettings};
+pub use caustic_render::{FresnelMode, RenderStats, TraceMode, WhittedSettings};
 
 /// A renderer and its settings; the image size is part of the settings.
 ///
@@ -226,6 +226,9 @@ pub struct PhotonSettings {
     /// The maps' point structure; `None`: the device's own (the kd-tree on
     /// the CPU, the hash grid on a GPU).
     pub points: Option<PhotonMapKind>,
+    /// On the CPU, one ray at a time or by waves (`Auto`: waves where the
+    /// structure prefers batches, DACRT); the image is the same either way.
+    pub trace: TraceMode,
 }
 
 impl Default for PhotonSettings {
@@ -252,6 +255,7 @@ impl Default for PhotonSettings {
             samples: r.samples,
             precompute: r.precompute,
             points: None,
+            trace: r.trace,
         }
     }
 }
@@ -323,6 +327,7 @@ impl PhotonSettings {
             samples: self.samples,
             precompute: self.precompute,
             points: self.points_on(on_gpu).name().to_owned(),
+            trace: self.trace,
         }
     }
 }

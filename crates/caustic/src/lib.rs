@@ -92,7 +92,7 @@ pub use device::{Backend, Device, GpuSet};
 pub use error::{Error, Result};
 pub use integrator::{
     FresnelMode, Integrator, PhotonMapKind, PhotonRenderStats, PhotonSettings, RenderStats,
-    SampleSettings, SppmSettings, SppmStats, Stats, WhittedSettings,
+    SampleSettings, SppmSettings, SppmStats, Stats, TraceMode, WhittedSettings,
 };
 pub use renderer::{FrameCarry, FrameUpdate, Progress, Rendered, Renderer, SppmPass};
 

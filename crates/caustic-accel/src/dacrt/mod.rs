@@ -37,7 +37,7 @@
 //! [`Dacrt::any_hits`] take all rays at once, and [`Accel::intersect_batch`]
 //! is that. A single ray (`Accel::intersect`) is the direct case: brute
 //! force over every triangle, so [`Accel::prefers_batches`] says so and
-//! the CPU Whitted renderer traces it by wavefronts. Its "build" only
+//! the CPU renderers trace it by waves. Its "build" only
 //! copies the triangles; the trace time includes everything.
 
 mod schedule;

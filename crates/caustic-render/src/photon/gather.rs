@@ -29,12 +29,14 @@ use super::estimate::{self, EstimateSettings};
 use super::map::PhotonMap;
 use super::precomputed::IrradianceMap;
 use crate::bsdf::{fresnel_dielectric, reflect, refract};
-use crate::direct::{brdf, face_towards};
+use crate::direct::{PathVertex, brdf, face_towards};
 use crate::draw;
+use crate::waves::{GROUP_RAYS, trace_walks};
 use crate::{RenderScene, SurfaceHit};
 use caustic_accel::points::Neighbour;
-use caustic_geom::{Ray, Rgb, Vec2, Vec3, sampling};
+use caustic_geom::{Hit, Ray, Rgb, Vec2, Vec3, sampling};
 use caustic_scene::Bsdf;
+use rayon::prelude::*;
 use std::f32::consts::{FRAC_1_PI, PI};
 
 /// Random-number purpose: direction of a gather ray.
@@ -67,6 +69,50 @@ pub struct Gathered {
     pub harmonic_distance: f32,
 }
 
+/// A gather ray in flight: its specular chain so far.
+struct GatherRay {
+    /// The ray it traces next; `None` once it has ended.
+    ray: Option<Ray>,
+    key: u64,
+    throughput: Rgb,
+    /// Specular bounces so far.
+    depth: u32,
+    /// Distance to its first hit.
+    first: Option<f32>,
+    /// What it brings back once it has ended.
+    radiance: Rgb,
+}
+
+/// The sums of a gather, ray after ray.
+#[derive(Default)]
+struct Sums {
+    radiance: Rgb,
+    inverse_distances: f64,
+    hits: u32,
+}
+
+impl Sums {
+    fn add(&mut self, radiance: Rgb, distance: Option<f32>) {
+        self.radiance += radiance;
+        if let Some(d) = distance.filter(|&d| d > 0.0) {
+            self.inverse_distances += 1.0 / f64::from(d);
+            self.hits += 1;
+        }
+    }
+
+    fn gathered(&self, count: u32) -> Gathered {
+        let harmonic_distance = if self.hits > 0 {
+            (f64::from(self.hits) / self.inverse_distances) as f32
+        } else {
+            f32::INFINITY
+        };
+        Gathered {
+            irradiance: self.radiance * (PI / count as f32),
+            harmonic_distance,
+        }
+    }
+}
+
 impl Gatherer<'_> {
     /// Gathers at `surface`, seen from the unit direction `wo` (pointing
     /// away from the surface); `key` names the gather for the random
@@ -79,14 +125,73 @@ impl Gatherer<'_> {
         scratch: &mut Vec<Neighbour>,
         rays: &mut u64,
     ) -> Gathered {
+        let mut sums = Sums::default();
+        for mut walk in self.rays_of(surface, wo, key) {
+            while let Some(ray) = walk.ray {
+                *rays += 1;
+                let hit = self.scene.intersect(&ray);
+                self.step(&mut walk, hit, scratch);
+            }
+            sums.add(walk.radiance, walk.first);
+        }
+        sums.gathered(self.rays.max(1))
+    }
+
+    /// [`Gatherer::gather`] at each of `points` (the key of each being
+    /// its gather's), their rays traced by waves ([`crate::waves`]) in
+    /// groups of at most [`GROUP_RAYS`] rays: the same results bit for bit.
+    pub fn gather_batch(&self, points: &[PathVertex], rays: &mut u64) -> Vec<Gathered> {
+        self.gather_groups(points, rays, GROUP_RAYS)
+    }
+
+    /// [`Gatherer::gather_batch`] in groups of at most `group_rays` rays
+    /// (at least one gather).
+    fn gather_groups(
+        &self,
+        points: &[PathVertex],
+        rays: &mut u64,
+        group_rays: usize,
+    ) -> Vec<Gathered> {
+        let per_group = (group_rays / self.rays.max(1) as usize).max(1);
+        let mut out = Vec::with_capacity(points.len());
+        for group in points.chunks(per_group) {
+            let walks: Vec<Vec<GatherRay>> = group
+                .par_iter()
+                .map(|p| self.rays_of(&p.surface, p.wo, p.key).collect())
+                .collect();
+            let counts: Vec<usize> = walks.iter().map(Vec::len).collect();
+            let mut walks: Vec<GatherRay> = walks.into_iter().flatten().collect();
+            *rays += trace_walks(
+                self.scene,
+                &mut walks,
+                |w| w.ray,
+                Vec::new,
+                |scratch, w, hit| self.step(w, hit, scratch),
+            );
+            let mut rest = walks.as_slice();
+            for count in counts {
+                let (mine, tail) = rest.split_at(count);
+                let mut sums = Sums::default();
+                for walk in mine {
+                    sums.add(walk.radiance, walk.first);
+                }
+                out.push(sums.gathered(self.rays.max(1)));
+                rest = tail;
+            }
+        }
+        out
+    }
+
+    /// The gather rays at `surface` seen from `wo`, in order: cosine
+    /// directions stratified on the largest square grid of the count, the
+    /// rest uniform, those under the geometric surface left out.
+    fn rays_of(&self, surface: &SurfaceHit, wo: Vec3, key: u64) -> impl Iterator<Item = GatherRay> {
         let n = face_towards(surface.shading_normal, wo);
         let ng = face_towards(surface.geometric_normal, wo);
         let origin = surface.point + ng * self.scene.ray_epsilon();
         let count = self.rays.max(1);
         let grid = (count as f32).sqrt() as u32;
-        let mut sum = Rgb::ZERO;
-        let (mut inverse_distances, mut hits) = (0.0f64, 0u32);
-        for i in 0..count {
+        (0..count).filter_map(move |i| {
             let ray_key = draw::mix(key, u64::from(i));
             let u = draw::uniform2(ray_key, DIRECTION);
             let u = if i < grid * grid {
@@ -95,81 +200,65 @@ impl Gatherer<'_> {
                 u
             };
             let dir = to_world(sampling::cosine_hemisphere(u), n);
-            if dir.dot(ng) <= 0.0 {
-                continue;
-            }
-            let (radiance, distance) = self.incoming(Ray::new(origin, dir), ray_key, scratch, rays);
-            sum += radiance;
-            if let Some(d) = distance.filter(|&d| d > 0.0) {
-                inverse_distances += 1.0 / f64::from(d);
-                hits += 1;
-            }
-        }
-        let harmonic_distance = if hits > 0 {
-            (f64::from(hits) / inverse_distances) as f32
-        } else {
-            f32::INFINITY
-        };
-        Gathered {
-            irradiance: sum * (PI / count as f32),
-            harmonic_distance,
-        }
+            (dir.dot(ng) > 0.0).then(|| GatherRay {
+                ray: Some(Ray::new(origin, dir)),
+                key: ray_key,
+                throughput: Rgb::ONE,
+                depth: 0,
+                first: None,
+                radiance: Rgb::ZERO,
+            })
+        })
     }
 
-    /// Radiance arriving along `ray` by way of the global map, and the
-    /// distance to the first hit (`None` on a miss).
-    fn incoming(
-        &self,
-        mut ray: Ray,
-        key: u64,
-        scratch: &mut Vec<Neighbour>,
-        rays: &mut u64,
-    ) -> (Rgb, Option<f32>) {
-        let mut throughput = Rgb::ONE;
-        let mut first = None;
-        for depth in 0..=self.max_depth {
-            *rays += 1;
-            let Some(hit) = self.scene.intersect(&ray) else {
-                return (throughput * self.scene.background, first);
-            };
-            first = first.or(Some(hit.t * ray.dir.length()));
-            let surface = self.scene.surface(&ray, &hit);
-            let material = &self.scene.materials[surface.material as usize];
-            let front = surface.geometric_normal.dot(ray.dir) < 0.0;
-            let last = depth == self.max_depth;
-            let dir = match material.bsdf {
-                Bsdf::Dielectric { ior, tint } if !last => {
-                    throughput *= tint;
-                    let u = draw::uniform(draw::mix(key, u64::from(depth)), FRESNEL);
-                    dielectric_choice(&ray, &surface, ior, u)
-                }
-                _ if !(front || material.two_sided) => break,
-                Bsdf::Mirror { reflectance } if !last => {
-                    throughput *= reflectance;
-                    reflect(ray.dir, face_towards(surface.shading_normal, -ray.dir))
-                }
-                Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } => {
-                    let wo = -ray.dir.normalize();
-                    let n = face_towards(surface.shading_normal, wo);
-                    let ng = face_towards(surface.geometric_normal, wo);
-                    let albedo = self.scene.albedo(material, surface.uv);
-                    let l = match self.precomputed {
-                        Some(map) => {
-                            albedo * FRAC_1_PI * map.irradiance(surface.point, ng, scratch)
-                        }
-                        None => {
-                            let f = |wi: Vec3| brdf(material, albedo, n, wo, wi);
-                            let (map, settings) = (self.global, &self.estimate);
-                            estimate::radiance(map, settings, surface.point, ng, scratch, f)
-                        }
-                    };
-                    return (throughput * l, first);
-                }
-                _ => break,
-            };
-            ray = self.scene.spawn(&surface, dir);
-        }
-        (Rgb::ZERO, first)
+    /// Takes the gather ray on from `hit`, the hit of its ray: radiance
+    /// arriving by way of the global map at its first diffuse hit, through
+    /// mirrors and glass; the background on a miss; nothing from the back
+    /// of a one-sided surface or past the largest depth.
+    fn step(&self, w: &mut GatherRay, hit: Option<Hit>, scratch: &mut Vec<Neighbour>) {
+        let Some(ray) = w.ray.take() else {
+            return;
+        };
+        let Some(hit) = hit else {
+            w.radiance = w.throughput * self.scene.background;
+            return;
+        };
+        w.first = w.first.or(Some(hit.t * ray.dir.length()));
+        let surface = self.scene.surface(&ray, &hit);
+        let material = &self.scene.materials[surface.material as usize];
+        let front = surface.geometric_normal.dot(ray.dir) < 0.0;
+        let last = w.depth == self.max_depth;
+        let dir = match material.bsdf {
+            Bsdf::Dielectric { ior, tint } if !last => {
+                w.throughput *= tint;
+                let u = draw::uniform(draw::mix(w.key, u64::from(w.depth)), FRESNEL);
+                dielectric_choice(&ray, &surface, ior, u)
+            }
+            _ if !(front || material.two_sided) => return,
+            Bsdf::Mirror { reflectance } if !last => {
+                w.throughput *= reflectance;
+                reflect(ray.dir, face_towards(surface.shading_normal, -ray.dir))
+            }
+            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } => {
+                let wo = -ray.dir.normalize();
+                let n = face_towards(surface.shading_normal, wo);
+                let ng = face_towards(surface.geometric_normal, wo);
+                let albedo = self.scene.albedo(material, surface.uv);
+                let l = match self.precomputed {
+                    Some(map) => albedo * FRAC_1_PI * map.irradiance(surface.point, ng, scratch),
+                    None => {
+                        let f = |wi: Vec3| brdf(material, albedo, n, wo, wi);
+                        let (map, settings) = (self.global, &self.estimate);
+                        estimate::radiance(map, settings, surface.point, ng, scratch, f)
+                    }
+                };
+                w.radiance = w.throughput * l;
+                return;
+            }
+            _ => return,
+        };
+        w.depth += 1;
+        w.ray = Some(self.scene.spawn(&surface, dir));
     }
 }
 
@@ -189,4 +278,78 @@ pub(crate) fn dielectric_choice(ray: &Ray, surface: &SurfaceHit, ior: f32, u: f3
 pub(crate) fn to_world(local: Vec3, axis: Vec3) -> Vec3 {
     let (t, b) = sampling::onb(axis);
     t * local.x + b * local.y + axis * local.z
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PinholeCamera;
+    use crate::photon::{PhotonSettings, trace_photons};
+    use caustic_scene::Scene;
+
+    /// Gathers by waves, in groups of one gather, two, or all, are the
+    /// per-ray gathers bit for bit, rays counted alike.
+    #[test]
+    fn batched_gathers_are_the_per_ray_gathers() {
+        let scene = Scene::builtin("cornell-caustics").expect("a built-in scene");
+        let rs = RenderScene::new(&scene, "bvh-wide").expect("the scene flattens");
+        let settings = PhotonSettings {
+            photons: 4000,
+            global_rule: crate::photon::GlobalRule::All,
+            ..PhotonSettings::default()
+        };
+        let global = PhotonMap::build(trace_photons(&rs, &settings).global, "kdtree", 0.3)
+            .expect("a known structure");
+        let gatherer = Gatherer {
+            scene: &rs,
+            global: &global,
+            estimate: EstimateSettings {
+                k: 16,
+                max_radius: 0.3,
+                cone_filter: false,
+            },
+            precomputed: None,
+            rays: 16,
+            max_depth: 6,
+        };
+        let camera = PinholeCamera::new(&scene.camera_or_default(), 12, 12);
+        let points: Vec<PathVertex> = (0..144u32)
+            .filter_map(|p| {
+                let ray = camera.ray((p % 12) as f32 + 0.5, (p / 12) as f32 + 0.5);
+                let hit = rs.intersect(&ray)?;
+                let wo = -ray.dir.normalize();
+                let surface = rs.surface(&ray, &hit);
+                Some(PathVertex {
+                    surface,
+                    wo,
+                    key: u64::from(p),
+                })
+            })
+            .collect();
+        let mut want_rays = 0;
+        let mut scratch = Vec::new();
+        let want: Vec<Gathered> = points
+            .iter()
+            .map(|v| gatherer.gather(&v.surface, v.wo, v.key, &mut scratch, &mut want_rays))
+            .collect();
+        assert!(want.iter().any(|g| g.irradiance.max_element() > 0.0));
+        for group_rays in [1, 40, GROUP_RAYS] {
+            let mut rays = 0;
+            let got = gatherer.gather_groups(&points, &mut rays, group_rays);
+            assert_eq!(rays, want_rays, "groups of {group_rays} rays: rays traced");
+            let bits = |g: &Gathered| {
+                (
+                    g.irradiance.to_array().map(f32::to_bits),
+                    g.harmonic_distance.to_bits(),
+                )
+            };
+            let differing = got
+                .iter()
+                .zip(&want)
+                .filter(|(a, b)| bits(a) != bits(b))
+                .count();
+            assert_eq!(got.len(), want.len());
+            assert_eq!(differing, 0, "groups of {group_rays} rays: gathers differ");
+        }
+    }
 }

@@ -29,6 +29,15 @@
 //! then the image, 8×8 tiles in Morton order with rayon. Every random
 //! decision is keyed (`draw`), photons by their index: the image
 //! does not depend on the thread count.
+//!
+//! By waves ([`PhotonRenderSettings::trace`], [`crate::waves`]), for
+//! structures that prefer batches: the photons bounce together
+//! (`trace.rs`), the eye samples' specular trees are traced wave by wave
+//! (`specular_tree`, shaded by the per-ray renderer's own `Shader::shade`)
+//! in groups of tiles, and the group's diffuse ends get their shadow rays
+//! in one batch and their final gathers' rays by waves
+//! ([`Gatherer::gather_batch`]); the centre rays and the irradiance
+//! samples' gathers likewise. The image is the per-ray one bit for bit.
 
 use super::estimate::{self, EstimateSettings};
 use super::gather::{Gathered, Gatherer};
@@ -37,11 +46,15 @@ use super::map::PhotonMap;
 use super::precomputed::IrradianceMap;
 use super::record::Photon;
 use super::trace::{GlobalRule, PhotonSettings, trace_photon_range};
-use crate::direct::{brdf, direct_light, face_towards};
+use crate::direct::{PathVertex, brdf, direct_light, direct_light_batch, face_towards};
 use crate::draw;
-use crate::team::{Solo, Team, TeamError, gather_concat, share, sum_u64, tiled_film};
+use crate::specular_tree::{self, Branch, Sampling, Shader, Shading, Then};
+use crate::team::{
+    Solo, Team, TeamError, gather_concat, share, sum_u64, tiled_film, tiled_film_with,
+};
 use crate::tiles::Tile;
-use crate::whitted::{SPLIT_THRESHOLD, TILE_SIZE};
+use crate::waves::{GROUP_RAYS, TraceMode, row_groups};
+use crate::whitted::TILE_SIZE;
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
 use caustic_accel::points::{Neighbour, POINT_STRUCTURE_NAMES, UnknownPointStructure};
 use caustic_geom::{Ray, Rgb, Vec3};
@@ -99,6 +112,9 @@ pub struct PhotonRenderSettings {
     pub precompute: usize,
     /// Point structure of the maps: `kdtree`, `hashgrid` or `brute`.
     pub points: String,
+    /// On the CPU, one ray at a time or by waves ([`crate::waves`]): the
+    /// image is the same bit for bit either way.
+    pub trace: TraceMode,
 }
 
 impl Default for PhotonRenderSettings {
@@ -122,6 +138,7 @@ impl Default for PhotonRenderSettings {
             samples: SampleSettings::default(),
             precompute: 4,
             points: "kdtree".to_owned(),
+            trace: TraceMode::Auto,
         }
     }
 }
@@ -322,6 +339,7 @@ impl PassPlan {
             max_bounces: settings.photon_bounces,
             global_rule,
             seed,
+            trace: settings.trace,
             ..Default::default()
         };
         let separate = settings.global_photons != settings.caustic_photons;
@@ -369,16 +387,6 @@ fn global_estimate(settings: &PhotonRenderSettings, diagonal: f32) -> EstimateSe
         max_radius: settings.max_radius * diagonal,
         cone_filter: false,
     }
-}
-
-/// A diffuse or glossy end of an eye path.
-#[derive(Clone, Copy)]
-struct DiffuseVertex {
-    surface: SurfaceHit,
-    /// Unit direction towards the viewer.
-    wo: Vec3,
-    /// Path key of the vertex (`draw`).
-    key: u64,
 }
 
 /// Per-task scratch space and counters.
@@ -450,19 +458,16 @@ impl<'a> Renderer<'a> {
         // Every member places the same samples (the centre rays are cheap);
         // the gathers, 256 rays each by default, are shared.
         let mine = share(team, chosen.len() as u64);
-        let gathered: Vec<([f32; 4], u64)> = chosen[mine.start as usize..mine.end as usize]
-            .par_iter()
-            .map_init(Vec::new, |scratch, &i| {
-                let (_, vertex) = &points[i];
-                let key = draw::mix(self.settings.seed ^ SAMPLE_GATHER, i as u64);
-                let mut rays = 0;
-                let g = gatherer.gather(&vertex.surface, vertex.wo, key, scratch, &mut rays);
+        let mine = &chosen[mine.start as usize..mine.end as usize];
+        let (gathered, rays) = self.sample_gathers(gatherer, &points, mine);
+        stats.rays += rays;
+        let values = gathered
+            .into_iter()
+            .map(|g| {
                 let e = g.irradiance;
-                ([e.x, e.y, e.z, g.harmonic_distance], rays)
+                [e.x, e.y, e.z, g.harmonic_distance]
             })
             .collect();
-        stats.rays += gathered.iter().map(|g| g.1).sum::<u64>();
-        let values = gathered.into_iter().map(|g| g.0).collect();
         let values = gather_concat(team, values)?;
         let pairs: Vec<(ShadingPoint, Gathered)> = chosen
             .iter()
@@ -481,11 +486,55 @@ impl<'a> Renderer<'a> {
         Ok(Some(cache))
     }
 
+    /// The gathers at the irradiance samples `chosen` (indices into
+    /// `points`), and the rays they traced.
+    fn sample_gathers(
+        &self,
+        gatherer: &Gatherer,
+        points: &[(ShadingPoint, PathVertex)],
+        chosen: &[usize],
+    ) -> (Vec<Gathered>, u64) {
+        let vertex = |i: usize| PathVertex {
+            key: draw::mix(self.settings.seed ^ SAMPLE_GATHER, i as u64),
+            ..points[i].1
+        };
+        if self.traces_waves() {
+            let vertices: Vec<PathVertex> = chosen.iter().map(|&i| vertex(i)).collect();
+            let mut rays = 0;
+            let gathered = gatherer.gather_batch(&vertices, &mut rays);
+            return (gathered, rays);
+        }
+        let gathered: Vec<(Gathered, u64)> = chosen
+            .par_iter()
+            .map_init(Vec::new, |scratch, &i| {
+                let v = vertex(i);
+                let mut rays = 0;
+                let g = gatherer.gather(&v.surface, v.wo, v.key, scratch, &mut rays);
+                (g, rays)
+            })
+            .collect();
+        let rays = gathered.iter().map(|g| g.1).sum();
+        (gathered.into_iter().map(|g| g.0).collect(), rays)
+    }
+
+    /// Whether this render traces waves ([`TraceMode`]).
+    fn traces_waves(&self) -> bool {
+        self.settings.trace.traces_waves(self.scene)
+    }
+
+    /// The path key of pixel `pixel`'s centre ray.
+    fn centre_key(&self, pixel: u64) -> u64 {
+        draw::sample_key(self.settings.seed, pixel, u32::MAX)
+    }
+
     /// The diffuse shading points of every pixel's centre ray, in pixel
     /// order, and the rays traced to find them.
-    fn shading_points(&self, camera: &PinholeCamera) -> (Vec<(ShadingPoint, DiffuseVertex)>, u64) {
+    fn shading_points(&self, camera: &PinholeCamera) -> (Vec<(ShadingPoint, PathVertex)>, u64) {
+        if self.traces_waves() {
+            return self.shading_points_by_waves(camera);
+        }
         let width = self.settings.width;
-        let rows: Vec<(Vec<(ShadingPoint, DiffuseVertex)>, u64)> = (0..self.settings.height)
+        let rows: Vec<(Vec<(ShadingPoint, PathVertex)>, u64)> = (0..self.settings.height)
             .into_par_iter()
             .map(|y| {
                 let mut row = Vec::new();
@@ -493,14 +542,9 @@ impl<'a> Renderer<'a> {
                 for x in 0..width {
                     let ray = camera.ray(x as f32 + 0.5, y as f32 + 0.5);
                     let pixel = u64::from(y) * u64::from(width) + u64::from(x);
-                    let key = draw::sample_key(self.settings.seed, pixel, u32::MAX);
+                    let key = self.centre_key(pixel);
                     self.walk(&ray, 0, key, &mut rays, &mut |v| {
-                        let point = ShadingPoint {
-                            pixel: (x, y),
-                            position: v.surface.point,
-                            normal: face_towards(v.surface.shading_normal, v.wo),
-                        };
-                        row.push((point, *v));
+                        row.push((shading_point((x, y), v), *v));
                         Rgb::ZERO
                     });
                 }
@@ -509,6 +553,36 @@ impl<'a> Renderer<'a> {
             .collect();
         let rays = rows.iter().map(|r| r.1).sum();
         (rows.into_iter().flat_map(|r| r.0).collect(), rays)
+    }
+
+    /// [`Renderer::shading_points`] by waves, in groups of rows of at most
+    /// [`GROUP_RAYS`] centre rays: each pixel's points in the order its
+    /// per-ray walk meets them.
+    fn shading_points_by_waves(
+        &self,
+        camera: &PinholeCamera,
+    ) -> (Vec<(ShadingPoint, PathVertex)>, u64) {
+        let (width, height) = (self.settings.width, self.settings.height);
+        let (mut points, mut rays) = (Vec::new(), 0);
+        for rows in row_groups(0..height, width, GROUP_RAYS) {
+            let pixels: Vec<(u32, u32)> =
+                rows.flat_map(|y| (0..width).map(move |x| (x, y))).collect();
+            let (centre, keys): (Vec<Ray>, Vec<u64>) = pixels
+                .par_iter()
+                .map(|&(x, y)| {
+                    let ray = camera.ray(x as f32 + 0.5, y as f32 + 0.5);
+                    let pixel = u64::from(y) * u64::from(width) + u64::from(x);
+                    (ray, self.centre_key(pixel))
+                })
+                .unzip();
+            let forest = specular_tree::trace(self, centre, keys);
+            rays += forest.rays();
+            for (root, end) in forest.ends_depth_first() {
+                let v = vertex_of(&forest.ends[end]);
+                points.push((shading_point(pixels[root], &v), v));
+            }
+        }
+        (points, rays)
     }
 
     /// The image pass, its tiles shared by the team.
@@ -523,14 +597,35 @@ impl<'a> Renderer<'a> {
         let size = (self.settings.width, self.settings.height);
         let rays = AtomicU64::new(0);
         let point_gathers = AtomicU64::new(0);
-        let film = tiled_film(team, size, TILE_SIZE, |tile| {
-            let mut work = Work::default();
-            let pixels = self.tile(camera, cache, tile, &mut work);
-            rays.fetch_add(work.rays, Ordering::Relaxed);
-            point_gathers.fetch_add(work.point_gathers, Ordering::Relaxed);
-            progress(tile.pixel_count() as u64);
-            pixels
-        })?;
+        let film = if self.traces_waves() {
+            tiled_film_with(team, size, TILE_SIZE, |mine| {
+                let sampling = Sampling {
+                    width: self.settings.width,
+                    spp: self.settings.spp,
+                    seed: self.settings.seed,
+                };
+                let group = |primary, keys| {
+                    let forest = specular_tree::trace(self, primary, keys);
+                    let ends: Vec<PathVertex> = forest.ends.iter().map(vertex_of).collect();
+                    let (values, traced, gathers) = self.light_at_all(&ends, cache);
+                    point_gathers.fetch_add(gathers, Ordering::Relaxed);
+                    let radiance = forest.fold(&values, self.scene.background);
+                    (radiance, forest.rays() + traced)
+                };
+                specular_tree::render_tiles(
+                    &mine, camera, sampling, GROUP_RAYS, group, &rays, progress,
+                )
+            })?
+        } else {
+            tiled_film(team, size, TILE_SIZE, |tile| {
+                let mut work = Work::default();
+                let pixels = self.tile(camera, cache, tile, &mut work);
+                rays.fetch_add(work.rays, Ordering::Relaxed);
+                point_gathers.fetch_add(work.point_gathers, Ordering::Relaxed);
+                progress(tile.pixel_count() as u64);
+                pixels
+            })?
+        };
         stats.rays += rays.into_inner();
         stats.point_gathers += point_gathers.into_inner();
         Ok(film)
@@ -569,7 +664,9 @@ impl<'a> Renderer<'a> {
             let (offset, key) = draw::pixel_sample(self.settings.seed, pixel, s, spp);
             let ray = camera.ray(x as f32 + offset.x, y as f32 + offset.y);
             let mut rays = 0;
-            sum += self.walk(&ray, 0, key, &mut rays, &mut |v| self.shade(v, cache, work));
+            sum += self.walk(&ray, 0, key, &mut rays, &mut |v| {
+                self.light_at(v, cache, work)
+            });
             work.rays += rays;
         }
         sum / spp as f32
@@ -584,95 +681,55 @@ impl<'a> Renderer<'a> {
         depth: u32,
         key: u64,
         rays: &mut u64,
-        visit: &mut dyn FnMut(&DiffuseVertex) -> Rgb,
+        visit: &mut dyn FnMut(&PathVertex) -> Rgb,
     ) -> Rgb {
         *rays += 1;
         let Some(hit) = self.scene.intersect(ray) else {
             return self.scene.background;
         };
         let surface = self.scene.surface(ray, &hit);
-        let material = &self.scene.materials[surface.material as usize];
-        let front = surface.geometric_normal.dot(ray.dir) < 0.0;
-        let visible = front || material.two_sided;
-        let mut radiance = Rgb::ZERO;
-        if material.is_emissive() && visible {
-            radiance += material.emission;
-        }
-        match material.bsdf {
-            Bsdf::Dielectric { ior, tint } if depth < self.settings.max_depth => {
-                radiance += tint * self.dielectric(ray, &surface, ior, depth, key, rays, visit);
-            }
-            Bsdf::Mirror { reflectance } if visible && depth < self.settings.max_depth => {
-                let dir =
-                    crate::bsdf::reflect(ray.dir, face_towards(surface.shading_normal, -ray.dir));
-                let next = self.scene.spawn(&surface, dir);
-                let child = draw::child_key(key, draw::REFLECT);
-                radiance += reflectance * self.branch(&next, depth + 1, 1.0, child, rays, visit);
-            }
-            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => {
-                let wo = -ray.dir.normalize();
-                radiance += visit(&DiffuseVertex { surface, wo, key });
-            }
-            _ => {}
-        }
-        radiance
+        let shading = self.shade(ray, &surface, depth, key);
+        let end = match shading.then {
+            Then::End => visit(&PathVertex {
+                surface,
+                wo: -ray.dir.normalize(),
+                key,
+            }),
+            _ => Rgb::ZERO,
+        };
+        shading.combine(end, |branch| {
+            self.walk(&branch.ray, depth + 1, branch.key, rays, visit)
+        })
     }
 
-    /// The Fresnel split at glass: both branches, weighted.
-    #[allow(clippy::too_many_arguments)]
+    /// The Fresnel split at glass: both branches where they exist, weighted
+    /// by the Fresnel reflectance (weak ones go on by Russian roulette).
     fn dielectric(
         &self,
         ray: &Ray,
         surface: &SurfaceHit,
         ior: f32,
-        depth: u32,
         key: u64,
-        rays: &mut u64,
-        visit: &mut dyn FnMut(&DiffuseVertex) -> Rgb,
-    ) -> Rgb {
+    ) -> [Option<Branch>; 2] {
         let (n, eta) = surface.interface(ray.dir, ior);
         let d = ray.dir.normalize();
         let reflectance = crate::bsdf::fresnel_dielectric((-d.dot(n)).max(0.0), eta);
-        let mut radiance = Rgb::ZERO;
-        if reflectance > 0.0 {
+        let reflected = (reflectance > 0.0).then(|| {
             let next = self.scene.spawn(surface, crate::bsdf::reflect(d, n));
-            let child = draw::child_key(key, draw::REFLECT);
-            radiance += self.branch(&next, depth + 1, reflectance, child, rays, visit);
-        }
+            Branch::new(next, reflectance, draw::child_key(key, draw::REFLECT))
+        });
         let refracted = (reflectance < 1.0)
             .then(|| crate::bsdf::refract(d, n, eta))
-            .flatten();
-        if let Some(dir) = refracted {
-            let next = self.scene.spawn(surface, dir);
-            let child = draw::child_key(key, draw::REFRACT);
-            radiance += self.branch(&next, depth + 1, 1.0 - reflectance, child, rays, visit);
-        }
-        radiance
-    }
-
-    /// A branch of weight `weight`; weak ones go on by Russian roulette
-    /// (as in the Whitted renderer, so the estimate stays unbiased).
-    fn branch(
-        &self,
-        ray: &Ray,
-        depth: u32,
-        weight: f32,
-        key: u64,
-        rays: &mut u64,
-        visit: &mut dyn FnMut(&DiffuseVertex) -> Rgb,
-    ) -> Rgb {
-        if weight >= SPLIT_THRESHOLD {
-            return weight * self.walk(ray, depth, key, rays, visit);
-        }
-        if draw::uniform(key, draw::ROULETTE) * SPLIT_THRESHOLD < weight {
-            SPLIT_THRESHOLD * self.walk(ray, depth, key, rays, visit)
-        } else {
-            Rgb::ZERO
-        }
+            .flatten()
+            .map(|dir| {
+                let next = self.scene.spawn(surface, dir);
+                Branch::new(next, 1.0 - reflectance, draw::child_key(key, draw::REFRACT))
+            });
+        [reflected, refracted]
     }
 
     /// Direct light, caustics and indirect light reflected at `v`.
-    fn shade(&self, v: &DiffuseVertex, cache: Option<&IrradianceCache>, work: &mut Work) -> Rgb {
+    fn light_at(&self, v: &PathVertex, cache: Option<&IrradianceCache>, work: &mut Work) -> Rgb {
         let surface = &v.surface;
         let material = &self.scene.materials[surface.material as usize];
         let light_samples = self.settings.light_samples;
@@ -685,6 +742,70 @@ impl<'a> Renderer<'a> {
             light_samples,
             &mut work.rays,
         );
+        self.light_with(v, direct, work, |gatherer, n, work| {
+            self.indirect_irradiance(gatherer, v, n, cache, work)
+        })
+    }
+
+    /// [`Renderer::light_at`] at every one of `vertices`: their shadow rays
+    /// in one batch, the final gathers of those no irradiance sample covers
+    /// by waves. Returns the values, the rays traced and the gathers made.
+    fn light_at_all(
+        &self,
+        vertices: &[PathVertex],
+        cache: Option<&IrradianceCache>,
+    ) -> (Vec<Rgb>, u64, u64) {
+        let (direct, mut rays) =
+            direct_light_batch(self.scene, vertices, self.settings.light_samples);
+        let mut gathers = 0;
+        let irradiance: Vec<Rgb> = match &self.gatherer {
+            None => Vec::new(),
+            Some(gatherer) => {
+                let interpolated: Vec<Option<Rgb>> = vertices
+                    .par_iter()
+                    .map_init(Vec::new, |scratch, v| {
+                        let n = face_towards(v.surface.shading_normal, v.wo);
+                        cache.and_then(|c| c.interpolate(v.surface.point, n, scratch))
+                    })
+                    .collect();
+                let missing: Vec<PathVertex> = vertices
+                    .iter()
+                    .zip(&interpolated)
+                    .filter(|(_, e)| e.is_none())
+                    .map(|(v, _)| point_gather_vertex(v))
+                    .collect();
+                gathers = missing.len() as u64;
+                let mut gathered = gatherer.gather_batch(&missing, &mut rays).into_iter();
+                interpolated
+                    .into_iter()
+                    .map(|e| e.or_else(|| gathered.next().map(|g| g.irradiance)))
+                    .map(Option::unwrap_or_default)
+                    .collect()
+            }
+        };
+        let values = (vertices, &direct)
+            .into_par_iter()
+            .enumerate()
+            .map_init(Work::default, |work, (i, (v, &direct))| {
+                self.light_with(v, direct, work, |_, _, _| irradiance[i])
+            })
+            .collect();
+        (values, rays, gathers)
+    }
+
+    /// `direct` plus caustics and indirect light reflected at `v`: the
+    /// global map's estimate, or with a final gather the indirect
+    /// irradiance that `irradiance` gives (at the unit normal facing the
+    /// viewer) reflected by the albedo.
+    fn light_with(
+        &self,
+        v: &PathVertex,
+        direct: Rgb,
+        work: &mut Work,
+        irradiance: impl FnOnce(&Gatherer, Vec3, &mut Work) -> Rgb,
+    ) -> Rgb {
+        let surface = &v.surface;
+        let material = &self.scene.materials[surface.material as usize];
         let n = face_towards(surface.shading_normal, v.wo);
         let ng = face_towards(surface.geometric_normal, v.wo);
         let albedo = self.scene.albedo(material, surface.uv);
@@ -706,9 +827,7 @@ impl<'a> Renderer<'a> {
                 &mut work.scratch,
                 f,
             ),
-            Some(gatherer) => {
-                albedo * FRAC_1_PI * self.indirect_irradiance(gatherer, v, n, cache, work)
-            }
+            Some(gatherer) => albedo * FRAC_1_PI * irradiance(gatherer, n, work),
         };
         direct + caustic + indirect
     }
@@ -718,7 +837,7 @@ impl<'a> Renderer<'a> {
     fn indirect_irradiance(
         &self,
         gatherer: &Gatherer,
-        v: &DiffuseVertex,
+        v: &PathVertex,
         n: Vec3,
         cache: Option<&IrradianceCache>,
         work: &mut Work,
@@ -728,9 +847,70 @@ impl<'a> Renderer<'a> {
             return e;
         }
         work.point_gathers += 1;
-        let key = draw::mix(v.key, POINT_GATHER);
+        let v = point_gather_vertex(v);
         gatherer
-            .gather(&v.surface, v.wo, key, &mut work.scratch, &mut work.rays)
+            .gather(&v.surface, v.wo, v.key, &mut work.scratch, &mut work.rays)
             .irradiance
+    }
+}
+
+impl Shader for Renderer<'_> {
+    fn scene(&self) -> &RenderScene {
+        self.scene
+    }
+
+    /// Emission, then the specular branches of mirrors and glass (up to the
+    /// largest depth), or an end at a visible diffuse or glossy surface.
+    fn shade(&self, ray: &Ray, surface: &SurfaceHit, depth: u32, key: u64) -> Shading {
+        let material = &self.scene.materials[surface.material as usize];
+        let front = surface.geometric_normal.dot(ray.dir) < 0.0;
+        let visible = front || material.two_sided;
+        let emission = (material.is_emissive() && visible).then_some(material.emission);
+        let more = depth < self.settings.max_depth;
+        let then = match material.bsdf {
+            Bsdf::Dielectric { ior, tint } if more => Then::Dielectric {
+                tint,
+                branches: self.dielectric(ray, surface, ior, key),
+            },
+            Bsdf::Mirror { reflectance } if visible && more => {
+                let n = face_towards(surface.shading_normal, -ray.dir);
+                let next = self.scene.spawn(surface, crate::bsdf::reflect(ray.dir, n));
+                let child = draw::child_key(key, draw::REFLECT);
+                Then::Mirror {
+                    reflectance,
+                    branch: Branch::new(next, 1.0, child),
+                }
+            }
+            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => Then::End,
+            _ => Then::Nothing,
+        };
+        Shading { emission, then }
+    }
+}
+
+/// The vertex at an end of a traced specular tree.
+fn vertex_of(end: &specular_tree::End) -> PathVertex {
+    PathVertex {
+        surface: end.surface,
+        wo: -end.ray.dir.normalize(),
+        key: end.key,
+    }
+}
+
+/// `v` with the key of its own final gather (a shading point no
+/// irradiance sample covers).
+fn point_gather_vertex(v: &PathVertex) -> PathVertex {
+    PathVertex {
+        key: draw::mix(v.key, POINT_GATHER),
+        ..*v
+    }
+}
+
+/// The seeding input of the shading point `v` seen from `pixel`.
+fn shading_point(pixel: (u32, u32), v: &PathVertex) -> ShadingPoint {
+    ShadingPoint {
+        pixel,
+        position: v.surface.point,
+        normal: face_towards(v.surface.shading_normal, v.wo),
     }
 }

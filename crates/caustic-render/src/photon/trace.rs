@@ -39,13 +39,22 @@
 //! stream ([`photon_rng`]); photons are traced in fixed chunks of
 //! consecutive indices and the chunks' results concatenated in index order,
 //! so the maps are bit-identical for any thread count.
+//!
+//! By waves ([`PhotonSettings::trace`], [`crate::waves`]): a group of
+//! photons (at most [`GROUP_RAYS`]) is emitted, then each bounce of all
+//! the group's photons in flight goes to one batched query; every photon
+//! keeps its own stream and bounces by the per-photon tracer's own
+//! `Tracer::bounce`, and keeps what it stores until the group ends, when
+//! the photons' records are appended in index order: the same maps, bit
+//! for bit, and the same ray count.
 
 use super::emit::PhotonSources;
 use super::record::Photon;
 use crate::bsdf::{fresnel_dielectric, reflect, refract};
 use crate::direct::face_towards;
+use crate::waves::{GROUP_RAYS, TraceMode, trace_walks};
 use crate::{RenderScene, SurfaceHit};
-use caustic_geom::{Pcg32, Ray, Rgb, Vec2, Vec3, sampling};
+use caustic_geom::{Hit, Pcg32, Ray, Rgb, Vec2, Vec3, sampling};
 use caustic_scene::{Bsdf, Material};
 use rayon::prelude::*;
 use std::f32::consts::PI;
@@ -87,6 +96,9 @@ pub struct PhotonSettings {
     pub global_rule: GlobalRule,
     pub roulette: RouletteRule,
     pub seed: u64,
+    /// On the CPU, one photon at a time or by waves; the maps are the same
+    /// bit for bit either way.
+    pub trace: TraceMode,
 }
 
 impl Default for PhotonSettings {
@@ -97,6 +109,7 @@ impl Default for PhotonSettings {
             global_rule: GlobalRule::default(),
             roulette: RouletteRule::default(),
             seed: 0,
+            trace: TraceMode::Auto,
         }
     }
 }
@@ -189,18 +202,11 @@ fn trace_with(
         caustic_only,
     };
     let indices = indices.start.min(settings.photons)..indices.end.min(settings.photons);
-    let chunks = (indices.end - indices.start).div_ceil(CHUNK);
-    let batches: Vec<Batch> = (0..chunks)
-        .into_par_iter()
-        .map(|c| {
-            let mut batch = Batch::default();
-            let first = indices.start + c * CHUNK;
-            for index in first..(first + CHUNK).min(indices.end) {
-                tracer.trace(index, &mut batch);
-            }
-            batch
-        })
-        .collect();
+    let batches = if settings.trace.traces_waves(scene) {
+        tracer.trace_waves(indices, GROUP_RAYS as u64)
+    } else {
+        tracer.trace_chunks(indices)
+    };
     let mut maps = PhotonMaps {
         emitted: settings.photons,
         light_power: sources.total_power(),
@@ -224,6 +230,42 @@ struct Batch {
     global: Vec<Photon>,
     caustic: Vec<Photon>,
     rays: u64,
+}
+
+impl Batch {
+    fn push(&mut self, stored: Stored) {
+        if stored.global {
+            self.global.push(stored.photon);
+        }
+        if stored.caustic {
+            self.caustic.push(stored.photon);
+        }
+    }
+}
+
+/// A photon stored at a diffuse hit, and the maps it goes to.
+#[derive(Clone, Copy)]
+struct Stored {
+    photon: Photon,
+    global: bool,
+    caustic: bool,
+}
+
+/// A photon in flight.
+struct Flight {
+    rng: Pcg32,
+    /// The ray it travels along next; `None` once it has ended.
+    ray: Option<Ray>,
+    power: Rgb,
+    path: PathSoFar,
+    /// Surface interactions it may still have.
+    bounces: u32,
+}
+
+/// A photon in flight in a wave, with what it has stored so far.
+struct InWave {
+    flight: Flight,
+    stored: Vec<Stored>,
 }
 
 /// The kinds of bounce a photon has made since it left the light.
@@ -256,64 +298,132 @@ struct Tracer<'a> {
 }
 
 impl Tracer<'_> {
+    /// Photons `indices` one at a time, in chunks of [`CHUNK`] in
+    /// parallel: the chunks' records in index order.
+    fn trace_chunks(&self, indices: Range<u64>) -> Vec<Batch> {
+        let chunks = (indices.end - indices.start).div_ceil(CHUNK);
+        (0..chunks)
+            .into_par_iter()
+            .map(|c| {
+                let mut batch = Batch::default();
+                let first = indices.start + c * CHUNK;
+                for index in first..(first + CHUNK).min(indices.end) {
+                    self.trace(index, &mut batch);
+                }
+                batch
+            })
+            .collect()
+    }
+
+    /// Photons `indices` by waves, in groups of `group` photons (at least
+    /// one): the groups' records in index order.
+    fn trace_waves(&self, indices: Range<u64>, group: u64) -> Vec<Batch> {
+        let mut batches = Vec::new();
+        let mut first = indices.start;
+        while first < indices.end {
+            let last = (first + group.max(1)).min(indices.end);
+            let mut photons: Vec<InWave> = (first..last)
+                .into_par_iter()
+                .filter_map(|index| self.launch(index))
+                .map(|flight| InWave {
+                    flight,
+                    stored: Vec::new(),
+                })
+                .collect();
+            let rays = trace_walks(
+                self.scene,
+                &mut photons,
+                |p| p.flight.ray,
+                || (),
+                |_, p, hit| self.bounce(&mut p.flight, hit, &mut |s| p.stored.push(s)),
+            );
+            let mut batch = Batch {
+                rays,
+                ..Batch::default()
+            };
+            for stored in photons.into_iter().flat_map(|p| p.stored) {
+                batch.push(stored);
+            }
+            batches.push(batch);
+            first = last;
+        }
+        batches
+    }
+
     /// Emits and follows photon `index`, storing it into `batch`.
     fn trace(&self, index: u64, batch: &mut Batch) {
-        let mut rng = photon_rng(self.settings.seed, index);
-        let Some(emitted) = self.sources.emit(self.scene, &mut rng) else {
+        let Some(mut flight) = self.launch(index) else {
             return;
         };
-        let mut ray = emitted.ray;
-        let mut power = emitted.power * self.inv_photons;
-        let mut path = PathSoFar::Light;
-        for _ in 0..self.settings.max_bounces {
+        while let Some(ray) = flight.ray {
             batch.rays += 1;
-            let Some(hit) = self.scene.intersect(&ray) else {
-                return;
-            };
-            let surface = self.scene.surface(&ray, &hit);
-            let material = &self.scene.materials[surface.material as usize];
-            let front = surface.geometric_normal.dot(ray.dir) < 0.0;
-            let next = match material.bsdf {
-                Bsdf::Dielectric { ior, tint } => {
-                    power *= tint;
-                    path = path.after_specular();
-                    Some(self.refract_or_reflect(&ray, &surface, ior, &mut rng))
-                }
-                _ if !(front || material.two_sided) => None,
-                Bsdf::Mirror { reflectance } => {
-                    power *= reflectance;
-                    path = path.after_specular();
-                    let n = face_towards(surface.shading_normal, -ray.dir);
-                    Some(self.scene.spawn(&surface, reflect(ray.dir, n)))
-                }
-                Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if self.caustic_only => {
-                    if path == PathSoFar::Specular {
-                        self.store(&ray, &surface, power, path, batch);
-                    }
-                    None
-                }
-                Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } => {
-                    self.store(&ray, &surface, power, path, batch);
-                    path = PathSoFar::Diffuse;
-                    self.scatter(&ray, &surface, material, &mut power, &mut rng)
-                }
-            };
-            match next {
-                Some(r) if power.max_element() > 0.0 => ray = r,
-                _ => return,
-            }
+            let hit = self.scene.intersect(&ray);
+            self.bounce(&mut flight, hit, &mut |stored| batch.push(stored));
         }
     }
 
-    /// Adds the photon to the maps its path belongs to.
-    fn store(
+    /// Photon `index` leaving its light; `None` when it carries no power.
+    fn launch(&self, index: u64) -> Option<Flight> {
+        let mut rng = photon_rng(self.settings.seed, index);
+        let emitted = self.sources.emit(self.scene, &mut rng)?;
+        let bounces = self.settings.max_bounces;
+        Some(Flight {
+            rng,
+            ray: (bounces > 0).then_some(emitted.ray),
+            power: emitted.power * self.inv_photons,
+            path: PathSoFar::Light,
+            bounces,
+        })
+    }
+
+    /// Takes the photon on from `hit`, the hit of its ray: stores it where
+    /// the path belongs in a map (`store`), then gives it its next ray or
+    /// ends it (a miss, absorption, no power left, no bounce left).
+    fn bounce(&self, f: &mut Flight, hit: Option<Hit>, store: &mut impl FnMut(Stored)) {
+        let (Some(ray), Some(hit)) = (f.ray.take(), hit) else {
+            return;
+        };
+        let surface = self.scene.surface(&ray, &hit);
+        let material = &self.scene.materials[surface.material as usize];
+        let front = surface.geometric_normal.dot(ray.dir) < 0.0;
+        let next = match material.bsdf {
+            Bsdf::Dielectric { ior, tint } => {
+                f.power *= tint;
+                f.path = f.path.after_specular();
+                Some(self.refract_or_reflect(&ray, &surface, ior, &mut f.rng))
+            }
+            _ if !(front || material.two_sided) => None,
+            Bsdf::Mirror { reflectance } => {
+                f.power *= reflectance;
+                f.path = f.path.after_specular();
+                let n = face_towards(surface.shading_normal, -ray.dir);
+                Some(self.scene.spawn(&surface, reflect(ray.dir, n)))
+            }
+            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if self.caustic_only => {
+                if f.path == PathSoFar::Specular {
+                    store_into(self.stored(&ray, &surface, f.power, f.path), store);
+                }
+                None
+            }
+            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } => {
+                store_into(self.stored(&ray, &surface, f.power, f.path), store);
+                f.path = PathSoFar::Diffuse;
+                self.scatter(&ray, &surface, material, &mut f.power, &mut f.rng)
+            }
+        };
+        f.bounces -= 1;
+        f.ray = next.filter(|_| f.power.max_element() > 0.0 && f.bounces > 0);
+    }
+
+    /// The photon record of a diffuse hit and the maps its path belongs
+    /// to; `None` when it belongs to neither.
+    fn stored(
         &self,
         ray: &Ray,
         surface: &SurfaceHit,
         power: Rgb,
         path: PathSoFar,
-        batch: &mut Batch,
-    ) {
+    ) -> Option<Stored> {
         let global = !self.caustic_only
             && match self.settings.global_rule {
                 GlobalRule::AfterFirstBounce => path != PathSoFar::Light,
@@ -322,17 +432,16 @@ impl Tracer<'_> {
             };
         let caustic = path == PathSoFar::Specular;
         if !(global || caustic) {
-            return;
+            return None;
         }
         let incoming = -ray.dir.normalize();
         let normal = face_towards(surface.geometric_normal, incoming);
         let photon = Photon::new(surface.point, power, incoming, normal);
-        if global {
-            batch.global.push(photon);
-        }
-        if caustic {
-            batch.caustic.push(photon);
-        }
+        Some(Stored {
+            photon,
+            global,
+            caustic,
+        })
     }
 
     /// Fresnel choice at a smooth dielectric: reflect with probability `F`,
@@ -406,6 +515,12 @@ impl Tracer<'_> {
     }
 }
 
+fn store_into(stored: Option<Stored>, store: &mut impl FnMut(Stored)) {
+    if let Some(stored) = stored {
+        store(stored);
+    }
+}
+
 fn uniform2(rng: &mut Pcg32) -> Vec2 {
     Vec2::new(rng.next_f32(), rng.next_f32())
 }
@@ -426,4 +541,54 @@ fn phong_lobe(r: Vec3, exponent: f32, u: Vec2) -> Vec3 {
         Vec3::new(sin_alpha * phi.cos(), sin_alpha * phi.sin(), cos_alpha),
         r,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use caustic_scene::Scene;
+
+    fn concat(batches: Vec<Batch>) -> (Vec<Photon>, Vec<Photon>, u64) {
+        let mut all = (Vec::new(), Vec::new(), 0);
+        for b in batches {
+            all.0.extend(b.global);
+            all.1.extend(b.caustic);
+            all.2 += b.rays;
+        }
+        all
+    }
+
+    /// Groups of any size (one photon, a few hundred, more than a chunk)
+    /// give the per-photon chunks' records and rays.
+    #[test]
+    fn wave_groups_of_any_size_give_the_per_photon_records() {
+        let scene = Scene::builtin("cornell-caustics").expect("a built-in scene");
+        let rs = RenderScene::new(&scene, "bvh-wide").expect("the scene flattens");
+        let settings = PhotonSettings {
+            photons: 5000,
+            ..PhotonSettings::default()
+        };
+        let sources = PhotonSources::new(&rs);
+        for caustic_only in [false, true] {
+            let tracer = Tracer {
+                scene: &rs,
+                settings: &settings,
+                sources: &sources,
+                inv_photons: 1.0 / 5000.0,
+                caustic_only,
+            };
+            let want = concat(tracer.trace_chunks(300..5000));
+            assert!(!want.1.is_empty(), "no caustic photons");
+            for group in [1, 333, 4700] {
+                let got = concat(tracer.trace_waves(300..5000, group));
+                let bytes = |p: &[Photon]| bytemuck::cast_slice::<Photon, u8>(p).to_vec();
+                assert!(bytes(&got.0) == bytes(&want.0), "groups of {group}: global");
+                assert!(
+                    bytes(&got.1) == bytes(&want.1),
+                    "groups of {group}: caustic"
+                );
+                assert_eq!(got.2, want.2, "groups of {group}: rays");
+            }
+        }
+    }
 }

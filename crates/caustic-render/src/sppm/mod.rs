@@ -74,6 +74,9 @@ pub struct SppmSettings {
     /// Shadow rays per area light at each visible point, per pass.
     pub light_samples: u32,
     pub seed: u64,
+    /// On the CPU, one ray at a time or by waves ([`crate::waves`]): the
+    /// image is the same bit for bit either way.
+    pub trace: crate::TraceMode,
 }
 
 /// Initial radius when none is given, in pixel footprints (the width of a
@@ -92,6 +95,7 @@ impl Default for SppmSettings {
             max_depth: 64,
             light_samples: 1,
             seed: 0,
+            trace: crate::TraceMode::Auto,
         }
     }
 }

@@ -5,7 +5,7 @@ use super::grid::VisiblePointGrid;
 use super::pixels::PixelStats;
 use super::visible::{EyeSettings, eye_pass_rows};
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
-use crate::photon::trace_photon_range;
+use crate::photon::{PhotonSettings, trace_photon_range};
 use crate::team::{Solo, Team, TeamError, gather_concat, share, sum_u64, team_mean};
 use crate::{Film, RenderScene};
 use caustic_scene::Camera;
@@ -164,12 +164,15 @@ impl<'a> PassRunner<'a> {
         stats.grid_seconds += clock.elapsed().as_secs_f64();
 
         let clock = Instant::now();
-        let photon = photon_settings(
-            settings.photons_per_pass,
-            settings.max_depth,
-            settings.seed,
-            pass,
-        );
+        let photon = PhotonSettings {
+            trace: settings.trace,
+            ..photon_settings(
+                settings.photons_per_pass,
+                settings.max_depth,
+                settings.seed,
+                pass,
+            )
+        };
         let share = share(self.team, photon.photons);
         let traced = trace_photon_range(scene, &photon, share, false);
         let trace_seconds = traced.stats.seconds;
@@ -200,6 +203,7 @@ fn eye_settings(settings: &SppmSettings) -> EyeSettings {
         max_depth: settings.max_depth,
         light_samples: settings.light_samples,
         seed: settings.seed,
+        trace: settings.trace,
     }
 }
 

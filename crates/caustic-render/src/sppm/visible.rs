@@ -13,13 +13,19 @@
 //!
 //! Random numbers come from `draw` keys: the sample key of
 //! `(seed, pixel, pass)`, a child key per bounce, so a pixel's eye path
-//! does not depend on the thread count.
+//! does not depend on the thread count, nor on the way it is traced: one
+//! ray at a time, row by row, or by waves ([`EyeSettings::trace`],
+//! [`crate::waves`]), groups of rows whose paths bounce together, one
+//! batched query per bounce, by the same `EyeTracer::step`, and whose
+//! visible points' shadow rays go to one batch
+//! ([`crate::direct::direct_light_batch`]): the same pass bit for bit.
 
 use crate::bsdf::{fresnel_dielectric, reflect, refract};
-use crate::direct::{direct_light, face_towards};
+use crate::direct::{PathVertex, direct_light, direct_light_batch, face_towards};
 use crate::draw;
+use crate::waves::{GROUP_RAYS, TraceMode, row_groups, trace_walks};
 use crate::{PinholeCamera, RenderScene, SurfaceHit};
-use caustic_geom::{Ray, Rgb, Vec3};
+use caustic_geom::{Hit, Ray, Rgb, Vec3};
 use caustic_scene::{Bsdf, Camera};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -68,6 +74,8 @@ pub struct EyeSettings {
     pub max_depth: u32,
     pub light_samples: u32,
     pub seed: u64,
+    /// One ray at a time or by waves: the same pass either way.
+    pub trace: TraceMode,
 }
 
 /// Traces eye pass `pass` (it picks the random numbers) for every pixel,
@@ -85,34 +93,36 @@ pub fn eye_pass_rows(
     pass: u32,
     rows: Range<u32>,
 ) -> EyePass {
-    let pinhole = PinholeCamera::new(camera, eye.width, eye.height);
-    let (tx, _) = camera.half_extents(eye.width as f32 / eye.height as f32);
-    let tracer = EyeTracer {
-        scene,
-        eye,
-        pinhole,
-        pixel_angle: 2.0 * tx / eye.width as f32,
-        pass,
-    };
+    let tracer = EyeTracer::new(scene, camera, eye, pass);
     let rows = rows.start..rows.end.min(eye.height);
-    let first_pixel = rows.start * eye.width;
-    let traced: Vec<(Vec<Rgb>, Vec<VisiblePoint>, u64)> = rows
-        .clone()
-        .into_par_iter()
-        .map(|y| tracer.row(y))
-        .collect();
-    let mut out = EyePass {
-        first_pixel,
-        radiance: Vec::with_capacity(eye.width as usize * rows.len()),
-        points: Vec::new(),
-        rays: 0,
-    };
-    for (radiance, points, rays) in traced {
-        out.radiance.extend(radiance);
-        out.points.extend(points);
-        out.rays += rays;
+    if eye.trace.traces_waves(scene) {
+        tracer.by_waves(rows, GROUP_RAYS)
+    } else {
+        let traced = rows.clone().into_par_iter().map(|y| tracer.row(y));
+        tracer.pass(rows.start, traced.collect())
     }
-    out
+}
+
+/// Traced rows: each one's (or each group's) ray-traced radiance, visible
+/// points and rays.
+type Traced = Vec<(Vec<Rgb>, Vec<VisiblePoint>, u64)>;
+
+/// An eye path in flight.
+struct EyePath {
+    pixel: u32,
+    /// Path key of the vertex its ray leaves.
+    key: u64,
+    /// The ray it traces next; `None` once it has ended.
+    ray: Option<Ray>,
+    /// Throughput of the specular chain so far.
+    weight: Rgb,
+    /// Emission and background met so far, weighted.
+    radiance: Rgb,
+    path_length: f32,
+    /// Specular bounces so far.
+    depth: u32,
+    /// Where it met a diffuse or glossy surface.
+    end: Option<PathVertex>,
 }
 
 struct EyeTracer<'a> {
@@ -125,78 +135,182 @@ struct EyeTracer<'a> {
     pass: u32,
 }
 
-impl EyeTracer<'_> {
+impl<'a> EyeTracer<'a> {
+    fn new(scene: &'a RenderScene, camera: &Camera, eye: &'a EyeSettings, pass: u32) -> Self {
+        let (tx, _) = camera.half_extents(eye.width as f32 / eye.height as f32);
+        Self {
+            scene,
+            eye,
+            pinhole: PinholeCamera::new(camera, eye.width, eye.height),
+            pixel_angle: 2.0 * tx / eye.width as f32,
+            pass,
+        }
+    }
+
+    /// The pass over the rows from `first_row` on, `traced` in order.
+    fn pass(&self, first_row: u32, traced: Traced) -> EyePass {
+        let mut out = EyePass {
+            first_pixel: first_row * self.eye.width,
+            radiance: Vec::new(),
+            points: Vec::new(),
+            rays: 0,
+        };
+        for (radiance, points, rays) in traced {
+            out.radiance.extend(radiance);
+            out.points.extend(points);
+            out.rays += rays;
+        }
+        out
+    }
+
+    /// The pass over `rows` by waves, in groups of whole rows of at most
+    /// `group_rays` primary rays (at least one row).
+    fn by_waves(&self, rows: Range<u32>, group_rays: usize) -> EyePass {
+        let traced = row_groups(rows.clone(), self.eye.width, group_rays)
+            .map(|group| self.rows_by_waves(group))
+            .collect();
+        self.pass(rows.start, traced)
+    }
+
     fn row(&self, y: u32) -> (Vec<Rgb>, Vec<VisiblePoint>, u64) {
         let mut radiance = Vec::with_capacity(self.eye.width as usize);
         let mut points = Vec::new();
         let mut rays = 0;
         for x in 0..self.eye.width {
-            let pixel = y * self.eye.width + x;
-            let (l, point) = self.pixel(x, y, pixel, &mut rays);
+            let (l, point) = self.pixel(x, y, &mut rays);
             radiance.push(l);
             points.extend(point);
         }
         (radiance, points, rays)
     }
 
-    /// The ray-traced radiance and the visible point of one pixel.
-    fn pixel(&self, x: u32, y: u32, pixel: u32, rays: &mut u64) -> (Rgb, Option<VisiblePoint>) {
-        let mut key = draw::sample_key(self.eye.seed, pixel as u64, self.pass);
-        let jitter = draw::uniform2(key, draw::CAMERA);
-        let mut ray = self.pinhole.ray(x as f32 + jitter.x, y as f32 + jitter.y);
-        let mut weight = Rgb::ONE;
-        let mut radiance = Rgb::ZERO;
-        let mut path_length = 0.0;
-        for depth in 0..=self.eye.max_depth {
-            *rays += 1;
-            let Some(hit) = self.scene.intersect(&ray) else {
-                radiance += weight * self.scene.background;
-                break;
-            };
-            let surface = self.scene.surface(&ray, &hit);
-            let material = &self.scene.materials[surface.material as usize];
-            path_length += surface.t * ray.dir.length();
-            let front = surface.geometric_normal.dot(ray.dir) < 0.0;
-            let visible = front || material.two_sided;
-            if material.is_emissive() && visible {
-                radiance += weight * material.emission;
-            }
-            let more = depth < self.eye.max_depth;
-            let next = match material.bsdf {
-                Bsdf::Dielectric { ior, tint } if more => {
-                    weight *= tint;
-                    Some(self.dielectric(&ray, &surface, ior, &mut key))
-                }
-                Bsdf::Mirror { reflectance } if visible && more => {
-                    weight *= reflectance;
-                    key = draw::child_key(key, draw::REFLECT);
-                    let n = face_towards(surface.shading_normal, -ray.dir);
-                    Some(self.scene.spawn(&surface, reflect(ray.dir, n)))
-                }
-                Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => {
-                    let wo = -ray.dir.normalize();
-                    let direct = direct_light(
-                        self.scene,
-                        wo,
-                        &surface,
-                        material,
-                        key,
-                        self.eye.light_samples,
-                        rays,
-                    );
-                    radiance += weight * direct;
-                    let footprint = path_length * self.pixel_angle;
-                    let point = self.visible_point(pixel, wo, &surface, weight, footprint);
-                    return (radiance, Some(point));
-                }
-                _ => None,
-            };
-            match next {
-                Some(r) if weight.max_element() > 0.0 => ray = r,
-                _ => break,
-            }
+    /// The rows `rows` by waves: their ray-traced radiance, visible points
+    /// and rays, as `EyeTracer::row` gives them row after row.
+    fn rows_by_waves(&self, rows: Range<u32>) -> (Vec<Rgb>, Vec<VisiblePoint>, u64) {
+        let width = self.eye.width;
+        let mut paths: Vec<EyePath> = rows
+            .into_par_iter()
+            .flat_map_iter(|y| (0..width).map(move |x| self.start(x, y)))
+            .collect();
+        let rays = trace_walks(
+            self.scene,
+            &mut paths,
+            |p| p.ray,
+            || (),
+            |_, p, hit| self.step(p, hit),
+        );
+        let ends: Vec<PathVertex> = paths.iter().filter_map(|p| p.end).collect();
+        let (direct, shadow_rays) = direct_light_batch(self.scene, &ends, self.eye.light_samples);
+        let mut direct = direct.into_iter();
+        let mut radiance = Vec::with_capacity(paths.len());
+        let mut points = Vec::new();
+        for path in paths {
+            let lit = path.end.map(|_| direct.next().unwrap_or(Rgb::ZERO));
+            let (l, point) = self.finish(path, lit);
+            radiance.push(l);
+            points.extend(point);
         }
-        (radiance, None)
+        (radiance, points, rays + shadow_rays)
+    }
+
+    /// The ray-traced radiance and the visible point of one pixel.
+    fn pixel(&self, x: u32, y: u32, rays: &mut u64) -> (Rgb, Option<VisiblePoint>) {
+        let mut path = self.start(x, y);
+        while let Some(ray) = path.ray {
+            *rays += 1;
+            let hit = self.scene.intersect(&ray);
+            self.step(&mut path, hit);
+        }
+        let direct = path.end.map(|end| {
+            let material = &self.scene.materials[end.surface.material as usize];
+            let samples = self.eye.light_samples;
+            direct_light(
+                self.scene,
+                end.wo,
+                &end.surface,
+                material,
+                end.key,
+                samples,
+                rays,
+            )
+        });
+        self.finish(path, direct)
+    }
+
+    /// The eye path of pixel `(x, y)` leaving the camera.
+    fn start(&self, x: u32, y: u32) -> EyePath {
+        let pixel = y * self.eye.width + x;
+        let key = draw::sample_key(self.eye.seed, pixel as u64, self.pass);
+        let jitter = draw::uniform2(key, draw::CAMERA);
+        EyePath {
+            pixel,
+            key,
+            ray: Some(self.pinhole.ray(x as f32 + jitter.x, y as f32 + jitter.y)),
+            weight: Rgb::ONE,
+            radiance: Rgb::ZERO,
+            path_length: 0.0,
+            depth: 0,
+            end: None,
+        }
+    }
+
+    /// Takes the path on from `hit`, the hit of its ray: the background on
+    /// a miss, emission along the chain, the next specular ray, or its end
+    /// at a diffuse or glossy surface.
+    fn step(&self, p: &mut EyePath, hit: Option<Hit>) {
+        let Some(ray) = p.ray.take() else {
+            return;
+        };
+        let Some(hit) = hit else {
+            p.radiance += p.weight * self.scene.background;
+            return;
+        };
+        let surface = self.scene.surface(&ray, &hit);
+        let material = &self.scene.materials[surface.material as usize];
+        p.path_length += surface.t * ray.dir.length();
+        let front = surface.geometric_normal.dot(ray.dir) < 0.0;
+        let visible = front || material.two_sided;
+        if material.is_emissive() && visible {
+            p.radiance += p.weight * material.emission;
+        }
+        let more = p.depth < self.eye.max_depth;
+        let next = match material.bsdf {
+            Bsdf::Dielectric { ior, tint } if more => {
+                p.weight *= tint;
+                Some(self.dielectric(&ray, &surface, ior, &mut p.key))
+            }
+            Bsdf::Mirror { reflectance } if visible && more => {
+                p.weight *= reflectance;
+                p.key = draw::child_key(p.key, draw::REFLECT);
+                let n = face_towards(surface.shading_normal, -ray.dir);
+                Some(self.scene.spawn(&surface, reflect(ray.dir, n)))
+            }
+            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => {
+                let wo = -ray.dir.normalize();
+                p.end = Some(PathVertex {
+                    surface,
+                    wo,
+                    key: p.key,
+                });
+                None
+            }
+            _ => None,
+        };
+        p.depth += 1;
+        p.ray = next.filter(|_| p.weight.max_element() > 0.0);
+    }
+
+    /// The pixel's ray-traced radiance and visible point once its path has
+    /// ended, `direct` being the direct light at its end.
+    fn finish(&self, p: EyePath, direct: Option<Rgb>) -> (Rgb, Option<VisiblePoint>) {
+        let mut radiance = p.radiance;
+        let (Some(end), Some(direct)) = (p.end, direct) else {
+            return (radiance, None);
+        };
+        radiance += p.weight * direct;
+        let footprint = p.path_length * self.pixel_angle;
+        let point = self.visible_point(p.pixel, end.wo, &end.surface, p.weight, footprint);
+        (radiance, Some(point))
     }
 
     /// Reflects with the Fresnel probability, refracts otherwise (total
@@ -235,6 +349,54 @@ impl EyeTracer<'_> {
             material: surface.material,
             albedo: self.scene.albedo(material, surface.uv),
             footprint,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use caustic_scene::Scene;
+
+    /// Groups of one row, of two, or all rows by waves give the per-ray
+    /// pass: radiance and visible points to the bit, and rays.
+    #[test]
+    fn wave_groups_of_any_size_give_the_per_ray_pass() {
+        let scene = Scene::builtin("cornell-caustics").expect("a built-in scene");
+        let rs = RenderScene::new(&scene, "bvh-wide").expect("the scene flattens");
+        let camera = scene.camera_or_default();
+        let eye = EyeSettings {
+            width: 13,
+            height: 11,
+            max_depth: 8,
+            light_samples: 2,
+            seed: 3,
+            trace: TraceMode::PerRay,
+        };
+        let want = eye_pass_rows(&rs, &camera, &eye, 2, 1..10);
+        assert!(!want.points.is_empty());
+        let tracer = EyeTracer::new(&rs, &camera, &eye, 2);
+        let bits = |v: Vec3| v.to_array().map(f32::to_bits);
+        for group_rays in [1, 26, GROUP_RAYS] {
+            let got = tracer.by_waves(1..10, group_rays);
+            assert_eq!(got.first_pixel, want.first_pixel);
+            assert_eq!(got.rays, want.rays, "groups of {group_rays} rays: rays");
+            let radiance = |p: &EyePass| p.radiance.iter().map(|&l| bits(l)).collect::<Vec<_>>();
+            assert_eq!(
+                radiance(&got),
+                radiance(&want),
+                "groups of {group_rays} rays"
+            );
+            let point = |p: &VisiblePoint| {
+                (
+                    p.pixel,
+                    bits(p.position),
+                    bits(p.weight),
+                    p.footprint.to_bits(),
+                )
+            };
+            let points = |p: &EyePass| p.points.iter().map(point).collect::<Vec<_>>();
+            assert_eq!(points(&got), points(&want), "groups of {group_rays} rays");
         }
     }
 }

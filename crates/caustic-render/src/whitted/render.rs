@@ -10,8 +10,8 @@
 //!
 //! Work is split into 8×8 tiles traced in Morton order by rayon, one ray
 //! at a time, or by wavefronts of whole groups of tiles (`wavefront.rs`,
-//! [`WhittedTrace`]) with the same shading ([`Tracer::shade`]) and sums
-//! ([`Shading::combine`]), so the same image.
+//! [`TraceMode`]) with the same shading (`Tracer::shade`) and sums
+//! (`specular_tree::Shading::combine`), so the same image.
 //!
 //! Randomness is counter-based ([`draw`]): every random decision seeds a
 //! fresh PCG32 from a key that names it (seed, pixel, sample, the branch
@@ -24,10 +24,12 @@
 //! unbiased while deep glass chains stay cheap.
 
 use crate::bsdf::{fresnel_dielectric, fresnel_schlick, reflect, refract};
-use crate::direct::{direct_light_with, face_towards};
+use crate::direct::{direct_light, face_towards};
 use crate::draw;
+use crate::specular_tree::{self, Branch, Sampling, Shader, Shading, Then};
 use crate::team::{Solo, Team, TeamError, sum_u64, tiled_film, tiled_film_with};
 use crate::tiles::Tile;
+use crate::waves::{GROUP_RAYS, TraceMode};
 use crate::{Film, PinholeCamera, RenderScene, SurfaceHit};
 use caustic_geom::{Ray, Rgb};
 use caustic_scene::{Bsdf, Camera};
@@ -48,21 +50,6 @@ pub enum FresnelMode {
     Schlick,
 }
 
-/// How the CPU renderer traces its rays (a GPU always traces wavefronts).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum WhittedTrace {
-    /// Wavefronts where the structure prefers batches
-    /// ([`caustic_accel::Accel::prefers_batches`]: DACRT), else one ray
-    /// at a time.
-    #[default]
-    Auto,
-    /// One ray at a time, recursively, tile by tile.
-    PerRay,
-    /// Wavefronts of whole groups of tiles through the batch queries
-    /// (`wavefront.rs`).
-    Wavefront,
-}
-
 /// What to render and how.
 #[derive(Clone, Debug)]
 pub struct WhittedSettings {
@@ -81,7 +68,7 @@ pub struct WhittedSettings {
     pub seed: u64,
     /// Per ray or by wavefronts on the CPU; the image is the same bit for
     /// bit either way.
-    pub trace: WhittedTrace,
+    pub trace: TraceMode,
 }
 
 impl Default for WhittedSettings {
@@ -94,7 +81,7 @@ impl Default for WhittedSettings {
             light_samples: 4,
             fresnel: FresnelMode::Exact,
             seed: 0,
-            trace: WhittedTrace::Auto,
+            trace: TraceMode::Auto,
         }
     }
 }
@@ -145,10 +132,13 @@ pub fn render_in_team(
     let rays = AtomicU64::new(0);
     let tracer = Tracer { scene, settings };
     let size = (settings.width, settings.height);
-    let film = if tracer.traces_wavefronts() {
+    let film = if settings.trace.traces_waves(scene) {
         tiled_film_with(team, size, TILE_SIZE, |mine| {
-            let group = super::wavefront::GROUP_RAYS;
-            super::wavefront::render_tiles(&tracer, &pinhole, &mine, &rays, progress, group)
+            let sampling = tracer.sampling();
+            let group = |primary, keys| super::wavefront::trace_group(&tracer, primary, keys);
+            specular_tree::render_tiles(
+                &mine, &pinhole, sampling, GROUP_RAYS, group, &rays, progress,
+            )
         })?
     } else {
         tiled_film(team, size, TILE_SIZE, |tile| {
@@ -179,116 +169,13 @@ struct PathContext<'r> {
     rays: &'r mut u64,
 }
 
-/// What a ray's hit adds to its radiance, before the radiance of the
-/// specular branches it spawns is known: the one shading decision that the
-/// per-ray recursion ([`Tracer::radiance`]) and the wavefront
-/// (`wavefront.rs`) share, summed by [`Shading::combine`] in one order.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Shading {
-    /// Emitted radiance, where the surface emits towards the ray.
-    emission: Option<Rgb>,
-    pub(super) then: Then,
-}
-
-/// The rest of a hit's radiance after its emission.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Then {
-    Nothing,
-    /// `tint ×` the sum of the reflected and refracted branches (each
-    /// present where it exists; none past the largest depth).
-    Dielectric {
-        tint: Rgb,
-        branches: [Option<Branch>; 2],
-    },
-    /// `reflectance ×` the reflected branch (of weight 1).
-    Mirror {
-        reflectance: Rgb,
-        branch: Branch,
-    },
-    /// Direct light by shadow rays ([`direct_light_with`]).
-    Direct,
-}
-
-/// A specular branch: the ray it continues along, its path key, and the
-/// factor its radiance is weighted by (`None`: Russian roulette ended it,
-/// it adds zero and is not traced).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Branch {
-    pub(super) ray: Ray,
-    pub(super) key: u64,
-    pub(super) factor: Option<f32>,
-}
-
-impl Branch {
-    /// A branch of weight `weight`: weak branches survive Russian roulette
-    /// with probability `weight / SPLIT_THRESHOLD` and are then weighted by
-    /// the threshold.
-    fn new(ray: Ray, weight: f32, key: u64) -> Self {
-        let factor = if weight >= SPLIT_THRESHOLD {
-            Some(weight)
-        } else if draw::uniform(key, draw::ROULETTE) * SPLIT_THRESHOLD < weight {
-            Some(SPLIT_THRESHOLD)
-        } else {
-            None
-        };
-        Self { ray, key, factor }
-    }
-}
-
-impl Shading {
-    /// The branches to trace, in the order [`Shading::combine`] asks for
-    /// their radiance.
-    pub(super) fn traced(&self) -> impl Iterator<Item = &Branch> {
-        let (first, second) = match &self.then {
-            Then::Dielectric {
-                branches: [first, second],
-                ..
-            } => (first.as_ref(), second.as_ref()),
-            Then::Mirror { branch, .. } => (Some(branch), None),
-            _ => (None, None),
-        };
-        first
-            .into_iter()
-            .chain(second)
-            .filter(|b| b.factor.is_some())
-    }
-
-    /// The hit's radiance from its direct light (`Rgb::ZERO` unless
-    /// [`Then::Direct`]) and the radiance of its traced branches, which
-    /// `child` returns, called once per branch of [`Shading::traced`] in
-    /// that order. The sums are the per-ray recursion's, in its order.
-    pub(super) fn combine(&self, direct: Rgb, mut child: impl FnMut(&Branch) -> Rgb) -> Rgb {
-        let mut value = |b: &Branch| b.factor.map_or(Rgb::ZERO, |f| f * child(b));
-        let mut radiance = Rgb::ZERO;
-        if let Some(emission) = self.emission {
-            radiance += emission;
-        }
-        match &self.then {
-            Then::Dielectric { tint, branches } => {
-                let mut split = Rgb::ZERO;
-                for branch in branches.iter().flatten() {
-                    split += value(branch);
-                }
-                radiance += *tint * split;
-            }
-            Then::Mirror {
-                reflectance,
-                branch,
-            } => radiance += *reflectance * value(branch),
-            Then::Direct => radiance += direct,
-            Then::Nothing => {}
-        }
-        radiance
-    }
-}
-
 impl Tracer<'_> {
-    /// Whether this render traces wavefronts ([`WhittedTrace`]).
-    fn traces_wavefronts(&self) -> bool {
-        match self.settings.trace {
-            WhittedTrace::Auto => self.scene.accel.prefers_batches(),
-            WhittedTrace::PerRay => false,
-            WhittedTrace::Wavefront => true,
+    /// Where the primary rays go.
+    pub(super) fn sampling(&self) -> Sampling {
+        Sampling {
+            width: self.settings.width,
+            spp: self.settings.spp,
+            seed: self.settings.seed,
         }
     }
 
@@ -307,20 +194,10 @@ impl Tracer<'_> {
         let spp = self.settings.spp.max(1);
         let mut sum = Rgb::ZERO;
         for s in 0..spp {
-            let (ray, key) = self.camera_ray(camera, x, y, s);
+            let (ray, key) = self.sampling().camera_ray(camera, x, y, s);
             sum += self.radiance(&ray, 0, key, ctx);
         }
         sum / spp as f32
-    }
-
-    /// Primary sample `s` of pixel `(x, y)` and its path key: through the
-    /// pixel centre at 1 spp, else jittered (stratified on a grid when the
-    /// count is a square).
-    pub(super) fn camera_ray(&self, camera: &PinholeCamera, x: u32, y: u32, s: u32) -> (Ray, u64) {
-        let spp = self.settings.spp.max(1);
-        let pixel = y as u64 * self.settings.width as u64 + x as u64;
-        let (offset, key) = draw::pixel_sample(self.settings.seed, pixel, s, spp);
-        (camera.ray(x as f32 + offset.x, y as f32 + offset.y), key)
     }
 
     /// Radiance along `ray`, which is the `depth`-th specular bounce and
@@ -333,21 +210,28 @@ impl Tracer<'_> {
         let surface = self.scene.surface(ray, &hit);
         let shading = self.shade(ray, &surface, depth, key);
         let direct = match shading.then {
-            Then::Direct => self.direct(ray, &surface, key, |shadow| {
-                *ctx.rays += 1;
-                self.scene.occluded(shadow)
-            }),
+            Then::End => {
+                let material = &self.scene.materials[surface.material as usize];
+                let samples = self.settings.light_samples;
+                direct_light(
+                    self.scene, -ray.dir, &surface, material, key, samples, ctx.rays,
+                )
+            }
             _ => Rgb::ZERO,
         };
         shading.combine(direct, |branch| {
             self.radiance(&branch.ray, depth + 1, branch.key, ctx)
         })
     }
+}
 
-    /// What the hit `surface` of `ray` (the `depth`-th specular bounce,
-    /// path key `key`) adds: its emission, and its specular branches or
-    /// direct light.
-    pub(super) fn shade(&self, ray: &Ray, surface: &SurfaceHit, depth: u32, key: u64) -> Shading {
+impl Shader for Tracer<'_> {
+    fn scene(&self) -> &RenderScene {
+        self.scene
+    }
+
+    /// Its emission, and its specular branches or (an end) direct light.
+    fn shade(&self, ray: &Ray, surface: &SurfaceHit, depth: u32, key: u64) -> Shading {
         let material = &self.scene.materials[surface.material as usize];
         let front = surface.geometric_normal.dot(ray.dir) < 0.0;
         let emission =
@@ -369,28 +253,14 @@ impl Tracer<'_> {
                     branch: Branch::new(next, 1.0, child),
                 }
             }
-            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => Then::Direct,
+            Bsdf::Diffuse { .. } | Bsdf::Glossy { .. } if visible => Then::End,
             _ => Then::Nothing,
         };
         Shading { emission, then }
     }
+}
 
-    /// Direct light at the diffuse or glossy hit `surface` of `ray`, its
-    /// shadow rays answered by `occluded` ([`direct_light_with`]).
-    pub(super) fn direct(
-        &self,
-        ray: &Ray,
-        surface: &SurfaceHit,
-        key: u64,
-        occluded: impl FnMut(&Ray) -> bool,
-    ) -> Rgb {
-        let material = &self.scene.materials[surface.material as usize];
-        let samples = self.settings.light_samples;
-        direct_light_with(
-            self.scene, -ray.dir, surface, material, key, samples, occluded,
-        )
-    }
-
+impl Tracer<'_> {
     /// Fresnel split at a smooth dielectric interface: the reflected and
     /// the refracted branch, where each exists (none past the largest
     /// depth; no refraction under total internal reflection).
