@@ -55,26 +55,36 @@ __device__ __forceinline__ Aabb triangle_bounds(const Triangle& t) {
     return box;
 }
 
-// Leaf slot s of a built BVH: scene triangle `id` with its id in the first
-// word's fourth lane and the padding zeroed, and slots[id] = s (where the
-// refit finds it). Returns the triangle.
+// Word `part` (0, 1, 2) of a leaf slot's record of scene triangle `id`,
+// from the scene triangle's word `v`: the id in the first word's fourth
+// lane, the padding zeroed.
+__device__ __forceinline__ float4 leaf_word(float4 v, u32 part, u32 id) {
+    v.w = part == 0u ? __uint_as_float(id) : 0.0f;
+    return v;
+}
+
+// The triangle a leaf slot's three record words hold.
+__device__ __forceinline__ Triangle leaf_triangle(float4 v0, float4 v1, float4 v2) {
+    Triangle t;
+    t.v0[0] = v0.x, t.v0[1] = v0.y, t.v0[2] = v0.z, t.prim = __float_as_uint(v0.w);
+    t.v1[0] = v1.x, t.v1[1] = v1.y, t.v1[2] = v1.z, t.pad1 = __float_as_uint(v1.w);
+    t.v2[0] = v2.x, t.v2[1] = v2.y, t.v2[2] = v2.z, t.pad2 = __float_as_uint(v2.w);
+    return t;
+}
+
+// Leaf slot s of a built BVH: scene triangle `id` as `leaf_word` records
+// it, and slots[id] = s (where the refit finds it). Returns the triangle.
 __device__ __forceinline__ Triangle copy_leaf_triangle(const Triangle* scene, u32 id, u64 s,
                                                       Triangle* out, u32* slots) {
     const float4* from = reinterpret_cast<const float4*>(scene + id);
-    float4 v0 = __ldg(from), v1 = __ldg(from + 1), v2 = __ldg(from + 2);
-    v0.w = __uint_as_float(id);
-    v1.w = 0.0f;
-    v2.w = 0.0f;
+    const float4 v0 = leaf_word(__ldg(from), 0u, id), v1 = leaf_word(__ldg(from + 1), 1u, id),
+                 v2 = leaf_word(__ldg(from + 2), 2u, id);
     float4* to = reinterpret_cast<float4*>(out + s);
     to[0] = v0;
     to[1] = v1;
     to[2] = v2;
     slots[id] = (u32)s;
-    Triangle t;
-    t.v0[0] = v0.x, t.v0[1] = v0.y, t.v0[2] = v0.z, t.prim = id;
-    t.v1[0] = v1.x, t.v1[1] = v1.y, t.v1[2] = v1.z, t.pad1 = 0u;
-    t.v2[0] = v2.x, t.v2[1] = v2.y, t.v2[2] = v2.z, t.pad2 = 0u;
-    return t;
+    return leaf_triangle(v0, v1, v2);
 }
 
 // caustic_accel::bvh::traverse_cuda::GpuRay: two float4 words (origin, tmin), (dir, tmax).

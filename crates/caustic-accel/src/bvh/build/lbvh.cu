@@ -266,8 +266,8 @@ __device__ __forceinline__ Climb leaf_climb(const Code* codes, u32 n, u32 k, con
 }
 
 // The warp's leaf slots [base, base + 32) (those below n) get their
-// triangles, as copy_leaf_triangle writes them, and each lane's triangle
-// comes back for its box. The slots are consecutive, so the warp's
+// triangles, in copy_leaf_triangle's record (leaf_word), and each lane's
+// triangle comes back for its box. The slots are consecutive, so the warp's
 // triangles are one run of 96 16-byte words: lane l moves words l, l + 32
 // and l + 64, each store one coalesced 512-byte row, where a lane moving
 // its own triangle stores words 48 bytes apart (three times the memory
@@ -288,8 +288,8 @@ __device__ __forceinline__ Triangle copy_warp_leaves(const Triangle* scene, cons
         const u32 owner = word / 3u, part = word - 3u * owner;
         const u32 owner_id = __shfl_sync(CAUSTIC_FULL_MASK, id, owner);
         if (base + owner < n) {
-            float4 v = __ldg(reinterpret_cast<const float4*>(scene + owner_id) + part);
-            v.w = part == 0u ? __uint_as_float(owner_id) : 0.0f;
+            const float4 v =
+                leaf_word(__ldg(reinterpret_cast<const float4*>(scene + owner_id) + part), part, owner_id);
             run[word] = v;
             staging[word] = v;
         }
@@ -299,11 +299,7 @@ __device__ __forceinline__ Triangle copy_warp_leaves(const Triangle* scene, cons
                  v2 = staging[3u * lane + 2u];
     // The next round's words must not land before every lane has read.
     __syncwarp();
-    Triangle t;
-    t.v0[0] = v0.x, t.v0[1] = v0.y, t.v0[2] = v0.z, t.prim = id;
-    t.v1[0] = v1.x, t.v1[1] = v1.y, t.v1[2] = v1.z, t.pad1 = 0u;
-    t.v2[0] = v2.x, t.v2[1] = v2.y, t.v2[2] = v2.z, t.pad2 = 0u;
-    return t;
+    return leaf_triangle(v0, v1, v2);
 }
 
 // n >= 2 placed primitives in Morton order: ids[k] is the scene triangle

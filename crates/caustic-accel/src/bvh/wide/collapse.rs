@@ -106,9 +106,9 @@ fn pack_leaves<const N: usize>(
 ) {
     if leaves.len() <= PACK_SEQUENTIAL {
         let base = leaves.first().map_or(0, |l| l.first);
-        let mut ids = Vec::new();
+        let (mut ids, mut stack) = (Vec::new(), Vec::new());
         for leaf in leaves {
-            subtree_prim_ids(bvh, leaf.node, &mut ids);
+            subtree_prim_ids(bvh, leaf.node, &mut ids, &mut stack);
             let at = (leaf.first - base) as usize;
             for (group, chunk) in groups[at..].iter_mut().zip(ids.chunks(N)) {
                 for (lane, &id) in chunk.iter().enumerate() {
@@ -128,10 +128,11 @@ fn pack_leaves<const N: usize>(
 }
 
 /// The scene ids of the triangles below binary node `index`, in the binary
-/// leaves' order, into `ids` (cleared first).
-fn subtree_prim_ids(bvh: &Bvh2, index: usize, ids: &mut Vec<u32>) {
+/// leaves' order, into `ids` (cleared first); `stack` is scratch.
+fn subtree_prim_ids(bvh: &Bvh2, index: usize, ids: &mut Vec<u32>, stack: &mut Vec<usize>) {
     ids.clear();
-    let mut stack = vec![index];
+    stack.clear();
+    stack.push(index);
     while let Some(i) = stack.pop() {
         let node = &bvh.nodes[i];
         if node.is_leaf() {
