@@ -686,6 +686,23 @@ fn check_map_search(
     );
 }
 
+/// The team and chunk tests' frame with the final gather: 100 × 70
+/// pixels, 2 spp, `photons` in each map, 16 gather rays at irradiance
+/// samples every 3 pixels, irradiance precomputed at every 16th photon.
+fn final_gather_settings(photons: u64) -> PhotonRenderSettings {
+    PhotonRenderSettings {
+        gather_rays: 16,
+        global_photons: photons,
+        caustic_photons: photons,
+        precompute: 16,
+        samples: caustic_render::photon::irradiance_samples::SampleSettings {
+            spacing: 3.0,
+            ..Default::default()
+        },
+        ..global_map_settings(100, 70, 2)
+    }
+}
+
 /// The two GPU photon frames of a team test: `single` and a member's.
 fn check_team_frame(
     what: &str,
@@ -739,24 +756,12 @@ fn check_team_frame(
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_photon_team_renders_the_single_gpu_image() {
-    use caustic_render::photon::irradiance_samples::SampleSettings;
     use caustic_render::team::{Team, ThreadTeam};
     let gpu = gpu();
     let scene = Scene::builtin("cornell-caustics").unwrap();
     let camera = scene.camera.unwrap();
     let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
-    let photons = 2 * trace_cuda::WAVE + 12_345;
-    let gathering = PhotonRenderSettings {
-        gather_rays: 16,
-        global_photons: photons,
-        caustic_photons: photons,
-        precompute: 16,
-        samples: SampleSettings {
-            spacing: 3.0,
-            ..Default::default()
-        },
-        ..global_map_settings(100, 70, 2)
-    };
+    let gathering = final_gather_settings(2 * trace_cuda::WAVE + 12_345);
     let direct = global_map_settings(100, 70, 2);
     let device = GpuScene::upload(&gpu, &rs).unwrap();
     for (name, settings) in [("final gather", &gathering), ("global map", &direct)] {
@@ -795,23 +800,12 @@ fn gpu_photon_team_renders_the_single_gpu_image() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_photon_frame_in_chunks_is_the_whole_frame() {
-    use caustic_render::photon::irradiance_samples::SampleSettings;
     use caustic_render::team::{Solo, Team, ThreadTeam};
     let gpu = gpu();
     let scene = Scene::builtin("cornell-caustics").unwrap();
     let camera = scene.camera.unwrap();
     let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
-    let settings = PhotonRenderSettings {
-        gather_rays: 16,
-        global_photons: 50_000,
-        caustic_photons: 50_000,
-        precompute: 16,
-        samples: SampleSettings {
-            spacing: 3.0,
-            ..Default::default()
-        },
-        ..global_map_settings(100, 70, 2)
-    };
+    let settings = final_gather_settings(50_000);
     let tile_slots = 64 * settings.spp as usize;
     let device = GpuScene::upload(&gpu, &rs).unwrap();
     let whole = render_cuda::render_cuda_in_team(&device, &rs, &camera, &settings, &Solo).unwrap();

@@ -65,6 +65,19 @@ fn sponza_gpu_equals_cpu() {
     compare("sponza", &scene, &settings);
 }
 
+/// The frame the team and chunk tests render: 100 × 70 pixels (partial
+/// 8 × 8 tiles on both axes), 4 spp, 4 light samples, depth 8.
+fn small_frame() -> WhittedSettings {
+    WhittedSettings {
+        width: 100,
+        height: 70,
+        spp: 4,
+        light_samples: 4,
+        max_depth: 8,
+        ..Default::default()
+    }
+}
+
 /// Pixels of `b` whose bits differ from `a`'s.
 fn differing_pixels(a: &caustic_render::Film, b: &caustic_render::Film) -> usize {
     let bits = |p: &caustic_geom::Rgb| p.to_array().map(f32::to_bits);
@@ -90,14 +103,7 @@ fn gpu_whitted_team_renders_the_single_gpu_image() {
     let scene = Scene::builtin("cornell-caustics").expect("built-in scene");
     let camera = scene.camera.unwrap();
     let rs = caustic_render::RenderScene::new(&scene, "bvh-binned").unwrap();
-    let settings = WhittedSettings {
-        width: 100,
-        height: 70,
-        spp: 4,
-        light_samples: 4,
-        max_depth: 8,
-        ..Default::default()
-    };
+    let settings = small_frame();
     let device = whitted_cuda::GpuScene::upload(&gpu, &rs).unwrap();
     let (single, stats) = device.render(&camera, &settings).unwrap();
     assert!(single.mean().length() > 0.0);
@@ -131,14 +137,7 @@ fn gpu_whitted_frame_in_chunks_is_the_whole_frame() {
     let scene = Scene::builtin("cornell-caustics").expect("built-in scene");
     let camera = scene.camera.unwrap();
     let rs = caustic_render::RenderScene::new(&scene, "bvh-binned").unwrap();
-    let settings = WhittedSettings {
-        width: 100,
-        height: 70,
-        spp: 4,
-        light_samples: 4,
-        max_depth: 8,
-        ..Default::default()
-    };
+    let settings = small_frame();
     let mut device = whitted_cuda::GpuScene::upload(&gpu, &rs).unwrap();
     let (whole, stats) = device.render(&camera, &settings).unwrap();
     assert!(whole.mean().length() > 0.0);
