@@ -102,7 +102,7 @@ fi
 
 # Debug sections are most of each binary's size, and what travels to the GPU
 # machine is limited; panic messages keep their file and line without them.
-find "$bundle" -type f -perm -u+x -exec strip --strip-debug {} +
+find "$bundle" -type f -perm -u+x ! -name "*.sh" ! -name "*.py" -exec strip --strip-debug {} +
 
 # What travels is limited to 64 MiB; with the OptiX anchor the bundle is
 # over it unpacked. CAUSTIC_BUNDLE_PACK=1 packs the executables into one xz

@@ -14,6 +14,8 @@
 #   SPACING=S      photon: pixels between irradiance samples (default 4)
 #   REPS=N         renders per device set, the median time taken (default 3)
 #   SCENE=NAME     the scene (default cornell-caustics)
+#   VERBOSE=1      print each device set's last CLI output whole (the
+#                  photon mapper's stage times), not only its last line
 # SIZE is the image's side (default 1024); PASSES is SPPM's passes
 # (default 32); PHOTONS is SPPM's photons per pass, or the photon
 # mapper's global and caustic photons (one pass, split by index among
@@ -68,6 +70,7 @@ render() { # device, output: the median of $reps renders' times, the last line
         times+=("$(seconds <<<"$line")")
     done
     echo "$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$(((reps + 1) / 2))p") s (of ${times[*]}): $(tail -n 1 <<<"$line")"
+    [ "${VERBOSE:-0}" = 0 ] || sed 's/^/    /' <<<"$line" >&2
 }
 one_line="$(render cuda:0 "$out/gpus1.exr")"
 echo "1 GPU: $one_line"

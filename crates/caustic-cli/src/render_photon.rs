@@ -141,8 +141,20 @@ pub fn passes(s: &PhotonSettings, stats: &PhotonRenderStats, backend: &Backend) 
             stats.sample_ms
         )
     };
+    // The device renderer times the eye pass's stages: where a frame's
+    // time goes, on one GPU and in a team.
+    let stages = if stats.stage_ms.is_empty() {
+        String::new()
+    } else {
+        let named: Vec<String> = stats
+            .stage_ms
+            .iter()
+            .map(|(name, ms)| format!("{name} {ms:.0}"))
+            .collect();
+        format!(" ({} ms)", named.join(", "))
+    };
     format!(
-        "photon: {} photons traced in {:.0} ms ({} global, {} caustic stored), {} maps built in {:.1} ms, {gather}, image {:.0} ms; total {:.2} s, {:.1} M rays",
+        "photon: {} photons traced in {:.0} ms ({} global, {} caustic stored), {} maps built in {:.1} ms, {gather}, image {:.0} ms{stages}; total {:.2} s, {:.1} M rays",
         stats.photons_traced,
         stats.photon_ms,
         stats.global_stored,

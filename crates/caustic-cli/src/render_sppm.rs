@@ -98,9 +98,14 @@ impl Scorer {
 
 /// Sizes, passes, time per stage, counts and the device `on`.
 pub fn summary(s: &SppmSettings, stats: &SppmStats, built: &Built, on: &str) -> String {
+    let exchange = if stats.exchange_seconds > 0.0 {
+        format!(", exchange {:.2} s", stats.exchange_seconds)
+    } else {
+        String::new()
+    };
     format!(
         "({}x{}, sppm: {} passes x {} photons, {} triangles, {}): {:.2} s \
-         (eye {:.2} s, grid {:.2} s, photons {:.2} s, gather {:.2} s), {:.1} M rays, \
+         (eye {:.2} s, grid {:.2} s, photons {:.2} s, gather {:.2} s{exchange}), {:.1} M rays, \
          {:.1} M photons stored, {:.1} M deposits, mean radius {:.3e}, on {on}",
         s.width,
         s.height,

@@ -320,6 +320,32 @@ impl<T: Pod> DeviceBuffer<T> {
             .map_err(GpuError::driver("filling GPU memory"))
     }
 
+    /// Sets every byte of the elements `range` to `byte`.
+    pub fn fill_bytes_in(
+        &mut self,
+        range: std::ops::Range<usize>,
+        byte: u8,
+    ) -> Result<(), GpuError> {
+        if range.start > range.end || range.end > self.len {
+            return Err(GpuError::LengthMismatch {
+                operation: "fill_bytes_in",
+                what: self.what,
+                expected: self.len,
+                actual: range.end.max(range.start),
+            });
+        }
+        if range.is_empty() {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        let size = size_of::<T>();
+        let at = self.ptr + (range.start * size) as sys::CUdeviceptr;
+        // SAFETY: the elements `range` lie inside the allocation (checked
+        // above).
+        unsafe { result::memset_d8_async(at, byte, range.len() * size, self.gpu.raw_stream()) }
+            .map_err(GpuError::driver("filling GPU memory"))
+    }
+
     /// Sets every element to zero.
     pub fn fill_zero(&mut self) -> Result<(), GpuError> {
         self.fill_bytes(0)

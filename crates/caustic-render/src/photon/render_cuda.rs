@@ -338,14 +338,12 @@ impl<'s> GpuPhotonRenderer<'s> {
         );
         maps.global = gather_device_runs(team, global, 0, &maps.global_runs)?.0;
         if let Some(pass) = &plan.caustic {
-            // No caustic-only range on the device: every member traces the
-            // whole pass (the same photons), the team counts its rays once.
-            let caustic = trace_cuda::trace_caustic_photons(&self.scene, &self.sources, pass)?;
-            if team.is_root() {
-                stats.rays += caustic.stats.rays;
-            }
+            // A caustic-only pass splits like the global one, by index.
+            let range = share(team, pass.photons);
+            let caustic = trace_cuda::trace_caustic_range(&self.scene, &self.sources, pass, range)?;
+            stats.rays += caustic.stats.rays;
             stats.photons_traced += caustic.emitted;
-            maps.caustic = caustic.caustic;
+            maps.caustic = gather_device_runs(team, caustic.caustic, 0, &caustic.caustic_runs)?.0;
         } else {
             let caustic = std::mem::replace(
                 &mut maps.caustic,
@@ -432,11 +430,11 @@ fn own_order(
     if team.size() == 1 {
         return Ok(None);
     }
-    let mut flags = vec![0u32; order.len()];
+    // Non-zero flags select: the own runs' bytes set on the device.
+    let mut flags = DeviceBuffer::<u32>::zeroed(order.gpu(), "own vertex flags", order.len())?;
     for &(at, len) in own {
-        flags[at as usize..(at + len) as usize].fill(1);
+        flags.fill_bytes_in(at as usize..(at + len) as usize, 1)?;
     }
-    let flags = DeviceBuffer::from_slice(order.gpu(), "own vertex flags", &flags)?;
     let flags_in_order = gather_u32(&flags, order)?;
     Ok(Some(gather_u32(order, &select_indices(&flags_in_order)?)?))
 }

@@ -106,6 +106,17 @@ pub fn trace_caustic_photons(
     trace_range(scene, sources, settings, 0..settings.photons, true)
 }
 
+/// Traces photons `indices` of a caustic-only pass (a team member's share
+/// of [`trace_caustic_photons`]), its map in index order, run by run.
+pub fn trace_caustic_range(
+    scene: &GpuScene,
+    sources: &PhotonSources,
+    settings: &PhotonSettings,
+    indices: std::ops::Range<u64>,
+) -> Result<GpuPhotonMaps, GpuError> {
+    trace_range(scene, sources, settings, indices, true)
+}
+
 /// Traces photons `indices` of the `settings.photons` a pass emits, as
 /// [`super::trace_photon_range`]: a team member's share, powers divided by
 /// the whole pass's count, maps in index order.

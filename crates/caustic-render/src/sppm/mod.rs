@@ -163,6 +163,8 @@ pub struct SppmStats {
     pub grid_seconds: f64,
     pub photon_seconds: f64,
     pub gather_seconds: f64,
+    /// A team's exchange of each pass's photons (zero alone).
+    pub exchange_seconds: f64,
     pub seconds: f64,
     /// Mean gather radius over the pixels that have one, after the last
     /// pass.

@@ -285,7 +285,9 @@ impl<'a> State<'a> {
         stats.rays += maps.stats.rays;
         // The team's photons in the single GPU's order (merged run by run):
         // every member sees the same photons in the same order.
+        let clock = Instant::now();
         let (photons, _) = gather_device_runs(self.team, maps.global, 0, &maps.global_runs)?;
+        stats.exchange_seconds += clock.elapsed().as_secs_f64();
         stats.photons_stored += photons.len() as u64;
 
         let clock = Instant::now();
