@@ -98,11 +98,16 @@ impl Scorer {
 
 /// Sizes, passes, time per stage, counts and the device `on`.
 pub fn summary(s: &SppmSettings, stats: &SppmStats, built: &Built, on: &str) -> String {
-    let exchange = if stats.exchange_seconds > 0.0 {
-        format!(", exchange {:.2} s", stats.exchange_seconds)
-    } else {
-        String::new()
-    };
+    let mut exchange = String::new();
+    for (name, seconds) in [
+        ("exchange", stats.exchange_seconds),
+        ("setup", stats.setup_seconds),
+        ("film", stats.film_seconds),
+    ] {
+        if seconds > 0.0 {
+            exchange += &format!(", {name} {seconds:.2} s");
+        }
+    }
     format!(
         "({}x{}, sppm: {} passes x {} photons, {} triangles, {}): {:.2} s \
          (eye {:.2} s, grid {:.2} s, photons {:.2} s, gather {:.2} s{exchange}), {:.1} M rays, \

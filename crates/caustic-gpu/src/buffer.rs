@@ -201,6 +201,31 @@ impl<T: Pod> DeviceBuffer<T> {
         Ok(out)
     }
 
+    /// Copies the elements `range` to a new vector, waiting for queued
+    /// work first.
+    pub fn download_range(&self, range: std::ops::Range<usize>) -> Result<Vec<T>, GpuError> {
+        if range.start > range.end || range.end > self.len {
+            return Err(GpuError::LengthMismatch {
+                operation: "download_range",
+                what: self.what,
+                expected: self.len,
+                actual: range.end.max(range.start),
+            });
+        }
+        let mut out = vec![T::zeroed(); range.len()];
+        if out.is_empty() {
+            return Ok(out);
+        }
+        self.gpu.bind()?;
+        let at = self.ptr + (range.start * size_of::<T>()) as sys::CUdeviceptr;
+        // SAFETY: the elements `range` lie inside the allocation (checked
+        // above); the stream is synchronised before `out` is read.
+        unsafe { result::memcpy_dtoh_async(&mut out[..], at, self.gpu.raw_stream()) }
+            .map_err(GpuError::driver("copying from the GPU"))?;
+        self.gpu.synchronize()?;
+        Ok(out)
+    }
+
     /// Copies the buffer into `out` (exactly `len()` elements).
     pub fn download_into(&self, out: &mut [T]) -> Result<(), GpuError> {
         self.expect_len("download", "host slice", out.len())?;

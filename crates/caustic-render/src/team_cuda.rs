@@ -3,12 +3,16 @@
 //! Among the GPUs of one process ([`Team::shares_memory`]) each member
 //! copies the others' runs device to device (`cuMemcpyPeerAsync`, over
 //! NVLink where the devices are peers); members in other processes (MPI
-//! ranks) exchange through the host.
+//! ranks) exchange through the host. [`add_band_sums`] reduces whole-image
+//! partial sums into the members' bands.
 
 use bytemuck::Pod;
+use caustic_gpu::ops::launch_per_element as launch;
 use caustic_gpu::{DeviceBuffer, GpuError, PeerHandle};
 
-use crate::team::{RunPiece, Team, TeamError, gather_concat, gather_runs, run_plan};
+use crate::kernels::team as k;
+use crate::scene_cuda::FrameParams;
+use crate::team::{RunPiece, Team, TeamError, TileBand, gather_concat, gather_runs, run_plan};
 
 /// A device failure or a failed exchange.
 #[derive(Debug, thiserror::Error)]
@@ -96,4 +100,63 @@ pub fn gather_device_runs<T: Pod>(
     gpu.synchronize()?;
     team.all_gather(&[])?;
     Ok((merged, pieces))
+}
+
+/// Adds to this member's band of the frame (the framebuffer `frame`
+/// names, at the band's pixels) every member's `whole` buffer over the
+/// band's pixels (three floats a pixel, the whole image's pixels in each
+/// member's buffer), one member after another in rank order: the
+/// reduction of work that the members shared by something other than
+/// bands (the photon mapper's estimates and gathers, round-robin over all
+/// eye vertices). Members of one process only: the buffers are read
+/// device to device.
+pub fn add_band_sums(
+    team: &dyn Team,
+    frame: &DeviceBuffer<FrameParams>,
+    whole: &DeviceBuffer<f32>,
+    band: &TileBand,
+) -> Result<(), GpuTeamError> {
+    if !team.shares_memory() {
+        return Err(TeamError("band sums need the members' devices in one process".into()).into());
+    }
+    let gpu = whole.gpu();
+    let first = 3 * band.pixels.start as usize;
+    let floats = 3 * band.pixel_count();
+    let size = size_of::<f32>() as u64;
+    if first + floats > whole.len() {
+        return Err(GpuError::LengthMismatch {
+            operation: "add_band_sums",
+            what: "band pixels",
+            expected: whole.len(),
+            actual: first + floats,
+        }
+        .into());
+    }
+    gpu.synchronize()?;
+    let handles = gather_concat(team, vec![whole.peer_handle()])?;
+    let mut sums = DeviceBuffer::<f32>::uninit(gpu, "band sums", floats)?;
+    for handle in handles {
+        if handle.bytes < (first + floats) as u64 * size {
+            return Err(TeamError("a member's whole-image buffer is short".into()).into());
+        }
+        let part = PeerHandle {
+            ptr: handle.ptr + first as u64 * size,
+            bytes: floats as u64 * size,
+            ..handle
+        };
+        // SAFETY: every member synchronised its device before naming its
+        // buffer, the part lies inside it (checked above), and no member
+        // returns (freeing it) before the barrier below, after this
+        // device's copies and additions are done.
+        unsafe { sums.copy_from_peer(0, part)? };
+        launch(
+            gpu,
+            k::TEAM_ADD_BAND,
+            floats,
+            (frame.ptr(), band.pixels.start, sums.ptr(), floats as u32),
+        )?;
+    }
+    gpu.synchronize()?;
+    team.all_gather(&[])?;
+    Ok(())
 }

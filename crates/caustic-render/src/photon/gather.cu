@@ -25,18 +25,31 @@ photon_precompute_keys(const PhotonMapView* maps, u32 stride, u32 n, float lx, f
 // map `maps[0]`, with each photon's own normal; out[j] keeps the photon's
 // position and normal, its power field holds the irradiance.
 // Threads take the photons in `order` (Morton order of their positions),
-// so neighbouring threads search neighbouring photons.
+// so neighbouring threads search neighbouring photons: the positions
+// first .. first + count of it, each written to out[j], or to
+// out[t - first] when `by_position` (a team member's share, merged in
+// position order and placed by photon_place).
 extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
-photon_precompute(const PhotonMapView* maps, u32 stride, const u32* order, u32 n, Photon* out) {
+photon_precompute(const PhotonMapView* maps, u32 stride, const u32* order, u32 first, u32 count,
+                  u32 by_position, Photon* out) {
     u32 t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n) return;
-    const u32 j = order[t];
+    if (t >= count) return;
+    const u32 j = order[first + t];
     const PhotonMapView& map = *maps;
     Photon ph = ((const Photon*)map.photons)[(u64)j * stride];
     float3 zero = make_float3(0.0f, 0.0f, 0.0f);
     float3 normal = octahedral_decode(ph.normal);
     store3(ph.power, density_estimate(map, nullptr, zero, zero, normal, zero, load3(ph.position)));
-    out[j] = ph;
+    out[by_position ? t : j] = ph;
+}
+
+// out[order[t]] = by_position[t]: precomputed points in Morton position
+// order put back at their photons' indices.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_place(const u32* order, const Photon* by_position, u32 n, Photon* out) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) return;
+    out[order[t]] = by_position[t];
 }
 
 // Random-number purposes of gather.rs.

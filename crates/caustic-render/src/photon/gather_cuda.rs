@@ -6,7 +6,7 @@
 
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::points::hash_grid_cuda::GpuNeighbours;
-use caustic_gpu::ops::launch_per_element as launch;
+use caustic_gpu::ops::{check_same_len, launch_per_element as launch};
 use caustic_gpu::{DeviceBuffer, DevicePtrMut, GpuError};
 
 use super::estimate_cuda::morton_sorted;
@@ -26,10 +26,24 @@ pub fn precompute(
     stride: usize,
     bounds: ([f32; 3], [f32; 3]),
 ) -> Result<DeviceBuffer<GpuPhoton>, GpuError> {
+    let order = precompute_order(global, photons, stride, bounds)?;
+    let mut out = DeviceBuffer::uninit(global.gpu(), "precomputed irradiance", order.len())?;
+    precompute_into(global, stride, &order, 0..order.len(), false, &mut out)?;
+    Ok(out)
+}
+
+/// The order [`precompute`] takes the photons `j * stride` in: their
+/// indices `j` sorted by the Morton codes of their positions.
+pub fn precompute_order(
+    global: &DeviceBuffer<PhotonMapView>,
+    photons: usize,
+    stride: usize,
+    bounds: ([f32; 3], [f32; 3]),
+) -> Result<DeviceBuffer<u32>, GpuError> {
     let gpu = global.gpu();
     let stride = stride.max(1);
     let n = photons.div_ceil(stride);
-    let order = morton_sorted(gpu, n, bounds, |[lx, ly, lz], [ix, iy, iz], keys, order| {
+    morton_sorted(gpu, n, bounds, |[lx, ly, lz], [ix, iy, iz], keys, order| {
         launch(
             gpu,
             k::PHOTON_PRECOMPUTE_KEYS,
@@ -48,21 +62,76 @@ pub fn precompute(
                 order,
             ),
         )
-    })?;
-    let mut out = DeviceBuffer::uninit(gpu, "precomputed irradiance", n)?;
+    })
+}
+
+/// The points of [`precompute`] at the positions `range` of `order` alone
+/// (a team member's share), in position order: [`place_precomputed`]
+/// puts the members' shares, merged in rank order, at their indices.
+pub fn precompute_share(
+    global: &DeviceBuffer<PhotonMapView>,
+    stride: usize,
+    order: &DeviceBuffer<u32>,
+    range: std::ops::Range<usize>,
+) -> Result<DeviceBuffer<GpuPhoton>, GpuError> {
+    let mut out = DeviceBuffer::uninit(global.gpu(), "precomputed irradiance share", range.len())?;
+    precompute_into(global, stride, order, range, true, &mut out)?;
+    Ok(out)
+}
+
+/// `out[order[t]] = by_position[t]`: [`precompute`]'s array from its
+/// points in position order.
+pub fn place_precomputed(
+    order: &DeviceBuffer<u32>,
+    by_position: &DeviceBuffer<GpuPhoton>,
+) -> Result<DeviceBuffer<GpuPhoton>, GpuError> {
+    check_same_len(
+        "place_precomputed",
+        "points",
+        order.len(),
+        by_position.len(),
+    )?;
+    let n = order.len();
+    let mut out = DeviceBuffer::uninit(order.gpu(), "precomputed irradiance", n)?;
     launch(
-        gpu,
-        k::PHOTON_PRECOMPUTE,
+        order.gpu(),
+        k::PHOTON_PLACE,
         n,
-        (
-            global.ptr(),
-            stride as u32,
-            order.ptr(),
-            n as u32,
-            out.ptr_mut(),
-        ),
+        (order.ptr(), by_position.ptr(), n as u32, out.ptr_mut()),
     )?;
     Ok(out)
+}
+
+fn precompute_into(
+    global: &DeviceBuffer<PhotonMapView>,
+    stride: usize,
+    order: &DeviceBuffer<u32>,
+    range: std::ops::Range<usize>,
+    by_position: bool,
+    out: &mut DeviceBuffer<GpuPhoton>,
+) -> Result<(), GpuError> {
+    if range.end > order.len() {
+        return Err(GpuError::LengthMismatch {
+            operation: "precompute",
+            what: "positions",
+            expected: order.len(),
+            actual: range.end,
+        });
+    }
+    launch(
+        global.gpu(),
+        k::PHOTON_PRECOMPUTE,
+        range.len(),
+        (
+            global.ptr(),
+            stride.max(1) as u32,
+            order.ptr(),
+            range.start as u32,
+            range.len() as u32,
+            u32::from(by_position),
+            out.ptr_mut(),
+        ),
+    )
 }
 
 /// Key salt of the gathers at shading points no sample covers (render.rs's

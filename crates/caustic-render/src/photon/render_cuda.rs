@@ -43,6 +43,7 @@
 //! CPU's random numbers, so its image equals the CPU photon renderer's up
 //! to float rounding and the rare photon whose path a rounding flips.
 
+use std::ops::Range;
 use std::time::Instant;
 
 use crate::photon::estimate_cuda;
@@ -64,7 +65,7 @@ use super::irradiance_samples::SampleSettings;
 use super::render::{PassPlan, PhotonRenderError, PhotonRenderSettings, PhotonRenderStats};
 use super::trace_cuda::{self, GpuPhotonMaps};
 use crate::team::{Solo, Team, TeamError, TileBand, gather_concat, own_pieces, share, sum_u64};
-use crate::team_cuda::{GpuTeamError, gather_device_runs};
+use crate::team_cuda::{GpuTeamError, add_band_sums, gather_device_runs};
 use crate::whitted::render_cuda::{GpuScene, ShadedWave, WaveSteps};
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
 
@@ -226,7 +227,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         let precomputed = if gathering {
             let view = DeviceBuffer::from_slice(gpu, "global map view", &[global_view])?;
             let stride = settings.precompute;
-            let points = gather_cuda::precompute(&view, maps.global.len(), stride, self.bounds)?;
+            let points = self.precompute(&view, maps.global.len(), stride, team)?;
             stats.precomputed = points.len();
             Some(points)
         } else {
@@ -266,9 +267,11 @@ impl<'s> GpuPhotonRenderer<'s> {
             seed: settings.seed,
             trace: Default::default(),
         };
+        let band = TileBand::of(team, settings.width, settings.height);
         let mut steps = EstimateSteps {
             views: &views,
             team,
+            band: band.clone(),
             waves: settings.max_depth as usize + 1,
             runs: Vec::new(),
             wave_lengths: Vec::new(),
@@ -293,8 +296,8 @@ impl<'s> GpuPhotonRenderer<'s> {
             samples: 0,
             gather_ms: 0.0,
             stages: Vec::new(),
+            last_step: Instant::now(),
         };
-        let band = TileBand::of(team, settings.width, settings.height);
         let (mine, eye) = self
             .scene
             .render_band(camera, &whitted, &band, &mut steps)?;
@@ -314,6 +317,30 @@ impl<'s> GpuPhotonRenderer<'s> {
         (stats.rays, stats.point_gathers) = (sums[0], sums[1]);
         stats.seconds = start.elapsed().as_secs_f64();
         Ok((film, stats))
+    }
+
+    /// The irradiance precomputed at every `stride`-th photon of the
+    /// global map ([`gather_cuda::precompute`]); the members of a team in
+    /// one process each take a share of the points (in Morton order) and
+    /// exchange them device to device. A team of processes repeats the
+    /// whole precompute on every member: through the host the exchange
+    /// would cost more than the estimates.
+    fn precompute(
+        &self,
+        view: &DeviceBuffer<PhotonMapView>,
+        photons: usize,
+        stride: usize,
+        team: &dyn Team,
+    ) -> Result<DeviceBuffer<GpuPhoton>, GpuPhotonError> {
+        if team.size() == 1 || !team.shares_memory() {
+            return Ok(gather_cuda::precompute(view, photons, stride, self.bounds)?);
+        }
+        let order = gather_cuda::precompute_order(view, photons, stride, self.bounds)?;
+        let mine = share(team, order.len() as u64);
+        let mine = mine.start as usize..mine.end as usize;
+        let part = gather_cuda::precompute_share(view, stride, &order, mine.clone())?;
+        let (by_position, _) = gather_device_runs(team, part, 0, &[mine.len() as u64])?;
+        Ok(gather_cuda::place_precomputed(&order, &by_position)?)
     }
 
     /// The photon passes of the plan, on the device; a team member traces
@@ -368,6 +395,8 @@ struct EstimateSteps<'a> {
     views: &'a DeviceBuffer<PhotonMapView>,
     /// The team whose members render bands of the image (`Solo` alone).
     team: &'a dyn Team,
+    /// This member's band: where a team's whole-image sums are added.
+    band: TileBand,
     /// Most waves of a frame (`max_depth + 1`): every member names as many
     /// when the vertices are merged.
     waves: usize,
@@ -389,6 +418,8 @@ struct EstimateSteps<'a> {
     gather_ms: f64,
     /// The stages' times, in order (`PhotonRenderStats::stage_ms`).
     stages: Vec<(&'static str, f64)>,
+    /// The end of the last step: the Whitted waves run between steps.
+    last_step: Instant,
 }
 
 /// The final gather (`gather.rs`): `rays_per` cosine-distributed rays per
@@ -664,6 +695,13 @@ fn interpolate(
 }
 
 impl EstimateSteps<'_> {
+    /// The Whitted waves' time since the last step (the device
+    /// synchronised just before).
+    fn add_waves_time(&mut self) {
+        let ms = self.last_step.elapsed().as_secs_f64() * 1e3;
+        self.add_stage("eye waves", ms);
+    }
+
     /// Adds `ms` to the stage `name` (appended when new).
     fn add_stage(&mut self, name: &'static str, ms: f64) {
         match self.stages.iter_mut().find(|(n, _)| *n == name) {
@@ -677,6 +715,7 @@ impl WaveSteps for EstimateSteps<'_> {
     fn wave(&mut self, wave: &ShadedWave) -> Result<(), GpuError> {
         let gpu = wave.params.gpu();
         let mut clock = StageClock::new(gpu)?;
+        self.add_waves_time();
         let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", wave.len)?;
         let mut flags = DeviceBuffer::uninit(gpu, "eye vertex flags", wave.len)?;
         estimate_cuda::collect(
@@ -700,12 +739,14 @@ impl WaveSteps for EstimateSteps<'_> {
             self.runs[wave.depth].push(run);
         }
         self.add_stage("collect", clock.lap()?);
+        self.last_step = Instant::now();
         Ok(())
     }
 
     fn finish(&mut self, params: &DeviceBuffer<FrameParams>) -> Result<(), GpuError> {
         let gpu = params.gpu();
         let mut clock = StageClock::new(gpu)?;
+        self.add_waves_time();
         let total = self.runs.iter().flatten().map(DeviceBuffer::len).sum();
         let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", total)?;
         let mut offset = 0;
@@ -723,13 +764,25 @@ impl WaveSteps for EstimateSteps<'_> {
             self.add_stage("vertex exchange", clock.lap()?);
         }
         let order = estimate_cuda::morton_order(&vertices, self.bounds.0, self.bounds.1)?;
-        let own = own_order(&order, &own_pieces(&pieces, self.team.rank()), self.team)?;
+        // Members of one process share the estimates and gathers by chunks
+        // of all vertices, each into a whole image of its own; members of
+        // separate processes take their own vertices.
+        let whole = if self.team.size() > 1 && self.team.shares_memory() {
+            Some(WholeFrame::new(params)?)
+        } else {
+            None
+        };
+        let own = match whole {
+            Some(_) => Some(chunk_share(&order, self.team)?),
+            None => own_order(&order, &own_pieces(&pieces, self.team.rank()), self.team)?,
+        };
         let own = own.as_ref().unwrap_or(&order);
+        let params_used = whole.as_ref().map_or(params, |w| &w.params);
         self.add_stage("vertex order", clock.lap()?);
-        estimate_cuda::estimate(params, self.views, &vertices, own)?;
+        estimate_cuda::estimate(params_used, self.views, &vertices, own)?;
         self.add_stage("estimates", clock.lap()?);
         if let Some(gather) = &self.gather {
-            let counts = gather.light(params, &vertices, own, self.team)?;
+            let counts = gather.light(params_used, &vertices, own, self.team)?;
             let ms = clock.lap()?;
             self.gather_ms += ms;
             self.gather_rays += counts.rays;
@@ -742,8 +795,70 @@ impl WaveSteps for EstimateSteps<'_> {
                 self.add_stage(name, ms);
             }
         }
+        if let Some(whole) = &whole {
+            add_band_sums(self.team, params, &whole.sums, &self.band)?;
+            self.add_stage("band sums", clock.lap()?);
+        }
         Ok(())
     }
+}
+
+/// A team member's whole image: the frame's parameters with their
+/// framebuffer moved to `sums` (three floats a pixel of the whole image),
+/// for the work the members share by chunks rather than by bands.
+struct WholeFrame {
+    sums: DeviceBuffer<f32>,
+    params: DeviceBuffer<FrameParams>,
+}
+
+impl WholeFrame {
+    fn new(params: &DeviceBuffer<FrameParams>) -> Result<Self, GpuError> {
+        let gpu = params.gpu();
+        let mut frame = params
+            .download()?
+            .first()
+            .copied()
+            .ok_or(GpuError::LengthMismatch {
+                operation: "whole-image sums",
+                what: "frame parameters",
+                expected: 1,
+                actual: 0,
+            })?;
+        let pixels = frame.width as usize * frame.height as usize;
+        let sums = DeviceBuffer::zeroed(gpu, "whole-image sums", 3 * pixels)?;
+        frame.framebuffer = sums.device_ptr();
+        let params = DeviceBuffer::from_slice(gpu, "whole-image frame", &[frame])?;
+        Ok(Self { sums, params })
+    }
+}
+
+/// Chunks of the Morton order per member, at least: enough that a costly
+/// region (a caustic, seen by one band) spreads over every member.
+const CHUNKS_PER_MEMBER: usize = 64;
+/// Most vertices in a chunk: a chunk's memset per member stays cheap.
+const MAX_CHUNK: usize = 1 << 16;
+
+/// This member's vertices when a team shares them round-robin by chunks
+/// of `order` (Morton order): chunk `c` goes to member `c mod size`. A
+/// chunk is whole warps of 32 Morton neighbours, as the estimate's tiles
+/// are on one GPU.
+fn chunk_share(order: &DeviceBuffer<u32>, team: &dyn Team) -> Result<DeviceBuffer<u32>, GpuError> {
+    let n = order.len();
+    let mut flags = DeviceBuffer::<u32>::zeroed(order.gpu(), "shared vertex flags", n)?;
+    for chunk in member_chunks(n, team.size(), team.rank()) {
+        flags.fill_bytes_in(chunk, 1)?;
+    }
+    gather_u32(order, &select_indices(&flags)?)
+}
+
+/// Member `rank`'s chunks of `0..n` among `members` ([`chunk_share`]).
+fn member_chunks(n: usize, members: usize, rank: usize) -> impl Iterator<Item = Range<usize>> {
+    let chunk = (n / (members.max(1) * CHUNKS_PER_MEMBER))
+        .next_multiple_of(32)
+        .clamp(32, MAX_CHUNK);
+    (rank * chunk..n)
+        .step_by(members.max(1) * chunk)
+        .map(move |start| start..(start + chunk).min(n))
 }
 
 /// Bounds of the scene's triangles.
@@ -885,5 +1000,36 @@ impl<'a> IndexedPhotons<'a> {
             view.coarse_limit = u32::MAX;
         }
         Ok(view)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn member_chunks_cover_the_vertices_once_in_whole_warps() {
+        for n in [0, 1, 31, 32, 1000, 70_001, 9_000_000] {
+            for members in 1..=5 {
+                let mut owner = vec![usize::MAX; n];
+                for rank in 0..members {
+                    for chunk in member_chunks(n, members, rank) {
+                        assert!(chunk.start % 32 == 0, "a chunk starts mid-warp");
+                        for i in chunk {
+                            assert_eq!(owner[i], usize::MAX, "vertex {i} shared twice");
+                            owner[i] = rank;
+                        }
+                    }
+                }
+                assert!(owner.iter().all(|&o| o < members), "a vertex left out");
+                // Large frames spread over every member.
+                if n >= members * CHUNKS_PER_MEMBER * 32 {
+                    for rank in 0..members {
+                        let mine = owner.iter().filter(|&&o| o == rank).count();
+                        assert!(mine * members * 2 > n, "member {rank} got {mine} of {n}");
+                    }
+                }
+            }
+        }
     }
 }

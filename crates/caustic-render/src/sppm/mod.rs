@@ -163,8 +163,15 @@ pub struct SppmStats {
     pub grid_seconds: f64,
     pub photon_seconds: f64,
     pub gather_seconds: f64,
-    /// A team's exchange of each pass's photons (zero alone).
+    /// A team's exchange of each pass's photons, once every member has
+    /// traced its share (zero alone; the wait for the slowest member's
+    /// photons counts in `photon_seconds`).
     pub exchange_seconds: f64,
+    /// Before the first pass: the per-pixel buffers (GPU).
+    pub setup_seconds: f64,
+    /// After the last pass: the image and the radii downloaded, a team's
+    /// bands exchanged (GPU).
+    pub film_seconds: f64,
     pub seconds: f64,
     /// Mean gather radius over the pixels that have one, after the last
     /// pass.

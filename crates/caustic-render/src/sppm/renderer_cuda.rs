@@ -135,9 +135,12 @@ fn run(
     let start = Instant::now();
     let sources = PhotonSources::new(scene);
     let mut state = State::new(device, camera, settings, team)?;
+    let mut stats = SppmStats {
+        setup_seconds: start.elapsed().as_secs_f64(),
+        ..SppmStats::default()
+    };
     // Fixed point for the radius sums: 2^32 steps across the scene.
     let scale = 2f64.powi(32) / f64::from(scene.scene_diagonal.max(1e-30));
-    let mut stats = SppmStats::default();
     for pass in 0..settings.passes {
         state.pass(&sources, pass, scale, &mut stats)?;
         stats.passes += 1;
@@ -153,19 +156,33 @@ fn run(
             break;
         }
     }
-    let film = image(&state.pixels, stats.passes, settings.width, settings.height)?;
+    // The member's band alone comes back from its device: the image's
+    // other rows are the other members'.
+    let film_start = Instant::now();
     let band = state.band.pixels.start as usize..state.band.pixels.end as usize;
-    let own = state.pixels.download()?[band.clone()].to_vec();
+    let values = kernels::film(&state.pixels, stats.passes)?;
+    let values = values.download_range(3 * band.start..3 * band.end)?;
+    let mine: Vec<Rgb> = values
+        .chunks_exact(3)
+        .map(|rgb| Rgb::new(rgb[0], rgb[1], rgb[2]))
+        .collect();
+    let own = state.pixels.download_range(band)?;
     let (sum, count) = own
         .iter()
         .filter(|p| p.radius > 0.0)
         .fold((0.0, 0.0), |(s, c), p| (s + p.radius, c + 1.0));
     stats.mean_radius = team_mean(team, sum, count).map_err(team_error)?;
-    let pixels = gather_concat(team, film.pixels[band].to_vec()).map_err(team_error)?;
+    let pixels = gather_concat(team, mine).map_err(team_error)?;
     let sums = sum_u64(team, &[stats.rays, stats.deposits]).map_err(team_error)?;
     (stats.rays, stats.deposits) = (sums[0], sums[1]);
+    stats.film_seconds = film_start.elapsed().as_secs_f64();
     stats.seconds = start.elapsed().as_secs_f64();
-    Ok((Film { pixels, ..film }, stats))
+    let film = Film {
+        width: settings.width,
+        height: settings.height,
+        pixels,
+    };
+    Ok((film, stats))
 }
 
 fn team_error(e: TeamError) -> SppmCudaError {
@@ -280,6 +297,11 @@ impl<'a> State<'a> {
         let share = share(self.team, photon.photons);
         let maps = trace_cuda::trace_photon_range(self.device, sources, &photon, share)?;
         gpu.synchronize()?;
+        if self.team.size() > 1 {
+            // The members wait for the slowest tracer here, so that the
+            // exchange's time below is the exchange's own.
+            self.team.all_gather(&[]).map_err(team_error)?;
+        }
         stats.photon_seconds += clock.elapsed().as_secs_f64();
         stats.photons_emitted += maps.emitted;
         stats.rays += maps.stats.rays;
