@@ -1,7 +1,7 @@
 //! The team exchanges of [`crate::team`] for device buffers: every
 //! member's runs merged on every member's GPU in [`run_plan`]'s order.
 //! Each member reaches the others' runs by the shortest way its team
-//! allows ([`Route`]):
+//! allows:
 //!
 //! - among the GPUs of one process ([`Team::shares_memory`]) it copies
 //!   them device to device (`cuMemcpyPeerAsync`, over NVLink where the
