@@ -8,10 +8,12 @@
 //! its node's GPU number `local rank mod GPUs` ([`local_gpu`]) and the
 //! three integrators split among the ranks' GPUs as among the GPUs of one
 //! process (the image one GPU's up to the order of float additions within
-//! a pixel; see `caustic_render::team_cuda`). Rank 0 prints progress
-//! and notes and writes the image; the others are quiet. A rank that fails prints its
-//! error with its rank and aborts the whole job ([`fail`]), so the others
-//! never wait for it at the next exchange.
+//! a pixel; see `caustic_render::team_cuda`); the ranks of one node
+//! exchange device buffers through CUDA IPC ([`Team::on_one_node`]).
+//! Rank 0 prints progress and notes and writes the image; the others are
+//! quiet. A rank that fails prints its error with its rank and aborts the
+//! whole job ([`fail`]), so the others never wait for it at the next
+//! exchange.
 //!
 //! Without the feature, a process that finds itself one of several ranks
 //! refuses to run: each would render the whole image and write the same
@@ -132,9 +134,15 @@ mod mpi_team {
                 );
             }
             let world = universe.world();
+            // The ranks that share this node's memory (MPI_Comm_split_type
+            // with MPI_COMM_TYPE_SHARED): all of them when the job runs on
+            // one machine, where GPU ranks can exchange device memory
+            // through CUDA IPC.
+            let one_node = world.split_shared(0).size() == world.size();
             let team = Arc::new(MpiTeam {
                 rank: world.rank() as usize,
                 size: world.size() as usize,
+                one_node,
                 world: Mutex::new(world),
             });
             Ok(Self {
@@ -156,6 +164,8 @@ mod mpi_team {
     struct MpiTeam {
         rank: usize,
         size: usize,
+        /// Every rank runs on this node.
+        one_node: bool,
         world: Mutex<SimpleCommunicator>,
     }
 
@@ -173,6 +183,10 @@ mod mpi_team {
 
         fn size(&self) -> usize {
             self.size
+        }
+
+        fn on_one_node(&self) -> bool {
+            self.one_node
         }
 
         fn all_gather(&self, mine: &[u8]) -> Result<Gathered, TeamError> {

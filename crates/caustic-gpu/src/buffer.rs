@@ -272,9 +272,11 @@ impl<T: Pod> DeviceBuffer<T> {
     ///
     /// # Safety
     /// `source` must come from [`DeviceBuffer::peer_handle`] of a buffer of
-    /// this process whose contents are complete (its stream synchronised)
-    /// and which stays allocated until this buffer's device is
-    /// synchronised after the copy.
+    /// this process, or from [`crate::IpcExchange::open`] (another
+    /// process's allocation mapped into this device's context), whose
+    /// contents are complete (its stream synchronised) and which stays
+    /// allocated until this buffer's device is synchronised after the
+    /// copy.
     pub unsafe fn copy_from_peer(&mut self, at: usize, source: PeerHandle) -> Result<(), GpuError> {
         let bytes = usize::try_from(source.bytes).unwrap_or(usize::MAX);
         if at.checked_add(bytes).is_none_or(|end| end > self.bytes()) {

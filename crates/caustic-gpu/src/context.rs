@@ -18,6 +18,7 @@ use cudarc::nvrtc::Ptx;
 
 use crate::compile::{self, ComputeCapability};
 use crate::error::{GpuError, describe, human_bytes};
+use crate::ipc::IpcExchange;
 use crate::kernel::{self, Kernel, Module, Signature};
 
 /// The name of the driver library that cudarc looks for first.
@@ -72,6 +73,9 @@ struct Inner {
     sync_each_launch: bool,
     /// Host nanoseconds spent compiling and loading modules, in total.
     loading_ns: std::sync::atomic::AtomicU64,
+    /// The device's side of CUDA IPC exchanges with other processes,
+    /// kept for the device's life (see [`Gpu::ipc`]).
+    ipc: Mutex<IpcExchange>,
 }
 
 struct LoadedModule {
@@ -143,6 +147,7 @@ impl Gpu {
         let sync_each_launch = std::env::var("CAUSTIC_GPU_SYNC").is_ok_and(|v| v == "1");
         Ok(Gpu {
             inner: Arc::new(Inner {
+                ipc: Mutex::new(IpcExchange::new(context.clone())),
                 context,
                 stream,
                 info,
@@ -166,6 +171,17 @@ impl Gpu {
     /// The cudarc context, for work this crate does not wrap.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.inner.context
+    }
+
+    /// This device's exportable staging allocation and the other
+    /// processes' allocations it has opened (CUDA IPC): kept here, with
+    /// the device, because the exchanges that use it recur (every pass of
+    /// a render) and both the allocation and the mappings are worth
+    /// keeping between them.
+    pub fn ipc(&self) -> std::sync::MutexGuard<'_, IpcExchange> {
+        // A panic while holding it leaves nothing half-done that a later
+        // exchange could misread: every step re-checks its handles.
+        self.inner.ipc.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Waits for all queued work; reports a kernel fault that happened in it.

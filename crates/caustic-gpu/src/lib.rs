@@ -6,6 +6,8 @@
 //!   never a panic), the device's facts, one stream, launches.
 //! - [`Device`] and [`select`]: `--device auto|cpu|cuda|cuda:N`.
 //! - [`DeviceBuffer`]: typed device memory, allocation failures named.
+//! - [`IpcExchange`]: device memory shared with other processes of the
+//!   node (CUDA IPC), for GPU ranks of an MPI job.
 //! - [`Module`], [`Kernel`]: CUDA modules and kernels typed by their
 //!   parameter lists (generated from the `.cu` sources by
 //!   `caustic-gpu-build`), launched with [`Gpu::launch`] on tuples of
@@ -40,6 +42,7 @@ pub mod context;
 pub mod device;
 pub mod disk_cache;
 pub mod error;
+pub mod ipc;
 pub mod kernel;
 pub mod kernels;
 pub mod layout;
@@ -52,6 +55,7 @@ pub use compile::ComputeCapability;
 pub use context::{DeviceInfo, Gpu, StageClock, device_count, driver_available};
 pub use device::{Device, Selection, select};
 pub use error::GpuError;
+pub use ipc::{IpcExchange, IpcHandle};
 pub use kernel::{DevicePtr, DevicePtrMut, HeaderSet, Kernel, Module, Ptr, PtrMut, Signature};
 pub use kernels::HEADERS as RUNTIME_HEADERS;
 pub use pinned::{PinnedBuffer, upload_ranges};

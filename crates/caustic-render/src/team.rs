@@ -67,6 +67,14 @@ pub trait Team: Send + Sync {
     fn shares_memory(&self) -> bool {
         false
     }
+
+    /// Whether the members are processes of one machine (an MPI job on
+    /// one node), so that a GPU member can map another member's device
+    /// memory (CUDA IPC) instead of receiving it through the host. The
+    /// threads of one process answer [`Team::shares_memory`] instead.
+    fn on_one_node(&self) -> bool {
+        false
+    }
 }
 
 /// The team of one: a single process, nothing to exchange.

@@ -1,14 +1,37 @@
 //! The team exchanges of [`crate::team`] for device buffers: every
 //! member's runs merged on every member's GPU in [`run_plan`]'s order.
-//! Among the GPUs of one process ([`Team::shares_memory`]) each member
-//! copies the others' runs device to device (`cuMemcpyPeerAsync`, over
-//! NVLink where the devices are peers); members in other processes (MPI
-//! ranks) exchange through the host. [`add_band_sums`] reduces whole-image
-//! partial sums into the members' bands.
+//! Each member reaches the others' runs by the shortest way its team
+//! allows:
+//!
+//! - among the GPUs of one process ([`Team::shares_memory`]) it copies
+//!   them device to device (`cuMemcpyPeerAsync`, over NVLink where the
+//!   devices are peers);
+//! - among the processes of one node ([`Team::on_one_node`]: the GPU ranks
+//!   of an MPI job on one machine) through CUDA IPC: each rank copies its
+//!   runs into its device's exportable staging allocation ([`Gpu::ipc`],
+//!   kept with the device across exchanges, since a render exchanges
+//!   every pass), the ranks swap the 64-byte handles with their run
+//!   lengths in one all-gather, and each copies the pieces from the
+//!   others' mapped allocations device to device; a barrier then keeps
+//!   every rank's staging intact until all have read it. Should a rank
+//!   fail to export or open (a driver or container without IPC), all of
+//!   them agree on it at the next collective step and fall back to the
+//!   host for the rest of the process, with a one-line warning;
+//! - otherwise (ranks on several nodes) through the host: download,
+//!   all-gather, upload.
+//!
+//! Every route copies the same pieces in the same order, so the merged
+//! array is the same, bit for bit. [`add_band_sums`] reduces whole-image
+//! partial sums into the members' bands (members of one process).
+//!
+//! [`Gpu::ipc`]: caustic_gpu::Gpu::ipc
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytemuck::Pod;
 use caustic_gpu::ops::launch_per_element as launch;
-use caustic_gpu::{DeviceBuffer, GpuError, PeerHandle};
+use caustic_gpu::{DeviceBuffer, GpuError, IpcExchange, IpcHandle, PeerHandle};
 
 use crate::kernels::team as k;
 use crate::scene_cuda::FrameParams;
@@ -64,14 +87,83 @@ pub fn gather_device_runs<T: Pod>(
         }
         .into());
     }
-    let gpu = mine.gpu();
-    if !team.shares_memory() {
-        let host = mine.download()?;
-        let lengths = gather_concat(team, runs.to_vec())?;
-        let merged = gather_runs(team, &host[at..end], runs)?;
-        let pieces = run_plan(&lengths, team.size())?;
-        return Ok((DeviceBuffer::from_slice(gpu, mine.what(), &merged)?, pieces));
+    let merged = match route(team, ipc_allowed()) {
+        Route::Peer => Some(gather_between_threads(team, &mine, at, runs)?),
+        Route::Ipc => gather_between_processes(team, &mine, at, end, runs)?,
+        Route::Host => None,
+    };
+    match merged {
+        Some(merged) => Ok(merged),
+        None => gather_through_host(team, &mine, at, end, runs),
     }
+}
+
+/// A merged array and the plan's pieces, as [`gather_device_runs`]
+/// returns them.
+type Merged<T> = (DeviceBuffer<T>, Vec<RunPiece>);
+
+/// How a member reaches the other members' device buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    /// Peer copies between the devices of one process.
+    Peer,
+    /// CUDA IPC between the processes of one node.
+    Ipc,
+    /// Download, exchange through the team, upload.
+    Host,
+}
+
+/// The route for `team`; `ipc_allowed` is false once IPC failed in this
+/// process or when `CAUSTIC_TEAM_IPC=0` turns it off.
+fn route(team: &dyn Team, ipc_allowed: bool) -> Route {
+    if team.shares_memory() {
+        Route::Peer
+    } else if team.on_one_node() && ipc_allowed {
+        Route::Ipc
+    } else {
+        Route::Host
+    }
+}
+
+/// Set, on every member at once, when an IPC exchange failed: the
+/// process's later exchanges go through the host.
+static IPC_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// Whether exchanges may use CUDA IPC: not after a failure, nor with
+/// `CAUSTIC_TEAM_IPC=0` in the environment (the same on every rank, as
+/// `mpirun` passes it on; for comparing the routes).
+fn ipc_allowed() -> bool {
+    static OFF: OnceLock<bool> = OnceLock::new();
+    let off = *OFF.get_or_init(|| std::env::var("CAUSTIC_TEAM_IPC").is_ok_and(|v| v == "0"));
+    !off && !IPC_FAILED.load(Ordering::Relaxed)
+}
+
+/// Every member's runs through the host (download, all-gather, upload).
+fn gather_through_host<T: Pod>(
+    team: &dyn Team,
+    mine: &DeviceBuffer<T>,
+    at: usize,
+    end: usize,
+    runs: &[u64],
+) -> Result<Merged<T>, GpuTeamError> {
+    let host = mine.download()?;
+    let lengths = gather_concat(team, runs.to_vec())?;
+    let merged = gather_runs(team, &host[at..end], runs)?;
+    let pieces = run_plan(&lengths, team.size())?;
+    Ok((
+        DeviceBuffer::from_slice(mine.gpu(), mine.what(), &merged)?,
+        pieces,
+    ))
+}
+
+/// Every member's runs by peer copies, among the threads of one process.
+fn gather_between_threads<T: Pod>(
+    team: &dyn Team,
+    mine: &DeviceBuffer<T>,
+    at: usize,
+    runs: &[u64],
+) -> Result<Merged<T>, GpuTeamError> {
+    let gpu = mine.gpu();
     let lengths = gather_concat(team, runs.to_vec())?;
     let pieces = run_plan(&lengths, team.size())?;
     gpu.synchronize()?;
@@ -159,4 +251,265 @@ pub fn add_band_sums(
     gpu.synchronize()?;
     team.all_gather(&[])?;
     Ok(())
+}
+
+/// Every member's runs through CUDA IPC, among the processes of one node;
+/// `None` when a member could not export or open, which every member
+/// learns at the same collective step (the route then falls back to the
+/// host, here and for the rest of the process).
+fn gather_between_processes<T: Pod>(
+    team: &dyn Team,
+    mine: &DeviceBuffer<T>,
+    at: usize,
+    end: usize,
+    runs: &[u64],
+) -> Result<Option<Merged<T>>, GpuTeamError> {
+    let gpu = mine.gpu();
+    let mut ipc = gpu.ipc();
+    // Staged and waited for before the note goes out: a peer that has the
+    // note may read at once.
+    let (staged, trouble) = match ipc.stage(mine, at..end) {
+        Ok(Some(handle)) => (Staged::Shared(handle), None),
+        Ok(None) => (Staged::Nothing, None),
+        Err(error) => (Staged::Failed, Some(error.to_string())),
+    };
+    let notes = team
+        .all_gather(&encode_note(staged, runs))?
+        .iter()
+        .enumerate()
+        .map(|(rank, bytes)| decode_note(bytes, rank))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(rank) = notes.iter().position(|(s, _)| *s == Staged::Failed) {
+        give_up_ipc(team, trouble, rank, "share its buffer");
+        return Ok(None);
+    }
+    let lengths: Vec<u64> = notes.iter().flat_map(|(_, runs)| runs.clone()).collect();
+    let pieces = run_plan(&lengths, team.size())?;
+    let copied = copy_staged_pieces(&mut ipc, team.rank(), mine, at, &notes, &pieces);
+    // The barrier: no member stages again (overwriting what it shared) or
+    // frees a retired staging allocation before every member's copies
+    // are done; it also tells every member whether all of them succeeded.
+    let verdicts = team.all_gather(&[u8::from(copied.is_ok())])?;
+    if let Some(rank) = verdicts.iter().position(|v| v[..] != [1]) {
+        let trouble = copied.err().map(|e| e.to_string());
+        give_up_ipc(team, trouble, rank, "open another rank's buffer");
+        return Ok(None);
+    }
+    // Every member has now opened every other's current staging
+    // allocation, closing its mappings of any retired one.
+    ipc.release_retired()?;
+    Ok(Some((copied?, pieces)))
+}
+
+/// The merged array from the members' staged runs (this member's own runs
+/// straight from `mine`), pieces in the plan's order.
+fn copy_staged_pieces<T: Pod>(
+    ipc: &mut IpcExchange,
+    rank: usize,
+    mine: &DeviceBuffer<T>,
+    at: usize,
+    notes: &[(Staged, Vec<u64>)],
+    pieces: &[RunPiece],
+) -> Result<DeviceBuffer<T>, GpuError> {
+    let gpu = mine.gpu();
+    let size = size_of::<T>() as u64;
+    let mut sources = Vec::with_capacity(notes.len());
+    for (member, (staged, runs)) in notes.iter().enumerate() {
+        let bytes = runs.iter().sum::<u64>() * size;
+        let source = match staged {
+            _ if member == rank => PeerHandle {
+                ptr: mine.device_ptr() + at as u64 * size,
+                ..mine.peer_handle()
+            },
+            Staged::Shared(handle) => ipc.open(gpu, member, handle, bytes)?,
+            _ if bytes == 0 => bytemuck::Zeroable::zeroed(),
+            _ => {
+                return Err(GpuError::Invalid {
+                    what: "team exchange",
+                    message: format!("rank {member} names {bytes} bytes of runs but shared none"),
+                });
+            }
+        };
+        sources.push(source);
+    }
+    let count = pieces.iter().map(|p| p.len as usize).sum();
+    let mut merged = DeviceBuffer::uninit(gpu, mine.what(), count)?;
+    let mut offset = 0;
+    for piece in pieces {
+        let source = sources[piece.member];
+        let part = PeerHandle {
+            ptr: source.ptr + piece.from * size,
+            bytes: piece.len * size,
+            ..source
+        };
+        // SAFETY: every member staged its runs and waited for the copy
+        // before sending its note; the piece lies inside the runs it
+        // named (the plan is built from the lengths in the notes), at the
+        // start of its staging allocation, which it neither overwrites
+        // nor frees before the barrier after this device's copies are
+        // done (own pieces come from `mine`, borrowed for the call).
+        unsafe { merged.copy_from_peer(offset, part)? };
+        offset += part.bytes as usize;
+    }
+    gpu.synchronize()?;
+    Ok(merged)
+}
+
+/// Turns IPC off for the rest of the process (every member does, at the
+/// same step) and says why once: the member that failed gives its error,
+/// rank 0 names the failed rank when it was another.
+fn give_up_ipc(team: &dyn Team, trouble: Option<String>, failed: usize, could_not: &str) {
+    if IPC_FAILED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let why = match trouble {
+        Some(error) => Some(error),
+        None if team.is_root() => Some(format!("rank {failed} could not {could_not}")),
+        None => None,
+    };
+    if let Some(why) = why {
+        eprintln!(
+            "warning: rank {}: GPU buffers go between ranks through the host, not CUDA IPC: {why}",
+            team.rank()
+        );
+    }
+}
+
+/// What a member shared for an IPC exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Staged {
+    /// Its runs, at the start of the allocation this handle names.
+    Shared(IpcHandle),
+    /// Nothing: it has no runs and no staging allocation yet.
+    Nothing,
+    /// Staging or exporting failed.
+    Failed,
+}
+
+/// A member's note as it travels: the handle (zero unless shared) and
+/// what it means.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct NoteHeader {
+    handle: IpcHandle,
+    state: u64,
+}
+
+const SHARED: u64 = 1;
+const NOTHING: u64 = 2;
+const FAILED: u64 = 3;
+
+/// A member's note: what it staged, then its run lengths.
+fn encode_note(staged: Staged, runs: &[u64]) -> Vec<u8> {
+    let (handle, state) = match staged {
+        Staged::Shared(handle) => (handle, SHARED),
+        Staged::Nothing => (bytemuck::Zeroable::zeroed(), NOTHING),
+        Staged::Failed => (bytemuck::Zeroable::zeroed(), FAILED),
+    };
+    let mut bytes = bytemuck::bytes_of(&NoteHeader { handle, state }).to_vec();
+    bytes.extend(runs.iter().flat_map(|r| r.to_ne_bytes()));
+    bytes
+}
+
+/// Member `rank`'s note, read back; a malformed one is an error.
+fn decode_note(bytes: &[u8], rank: usize) -> Result<(Staged, Vec<u64>), TeamError> {
+    let header = size_of::<NoteHeader>();
+    let malformed = |why: &str| TeamError(format!("rank {rank} sent a malformed IPC note: {why}"));
+    if bytes.len() < header || !(bytes.len() - header).is_multiple_of(8) {
+        return Err(malformed(&format!("{} bytes", bytes.len())));
+    }
+    let note: NoteHeader = bytemuck::pod_read_unaligned(&bytes[..header]);
+    let staged = match note.state {
+        SHARED => Staged::Shared(note.handle),
+        NOTHING => Staged::Nothing,
+        FAILED => Staged::Failed,
+        other => return Err(malformed(&format!("state {other}"))),
+    };
+    let runs = bytes[header..]
+        .chunks_exact(8)
+        .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or_default()))
+        .collect();
+    Ok((staged, runs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::team::{Gathered, Solo, ThreadTeam};
+
+    /// A team that says what it is, for the route.
+    struct Said {
+        shares_memory: bool,
+        on_one_node: bool,
+    }
+
+    impl Team for Said {
+        fn rank(&self) -> usize {
+            0
+        }
+        fn size(&self) -> usize {
+            2
+        }
+        fn all_gather(&self, _: &[u8]) -> Result<Gathered, TeamError> {
+            Err(TeamError("not for exchanges".into()))
+        }
+        fn shares_memory(&self) -> bool {
+            self.shares_memory
+        }
+        fn on_one_node(&self) -> bool {
+            self.on_one_node
+        }
+    }
+
+    #[test]
+    fn routes_follow_what_the_team_shares() {
+        let team = |shares_memory, on_one_node| Said {
+            shares_memory,
+            on_one_node,
+        };
+        assert_eq!(route(&team(true, false), true), Route::Peer);
+        assert_eq!(route(&team(true, true), false), Route::Peer);
+        assert_eq!(route(&team(false, true), true), Route::Ipc);
+        // IPC failed or turned off: the host.
+        assert_eq!(route(&team(false, true), false), Route::Host);
+        // Ranks on several nodes.
+        assert_eq!(route(&team(false, false), true), Route::Host);
+        assert_eq!(route(&Solo, true), Route::Host);
+        let threads = ThreadTeam::run(2, |team| route(team, true));
+        assert_eq!(threads, [Route::Peer, Route::Peer]);
+    }
+
+    #[test]
+    fn notes_carry_the_handle_and_the_runs() {
+        let mut bytes = [0u8; 64];
+        bytes
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = 255 - i as u8);
+        let handle = IpcHandle { bytes };
+        for (staged, runs) in [
+            (Staged::Shared(handle), vec![3u64, 0, 1 << 40]),
+            (Staged::Nothing, vec![0, 0]),
+            (Staged::Failed, vec![]),
+        ] {
+            let note = encode_note(staged, &runs);
+            // Received bytes have no alignment of their own.
+            let mut unaligned = vec![0u8];
+            unaligned.extend(&note);
+            assert_eq!(decode_note(&unaligned[1..], 2), Ok((staged, runs)));
+        }
+    }
+
+    #[test]
+    fn malformed_notes_name_their_rank() {
+        let note = encode_note(Staged::Nothing, &[1, 2]);
+        let err = decode_note(&note[..note.len() - 3], 1).unwrap_err();
+        assert!(err.0.contains("rank 1 sent a malformed IPC note"), "{err}");
+        let err = decode_note(&note[..10], 3).unwrap_err();
+        assert!(err.0.contains("rank 3"), "{err}");
+        let mut bad = note.clone();
+        bad[64] = 9;
+        let err = decode_note(&bad, 0).unwrap_err();
+        assert!(err.0.contains("state 9"), "{err}");
+    }
 }
