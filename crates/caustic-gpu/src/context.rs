@@ -76,6 +76,9 @@ struct Inner {
     /// The device's side of CUDA IPC exchanges with other processes,
     /// kept for the device's life (see [`Gpu::ipc`]).
     ipc: Mutex<IpcExchange>,
+    /// Contexts of the peers whose memory this device's kernels read
+    /// directly ([`Gpu::enable_peer_access`] succeeded).
+    peers: Mutex<Vec<u64>>,
 }
 
 struct LoadedModule {
@@ -154,6 +157,7 @@ impl Gpu {
                 modules: Mutex::default(),
                 loading_ns: Default::default(),
                 sync_each_launch,
+                peers: Mutex::default(),
             }),
         })
     }
@@ -366,7 +370,25 @@ impl Gpu {
                 .result()
                 .map_err(GpuError::driver("letting a peer reach the memory pool"))?;
         }
+        let peer_context = peer.inner.context.cu_ctx() as u64;
+        let mut peers = self.inner.peers.lock().unwrap_or_else(|e| e.into_inner());
+        if !peers.contains(&peer_context) {
+            peers.push(peer_context);
+        }
         Ok(true)
+    }
+
+    /// Whether this device's kernels may read memory of the context
+    /// `context` (a [`crate::PeerHandle`]'s) directly: its own, or a
+    /// peer's after [`Gpu::enable_peer_access`] succeeded.
+    pub fn reads_directly(&self, context: u64) -> bool {
+        context == self.inner.context.cu_ctx() as u64
+            || self
+                .inner
+                .peers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&context)
     }
 
     pub(crate) fn bind(&self) -> Result<(), GpuError> {

@@ -173,25 +173,56 @@ fn gather_between_threads<T: Pod>(
     let handles = gather_concat(team, vec![handle])?;
     let count = pieces.iter().map(|p| p.len as usize).sum();
     let mut merged = DeviceBuffer::uninit(gpu, mine.what(), count)?;
-    let mut offset = 0;
-    for piece in &pieces {
-        let source = handles[piece.member];
-        let part = PeerHandle {
-            ptr: source.ptr + piece.from * size,
-            bytes: piece.len * size,
-            ..source
-        };
-        // SAFETY: every member synchronised its device before naming its
-        // buffer, the piece lies inside the runs it named (the plan is
-        // built from the lengths it sent), and no member returns (freeing
-        // its buffer) before the barrier below, after this device's
-        // copies are done.
-        unsafe { merged.copy_from_peer(offset, part)? };
-        offset += part.bytes as usize;
-    }
+    // SAFETY: every member synchronised its device before naming its
+    // buffer, the pieces lie inside the runs it named (the plan is built
+    // from the lengths it sent) and fill `merged`, and no member returns
+    // (freeing its buffer) before the barrier below, after this device's
+    // copies are done.
+    unsafe { merge_pieces(&mut merged, &handles, &pieces)? };
     gpu.synchronize()?;
     team.all_gather(&[])?;
     Ok((merged, pieces))
+}
+
+/// Most bytes one block copies in [`copy_pieces`].
+const COPY_CHUNK: u64 = 1 << 20;
+
+/// Copies `parts` (source address, destination address, bytes), sources
+/// on this device or on peers it reads directly, in one launch.
+///
+/// # Safety
+/// Every source and destination range must lie inside a live allocation
+/// this device reads (sources) or writes (destinations), sources complete
+/// and distinct from the destinations, until the launch is done.
+unsafe fn copy_pieces(
+    gpu: &caustic_gpu::Gpu,
+    parts: impl Iterator<Item = (u64, u64, u64)>,
+) -> Result<(), GpuError> {
+    let mut table = Vec::new();
+    for (from, to, bytes) in parts {
+        let mut done = 0;
+        while done < bytes {
+            let chunk = (bytes - done).min(COPY_CHUNK);
+            table.extend([from + done, to + done, chunk]);
+            done += chunk;
+        }
+    }
+    let count = u32::try_from(table.len() / 3).map_err(|_| GpuError::LengthMismatch {
+        operation: "copy_pieces",
+        what: "pieces",
+        expected: u32::MAX as usize,
+        actual: table.len() / 3,
+    })?;
+    if count == 0 {
+        return Ok(());
+    }
+    let table = DeviceBuffer::from_slice(gpu, "merge pieces", &table)?;
+    gpu.launch(
+        k::TEAM_COPY_PIECES,
+        count.min(1 << 16),
+        256,
+        (table.ptr(), count),
+    )
 }
 
 /// Adds to this member's band of the frame (the framebuffer `frame`
@@ -334,6 +365,46 @@ fn copy_staged_pieces<T: Pod>(
     }
     let count = pieces.iter().map(|p| p.len as usize).sum();
     let mut merged = DeviceBuffer::uninit(gpu, mine.what(), count)?;
+    // SAFETY: every member staged its runs and waited for the copy before
+    // sending its note; the pieces lie inside the runs it named (the plan
+    // is built from the lengths in the notes), at the start of its staging
+    // allocation, which it neither overwrites nor frees before the barrier
+    // after this device's copies are done (own pieces come from `mine`,
+    // borrowed for the call).
+    unsafe { merge_pieces(&mut merged, &sources, pieces)? };
+    gpu.synchronize()?;
+    Ok(merged)
+}
+
+/// Fills `merged` with `pieces` of the members' buffers `sources`, in
+/// order: in one launch where this device reads every source directly
+/// (its own memory, peers', IPC mappings), else one peer copy a piece.
+///
+/// # Safety
+/// Every piece must lie inside its source, whose contents are complete
+/// and which stays allocated until this device is synchronised after the
+/// call; the pieces must fill `merged`.
+unsafe fn merge_pieces<T: Pod>(
+    merged: &mut DeviceBuffer<T>,
+    sources: &[PeerHandle],
+    pieces: &[RunPiece],
+) -> Result<(), GpuError> {
+    let gpu = merged.gpu().clone();
+    let size = size_of::<T>() as u64;
+    if sources.iter().all(|s| gpu.reads_directly(s.context)) {
+        let mut to = merged.device_ptr();
+        let parts = pieces.iter().map(|piece| {
+            let part = (
+                sources[piece.member].ptr + piece.from * size,
+                to,
+                piece.len * size,
+            );
+            to += part.2;
+            part
+        });
+        // SAFETY: the caller vouches for the pieces; `merged` holds them.
+        return unsafe { copy_pieces(&gpu, parts) };
+    }
     let mut offset = 0;
     for piece in pieces {
         let source = sources[piece.member];
@@ -342,17 +413,11 @@ fn copy_staged_pieces<T: Pod>(
             bytes: piece.len * size,
             ..source
         };
-        // SAFETY: every member staged its runs and waited for the copy
-        // before sending its note; the piece lies inside the runs it
-        // named (the plan is built from the lengths in the notes), at the
-        // start of its staging allocation, which it neither overwrites
-        // nor frees before the barrier after this device's copies are
-        // done (own pieces come from `mine`, borrowed for the call).
+        // SAFETY: the caller vouches for the piece.
         unsafe { merged.copy_from_peer(offset, part)? };
         offset += part.bytes as usize;
     }
-    gpu.synchronize()?;
-    Ok(merged)
+    Ok(())
 }
 
 /// Turns IPC off for the rest of the process (every member does, at the

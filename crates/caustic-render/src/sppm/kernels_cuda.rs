@@ -256,6 +256,33 @@ pub fn radius_sum(
     Ok([sums[0], sums[1]])
 }
 
+/// Sum (fixed point, radius × `scale`) and count of the radii of the
+/// pixels `band` that have one: the final mean radius, on the device.
+pub fn final_radius_sum(
+    pixels: &DeviceBuffer<GpuSppmPixel>,
+    band: std::ops::Range<u32>,
+    scale: f64,
+) -> Result<[u64; 2], GpuError> {
+    if band.start > band.end || band.end as usize > pixels.len() {
+        return Err(GpuError::LengthMismatch {
+            operation: "final_radius_sum",
+            what: "band",
+            expected: pixels.len(),
+            actual: band.end.max(band.start) as usize,
+        });
+    }
+    let n = band.len();
+    let mut sums = DeviceBuffer::<u64>::zeroed(pixels.gpu(), "sppm radius sums", 2)?;
+    launch(
+        pixels.gpu(),
+        k::SPPM_FINAL_RADIUS_SUM,
+        n,
+        (pixels.ptr(), band.start, n as u32, scale, sums.ptr_mut()),
+    )?;
+    let sums = sums.download()?;
+    Ok([sums[0], sums[1]])
+}
+
 /// The pass's photons within each pixel's radius and the progressive
 /// update with `alpha`, for the pixels `owned` (all of them, or a team
 /// member's rows); the pass's radiance is added to the traced sums.

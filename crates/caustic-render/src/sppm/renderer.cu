@@ -296,6 +296,29 @@ sppm_radius_sum(const SppmPixel* pixels, const VisiblePoint* points, u32 n, doub
     }
 }
 
+// The final mean radius's sum and count over the pixels first .. first + n
+// that have a radius (a visible point in some pass), in sppm_radius_sum's
+// fixed point: the device adds them, so the statistics never come back to
+// the host (64 bytes a pixel).
+extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
+sppm_final_radius_sum(const SppmPixel* pixels, u32 first, u32 n, double scale,
+                      unsigned long long* sums) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long r = 0, c = 0;
+    if (i < n && pixels[first + i].radius > 0.0) {
+        r = (unsigned long long)llrint(fmin(pixels[first + i].radius * scale, 9.0e15));
+        c = 1;
+    }
+    for (int d = 16; d > 0; d >>= 1) {
+        r += __shfl_xor_sync(CAUSTIC_FULL_MASK, r, d);
+        c += __shfl_xor_sync(CAUSTIC_FULL_MASK, c, d);
+    }
+    if (lane_id() == 0 && c > 0) {
+        atomicAdd(&sums[0], r);
+        atomicAdd(&sums[1], c);
+    }
+}
+
 // Every photon of `grid` (cells of any size) within `r` of `x`, by shells of
 // cells until the block covers the radius; under the Teschner hash only the
 // points whose own cell is the visited one count.

@@ -20,7 +20,7 @@ use crate::scene_cuda::FrameParams;
 use crate::sppm::kernels_cuda::{
     self as kernels, EyeStep, EyeTargets, GpuSppmPath, GpuSppmPixel, GpuVisiblePoint,
 };
-use crate::team::{Solo, Team, TeamError, TileBand, gather_concat, share, sum_u64, team_mean};
+use crate::team::{Solo, Team, TeamError, TileBand, gather_concat, share, sum_u64};
 use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
@@ -166,12 +166,15 @@ fn run(
         .chunks_exact(3)
         .map(|rgb| Rgb::new(rgb[0], rgb[1], rgb[2]))
         .collect();
-    let own = state.pixels.download_range(band)?;
-    let (sum, count) = own
-        .iter()
-        .filter(|p| p.radius > 0.0)
-        .fold((0.0, 0.0), |(s, c), p| (s + p.radius, c + 1.0));
-    stats.mean_radius = team_mean(team, sum, count).map_err(team_error)?;
+    let [sum, count] = kernels::final_radius_sum(&state.pixels, state.band.pixels.clone(), scale)?;
+    let [sum, count] = sum_u64(team, &[sum, count]).map_err(team_error)?[..] else {
+        unreachable!("two sums for two counts")
+    };
+    stats.mean_radius = if count > 0 {
+        sum as f64 / scale / count as f64
+    } else {
+        0.0
+    };
     let pixels = gather_concat(team, mine).map_err(team_error)?;
     let sums = sum_u64(team, &[stats.rays, stats.deposits]).map_err(team_error)?;
     (stats.rays, stats.deposits) = (sums[0], sums[1]);
