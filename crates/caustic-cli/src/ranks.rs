@@ -205,6 +205,11 @@ mod mpi_team {
                 displs.push(total);
                 total = total.checked_add(c).ok_or_else(too_big)?;
             }
+            if total == 0 {
+                // A barrier: the counts' all-gather above was the
+                // collective, and MPI refuses an all-gather of no bytes.
+                return Ok(Arc::new(vec![Vec::new(); self.size]));
+            }
             let mut all = vec![0u8; total as usize];
             {
                 let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);

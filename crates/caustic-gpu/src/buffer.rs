@@ -201,29 +201,29 @@ impl<T: Pod> DeviceBuffer<T> {
         Ok(out)
     }
 
-    /// Copies the elements `range` to a new vector, waiting for queued
-    /// work first.
-    pub fn download_range(&self, range: std::ops::Range<usize>) -> Result<Vec<T>, GpuError> {
-        if range.start > range.end || range.end > self.len {
+    /// Copies the elements `at .. at + out.len()` into `out`, waiting for
+    /// queued work first.
+    pub fn download_range_into(&self, at: usize, out: &mut [T]) -> Result<(), GpuError> {
+        let end = at.checked_add(out.len()).filter(|&end| end <= self.len);
+        if end.is_none() {
             return Err(GpuError::LengthMismatch {
-                operation: "download_range",
+                operation: "download_range_into",
                 what: self.what,
                 expected: self.len,
-                actual: range.end.max(range.start),
+                actual: at.saturating_add(out.len()),
             });
         }
-        let mut out = vec![T::zeroed(); range.len()];
         if out.is_empty() {
-            return Ok(out);
+            return Ok(());
         }
         self.gpu.bind()?;
-        let at = self.ptr + (range.start * size_of::<T>()) as sys::CUdeviceptr;
-        // SAFETY: the elements `range` lie inside the allocation (checked
-        // above); the stream is synchronised before `out` is read.
-        unsafe { result::memcpy_dtoh_async(&mut out[..], at, self.gpu.raw_stream()) }
+        let from = self.ptr + (at * size_of::<T>()) as sys::CUdeviceptr;
+        // SAFETY: the elements `at .. at + out.len()` lie inside the
+        // allocation (checked above); the stream is synchronised before
+        // `out` is read.
+        unsafe { result::memcpy_dtoh_async(out, from, self.gpu.raw_stream()) }
             .map_err(GpuError::driver("copying from the GPU"))?;
-        self.gpu.synchronize()?;
-        Ok(out)
+        self.gpu.synchronize()
     }
 
     /// Copies the buffer into `out` (exactly `len()` elements).

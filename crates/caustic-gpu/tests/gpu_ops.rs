@@ -92,6 +92,25 @@ fn allocation_failure_names_the_buffer() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn ranged_fills_and_downloads_touch_only_their_range() {
+    let data: Vec<u32> = (0..1000).collect();
+    let mut buffer = upload(&data);
+    buffer.fill_bytes_in(100..300, 1).unwrap();
+    let mut expected = data.clone();
+    expected[100..300].fill(0x0101_0101);
+    assert_eq!(buffer.download().unwrap(), expected);
+    let mut part = vec![0u32; 250];
+    buffer.download_range_into(90, &mut part).unwrap();
+    assert_eq!(part, expected[90..340]);
+    // Ranges past the end are errors, not faults.
+    assert!(buffer.fill_bytes_in(990..1001, 0).is_err());
+    assert!(buffer.download_range_into(900, &mut part).is_err());
+    buffer.fill_bytes_in(5..5, 7).unwrap();
+    buffer.download_range_into(1000, &mut []).unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn reductions_match_cpu() {
     let mut rng = rng("reductions_match_cpu");
     for &n in SIZES {

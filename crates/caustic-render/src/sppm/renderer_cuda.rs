@@ -161,11 +161,8 @@ fn run(
     let film_start = Instant::now();
     let band = state.band.pixels.start as usize..state.band.pixels.end as usize;
     let values = kernels::film(&state.pixels, stats.passes)?;
-    let values = values.download_range(3 * band.start..3 * band.end)?;
-    let mine: Vec<Rgb> = values
-        .chunks_exact(3)
-        .map(|rgb| Rgb::new(rgb[0], rgb[1], rgb[2]))
-        .collect();
+    let mut mine = vec![Rgb::ZERO; band.len()];
+    values.download_range_into(3 * band.start, bytemuck::cast_slice_mut(&mut mine))?;
     let [sum, count] = kernels::final_radius_sum(&state.pixels, state.band.pixels.clone(), scale)?;
     let [sum, count] = sum_u64(team, &[sum, count]).map_err(team_error)?[..] else {
         unreachable!("two sums for two counts")
