@@ -198,15 +198,7 @@ unsafe fn copy_pieces(
     gpu: &caustic_gpu::Gpu,
     parts: impl Iterator<Item = (u64, u64, u64)>,
 ) -> Result<(), GpuError> {
-    let mut table = Vec::new();
-    for (from, to, bytes) in parts {
-        let mut done = 0;
-        while done < bytes {
-            let chunk = (bytes - done).min(COPY_CHUNK);
-            table.extend([from + done, to + done, chunk]);
-            done += chunk;
-        }
-    }
+    let table = piece_table(parts);
     let count = u32::try_from(table.len() / 3).map_err(|_| GpuError::LengthMismatch {
         operation: "copy_pieces",
         what: "pieces",
@@ -223,6 +215,21 @@ unsafe fn copy_pieces(
         256,
         (table.ptr(), count),
     )
+}
+
+/// `team_copy_pieces`'s table: each part as (from, to, bytes) triples of
+/// at most [`COPY_CHUNK`] bytes, in order; empty parts leave no entry.
+fn piece_table(parts: impl Iterator<Item = (u64, u64, u64)>) -> Vec<u64> {
+    let mut table = Vec::new();
+    for (from, to, bytes) in parts {
+        let mut done = 0;
+        while done < bytes {
+            let chunk = (bytes - done).min(COPY_CHUNK);
+            table.extend([from + done, to + done, chunk]);
+            done += chunk;
+        }
+    }
+    table
 }
 
 /// Adds to this member's band of the frame (the framebuffer `frame`
@@ -499,6 +506,43 @@ fn decode_note(bytes: &[u8], rank: usize) -> Result<(Staged, Vec<u64>), TeamErro
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn piece_tables_cover_every_byte_once_in_bounded_chunks() {
+        let parts = [
+            (1 << 40, 0, 3 * COPY_CHUNK + 17),
+            (5 << 40, 999, 0),
+            (7 << 40, 3 * COPY_CHUNK + 17, 48),
+        ];
+        let table = piece_table(parts.into_iter());
+        assert_eq!(table.len() % 3, 0);
+        let entries: Vec<&[u64]> = table.chunks_exact(3).collect();
+        assert_eq!(
+            entries.len(),
+            5,
+            "4 chunks of the first part, none of the empty one, 1 of the last"
+        );
+        let mut next_to = 0;
+        for entry in &entries {
+            let [from, to, bytes] = [entry[0], entry[1], entry[2]];
+            assert!(bytes > 0 && bytes <= COPY_CHUNK);
+            assert_eq!(
+                to, next_to,
+                "the destination is filled in order, without gaps"
+            );
+            let part = parts
+                .iter()
+                .find(|p| from >= p.0 && from < p.0 + p.2.max(1))
+                .unwrap();
+            assert_eq!(
+                from - part.0,
+                to - part.1,
+                "a chunk keeps its offset in its part"
+            );
+            next_to = to + bytes;
+        }
+        assert_eq!(next_to, 3 * COPY_CHUNK + 17 + 48);
+    }
     use super::*;
     use crate::team::{Gathered, Solo, ThreadTeam};
 
