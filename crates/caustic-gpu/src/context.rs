@@ -322,8 +322,11 @@ impl Gpu {
 
     /// Lets this device reach `peer`'s memory directly (NVLink or PCIe)
     /// where the pair can, so that copies between them
-    /// ([`crate::DeviceBuffer::copy_from_peer`]) skip the host; returns
-    /// whether it can. Copies between devices work either way.
+    /// ([`crate::DeviceBuffer::copy_from_peer`]) skip the host and this
+    /// device's kernels may read the peer's buffers
+    /// ([`Gpu::reads_directly`]): the contexts' peer access and the
+    /// peer's memory pool, both granted. Returns whether it can. Copies
+    /// between devices work either way.
     pub fn enable_peer_access(&self, peer: &Gpu) -> Result<bool, GpuError> {
         let (this, other) = (
             self.inner.context.cu_device(),
@@ -366,9 +369,13 @@ impl Gpu {
             };
             let pool = peer.default_pool()?;
             // SAFETY: the pool is `peer`'s device's; one descriptor.
-            unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }
-                .result()
-                .map_err(GpuError::driver("letting a peer reach the memory pool"))?;
+            let granted = unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }.result();
+            if granted.is_err() {
+                // Copies between the two still work (staged by the
+                // driver); this device's kernels must not read the peer's
+                // buffers, so it is not recorded as reachable.
+                return Ok(false);
+            }
         }
         let peer_context = peer.inner.context.cu_ctx() as u64;
         let mut peers = self.inner.peers.lock().unwrap_or_else(|e| e.into_inner());
