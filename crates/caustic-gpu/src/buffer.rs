@@ -204,8 +204,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// Copies the elements `at .. at + out.len()` into `out`, waiting for
     /// queued work first.
     pub fn download_range_into(&self, at: usize, out: &mut [T]) -> Result<(), GpuError> {
-        let end = at.checked_add(out.len()).filter(|&end| end <= self.len);
-        if end.is_none() {
+        if at.checked_add(out.len()).is_none_or(|end| end > self.len) {
             return Err(GpuError::LengthMismatch {
                 operation: "download_range_into",
                 what: self.what,
@@ -229,15 +228,7 @@ impl<T: Pod> DeviceBuffer<T> {
     /// Copies the buffer into `out` (exactly `len()` elements).
     pub fn download_into(&self, out: &mut [T]) -> Result<(), GpuError> {
         self.expect_len("download", "host slice", out.len())?;
-        if out.is_empty() {
-            return Ok(());
-        }
-        self.gpu.bind()?;
-        // SAFETY: the allocation holds `out.len()` elements; the stream is
-        // synchronised before `out` is read.
-        unsafe { result::memcpy_dtoh_async(out, self.ptr, self.gpu.raw_stream()) }
-            .map_err(GpuError::driver("copying from the GPU"))?;
-        self.gpu.synchronize()
+        self.download_range_into(0, out)
     }
 
     /// Copies `source` (same length) into this buffer on the device.
@@ -338,13 +329,7 @@ impl<T: Pod> DeviceBuffer<T> {
 
     /// Sets every byte to `byte`.
     pub fn fill_bytes(&mut self, byte: u8) -> Result<(), GpuError> {
-        if self.is_empty() {
-            return Ok(());
-        }
-        self.gpu.bind()?;
-        // SAFETY: the allocation holds `bytes()` bytes.
-        unsafe { result::memset_d8_async(self.ptr, byte, self.bytes(), self.gpu.raw_stream()) }
-            .map_err(GpuError::driver("filling GPU memory"))
+        self.fill_bytes_in(0..self.len, byte)
     }
 
     /// Sets every byte of the elements `range` to `byte`.

@@ -461,13 +461,25 @@ fn own_order(
     if team.size() == 1 {
         return Ok(None);
     }
-    // Non-zero flags select: the own runs' bytes set on the device.
-    let mut flags = DeviceBuffer::<u32>::zeroed(order.gpu(), "own vertex flags", order.len())?;
-    for &(at, len) in own {
-        flags.fill_bytes_in(at as usize..(at + len) as usize, 1)?;
-    }
+    let runs = own
+        .iter()
+        .map(|&(at, len)| at as usize..(at + len) as usize);
+    let flags = range_flags(order, runs)?;
     let flags_in_order = gather_u32(&flags, order)?;
     Ok(Some(gather_u32(order, &select_indices(&flags_in_order)?)?))
+}
+
+/// Flags over `order`'s length, non-zero (what `select_indices` selects)
+/// on `ranges` alone: set on the device, a memset a range.
+fn range_flags(
+    order: &DeviceBuffer<u32>,
+    ranges: impl Iterator<Item = Range<usize>>,
+) -> Result<DeviceBuffer<u32>, GpuError> {
+    let mut flags = DeviceBuffer::<u32>::zeroed(order.gpu(), "vertex flags", order.len())?;
+    for range in ranges {
+        flags.fill_bytes_in(range, 1)?;
+    }
+    Ok(flags)
 }
 
 /// What a gather's ray results become: indirect light in the framebuffer
@@ -843,12 +855,8 @@ const MAX_CHUNK: usize = 1 << 16;
 /// chunk is whole warps of 32 Morton neighbours, as the estimate's tiles
 /// are on one GPU.
 fn chunk_share(order: &DeviceBuffer<u32>, team: &dyn Team) -> Result<DeviceBuffer<u32>, GpuError> {
-    let n = order.len();
-    let mut flags = DeviceBuffer::<u32>::zeroed(order.gpu(), "shared vertex flags", n)?;
-    for chunk in member_chunks(n, team.size(), team.rank()) {
-        flags.fill_bytes_in(chunk, 1)?;
-    }
-    gather_u32(order, &select_indices(&flags)?)
+    let chunks = member_chunks(order.len(), team.size(), team.rank());
+    gather_u32(order, &select_indices(&range_flags(order, chunks)?)?)
 }
 
 /// Member `rank`'s chunks of `0..n` among `members` ([`chunk_share`]).

@@ -10,9 +10,9 @@ use crate::photon::records_cuda::{GpuPhoton, GridView};
 use crate::scene_cuda::FrameParams;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
-use caustic_gpu::DeviceBuffer;
 use caustic_gpu::GpuError;
 use caustic_gpu::ops::launch_per_element as launch;
+use caustic_gpu::{DeviceBuffer, DevicePtrMut};
 
 /// A pixel's eye path of one pass.
 #[repr(C)]
@@ -245,13 +245,24 @@ pub fn radius_sum(
     scale: f64,
 ) -> Result<[u64; 2], GpuError> {
     let n = pixels.len();
+    radius_sums(pixels, |sums| {
+        launch(
+            pixels.gpu(),
+            k::SPPM_RADIUS_SUM,
+            n,
+            (pixels.ptr(), points.ptr(), n as u32, scale, sums),
+        )
+    })
+}
+
+/// The two sums a radius-sum kernel (launched by `add`, handed the sums'
+/// address) adds: fixed-point radii and their count.
+fn radius_sums(
+    pixels: &DeviceBuffer<GpuSppmPixel>,
+    add: impl FnOnce(DevicePtrMut<'_, u64>) -> Result<(), GpuError>,
+) -> Result<[u64; 2], GpuError> {
     let mut sums = DeviceBuffer::<u64>::zeroed(pixels.gpu(), "sppm radius sums", 2)?;
-    launch(
-        pixels.gpu(),
-        k::SPPM_RADIUS_SUM,
-        n,
-        (pixels.ptr(), points.ptr(), n as u32, scale, sums.ptr_mut()),
-    )?;
+    add(sums.ptr_mut())?;
     let sums = sums.download()?;
     Ok([sums[0], sums[1]])
 }
@@ -272,15 +283,14 @@ pub fn final_radius_sum(
         });
     }
     let n = band.len();
-    let mut sums = DeviceBuffer::<u64>::zeroed(pixels.gpu(), "sppm radius sums", 2)?;
-    launch(
-        pixels.gpu(),
-        k::SPPM_FINAL_RADIUS_SUM,
-        n,
-        (pixels.ptr(), band.start, n as u32, scale, sums.ptr_mut()),
-    )?;
-    let sums = sums.download()?;
-    Ok([sums[0], sums[1]])
+    radius_sums(pixels, |sums| {
+        launch(
+            pixels.gpu(),
+            k::SPPM_FINAL_RADIUS_SUM,
+            n,
+            (pixels.ptr(), band.start, n as u32, scale, sums),
+        )
+    })
 }
 
 /// The pass's photons within each pixel's radius and the progressive

@@ -272,18 +272,14 @@ sppm_init_radii(SppmPixel* pixels, const VisiblePoint* points, u32 n, float fixe
     if (isfinite(r) && r > 0.0f) pixels[i].radius = (double)r;
 }
 
-// Sum and count of the radii of the pixels with a visible point this pass
-// (the host sizes the photon grid's cells from their mean). The sum is in
-// fixed point (radius × `scale`, rounded), so that integer atomics make it
-// exact and independent of the order of the additions: the same cells for
-// any launch, and for a team whose members add their own pixels' sums.
-extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
-sppm_radius_sum(const SppmPixel* pixels, const VisiblePoint* points, u32 n, double scale,
-                unsigned long long* sums) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+// Adds a warp's radii (`radius` where `counts`) to sums[0], in fixed point
+// (radius × `scale`, rounded), and their count to sums[1]: integer atomics
+// make the sums exact and independent of the order of the additions.
+__device__ __forceinline__ void add_radius(bool counts, double radius, double scale,
+                                           unsigned long long* sums) {
     unsigned long long r = 0, c = 0;
-    if (i < n && points[i].valid && pixels[i].radius > 0.0) {
-        r = (unsigned long long)llrint(fmin(pixels[i].radius * scale, 9.0e15));
+    if (counts) {
+        r = (unsigned long long)llrint(fmin(radius * scale, 9.0e15));
         c = 1;
     }
     for (int d = 16; d > 0; d >>= 1) {
@@ -296,27 +292,28 @@ sppm_radius_sum(const SppmPixel* pixels, const VisiblePoint* points, u32 n, doub
     }
 }
 
+// Sum and count of the radii of the pixels with a visible point this pass
+// (the host sizes the photon grid's cells from their mean), in
+// add_radius's fixed point: the same cells for any launch, and for a team
+// whose members add their own pixels' sums.
+extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
+sppm_radius_sum(const SppmPixel* pixels, const VisiblePoint* points, u32 n, double scale,
+                unsigned long long* sums) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool counts = i < n && points[i].valid && pixels[i].radius > 0.0;
+    add_radius(counts, counts ? pixels[i].radius : 0.0, scale, sums);
+}
+
 // The final mean radius's sum and count over the pixels first .. first + n
-// that have a radius (a visible point in some pass), in sppm_radius_sum's
-// fixed point: the device adds them, so the statistics never come back to
-// the host (64 bytes a pixel).
+// that have a radius (a visible point in some pass), as sppm_radius_sum:
+// the device adds them, so the statistics never come back to the host (64
+// bytes a pixel).
 extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
 sppm_final_radius_sum(const SppmPixel* pixels, u32 first, u32 n, double scale,
                       unsigned long long* sums) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned long long r = 0, c = 0;
-    if (i < n && pixels[first + i].radius > 0.0) {
-        r = (unsigned long long)llrint(fmin(pixels[first + i].radius * scale, 9.0e15));
-        c = 1;
-    }
-    for (int d = 16; d > 0; d >>= 1) {
-        r += __shfl_xor_sync(CAUSTIC_FULL_MASK, r, d);
-        c += __shfl_xor_sync(CAUSTIC_FULL_MASK, c, d);
-    }
-    if (lane_id() == 0 && c > 0) {
-        atomicAdd(&sums[0], r);
-        atomicAdd(&sums[1], c);
-    }
+    const bool counts = i < n && pixels[first + i].radius > 0.0;
+    add_radius(counts, counts ? pixels[first + i].radius : 0.0, scale, sums);
 }
 
 // Every photon of `grid` (cells of any size) within `r` of `x`, by shells of
