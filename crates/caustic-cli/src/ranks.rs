@@ -190,38 +190,85 @@ mod mpi_team {
         }
 
         fn all_gather(&self, mine: &[u8]) -> Result<Gathered, TeamError> {
-            let world = self
-                .world
-                .lock()
-                .map_err(|_| TeamError("an MPI call panicked".into()))?;
-            let too_big =
-                || TeamError("an exchange of 2 GiB or more (MPI counts are 32-bit)".into());
-            let count = i32::try_from(mine.len()).map_err(|_| too_big())?;
+            let world = self.world()?;
+            let count = message_count(mine)?;
             let mut counts = vec![0i32; self.size];
             world.all_gather_into(&count, &mut counts[..]);
-            let mut displs = Vec::with_capacity(self.size);
-            let mut total = 0i32;
-            for &c in &counts {
-                displs.push(total);
-                total = total.checked_add(c).ok_or_else(too_big)?;
-            }
+            let (displs, total) = displacements(&counts)?;
             if total == 0 {
                 // A barrier: the counts' all-gather above was the
                 // collective, and MPI refuses an all-gather of no bytes.
                 return Ok(Arc::new(vec![Vec::new(); self.size]));
             }
-            let mut all = vec![0u8; total as usize];
+            let mut all = vec![0u8; total];
             {
                 let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
                 world.all_gather_varcount_into(mine, &mut parts);
             }
-            Ok(Arc::new(
-                counts
-                    .iter()
-                    .zip(&displs)
-                    .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
-                    .collect(),
-            ))
+            Ok(split_parts(&all, &counts, &displs))
         }
+
+        fn gather_to_root(&self, mine: &[u8]) -> Result<Option<Gathered>, TeamError> {
+            let world = self.world()?;
+            let count = message_count(mine)?;
+            // Every rank learns the counts, so that all of them skip a
+            // gather of no bytes (which MPI may refuse, as it refuses the
+            // all-gather's).
+            let mut counts = vec![0i32; self.size];
+            world.all_gather_into(&count, &mut counts[..]);
+            let (displs, total) = displacements(&counts)?;
+            let root = world.process_at_rank(0);
+            if total == 0 {
+                return Ok((self.rank == 0).then(|| split_parts(&[], &counts, &displs)));
+            }
+            if self.rank != 0 {
+                root.gather_varcount_into(mine);
+                return Ok(None);
+            }
+            let mut all = vec![0u8; total];
+            {
+                let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+                root.gather_varcount_into_root(mine, &mut parts);
+            }
+            Ok(Some(split_parts(&all, &counts, &displs)))
+        }
+    }
+
+    impl MpiTeam {
+        fn world(&self) -> Result<std::sync::MutexGuard<'_, SimpleCommunicator>, TeamError> {
+            self.world
+                .lock()
+                .map_err(|_| TeamError("an MPI call panicked".into()))
+        }
+    }
+
+    fn too_big() -> TeamError {
+        TeamError("an exchange of 2 GiB or more (MPI counts are 32-bit)".into())
+    }
+
+    /// A message's length as MPI counts it.
+    fn message_count(mine: &[u8]) -> Result<i32, TeamError> {
+        i32::try_from(mine.len()).map_err(|_| too_big())
+    }
+
+    /// Where each rank's bytes start in the concatenation, and its length.
+    fn displacements(counts: &[i32]) -> Result<(Vec<i32>, usize), TeamError> {
+        let mut displs = Vec::with_capacity(counts.len());
+        let mut total = 0i32;
+        for &c in counts {
+            displs.push(total);
+            total = total.checked_add(c).ok_or_else(too_big)?;
+        }
+        Ok((displs, total as usize))
+    }
+
+    fn split_parts(all: &[u8], counts: &[i32], displs: &[i32]) -> Gathered {
+        Arc::new(
+            counts
+                .iter()
+                .zip(displs)
+                .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
+                .collect(),
+        )
     }
 }

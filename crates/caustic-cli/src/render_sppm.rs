@@ -108,6 +108,15 @@ pub fn summary(s: &SppmSettings, stats: &SppmStats, built: &Built, on: &str) -> 
             exchange += &format!(", {name} {seconds:.2} s");
         }
     }
+    // A team's balance: its members' own eye and photon work.
+    for (name, [fastest, slowest]) in [
+        ("members' eye", stats.eye_member_seconds),
+        ("members' photons", stats.photon_member_seconds),
+    ] {
+        if slowest > 0.0 {
+            exchange += &format!(", {name} {fastest:.2}-{slowest:.2} s");
+        }
+    }
     format!(
         "({}x{}, sppm: {} passes x {} photons, {} triangles, {}): {:.2} s \
          (eye {:.2} s, grid {:.2} s, photons {:.2} s, gather {:.2} s{exchange}), {:.1} M rays, \

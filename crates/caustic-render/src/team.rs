@@ -61,6 +61,17 @@ pub trait Team: Send + Sync {
         self.rank() == 0
     }
 
+    /// Every member's `mine`, indexed by rank, on the root alone (`None`
+    /// on the others): how the finished bands of an image reach the member
+    /// that writes it, without every member holding the whole image (at
+    /// 8192² that is 805 MB a member). Every member must call it, as any
+    /// collective. This default makes it an [`Team::all_gather`]; a team
+    /// whose transport can send to one member only does less.
+    fn gather_to_root(&self, mine: &[u8]) -> Result<Option<Gathered>, TeamError> {
+        let all = self.all_gather(mine)?;
+        Ok(self.is_root().then_some(all))
+    }
+
     /// Whether the members share one address space (threads of one
     /// process), so that a device allocation one member names can be
     /// copied by another (GPU members then exchange device to device).
@@ -242,6 +253,55 @@ pub fn gather_concat<T: Pod>(team: &dyn Team, mine: Vec<T>) -> Result<Vec<T>, Te
     let mut out = Vec::new();
     gather_concat_into(team, &mine, &mut out)?;
     Ok(out)
+}
+
+/// Every member's `mine`, concatenated in rank order, on the root alone
+/// (`None` on the others): [`gather_concat`] for a result only the root
+/// needs, such as a finished image.
+pub fn gather_concat_to_root<T: Pod>(
+    team: &dyn Team,
+    mine: Vec<T>,
+) -> Result<Option<Vec<T>>, TeamError> {
+    if team.size() == 1 {
+        return Ok(Some(mine));
+    }
+    let Some(parts) = team.gather_to_root(bytemuck::cast_slice(&mine))? else {
+        return Ok(None);
+    };
+    drop(mine);
+    let mut out = Vec::with_capacity(
+        parts.iter().map(Vec::len).sum::<usize>() / std::mem::size_of::<T>().max(1),
+    );
+    for (rank, bytes) in parts.iter().enumerate() {
+        append_items(&mut out, bytes, rank)?;
+    }
+    Ok(Some(out))
+}
+
+/// The image of `width × height` pixels whose rows the members hold in
+/// rank order (each its [`TileBand`]'s pixels), assembled on the root
+/// alone: `Some` on the root, `None` on the other members, which hold no
+/// image ([`Team::gather_to_root`]).
+pub fn band_film_to_root(
+    team: &dyn Team,
+    (width, height): (u32, u32),
+    mine: Vec<Rgb>,
+) -> Result<Option<Film>, TeamError> {
+    let Some(pixels) = gather_concat_to_root(team, mine)? else {
+        return Ok(None);
+    };
+    if pixels.len() != width as usize * height as usize {
+        return Err(TeamError(format!(
+            "the members' bands hold {} pixels, not the {width} × {height} image's {}",
+            pixels.len(),
+            width as usize * height as usize
+        )));
+    }
+    Ok(Some(Film {
+        width,
+        height,
+        pixels,
+    }))
 }
 
 /// [`gather_concat`] into `out`, whose allocation is reused: an exchange
@@ -521,6 +581,33 @@ mod tests {
             assert_eq!(all, (0..10).map(|i| i * 10).collect::<Vec<u32>>());
             assert_eq!(sums, [3, 3]);
         }
+    }
+
+    #[test]
+    fn bands_reach_the_root_alone_as_the_whole_image() {
+        let (width, height) = (13u32, 21u32);
+        let pixel = |i: u32| Rgb::new(i as f32, 0.5, -(i as f32));
+        for size in 1..=4 {
+            let films = ThreadTeam::run(size, |team| {
+                let band = TileBand::of(team, width, height);
+                let mine: Vec<Rgb> = band.pixels.clone().map(pixel).collect();
+                band_film_to_root(team, (width, height), mine).unwrap()
+            });
+            let root = films[0].as_ref().expect("the root holds the image");
+            assert_eq!((root.width, root.height), (width, height));
+            assert!(
+                root.pixels
+                    .iter()
+                    .copied()
+                    .eq((0..width * height).map(pixel))
+            );
+            assert!(films[1..].iter().all(Option::is_none), "team of {size}");
+        }
+        // Bands that do not make the image are an error, not a torn film.
+        let short = ThreadTeam::run(2, |team| {
+            band_film_to_root(team, (width, height), vec![Rgb::ZERO; 3])
+        });
+        assert!(short[0].as_ref().unwrap_err().0.contains("not the 13 × 21"));
     }
 
     #[test]

@@ -224,7 +224,9 @@ impl SppmPass<'_> {
 /// A finished render.
 #[derive(Clone, Debug)]
 pub struct Rendered {
-    /// The image: linear radiance per pixel.
+    /// The image: linear radiance per pixel. Under MPI (a team through
+    /// [`Renderer::team`]) only the root (rank 0) holds the image on a
+    /// GPU; the other ranks' films are empty (0 × 0).
     pub film: Film,
     pub stats: Stats,
     /// What it ran on: the GPU's name or `N CPU threads`.
@@ -256,13 +258,13 @@ impl<'a> Renderer<'a> {
     }
 
     /// Shares every render with the other members of `team` (the ranks of
-    /// an MPI job, say): each member renders its share and every member
-    /// returns the whole image, bit-identical to a single process's render
-    /// of the same settings on the CPU (see `caustic_render::team`). On a
-    /// GPU backend only SPPM splits (each member on its own GPU, equal to
-    /// one GPU's image up to the order of each pixel's float sum); Whitted
-    /// and photon mapping are an error there. Progress reports count the
-    /// member's own share.
+    /// an MPI job, say): each member renders its share. On the CPU every
+    /// member returns the whole image, bit-identical to a single process's
+    /// render of the same settings (see `caustic_render::team`). On a GPU
+    /// backend (each member on its own GPU) every integrator splits, the
+    /// image equals one GPU's up to the order of each pixel's float sum,
+    /// and only the root holds it: the other members' films are empty.
+    /// Progress reports count the member's own share.
     pub fn team(mut self, team: Arc<dyn Team>) -> Self {
         self.team = Some(team);
         self
@@ -772,7 +774,10 @@ impl<'a> Renderer<'a> {
             let uploaded = self.gpu_scene(p, gpu)?;
             let (film, stats) = match self.shared_team() {
                 // An MPI rank on its GPU: the same split as several GPUs.
-                Some(team) => whitted::render_cuda_in_team(uploaded, camera, s, team)?,
+                Some(team) => {
+                    let (film, stats) = whitted::render_cuda_in_team(uploaded, camera, s, team)?;
+                    (rank_film(film), stats)
+                }
                 None => uploaded.render(camera, s)?,
             };
             return Ok(rendered(film, Stats::Whitted(stats), backend));
@@ -800,7 +805,10 @@ impl<'a> Renderer<'a> {
             let uploaded = self.gpu_scene(p, gpu)?;
             let renderer = GpuPhotonRenderer::on(uploaded, &p.scene);
             let (film, stats) = match self.shared_team() {
-                Some(team) => renderer.render_in_team(camera, &settings, team)?,
+                Some(team) => {
+                    let (film, stats) = renderer.render_in_team(camera, &settings, team)?;
+                    (rank_film(film), stats)
+                }
                 None => renderer.render(camera, &settings)?,
             };
             return Ok(rendered(film, Stats::Photon(stats), backend));
@@ -831,7 +839,7 @@ impl<'a> Renderer<'a> {
                 let uploaded = self.gpu_scene(p, gpu)?;
                 let (film, stats) =
                     sppm::render_cuda_in_team(uploaded, &p.scene, camera, s, team, &team_report)?;
-                return Ok(rendered(film, Stats::Sppm(stats), backend));
+                return Ok(rendered(rank_film(film), Stats::Sppm(stats), backend));
             }
             let mut on_pass = |view: &sppm::GpuPassView| {
                 let view = PassSource::Gpu(view);
@@ -935,8 +943,16 @@ impl Renderer<'_> {
             }
             other => other?,
         };
-        Ok(rendered(film, stats, backend))
+        Ok(rendered(rank_film(film), stats, backend))
     }
+}
+
+/// A team member's image: the whole image on the root; the others hold
+/// none (their bands went to the root) and get an empty film, which the
+/// CLI's other MPI ranks never write.
+#[cfg(feature = "cuda")]
+fn rank_film(film: Option<Film>) -> Film {
+    film.unwrap_or_else(|| Film::new(0, 0))
 }
 
 fn rendered(film: Film, stats: Stats, backend: &Backend) -> Rendered {

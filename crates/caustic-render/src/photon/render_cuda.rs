@@ -64,7 +64,7 @@ use super::emit::PhotonSources;
 use super::irradiance_samples::SampleSettings;
 use super::render::{PassPlan, PhotonRenderError, PhotonRenderSettings, PhotonRenderStats};
 use super::trace_cuda::{self, GpuPhotonMaps};
-use crate::team::{Solo, Team, TeamError, TileBand, gather_concat, own_pieces, share, sum_u64};
+use crate::team::{Solo, Team, TeamError, TileBand, band_film_to_root, own_pieces, share, sum_u64};
 use crate::team_cuda::{GpuTeamError, add_band_sums, gather_device_runs};
 use crate::whitted::render_cuda::{GpuScene, ShadedWave, WaveSteps};
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
@@ -159,7 +159,8 @@ impl<'s> GpuPhotonRenderer<'s> {
         camera: &Camera,
         settings: &PhotonRenderSettings,
     ) -> Result<(Film, PhotonRenderStats), GpuPhotonError> {
-        self.render_in_team(camera, settings, &Solo)
+        let (film, stats) = self.render_in_team(camera, settings, &Solo)?;
+        Ok((film.expect("the team of one is its own root"), stats))
     }
 
     /// Renders like [`Self::render`] as one member of `team` (one GPU
@@ -182,17 +183,18 @@ impl<'s> GpuPhotonRenderer<'s> {
     ///   point gathers for the member's own vertices.
     ///
     /// Every pixel's contributions are then the single GPU's, computed by
-    /// the member that owns its row, and the bands go to every member in
-    /// rank order: the image equals the single GPU's up to the order of
-    /// the framebuffer's atomic additions (which may differ between two
-    /// runs on one GPU too; about n·ε relative for n non-negative
-    /// contributions to a pixel). Statistics count the whole team's rays.
+    /// the member that owns its row, and the bands go to the root in rank
+    /// order ([`band_film_to_root`]; the other members return `None`): the
+    /// image equals the single GPU's up to the order of the framebuffer's
+    /// atomic additions (which may differ between two runs on one GPU too;
+    /// about n·ε relative for n non-negative contributions to a pixel).
+    /// Statistics count the whole team's rays.
     pub fn render_in_team(
         &self,
         camera: &Camera,
         settings: &PhotonRenderSettings,
         team: &dyn Team,
-    ) -> Result<(Film, PhotonRenderStats), GpuPhotonError> {
+    ) -> Result<(Option<Film>, PhotonRenderStats), GpuPhotonError> {
         check(settings)?;
         let start = Instant::now();
         let mut stats = PhotonRenderStats::default();
@@ -301,11 +303,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         let (mine, eye) = self
             .scene
             .render_band(camera, &whitted, &band, &mut steps)?;
-        let film = Film {
-            width: settings.width,
-            height: settings.height,
-            pixels: gather_concat(team, mine)?,
-        };
+        let film = band_film_to_root(team, (settings.width, settings.height), mine)?;
         stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
         stats.rays += eye.rays + steps.gather_rays;
         stats.point_gathers = steps.gathered;
@@ -895,15 +893,15 @@ pub fn render(
 
 /// Renders one frame of `scene`, uploaded as `device` (with the structure
 /// of the caller's choice), as one member of `team`: see
-/// [`GpuPhotonRenderer::render_in_team`]. Every member returns the whole
-/// image.
+/// [`GpuPhotonRenderer::render_in_team`]. The root returns the whole
+/// image, the other members `None`.
 pub fn render_cuda_in_team(
     device: &GpuScene,
     scene: &RenderScene,
     camera: &Camera,
     settings: &PhotonRenderSettings,
     team: &dyn Team,
-) -> Result<(Film, PhotonRenderStats), GpuPhotonError> {
+) -> Result<(Option<Film>, PhotonRenderStats), GpuPhotonError> {
     GpuPhotonRenderer::on(device, scene).render_in_team(camera, settings, team)
 }
 

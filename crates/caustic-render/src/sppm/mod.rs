@@ -172,6 +172,13 @@ pub struct SppmStats {
     /// After the last pass: the image and the radii downloaded, a team's
     /// bands exchanged (GPU).
     pub film_seconds: f64,
+    /// A GPU team's balance: the fastest and the slowest member's own eye
+    /// passes (their work before the pass's radius sums, summed over the
+    /// passes); `eye_seconds` includes the wait for the slowest. Zero
+    /// alone.
+    pub eye_member_seconds: [f64; 2],
+    /// The same for the members' own photon tracing.
+    pub photon_member_seconds: [f64; 2],
     pub seconds: f64,
     /// Mean gather radius over the pixels that have one, after the last
     /// pass.

@@ -20,7 +20,9 @@ use crate::scene_cuda::FrameParams;
 use crate::sppm::kernels_cuda::{
     self as kernels, EyeStep, EyeTargets, GpuSppmPath, GpuSppmPixel, GpuVisiblePoint,
 };
-use crate::team::{Solo, Team, TeamError, TileBand, gather_concat, share, sum_u64};
+use crate::team::{
+    Solo, Team, TeamError, TileBand, band_film_to_root, gather_concat, share, sum_u64,
+};
 use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
@@ -92,7 +94,8 @@ pub fn render_cuda_on(
     settings: &SppmSettings,
     on_pass: &mut dyn FnMut(&GpuPassView) -> ControlFlow<()>,
 ) -> Result<(Film, SppmStats), SppmCudaError> {
-    run(device, scene, camera, (settings, &Solo), on_pass)
+    let (film, stats) = run(device, scene, camera, (settings, &Solo), on_pass)?;
+    Ok((film.expect("the team of one is its own root"), stats))
 }
 
 /// Renders like [`render_cuda_on`] as one member of `team` (one GPU each,
@@ -104,8 +107,9 @@ pub fn render_cuda_on(
 /// rank order: [`gather_device_runs`]), which is the single GPU's photon
 /// list in its order, so each member gathers, for its own pixels, exactly
 /// the photons a single GPU gathers in the same order (the radius sums are
-/// exact too). Every member returns the whole image, equal to the single
-/// GPU's bit for bit. `progress` gets the passes done.
+/// exact too). The root returns the whole image, equal to the single GPU's
+/// bit for bit; the other members return `None`, their bands sent to the
+/// root ([`band_film_to_root`]). `progress` gets the passes done.
 /// Statistics count the whole team's rays and deposits.
 pub fn render_cuda_in_team(
     device: &GpuScene,
@@ -114,7 +118,7 @@ pub fn render_cuda_in_team(
     settings: &SppmSettings,
     team: &dyn Team,
     progress: &(dyn Fn(u32) + Sync),
-) -> Result<(Film, SppmStats), SppmCudaError> {
+) -> Result<(Option<Film>, SppmStats), SppmCudaError> {
     run(device, scene, camera, (settings, team), &mut |view| {
         progress(view.passes);
         ControlFlow::Continue(())
@@ -127,7 +131,7 @@ fn run(
     camera: &Camera,
     (settings, team): (&SppmSettings, &dyn Team),
     on_pass: &mut dyn FnMut(&GpuPassView) -> ControlFlow<()>,
-) -> Result<(Film, SppmStats), SppmCudaError> {
+) -> Result<(Option<Film>, SppmStats), SppmCudaError> {
     settings.validate()?;
     if !camera.is_valid() {
         return Err(SppmError("the camera frame is degenerate".into()).into());
@@ -172,17 +176,31 @@ fn run(
     } else {
         0.0
     };
-    let pixels = gather_concat(team, mine).map_err(team_error)?;
+    let size = (settings.width, settings.height);
+    let film = band_film_to_root(team, size, mine).map_err(team_error)?;
     let sums = sum_u64(team, &[stats.rays, stats.deposits]).map_err(team_error)?;
     (stats.rays, stats.deposits) = (sums[0], sums[1]);
+    if team.size() > 1 {
+        [stats.eye_member_seconds, stats.photon_member_seconds] =
+            member_ranges(team, state.own_seconds)?;
+    }
     stats.film_seconds = film_start.elapsed().as_secs_f64();
     stats.seconds = start.elapsed().as_secs_f64();
-    let film = Film {
-        width: settings.width,
-        height: settings.height,
-        pixels,
-    };
     Ok((film, stats))
+}
+
+/// The fastest and the slowest member's value of each of `mine`'s two
+/// times.
+fn member_ranges(team: &dyn Team, mine: [f64; 2]) -> Result<[[f64; 2]; 2], SppmCudaError> {
+    let all = gather_concat(team, vec![mine]).map_err(team_error)?;
+    let range = |i: usize| {
+        let values = all.iter().map(|m| m[i]);
+        [
+            values.clone().fold(f64::INFINITY, f64::min),
+            values.fold(0.0, f64::max),
+        ]
+    };
+    Ok([range(0), range(1)])
 }
 
 fn team_error(e: TeamError) -> SppmCudaError {
@@ -227,6 +245,9 @@ struct State<'a> {
     radiance: DeviceBuffer<f32>,
     slots: u32,
     pixel_angle: f32,
+    /// This member's own eye-pass and photon seconds so far (without the
+    /// waits for the others).
+    own_seconds: [f64; 2],
 }
 
 impl<'a> State<'a> {
@@ -262,6 +283,7 @@ impl<'a> State<'a> {
             radiance: DeviceBuffer::zeroed(gpu, "sppm pass radiance", 3 * count)?,
             slots: device.shadow_slots(settings.light_samples),
             pixel_angle: 2.0 * tx / settings.width as f32,
+            own_seconds: [0.0; 2],
         })
     }
 
@@ -281,6 +303,7 @@ impl<'a> State<'a> {
         let fixed = self.settings.initial_radius.unwrap_or(0.0);
         kernels::init_radii(&mut self.pixels, &self.points, fixed, AUTO_RADIUS_PIXELS)?;
         let [sum, count] = kernels::radius_sum(&self.pixels, &self.points, scale)?;
+        self.own_seconds[0] += clock.elapsed().as_secs_f64();
         let [sum, count] = sum_u64(self.team, &[sum, count]).map_err(team_error)?[..] else {
             unreachable!("two sums for two counts")
         };
@@ -297,6 +320,7 @@ impl<'a> State<'a> {
         let share = share(self.team, photon.photons);
         let maps = trace_cuda::trace_photon_range(self.device, sources, &photon, share)?;
         gpu.synchronize()?;
+        self.own_seconds[1] += clock.elapsed().as_secs_f64();
         if self.team.size() > 1 {
             // The members wait for the slowest tracer here, so that the
             // exchange's time below is the exchange's own.

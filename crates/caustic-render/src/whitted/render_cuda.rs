@@ -41,7 +41,7 @@ use std::sync::Mutex;
 
 use crate::kernels::whitted_render as k;
 use crate::scene_cuda::{DeviceScene, FrameParams, GpuPath, MovedUpload};
-use crate::team::{Team, TileBand, gather_concat, sum_u64};
+use crate::team::{Team, TileBand, band_film_to_root, sum_u64};
 use crate::team_cuda::GpuTeamError;
 use crate::whitted::{FresnelMode, RenderStats, WhittedSettings};
 use crate::{Film, RenderScene};
@@ -66,8 +66,8 @@ pub fn render(
 /// each, or one MPI rank each; see [`crate::team`]): each member renders
 /// the band of 8-pixel tile rows [`TileBand::of`] gives it
 /// ([`GpuScene::render_band`]), and the bands are concatenated in rank
-/// order through the host (12 bytes a pixel, small against the work).
-/// Every member returns the whole image. A pixel's contributions are the
+/// order on the root through the host (12 bytes a pixel, small against
+/// the work): the root returns the whole image, the other members `None`. A pixel's contributions are the
 /// single GPU's, computed by the member that owns its row; only the order
 /// of the framebuffer's atomic additions may differ, as it may between
 /// two runs on one GPU (a relative difference of at most about n·ε for a
@@ -78,18 +78,13 @@ pub fn render_cuda_in_team(
     camera: &Camera,
     settings: &WhittedSettings,
     team: &dyn Team,
-) -> Result<(Film, RenderStats), GpuTeamError> {
+) -> Result<(Option<Film>, RenderStats), GpuTeamError> {
     let start = Instant::now();
     let band = TileBand::of(team, settings.width, settings.height);
     let (mine, mut stats) = device.render_band(camera, settings, &band, &mut ())?;
-    let pixels = gather_concat(team, mine)?;
+    let film = band_film_to_root(team, (settings.width, settings.height), mine)?;
     stats.rays = sum_u64(team, &[stats.rays])?[0];
     stats.seconds = start.elapsed().as_secs_f64();
-    let film = Film {
-        width: settings.width,
-        height: settings.height,
-        pixels,
-    };
     Ok((film, stats))
 }
 
