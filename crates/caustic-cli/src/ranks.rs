@@ -110,7 +110,7 @@ mod mpi_team {
     //! MPI library).
 
     use anyhow::{Context, Result, bail};
-    use caustic::team::{Gathered, Team, TeamError};
+    use caustic::team::{Gathered, RootSink, Team, TeamError};
     use mpi::Threading;
     use mpi::datatype::PartitionMut;
     use mpi::environment::Universe;
@@ -208,7 +208,7 @@ mod mpi_team {
             Ok(split_parts(&all, &counts, &displs))
         }
 
-        fn gather_to_root(&self, mine: &[u8]) -> Result<Option<Gathered>, TeamError> {
+        fn gather_to_root(&self, mine: &[u8], sink: &mut RootSink<'_>) -> Result<(), TeamError> {
             let world = self.world()?;
             let count = message_count(mine)?;
             // Every rank learns the counts, so that all of them skip a
@@ -218,19 +218,21 @@ mod mpi_team {
             world.all_gather_into(&count, &mut counts[..]);
             let (displs, total) = displacements(&counts)?;
             let root = world.process_at_rank(0);
-            if total == 0 {
-                return Ok((self.rank == 0).then(|| split_parts(&[], &counts, &displs)));
-            }
             if self.rank != 0 {
-                root.gather_varcount_into(mine);
-                return Ok(None);
+                if total > 0 {
+                    root.gather_varcount_into(mine);
+                }
+                return Ok(());
             }
             let mut all = vec![0u8; total];
-            {
+            if total > 0 {
                 let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
                 root.gather_varcount_into_root(mine, &mut parts);
             }
-            Ok(Some(split_parts(&all, &counts, &displs)))
+            for (rank, (&c, &d)) in counts.iter().zip(&displs).enumerate() {
+                sink(rank, &all[d as usize..(d + c) as usize])?;
+            }
+            Ok(())
         }
     }
 

@@ -45,6 +45,10 @@ impl std::error::Error for TeamError {}
 /// What an exchange hands every member: each member's bytes, by rank.
 pub type Gathered = Arc<Vec<Vec<u8>>>;
 
+/// Where [`Team::gather_to_root`] hands the root each member's bytes:
+/// `(rank, bytes)`, in rank order.
+pub type RootSink<'a> = dyn FnMut(usize, &[u8]) -> Result<(), TeamError> + 'a;
+
 /// Members sharing one render. Every member must make the same sequence of
 /// collective calls (as with MPI collectives).
 pub trait Team: Send + Sync {
@@ -61,15 +65,21 @@ pub trait Team: Send + Sync {
         self.rank() == 0
     }
 
-    /// Every member's `mine`, indexed by rank, on the root alone (`None`
-    /// on the others): how the finished bands of an image reach the member
-    /// that writes it, without every member holding the whole image (at
-    /// 8192² that is 805 MB a member). Every member must call it, as any
-    /// collective. This default makes it an [`Team::all_gather`]; a team
-    /// whose transport can send to one member only does less.
-    fn gather_to_root(&self, mine: &[u8]) -> Result<Option<Gathered>, TeamError> {
+    /// Hands every member's `mine` to `sink` on the root alone, in rank
+    /// order (`sink(rank, bytes)`); the other members only send: how the
+    /// finished rows of an image reach the member that writes it, without
+    /// every member holding the whole image (805 MB a member at 8192²).
+    /// Every member must call it, as any collective; a sink's error ends
+    /// the root's call with it. This default is an [`Team::all_gather`];
+    /// a team whose transport can send to one member does less.
+    fn gather_to_root(&self, mine: &[u8], sink: &mut RootSink<'_>) -> Result<(), TeamError> {
         let all = self.all_gather(mine)?;
-        Ok(self.is_root().then_some(all))
+        if self.is_root() {
+            for (rank, bytes) in all.iter().enumerate() {
+                sink(rank, bytes)?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether the members share one address space (threads of one
@@ -157,6 +167,81 @@ impl TileBand {
     /// Pixels in the band.
     pub fn pixel_count(&self) -> usize {
         (self.pixels.end - self.pixels.start) as usize
+    }
+}
+
+/// A member's rows of an image's 8×8 tiles: tile rows `first`, `first +
+/// stride`, … (`count` of them), the pixel rows of each in order. A
+/// contiguous band ([`TileRows::band`], stride 1) is what [`TileBand`]
+/// covers; interleaved rows ([`TileRows::interleaved`], stride the team's
+/// size) share an expensive part of the image among the members, so the
+/// slowest member's rows cost about the mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileRows {
+    pub first: u32,
+    pub stride: u32,
+    pub count: u32,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl TileRows {
+    /// Member `team.rank()`'s tile rows `rank, rank + size, …`.
+    pub fn interleaved(team: &dyn Team, width: u32, height: u32) -> Self {
+        Self::interleaved_of(team.rank() as u64, team.size() as u64, width, height)
+    }
+
+    /// Member `team.rank()`'s contiguous band ([`TileBand::of`]'s rows).
+    pub fn band(team: &dyn Team, width: u32, height: u32) -> Self {
+        Self::band_of(team.rank() as u64, team.size() as u64, width, height)
+    }
+
+    /// Every tile row (a team of one).
+    pub fn whole(width: u32, height: u32) -> Self {
+        Self::band_of(0, 1, width, height)
+    }
+
+    pub fn interleaved_of(rank: u64, size: u64, width: u32, height: u32) -> Self {
+        let tile_rows = u64::from(height.div_ceil(8));
+        let count = tile_rows.saturating_sub(rank).div_ceil(size.max(1));
+        Self {
+            first: rank.min(tile_rows) as u32,
+            stride: size.max(1) as u32,
+            count: count as u32,
+            width,
+            height,
+        }
+    }
+
+    pub fn band_of(rank: u64, size: u64, width: u32, height: u32) -> Self {
+        let rows = share_of(rank, size, u64::from(height.div_ceil(8)));
+        Self {
+            first: rows.start as u32,
+            stride: 1,
+            count: (rows.end - rows.start) as u32,
+            width,
+            height,
+        }
+    }
+
+    /// Tiles in the rows, `count` rows of `⌈width / 8⌉`.
+    pub fn tiles(&self) -> u32 {
+        self.count * self.width.div_ceil(8)
+    }
+
+    /// The image's pixel rows these tile rows hold, in order (the last
+    /// tile row of an image whose height is no multiple of 8 holds fewer
+    /// than 8).
+    pub fn pixel_rows(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.count).flat_map(move |k| {
+            let y0 = 8 * (self.first + k * self.stride);
+            y0..(y0 + 8).min(self.height)
+        })
+    }
+
+    /// Pixels in the rows.
+    pub fn pixel_count(&self) -> usize {
+        self.pixel_rows().count() * self.width as usize
     }
 }
 
@@ -255,53 +340,61 @@ pub fn gather_concat<T: Pod>(team: &dyn Team, mine: Vec<T>) -> Result<Vec<T>, Te
     Ok(out)
 }
 
-/// Every member's `mine`, concatenated in rank order, on the root alone
-/// (`None` on the others): [`gather_concat`] for a result only the root
-/// needs, such as a finished image.
-pub fn gather_concat_to_root<T: Pod>(
-    team: &dyn Team,
-    mine: Vec<T>,
-) -> Result<Option<Vec<T>>, TeamError> {
-    if team.size() == 1 {
-        return Ok(Some(mine));
-    }
-    let Some(parts) = team.gather_to_root(bytemuck::cast_slice(&mine))? else {
-        return Ok(None);
-    };
-    drop(mine);
-    let mut out = Vec::with_capacity(
-        parts.iter().map(Vec::len).sum::<usize>() / std::mem::size_of::<T>().max(1),
-    );
-    for (rank, bytes) in parts.iter().enumerate() {
-        append_items(&mut out, bytes, rank)?;
-    }
-    Ok(Some(out))
-}
-
-/// The image of `width × height` pixels whose rows the members hold in
-/// rank order (each its [`TileBand`]'s pixels), assembled on the root
-/// alone: `Some` on the root, `None` on the other members, which hold no
-/// image ([`Team::gather_to_root`]).
-pub fn band_film_to_root(
+/// The image of `width × height` pixels whose rows the members hold (each
+/// the pixel rows of its [`TileRows`], `rows_of(rank)`, in their order),
+/// assembled on the root alone: `Some` on the root, `None` on the other
+/// members, which hold no image ([`Team::gather_to_root`]). A member that
+/// sends another number of pixels than its rows hold is an error.
+pub fn rows_film_to_root(
     team: &dyn Team,
     (width, height): (u32, u32),
     mine: Vec<Rgb>,
+    rows_of: impl Fn(usize) -> TileRows,
 ) -> Result<Option<Film>, TeamError> {
-    let Some(pixels) = gather_concat_to_root(team, mine)? else {
-        return Ok(None);
-    };
-    if pixels.len() != width as usize * height as usize {
-        return Err(TeamError(format!(
-            "the members' bands hold {} pixels, not the {width} × {height} image's {}",
-            pixels.len(),
-            width as usize * height as usize
-        )));
+    if team.size() == 1 && mine.len() == width as usize * height as usize {
+        // A team of one holds the whole image already, row by row.
+        return Ok(Some(Film {
+            width,
+            height,
+            pixels: mine,
+        }));
     }
-    Ok(Some(Film {
-        width,
-        height,
-        pixels,
-    }))
+    let mut film = team.is_root().then(|| Film::new(width, height));
+    let row_bytes = width as usize * std::mem::size_of::<Rgb>();
+    team.gather_to_root(bytemuck::cast_slice(&mine), &mut |rank, bytes| {
+        let Some(film) = film.as_mut() else {
+            return Ok(());
+        };
+        let rows = rows_of(rank);
+        if bytes.len() != rows.pixel_count() * std::mem::size_of::<Rgb>() {
+            return Err(TeamError(format!(
+                "rank {rank} sent {} bytes for its {} pixels of the {width} × {height} image",
+                bytes.len(),
+                rows.pixel_count()
+            )));
+        }
+        // Byte copies: an MPI receive buffer need not be aligned for f32.
+        let pixels: &mut [u8] = bytemuck::cast_slice_mut(&mut film.pixels);
+        for (y, row) in rows.pixel_rows().zip(bytes.chunks_exact(row_bytes.max(1))) {
+            let at = y as usize * row_bytes;
+            pixels[at..at + row_bytes].copy_from_slice(row);
+        }
+        Ok(())
+    })?;
+    Ok(film)
+}
+
+/// The image of `width × height` pixels whose rows the members hold by
+/// contiguous bands ([`TileBand`], in rank order), on the root alone:
+/// [`rows_film_to_root`] over [`TileRows::band`].
+pub fn band_film_to_root(
+    team: &dyn Team,
+    size: (u32, u32),
+    mine: Vec<Rgb>,
+) -> Result<Option<Film>, TeamError> {
+    let members = team.size() as u64;
+    let rows_of = |rank| TileRows::band_of(rank as u64, members, size.0, size.1);
+    rows_film_to_root(team, size, mine, rows_of)
 }
 
 /// [`gather_concat`] into `out`, whose allocation is reused: an exchange
@@ -445,6 +538,11 @@ struct ExchangeState {
     last: Gathered,
     /// A member that returned or panicked: nobody waits for it any more.
     departed: Option<usize>,
+    /// The last exchange of lent bytes the root has finished reading
+    /// ([`ThreadTeam::gather_to_root`]), by its generation.
+    root_read: u64,
+    /// The root returned or panicked: nobody's bytes are read any more.
+    root_departed: bool,
 }
 
 impl ThreadTeam {
@@ -463,6 +561,8 @@ impl ThreadTeam {
                 slots: vec![Vec::new(); size],
                 last: Default::default(),
                 departed: None,
+                root_read: 0,
+                root_departed: false,
             }),
             changed: Condvar::new(),
         });
@@ -496,9 +596,47 @@ impl ThreadTeam {
     }
 
     fn depart(&self) {
-        let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.lock();
         state.departed.get_or_insert(self.rank);
+        state.root_departed |= self.rank == 0;
         self.shared.changed.notify_all();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ExchangeState> {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// [`Team::all_gather`] of `mine`, with the exchange's generation.
+    fn exchange(&self, mine: Vec<u8>) -> Result<(Gathered, u64), TeamError> {
+        let left = |rank| TeamError(format!("member {rank} left the team"));
+        let mut state = self.lock();
+        if let Some(rank) = state.departed {
+            return Err(left(rank));
+        }
+        state.slots[self.rank] = mine;
+        state.arrived += 1;
+        let generation = state.generation;
+        if state.arrived == self.shared.size {
+            let slots = std::mem::replace(&mut state.slots, vec![Vec::new(); self.shared.size]);
+            state.last = Arc::new(slots);
+            state.arrived = 0;
+            state.generation += 1;
+            self.shared.changed.notify_all();
+            return Ok((state.last.clone(), generation + 1));
+        }
+        while state.generation == generation {
+            if let Some(rank) = state.departed {
+                return Err(left(rank));
+            }
+            state = self
+                .shared
+                .changed
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        // The next exchange cannot complete before this member joins it,
+        // so `last` is still this one's.
+        Ok((state.last.clone(), generation + 1))
     }
 }
 
@@ -513,38 +651,46 @@ impl Team for ThreadTeam {
         true
     }
     fn all_gather(&self, mine: &[u8]) -> Result<Gathered, TeamError> {
-        let left = |rank| TeamError(format!("member {rank} left the team"));
         // Copied before the lock: the members' copies (a band of an image,
         // hundreds of megabytes) run at once rather than one by one.
-        let mine = mine.to_vec();
-        let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(rank) = state.departed {
-            return Err(left(rank));
-        }
-        state.slots[self.rank] = mine;
-        state.arrived += 1;
-        let generation = state.generation;
-        if state.arrived == self.shared.size {
-            let slots = std::mem::replace(&mut state.slots, vec![Vec::new(); self.shared.size]);
-            state.last = Arc::new(slots);
-            state.arrived = 0;
-            state.generation += 1;
-            self.shared.changed.notify_all();
-            return Ok(state.last.clone());
-        }
-        while state.generation == generation {
-            if let Some(rank) = state.departed {
-                return Err(left(rank));
+        Ok(self.exchange(mine.to_vec())?.0)
+    }
+
+    /// The members lend their bytes in place: each sends only where they
+    /// are, the root's sink reads them there, and the others wait until the
+    /// root has read (or has left the team), so nothing is copied but into
+    /// the root's result.
+    fn gather_to_root(&self, mine: &[u8], sink: &mut RootSink<'_>) -> Result<(), TeamError> {
+        let lent = [mine.as_ptr() as usize as u64, mine.len() as u64];
+        let (all, generation) = self.exchange(bytemuck::cast_slice(&lent).to_vec())?;
+        if !self.is_root() {
+            let mut state = self.lock();
+            while state.root_read < generation && !state.root_departed {
+                state = self
+                    .shared
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(|e| e.into_inner());
             }
-            state = self
-                .shared
-                .changed
-                .wait(state)
-                .unwrap_or_else(|e| e.into_inner());
+            return match state.root_read >= generation {
+                true => Ok(()),
+                false => Err(TeamError("member 0 left the team".into())),
+            };
         }
-        // The next exchange cannot complete before this member joins it,
-        // so `last` is still this one's.
-        Ok(state.last.clone())
+        let read = all.iter().enumerate().try_for_each(|(rank, address)| {
+            let [at, len]: [u64; 2] = bytemuck::pod_read_unaligned(address);
+            // SAFETY: member `rank` lent `mine` (`len` bytes at `at`) for
+            // this call, which it does not leave until `root_read` reaches
+            // this exchange's generation (set below, after the last read)
+            // or the root departs (this thread, after this call).
+            let bytes =
+                unsafe { std::slice::from_raw_parts(at as usize as *const u8, len as usize) };
+            sink(rank, bytes)
+        });
+        let mut state = self.lock();
+        state.root_read = generation;
+        self.shared.changed.notify_all();
+        read
     }
 }
 
@@ -584,30 +730,72 @@ mod tests {
     }
 
     #[test]
-    fn bands_reach_the_root_alone_as_the_whole_image() {
+    fn rows_reach_the_root_alone_as_the_whole_image() {
         let (width, height) = (13u32, 21u32);
         let pixel = |i: u32| Rgb::new(i as f32, 0.5, -(i as f32));
-        for size in 1..=4 {
-            let films = ThreadTeam::run(size, |team| {
-                let band = TileBand::of(team, width, height);
-                let mine: Vec<Rgb> = band.pixels.clone().map(pixel).collect();
-                band_film_to_root(team, (width, height), mine).unwrap()
-            });
-            let root = films[0].as_ref().expect("the root holds the image");
-            assert_eq!((root.width, root.height), (width, height));
-            assert!(
-                root.pixels
-                    .iter()
-                    .copied()
-                    .eq((0..width * height).map(pixel))
-            );
-            assert!(films[1..].iter().all(Option::is_none), "team of {size}");
+        let rows_pixels = |rows: TileRows| -> Vec<Rgb> {
+            rows.pixel_rows()
+                .flat_map(|y| (0..width).map(move |x| pixel(y * width + x)))
+                .collect()
+        };
+        for size in 1..=4u64 {
+            for interleaved in [false, true] {
+                let rows_of = |rank: usize| match interleaved {
+                    true => TileRows::interleaved_of(rank as u64, size, width, height),
+                    false => TileRows::band_of(rank as u64, size, width, height),
+                };
+                let films = ThreadTeam::run(size as usize, |team| {
+                    let mine = rows_pixels(rows_of(team.rank()));
+                    rows_film_to_root(team, (width, height), mine, rows_of).unwrap()
+                });
+                let root = films[0].as_ref().expect("the root holds the image");
+                assert_eq!((root.width, root.height), (width, height));
+                assert!(
+                    root.pixels
+                        .iter()
+                        .copied()
+                        .eq((0..width * height).map(pixel))
+                );
+                assert!(films[1..].iter().all(Option::is_none), "team of {size}");
+            }
         }
-        // Bands that do not make the image are an error, not a torn film.
+        // Rows that do not make the image are an error, not a torn film.
         let short = ThreadTeam::run(2, |team| {
             band_film_to_root(team, (width, height), vec![Rgb::ZERO; 3])
         });
-        assert!(short[0].as_ref().unwrap_err().0.contains("not the 13 × 21"));
+        assert!(
+            short[0]
+                .as_ref()
+                .unwrap_err()
+                .0
+                .contains("rank 0 sent 36 bytes")
+        );
+    }
+
+    #[test]
+    fn tile_rows_cover_the_image_once() {
+        for (width, height) in [(17u32, 9u32), (64, 64), (5, 40), (100, 3)] {
+            for size in 1..=5u64 {
+                for of in [TileRows::band_of, TileRows::interleaved_of] {
+                    let mut seen = vec![0u32; height as usize];
+                    let mut tiles = 0;
+                    for rank in 0..size {
+                        let rows = of(rank, size, width, height);
+                        assert_eq!(
+                            rows.pixel_count(),
+                            rows.pixel_rows().count() * width as usize
+                        );
+                        rows.pixel_rows().for_each(|y| seen[y as usize] += 1);
+                        tiles += rows.tiles();
+                    }
+                    assert!(seen.iter().all(|&n| n == 1), "{width}x{height}, {size}");
+                    assert_eq!(tiles, width.div_ceil(8) * height.div_ceil(8));
+                }
+                let band = TileBand::of_member(size - 1, size, width, height);
+                let rows = TileRows::band_of(size - 1, size, width, height);
+                assert_eq!(rows.pixel_count(), band.pixel_count());
+            }
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use bytemuck::{Pod, Zeroable};
 use crate::kernels::sppm_renderer as k;
 use crate::photon::records_cuda::{GpuPhoton, GridView};
 use crate::scene_cuda::FrameParams;
+use crate::team::TileRows;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::bvh::triangle_bvh_cuda::DeviceBvh;
 use caustic_gpu::GpuError;
@@ -55,13 +56,13 @@ pub struct GpuSppmPixel {
     pub traced: [f64; 3],
 }
 
-/// Pass `pass`'s primary rays, one per pixel in 8×8 Morton tiles from
-/// tile `first_tile` on (row-major over the image's tiles), 64 slots a
-/// tile, as many tiles as `rays` has room for.
+/// Pass `pass`'s primary rays, one per pixel in 8×8 Morton tiles over the
+/// tile rows `rows` (row by row, each left to right), 64 slots a tile, as
+/// many tiles as `rays` has room for.
 pub fn primary(
     params: &DeviceBuffer<FrameParams>,
     pass: u32,
-    first_tile: u32,
+    rows: &TileRows,
     rays: &mut DeviceBuffer<GpuRay>,
     paths: &mut DeviceBuffer<GpuSppmPath>,
 ) -> Result<(), GpuError> {
@@ -73,7 +74,8 @@ pub fn primary(
         (
             params.ptr(),
             pass,
-            first_tile,
+            rows.first,
+            rows.stride,
             rays.ptr_mut(),
             paths.ptr_mut(),
             n as u32,
@@ -268,33 +270,56 @@ fn radius_sums(
 }
 
 /// Sum (fixed point, radius × `scale`) and count of the radii of the
-/// pixels `band` that have one: the final mean radius, on the device.
+/// pixels of `rows` that have one: the final mean radius, on the device.
 pub fn final_radius_sum(
     pixels: &DeviceBuffer<GpuSppmPixel>,
-    band: std::ops::Range<u32>,
+    rows: &TileRows,
     scale: f64,
 ) -> Result<[u64; 2], GpuError> {
-    if band.start > band.end || band.end as usize > pixels.len() {
-        return Err(GpuError::LengthMismatch {
-            operation: "final_radius_sum",
-            what: "band",
-            expected: pixels.len(),
-            actual: band.end.max(band.start) as usize,
-        });
-    }
-    let n = band.len();
+    let n = check_rows(pixels, rows, "final_radius_sum")?;
     radius_sums(pixels, |sums| {
         launch(
             pixels.gpu(),
             k::SPPM_FINAL_RADIUS_SUM,
             n,
-            (pixels.ptr(), band.start, n as u32, scale, sums),
+            (
+                pixels.ptr(),
+                rows.width,
+                rows.first,
+                rows.stride,
+                n as u32,
+                scale,
+                sums,
+            ),
         )
     })
 }
 
+/// The pixels of `rows`, checked to lie in `pixels` (one per pixel of the
+/// image).
+fn check_rows(
+    pixels: &DeviceBuffer<GpuSppmPixel>,
+    rows: &TileRows,
+    operation: &'static str,
+) -> Result<usize, GpuError> {
+    let image = rows.width as usize * rows.height as usize;
+    let last = rows
+        .pixel_rows()
+        .last()
+        .map_or(0, |y| (y as usize + 1) * rows.width as usize);
+    if image != pixels.len() || last > image {
+        return Err(GpuError::LengthMismatch {
+            operation,
+            what: "pixels of the image's rows",
+            expected: image,
+            actual: pixels.len().max(last),
+        });
+    }
+    Ok(rows.pixel_count())
+}
+
 /// The pass's photons within each pixel's radius and the progressive
-/// update with `alpha`, for the pixels `owned` (all of them, or a team
+/// update with `alpha`, for the pixels of `rows` (all of them, or a team
 /// member's rows); the pass's radiance is added to the traced sums.
 /// Returns the photon–pixel pairs found.
 pub fn gather_update(
@@ -304,13 +329,14 @@ pub fn gather_update(
     points: &DeviceBuffer<GpuVisiblePoint>,
     pixels: &mut DeviceBuffer<GpuSppmPixel>,
     radiance: &DeviceBuffer<f32>,
-    (owned, alpha): (std::ops::Range<u32>, f64),
+    (rows, alpha): (&TileRows, f64),
 ) -> Result<u64, GpuError> {
+    let n = check_rows(pixels, rows, "gather_update")?;
     let mut deposits = DeviceBuffer::<u64>::zeroed(params.gpu(), "sppm deposits", 1)?;
     launch(
         params.gpu(),
         k::SPPM_GATHER_UPDATE,
-        owned.len(),
+        n,
         (
             params.ptr(),
             grid.ptr(),
@@ -319,8 +345,9 @@ pub fn gather_update(
             points.ptr(),
             pixels.ptr_mut(),
             radiance.ptr(),
-            owned.start,
-            owned.end,
+            rows.first,
+            rows.stride,
+            n as u32,
             alpha,
             deposits.ptr_mut(),
         ),
@@ -328,18 +355,28 @@ pub fn gather_update(
     Ok(deposits.download()?[0])
 }
 
-/// The image after `passes` passes: 3 floats per pixel.
+/// The image of `rows` after `passes` passes: 3 floats per pixel, the
+/// rows' pixels in their order ([`TileRows::pixel_rows`]).
 pub fn film(
     pixels: &DeviceBuffer<GpuSppmPixel>,
+    rows: &TileRows,
     passes: u32,
 ) -> Result<DeviceBuffer<f32>, GpuError> {
-    let n = pixels.len();
+    let n = check_rows(pixels, rows, "film")?;
     let mut out = DeviceBuffer::uninit(pixels.gpu(), "sppm image", 3 * n)?;
     launch(
         pixels.gpu(),
         k::SPPM_FILM,
         n,
-        (pixels.ptr(), n as u32, passes, out.ptr_mut()),
+        (
+            pixels.ptr(),
+            rows.width,
+            rows.first,
+            rows.stride,
+            n as u32,
+            passes,
+            out.ptr_mut(),
+        ),
     )?;
     Ok(out)
 }

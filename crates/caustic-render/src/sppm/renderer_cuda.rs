@@ -21,7 +21,7 @@ use crate::sppm::kernels_cuda::{
     self as kernels, EyeStep, EyeTargets, GpuSppmPath, GpuSppmPixel, GpuVisiblePoint,
 };
 use crate::team::{
-    Solo, Team, TeamError, TileBand, band_film_to_root, gather_concat, share, sum_u64,
+    Solo, Team, TeamError, TileRows, gather_concat, rows_film_to_root, share, sum_u64,
 };
 use caustic_accel::bvh::device_accel_cuda::AccelTracer;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
@@ -100,16 +100,18 @@ pub fn render_cuda_on(
 
 /// Renders like [`render_cuda_on`] as one member of `team` (one GPU each,
 /// or one MPI rank each; see [`crate::team`]), as the CPU's
-/// [`super::render_in_team`] shares the work: each member owns a band of
-/// 8-pixel tile rows (their eye paths, visible points and statistics) and
+/// [`super::render_in_team`] shares the work: each member owns every
+/// size-th row of 8×8 tiles ([`TileRows::interleaved`]: their eye paths,
+/// visible points and statistics; interleaved, so that the rows seen
+/// through the glass, whose paths are the longest, are shared) and
 /// traces a contiguous share of every pass's photons; the shares are
 /// merged on every member run by run (each bounce of each wave, members in
 /// rank order: [`gather_device_runs`]), which is the single GPU's photon
 /// list in its order, so each member gathers, for its own pixels, exactly
 /// the photons a single GPU gathers in the same order (the radius sums are
 /// exact too). The root returns the whole image, equal to the single GPU's
-/// bit for bit; the other members return `None`, their bands sent to the
-/// root ([`band_film_to_root`]). `progress` gets the passes done.
+/// bit for bit; the other members return `None`, their rows sent to the
+/// root ([`rows_film_to_root`]). `progress` gets the passes done.
 /// Statistics count the whole team's rays and deposits.
 pub fn render_cuda_in_team(
     device: &GpuScene,
@@ -160,14 +162,13 @@ fn run(
             break;
         }
     }
-    // The member's band alone comes back from its device: the image's
+    // The member's rows alone come back from its device: the image's
     // other rows are the other members'.
     let film_start = Instant::now();
-    let band = state.band.pixels.start as usize..state.band.pixels.end as usize;
-    let values = kernels::film(&state.pixels, stats.passes)?;
-    let mut mine = vec![Rgb::ZERO; band.len()];
-    values.download_range_into(3 * band.start, bytemuck::cast_slice_mut(&mut mine))?;
-    let [sum, count] = kernels::final_radius_sum(&state.pixels, state.band.pixels.clone(), scale)?;
+    let values = kernels::film(&state.pixels, &state.rows, stats.passes)?;
+    let mut mine = vec![Rgb::ZERO; state.rows.pixel_count()];
+    values.download_into(bytemuck::cast_slice_mut(&mut mine))?;
+    let [sum, count] = kernels::final_radius_sum(&state.pixels, &state.rows, scale)?;
     let [sum, count] = sum_u64(team, &[sum, count]).map_err(team_error)?[..] else {
         unreachable!("two sums for two counts")
     };
@@ -177,7 +178,9 @@ fn run(
         0.0
     };
     let size = (settings.width, settings.height);
-    let film = band_film_to_root(team, size, mine).map_err(team_error)?;
+    let members = team.size() as u64;
+    let rows_of = |rank| TileRows::interleaved_of(rank as u64, members, size.0, size.1);
+    let film = rows_film_to_root(team, size, mine, rows_of).map_err(team_error)?;
     let sums = sum_u64(team, &[stats.rays, stats.deposits]).map_err(team_error)?;
     (stats.rays, stats.deposits) = (sums[0], sums[1]);
     if team.size() > 1 {
@@ -223,11 +226,10 @@ fn image(
     width: u32,
     height: u32,
 ) -> Result<Film, GpuError> {
-    let values = kernels::film(pixels, passes)?.download()?;
+    let whole = TileRows::whole(width, height);
     let mut film = Film::new(width, height);
-    for (pixel, rgb) in film.pixels.iter_mut().zip(values.chunks_exact(3)) {
-        *pixel = Rgb::new(rgb[0], rgb[1], rgb[2]);
-    }
+    kernels::film(pixels, &whole, passes)?
+        .download_into(bytemuck::cast_slice_mut(&mut film.pixels))?;
     Ok(film)
 }
 
@@ -237,7 +239,7 @@ struct State<'a> {
     device: &'a GpuScene,
     settings: &'a SppmSettings,
     team: &'a dyn Team,
-    band: TileBand,
+    rows: TileRows,
     params: DeviceBuffer<FrameParams>,
     tracer: AccelTracer,
     pixels: DeviceBuffer<GpuSppmPixel>,
@@ -275,7 +277,7 @@ impl<'a> State<'a> {
             device,
             settings,
             team,
-            band: TileBand::of(team, settings.width, settings.height),
+            rows: TileRows::interleaved(team, settings.width, settings.height),
             params: DeviceBuffer::from_slice(gpu, "sppm params", &[params])?,
             tracer: device.accel().tracer()?,
             pixels: DeviceBuffer::zeroed(gpu, "sppm pixels", count)?,
@@ -358,7 +360,7 @@ impl<'a> State<'a> {
             &self.points,
             &mut self.pixels,
             &self.radiance,
-            (self.band.pixels.clone(), f64::from(s.alpha)),
+            (&self.rows, f64::from(s.alpha)),
         )?;
         stats.gather_seconds += clock.elapsed().as_secs_f64();
         Ok(())
@@ -369,13 +371,13 @@ impl<'a> State<'a> {
     /// ([`crate::wavefront_cuda`]).
     fn eye_pass(&mut self, pass: u32) -> Result<u64, GpuError> {
         let gpu = self.device.gpu().clone();
-        let n = self.band.tiles as usize * 64;
+        let n = self.rows.tiles() as usize * 64;
         let depths = self.settings.max_depth as usize + 1;
         let mut w = EyeBuffers::new(&gpu, n, self.slots as usize, depths)?;
         kernels::primary(
             &self.params,
             pass,
-            self.band.first_tile,
+            &self.rows,
             &mut w.queue.0,
             &mut w.queue.1,
         )?;
@@ -488,7 +490,7 @@ impl<'a> State<'a> {
     }
 }
 
-/// The eye wave's device memory, allocated once for the band's paths and
+/// The eye wave's device memory, allocated once for the member's paths and
 /// set to each depth's bound.
 struct EyeBuffers {
     queue: (DeviceBuffer<GpuRay>, DeviceBuffer<GpuSppmPath>),
