@@ -239,6 +239,14 @@ impl TileRows {
         })
     }
 
+    /// Where the image's pixel row `y` lies among [`Self::pixel_rows`], if
+    /// these rows hold it.
+    pub fn local_row(&self, y: u32) -> Option<u32> {
+        let tile_row = (y / 8).checked_sub(self.first)?;
+        let k = tile_row / self.stride;
+        (y < self.height && tile_row % self.stride == 0 && k < self.count).then_some(8 * k + y % 8)
+    }
+
     /// Pixels in the rows.
     pub fn pixel_count(&self) -> usize {
         self.pixel_rows().count() * self.width as usize
@@ -373,12 +381,19 @@ pub fn rows_film_to_root(
                 rows.pixel_count()
             )));
         }
-        // Byte copies: an MPI receive buffer need not be aligned for f32.
+        // Byte copies (an MPI receive buffer need not be aligned for f32),
+        // the rows in parallel: the film is fresh memory, whose first
+        // touch costs more than the copy.
         let pixels: &mut [u8] = bytemuck::cast_slice_mut(&mut film.pixels);
-        for (y, row) in rows.pixel_rows().zip(bytes.chunks_exact(row_bytes.max(1))) {
-            let at = y as usize * row_bytes;
-            pixels[at..at + row_bytes].copy_from_slice(row);
-        }
+        pixels
+            .par_chunks_mut(row_bytes.max(1))
+            .enumerate()
+            .for_each(|(y, row)| {
+                if let Some(k) = rows.local_row(y as u32) {
+                    let at = k as usize * row_bytes;
+                    row.copy_from_slice(&bytes[at..at + row_bytes]);
+                }
+            });
         Ok(())
     })?;
     Ok(film)
@@ -785,6 +800,11 @@ mod tests {
                             rows.pixel_count(),
                             rows.pixel_rows().count() * width as usize
                         );
+                        for (k, y) in rows.pixel_rows().enumerate() {
+                            assert_eq!(rows.local_row(y), Some(k as u32));
+                        }
+                        let held = (0..height + 9).filter(|&y| rows.local_row(y).is_some());
+                        assert_eq!(held.count(), rows.pixel_rows().count());
                         rows.pixel_rows().for_each(|y| seen[y as usize] += 1);
                         tiles += rows.tiles();
                     }

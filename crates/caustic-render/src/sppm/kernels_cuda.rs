@@ -58,7 +58,9 @@ pub struct GpuSppmPixel {
 
 /// Pass `pass`'s primary rays, one per pixel in 8×8 Morton tiles over the
 /// tile rows `rows` (row by row, each left to right), 64 slots a tile, as
-/// many tiles as `rays` has room for.
+/// many tiles as `rays` has room for. A path's pixel is its place among
+/// the rows' pixels ([`TileRows::pixel_rows`] order), where the member
+/// keeps that pixel's state.
 pub fn primary(
     params: &DeviceBuffer<FrameParams>,
     pass: u32,
@@ -270,56 +272,24 @@ fn radius_sums(
 }
 
 /// Sum (fixed point, radius × `scale`) and count of the radii of the
-/// pixels of `rows` that have one: the final mean radius, on the device.
+/// pixels that have one: the final mean radius, on the device.
 pub fn final_radius_sum(
     pixels: &DeviceBuffer<GpuSppmPixel>,
-    rows: &TileRows,
     scale: f64,
 ) -> Result<[u64; 2], GpuError> {
-    let n = check_rows(pixels, rows, "final_radius_sum")?;
+    let n = pixels.len();
     radius_sums(pixels, |sums| {
         launch(
             pixels.gpu(),
             k::SPPM_FINAL_RADIUS_SUM,
             n,
-            (
-                pixels.ptr(),
-                rows.width,
-                rows.first,
-                rows.stride,
-                n as u32,
-                scale,
-                sums,
-            ),
+            (pixels.ptr(), n as u32, scale, sums),
         )
     })
 }
 
-/// The pixels of `rows`, checked to lie in `pixels` (one per pixel of the
-/// image).
-fn check_rows(
-    pixels: &DeviceBuffer<GpuSppmPixel>,
-    rows: &TileRows,
-    operation: &'static str,
-) -> Result<usize, GpuError> {
-    let image = rows.width as usize * rows.height as usize;
-    let last = rows
-        .pixel_rows()
-        .last()
-        .map_or(0, |y| (y as usize + 1) * rows.width as usize);
-    if image != pixels.len() || last > image {
-        return Err(GpuError::LengthMismatch {
-            operation,
-            what: "pixels of the image's rows",
-            expected: image,
-            actual: pixels.len().max(last),
-        });
-    }
-    Ok(rows.pixel_count())
-}
-
 /// The pass's photons within each pixel's radius and the progressive
-/// update with `alpha`, for the pixels of `rows` (all of them, or a team
+/// update with `alpha`, for every pixel (of the image, or of a team
 /// member's rows); the pass's radiance is added to the traced sums.
 /// Returns the photon–pixel pairs found.
 pub fn gather_update(
@@ -329,9 +299,9 @@ pub fn gather_update(
     points: &DeviceBuffer<GpuVisiblePoint>,
     pixels: &mut DeviceBuffer<GpuSppmPixel>,
     radiance: &DeviceBuffer<f32>,
-    (rows, alpha): (&TileRows, f64),
+    alpha: f64,
 ) -> Result<u64, GpuError> {
-    let n = check_rows(pixels, rows, "gather_update")?;
+    let n = pixels.len();
     let mut deposits = DeviceBuffer::<u64>::zeroed(params.gpu(), "sppm deposits", 1)?;
     launch(
         params.gpu(),
@@ -345,8 +315,6 @@ pub fn gather_update(
             points.ptr(),
             pixels.ptr_mut(),
             radiance.ptr(),
-            rows.first,
-            rows.stride,
             n as u32,
             alpha,
             deposits.ptr_mut(),
@@ -355,28 +323,19 @@ pub fn gather_update(
     Ok(deposits.download()?[0])
 }
 
-/// The image of `rows` after `passes` passes: 3 floats per pixel, the
-/// rows' pixels in their order ([`TileRows::pixel_rows`]).
+/// The image after `passes` passes: 3 floats per pixel (of the image, or
+/// of a team member's rows in their order, [`TileRows::pixel_rows`]).
 pub fn film(
     pixels: &DeviceBuffer<GpuSppmPixel>,
-    rows: &TileRows,
     passes: u32,
 ) -> Result<DeviceBuffer<f32>, GpuError> {
-    let n = check_rows(pixels, rows, "film")?;
+    let n = pixels.len();
     let mut out = DeviceBuffer::uninit(pixels.gpu(), "sppm image", 3 * n)?;
     launch(
         pixels.gpu(),
         k::SPPM_FILM,
         n,
-        (
-            pixels.ptr(),
-            rows.width,
-            rows.first,
-            rows.stride,
-            n as u32,
-            passes,
-            out.ptr_mut(),
-        ),
+        (pixels.ptr(), n as u32, passes, out.ptr_mut()),
     )?;
     Ok(out)
 }

@@ -34,18 +34,13 @@
 
 // ------------------------------------------------------------ eye pass
 
-// A team member's pixels are the rows of 8x8 tiles `first`, `first +
-// stride`, ... (team::TileRows: a contiguous band has stride 1, interleaved
-// rows the team's size; the whole image is first 0, stride 1). Its k-th
-// pixel, in the order of its rows:
-__device__ __forceinline__ u32 owned_pixel(u32 k, u32 width, u32 first, u32 stride) {
-    const u32 row = k / width, x = k - row * width;
-    const u32 y = (first + (row >> 3) * stride) * 8u + (row & 7u);
-    return y * width + x;
-}
-
 // visible::EyeTracer::pixel's first ray, slots in 8x8 Morton tiles, over
-// the tile rows `first`, `first + stride`, ... (owned_pixel's rows).
+// a team member's rows of tiles `first`, `first + stride`, ...
+// (team::TileRows: a contiguous band has stride 1, interleaved rows the
+// team's size, the whole image first 0, stride 1). The member keeps its
+// pixels' state in the order of its rows: a path's `pixel` indexes that
+// state (its k-th pixel: row k / width of its rows, column k % width);
+// the random key is the image pixel's, so any split traces the same paths.
 extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
 sppm_primary(const FrameParams* params, u32 pass, u32 first, u32 stride, Ray* rays,
              SppmPath* paths, u32 n) {
@@ -55,7 +50,8 @@ sppm_primary(const FrameParams* params, u32 pass, u32 first, u32 stride, Ray* ra
     u32 tiles_x = (p.width + 7u) / 8u;
     u32 tile = i / 64u, m = i % 64u;
     u32 x = (tile % tiles_x) * 8u + compact_bits(m);
-    u32 y = (first + (tile / tiles_x) * stride) * 8u + compact_bits(m >> 1);
+    u32 row = (tile / tiles_x) * 8u + compact_bits(m >> 1);
+    u32 y = (first + (row >> 3) * stride) * 8u + (row & 7u);
     SppmPath path;
     path.length = 0.0f;
     path.pad = 0;
@@ -67,8 +63,8 @@ sppm_primary(const FrameParams* params, u32 pass, u32 first, u32 stride, Ray* ra
         paths[i] = path;
         return;
     }
-    path.pixel = y * p.width + x;
-    path.key = mix_key(mix_key(p.seed, (u64)path.pixel), (u64)pass);
+    path.pixel = row * p.width + x;
+    path.key = mix_key(mix_key(p.seed, (u64)(y * p.width + x)), (u64)pass);
     Pcg g = pcg_new(path.key, DRAW_CAMERA);
     float ox = pcg_f32(g);
     float oy = pcg_f32(g);
@@ -314,17 +310,15 @@ sppm_radius_sum(const SppmPixel* pixels, const VisiblePoint* points, u32 n, doub
     add_radius(counts, counts ? pixels[i].radius : 0.0, scale, sums);
 }
 
-// The final mean radius's sum and count over the n pixels of the rows
-// `first`, `first + stride`, ... (owned_pixel) that have a radius (a
-// visible point in some pass), as sppm_radius_sum: the device adds them,
-// so the statistics never come back to the host (64 bytes a pixel).
+// The final mean radius's sum and count over the n pixels that have a
+// radius (a visible point in some pass), as sppm_radius_sum: the device
+// adds them, so the statistics never come back to the host (64 bytes a
+// pixel).
 extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
-sppm_final_radius_sum(const SppmPixel* pixels, u32 width, u32 first, u32 stride, u32 n,
-                      double scale, unsigned long long* sums) {
-    u32 k = blockIdx.x * blockDim.x + threadIdx.x;
-    const double radius = k < n ? pixels[owned_pixel(k, width, first, stride)].radius : 0.0;
-    const bool counts = radius > 0.0;
-    add_radius(counts, radius, scale, sums);
+sppm_final_radius_sum(const SppmPixel* pixels, u32 n, double scale, unsigned long long* sums) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool counts = i < n && pixels[i].radius > 0.0;
+    add_radius(counts, counts ? pixels[i].radius : 0.0, scale, sums);
 }
 
 // Every photon of `grid` (cells of any size) within `r` of `x`, by shells of
@@ -374,16 +368,13 @@ __device__ void photons_within(const GridView& v, float3 x, float r, F visit) {
 
 // sppm/gather.rs's deposits, read from the pixel's side, then
 // pixels.rs's update: N' = N + aM, R' = R sqrt(N' / (N + M)),
-// tau' = (tau + Phi) (R' / R)^2; and the pass's traced radiance added;
-// for the n pixels of the rows `first`, `first + stride`, ... (owned_pixel).
+// tau' = (tau + Phi) (R' / R)^2; and the pass's traced radiance added.
 extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
 sppm_gather_update(const FrameParams* params, const GridView* grid, const Photon* photons,
                    u32 photon_count, const VisiblePoint* points, SppmPixel* pixels,
-                   const float* radiance, u32 first, u32 stride, u32 n, double alpha,
-                   unsigned long long* deposits) {
-    u32 k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= n) return;
-    const u32 i = owned_pixel(k, params->width, first, stride);
+                   const float* radiance, u32 n, double alpha, unsigned long long* deposits) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
     SppmPixel state = pixels[i];
     for (int a = 0; a < 3; ++a) state.traced[a] += (double)radiance[3ull * i + a];
     const VisiblePoint& v = points[i];
@@ -420,19 +411,17 @@ sppm_gather_update(const FrameParams* params, const GridView* grid, const Photon
     pixels[i] = state;
 }
 
-// PixelStats::film: traced / n + tau / (n pi R^2), for the n pixels of the
-// rows `first`, `first + stride`, ... (owned_pixel), in their order.
+// PixelStats::film: traced / n + tau / (n pi R^2).
 extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
-sppm_film(const SppmPixel* pixels, u32 width, u32 first, u32 stride, u32 n, u32 passes,
-          float* out) {
-    u32 k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= n) return;
-    const SppmPixel s = pixels[owned_pixel(k, width, first, stride)];
+sppm_film(const SppmPixel* pixels, u32 n, u32 passes, float* out) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const SppmPixel s = pixels[i];
     const double count = passes > 0 ? (double)passes : 1.0;
     const double pi = 3.14159265358979323846;
     for (int a = 0; a < 3; ++a) {
         double l = s.traced[a] / count;
         if (s.radius > 0.0) l += s.flux[a] / (count * pi * s.radius * s.radius);
-        out[3ull * k + a] = (float)l;
+        out[3ull * i + a] = (float)l;
     }
 }

@@ -165,10 +165,10 @@ fn run(
     // The member's rows alone come back from its device: the image's
     // other rows are the other members'.
     let film_start = Instant::now();
-    let values = kernels::film(&state.pixels, &state.rows, stats.passes)?;
-    let mut mine = vec![Rgb::ZERO; state.rows.pixel_count()];
+    let values = kernels::film(&state.pixels, stats.passes)?;
+    let mut mine = vec![Rgb::ZERO; state.pixels.len()];
     values.download_into(bytemuck::cast_slice_mut(&mut mine))?;
-    let [sum, count] = kernels::final_radius_sum(&state.pixels, &state.rows, scale)?;
+    let [sum, count] = kernels::final_radius_sum(&state.pixels, scale)?;
     let [sum, count] = sum_u64(team, &[sum, count]).map_err(team_error)?[..] else {
         unreachable!("two sums for two counts")
     };
@@ -226,10 +226,8 @@ fn image(
     width: u32,
     height: u32,
 ) -> Result<Film, GpuError> {
-    let whole = TileRows::whole(width, height);
     let mut film = Film::new(width, height);
-    kernels::film(pixels, &whole, passes)?
-        .download_into(bytemuck::cast_slice_mut(&mut film.pixels))?;
+    kernels::film(pixels, passes)?.download_into(bytemuck::cast_slice_mut(&mut film.pixels))?;
     Ok(film)
 }
 
@@ -271,13 +269,15 @@ impl<'a> State<'a> {
             trace: Default::default(),
         };
         let params = device.params(camera, &whitted, 0);
-        let count = settings.width as usize * settings.height as usize;
+        // A member keeps the state of its own rows' pixels only.
+        let rows = TileRows::interleaved(team, settings.width, settings.height);
+        let count = rows.pixel_count();
         let (tx, _) = camera.half_extents(settings.width as f32 / settings.height as f32);
         Ok(Self {
             device,
             settings,
             team,
-            rows: TileRows::interleaved(team, settings.width, settings.height),
+            rows,
             params: DeviceBuffer::from_slice(gpu, "sppm params", &[params])?,
             tracer: device.accel().tracer()?,
             pixels: DeviceBuffer::zeroed(gpu, "sppm pixels", count)?,
@@ -360,7 +360,7 @@ impl<'a> State<'a> {
             &self.points,
             &mut self.pixels,
             &self.radiance,
-            (&self.rows, f64::from(s.alpha)),
+            f64::from(s.alpha),
         )?;
         stats.gather_seconds += clock.elapsed().as_secs_f64();
         Ok(())
