@@ -31,6 +31,8 @@
 pub mod bsdf;
 mod camera;
 pub mod direct;
+#[cfg(feature = "cuda")]
+mod download_cuda;
 pub mod draw;
 mod film;
 pub mod image_io;

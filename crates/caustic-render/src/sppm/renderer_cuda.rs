@@ -34,6 +34,7 @@ use caustic_scene::Camera;
 
 use super::gather::photon_settings;
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
+use crate::download_cuda::download_large;
 use crate::photon::{PhotonSources, trace_cuda};
 use crate::team_cuda::{GpuTeamError, gather_device_runs};
 use crate::wavefront_cuda::{WavePad, host_reads_after, tail_paths};
@@ -167,7 +168,7 @@ fn run(
     let film_start = Instant::now();
     let values = kernels::film(&state.pixels, stats.passes)?;
     let mut mine = vec![Rgb::ZERO; state.pixels.len()];
-    values.download_into(bytemuck::cast_slice_mut(&mut mine))?;
+    download_large(&values, bytemuck::cast_slice_mut(&mut mine))?;
     let [sum, count] = kernels::final_radius_sum(&state.pixels, scale)?;
     let [sum, count] = sum_u64(team, &[sum, count]).map_err(team_error)?[..] else {
         unreachable!("two sums for two counts")
@@ -227,7 +228,10 @@ fn image(
     height: u32,
 ) -> Result<Film, GpuError> {
     let mut film = Film::new(width, height);
-    kernels::film(pixels, passes)?.download_into(bytemuck::cast_slice_mut(&mut film.pixels))?;
+    download_large(
+        &kernels::film(pixels, passes)?,
+        bytemuck::cast_slice_mut(&mut film.pixels),
+    )?;
     Ok(film)
 }
 
