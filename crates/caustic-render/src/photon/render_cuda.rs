@@ -57,7 +57,7 @@ use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_accel::points::kdtree::build_cuda::GpuPointKdTree;
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::ops::segment::gather_u32;
-use caustic_gpu::{DeviceBuffer, GpuError};
+use caustic_gpu::{DeviceBuffer, GpuError, PinnedBuffer};
 use caustic_scene::Camera;
 
 use super::emit::PhotonSources;
@@ -193,6 +193,47 @@ impl<'s> GpuPhotonRenderer<'s> {
         settings: &PhotonRenderSettings,
         team: &dyn Team,
     ) -> Result<(Film, PhotonRenderStats), GpuPhotonError> {
+        self.frame(settings, team, &mut |scene, whitted, band, steps| {
+            let (mine, eye) = scene.render_band(camera, whitted, band, steps)?;
+            let film = Film {
+                width: settings.width,
+                height: settings.height,
+                pixels: gather_concat(team, mine)?,
+            };
+            Ok((film, eye))
+        })
+    }
+
+    /// One frame for a display, on one GPU: [`Self::render`]'s image as
+    /// 8-bit sRGB at `exposure` into `out` (three bytes a pixel, the bytes
+    /// [`crate::image_io::srgb_bytes`] gives for the film), converted on
+    /// the device ([`GpuScene::render_display`]): what a viewer that shows
+    /// each frame as it comes needs, with no f32 image on the host.
+    pub fn render_display(
+        &self,
+        camera: &Camera,
+        settings: &PhotonRenderSettings,
+        exposure: f32,
+        out: &mut PinnedBuffer<u8>,
+    ) -> Result<PhotonRenderStats, GpuPhotonError> {
+        let (_, stats) = self.frame(settings, &Solo, &mut |scene, whitted, _, steps| {
+            Ok((
+                (),
+                scene.render_display(camera, whitted, steps, exposure, out)?,
+            ))
+        })?;
+        Ok(stats)
+    }
+
+    /// The frame's stages with `eye_pass` running the eye pass (the
+    /// Whitted waves with `steps`, the estimates and gathers at their
+    /// end) over this member's band and returning its image.
+    fn frame<T>(
+        &self,
+        settings: &PhotonRenderSettings,
+        team: &dyn Team,
+        eye_pass: EyePass<'_, T>,
+    ) -> Result<(T, PhotonRenderStats), GpuPhotonError> {
         check(settings)?;
         let start = Instant::now();
         let mut stats = PhotonRenderStats::default();
@@ -298,14 +339,7 @@ impl<'s> GpuPhotonRenderer<'s> {
             stages: Vec::new(),
             last_step: Instant::now(),
         };
-        let (mine, eye) = self
-            .scene
-            .render_band(camera, &whitted, &band, &mut steps)?;
-        let film = Film {
-            width: settings.width,
-            height: settings.height,
-            pixels: gather_concat(team, mine)?,
-        };
+        let (image, eye) = eye_pass(&self.scene, &whitted, &band, &mut steps)?;
         stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
         stats.rays += eye.rays + steps.gather_rays;
         stats.point_gathers = steps.gathered;
@@ -316,7 +350,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         let sums = sum_u64(team, &[stats.rays, stats.point_gathers])?;
         (stats.rays, stats.point_gathers) = (sums[0], sums[1]);
         stats.seconds = start.elapsed().as_secs_f64();
-        Ok((film, stats))
+        Ok((image, stats))
     }
 
     /// The irradiance precomputed at every `stride`-th photon of the
@@ -384,6 +418,16 @@ impl<'s> GpuPhotonRenderer<'s> {
         Ok(maps)
     }
 }
+
+/// A frame's eye pass ([`GpuPhotonRenderer::frame`]): the scene, its
+/// Whitted settings, the member's band and the estimate steps in, the
+/// image and the eye pass's stats out.
+type EyePass<'e, T> = &'e mut dyn FnMut(
+    &GpuScene,
+    &WhittedSettings,
+    &TileBand,
+    &mut dyn WaveSteps,
+) -> Result<(T, crate::RenderStats), GpuPhotonError>;
 
 /// The eye pass's extra steps: every wave's diffuse ends collected as eye
 /// vertices; after the last wave, all of them sorted into Morton order and
