@@ -315,6 +315,7 @@ impl<'s> GpuPhotonRenderer<'s> {
             band: band.clone(),
             waves: settings.max_depth as usize + 1,
             runs: Vec::new(),
+            appended: None,
             wave_lengths: Vec::new(),
             bounds: self.bounds,
             gather: irradiance.as_ref().map(|(_, view)| FinalGather {
@@ -449,6 +450,11 @@ struct EstimateSteps<'a> {
     /// bounce, in chunk order, they are the vertices of the frame traced
     /// at once, in its order, whatever the chunks.
     runs: Vec<Vec<DeviceBuffer<GpuEyeVertex>>>,
+    /// A frame of one chunk: its waves come bounce by bounce, so their
+    /// vertices appended here are the frame's array as it is, with no
+    /// copy of the runs at the end (the allocation grows by half again
+    /// when full).
+    appended: Option<DeviceBuffer<GpuEyeVertex>>,
     /// Vertices collected at each bounce so far.
     wave_lengths: Vec<u64>,
     bounds: ([f32; 3], [f32; 3]),
@@ -758,6 +764,26 @@ impl EstimateSteps<'_> {
         self.add_stage("eye waves", ms);
     }
 
+    /// Makes room for `n` more vertices at the end of
+    /// [`Self::appended`]; returns where they go.
+    fn append(&mut self, gpu: &caustic_gpu::Gpu, n: usize) -> Result<usize, GpuError> {
+        let at = self.appended.as_ref().map_or(0, DeviceBuffer::len);
+        let need = at + n;
+        match &mut self.appended {
+            Some(all) if all.capacity() >= need => all.set_len(need)?,
+            slot => {
+                let mut grown = DeviceBuffer::uninit(gpu, "eye vertices", need + need / 2)?;
+                grown.truncate(at);
+                if let Some(old) = slot.take() {
+                    grown.copy_from_at(&old, 0)?;
+                }
+                grown.set_len(need)?;
+                *slot = Some(grown);
+            }
+        }
+        Ok(at)
+    }
+
     /// Adds `ms` to the stage `name` (appended when new).
     fn add_stage(&mut self, name: &'static str, ms: f64) {
         match self.stages.iter_mut().find(|(n, _)| *n == name) {
@@ -772,26 +798,30 @@ impl WaveSteps for EstimateSteps<'_> {
         let gpu = wave.params.gpu();
         let mut clock = StageClock::new(gpu)?;
         self.add_waves_time();
-        let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", wave.len)?;
         let mut flags = DeviceBuffer::uninit(gpu, "eye vertex flags", wave.len)?;
-        estimate_cuda::collect(
+        let slots = (wave.rays, wave.hits, wave.paths);
+        estimate_cuda::collect_flags(
             wave.params,
             wave.rays,
             wave.hits,
             wave.paths,
             wave.len,
-            &mut vertices,
             &mut flags,
         )?;
         let indices = select_indices(&flags)?;
+        drop(flags);
         if self.wave_lengths.len() <= wave.depth {
             self.wave_lengths.resize(wave.depth + 1, 0);
             self.runs.resize_with(wave.depth + 1, Vec::new);
         }
         self.wave_lengths[wave.depth] += indices.len() as u64;
-        if !indices.is_empty() {
+        if !indices.is_empty() && wave.chunks == 1 {
+            let at = self.append(gpu, indices.len())?;
+            let all = self.appended.as_mut().expect("append allocates");
+            estimate_cuda::collect_at(wave.params, slots, &indices, all, at)?;
+        } else if !indices.is_empty() {
             let mut run = DeviceBuffer::uninit(gpu, "eye vertex run", indices.len())?;
-            estimate_cuda::gather_vertices(&vertices, &indices, &mut run, 0)?;
+            estimate_cuda::collect_at(wave.params, slots, &indices, &mut run, 0)?;
             self.runs[wave.depth].push(run);
         }
         self.add_stage("collect", clock.lap()?);
@@ -803,13 +833,19 @@ impl WaveSteps for EstimateSteps<'_> {
         let gpu = params.gpu();
         let mut clock = StageClock::new(gpu)?;
         self.add_waves_time();
-        let total = self.runs.iter().flatten().map(DeviceBuffer::len).sum();
-        let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", total)?;
-        let mut offset = 0;
-        for run in self.runs.iter().flatten() {
-            vertices.copy_from_at(run, offset)?;
-            offset += run.len();
-        }
+        let vertices = match self.appended.take() {
+            Some(vertices) => vertices,
+            None => {
+                let total = self.runs.iter().flatten().map(DeviceBuffer::len).sum();
+                let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", total)?;
+                let mut offset = 0;
+                for run in self.runs.iter().flatten() {
+                    vertices.copy_from_at(run, offset)?;
+                    offset += run.len();
+                }
+                vertices
+            }
+        };
         self.runs.clear();
         // A team's members hold their bands' vertices: merged wave by wave
         // in rank order, they are the single GPU's array on every member.

@@ -287,12 +287,14 @@ impl GpuScene {
             params: &params,
             shadow_slots: self.shadow_slots(settings.light_samples),
             rays: (pixels * settings.spp.max(1) as usize) as u64,
+            chunks: 1,
         };
         // The band's tiles in chunks whose waves fit the device's memory:
         // each chunk's rays are traced to the last bounce before the next
         // chunk starts, into the same framebuffer.
         let per_tile = 64 * settings.spp.max(1) as usize;
         let chunk_tiles = (self.chunk_slots(frame.shadow_slots)? / per_tile).max(1) as u32;
+        frame.chunks = band.tiles.div_ceil(chunk_tiles) as usize;
         let band_end = band.first_tile + band.tiles;
         let mut first_tile = band.first_tile;
         while first_tile < band_end {
@@ -402,6 +404,9 @@ pub struct ShadedWave<'a> {
     pub len: usize,
     /// The bounce: 0 for the primary rays.
     pub depth: usize,
+    /// The frame's chunks of tiles: with one, the waves come bounce by
+    /// bounce, each bounce once.
+    pub chunks: usize,
 }
 
 /// Extra steps of a frame ([`GpuScene::render_with`]).
@@ -429,6 +434,8 @@ struct Frame<'a> {
     shadow_slots: u32,
     /// Rays traced so far: primary, specular and shadow.
     rays: u64,
+    /// Chunks of tiles the frame is traced in ([`ShadedWave::chunks`]).
+    chunks: usize,
 }
 
 impl Frame<'_> {
@@ -491,6 +498,7 @@ impl Frame<'_> {
             paths: &wave.paths,
             len: n,
             depth,
+            chunks: self.chunks,
         })?;
         drop(hits);
         if slots > 0 {
