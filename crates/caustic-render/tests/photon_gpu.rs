@@ -509,7 +509,8 @@ fn gpu_photon_frame_of_an_unlit_scene_is_black() {
 /// A display frame (`render_display`: 8-bit sRGB on the device) is the
 /// host's sRGB of the f32 frame, with and without the final gather: the
 /// two frames differ only by the order of the framebuffer's atomic
-/// additions, which may move a value across a byte's step now and then.
+/// additions, which may move a value across a byte's step now and then;
+/// a buffer of the wrong length is refused.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_photon_display_frame_is_the_films_srgb_bytes() {
@@ -543,6 +544,14 @@ fn gpu_photon_display_frame_is_the_films_srgb_bytes() {
         );
         assert!(shown.as_slice().iter().any(|&b| b > 0));
     }
+    // A buffer of the wrong length is refused.
+    let mut short = caustic_gpu::PinnedBuffer::<u8>::zeroed(&gpu, 5).unwrap();
+    let settings = global_map_settings(96, 64, 2);
+    assert!(
+        renderer
+            .render_display(&camera, &settings, 1.0, &mut short)
+            .is_err()
+    );
 }
 
 fn render_reference_scene(xml: &std::path::Path, gpu: Option<&caustic_gpu::Gpu>) -> Film {

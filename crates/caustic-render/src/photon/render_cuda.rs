@@ -216,6 +216,17 @@ impl<'s> GpuPhotonRenderer<'s> {
         exposure: f32,
         out: &mut PinnedBuffer<u8>,
     ) -> Result<PhotonRenderStats, GpuPhotonError> {
+        // Refused before the photons are traced, not after.
+        let bytes = 3 * settings.width as usize * settings.height as usize;
+        if out.len() != bytes {
+            return Err(GpuError::LengthMismatch {
+                operation: "display frame",
+                what: "sRGB bytes",
+                expected: bytes,
+                actual: out.len(),
+            }
+            .into());
+        }
         let (_, stats) = self.frame(settings, &Solo, &mut |scene, whitted, _, steps| {
             Ok((
                 (),
