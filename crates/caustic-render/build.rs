@@ -7,6 +7,7 @@ fn main() {
     caustic_gpu_build::Kernels::new()
         .headers_from("::caustic_accel::kernels::HEADERS")
         .generated_header("render_layout.cuh", "crate::layout_cuda::header")
+        .ty("u8", "u8")
         .ty("BvhNode", "::caustic_accel::BvhNode")
         .ty(
             "Triangle",

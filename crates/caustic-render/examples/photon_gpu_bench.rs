@@ -13,7 +13,10 @@
 //! every `S` pixels on average (default 4, the CLI's) and interpolated, or
 //! at every shading point with `--spacing 0`; `--save PATH` writes the
 //! median frame as raw f32 RGB, `--compare PATH` measures this frame's
-//! agreement with one saved so).
+//! agreement with one saved so). Then the same frame for a display
+//! (`render_display`: 8-bit sRGB converted on the device, downloaded into
+//! a pinned buffer), its time and stages, and its bytes against the host's
+//! conversion of the f32 frame.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -99,6 +102,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         1.0 / median.seconds,
         frames[order[0]].1.seconds * 1e3,
         stages(median),
+    );
+    // The frame a display needs: the same frame as 8-bit sRGB converted
+    // on the device into a pinned buffer the caller keeps (no f32 image
+    // on the host), 10 frames after a warm-up; its bytes against the
+    // host's conversion of the median f32 frame above.
+    let mut display = caustic_gpu::PinnedBuffer::<u8>::zeroed(&gpu, 3 * film.pixels.len())?;
+    renderer.render_display(&camera, &settings, 0.0, &mut display)?;
+    let mut shown = Vec::new();
+    for _ in 0..10 {
+        shown.push(renderer.render_display(&camera, &settings, 0.0, &mut display)?);
+    }
+    shown.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    let shown_median = &shown[shown.len() / 2];
+    let host_bytes = caustic_render::image_io::srgb_bytes(film, 0.0);
+    let differing = host_bytes
+        .iter()
+        .zip(display.as_slice())
+        .filter(|(a, b)| a != b)
+        .count();
+    let largest = host_bytes
+        .iter()
+        .zip(display.as_slice())
+        .map(|(&a, &b)| a.abs_diff(b))
+        .max()
+        .unwrap_or(0);
+    println!(
+        "PHOTON-GPU-DISPLAY same frame as 8-bit sRGB converted on the device (pinned, {} MB): median {:.2} ms/frame ({:.1} fps), best {:.2} ms; {}; bytes against the host's sRGB of the median f32 frame: {differing} of {} differ, by at most {largest}",
+        display.len() / 1_000_000,
+        shown_median.seconds * 1e3,
+        1.0 / shown_median.seconds,
+        shown[0].seconds * 1e3,
+        stages(shown_median),
+        host_bytes.len(),
     );
     // The eye pass without photons: the Whitted wavefront alone, same
     // settings, for the share of the frame the photon estimates take.

@@ -136,8 +136,14 @@ pub fn srgb_bytes(film: &Film, exposure: f32) -> Vec<u8> {
 /// which that byte steps up ([`srgb_steps`], computed once) rather than
 /// by a `powf` per value, which was most of a frame's encoding time.
 pub fn srgb_byte(value: f32) -> u8 {
-    let steps = SRGB_STEPS.get_or_init(srgb_steps);
-    steps.partition_point(|&step| step <= value) as u8
+    srgb_step_table().partition_point(|&step| step <= value) as u8
+}
+
+/// For each byte `k` in 1..=255, the least linear value whose
+/// [`srgb_byte`] is `k` or more (ascending): a value's byte is the number
+/// of steps at or below it. The GPU's display conversion reads this table.
+pub fn srgb_step_table() -> &'static [f32; 255] {
+    SRGB_STEPS.get_or_init(srgb_steps)
 }
 
 static SRGB_STEPS: OnceLock<[f32; 255]> = OnceLock::new();

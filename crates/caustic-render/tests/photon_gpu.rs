@@ -506,6 +506,54 @@ fn gpu_photon_frame_of_an_unlit_scene_is_black() {
     assert!(film.pixels.iter().all(|p| p.max_element() == 0.0));
 }
 
+/// A display frame (`render_display`: 8-bit sRGB on the device) is the
+/// host's sRGB of the f32 frame, with and without the final gather: the
+/// two frames differ only by the order of the framebuffer's atomic
+/// additions, which may move a value across a byte's step now and then;
+/// a buffer of the wrong length is refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_photon_display_frame_is_the_films_srgb_bytes() {
+    let gpu = gpu();
+    let scene = Scene::builtin("cornell-caustics").unwrap();
+    let camera = scene.camera.unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let renderer = GpuPhotonRenderer::new(&gpu, &rs).unwrap();
+    for gather_rays in [0, 16] {
+        let settings = PhotonRenderSettings {
+            gather_rays,
+            ..global_map_settings(96, 64, 2)
+        };
+        let (film, stats) = renderer.render(&camera, &settings).unwrap();
+        let host = image_io::srgb_bytes(&film, 1.0);
+        let mut shown = caustic_gpu::PinnedBuffer::<u8>::zeroed(&gpu, host.len()).unwrap();
+        let shown_stats = renderer
+            .render_display(&camera, &settings, 1.0, &mut shown)
+            .unwrap();
+        assert_eq!(shown_stats.rays, stats.rays, "gather {gather_rays}");
+        let pairs = host.iter().zip(shown.as_slice());
+        let differing = pairs.clone().filter(|(a, b)| a != b).count();
+        let largest = pairs.map(|(&a, &b)| a.abs_diff(b)).max().unwrap();
+        eprintln!(
+            "photon display frame, gather {gather_rays}: {differing} of {} bytes differ from the film's, by at most {largest}",
+            host.len()
+        );
+        assert!(
+            largest <= 1 && differing * 1000 <= host.len(),
+            "gather {gather_rays}"
+        );
+        assert!(shown.as_slice().iter().any(|&b| b > 0));
+    }
+    // A buffer of the wrong length is refused.
+    let mut short = caustic_gpu::PinnedBuffer::<u8>::zeroed(&gpu, 5).unwrap();
+    let settings = global_map_settings(96, 64, 2);
+    assert!(
+        renderer
+            .render_display(&camera, &settings, 1.0, &mut short)
+            .is_err()
+    );
+}
+
 fn render_reference_scene(xml: &std::path::Path, gpu: Option<&caustic_gpu::Gpu>) -> Film {
     let scene = Scene::load(xml).unwrap();
     let camera = scene.camera.unwrap();

@@ -158,3 +158,115 @@ fn gpu_whitted_frame_in_chunks_is_the_whole_frame() {
         assert_eq!(chunked_stats.rays, stats.rays, "chunks of {tiles} tiles");
     }
 }
+
+/// The device's sRGB bytes are the host's to the bit
+/// (`image_io::srgb_bytes` of the film the sums average to): every step
+/// of the table, the floats on either side of it, zero, negatives,
+/// non-finite sums, values past 1 and sums whose average over 3 samples
+/// rounds, at two exposures.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_display_bytes_are_the_host_srgb_bytes() {
+    use caustic_render::image_io::{srgb_bytes, srgb_step_table};
+    let gpu = caustic_gpu::Gpu::probe().expect("a CUDA GPU");
+    let spp = 3u32;
+    let mut sums = vec![
+        0.0f32,
+        -0.0,
+        -1.0,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+    ];
+    sums.extend([
+        1.0,
+        3.0,
+        3.0001,
+        7.5,
+        1e30,
+        f32::MAX,
+        1e-30,
+        0.1,
+        0.7,
+        2.9999,
+    ]);
+    for &step in srgb_step_table() {
+        // The sums whose average is the step, and the floats beside it.
+        for bits in [step.to_bits() - 1, step.to_bits(), step.to_bits() + 1] {
+            sums.push(f32::from_bits(bits) * spp as f32);
+        }
+    }
+    sums.resize(sums.len().next_multiple_of(3), 0.5);
+    let film = caustic_render::Film {
+        width: (sums.len() / 3) as u32,
+        height: 1,
+        pixels: sums
+            .chunks_exact(3)
+            .map(|c| caustic_geom::Rgb::new(c[0], c[1], c[2]) / spp as f32)
+            .collect(),
+    };
+    let device_sums = caustic_gpu::DeviceBuffer::from_slice(&gpu, "sums", &sums).unwrap();
+    let steps = whitted_cuda::srgb_steps_on(&gpu).unwrap();
+    for exposure in [0.0f32, -1.5] {
+        let bytes = whitted_cuda::srgb_bytes_on_device(&device_sums, spp, exposure, &steps)
+            .unwrap()
+            .download()
+            .unwrap();
+        let host = srgb_bytes(&film, exposure);
+        let differing: Vec<usize> = (0..host.len()).filter(|&i| host[i] != bytes[i]).collect();
+        assert!(
+            differing.is_empty(),
+            "exposure {exposure}: {} of {} bytes differ, first at sum {} (host {}, device {})",
+            differing.len(),
+            host.len(),
+            sums[differing[0]],
+            host[differing[0]],
+            bytes[differing[0]]
+        );
+        // Not all black or all white: the steps span every byte.
+        assert_eq!(bytes.iter().copied().max(), Some(255));
+        assert!(bytes.iter().filter(|&&b| b > 0 && b < 255).count() > 500);
+    }
+}
+
+/// A display frame is the frame's sRGB bytes: `render_display` against
+/// the host's conversion of `render`'s film (the two frames differ only by
+/// the order of the framebuffer's atomic additions, which may move a
+/// value across a byte's step now and then), and a buffer of the wrong
+/// length is refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_display_frame_is_the_films_srgb_bytes() {
+    let gpu = caustic_gpu::Gpu::probe().expect("a CUDA GPU");
+    let scene = Scene::builtin("cornell-caustics").expect("built-in scene");
+    let camera = scene.camera.unwrap();
+    let rs = caustic_render::RenderScene::new(&scene, "bvh-binned").unwrap();
+    let settings = small_frame();
+    let device = whitted_cuda::GpuScene::upload(&gpu, &rs).unwrap();
+    let (film, stats) = device.render(&camera, &settings).unwrap();
+    let exposure = 0.5;
+    let host = caustic_render::image_io::srgb_bytes(&film, exposure);
+    let mut shown = caustic_gpu::PinnedBuffer::<u8>::zeroed(&gpu, host.len()).unwrap();
+    let shown_stats = device
+        .render_display(&camera, &settings, &mut (), exposure, &mut shown)
+        .unwrap();
+    assert_eq!(shown_stats.rays, stats.rays);
+    let pairs = host.iter().zip(shown.as_slice());
+    let differing = pairs.clone().filter(|(a, b)| a != b).count();
+    let largest = pairs.map(|(&a, &b)| a.abs_diff(b)).max().unwrap();
+    eprintln!(
+        "display frame: {differing} of {} bytes differ from the film's, by at most {largest}",
+        host.len()
+    );
+    assert!(
+        largest <= 1 && differing * 1000 <= host.len(),
+        "{differing} bytes, by up to {largest}"
+    );
+    assert!(shown.as_slice().iter().any(|&b| b > 0));
+    let mut short = caustic_gpu::PinnedBuffer::<u8>::zeroed(&gpu, host.len() - 3).unwrap();
+    assert!(
+        device
+            .render_display(&camera, &settings, &mut (), exposure, &mut short)
+            .is_err()
+    );
+}

@@ -1,7 +1,8 @@
 // estimate.cu: the radiance estimates of the photon maps on the GPU, the
 // twin of photon/estimate.rs: the diffuse ends of the Whitted renderer's
-// eye paths become eye vertices (photon_collect), sorted by Morton code so
-// neighbouring threads search neighbouring photons (photon_vertex_keys),
+// eye paths become eye vertices (photon_collect_flags, photon_collect_at),
+// sorted by Morton code so neighbouring threads search neighbouring
+// photons (photon_vertex_keys),
 // and photon_estimate adds both maps' estimates (hash grids after Fleisz
 // 2009) into the framebuffer: each warp takes 32 Morton-neighbouring
 // vertices as one tile and searches their photons together
@@ -83,26 +84,22 @@ photon_map_knn(const PhotonMapView* maps, const float* queries, u32 m, u32 tiled
     best.write(q, map.k, out_index, out_d2, out_count);
 }
 
-// The diffuse ends of one wave of eye paths (the hits whitted_shade gives
-// direct light) as eye vertices, flagged for compaction.
-extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
-photon_collect(const FrameParams* scene, const Ray* rays, const Hit* hits, const Path* paths,
-               u32 count, EyeVertex* vertices, u32* flags) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= count) return;
-    flags[i] = 0;
-    const FrameParams& p = *scene;
+// The eye vertex at the hit of slot i of a wave of eye paths, where the
+// path ends on a diffuse or glossy surface from its front (or a two-sided
+// one): the hits whitted_shade gives direct light. False elsewhere.
+__device__ __forceinline__ bool eye_vertex_at(const FrameParams& p, const Ray* rays,
+                                              const Hit* hits, const Path* paths, u32 i,
+                                              EyeVertex& v) {
     const Path path = paths[i];
     const Hit hit = hits[i];
-    if (path.pixel == NO_PIXEL || hit.prim == NO_HIT) return;
+    if (path.pixel == NO_PIXEL || hit.prim == NO_HIT) return false;
     const Ray ray = rays[i];
     Surface s = surface_at(p, ray, hit);
     const Material& m = ((const Material*)p.materials)[s.material];
-    if (m.kind != MAT_DIFFUSE && m.kind != MAT_GLOSSY) return;
+    if (m.kind != MAT_DIFFUSE && m.kind != MAT_GLOSSY) return false;
     float3 d = load3(ray.dir);
-    if (!(dot(s.geometric_normal, d) < 0.0f || m.two_sided)) return;
+    if (!(dot(s.geometric_normal, d) < 0.0f || m.two_sided)) return false;
     float3 wo = neg(normalize(d));
-    EyeVertex v;
     store3(v.point, s.point);
     v.pixel = path.pixel;
     store3(v.weight, load3(path.weight));
@@ -114,17 +111,32 @@ photon_collect(const FrameParams* scene, const Ray* rays, const Hit* hits, const
     v.pad0 = v.pad1 = v.pad2 = v.pad3 = 0;
     v.key = path.key;
     v.pad4 = 0;
-    vertices[i] = v;
-    flags[i] = 1;
+    return true;
 }
 
-// The flagged eye vertices to out[offset ..].
+// Which slots of one wave of eye paths end at an eye vertex (eye_vertex_at),
+// flagged for compaction; the vertices themselves are written by
+// photon_collect_at for the flagged slots alone, so the wave's vertices
+// (112 bytes a slot) are never written and read back whole.
 extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
-photon_gather_vertices(const EyeVertex* vertices, const u32* indices, u32 n, EyeVertex* out,
-                       u64 offset) {
+photon_collect_flags(const FrameParams* scene, const Ray* rays, const Hit* hits,
+                     const Path* paths, u32 count, u32* flags) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    EyeVertex v;
+    flags[i] = eye_vertex_at(*scene, rays, hits, paths, i, v) ? 1u : 0u;
+}
+
+// The eye vertices of the wave's slots indices[0 .. n] (flagged by
+// photon_collect_flags) to out[offset ..], in that order.
+extern "C" __global__ void __launch_bounds__(PHOTON_THREADS)
+photon_collect_at(const FrameParams* scene, const Ray* rays, const Hit* hits, const Path* paths,
+                  const u32* indices, u32 n, EyeVertex* out, u64 offset) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    out[offset + i] = vertices[indices[i]];
+    EyeVertex v;
+    eye_vertex_at(*scene, rays, hits, paths, indices[i], v);
+    out[offset + i] = v;
 }
 
 // Morton code of each vertex's position in the box lo .. lo + 1/inv_extent

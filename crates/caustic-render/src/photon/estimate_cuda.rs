@@ -83,20 +83,20 @@ pub fn mean_occupancy(grid: &GpuHashGrid) -> Result<f64, GpuError> {
     })
 }
 
-/// The diffuse ends among the first `n` eye paths of one Whitted wave
-/// (rays, hits, paths): their vertices and compaction flags, slot for slot.
-pub fn collect(
+/// Flags the slots among the first `n` eye paths of one Whitted wave
+/// (rays, hits, paths) that end at an eye vertex (a diffuse end), for
+/// compaction; [`collect_at`] then writes the flagged slots' vertices.
+pub fn collect_flags(
     scene: &DeviceBuffer<FrameParams>,
     rays: &DeviceBuffer<GpuRay>,
     hits: &DeviceBuffer<GpuHit>,
     paths: &DeviceBuffer<GpuPath>,
     n: usize,
-    vertices: &mut DeviceBuffer<GpuEyeVertex>,
     flags: &mut DeviceBuffer<u32>,
 ) -> Result<(), GpuError> {
     launch(
         scene.gpu(),
-        k::PHOTON_COLLECT,
+        k::PHOTON_COLLECT_FLAGS,
         n,
         (
             scene.ptr(),
@@ -104,15 +104,20 @@ pub fn collect(
             hits.ptr(),
             paths.ptr(),
             n as u32,
-            vertices.ptr_mut(),
             flags.ptr_mut(),
         ),
     )
 }
 
-/// `out[offset + i] = vertices[indices[i]]`.
-pub fn gather_vertices(
-    vertices: &DeviceBuffer<GpuEyeVertex>,
+/// `out[offset + i]` = the eye vertex of the wave's slot `indices[i]`
+/// (slots [`collect_flags`] flagged).
+pub fn collect_at(
+    scene: &DeviceBuffer<FrameParams>,
+    wave: (
+        &DeviceBuffer<GpuRay>,
+        &DeviceBuffer<GpuHit>,
+        &DeviceBuffer<GpuPath>,
+    ),
     indices: &DeviceBuffer<u32>,
     out: &mut DeviceBuffer<GpuEyeVertex>,
     offset: usize,
@@ -124,12 +129,16 @@ pub fn gather_vertices(
             message: format!("{n} vertices at {offset} overflow {}", out.len()),
         });
     }
+    let (rays, hits, paths) = wave;
     launch(
-        vertices.gpu(),
-        k::PHOTON_GATHER_VERTICES,
+        scene.gpu(),
+        k::PHOTON_COLLECT_AT,
         n,
         (
-            vertices.ptr(),
+            scene.ptr(),
+            rays.ptr(),
+            hits.ptr(),
+            paths.ptr(),
             indices.ptr(),
             n as u32,
             out.ptr_mut(),

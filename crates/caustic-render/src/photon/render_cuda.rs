@@ -57,7 +57,7 @@ use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_accel::points::kdtree::build_cuda::GpuPointKdTree;
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::ops::segment::gather_u32;
-use caustic_gpu::{DeviceBuffer, GpuError};
+use caustic_gpu::{DeviceBuffer, GpuError, PinnedBuffer};
 use caustic_scene::Camera;
 
 use super::emit::PhotonSources;
@@ -195,6 +195,54 @@ impl<'s> GpuPhotonRenderer<'s> {
         settings: &PhotonRenderSettings,
         team: &dyn Team,
     ) -> Result<(Option<Film>, PhotonRenderStats), GpuPhotonError> {
+        self.frame(settings, team, &mut |scene, whitted, band, steps| {
+            let (mine, eye) = scene.render_band(camera, whitted, band, steps)?;
+            let size = (settings.width, settings.height);
+            Ok((band_film_to_root(team, size, mine)?, eye))
+        })
+    }
+
+    /// One frame for a display, on one GPU: [`Self::render`]'s image as
+    /// 8-bit sRGB at `exposure` into `out` (three bytes a pixel, the bytes
+    /// [`crate::image_io::srgb_bytes`] gives for the film), converted on
+    /// the device ([`GpuScene::render_display`]): what a viewer that shows
+    /// each frame as it comes needs, with no f32 image on the host.
+    pub fn render_display(
+        &self,
+        camera: &Camera,
+        settings: &PhotonRenderSettings,
+        exposure: f32,
+        out: &mut PinnedBuffer<u8>,
+    ) -> Result<PhotonRenderStats, GpuPhotonError> {
+        // Refused before the photons are traced, not after.
+        let bytes = 3 * settings.width as usize * settings.height as usize;
+        if out.len() != bytes {
+            return Err(GpuError::LengthMismatch {
+                operation: "display frame",
+                what: "sRGB bytes",
+                expected: bytes,
+                actual: out.len(),
+            }
+            .into());
+        }
+        let (_, stats) = self.frame(settings, &Solo, &mut |scene, whitted, _, steps| {
+            Ok((
+                (),
+                scene.render_display(camera, whitted, steps, exposure, out)?,
+            ))
+        })?;
+        Ok(stats)
+    }
+
+    /// The frame's stages with `eye_pass` running the eye pass (the
+    /// Whitted waves with `steps`, the estimates and gathers at their
+    /// end) over this member's band and returning its image.
+    fn frame<T>(
+        &self,
+        settings: &PhotonRenderSettings,
+        team: &dyn Team,
+        eye_pass: EyePass<'_, T>,
+    ) -> Result<(T, PhotonRenderStats), GpuPhotonError> {
         check(settings)?;
         let start = Instant::now();
         let mut stats = PhotonRenderStats::default();
@@ -276,6 +324,7 @@ impl<'s> GpuPhotonRenderer<'s> {
             band: band.clone(),
             waves: settings.max_depth as usize + 1,
             runs: Vec::new(),
+            appended: None,
             wave_lengths: Vec::new(),
             bounds: self.bounds,
             gather: irradiance.as_ref().map(|(_, view)| FinalGather {
@@ -300,10 +349,7 @@ impl<'s> GpuPhotonRenderer<'s> {
             stages: Vec::new(),
             last_step: Instant::now(),
         };
-        let (mine, eye) = self
-            .scene
-            .render_band(camera, &whitted, &band, &mut steps)?;
-        let film = band_film_to_root(team, (settings.width, settings.height), mine)?;
+        let (image, eye) = eye_pass(&self.scene, &whitted, &band, &mut steps)?;
         stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
         stats.rays += eye.rays + steps.gather_rays;
         stats.point_gathers = steps.gathered;
@@ -314,7 +360,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         let sums = sum_u64(team, &[stats.rays, stats.point_gathers])?;
         (stats.rays, stats.point_gathers) = (sums[0], sums[1]);
         stats.seconds = start.elapsed().as_secs_f64();
-        Ok((film, stats))
+        Ok((image, stats))
     }
 
     /// The irradiance precomputed at every `stride`-th photon of the
@@ -383,6 +429,16 @@ impl<'s> GpuPhotonRenderer<'s> {
     }
 }
 
+/// A frame's eye pass ([`GpuPhotonRenderer::frame`]): the scene, its
+/// Whitted settings, the member's band and the estimate steps in, the
+/// image and the eye pass's stats out.
+type EyePass<'e, T> = &'e mut dyn FnMut(
+    &GpuScene,
+    &WhittedSettings,
+    &TileBand,
+    &mut dyn WaveSteps,
+) -> Result<(T, crate::RenderStats), GpuPhotonError>;
+
 /// The eye pass's extra steps: every wave's diffuse ends collected as eye
 /// vertices; after the last wave, all of them sorted into Morton order and
 /// the radiance estimates added in one launch. One launch over spatially
@@ -403,6 +459,11 @@ struct EstimateSteps<'a> {
     /// bounce, in chunk order, they are the vertices of the frame traced
     /// at once, in its order, whatever the chunks.
     runs: Vec<Vec<DeviceBuffer<GpuEyeVertex>>>,
+    /// A frame of one chunk: its waves come bounce by bounce, so their
+    /// vertices appended here are the frame's array as it is, with no
+    /// copy of the runs at the end (the allocation grows by half again
+    /// when full).
+    appended: Option<DeviceBuffer<GpuEyeVertex>>,
     /// Vertices collected at each bounce so far.
     wave_lengths: Vec<u64>,
     bounds: ([f32; 3], [f32; 3]),
@@ -712,6 +773,26 @@ impl EstimateSteps<'_> {
         self.add_stage("eye waves", ms);
     }
 
+    /// Makes room for `n` more vertices at the end of
+    /// [`Self::appended`]; returns where they go.
+    fn append(&mut self, gpu: &caustic_gpu::Gpu, n: usize) -> Result<usize, GpuError> {
+        let at = self.appended.as_ref().map_or(0, DeviceBuffer::len);
+        let need = at + n;
+        match &mut self.appended {
+            Some(all) if all.capacity() >= need => all.set_len(need)?,
+            slot => {
+                let mut grown = DeviceBuffer::uninit(gpu, "eye vertices", need + need / 2)?;
+                grown.truncate(at);
+                if let Some(old) = slot.take() {
+                    grown.copy_from_at(&old, 0)?;
+                }
+                grown.set_len(need)?;
+                *slot = Some(grown);
+            }
+        }
+        Ok(at)
+    }
+
     /// Adds `ms` to the stage `name` (appended when new).
     fn add_stage(&mut self, name: &'static str, ms: f64) {
         match self.stages.iter_mut().find(|(n, _)| *n == name) {
@@ -726,26 +807,30 @@ impl WaveSteps for EstimateSteps<'_> {
         let gpu = wave.params.gpu();
         let mut clock = StageClock::new(gpu)?;
         self.add_waves_time();
-        let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", wave.len)?;
         let mut flags = DeviceBuffer::uninit(gpu, "eye vertex flags", wave.len)?;
-        estimate_cuda::collect(
+        let slots = (wave.rays, wave.hits, wave.paths);
+        estimate_cuda::collect_flags(
             wave.params,
             wave.rays,
             wave.hits,
             wave.paths,
             wave.len,
-            &mut vertices,
             &mut flags,
         )?;
         let indices = select_indices(&flags)?;
+        drop(flags);
         if self.wave_lengths.len() <= wave.depth {
             self.wave_lengths.resize(wave.depth + 1, 0);
             self.runs.resize_with(wave.depth + 1, Vec::new);
         }
         self.wave_lengths[wave.depth] += indices.len() as u64;
-        if !indices.is_empty() {
+        if !indices.is_empty() && wave.chunks == 1 {
+            let at = self.append(gpu, indices.len())?;
+            let all = self.appended.as_mut().expect("append allocates");
+            estimate_cuda::collect_at(wave.params, slots, &indices, all, at)?;
+        } else if !indices.is_empty() {
             let mut run = DeviceBuffer::uninit(gpu, "eye vertex run", indices.len())?;
-            estimate_cuda::gather_vertices(&vertices, &indices, &mut run, 0)?;
+            estimate_cuda::collect_at(wave.params, slots, &indices, &mut run, 0)?;
             self.runs[wave.depth].push(run);
         }
         self.add_stage("collect", clock.lap()?);
@@ -757,13 +842,19 @@ impl WaveSteps for EstimateSteps<'_> {
         let gpu = params.gpu();
         let mut clock = StageClock::new(gpu)?;
         self.add_waves_time();
-        let total = self.runs.iter().flatten().map(DeviceBuffer::len).sum();
-        let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", total)?;
-        let mut offset = 0;
-        for run in self.runs.iter().flatten() {
-            vertices.copy_from_at(run, offset)?;
-            offset += run.len();
-        }
+        let vertices = match self.appended.take() {
+            Some(vertices) => vertices,
+            None => {
+                let total = self.runs.iter().flatten().map(DeviceBuffer::len).sum();
+                let mut vertices = DeviceBuffer::uninit(gpu, "eye vertices", total)?;
+                let mut offset = 0;
+                for run in self.runs.iter().flatten() {
+                    vertices.copy_from_at(run, offset)?;
+                    offset += run.len();
+                }
+                vertices
+            }
+        };
         self.runs.clear();
         // A team's members hold their bands' vertices: merged wave by wave
         // in rank order, they are the single GPU's array on every member.

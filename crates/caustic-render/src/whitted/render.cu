@@ -163,3 +163,41 @@ whitted_shadow_add(const FrameParams* params, const u32* occluded, const float4*
     float4 v = values[i];
     splat(*params, __float_as_uint(v.w), make_float3(v.x, v.y, v.z));
 }
+
+// ------------------------------------------------------------ display
+
+// The framebuffer as 8-bit sRGB, three bytes a pixel (image_io::srgb_bytes
+// on the film download_film would give): each of the `values` sums
+// averaged over `spp` samples, a non-finite average black, else scaled
+// by `scale` (2^exposure) and encoded as the number of the 255 `steps`
+// (image_io::srgb_step_table: the least linear value of each byte from 1
+// on) at or below it. The same IEEE operations in the same order as the
+// host's, so the bytes are the host's to the bit; a third of the f32
+// frame's bytes cross the bus, and no host pass converts them.
+extern "C" __global__ void __launch_bounds__(WHITTED_THREADS)
+whitted_display_srgb(const float* sums, u32 values, float spp, float scale, const float* steps,
+                     u8* out) {
+    __shared__ float table[255];
+    for (u32 t = threadIdx.x; t < 255u; t += blockDim.x) table[t] = steps[t];
+    __syncthreads();
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= values) return;
+    const float v = __fdiv_rn(sums[i], spp);
+    u32 byte = 0;
+    if (isfinite(v)) {
+        // Steps ascend: the first one above the value is its count of
+        // steps at or below (Rust's partition_point).
+        const float x = __fmul_rn(v, scale);
+        u32 lo = 0, hi = 255u;
+        while (lo < hi) {
+            const u32 mid = (lo + hi) / 2u;
+            if (table[mid] <= x) {
+                lo = mid + 1u;
+            } else {
+                hi = mid;
+            }
+        }
+        byte = lo;
+    }
+    out[i] = (u8)byte;
+}

@@ -95,6 +95,9 @@ pub struct GpuScene {
     /// frame to frame (a pageable copy runs at a fraction of the link's
     /// speed: 7 ms against under 1 ms for a 1024x1024 image on an H100).
     staging: Mutex<Option<PinnedBuffer<f32>>>,
+    /// [`crate::image_io::srgb_step_table`] on the device, for
+    /// [`Self::render_display`] (uploaded at its first frame).
+    display_steps: Mutex<Option<DeviceBuffer<f32>>>,
     /// The most primary slots traced at once ([`Self::set_max_primary_slots`]);
     /// `None`: as many as a quarter of the free memory holds.
     max_primary_slots: Option<usize>,
@@ -133,6 +136,7 @@ impl GpuScene {
         Ok(Self {
             device: DeviceScene::upload_with(gpu, scene, spec)?,
             staging: Mutex::new(None),
+            display_steps: Mutex::new(None),
             max_primary_slots: None,
         })
     }
@@ -201,6 +205,69 @@ impl GpuScene {
         extra: &mut dyn WaveSteps,
     ) -> Result<(Vec<Rgb>, RenderStats), GpuError> {
         let start = Instant::now();
+        let (framebuffer, rays) = self.trace_band(camera, settings, band, extra)?;
+        let download_start = Instant::now();
+        let film = self.download(&framebuffer, settings)?;
+        let stats = RenderStats {
+            seconds: start.elapsed().as_secs_f64(),
+            rays,
+            download_ms: download_start.elapsed().as_secs_f64() * 1e3,
+        };
+        Ok((film, stats))
+    }
+
+    /// [`Self::render_with`] for a display: the whole image as 8-bit sRGB
+    /// into `out` (three bytes a pixel, row by row, the bytes
+    /// [`crate::image_io::srgb_bytes`] gives for the film and `exposure`),
+    /// converted on the device so that a third of the f32 frame's bytes
+    /// cross the bus and no host pass touches the pixels. `out` is the
+    /// caller's page-locked buffer, kept from frame to frame and read in
+    /// place. The stats' `download_ms` is the conversion and the copy.
+    pub fn render_display(
+        &self,
+        camera: &Camera,
+        settings: &WhittedSettings,
+        extra: &mut dyn WaveSteps,
+        exposure: f32,
+        out: &mut PinnedBuffer<u8>,
+    ) -> Result<RenderStats, GpuError> {
+        let start = Instant::now();
+        let values = 3 * settings.width as usize * settings.height as usize;
+        if out.len() != values {
+            return Err(GpuError::LengthMismatch {
+                operation: "display frame",
+                what: "sRGB bytes",
+                expected: values,
+                actual: out.len(),
+            });
+        }
+        let band = TileBand::whole(settings.width, settings.height);
+        let (framebuffer, rays) = self.trace_band(camera, settings, &band, extra)?;
+        let download_start = Instant::now();
+        let mut steps = self.display_steps.lock().unwrap_or_else(|e| e.into_inner());
+        let steps = match &mut *steps {
+            Some(steps) => steps,
+            other => other.insert(srgb_steps_on(self.gpu())?),
+        };
+        let bytes = srgb_bytes_on_device(&framebuffer, settings.spp, exposure, steps)?;
+        out.download_from(&bytes)?;
+        Ok(RenderStats {
+            seconds: start.elapsed().as_secs_f64(),
+            rays,
+            download_ms: download_start.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    /// The band's frame on the device: every chunk's waves, then
+    /// `extra`'s last step; returns the framebuffer (three sums a pixel of
+    /// the band) once the device is idle, and the rays traced.
+    fn trace_band(
+        &self,
+        camera: &Camera,
+        settings: &WhittedSettings,
+        band: &TileBand,
+        extra: &mut dyn WaveSteps,
+    ) -> Result<(DeviceBuffer<f32>, u64), GpuError> {
         let gpu = self.device.gpu();
         let pixels = band.pixel_count();
         let framebuffer = DeviceBuffer::<f32>::zeroed(gpu, "whitted framebuffer", 3 * pixels)?;
@@ -215,12 +282,14 @@ impl GpuScene {
             params: &params,
             shadow_slots: self.shadow_slots(settings.light_samples),
             rays: (pixels * settings.spp.max(1) as usize) as u64,
+            chunks: 1,
         };
         // The band's tiles in chunks whose waves fit the device's memory:
         // each chunk's rays are traced to the last bounce before the next
         // chunk starts, into the same framebuffer.
         let per_tile = 64 * settings.spp.max(1) as usize;
         let chunk_tiles = (self.chunk_slots(frame.shadow_slots)? / per_tile).max(1) as u32;
+        frame.chunks = band.tiles.div_ceil(chunk_tiles) as usize;
         let band_end = band.first_tile + band.tiles;
         let mut first_tile = band.first_tile;
         while first_tile < band_end {
@@ -235,16 +304,9 @@ impl GpuScene {
             first_tile += tiles;
         }
         extra.finish(&params)?;
-        // The kernels' end, then the copy alone: the frame's download time.
+        // The kernels' end: what follows is the frame's download alone.
         gpu.synchronize()?;
-        let download_start = Instant::now();
-        let film = self.download(&framebuffer, settings)?;
-        let stats = RenderStats {
-            seconds: start.elapsed().as_secs_f64(),
-            rays: frame.rays,
-            download_ms: download_start.elapsed().as_secs_f64() * 1e3,
-        };
-        Ok((film, stats))
+        Ok((framebuffer, frame.rays))
     }
 
     /// Shadow rays a shaded point casts: one per point, spot or directional
@@ -337,6 +399,9 @@ pub struct ShadedWave<'a> {
     pub len: usize,
     /// The bounce: 0 for the primary rays.
     pub depth: usize,
+    /// The frame's chunks of tiles: with one, the waves come bounce by
+    /// bounce, each bounce once.
+    pub chunks: usize,
 }
 
 /// Extra steps of a frame ([`GpuScene::render_with`]).
@@ -364,6 +429,8 @@ struct Frame<'a> {
     shadow_slots: u32,
     /// Rays traced so far: primary, specular and shadow.
     rays: u64,
+    /// Chunks of tiles the frame is traced in ([`ShadedWave::chunks`]).
+    chunks: usize,
 }
 
 impl Frame<'_> {
@@ -426,6 +493,7 @@ impl Frame<'_> {
             paths: &wave.paths,
             len: n,
             depth,
+            chunks: self.chunks,
         })?;
         drop(hits);
         if slots > 0 {
@@ -500,6 +568,54 @@ impl GpuScene {
         buffer.download_from(framebuffer)?;
         Ok(film_of(buffer.as_slice(), settings))
     }
+}
+
+/// [`crate::image_io::srgb_step_table`] on `gpu`, for
+/// [`srgb_bytes_on_device`].
+pub fn srgb_steps_on(gpu: &Gpu) -> Result<DeviceBuffer<f32>, GpuError> {
+    DeviceBuffer::from_slice(gpu, "sRGB steps", crate::image_io::srgb_step_table())
+}
+
+/// The 8-bit sRGB bytes of a framebuffer's sums over `spp` samples at
+/// `exposure`, on the device: for each value the byte
+/// [`crate::image_io::srgb_bytes`] gives for the film [`GpuScene::render`]
+/// downloads (the sum over `spp`, non-finite black, scaled by
+/// `2^exposure`, the sRGB byte by `steps`, [`srgb_steps_on`]), to the bit.
+pub fn srgb_bytes_on_device(
+    sums: &DeviceBuffer<f32>,
+    spp: u32,
+    exposure: f32,
+    steps: &DeviceBuffer<f32>,
+) -> Result<DeviceBuffer<u8>, GpuError> {
+    let values = sums.len();
+    if steps.len() != 255 {
+        return Err(GpuError::LengthMismatch {
+            operation: "sRGB display bytes",
+            what: "sRGB steps",
+            expected: 255,
+            actual: steps.len(),
+        });
+    }
+    let count = u32::try_from(values).map_err(|_| GpuError::TooLarge {
+        operation: "sRGB display bytes",
+        len: values,
+        max: u32::MAX as usize,
+    })?;
+    let mut bytes = DeviceBuffer::<u8>::uninit(sums.gpu(), "display bytes", values)?;
+    launch(
+        sums.gpu(),
+        k::WHITTED_DISPLAY_SRGB,
+        values,
+        (
+            sums.ptr(),
+            count,
+            spp.max(1) as f32,
+            exposure.exp2(),
+            steps.ptr(),
+            bytes.ptr_mut(),
+        ),
+    )?;
+    Ok(bytes)
 }
 
 /// The pixels of the framebuffer's sums over `settings.spp` samples.
