@@ -167,7 +167,7 @@ fn run(
     // other rows are the other members'.
     let film_start = Instant::now();
     let values = kernels::film(&state.pixels, stats.passes)?;
-    let mut mine = vec![Rgb::ZERO; state.pixels.len()];
+    let mut mine: Vec<Rgb> = bytemuck::zeroed_vec(state.pixels.len());
     download_large(&values, bytemuck::cast_slice_mut(&mut mine))?;
     let [sum, count] = kernels::final_radius_sum(&state.pixels, scale)?;
     let [sum, count] = sum_u64(team, &[sum, count]).map_err(team_error)?[..] else {
