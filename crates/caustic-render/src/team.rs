@@ -1,9 +1,10 @@
 //! One render shared by a team of processes (MPI ranks) or threads.
 //!
-//! A [`Team`] is `size` members, each knowing its `rank`, that can do one
-//! collective operation: [`Team::all_gather`], every member's bytes handed
-//! to every member in rank order. Everything the renderers distribute
-//! reduces to it:
+//! A [`Team`] is `size` members, each knowing its `rank`, that can do two
+//! collective operations: [`Team::all_gather`], every member's bytes handed
+//! to every member in rank order, and [`Team::gather_to_root`], every
+//! member's bytes handed to the root alone. Everything the renderers
+//! distribute reduces to them:
 //!
 //! - independent work is split into contiguous shares of an index range
 //!   ([`share`]: photons by index, image tiles, irradiance samples), each
@@ -11,7 +12,9 @@
 //!   order ([`gather_concat`]), which is index order: every member then
 //!   holds exactly the array a single process would have made;
 //! - per-pixel state is *owned*: a member keeps the statistics of its own
-//!   rows, and only the finished rows travel, once, at the end.
+//!   rows, and only the finished rows travel, once, at the end, to the
+//!   root, which alone holds the image (the other members' renders return
+//!   `None` for it).
 //!
 //! Because no sum is ever re-associated across members, a team's image is
 //! bit-identical to a single process's for the same settings, whatever the
@@ -400,16 +403,56 @@ pub fn rows_film_to_root(
 }
 
 /// The image of `width × height` pixels whose rows the members hold by
-/// contiguous bands ([`TileBand`], in rank order), on the root alone:
-/// [`rows_film_to_root`] over [`TileRows::band`].
+/// contiguous bands in rank order (a [`TileBand`] each, or any split of
+/// the rows by [`share`]), so that their pixels concatenated in rank order
+/// are the image: assembled on the root alone (`Some` there, `None` on the
+/// other members). Bands that do not add up to the image are an error.
 pub fn band_film_to_root(
     team: &dyn Team,
-    size: (u32, u32),
+    (width, height): (u32, u32),
     mine: Vec<Rgb>,
 ) -> Result<Option<Film>, TeamError> {
-    let members = team.size() as u64;
-    let rows_of = |rank| TileRows::band_of(rank as u64, members, size.0, size.1);
-    rows_film_to_root(team, size, mine, rows_of)
+    let total = width as usize * height as usize;
+    if team.size() == 1 && mine.len() == total {
+        return Ok(Some(Film {
+            width,
+            height,
+            pixels: mine,
+        }));
+    }
+    let mut film = team.is_root().then(|| Film::new(width, height));
+    let mut at = 0usize;
+    team.gather_to_root(bytemuck::cast_slice(&mine), &mut |rank, bytes| {
+        let Some(film) = film.as_mut() else {
+            return Ok(());
+        };
+        let pixels: &mut [u8] = bytemuck::cast_slice_mut(&mut film.pixels);
+        let to = pixels.get_mut(at..at + bytes.len()).ok_or_else(|| {
+            TeamError(format!(
+                "rank {rank}'s band runs past the {width} × {height} image"
+            ))
+        })?;
+        copy_in_parallel(to, bytes);
+        at += bytes.len();
+        Ok(())
+    })?;
+    if film.is_some() && at != std::mem::size_of_val(&film.as_ref().unwrap().pixels[..]) {
+        return Err(TeamError(format!(
+            "the members' bands hold {} pixels, not the {width} × {height} image's {total}",
+            at / std::mem::size_of::<Rgb>()
+        )));
+    }
+    Ok(film)
+}
+
+/// `to.copy_from_slice(from)` by megabytes on the thread pool: a fresh
+/// image's pages are first touched by the copy, which costs more than the
+/// copy itself.
+fn copy_in_parallel(to: &mut [u8], from: &[u8]) {
+    const PART: usize = 1 << 20;
+    to.par_chunks_mut(PART)
+        .zip(from.par_chunks(PART))
+        .for_each(|(to, from)| to.copy_from_slice(from));
 }
 
 /// [`gather_concat`] into `out`, whose allocation is reused: an exchange
@@ -450,14 +493,15 @@ fn append_items<T: Pod>(out: &mut Vec<T>, bytes: &[u8], rank: usize) -> Result<(
 /// renders the tiles `r, r + size, …` of the Morton order (interleaved, so
 /// that an expensive corner of the image is shared) with `render_tile`
 /// (which returns the tile's pixels row by row), in parallel with rayon,
-/// and every member ends with the whole image. Every pixel is computed by
-/// exactly one member, so the image is the single process's, bit for bit.
+/// and the root assembles the image (`Some` there, `None` on the other
+/// members: [`Team::gather_to_root`]). Every pixel is computed by exactly
+/// one member, so the image is the single process's, bit for bit.
 pub fn tiled_film(
     team: &dyn Team,
     size: (u32, u32),
     tile_size: u32,
     render_tile: impl Fn(Tile) -> Vec<Rgb> + Sync + Send,
-) -> Result<Film, TeamError> {
+) -> Result<Option<Film>, TeamError> {
     tiled_film_with(team, size, tile_size, |mine| {
         mine.into_par_iter().map(&render_tile).collect()
     })
@@ -472,38 +516,49 @@ pub fn tiled_film_with(
     (width, height): (u32, u32),
     tile_size: u32,
     render_mine: impl FnOnce(Vec<Tile>) -> Vec<Vec<Rgb>>,
-) -> Result<Film, TeamError> {
+) -> Result<Option<Film>, TeamError> {
     let tiles = morton_tiles(width, height, tile_size);
     let (rank, size) = (team.rank(), team.size());
-    let mine: Vec<Tile> = tiles.iter().copied().skip(rank).step_by(size).collect();
-    let rendered = render_mine(mine);
-    let parts: Vec<Vec<Rgb>> = if size == 1 {
-        vec![rendered.concat()]
-    } else {
-        let all = team.all_gather(bytemuck::cast_slice(&rendered.concat()))?;
-        let mut parts = vec![Vec::new(); size];
-        for (rank, (part, bytes)) in parts.iter_mut().zip(all.iter()).enumerate() {
-            append_items(part, bytes, rank)?;
-        }
-        parts
-    };
-    // Tile t was member t % size's (t / size)-th.
-    let mut film = Film::new(width, height);
-    let mut cursors = vec![0usize; size];
-    for (t, tile) in tiles.iter().enumerate() {
-        let (member, at) = (t % size, &mut cursors[t % size]);
-        let pixels = parts[member]
-            .get(*at..*at + tile.pixel_count())
-            .ok_or_else(|| TeamError(format!("rank {member} sent too few pixels")))?;
-        *at += tile.pixel_count();
-        let mut it = pixels.iter();
+    let of = |member: usize| tiles.iter().skip(member).step_by(size);
+    let rendered = render_mine(of(rank).copied().collect()).concat();
+    let mut film = team.is_root().then(|| Film::new(width, height));
+    team.gather_to_root(
+        bytemuck::cast_slice(&rendered),
+        &mut |member, bytes| match film.as_mut() {
+            Some(film) => place_tiles(film, of(member), bytes, member),
+            None => Ok(()),
+        },
+    )?;
+    Ok(film)
+}
+
+/// Writes `bytes`, the pixels of `tiles` one after another (each row by
+/// row), into `film`; member `member` sent them.
+fn place_tiles<'a>(
+    film: &mut Film,
+    tiles: impl Iterator<Item = &'a Tile>,
+    bytes: &[u8],
+    member: usize,
+) -> Result<(), TeamError> {
+    let pixel = std::mem::size_of::<Rgb>();
+    let width = film.width as usize;
+    let pixels: &mut [u8] = bytemuck::cast_slice_mut(&mut film.pixels);
+    let mut at = 0;
+    for tile in tiles {
+        let row = (tile.x1 - tile.x0) as usize * pixel;
         for y in tile.y0..tile.y1 {
-            for x in tile.x0..tile.x1 {
-                film.set(x, y, it.next().copied().unwrap_or_default());
-            }
+            let from = bytes
+                .get(at..at + row)
+                .ok_or_else(|| TeamError(format!("rank {member} sent too few pixels")))?;
+            let to = (y as usize * width + tile.x0 as usize) * pixel;
+            pixels[to..to + row].copy_from_slice(from);
+            at += row;
         }
     }
-    Ok(film)
+    if at != bytes.len() {
+        return Err(TeamError(format!("rank {member} sent too many pixels")));
+    }
+    Ok(())
 }
 
 /// Sums of `mine` over the members (in rank order, so the same on all).
@@ -778,13 +833,14 @@ mod tests {
         let short = ThreadTeam::run(2, |team| {
             band_film_to_root(team, (width, height), vec![Rgb::ZERO; 3])
         });
-        assert!(
-            short[0]
-                .as_ref()
-                .unwrap_err()
-                .0
-                .contains("rank 0 sent 36 bytes")
-        );
+        let error = short[0].as_ref().unwrap_err();
+        assert!(error.0.contains("6 pixels, not the 13 × 21"), "{error}");
+        let interleaved = ThreadTeam::run(2, |team| {
+            let rows_of = |rank| TileRows::interleaved_of(rank as u64, 2, width, height);
+            rows_film_to_root(team, (width, height), vec![Rgb::ZERO; 3], rows_of)
+        });
+        let error = interleaved[0].as_ref().unwrap_err();
+        assert!(error.0.contains("rank 0 sent 36 bytes"), "{error}");
     }
 
     #[test]

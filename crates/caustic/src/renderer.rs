@@ -224,9 +224,9 @@ impl SppmPass<'_> {
 /// A finished render.
 #[derive(Clone, Debug)]
 pub struct Rendered {
-    /// The image: linear radiance per pixel. Under MPI (a team through
-    /// [`Renderer::team`]) only the root (rank 0) holds the image on a
-    /// GPU; the other ranks' films are empty (0 × 0).
+    /// The image: linear radiance per pixel. In a team ([`Renderer::team`],
+    /// the ranks of an MPI job) only the root (rank 0) holds the image;
+    /// the other members' films are empty (0 × 0).
     pub film: Film,
     pub stats: Stats,
     /// What it ran on: the GPU's name or `N CPU threads`.
@@ -258,13 +258,12 @@ impl<'a> Renderer<'a> {
     }
 
     /// Shares every render with the other members of `team` (the ranks of
-    /// an MPI job, say): each member renders its share. On the CPU every
-    /// member returns the whole image, bit-identical to a single process's
-    /// render of the same settings (see `caustic_render::team`). On a GPU
-    /// backend (each member on its own GPU) every integrator splits, the
-    /// image equals one GPU's up to the order of each pixel's float sum,
-    /// and only the root holds it: the other members' films are empty.
-    /// Progress reports count the member's own share.
+    /// an MPI job, say): each member renders its share, and only the root
+    /// holds the image (the other members' films are empty). On the CPU
+    /// it is bit-identical to a single process's render of the same
+    /// settings (see `caustic_render::team`); on a GPU backend (each member
+    /// on its own GPU) it equals one GPU's up to the order of each pixel's
+    /// float sum. Progress reports count the member's own share.
     pub fn team(mut self, team: Arc<dyn Team>) -> Self {
         self.team = Some(team);
         self
@@ -785,7 +784,10 @@ impl<'a> Renderer<'a> {
         let scene = self.cpu_scene(p)?;
         let report = |n| self.report(Progress::Pixels(n));
         let (film, stats) = match self.shared_team() {
-            Some(team) => whitted::render_in_team(scene, camera, s, team, &report)?,
+            Some(team) => {
+                let (film, stats) = whitted::render_in_team(scene, camera, s, team, &report)?;
+                (rank_film(film), stats)
+            }
             None => whitted::render(scene, camera, s, &report),
         };
         Ok(rendered(film, Stats::Whitted(stats), backend))
@@ -817,7 +819,11 @@ impl<'a> Renderer<'a> {
         let report = |n| self.report(Progress::Pixels(n));
         let scene = self.cpu_scene(p)?;
         let (film, stats) = match self.shared_team() {
-            Some(team) => photon::render_in_team(scene, camera, &settings, team, &report)?,
+            Some(team) => {
+                let (film, stats) =
+                    photon::render_in_team(scene, camera, &settings, team, &report)?;
+                (rank_film(film), stats)
+            }
             None => photon::render(scene, camera, &settings, &report)?,
         };
         Ok(rendered(film, Stats::Photon(stats), backend))
@@ -855,7 +861,7 @@ impl<'a> Renderer<'a> {
             // leave the others waiting at the next exchange.
             let scene = self.cpu_scene(p)?;
             let (film, stats) = sppm::render_in_team(scene, camera, s, team, &team_report)?;
-            return Ok(rendered(film, Stats::Sppm(stats), backend));
+            return Ok(rendered(rank_film(film), Stats::Sppm(stats), backend));
         }
         let mut on_pass = |view: &PassView| {
             let view = PassSource::Cpu(view);
@@ -948,9 +954,8 @@ impl Renderer<'_> {
 }
 
 /// A team member's image: the whole image on the root; the others hold
-/// none (their bands went to the root) and get an empty film, which the
+/// none (their rows went to the root) and get an empty film, which the
 /// CLI's other MPI ranks never write.
-#[cfg(feature = "cuda")]
 fn rank_film(film: Option<Film>) -> Film {
     film.unwrap_or_else(|| Film::new(0, 0))
 }

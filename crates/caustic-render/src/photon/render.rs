@@ -234,15 +234,16 @@ pub fn render(
     settings: &PhotonRenderSettings,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Film, PhotonRenderStats), PhotonRenderError> {
-    render_in_team(scene, camera, settings, &Solo, progress)
+    let (film, stats) = render_in_team(scene, camera, settings, &Solo, progress)?;
+    Ok((film.expect("the team of one is its own root"), stats))
 }
 
 /// Renders like [`render`] as one member of `team` (see [`crate::team`]):
 /// each member traces a contiguous share of the photons of each pass and
 /// the shares are exchanged in index order, so every member builds the
 /// maps a single process builds; the irradiance samples' gathers and the
-/// image's tiles are shared the same way. Every member returns the whole
-/// image, bit-identical to [`render`]'s. `stats.rays` counts the whole
+/// image's tiles are shared the same way. The root returns the whole image,
+/// bit-identical to [`render`]'s, the other members `None`. `stats.rays` counts the whole
 /// team's rays (every member builds the maps).
 pub fn render_in_team(
     scene: &RenderScene,
@@ -250,7 +251,7 @@ pub fn render_in_team(
     settings: &PhotonRenderSettings,
     team: &dyn Team,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<(Film, PhotonRenderStats), PhotonRenderError> {
+) -> Result<(Option<Film>, PhotonRenderStats), PhotonRenderError> {
     settings.validate()?;
     let start = Instant::now();
     let mut stats = PhotonRenderStats::default();
@@ -593,7 +594,7 @@ impl<'a> Renderer<'a> {
         team: &dyn Team,
         stats: &mut PhotonRenderStats,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<Film, PhotonRenderError> {
+    ) -> Result<Option<Film>, PhotonRenderError> {
         let size = (self.settings.width, self.settings.height);
         let rays = AtomicU64::new(0);
         let point_gathers = AtomicU64::new(0);

@@ -6,7 +6,9 @@ use super::pixels::PixelStats;
 use super::visible::{EyeSettings, eye_pass_rows};
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
 use crate::photon::{PhotonSettings, trace_photon_range};
-use crate::team::{Solo, Team, TeamError, gather_concat, share, sum_u64, team_mean};
+use crate::team::{
+    Solo, Team, TeamError, band_film_to_root, gather_concat, share, sum_u64, team_mean,
+};
 use crate::{Film, RenderScene};
 use caustic_scene::Camera;
 use std::ops::{ControlFlow, Range};
@@ -72,16 +74,17 @@ pub fn render_passes(
 /// points and statistics) and traces a contiguous share of every pass's
 /// photons; the pass's photons are exchanged in index order, so each
 /// member deposits at its own visible points exactly the photons, in
-/// exactly the order, a single process would. Every member returns the
-/// whole image, bit-identical to [`render`]'s; `progress` gets the passes
-/// done. Statistics count the whole team's rays and deposits.
+/// exactly the order, a single process would. The root returns the whole
+/// image, bit-identical to [`render`]'s, the other members `None`;
+/// `progress` gets the passes done. Statistics count the whole team's rays
+/// and deposits.
 pub fn render_in_team(
     scene: &RenderScene,
     camera: &Camera,
     settings: &SppmSettings,
     team: &dyn Team,
     progress: &(dyn Fn(u32) + Sync),
-) -> Result<(Film, SppmStats), SppmError> {
+) -> Result<(Option<Film>, SppmStats), SppmError> {
     let mut run = PassRunner::new(scene, camera, settings, team)?;
     for pass in 0..settings.passes {
         run.pass(pass).map_err(team_error)?;
@@ -90,13 +93,14 @@ pub fn render_in_team(
     let film = run.pixels.film();
     let w = settings.width as usize;
     let mine = film.pixels[run.rows.start as usize * w..run.rows.end as usize * w].to_vec();
-    let pixels = gather_concat(team, mine).map_err(team_error)?;
+    let size = (film.width, film.height);
+    let film = band_film_to_root(team, size, mine).map_err(team_error)?;
     let sums = sum_u64(team, &[run.stats.rays, run.stats.deposits]).map_err(team_error)?;
     let mut stats = run.stats;
     (stats.rays, stats.deposits) = (sums[0], sums[1]);
     let (sum, count) = run.pixels.radius_sum();
     stats.mean_radius = team_mean(team, sum, count).map_err(team_error)?;
-    Ok((Film { pixels, ..film }, stats))
+    Ok((film, stats))
 }
 
 fn team_error(e: TeamError) -> SppmError {

@@ -111,22 +111,23 @@ pub fn render(
     settings: &WhittedSettings,
     progress: &(dyn Fn(u64) + Sync),
 ) -> (Film, RenderStats) {
-    render_in_team(scene, camera, settings, &Solo, progress)
-        .expect("a team of one exchanges nothing")
+    let (film, stats) = render_in_team(scene, camera, settings, &Solo, progress)
+        .expect("a team of one exchanges nothing");
+    (film.expect("the team of one is its own root"), stats)
 }
 
 /// Renders like [`render`] as one member of `team`, tiles shared as
-/// [`tiled_film`] shares them: every member ends with the whole image,
-/// bit-identical to a single process's (every pixel is computed by exactly
-/// one member, from its own keyed random numbers). `stats.rays` counts the
-/// whole team's rays.
+/// [`tiled_film`] shares them: the root ends with the whole image (the
+/// other members with `None`), bit-identical to a single process's (every
+/// pixel is computed by exactly one member, from its own keyed random
+/// numbers). `stats.rays` counts the whole team's rays.
 pub fn render_in_team(
     scene: &RenderScene,
     camera: &Camera,
     settings: &WhittedSettings,
     team: &dyn Team,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<(Film, RenderStats), TeamError> {
+) -> Result<(Option<Film>, RenderStats), TeamError> {
     let start = Instant::now();
     let pinhole = PinholeCamera::new(camera, settings.width, settings.height);
     let rays = AtomicU64::new(0);
