@@ -66,7 +66,7 @@ use super::render::{PassPlan, PhotonRenderError, PhotonRenderSettings, PhotonRen
 use super::trace_cuda::{self, GpuPhotonMaps};
 use crate::team::{Solo, Team, TeamError, TileBand, band_film_to_root, own_pieces, share, sum_u64};
 use crate::team_cuda::{GpuTeamError, add_band_sums, gather_device_runs};
-use crate::whitted::render_cuda::{GpuScene, ShadedWave, WaveSteps};
+use crate::whitted::render_cuda::{GpuScene, ShadedWave, WaveSteps, check_display_bytes};
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
 
 /// A GPU photon-render error: a setting the GPU path does not support, or
@@ -215,16 +215,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         out: &mut PinnedBuffer<u8>,
     ) -> Result<PhotonRenderStats, GpuPhotonError> {
         // Refused before the photons are traced, not after.
-        let bytes = 3 * settings.width as usize * settings.height as usize;
-        if out.len() != bytes {
-            return Err(GpuError::LengthMismatch {
-                operation: "display frame",
-                what: "sRGB bytes",
-                expected: bytes,
-                actual: out.len(),
-            }
-            .into());
-        }
+        check_display_bytes((settings.width, settings.height), out)?;
         let (_, stats) = self.frame(settings, &Solo, &mut |scene, whitted, _, steps| {
             Ok((
                 (),

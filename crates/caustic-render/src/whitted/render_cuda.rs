@@ -88,6 +88,23 @@ pub fn render_cuda_in_team(
     Ok((film, stats))
 }
 
+/// A display frame's buffer must hold three bytes a pixel of the image.
+pub(crate) fn check_display_bytes(
+    (width, height): (u32, u32),
+    out: &PinnedBuffer<u8>,
+) -> Result<(), GpuError> {
+    let bytes = 3 * width as usize * height as usize;
+    if out.len() != bytes {
+        return Err(GpuError::LengthMismatch {
+            operation: "display frame",
+            what: "sRGB bytes",
+            expected: bytes,
+            actual: out.len(),
+        });
+    }
+    Ok(())
+}
+
 /// A scene on the device, ready to render frames from any camera.
 pub struct GpuScene {
     device: DeviceScene,
@@ -232,15 +249,7 @@ impl GpuScene {
         out: &mut PinnedBuffer<u8>,
     ) -> Result<RenderStats, GpuError> {
         let start = Instant::now();
-        let values = 3 * settings.width as usize * settings.height as usize;
-        if out.len() != values {
-            return Err(GpuError::LengthMismatch {
-                operation: "display frame",
-                what: "sRGB bytes",
-                expected: values,
-                actual: out.len(),
-            });
-        }
+        check_display_bytes((settings.width, settings.height), out)?;
         let band = TileBand::whole(settings.width, settings.height);
         let (framebuffer, rays) = self.trace_band(camera, settings, &band, extra)?;
         let download_start = Instant::now();
