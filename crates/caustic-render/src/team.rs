@@ -175,7 +175,7 @@ impl TileBand {
 
 /// A member's rows of an image's 8×8 tiles: tile rows `first`, `first +
 /// stride`, … (`count` of them), the pixel rows of each in order. A
-/// contiguous band ([`TileRows::band`], stride 1) is what [`TileBand`]
+/// contiguous band ([`TileRows::band_of`], stride 1) is what [`TileBand`]
 /// covers; interleaved rows ([`TileRows::interleaved`], stride the team's
 /// size) share an expensive part of the image among the members, so the
 /// slowest member's rows cost about the mean.
@@ -194,16 +194,7 @@ impl TileRows {
         Self::interleaved_of(team.rank() as u64, team.size() as u64, width, height)
     }
 
-    /// Member `team.rank()`'s contiguous band ([`TileBand::of`]'s rows).
-    pub fn band(team: &dyn Team, width: u32, height: u32) -> Self {
-        Self::band_of(team.rank() as u64, team.size() as u64, width, height)
-    }
-
-    /// Every tile row (a team of one).
-    pub fn whole(width: u32, height: u32) -> Self {
-        Self::band_of(0, 1, width, height)
-    }
-
+    /// Member `rank` of `size`'s tile rows `rank, rank + size, …`.
     pub fn interleaved_of(rank: u64, size: u64, width: u32, height: u32) -> Self {
         let tile_rows = u64::from(height.div_ceil(8));
         let count = tile_rows.saturating_sub(rank).div_ceil(size.max(1));
@@ -216,6 +207,7 @@ impl TileRows {
         }
     }
 
+    /// Member `rank` of `size`'s contiguous band ([`TileBand`]'s rows).
     pub fn band_of(rank: u64, size: u64, width: u32, height: u32) -> Self {
         let rows = share_of(rank, size, u64::from(height.div_ceil(8)));
         Self {
