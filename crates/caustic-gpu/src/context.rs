@@ -162,38 +162,6 @@ impl Gpu {
         })
     }
 
-    /// Another handle on this device's context with a stream of its own,
-    /// so that its work runs beside this handle's (two latency-bound
-    /// wavefronts overlapping). Its buffers and modules are its own. A
-    /// buffer one handle made and the other's work uses needs the caller's
-    /// ordering: the maker's stream synchronised before the other reads
-    /// it, and the buffer kept until the other's work on it is done (a
-    /// buffer is freed in its maker's stream order).
-    pub fn with_own_stream(&self) -> Result<Gpu, GpuError> {
-        let inner = &self.inner;
-        let stream = inner
-            .context
-            .new_stream()
-            .map_err(GpuError::driver("creating a stream"))?;
-        let peers = inner
-            .peers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        Ok(Gpu {
-            inner: Arc::new(Inner {
-                ipc: Mutex::new(IpcExchange::new(inner.context.clone())),
-                context: inner.context.clone(),
-                stream,
-                info: inner.info.clone(),
-                modules: Mutex::default(),
-                loading_ns: Default::default(),
-                sync_each_launch: inner.sync_each_launch,
-                peers: Mutex::new(peers),
-            }),
-        })
-    }
-
     /// What the device is.
     pub fn info(&self) -> &DeviceInfo {
         &self.inner.info

@@ -13,7 +13,6 @@
 //! another order, with no atomics, so the image is deterministic.
 
 use std::ops::ControlFlow;
-use std::sync::Arc;
 use std::time::Instant;
 
 use crate::photon::records_cuda::GridView;
@@ -142,7 +141,7 @@ fn run(
     }
     let start = Instant::now();
     let sources = PhotonSources::new(scene);
-    let mut state = State::new(device, scene, camera, settings, team)?;
+    let mut state = State::new(device, camera, settings, team)?;
     let mut stats = SppmStats {
         setup_seconds: start.elapsed().as_secs_f64(),
         ..SppmStats::default()
@@ -245,9 +244,6 @@ struct State<'a> {
     rows: TileRows,
     params: DeviceBuffer<FrameParams>,
     tracer: AccelTracer,
-    /// The scene again on a second stream of the same device, where the
-    /// photons are traced beside the eye pass.
-    photon_scene: Arc<GpuScene>,
     pixels: DeviceBuffer<GpuSppmPixel>,
     points: DeviceBuffer<GpuVisiblePoint>,
     radiance: DeviceBuffer<f32>,
@@ -261,7 +257,6 @@ struct State<'a> {
 impl<'a> State<'a> {
     fn new(
         device: &'a GpuScene,
-        scene: &RenderScene,
         camera: &Camera,
         settings: &'a SppmSettings,
         team: &'a dyn Team,
@@ -289,11 +284,6 @@ impl<'a> State<'a> {
             rows,
             params: DeviceBuffer::from_slice(gpu, "sppm params", &[params])?,
             tracer: device.accel().tracer()?,
-            photon_scene: Arc::new(GpuScene::upload_with(
-                &gpu.with_own_stream()?,
-                scene,
-                device.accel().spec(),
-            )?),
             pixels: DeviceBuffer::zeroed(gpu, "sppm pixels", count)?,
             points: DeviceBuffer::zeroed(gpu, "sppm visible points", count)?,
             radiance: DeviceBuffer::zeroed(gpu, "sppm pass radiance", 3 * count)?,
@@ -303,10 +293,7 @@ impl<'a> State<'a> {
         })
     }
 
-    /// One eye pass and one photon pass, folded into the pixels. The
-    /// pass's photons do not depend on its eye pass, and both are
-    /// latency-bound wavefronts: the photons are traced beside the eye
-    /// pass, by a thread of their own on the photon stream.
+    /// One eye pass and one photon pass, folded into the pixels.
     fn pass(
         &mut self,
         sources: &PhotonSources,
@@ -315,46 +302,43 @@ impl<'a> State<'a> {
         stats: &mut SppmStats,
     ) -> Result<(), SppmCudaError> {
         let gpu = self.device.gpu().clone();
+        let clock = Instant::now();
+        self.radiance.fill_zero()?;
+        self.points.fill_zero()?;
+        stats.rays += self.eye_pass(pass)?;
+        let fixed = self.settings.initial_radius.unwrap_or(0.0);
+        kernels::init_radii(&mut self.pixels, &self.points, fixed, AUTO_RADIUS_PIXELS)?;
+        let [sum, count] = kernels::radius_sum(&self.pixels, &self.points, scale)?;
+        self.own_seconds[0] += clock.elapsed().as_secs_f64();
+        let [sum, count] = sum_u64(self.team, &[sum, count]).map_err(team_error)?[..] else {
+            unreachable!("two sums for two counts")
+        };
+        let mean_radius = if count > 0 {
+            sum as f64 / scale / count as f64
+        } else {
+            0.0
+        };
+        stats.eye_seconds += clock.elapsed().as_secs_f64();
+
+        let clock = Instant::now();
         let s = self.settings;
         let photon = photon_settings(s.photons_per_pass, s.max_depth, s.seed, pass);
         let share = share(self.team, photon.photons);
-        let photon_scene = self.photon_scene.clone();
-        let (eye, traced) = std::thread::scope(|scope| {
-            let tracer = scope.spawn(|| -> Result<_, GpuError> {
-                let clock = Instant::now();
-                let maps = trace_cuda::trace_photon_range(&photon_scene, sources, &photon, share)?;
-                photon_scene.gpu().synchronize()?;
-                Ok((maps, clock.elapsed().as_secs_f64()))
-            });
-            let eye = self.eye_and_radii(pass, scale, stats);
-            let traced = tracer
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (eye, traced)
-        });
-        let mean_radius = eye?;
-        let (maps, photon_own) = traced?;
-        let clock = Instant::now();
-        self.own_seconds[1] += photon_own;
-        // The photons move to the pass's stream: copied there once the
-        // photon stream is done (above), and the photon stream's buffers
-        // freed only after the copy has run.
-        let mut global = DeviceBuffer::uninit(&gpu, "sppm pass photons", maps.global.len())?;
-        global.copy_from(&maps.global)?;
+        let maps = trace_cuda::trace_photon_range(self.device, sources, &photon, share)?;
         gpu.synchronize()?;
-        drop(maps.global);
+        self.own_seconds[1] += clock.elapsed().as_secs_f64();
         if self.team.size() > 1 {
             // The members wait for the slowest tracer here, so that the
             // exchange's time below is the exchange's own.
             self.team.all_gather(&[]).map_err(team_error)?;
         }
-        stats.photon_seconds += photon_own + clock.elapsed().as_secs_f64();
+        stats.photon_seconds += clock.elapsed().as_secs_f64();
         stats.photons_emitted += maps.emitted;
         stats.rays += maps.stats.rays;
         // The team's photons in the single GPU's order (merged run by run):
         // every member sees the same photons in the same order.
         let clock = Instant::now();
-        let (photons, _) = gather_device_runs(self.team, global, 0, &maps.global_runs)?;
+        let (photons, _) = gather_device_runs(self.team, maps.global, 0, &maps.global_runs)?;
         stats.exchange_seconds += clock.elapsed().as_secs_f64();
         stats.photons_stored += photons.len() as u64;
 
@@ -384,33 +368,6 @@ impl<'a> State<'a> {
         )?;
         stats.gather_seconds += clock.elapsed().as_secs_f64();
         Ok(())
-    }
-
-    /// The pass's eye pass, the radii of pixels seen for the first time,
-    /// and the team's mean radius (which sizes the photon grid's cells).
-    fn eye_and_radii(
-        &mut self,
-        pass: u32,
-        scale: f64,
-        stats: &mut SppmStats,
-    ) -> Result<f64, SppmCudaError> {
-        let clock = Instant::now();
-        self.radiance.fill_zero()?;
-        self.points.fill_zero()?;
-        stats.rays += self.eye_pass(pass)?;
-        let fixed = self.settings.initial_radius.unwrap_or(0.0);
-        kernels::init_radii(&mut self.pixels, &self.points, fixed, AUTO_RADIUS_PIXELS)?;
-        let [sum, count] = kernels::radius_sum(&self.pixels, &self.points, scale)?;
-        self.own_seconds[0] += clock.elapsed().as_secs_f64();
-        let [sum, count] = sum_u64(self.team, &[sum, count]).map_err(team_error)?[..] else {
-            unreachable!("two sums for two counts")
-        };
-        stats.eye_seconds += clock.elapsed().as_secs_f64();
-        Ok(if count > 0 {
-            sum as f64 / scale / count as f64
-        } else {
-            0.0
-        })
     }
 
     /// The eye pass: rays traced, eye and shadow. The wave's length stays
