@@ -91,7 +91,12 @@
 #define DACRT_SPLIT_RDH 3u
 #define DACRT_C_INTERS 4u
 #define DACRT_C_SORT 5u
-#define DACRT_PARAM_WORDS 6u
+#define DACRT_CONCURRENT 6u
+// The concurrent schedule's arenas: their sizes in words (the root's
+// ranges first: the arena's free words start at its count).
+#define DACRT_RAY_ARENA 7u
+#define DACRT_TRI_ARENA 8u
+#define DACRT_PARAM_WORDS 9u
 
 // Payload words (the ray range is the record's begin .. end).
 #define DP_BOUNDS 0u
@@ -115,6 +120,15 @@
 #define DP_RAY_STEP 55u
 #define DP_TRI_SAMPLES 56u
 #define DP_TRI_STEP 57u
+// Where the passes read and write (absolute indices): Partition1's
+// scratch (B) for rays and triangles, Partition2's output (the children's
+// ranges). In place (waves), B lies in the second array at the task's own
+// ranges and the output in the first; concurrent, both are the task's
+// own allocations in the arena.
+#define DP_B_RAYS 58u
+#define DP_B_TRIS 59u
+#define DP_OUT_RAYS 60u
+#define DP_OUT_TRIS 61u
 
 // stats[] words (u64).
 #define DS_TASKS 0u
@@ -122,7 +136,13 @@
 #define DS_PAIRS 2u
 #define DS_DEPTH 3u
 #define DS_LOST 4u
-#define DS_WORDS 5u
+// Concurrent: index words asked of the ray and triangle arenas, and bit k
+// set when arena k (0 rays, 1 triangles) ran out (the run then drains
+// without work and the host runs it again with more).
+#define DS_RAY_ARENA 5u
+#define DS_TRI_ARENA 6u
+#define DS_SPILLED 7u
+#define DS_WORDS 8u
 
 // T1..T7 as (ray class, triangle class): schedule.rs's CHILDREN.
 __device__ __forceinline__ u32 child_rays(u32 c) { return c < 2u ? 0u : (c < 5u ? 1u : 2u); }
@@ -231,6 +251,7 @@ __device__ __forceinline__ u64 rdh_pairs(const u32* c) {
 // One task's ranges and boxes, as every warp on it reads them.
 struct DacrtTask {
     u32 begin, end, tri_begin, tri_end;
+    u32 b_rays, b_tris;
     Aabb bounds, whole;
     u32 axis;
     float plane;
@@ -265,6 +286,10 @@ struct TaskPoolDacrt {
     Shared* shared;
     u32 min_rays, min_tris, max_depth;
     bool rdh, any_hit;
+    // Concurrent: the arenas' first free words (after the root's ranges)
+    // and their sizes.
+    bool concurrent;
+    u32 arena_base[2], arena_cap[2];
 
     // ------------------------------------------------------------- reading
 
@@ -273,6 +298,8 @@ struct TaskPoolDacrt {
         t.begin = task_pool_load(&r.begin), t.end = task_pool_load(&r.end);
         t.tri_begin = task_pool_load(&r.payload[DP_TRI_BEGIN]);
         t.tri_end = task_pool_load(&r.payload[DP_TRI_END]);
+        t.b_rays = task_pool_load(&r.payload[DP_B_RAYS]);
+        t.b_tris = task_pool_load(&r.payload[DP_B_TRIS]);
         t.bounds = load_box(r.payload + DP_BOUNDS);
         t.whole = load_box(r.payload + DP_WHOLE);
         t.axis = task_pool_load(&r.payload[DP_AXIS]);
@@ -326,6 +353,21 @@ struct TaskPoolDacrt {
     // ------------------------------------------------------ setting tasks up
     // (lane 0, on a record it owns: being stored, or its own slot)
 
+    // Concurrent: `n` words of arena `kind` (0 rays, 1 triangles), bump
+    // allocated; false (and the spill bit set) when the arena is full.
+    __device__ bool arena_alloc(u32 kind, u32 n, u32& at) const {
+        const u64 old = atomicAdd(stats + DS_RAY_ARENA + kind, (u64)n);
+        if ((u64)arena_base[kind] + old + n > (u64)arena_cap[kind]) {
+            atomicOr(stats + DS_SPILLED, 1ull << kind);
+            return false;
+        }
+        at = arena_base[kind] + (u32)old;
+        return true;
+    }
+
+    // Whether a run ran out of arena: its tasks then skip their work.
+    __device__ bool spilled() const { return concurrent && task_pool_load(stats + DS_SPILLED) != 0ull; }
+
     // A new task over the ranges, boxes and depth already in `r`: its
     // first phase; returns that phase's chunks.
     __device__ u32 start(TaskRecord& r) const {
@@ -335,6 +377,12 @@ struct TaskPoolDacrt {
         atomicAdd(stats + DS_TASKS, 1ull);
         atomicMax(stats + DS_DEPTH, (u64)depth);
         if (is_direct(rays, tris) || depth >= max_depth) return start_direct(r, 0u, rays);
+        // Partition1's scratch: in place, the second array at the task's
+        // ranges; concurrent, fresh arena words (full: drain, see spilled).
+        u32 b_rays = r.begin, b_tris = r.payload[DP_TRI_BEGIN];
+        if (concurrent && !(arena_alloc(0u, rays, b_rays) && arena_alloc(1u, tris, b_tris)))
+            return start_direct(r, 0u, rays);
+        r.payload[DP_B_RAYS] = b_rays, r.payload[DP_B_TRIS] = b_tris;
         if (rdh) {
             const u32 ray_step = sample_step(rays), tri_step = sample_step(tris);
             const u32 ray_samples = (rays + ray_step - 1u) / ray_step;
@@ -355,7 +403,8 @@ struct TaskPoolDacrt {
         r.payload[DP_AXIS] = axis;
         ((float*)r.payload)[DP_PLANE] = plane;
         r.payload[DP_TRIED] = tried;
-        r.payload[DP_FRONT] = r.begin, r.payload[DP_BACK] = r.end;
+        const u32 b_rays = r.payload[DP_B_RAYS];
+        r.payload[DP_FRONT] = b_rays, r.payload[DP_BACK] = b_rays + (r.end - r.begin);
         for (u32 k = 0; k < 6; ++k) r.payload[DP_COUNTS + k] = 0u;
         int* boxes_words = (int*)(r.payload + DP_BOXES);
         for (u32 k = 0; k < 18; ++k) boxes_words[k] = empty_box_word(k);
@@ -365,8 +414,8 @@ struct TaskPoolDacrt {
         return ray_chunks + (r.payload[DP_TRI_END] - r.payload[DP_TRI_BEGIN] + 31u) / 32u;
     }
 
-    // Intersect `rays` rays (source 0: the range of A, culled per lane;
-    // 1: the live rays at the front of the range in B) with the triangles.
+    // Intersect `rays` rays (source 0: the task's range, culled per lane;
+    // 1: the live rays at the front of its scratch B) with the triangles.
     __device__ u32 start_direct(TaskRecord& r, u32 source, u32 rays) const {
         const u32 tris = r.payload[DP_TRI_END] - r.payload[DP_TRI_BEGIN];
         const u32 group = min(32u, next_pow2(rays));
@@ -413,6 +462,10 @@ struct TaskPoolDacrt {
 
     __device__ void process(TaskPool& pool, u32 slot, u32 first, u32 count) {
         TaskRecord& r = pool.records[slot];
+        // A run out of arena drains: every step finds nothing (no live
+        // rays after Partition1), and the host runs the batch again. Lane
+        // 0's reading decides for the warp.
+        if (__shfl_sync(CAUSTIC_FULL_MASK, spilled() ? 1u : 0u, 0)) return;
         switch (phase_of(r)) {
             case DACRT_SPLIT: split_chunks(r, slot, first, count); break;
             case DACRT_PASS1: pass1_chunks(r, first, count); break;
@@ -604,7 +657,7 @@ struct TaskPoolDacrt {
         for (u32 k = 0; k < DACRT_BATCH; ++k) {
             if (live[k])
                 ray_ids[1][front + __popc(lives[k] & lanemask_lt())] = id[k] | (side[k] << DACRT_CLASS_SHIFT);
-            else if (valid[k])
+            else if (valid[k] && !concurrent)
                 ray_ids[1][back - 1u - __popc(culled[k] & lanemask_lt())] = id[k];
             front += __popc(lives[k]), back -= __popc(culled[k]);
         }
@@ -624,7 +677,7 @@ struct TaskPoolDacrt {
                 float3 lo, hi;
                 load_tri_box(id[k], lo, hi);
                 side = tri_side(lo, hi, t.axis, t.plane);
-                tri_ids[1][t.tri_begin + 32u * (c + k) + lane_id()] = id[k] | (side << DACRT_CLASS_SHIFT);
+                tri_ids[1][t.b_tris + 32u * (c + k) + lane_id()] = id[k] | (side << DACRT_CLASS_SHIFT);
                 const float l[3] = {lo.x, lo.y, lo.z}, h[3] = {hi.x, hi.y, hi.z};
                 // A uniform loop over the classes keeps v in registers.
                 for (u32 s = 0; s < 3u; ++s) {
@@ -647,7 +700,7 @@ struct TaskPoolDacrt {
 
     __device__ u32 decide(TaskRecord& r) const {
         const u32 begin = task_pool_load(&r.begin), end = task_pool_load(&r.end);
-        const u32 live = task_pool_load(&r.payload[DP_FRONT]) - begin;
+        const u32 live = task_pool_load(&r.payload[DP_FRONT]) - task_pool_load(&r.payload[DP_B_RAYS]);
         const u32 tri_begin = task_pool_load(&r.payload[DP_TRI_BEGIN]);
         const u32 tris = task_pool_load(&r.payload[DP_TRI_END]) - tri_begin;
         u32 c[6];
@@ -666,12 +719,18 @@ struct TaskPoolDacrt {
             }
             return start_direct(r, 1u, live);
         }
-        r.payload[DP_CURSORS + 0] = begin;
-        r.payload[DP_CURSORS + 1] = begin + c[0];
-        r.payload[DP_CURSORS + 2] = begin + c[0] + c[1];
-        r.payload[DP_CURSORS + 3] = tri_begin;
-        r.payload[DP_CURSORS + 4] = tri_begin + c[3];
-        r.payload[DP_CURSORS + 5] = tri_begin + c[3] + c[4];
+        // The children's ranges: in place over the task's own; concurrent,
+        // fresh arena words for the live rays and the triangles.
+        u32 out_rays = begin, out_tris = tri_begin;
+        if (concurrent && !(arena_alloc(0u, live, out_rays) && arena_alloc(1u, tris, out_tris)))
+            return start_direct(r, 1u, live);
+        r.payload[DP_OUT_RAYS] = out_rays, r.payload[DP_OUT_TRIS] = out_tris;
+        r.payload[DP_CURSORS + 0] = out_rays;
+        r.payload[DP_CURSORS + 1] = out_rays + c[0];
+        r.payload[DP_CURSORS + 2] = out_rays + c[0] + c[1];
+        r.payload[DP_CURSORS + 3] = out_tris;
+        r.payload[DP_CURSORS + 4] = out_tris + c[3];
+        r.payload[DP_CURSORS + 5] = out_tris + c[3] + c[4];
         r.phase = DACRT_PASS2;
         return (end - begin + 31u) / 32u + (tris + 31u) / 32u;
     }
@@ -696,8 +755,8 @@ struct TaskPoolDacrt {
     // all of them; culled rays keep their place (the tail of the range).
     __device__ void pass2_batch(TaskRecord& r, const DacrtTask& t, bool rays_chunk, u32 c, u32 n,
                                 u32 live_end) const {
-        const u32 begin = rays_chunk ? t.begin : t.tri_begin;
-        const u32 stop = rays_chunk ? t.end : t.tri_end;
+        const u32 begin = rays_chunk ? t.b_rays : t.b_tris;
+        const u32 stop = begin + (rays_chunk ? t.end - t.begin : t.tri_end - t.tri_begin);
         const u32* src = rays_chunk ? ray_ids[1] : tri_ids[1];
         u32* dst = rays_chunk ? ray_ids[0] : tri_ids[0];
         u32 word[DACRT_BATCH], masks[DACRT_BATCH][3];
@@ -713,8 +772,9 @@ struct TaskPoolDacrt {
                 masks[k][s] = __ballot_sync(CAUSTIC_FULL_MASK, placed[k] && cls == s);
                 total[s] += __popc(masks[k][s]);
             }
-            // Culled rays keep their place (the tail of the range).
-            if (valid[k] && !placed[k]) dst[i] = word[k];
+            // In place, culled rays keep their place (the tail of the range,
+            // which siblings waiting on this task still read).
+            if (valid[k] && !placed[k] && !concurrent) dst[i] = word[k];
         }
         u32 at[3] = {0u, 0u, 0u};
         if (lane_id() == 0)
@@ -734,12 +794,19 @@ struct TaskPoolDacrt {
     // The last finisher of Partition2: the seven children (see the file's
     // head and schedule.rs).
     __device__ u32 make_children(TaskPool& pool, TaskRecord& r) const {
-        const DacrtTask t = view(r);
+        DacrtTask t = view(r);
+        // The children's ranges start at Partition2's output.
+        t.begin = task_pool_load(&r.payload[DP_OUT_RAYS]);
+        t.tri_begin = task_pool_load(&r.payload[DP_OUT_TRIS]);
         u32 c[6];
         for (u32 k = 0; k < 6u; ++k) c[k] = task_pool_load(&r.payload[DP_COUNTS + k]);
         float classes[18];
         for (u32 k = 0; k < 18u; ++k) classes[k] = order_float(task_pool_load((const int*)&r.payload[DP_BOXES + k]));
         const u32 depth = task_pool_load(&r.payload[DP_DEPTH]);
+        // Every lane has read the record before lane 0 rewrites it (the
+        // slot's reuse).
+        __syncwarp();
+        if (concurrent) return concurrent_children(pool, r, t, c, classes, depth);
         const u32 inherited[2] = {task_pool_load(&r.activate[0]), task_pool_load(&r.activate[1])};
         u32 mask = 0u;
         for (u32 k = 0; k < 6u; ++k) mask |= (c[k] != 0u ? 1u : 0u) << k;
@@ -783,6 +850,31 @@ struct TaskPoolDacrt {
             chunks = write_child(r, reuse, t, c, classes, depth);
             r.activate[0] = targets[0], r.activate[1] = targets[1];
         }
+        __syncwarp();
+        return __shfl_sync(CAUSTIC_FULL_MASK, chunks, 0);
+    }
+
+    // Concurrent: every child present (rays and triangles in its classes)
+    // starts at once, none waits or notifies; the first reuses the slot.
+    __device__ u32 concurrent_children(TaskPool& pool, TaskRecord& r, const DacrtTask& t, const u32* c,
+                                       const float* classes, u32 depth) const {
+        u32 reuse = 7u;
+        for (u32 child = 0; child < 7u; ++child) {
+            if (c[child_rays(child)] == 0u || c[3u + child_tris(child)] == 0u) continue;
+            if (reuse == 7u) {
+                reuse = child;
+                continue;
+            }
+            const u32 slot = task_pool_store_begin(pool);
+            if (slot == TASK_POOL_NONE) return TASK_POOL_DONE;
+            u32 chunks = 0u;
+            if (lane_id() == 0) chunks = write_child(pool.records[slot], child, t, c, classes, depth);
+            chunks = __shfl_sync(CAUSTIC_FULL_MASK, chunks, 0);
+            task_pool_store_end(pool, slot, chunks, 0u, TASK_POOL_NONE, TASK_POOL_NONE);
+        }
+        if (reuse == 7u) return TASK_POOL_DONE;
+        u32 chunks = 0u;
+        if (lane_id() == 0) chunks = write_child(r, reuse, t, c, classes, depth);
         __syncwarp();
         return __shfl_sync(CAUSTIC_FULL_MASK, chunks, 0);
     }
@@ -840,7 +932,7 @@ struct TaskPoolDacrt {
             u64 before = DACRT_NO_KEY;
             DacrtRay ray = {};
             if (valid) {
-                const u32 word = task_pool_load(ray_ids[source] + t.begin + i);
+                const u32 word = task_pool_load(source == 0u ? ray_ids[0] + t.begin + i : ray_ids[1] + t.b_rays + i);
                 id = word & DACRT_ID_MASK;
                 before = task_pool_load(keys + id);
                 ray = load_ray(id);
@@ -903,8 +995,10 @@ dacrt_trace(const Ray* rays, const Triangle* tris, const float4* boxes, u32* ray
     TaskPoolDacrt app;
     app.shared = &shared[warp_id()];
     app.rays = rays, app.tris = tris, app.boxes = boxes;
-    app.ray_ids[0] = ray_ids0, app.ray_ids[1] = ray_ids1;
-    app.tri_ids[0] = tri_ids0, app.tri_ids[1] = tri_ids1;
+    // Concurrent, the second arrays are null: every range (the root's,
+    // the scratch, the children's) lies in one arena per kind.
+    app.ray_ids[0] = ray_ids0, app.ray_ids[1] = ray_ids1 != nullptr ? ray_ids1 : ray_ids0;
+    app.tri_ids[0] = tri_ids0, app.tri_ids[1] = tri_ids1 != nullptr ? tri_ids1 : tri_ids0;
     app.keys = keys, app.bins = bins, app.plan = plan;
     app.ray_count = ray_count, app.tri_count = tri_count, app.root_box = root_box, app.stats = stats;
     // The largest absolute coordinate of the finite triangles: the rays'
@@ -917,6 +1011,9 @@ dacrt_trace(const Ray* rays, const Triangle* tris, const float4* boxes, u32* ray
     app.c_inters = __uint_as_float(__ldg(params + DACRT_C_INTERS));
     app.c_sort = __uint_as_float(__ldg(params + DACRT_C_SORT));
     app.any_hit = any_hit != 0u;
+    app.concurrent = __ldg(params + DACRT_CONCURRENT) != 0u;
+    app.arena_base[0] = __ldg(ray_count), app.arena_cap[0] = __ldg(params + DACRT_RAY_ARENA);
+    app.arena_base[1] = __ldg(tri_count), app.arena_cap[1] = __ldg(params + DACRT_TRI_ARENA);
     task_pool_run(pool, app);
 }
 
