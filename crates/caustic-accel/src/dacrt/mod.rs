@@ -14,7 +14,9 @@
 //! right rays with left triangles, which cannot meet. The children run in
 //! the paper's three dependency waves, (T1, T4, T7), (T2, T3), (T5, T6):
 //! within a wave no two children share rays or triangles, so each owns its
-//! slices and the wave runs in parallel (rayon). A task intersects its
+//! slices and the wave runs in parallel (rayon). (On the GPU the default
+//! [`DacrtSchedule::Concurrent`] partitions out of place instead, so all
+//! seven children run at once.) A task intersects its
 //! rays with its triangles directly when fewer than 32 rays or 16 triangles
 //! remain, or when `rays · tris · C_INTERS < (rays + tris) · C_SORT`
 //! (the paper's Eq. 2, `C_INTERS = 1`, `C_SORT = 80`).

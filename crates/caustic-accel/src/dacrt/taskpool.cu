@@ -5,10 +5,24 @@
 // twin and the argument for exact hits: dacrt/mod.rs and task.rs.
 //
 // A task holds a box, a range of the ray-index array and a range of the
-// triangle-index array. Both arrays are double-buffered: A holds every
-// task's items, B is scratch, and a task leaves its ranges of A a
-// permutation of what it found, because siblings that wait on it use the
-// same ranges as sets (§5.3). Phases:
+// triangle-index array. Two schedules (params[DACRT_CONCURRENT]):
+//
+// - concurrent (the default): one arena per kind holds every range. A
+//   subdivided task bump-allocates its scratch B (its rays and triangles)
+//   and, after Partition1, its output (the live rays and the triangles,
+//   [L | S | R]), so it never writes a range it was given: siblings share
+//   their parent's output read-only and all seven children start at once,
+//   with no dependencies (a deviation from the paper: the chain of tasks
+//   is the tree's depth instead of growing like 2^depth to 3^depth). An
+//   arena that runs out sets a spill bit; every step then skips its work
+//   (the run drains) and the host runs the batch again with more.
+// - waves (the paper's, §5.3): both arrays double-buffered, A holds every
+//   task's items, B is scratch, and a task leaves its ranges of A a
+//   permutation of what it found, because siblings that wait on it use the
+//   same ranges as sets.
+//
+// The passes read and write through the payload's B and output positions,
+// so one code serves both. Phases:
 //
 // - SplitPlane (RDH only; ⌈(√R + √T)/32⌉ chunks): lane j owns candidate j
 //   (11 planes on x, 11 on y, 10 on z, at i/(m+1) of the box, §5.2);
@@ -33,13 +47,14 @@
 //   few enough pairs (the paper's Eq. 2, under 32 rays or 16 triangles),
 //   intersect; a plane that separates no triangle, the next axis's median
 //   (the CPU's fallback), else intersect.
-// - Partition2 (the same chunks): B back to A, live rays into [L | S | R]
-//   and triangles into [L | S | R] by three cursors each, culled rays to
-//   the tail. The last finisher makes the seven children of Figure 3 from
-//   the ranges (`schedule.rs`: who waits for whom, by the table keyed by
-//   which classes are empty), dependants first, and reuses its own slot for
-//   one child that starts at once; the children that hand on its
-//   activation targets take its place in them.
+// - Partition2 (the same chunks): B to the output, live rays into
+//   [L | S | R] and triangles into [L | S | R] by three cursors each (in
+//   place, culled rays to the tail). The last finisher makes the seven
+//   children of Figure 3 from the ranges: concurrent, every present child
+//   active at once; waves, by `schedule.rs` (who waits for whom, by the
+//   table keyed by which classes are empty), dependants first, and the
+//   children that hand on its activation targets take its place in them.
+//   Either way its own slot is reused for one child that starts at once.
 // - Intersect (⌈R/G⌉·⌈T/(32·32/G)⌉ chunks): a chunk is G rays (G the
 //   power of two up to 32 that fits the task's rays) times 32·32/G
 //   triangles, 32 tests per lane; the closest hit is a 64-bit key (t's

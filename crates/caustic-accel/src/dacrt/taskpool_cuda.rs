@@ -3,7 +3,10 @@
 //! Vinkler, Bittner, Havran and Hapala (CGF 2013, §5) run it: one launch
 //! traces a whole batch, its tasks splitting, partitioning and
 //! intersecting with no host in the loop (`taskpool.cu` for the phases;
-//! `schedule.rs` for the seven children's dependencies).
+//! `schedule.rs` for the seven children's dependencies under the paper's
+//! waves; [`DacrtSchedule`](super::DacrtSchedule) for the concurrent
+//! default, whose out-of-place partitions take index arenas that persist
+//! in the tracer and grow when a batch outruns them).
 //!
 //! A trace builds nothing that outlives it, so everything is timed as
 //! tracing: the triangles' boxes, the index arrays of the traceable rays
@@ -44,11 +47,13 @@ const RAY_ARENA_PARAM: usize = 7;
 /// The most words of one index arena: ranges are 32-bit offsets.
 const MAX_ARENA: usize = u32::MAX as usize;
 /// Arena words beyond the batch's own, per ray and per triangle of the
-/// batch, for the first batch (later ones use what earlier ones needed).
-/// The CPU twin's count for Sponza's primary rays (`DacrtStats::items`,
-/// each subdivided task's live rays and triangles) is about ?? words per
-/// ray; a task takes its inputs twice (scratch and output).
-const ARENA_PER_ITEM: [f64; 2] = [16.0, 64.0];
+/// batch, for the first batch (later ones start from what earlier ones
+/// needed). A subdivided task takes its rays and triangles twice (scratch
+/// and output); the CPU twin counts 76 M rays and triangles over the
+/// subdivided tasks of Sponza's 2.07 M primary rays (`DacrtStats::items`,
+/// 37 a ray), so about 74 words a ray, nearly all of them rays' (66 k
+/// triangles). Too little costs one more run of the first batch.
+const ARENA_PER_ITEM: [f64; 2] = [80.0, 16.0];
 
 /// What one GPU trace did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
