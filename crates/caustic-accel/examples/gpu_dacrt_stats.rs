@@ -53,7 +53,12 @@ fn main() -> Result<(), String> {
         let first = tracer
             .intersect(&device_tris, &device_rays, &mut hits)
             .map_err(fail)?;
-        let got: Vec<_> = hits.download().map_err(fail)?.iter().map(GpuHit::to_hit).collect();
+        let got: Vec<_> = hits
+            .download()
+            .map_err(fail)?
+            .iter()
+            .map(GpuHit::to_hit)
+            .collect();
         if got != want {
             return Err(format!("{spec}: hits differ from the BVH's"));
         }

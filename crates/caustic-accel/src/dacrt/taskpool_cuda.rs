@@ -261,7 +261,12 @@ impl DacrtTracer {
                 root_box: &words,
                 any_hit,
             };
-            let run = self.run_batch(&batch, &mut keys, [&mut ray_count, &mut tri_count], &mut counters)?;
+            let run = self.run_batch(
+                &batch,
+                &mut keys,
+                [&mut ray_count, &mut tri_count],
+                &mut counters,
+            )?;
             stats.pool = Some(run.pool);
             stats.runs = run.runs;
         } else {
@@ -339,7 +344,12 @@ impl DacrtTracer {
             select_indices_into(batch.flags[1], &mut tri_ids[0], tri_count)?;
             let [ray_a, ray_b] = &mut ray_ids;
             let [tri_a, tri_b] = &mut tri_ids;
-            let ids = [ray_a.ptr_mut(), ray_b.ptr_mut(), tri_a.ptr_mut(), tri_b.ptr_mut()];
+            let ids = [
+                ray_a.ptr_mut(),
+                ray_b.ptr_mut(),
+                tri_a.ptr_mut(),
+                tri_b.ptr_mut(),
+            ];
             let pool = self.run_pool(batch, ids, keys, [&*ray_count, &*tri_count], counters)?;
             return Ok(BatchRun { pool, runs: 1 });
         }
@@ -378,7 +388,9 @@ impl DacrtTracer {
                 }
                 // What the run asked before it stopped, at least twice.
                 let asked = words[DS_RAY_ARENA + k] as usize;
-                extra[k] = (2 * extra[k]).max(asked + asked / 4).min(MAX_ARENA - lens[k]);
+                extra[k] = (2 * extra[k])
+                    .max(asked + asked / 4)
+                    .min(MAX_ARENA - lens[k]);
                 if self.arena_extra.is_none() {
                     self.arena_scale[k] = self.arena_scale[k].max(extra[k] as f64 / lens[k] as f64);
                 }
