@@ -135,14 +135,15 @@ fn problems(config: &DacrtConfig, tris: &[Triangle], rays: &[Ray]) -> (Vec<Strin
 }
 
 /// The paper's two splits, constants that subdivide deeply, each under
-/// the concurrent schedule, and the paper's waves for a median and a deep
-/// RDH configuration.
+/// the concurrent schedule (the deep RDH one with near-before-far
+/// dependencies down six levels), and the paper's waves for a median and
+/// a deep RDH configuration.
 fn configs() -> [DacrtConfig; 6] {
     [
         DacrtConfig::MEDIAN,
         DacrtConfig::RDH,
         DacrtConfig::parse("dacrt:sort=1:rays=2:tris=2").unwrap(),
-        DacrtConfig::parse("dacrt-rdh:sort=2:rays=4:tris=4").unwrap(),
+        DacrtConfig::parse("dacrt-rdh:sort=2:rays=4:tris=4:near=6").unwrap(),
         DacrtConfig::parse("dacrt:sched=waves").unwrap(),
         DacrtConfig::parse("dacrt-rdh:sched=waves:sort=2:rays=4:tris=4").unwrap(),
     ]

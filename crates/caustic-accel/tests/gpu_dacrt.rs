@@ -51,14 +51,15 @@ use protocol_rays::{GpuAnswers, ProtocolRays};
 use soups::{awkward_rays, awkward_soup, far_rays, grid_soup, segments};
 
 /// The paper's two splits, and constants that subdivide down to a few
-/// rays and triangles, under the concurrent schedule (the default) and the
+/// rays and triangles, under the concurrent schedule (the default; the
+/// deep RDH one with near-before-far dependencies down six levels) and the
 /// paper's waves.
 fn configs() -> [DacrtConfig; 6] {
     [
         DacrtConfig::MEDIAN,
         DacrtConfig::RDH,
         DacrtConfig::parse("dacrt:sort=1:rays=2:tris=2").unwrap(),
-        DacrtConfig::parse("dacrt-rdh:sort=2:rays=4:tris=4").unwrap(),
+        DacrtConfig::parse("dacrt-rdh:sort=2:rays=4:tris=4:near=6").unwrap(),
         DacrtConfig::parse("dacrt:sched=waves").unwrap(),
         DacrtConfig::parse("dacrt-rdh:sched=waves:sort=2:rays=4:tris=4").unwrap(),
     ]

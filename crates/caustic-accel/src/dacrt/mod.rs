@@ -113,6 +113,13 @@ pub struct DacrtConfig {
     pub min_tris: usize,
     /// Deepest subdivision; deeper tasks intersect directly.
     pub max_depth: u32,
+    /// Concurrent schedule: the levels (from the root) at which the
+    /// straddling rays' child on the far side of the plane (T5 or T3, by
+    /// where most of those rays head) waits for the near one's subtree,
+    /// so the rays that hit there are culled from it, as the waves' T3 →
+    /// T5 order does; each such level can double the chain (`near=N`, 0:
+    /// none).
+    pub near_levels: u32,
 }
 
 impl DacrtConfig {
@@ -126,6 +133,7 @@ impl DacrtConfig {
         min_rays: 32,
         min_tris: 16,
         max_depth: 64,
+        near_levels: 0,
     };
     /// The paper's constants with the ray distribution heuristic
     /// (`dacrt:split=rdh`).
@@ -157,10 +165,13 @@ impl DacrtConfig {
         if self.min_tris != paper.min_tris {
             spec += &format!(":tris={}", self.min_tris);
         }
+        if self.near_levels != paper.near_levels {
+            spec += &format!(":near={}", self.near_levels);
+        }
         spec
     }
 
-    /// Parses `dacrt[:split=median|rdh][:scheme=seven|binary][:sched=concurrent|waves][:sort=C][:rays=N][:tris=N]`
+    /// Parses `dacrt[:split=median|rdh][:scheme=seven|binary][:sched=concurrent|waves][:sort=C][:rays=N][:tris=N][:near=N]`
     /// (`C_SORT` against `C_INTERS = 1`, and the direct-intersection
     /// minimums); `dacrt-rdh` is `dacrt:split=rdh`.
     pub fn parse(spec: &str) -> Result<Self, String> {
@@ -218,10 +229,19 @@ impl DacrtConfig {
                         .ok_or_else(|| format!("dacrt `sort` is a cost >= 0, not `{value}`"))?;
                 }
                 "rays" => config.min_rays = count(1 << 20)?,
+                "near" => {
+                    config.near_levels = value
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n <= 64)
+                        .ok_or_else(|| {
+                            format!("dacrt `near` is a level count in 0..=64, not `{value}`")
+                        })?;
+                }
                 "tris" => config.min_tris = count(1 << 20)?,
                 other => {
                     return Err(format!(
-                        "dacrt has no parameter `{other}`; it takes split=median|rdh, scheme=seven|binary, sched=concurrent|waves, sort=C, rays=N, tris=N"
+                        "dacrt has no parameter `{other}`; it takes split=median|rdh, scheme=seven|binary, sched=concurrent|waves, sort=C, rays=N, tris=N, near=N"
                     ));
                 }
             }
@@ -496,6 +516,7 @@ mod tests {
             "dacrt:sort=2:rays=8:tris=2",
             "dacrt:scheme=binary:sort=1",
             "dacrt:split=rdh:sched=waves:rays=4",
+            "dacrt:near=3",
         ] {
             assert_eq!(DacrtConfig::parse(spec).unwrap().spec(), spec);
         }
@@ -510,6 +531,7 @@ mod tests {
             "dacrt:rays=0",
             "dacrt:leaf=4",
             "dacrt:sched=fast",
+            "dacrt:near=65",
             "dacrtx",
         ] {
             assert!(DacrtConfig::parse(bad).is_err(), "{bad}");

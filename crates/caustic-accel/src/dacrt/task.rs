@@ -353,10 +353,20 @@ impl Subdivision<'_> {
             stats.add(child);
         }
         let chains = children.map(|c| c.critical_path);
-        stats.critical_path = match self.context.config.schedule {
+        let config = self.context.config;
+        stats.critical_path = match config.schedule {
             DacrtSchedule::Waves => schedule::critical_path(mask, chains),
-            // Out-of-place partitions: no child waits for a sibling.
-            DacrtSchedule::Concurrent => chains.into_iter().max().unwrap_or(0),
+            // Out-of-place partitions: no child waits for a sibling but,
+            // at the near levels, the far straddling child for the near
+            // one (T3 and T5, whichever order).
+            DacrtSchedule::Concurrent => {
+                let near_far = if self.depth < config.near_levels {
+                    chains[2] + chains[4]
+                } else {
+                    0
+                };
+                chains.into_iter().max().unwrap_or(0).max(near_far)
+            }
         };
         stats
     }

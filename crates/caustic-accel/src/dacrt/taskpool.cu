@@ -111,7 +111,10 @@
 // ranges first: the arena's free words start at its count).
 #define DACRT_RAY_ARENA 7u
 #define DACRT_TRI_ARENA 8u
-#define DACRT_PARAM_WORDS 9u
+// Concurrent: levels (from the root) whose far straddling child waits for
+// the near one's subtree (DacrtConfig::near_levels).
+#define DACRT_NEAR_LEVELS 9u
+#define DACRT_PARAM_WORDS 10u
 
 // Payload words (the ray range is the record's begin .. end).
 #define DP_BOUNDS 0u
@@ -144,6 +147,8 @@
 #define DP_B_TRIS 59u
 #define DP_OUT_RAYS 60u
 #define DP_OUT_TRIS 61u
+// Partition1: live straddling rays heading towards + on the plane's axis.
+#define DP_FORWARD 62u
 
 // stats[] words (u64).
 #define DS_TASKS 0u
@@ -305,6 +310,7 @@ struct TaskPoolDacrt {
     // and their sizes.
     bool concurrent;
     u32 arena_base[2], arena_cap[2];
+    u32 near_levels;
 
     // ------------------------------------------------------------- reading
 
@@ -395,8 +401,7 @@ struct TaskPoolDacrt {
         // Partition1's scratch: in place, the second array at the task's
         // ranges; concurrent, fresh arena words (full: drain, see spilled).
         u32 b_rays = r.begin, b_tris = r.payload[DP_TRI_BEGIN];
-        if (concurrent && !(arena_alloc(0u, rays, b_rays) && arena_alloc(1u, tris, b_tris)))
-            return start_direct(r, 0u, rays);
+        if (concurrent && !(arena_alloc(0u, rays, b_rays) && arena_alloc(1u, tris, b_tris))) return start_drain(r);
         r.payload[DP_B_RAYS] = b_rays, r.payload[DP_B_TRIS] = b_tris;
         if (rdh) {
             const u32 ray_step = sample_step(rays), tri_step = sample_step(tris);
@@ -421,6 +426,7 @@ struct TaskPoolDacrt {
         const u32 b_rays = r.payload[DP_B_RAYS];
         r.payload[DP_FRONT] = b_rays, r.payload[DP_BACK] = b_rays + (r.end - r.begin);
         for (u32 k = 0; k < 6; ++k) r.payload[DP_COUNTS + k] = 0u;
+        r.payload[DP_FORWARD] = 0u;
         int* boxes_words = (int*)(r.payload + DP_BOXES);
         for (u32 k = 0; k < 18; ++k) boxes_words[k] = empty_box_word(k);
         const u32 ray_chunks = (r.end - r.begin + 31u) / 32u;
@@ -443,6 +449,15 @@ struct TaskPoolDacrt {
         atomicAdd(stats + DS_DIRECT, 1ull);
         atomicAdd(stats + DS_PAIRS, (u64)rays * tris);
         return groups * ((tris + block - 1u) / block);
+    }
+
+    // A task that found its arena full: one chunk of nothing (the run
+    // drains, see spilled(); the host runs the batch again).
+    __device__ u32 start_drain(TaskRecord& r) const {
+        r.payload[DP_SOURCE] = 0u, r.payload[DP_COUNT] = 0u;
+        r.payload[DP_GROUP] = 1u, r.payload[DP_BLOCK] = 1024u;
+        r.phase = DACRT_DIRECT;
+        return 1u;
     }
 
     // ------------------------------------------------------------- the app
@@ -593,6 +608,7 @@ struct TaskPoolDacrt {
         const DacrtTask t = view(r);
         const u32 ray_chunks = task_pool_load(&r.payload[DP_RAY_CHUNKS]);
         u32 counts[6] = {0u, 0u, 0u, 0u, 0u, 0u};
+        u32 forward = 0u;
         // Triangle boxes per class (lo xyz, hi xyz), merged at the end.
         float v[18];
         for (u32 k = 0; k < 18; ++k) v[k] = (k % 6u) < 3u ? CAUSTIC_INF : -CAUSTIC_INF;
@@ -601,7 +617,7 @@ struct TaskPoolDacrt {
         for (u32 c = first; c < end;) {
             if (c < ray_chunks) {
                 const u32 n = min(DACRT_BATCH, min(end, ray_chunks) - c);
-                pass1_rays(r, t, c, n, counts);
+                pass1_rays(r, t, c, n, counts, forward);
                 c += n;
                 continue;
             }
@@ -610,9 +626,11 @@ struct TaskPoolDacrt {
             pass1_tris(t, c - ray_chunks, n, counts, v);
             c += n;
         }
-        if (lane_id() == 0)
+        if (lane_id() == 0) {
             for (u32 k = 0; k < 6u; ++k)
                 if (counts[k] != 0u) atomicAdd(&r.payload[DP_COUNTS + k], counts[k]);
+            if (forward != 0u) atomicAdd(&r.payload[DP_FORWARD], forward);
+        }
         if (!tris_seen) return;
         for (u32 k = 0; k < 18; ++k)
             for (u32 d = 16; d > 0; d >>= 1) {
@@ -635,9 +653,9 @@ struct TaskPoolDacrt {
     // Chunks c .. c + n (n <= DACRT_BATCH) of rays, their loads in flight
     // together: culled, classified, to the front (live) or the back
     // (culled) of the range in B, one atomic per cursor for all of them.
-    __device__ void pass1_rays(TaskRecord& r, const DacrtTask& t, u32 c, u32 n, u32* counts) const {
+    __device__ void pass1_rays(TaskRecord& r, const DacrtTask& t, u32 c, u32 n, u32* counts, u32& forward) const {
         u32 id[DACRT_BATCH], side[DACRT_BATCH];
-        bool valid[DACRT_BATCH], live[DACRT_BATCH];
+        bool valid[DACRT_BATCH], live[DACRT_BATCH], ahead[DACRT_BATCH];
         u64 key[DACRT_BATCH];
         load_batch(ray_ids[0], t.begin, t.end, c, n, id, valid);
 #pragma unroll
@@ -645,9 +663,10 @@ struct TaskPoolDacrt {
         u32 lives[DACRT_BATCH], culled[DACRT_BATCH], total_live = 0u, total_culled = 0u;
 #pragma unroll
         for (u32 k = 0; k < DACRT_BATCH; ++k) {
-            live[k] = false, side[k] = 3u;
+            live[k] = false, side[k] = 3u, ahead[k] = false;
             if (valid[k]) {
                 const DacrtRay ray = load_ray(id[k]);
+                ahead[k] = component(ray.dir, t.axis) > 0.0f;
                 live[k] = can_hit(ray, key[k], t);
                 // A ray the rounding of the halves' tests puts in neither
                 // (it met the whole box) counts as both, as on the CPU.
@@ -660,6 +679,7 @@ struct TaskPoolDacrt {
             culled[k] = __ballot_sync(CAUSTIC_FULL_MASK, valid[k] && !live[k]);
             total_live += __popc(lives[k]), total_culled += __popc(culled[k]);
             for (u32 s = 0; s < 3u; ++s) counts[s] += __popc(__ballot_sync(CAUSTIC_FULL_MASK, live[k] && side[k] == s));
+            forward += __popc(__ballot_sync(CAUSTIC_FULL_MASK, live[k] && side[k] == 1u && ahead[k]));
         }
         u32 front = 0u, back = 0u;
         if (lane_id() == 0) {
@@ -738,7 +758,7 @@ struct TaskPoolDacrt {
         // fresh arena words for the live rays and the triangles.
         u32 out_rays = begin, out_tris = tri_begin;
         if (concurrent && !(arena_alloc(0u, live, out_rays) && arena_alloc(1u, tris, out_tris)))
-            return start_direct(r, 1u, live);
+            return start_drain(r);
         r.payload[DP_OUT_RAYS] = out_rays, r.payload[DP_OUT_TRIS] = out_tris;
         r.payload[DP_CURSORS + 0] = out_rays;
         r.payload[DP_CURSORS + 1] = out_rays + c[0];
@@ -870,28 +890,74 @@ struct TaskPoolDacrt {
     }
 
     // Concurrent: every child present (rays and triangles in its classes)
-    // starts at once, none waits or notifies; the first reuses the slot.
+    // starts at once; the first reuses the slot. Near before far: at the
+    // top `near_levels` levels the straddling rays' child on the far side
+    // (T5 when most of them head towards +, else T3) waits for the near
+    // one's subtree, so rays that hit there are culled from it (the
+    // waves' T3 → T5 order without their range conflicts). A task's
+    // activation targets (set only below such a near child) pass to all
+    // its children, whose finishing each counts: the targets' pending
+    // counts grow first by one per extra finisher, as in make_children.
     __device__ u32 concurrent_children(TaskPool& pool, TaskRecord& r, const DacrtTask& t, const u32* c,
                                        const float* classes, u32 depth) const {
+        const u32 inherited[2] = {task_pool_load(&r.activate[0]), task_pool_load(&r.activate[1])};
+        bool present[7];
+        u32 count = 0u;
+        for (u32 child = 0; child < 7u; ++child) {
+            present[child] = c[child_rays(child)] != 0u && c[3u + child_tris(child)] != 0u;
+            count += present[child] ? 1u : 0u;
+        }
+        if (count == 0u) return TASK_POOL_DONE;
+        u32 near = 7u, far = 7u;
+        if (depth < near_levels && present[2] && present[4]) {
+            const bool forward = 2u * task_pool_load(&r.payload[DP_FORWARD]) >= c[1];
+            near = forward ? 2u : 4u, far = forward ? 4u : 2u;
+        }
+        const u32 sinks = count - (near < 7u ? 1u : 0u);
+        __syncwarp();
+        if (lane_id() == 0 && sinks > 1u)
+            for (u32 k = 0; k < 2u; ++k)
+                if (inherited[k] != TASK_POOL_NONE) atomicSub(&pool.records[inherited[k]].pending, (int)(sinks - 1u));
+        __syncwarp();
+        // The far child first: a dependant is stored before its activator.
+        u32 far_slot = TASK_POOL_NONE;
+        if (far < 7u) {
+            far_slot = store_child(pool, far, t, c, classes, depth, 1u, inherited[0], inherited[1]);
+            if (far_slot == TASK_POOL_NONE) return TASK_POOL_DONE;
+        }
         u32 reuse = 7u;
         for (u32 child = 0; child < 7u; ++child) {
-            if (c[child_rays(child)] == 0u || c[3u + child_tris(child)] == 0u) continue;
+            if (!present[child] || child == far) continue;
             if (reuse == 7u) {
                 reuse = child;
                 continue;
             }
-            const u32 slot = task_pool_store_begin(pool);
+            const bool to_far = child == near;
+            const u32 slot = store_child(pool, child, t, c, classes, depth, 0u, to_far ? far_slot : inherited[0],
+                                         to_far ? TASK_POOL_NONE : inherited[1]);
             if (slot == TASK_POOL_NONE) return TASK_POOL_DONE;
-            u32 chunks = 0u;
-            if (lane_id() == 0) chunks = write_child(pool.records[slot], child, t, c, classes, depth);
-            chunks = __shfl_sync(CAUSTIC_FULL_MASK, chunks, 0);
-            task_pool_store_end(pool, slot, chunks, 0u, TASK_POOL_NONE, TASK_POOL_NONE);
         }
-        if (reuse == 7u) return TASK_POOL_DONE;
         u32 chunks = 0u;
-        if (lane_id() == 0) chunks = write_child(r, reuse, t, c, classes, depth);
+        if (lane_id() == 0) {
+            chunks = write_child(r, reuse, t, c, classes, depth);
+            r.activate[0] = reuse == near ? far_slot : inherited[0];
+            r.activate[1] = reuse == near ? TASK_POOL_NONE : inherited[1];
+        }
         __syncwarp();
         return __shfl_sync(CAUSTIC_FULL_MASK, chunks, 0);
+    }
+
+    // Child T(child+1) in a new slot, waiting for `waits` tasks and
+    // notifying the two targets; the slot, or NONE when the pool failed.
+    __device__ u32 store_child(TaskPool& pool, u32 child, const DacrtTask& t, const u32* c, const float* classes,
+                               u32 depth, u32 waits, u32 target0, u32 target1) const {
+        const u32 slot = task_pool_store_begin(pool);
+        if (slot == TASK_POOL_NONE) return TASK_POOL_NONE;
+        u32 chunks = 0u;
+        if (lane_id() == 0) chunks = write_child(pool.records[slot], child, t, c, classes, depth);
+        chunks = __shfl_sync(CAUSTIC_FULL_MASK, chunks, 0);
+        task_pool_store_end(pool, slot, chunks, waits, target0, target1);
+        return slot;
     }
 
     // Lane 0: whom a child notifies, from its table word.
@@ -935,6 +1001,7 @@ struct TaskPoolDacrt {
         const u32 n = task_pool_load(&r.payload[DP_COUNT]);
         const u32 group = task_pool_load(&r.payload[DP_GROUP]);
         const u32 block = task_pool_load(&r.payload[DP_BLOCK]);
+        if (n == 0u) return;  // a drained task (start_drain)
         const u32 groups = (n + group - 1u) / group;
         const u32 lanes = 32u / group;
         const u32 slot = lane_id() % group, sub = lane_id() / group;
@@ -951,7 +1018,9 @@ struct TaskPoolDacrt {
                 id = word & DACRT_ID_MASK;
                 before = task_pool_load(keys + id);
                 ray = load_ray(id);
-                if (source == 0u) valid = can_hit(ray, before, t);
+                // Culled again with the key as it is now: hits found since
+                // Partition1 (another task's) may leave this one nothing.
+                valid = can_hit(ray, before, t);
                 if (any_hit && before != DACRT_NO_KEY) valid = false;
             }
             const TriangleTest test = triangle_test_new(ray.slab.o, ray.dir);
@@ -1029,6 +1098,7 @@ dacrt_trace(const Ray* rays, const Triangle* tris, const float4* boxes, u32* ray
     app.concurrent = __ldg(params + DACRT_CONCURRENT) != 0u;
     app.arena_base[0] = __ldg(ray_count), app.arena_cap[0] = __ldg(params + DACRT_RAY_ARENA);
     app.arena_base[1] = __ldg(tri_count), app.arena_cap[1] = __ldg(params + DACRT_TRI_ARENA);
+    app.near_levels = __ldg(params + DACRT_NEAR_LEVELS);
     task_pool_run(pool, app);
 }
 

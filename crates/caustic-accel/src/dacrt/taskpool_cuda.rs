@@ -40,20 +40,22 @@ const STAT_WORDS: usize = 8;
 /// `stats[]` words of the arenas' demand and of the spill bits.
 const DS_RAY_ARENA: usize = 5;
 const DS_SPILLED: usize = 7;
-/// Words of `params` (`DACRT_PARAM_WORDS`): the configuration, then the
-/// arenas' sizes (`DACRT_RAY_ARENA`, `DACRT_TRI_ARENA`).
-pub const PARAM_WORDS: usize = 9;
+/// Words of `params` (`DACRT_PARAM_WORDS`): the configuration, the
+/// arenas' sizes (`DACRT_RAY_ARENA`, `DACRT_TRI_ARENA`), the near levels.
+pub const PARAM_WORDS: usize = 10;
 const RAY_ARENA_PARAM: usize = 7;
 /// The most words of one index arena: ranges are 32-bit offsets.
 const MAX_ARENA: usize = u32::MAX as usize;
 /// Arena words beyond the batch's own, per ray and per triangle of the
 /// batch, for the first batch (later ones start from what earlier ones
-/// needed). A subdivided task takes its rays and triangles twice (scratch
-/// and output); the CPU twin counts 76 M rays and triangles over the
-/// subdivided tasks of Sponza's 2.07 M primary rays (`DacrtStats::items`,
-/// 37 a ray), so about 74 words a ray, nearly all of them rays' (66 k
-/// triangles). Too little costs one more run of the first batch.
-const ARENA_PER_ITEM: [f64; 2] = [80.0, 16.0];
+/// needed); the triangles' at most [`TRI_ARENA_PER_ITEM`] words per ray
+/// and triangle. A subdivided task takes its rays and triangles twice
+/// (scratch and output). Sponza's 2.07 M primary rays (66 k triangles)
+/// took 181–212 M ray words and 3.7–4.6 M triangle words on an H100
+/// (2026-11-27), about 100 a ray and 70 a triangle. Too little costs a
+/// drained run of the first batch.
+const ARENA_PER_ITEM: [f64; 2] = [112.0, 96.0];
+const TRI_ARENA_PER_ITEM: usize = 8;
 
 /// What one GPU trace did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -354,8 +356,13 @@ impl DacrtTracer {
             return Ok(BatchRun { pool, runs: 1 });
         }
         let mut extra: [usize; 2] = std::array::from_fn(|k| {
+            let cap = if k == 1 {
+                TRI_ARENA_PER_ITEM * (lens[0] + lens[1])
+            } else {
+                usize::MAX
+            };
             self.arena_extra
-                .unwrap_or((lens[k] as f64 * self.arena_scale[k]) as usize)
+                .unwrap_or(((lens[k] as f64 * self.arena_scale[k]) as usize).min(cap))
                 .max(1024)
         });
         for runs in 1.. {
@@ -551,6 +558,7 @@ pub fn kernel_params(config: &DacrtConfig) -> [u32; PARAM_WORDS] {
         // The arenas' sizes: set by each run.
         0,
         0,
+        config.near_levels,
     ]
 }
 

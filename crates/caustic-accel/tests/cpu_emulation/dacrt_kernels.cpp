@@ -14,7 +14,7 @@
 // and the repeated run are exercised on every input large enough to
 // subdivide.
 //
-// INPUT: u32 params[9] (taskpool_cuda.rs's `params`), u32 table words, the
+// INPUT: u32 params[10] (taskpool_cuda.rs's `params`), u32 table words, the
 // table (schedule.rs's device_table), u32 n_tris, the triangles (48 bytes
 // each), u32 n_rays, the rays (32 bytes each). OUTPUT: the closest hits
 // (16 bytes each), the occlusion flags (u32 each), then per trace
