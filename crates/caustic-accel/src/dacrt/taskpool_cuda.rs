@@ -98,8 +98,11 @@ pub struct DacrtTracer {
     params_now: [u32; PARAM_WORDS],
     /// The pool and its RDH bins, which every run leaves zero.
     pool: Option<(TaskPool, DeviceBuffer<u32>)>,
-    /// Slots of the pool when set, else `pool_slots` of each batch.
+    /// Slots of the pool when set, else `pool_slots` of each batch times
+    /// `pool_scale` (1, four times more after each concurrent run that
+    /// filled the pool).
     slots: Option<usize>,
+    pool_scale: usize,
     /// Concurrent schedule: the index arenas of rays and triangles (the
     /// root's ranges first, then every task's scratch and output), kept
     /// between batches and grown when a run runs out.
@@ -143,6 +146,7 @@ impl DacrtTracer {
             params_now: kernel_params(&config),
             pool: None,
             slots: None,
+            pool_scale: 1,
             arenas: [None, None],
             arena_scale: ARENA_PER_ITEM,
             arena_extra: None,
@@ -365,6 +369,7 @@ impl DacrtTracer {
                 .unwrap_or(((lens[k] as f64 * self.arena_scale[k]) as usize).min(cap))
                 .max(1024)
         });
+        let mut grew_pool = false;
         for runs in 1.. {
             let [mut ray_arena, mut tri_arena] = self.take_arenas(lens, extra)?;
             select_indices_into(batch.flags[0], &mut ray_arena, ray_count)?;
@@ -378,7 +383,18 @@ impl DacrtTracer {
             ];
             let pool = self.run_pool(batch, ids, keys, [&*ray_count, &*tri_count], counters);
             self.arenas = [Some(ray_arena), Some(tri_arena)];
-            let pool = pool?;
+            let pool = match pool {
+                // Concurrent children can outnumber the pool's slots (deep
+                // trees of tiny tasks): where the slots are the tracer's
+                // choice, four times more and the batch again, once.
+                Err(GpuError::TaskPool { .. }) if self.slots.is_none() && !grew_pool => {
+                    grew_pool = true;
+                    self.pool_scale *= 4;
+                    counters.fill_zero()?;
+                    continue;
+                }
+                other => other?,
+            };
             let words = counters.download()?;
             let spilled = words[DS_SPILLED];
             if spilled == 0 {
@@ -449,9 +465,14 @@ impl DacrtTracer {
         counts: [&DeviceBuffer<u32>; 2],
         counters: &mut DeviceBuffer<u64>,
     ) -> Result<PoolStats, GpuError> {
-        let capacity = self
-            .slots
-            .unwrap_or_else(|| pool_slots(batch.rays.len(), batch.triangles.len()));
+        let capacity = self.slots.unwrap_or_else(|| {
+            let slots = pool_slots(
+                batch.rays.len(),
+                batch.triangles.len(),
+                self.config.schedule,
+            );
+            (slots * self.pool_scale).min(MAX_SLOTS)
+        });
         let fits = |p: &TaskPool| match self.slots {
             Some(slots) => p.capacity() == slots,
             None => p.capacity() >= capacity,
@@ -528,12 +549,23 @@ struct BatchRun {
     runs: u32,
 }
 
+/// The most slots of a pool.
+const MAX_SLOTS: usize = 1 << 24;
+
 /// Slots for a batch: every live task holds rays and triangles of its
 /// own or shares them with siblings waiting on it (at most six per
 /// subdivision on the way down), so the live set grows with the active
-/// frontier, not the tree; measured peaks stay far below this.
-fn pool_slots(rays: usize, triangles: usize) -> usize {
-    ((rays + triangles) / 8 + 4096).min(1 << 24)
+/// frontier, not the tree; measured peaks stay far below this. The
+/// concurrent schedule's frontier is wider (all seven children at once:
+/// 8 338 tasks alive at the peak for 14 000 rays and 20 000 triangles
+/// subdivided down to two of each, H100, 2026-11-27), so it gets 16 384
+/// slots more.
+fn pool_slots(rays: usize, triangles: usize, schedule: DacrtSchedule) -> usize {
+    let base = match schedule {
+        DacrtSchedule::Concurrent => 16384,
+        DacrtSchedule::Waves => 4096,
+    };
+    ((rays + triangles) / 8 + base).min(MAX_SLOTS)
 }
 
 /// The dependency table `dacrt_trace` reads (`schedule.rs`), for the
@@ -590,6 +622,9 @@ mod tests {
             format!("{}u", schedule::TABLE_WORDS)
         );
         assert_eq!(SLOT_BIN_WORDS, 32 * 6);
-        assert!(pool_slots(0, 0) >= 4096 && pool_slots(usize::MAX / 2, 0) == 1 << 24);
+        for schedule in [DacrtSchedule::Concurrent, DacrtSchedule::Waves] {
+            assert!(pool_slots(0, 0, schedule) >= 4096);
+            assert_eq!(pool_slots(usize::MAX / 2, 0, schedule), MAX_SLOTS);
+        }
     }
 }
