@@ -1,7 +1,8 @@
 //! The CPU DACRT's task statistics (`DacrtStats`: tasks, direct tasks,
-//! pair tests, depth and the critical path of the seven children's
-//! dependencies) for a scene's protocol primary rays, each spec's hits
-//! checked against the BVH's:
+//! pair tests, depth, the critical path of the children's dependencies
+//! under the spec's schedule, e.g. `dacrt` against `dacrt:sched=waves`,
+//! and the items partitioned) for a scene's protocol primary rays, each
+//! spec's hits checked against the BVH's:
 //!
 //!     cargo run --release -p caustic-accel --example dacrt_stats -- \
 //!         SCENE WIDTH HEIGHT EYE_X,EYE_Y,EYE_Z,AT_X,AT_Y,AT_Z,UP_X,UP_Y,UP_Z,FOV SPEC...

@@ -39,12 +39,21 @@ fn harness() -> Option<&'static Path> {
     host_harness::compile_fibers_once(&HARNESS, "dacrt-kernels", "dacrt_kernels.cpp")
 }
 
+/// One trace of the harness: the stats words of its last pool run, the
+/// pool's error word and how many runs it took (the concurrent schedule's
+/// arenas start small and grow, so deep inputs take several).
+struct Run {
+    words: [u64; 8],
+    error: u32,
+    runs: u32,
+}
+
 /// What one run of the harness gave: closest hits and occlusion, and per
-/// query kind the stats words and the pool's error word.
+/// query kind its trace.
 struct Emulated {
     hits: Vec<Option<Hit>>,
     occluded: Vec<bool>,
-    runs: [([u64; 5], u32); 2],
+    runs: [Run; 2],
 }
 
 fn emulate(exe: &Path, config: &DacrtConfig, tris: &[Triangle], rays: &[Ray]) -> Emulated {
@@ -70,22 +79,26 @@ fn emulate(exe: &Path, config: &DacrtConfig, tris: &[Triangle], rays: &[Ray]) ->
     let hits: Vec<GpuHit> = bytemuck::pod_collect_to_vec(hits);
     let flags: Vec<u32> = bytemuck::pod_collect_to_vec(flags);
     let run = |bytes: &[u8]| {
-        let words: Vec<u64> = bytemuck::pod_collect_to_vec(&bytes[..40]);
-        let error = u32::from_le_bytes(bytes[40..44].try_into().unwrap());
-        (<[u64; 5]>::try_from(words).unwrap(), error)
+        let words: Vec<u64> = bytemuck::pod_collect_to_vec(&bytes[..64]);
+        Run {
+            words: <[u64; 8]>::try_from(words).unwrap(),
+            error: u32::from_le_bytes(bytes[64..68].try_into().unwrap()),
+            runs: u32::from_le_bytes(bytes[68..72].try_into().unwrap()),
+        }
     };
     Emulated {
         hits: hits.iter().map(GpuHit::to_hit).collect(),
         occluded: flags.iter().map(|&f| f != 0).collect(),
-        runs: [run(&rest[..44]), run(&rest[44..88])],
+        runs: [run(&rest[..72]), run(&rest[72..144])],
     }
 }
 
 /// The first few rays whose answers differ from brute force's, and the
-/// pool's errors; empty when all is well.
-fn problems(config: &DacrtConfig, tris: &[Triangle], rays: &[Ray]) -> Vec<String> {
+/// pool's errors (empty when all is well), and the runs of the closest-hit
+/// trace (0 without a compiler).
+fn problems(config: &DacrtConfig, tris: &[Triangle], rays: &[Ray]) -> (Vec<String>, u32) {
     let Some(exe) = harness() else {
-        return Vec::new();
+        return (Vec::new(), 0);
     };
     let got = emulate(exe, config, tris, rays);
     let brute = BruteForce::new(tris);
@@ -95,8 +108,8 @@ fn problems(config: &DacrtConfig, tris: &[Triangle], rays: &[Ray]) -> Vec<String
         .runs
         .iter()
         .zip(["closest", "any"])
-        .filter(|((_, error), _)| *error != 0)
-        .map(|((_, error), kind)| format!("{kind}: pool error {error}"))
+        .filter(|(run, _)| run.error != 0)
+        .map(|(run, kind)| format!("{kind}: pool error {}", run.error))
         .collect();
     out.extend(
         (0..rays.len())
@@ -109,28 +122,37 @@ fn problems(config: &DacrtConfig, tris: &[Triangle], rays: &[Ray]) -> Vec<String
                 )
             }),
     );
-    let [tasks, direct, pairs, depth, lost] = got.runs[0].0;
+    let [tasks, direct, pairs, depth, lost, ray_words, tri_words, _] = got.runs[0].words;
     eprintln!(
-        "{} tris, {} rays, {}: {tasks} tasks ({direct} direct, {pairs} pairs), depth {depth}, {lost} lost",
+        "{} tris, {} rays, {}: {tasks} tasks ({direct} direct, {pairs} pairs), depth {depth}, {lost} lost, \
+         arenas {ray_words} + {tri_words} words, {} runs",
         tris.len(),
         rays.len(),
-        config.spec()
+        config.spec(),
+        got.runs[0].runs
     );
-    out
+    (out, got.runs[0].runs)
 }
 
-fn configs() -> [DacrtConfig; 4] {
+/// The paper's two splits, constants that subdivide deeply, each under
+/// the concurrent schedule (the deep RDH one with near-before-far
+/// dependencies down six levels), and the paper's waves for a median and
+/// a deep RDH configuration.
+fn configs() -> [DacrtConfig; 6] {
     [
         DacrtConfig::MEDIAN,
         DacrtConfig::RDH,
         DacrtConfig::parse("dacrt:sort=1:rays=2:tris=2").unwrap(),
-        DacrtConfig::parse("dacrt-rdh:sort=2:rays=4:tris=4").unwrap(),
+        DacrtConfig::parse("dacrt-rdh:sort=2:rays=4:tris=4:near=6").unwrap(),
+        DacrtConfig::parse("dacrt:sched=waves").unwrap(),
+        DacrtConfig::parse("dacrt-rdh:sched=waves:sort=2:rays=4:tris=4").unwrap(),
     ]
 }
 
 #[test]
 fn random_soups_equal_brute_force() {
     let mut failures = Vec::new();
+    let mut most_runs = 0;
     for seed in 1..=3u64 {
         let mut rng = Pcg32::new(seed, 0xdac7);
         let tris = match seed {
@@ -147,12 +169,20 @@ fn random_soups_equal_brute_force() {
         rays.extend(far_rays(&mut rng, &tris, 200));
         rays.extend(segments(&rays.clone(), 0.1));
         for config in configs() {
-            for p in problems(&config, &tris, &rays) {
+            let (found, runs) = problems(&config, &tris, &rays);
+            for p in found {
                 failures.push(format!("seed {seed}, {}: {p}", config.spec()));
             }
+            most_runs = most_runs.max(runs);
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The harness's small arenas ran out and grew somewhere (the spill,
+    // drain and repeated run were exercised), unless it could not run.
+    assert!(
+        harness().is_none() || most_runs > 1,
+        "no trace outgrew its arenas"
+    );
 }
 
 #[test]
@@ -170,7 +200,7 @@ fn empty_and_degenerate_inputs_answer_as_brute_force() {
         ("one and a non-finite", vec![nan, one]),
     ] {
         for config in configs() {
-            for p in problems(&config, &tris, &rays) {
+            for p in problems(&config, &tris, &rays).0 {
                 failures.push(format!("{name}, {}: {p}", config.spec()));
             }
         }

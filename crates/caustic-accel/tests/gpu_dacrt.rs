@@ -7,7 +7,10 @@
 //!   rays, every closest hit (triangle, `t`, `u`, `v` bit for bit, ties to
 //!   the lowest id) and every any-hit answer equals brute force's and the
 //!   CPU DACRT's, for the median and RDH splits and for constants that
-//!   subdivide down to a few rays and triangles (deep dependency chains);
+//!   subdivide down to a few rays and triangles, under the concurrent
+//!   schedule and the paper's waves (deep dependency chains);
+//! - index arenas far too small for a batch grow (the run repeated) and
+//!   the answers stay exact;
 //! - on every standard scene present, traced through `DeviceAccel` as a
 //!   renderer traces (`dacrt`, `dacrt-rdh`), the protocol's primary, AO and
 //!   diffuse rays and collision segments answer as the CPU BVH does;
@@ -48,13 +51,17 @@ use protocol_rays::{GpuAnswers, ProtocolRays};
 use soups::{awkward_rays, awkward_soup, far_rays, grid_soup, segments};
 
 /// The paper's two splits, and constants that subdivide down to a few
-/// rays and triangles.
-fn configs() -> [DacrtConfig; 4] {
+/// rays and triangles, under the concurrent schedule (the default; the
+/// deep RDH one with near-before-far dependencies down six levels) and the
+/// paper's waves.
+fn configs() -> [DacrtConfig; 6] {
     [
         DacrtConfig::MEDIAN,
         DacrtConfig::RDH,
         DacrtConfig::parse("dacrt:sort=1:rays=2:tris=2").unwrap(),
-        DacrtConfig::parse("dacrt-rdh:sort=2:rays=4:tris=4").unwrap(),
+        DacrtConfig::parse("dacrt-rdh:sort=2:rays=4:tris=4:near=6").unwrap(),
+        DacrtConfig::parse("dacrt:sched=waves").unwrap(),
+        DacrtConfig::parse("dacrt-rdh:sched=waves:sort=2:rays=4:tris=4").unwrap(),
     ]
 }
 
@@ -171,13 +178,17 @@ fn random_soups_equal_brute_force_and_the_cpu() {
 fn describe(stats: &GpuDacrtStats) -> String {
     let pool = stats.pool.map(|p| p.to_string()).unwrap_or_default();
     format!(
-        "{} of {} rays traced, {} tasks ({} direct, {} pairs), depth {}, {:.2} ms; {pool}",
+        "{} of {} rays traced, {} tasks ({} direct, {} pairs), depth {}, arenas {} + {} words, \
+         {} runs, {:.2} ms; {pool}",
         stats.traced_rays,
         stats.rays,
         stats.tasks,
         stats.direct_tasks,
         stats.pair_tests,
         stats.max_depth,
+        stats.arena_words[0],
+        stats.arena_words[1],
+        stats.runs,
         stats.wall_ms
     )
 }
@@ -324,6 +335,37 @@ fn a_full_pool_is_an_error_and_the_tracer_recovers() {
     let report = compare_closest(&rays, &hits, &closest);
     assert!(report.identical(), "{}", report.summary("after the error"));
     eprintln!("then: {}", describe(&stats));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn arenas_that_run_out_grow_and_the_answers_stay_exact() {
+    let mut rng = rng("arenas_that_run_out_grow_and_the_answers_stay_exact");
+    let tris = awkward_soup(&mut rng, 20_000);
+    let rays = awkward_rays(&mut rng, &tris, 20_000);
+    let (closest, occluded) = brute(&tris, &rays);
+    let device_tris = upload_triangles(gpu(), &tris).unwrap();
+    for config in [DacrtConfig::MEDIAN, DacrtConfig::RDH] {
+        let mut tracer = DacrtTracer::new(gpu(), config).unwrap();
+        // 1024 words beyond the batch's own: far less than its tasks take.
+        tracer.set_arena_extra(Some(1024));
+        let (hits, any, stats) = gpu_trace(&mut tracer, &device_tris, &rays).unwrap();
+        eprintln!("{}: {}", config.spec(), describe(&stats));
+        assert!(stats.runs > 1, "the small arenas sufficed: {stats:?}");
+        let what = format!("small arenas, {}", config.spec());
+        let mut failures = Vec::new();
+        check(
+            &mut failures,
+            &format!("{what}, closest"),
+            &compare_closest(&rays, &hits, &closest),
+        );
+        check(
+            &mut failures,
+            &format!("{what}, any"),
+            &compare_occluded(&rays, &any, &occluded),
+        );
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
 }
 
 #[test]

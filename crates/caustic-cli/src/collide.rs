@@ -26,8 +26,9 @@ use std::time::Instant;
     caustic collide target/scenes/sponza-dabrovic/sponza.obj --agents 4096\n  \
     caustic collide cornell-box --agents 256 --method dacrt,dacrt-rdh,bvh-binned,ploc --json collide.json\n  \
     caustic collide sponza.obj --agents 65536 --method dacrt,dacrt-rdh,ploc,bvh-binned --device cuda\n\n\
-    Methods: dacrt[:split=median|rdh][:sort=C][:rays=N][:tris=N] (spatial-median or ray distribution \
-    heuristic splits; the paper's C_SORT = 80, 32 rays, 16 triangles by default), dacrt-rdh, or any \
+    Methods: dacrt[:split=median|rdh][:sched=concurrent|waves][:sort=C][:rays=N][:tris=N] (spatial-median \
+    or ray distribution heuristic splits; on the GPU all seven children at once, or the paper's dependency \
+    waves; the paper's C_SORT = 80, 32 rays, 16 triangles by default), dacrt-rdh, or any \
     --accel structure (bvh-binned, ploc, lbvh, ..., with parameters), built and traced every frame.")]
 pub struct CollideArgs {
     /// Scene file or built-in scene name; `FILE@N` for N copies of it on a

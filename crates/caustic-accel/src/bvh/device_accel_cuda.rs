@@ -20,7 +20,8 @@
 //!   ([`GpuGrid`]: Ivson et al.'s count, scan, write, sort and cell-range
 //!   passes), traced by the 3D-DDA of Amanatides and Woo 1987
 //!   ([`GridTracer`]) with the CPU grid's culling rules;
-//! - `dacrt[:split=median|rdh][:sort=C][:rays=N][:tris=N]`, `dacrt-rdh`:
+//! - `dacrt[:split=median|rdh][:sched=concurrent|waves][:sort=C][:rays=N][:tris=N][:near=N]`,
+//!   `dacrt-rdh`:
 //!   no structure at all: divide-and-conquer ray tracing on the task pool
 //!   ([`DacrtTracer`]: Vinkler et al. 2013, §5) traces each batch from the
 //!   triangles alone, so its "build" is the upload and takes no time, and

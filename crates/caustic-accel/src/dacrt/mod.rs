@@ -14,7 +14,9 @@
 //! right rays with left triangles, which cannot meet. The children run in
 //! the paper's three dependency waves, (T1, T4, T7), (T2, T3), (T5, T6):
 //! within a wave no two children share rays or triangles, so each owns its
-//! slices and the wave runs in parallel (rayon). A task intersects its
+//! slices and the wave runs in parallel (rayon). (On the GPU the default
+//! [`DacrtSchedule::Concurrent`] partitions out of place instead, so all
+//! seven children run at once.) A task intersects its
 //! rays with its triangles directly when fewer than 32 rays or 16 triangles
 //! remain, or when `rays · tris · C_INTERS < (rays + tris) · C_SORT`
 //! (the paper's Eq. 2, `C_INTERS = 1`, `C_SORT = 80`).
@@ -70,11 +72,37 @@ pub enum DacrtScheme {
     Binary,
 }
 
+/// When the seven children of a task may run (Vinkler et al.'s scheme).
+///
+/// The children, their splits and the direct-intersection rule are the
+/// same under both; only their order and where their index ranges live
+/// differ. The CPU twin ([`Dacrt`]) always runs the waves in place (its
+/// rays carry their hits); the schedule changes the GPU's run and the
+/// chain [`DacrtStats::critical_path`] counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DacrtSchedule {
+    /// Every task partitions out of place, into index memory of its own,
+    /// so siblings only read the ranges they share and all seven children
+    /// start at once (`sched=concurrent`, the default): the chain of
+    /// dependent tasks is the tree's depth. A deviation from the paper,
+    /// whose in-place partitions make siblings wait; the hits are the
+    /// same, as a ray's closest hit is merged across tasks by an atomic
+    /// minimum of (t, triangle) keys in either case.
+    #[default]
+    Concurrent,
+    /// The paper's three dependency waves (T1, T4, T7) → (T2, T3) →
+    /// (T5, T6) over in-place partitions (§5.3, `sched=waves`): a child
+    /// waits for the siblings that share its ranges, so the chain grows
+    /// with the tree (2^depth to 3^depth).
+    Waves,
+}
+
 /// The parameters of a DACRT trace.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DacrtConfig {
     pub split: DacrtSplit,
     pub scheme: DacrtScheme,
+    pub schedule: DacrtSchedule,
     /// Cost of one ray–triangle test (Vinkler et al. §5.4: 1).
     pub c_inters: f32,
     /// Cost of sorting one element into a child (Vinkler et al. §5.4: 80).
@@ -85,6 +113,13 @@ pub struct DacrtConfig {
     pub min_tris: usize,
     /// Deepest subdivision; deeper tasks intersect directly.
     pub max_depth: u32,
+    /// Concurrent schedule: the levels (from the root) at which the
+    /// straddling rays' child on the far side of the plane (T5 or T3, by
+    /// where most of those rays head) waits for the near one's subtree,
+    /// so the rays that hit there are culled from it, as the waves' T3 →
+    /// T5 order does; each such level can double the chain (`near=N`, 0:
+    /// none).
+    pub near_levels: u32,
 }
 
 impl DacrtConfig {
@@ -92,11 +127,13 @@ impl DacrtConfig {
     pub const MEDIAN: Self = Self {
         split: DacrtSplit::Median,
         scheme: DacrtScheme::Seven,
+        schedule: DacrtSchedule::Concurrent,
         c_inters: 1.0,
         c_sort: 80.0,
         min_rays: 32,
         min_tris: 16,
         max_depth: 64,
+        near_levels: 0,
     };
     /// The paper's constants with the ray distribution heuristic
     /// (`dacrt:split=rdh`).
@@ -115,6 +152,9 @@ impl DacrtConfig {
         if self.scheme == DacrtScheme::Binary {
             spec += ":scheme=binary";
         }
+        if self.schedule == DacrtSchedule::Waves {
+            spec += ":sched=waves";
+        }
         let paper = Self::MEDIAN;
         if self.c_sort != paper.c_sort {
             spec += &format!(":sort={}", self.c_sort);
@@ -125,10 +165,13 @@ impl DacrtConfig {
         if self.min_tris != paper.min_tris {
             spec += &format!(":tris={}", self.min_tris);
         }
+        if self.near_levels != paper.near_levels {
+            spec += &format!(":near={}", self.near_levels);
+        }
         spec
     }
 
-    /// Parses `dacrt[:split=median|rdh][:scheme=seven|binary][:sort=C][:rays=N][:tris=N]`
+    /// Parses `dacrt[:split=median|rdh][:scheme=seven|binary][:sched=concurrent|waves][:sort=C][:rays=N][:tris=N][:near=N]`
     /// (`C_SORT` against `C_INTERS = 1`, and the direct-intersection
     /// minimums); `dacrt-rdh` is `dacrt:split=rdh`.
     pub fn parse(spec: &str) -> Result<Self, String> {
@@ -167,6 +210,17 @@ impl DacrtConfig {
                         }
                     }
                 }
+                "sched" => {
+                    config.schedule = match value {
+                        "concurrent" => DacrtSchedule::Concurrent,
+                        "waves" => DacrtSchedule::Waves,
+                        other => {
+                            return Err(format!(
+                                "dacrt `sched` is concurrent or waves, not `{other}`"
+                            ));
+                        }
+                    }
+                }
                 "sort" => {
                     config.c_sort = value
                         .parse::<f32>()
@@ -175,10 +229,19 @@ impl DacrtConfig {
                         .ok_or_else(|| format!("dacrt `sort` is a cost >= 0, not `{value}`"))?;
                 }
                 "rays" => config.min_rays = count(1 << 20)?,
+                "near" => {
+                    config.near_levels = value
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n <= 64)
+                        .ok_or_else(|| {
+                            format!("dacrt `near` is a level count in 0..=64, not `{value}`")
+                        })?;
+                }
                 "tris" => config.min_tris = count(1 << 20)?,
                 other => {
                     return Err(format!(
-                        "dacrt has no parameter `{other}`; it takes split=median|rdh, scheme=seven|binary, sort=C, rays=N, tris=N"
+                        "dacrt has no parameter `{other}`; it takes split=median|rdh, scheme=seven|binary, sched=concurrent|waves, sort=C, rays=N, tris=N, near=N"
                     ));
                 }
             }
@@ -213,12 +276,17 @@ pub struct DacrtStats {
     pub pair_tests: u64,
     /// Deepest task (root at 0).
     pub max_depth: u32,
-    /// Tasks on the longest chain of the seven children's dependencies
-    /// (Vinkler et al. §5.3: a child waits for the children that share its
-    /// rays or triangles): the tasks that run one after another however
-    /// many processors there are (the binary scheme's children are one
-    /// chain).
+    /// Tasks on the longest chain of the children's dependencies under the
+    /// configured [`DacrtSchedule`]: the tasks that run one after another
+    /// however many processors there are. With the paper's waves (§5.3: a
+    /// child waits for the children that share its rays or triangles) it
+    /// grows with the tree; with concurrent children it is the depth plus
+    /// one; the binary scheme's children are one chain.
     pub critical_path: u64,
+    /// Rays and triangles the subdivided tasks partitioned (each counted
+    /// once per task): the index words one out-of-place copy of every
+    /// subdivided task's ranges takes.
+    pub items: u64,
     /// Wall time of the batch.
     pub ms: f64,
 }
@@ -228,6 +296,7 @@ impl DacrtStats {
         self.tasks += other.tasks;
         self.direct_tasks += other.direct_tasks;
         self.pair_tests += other.pair_tests;
+        self.items += other.items;
         self.max_depth = self.max_depth.max(other.max_depth);
     }
 }
@@ -446,15 +515,23 @@ mod tests {
             "dacrt:split=rdh",
             "dacrt:sort=2:rays=8:tris=2",
             "dacrt:scheme=binary:sort=1",
+            "dacrt:split=rdh:sched=waves:rays=4",
+            "dacrt:near=3",
         ] {
             assert_eq!(DacrtConfig::parse(spec).unwrap().spec(), spec);
         }
         assert_eq!(DacrtConfig::parse("dacrt-rdh"), Ok(DacrtConfig::RDH));
+        assert_eq!(
+            DacrtConfig::parse("dacrt:sched=concurrent"),
+            Ok(DacrtConfig::MEDIAN)
+        );
         for bad in [
             "dacrt:split=sah",
             "dacrt:sort=-1",
             "dacrt:rays=0",
             "dacrt:leaf=4",
+            "dacrt:sched=fast",
+            "dacrt:near=65",
             "dacrtx",
         ] {
             assert!(DacrtConfig::parse(bad).is_err(), "{bad}");

@@ -4,7 +4,7 @@
 
 use super::schedule;
 use super::split::{self, Plane};
-use super::{DacrtConfig, DacrtScheme, DacrtStats};
+use super::{DacrtConfig, DacrtSchedule, DacrtScheme, DacrtStats};
 use crate::is_traceable;
 use crate::slab_ray::{SlabRay, next_up};
 use caustic_geom::{Aabb, Hit, Ray, RayTriangleTest, Triangle};
@@ -218,6 +218,7 @@ fn run_task(
         stats.pair_tests = direct(context, rays, tris);
         return stats;
     };
+    stats.items = (rays.len() + tris.len()) as u64;
     let split = Subdivision {
         context,
         bounds,
@@ -351,7 +352,22 @@ impl Subdivision<'_> {
         for child in &children {
             stats.add(child);
         }
-        stats.critical_path = schedule::critical_path(mask, children.map(|c| c.critical_path));
+        let chains = children.map(|c| c.critical_path);
+        let config = self.context.config;
+        stats.critical_path = match config.schedule {
+            DacrtSchedule::Waves => schedule::critical_path(mask, chains),
+            // Out-of-place partitions: no child waits for a sibling but,
+            // at the near levels, the far straddling child for the near
+            // one (T3 and T5, whichever order).
+            DacrtSchedule::Concurrent => {
+                let near_far = if self.depth < config.near_levels {
+                    chains[2] + chains[4]
+                } else {
+                    0
+                };
+                chains.into_iter().max().unwrap_or(0).max(near_far)
+            }
+        };
         stats
     }
 

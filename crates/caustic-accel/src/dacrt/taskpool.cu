@@ -5,10 +5,24 @@
 // twin and the argument for exact hits: dacrt/mod.rs and task.rs.
 //
 // A task holds a box, a range of the ray-index array and a range of the
-// triangle-index array. Both arrays are double-buffered: A holds every
-// task's items, B is scratch, and a task leaves its ranges of A a
-// permutation of what it found, because siblings that wait on it use the
-// same ranges as sets (§5.3). Phases:
+// triangle-index array. Two schedules (params[DACRT_CONCURRENT]):
+//
+// - concurrent (the default): one arena per kind holds every range. A
+//   subdivided task bump-allocates its scratch B (its rays and triangles)
+//   and, after Partition1, its output (the live rays and the triangles,
+//   [L | S | R]), so it never writes a range it was given: siblings share
+//   their parent's output read-only and all seven children start at once,
+//   with no dependencies (a deviation from the paper: the chain of tasks
+//   is the tree's depth instead of growing like 2^depth to 3^depth). An
+//   arena that runs out sets a spill bit; every step then skips its work
+//   (the run drains) and the host runs the batch again with more.
+// - waves (the paper's, §5.3): both arrays double-buffered, A holds every
+//   task's items, B is scratch, and a task leaves its ranges of A a
+//   permutation of what it found, because siblings that wait on it use the
+//   same ranges as sets.
+//
+// The passes read and write through the payload's B and output positions,
+// so one code serves both. Phases:
 //
 // - SplitPlane (RDH only; ⌈(√R + √T)/32⌉ chunks): lane j owns candidate j
 //   (11 planes on x, 11 on y, 10 on z, at i/(m+1) of the box, §5.2);
@@ -33,13 +47,14 @@
 //   few enough pairs (the paper's Eq. 2, under 32 rays or 16 triangles),
 //   intersect; a plane that separates no triangle, the next axis's median
 //   (the CPU's fallback), else intersect.
-// - Partition2 (the same chunks): B back to A, live rays into [L | S | R]
-//   and triangles into [L | S | R] by three cursors each, culled rays to
-//   the tail. The last finisher makes the seven children of Figure 3 from
-//   the ranges (`schedule.rs`: who waits for whom, by the table keyed by
-//   which classes are empty), dependants first, and reuses its own slot for
-//   one child that starts at once; the children that hand on its
-//   activation targets take its place in them.
+// - Partition2 (the same chunks): B to the output, live rays into
+//   [L | S | R] and triangles into [L | S | R] by three cursors each (in
+//   place, culled rays to the tail). The last finisher makes the seven
+//   children of Figure 3 from the ranges: concurrent, every present child
+//   active at once; waves, by `schedule.rs` (who waits for whom, by the
+//   table keyed by which classes are empty), dependants first, and the
+//   children that hand on its activation targets take its place in them.
+//   Either way its own slot is reused for one child that starts at once.
 // - Intersect (⌈R/G⌉·⌈T/(32·32/G)⌉ chunks): a chunk is G rays (G the
 //   power of two up to 32 that fits the task's rays) times 32·32/G
 //   triangles, 32 tests per lane; the closest hit is a 64-bit key (t's
@@ -91,7 +106,15 @@
 #define DACRT_SPLIT_RDH 3u
 #define DACRT_C_INTERS 4u
 #define DACRT_C_SORT 5u
-#define DACRT_PARAM_WORDS 6u
+#define DACRT_CONCURRENT 6u
+// The concurrent schedule's arenas: their sizes in words (the root's
+// ranges first: the arena's free words start at its count).
+#define DACRT_RAY_ARENA 7u
+#define DACRT_TRI_ARENA 8u
+// Concurrent: levels (from the root) whose far straddling child waits for
+// the near one's subtree (DacrtConfig::near_levels).
+#define DACRT_NEAR_LEVELS 9u
+#define DACRT_PARAM_WORDS 10u
 
 // Payload words (the ray range is the record's begin .. end).
 #define DP_BOUNDS 0u
@@ -115,6 +138,17 @@
 #define DP_RAY_STEP 55u
 #define DP_TRI_SAMPLES 56u
 #define DP_TRI_STEP 57u
+// Where the passes read and write (absolute indices): Partition1's
+// scratch (B) for rays and triangles, Partition2's output (the children's
+// ranges). In place (waves), B lies in the second array at the task's own
+// ranges and the output in the first; concurrent, both are the task's
+// own allocations in the arena.
+#define DP_B_RAYS 58u
+#define DP_B_TRIS 59u
+#define DP_OUT_RAYS 60u
+#define DP_OUT_TRIS 61u
+// Partition1: live straddling rays heading towards + on the plane's axis.
+#define DP_FORWARD 62u
 
 // stats[] words (u64).
 #define DS_TASKS 0u
@@ -122,7 +156,13 @@
 #define DS_PAIRS 2u
 #define DS_DEPTH 3u
 #define DS_LOST 4u
-#define DS_WORDS 5u
+// Concurrent: index words asked of the ray and triangle arenas, and bit k
+// set when arena k (0 rays, 1 triangles) ran out (the run then drains
+// without work and the host runs it again with more).
+#define DS_RAY_ARENA 5u
+#define DS_TRI_ARENA 6u
+#define DS_SPILLED 7u
+#define DS_WORDS 8u
 
 // T1..T7 as (ray class, triangle class): schedule.rs's CHILDREN.
 __device__ __forceinline__ u32 child_rays(u32 c) { return c < 2u ? 0u : (c < 5u ? 1u : 2u); }
@@ -231,6 +271,7 @@ __device__ __forceinline__ u64 rdh_pairs(const u32* c) {
 // One task's ranges and boxes, as every warp on it reads them.
 struct DacrtTask {
     u32 begin, end, tri_begin, tri_end;
+    u32 b_rays, b_tris;
     Aabb bounds, whole;
     u32 axis;
     float plane;
@@ -265,6 +306,11 @@ struct TaskPoolDacrt {
     Shared* shared;
     u32 min_rays, min_tris, max_depth;
     bool rdh, any_hit;
+    // Concurrent: the arenas' first free words (after the root's ranges)
+    // and their sizes.
+    bool concurrent;
+    u32 arena_base[2], arena_cap[2];
+    u32 near_levels;
 
     // ------------------------------------------------------------- reading
 
@@ -273,6 +319,8 @@ struct TaskPoolDacrt {
         t.begin = task_pool_load(&r.begin), t.end = task_pool_load(&r.end);
         t.tri_begin = task_pool_load(&r.payload[DP_TRI_BEGIN]);
         t.tri_end = task_pool_load(&r.payload[DP_TRI_END]);
+        t.b_rays = task_pool_load(&r.payload[DP_B_RAYS]);
+        t.b_tris = task_pool_load(&r.payload[DP_B_TRIS]);
         t.bounds = load_box(r.payload + DP_BOUNDS);
         t.whole = load_box(r.payload + DP_WHOLE);
         t.axis = task_pool_load(&r.payload[DP_AXIS]);
@@ -326,6 +374,21 @@ struct TaskPoolDacrt {
     // ------------------------------------------------------ setting tasks up
     // (lane 0, on a record it owns: being stored, or its own slot)
 
+    // Concurrent: `n` words of arena `kind` (0 rays, 1 triangles), bump
+    // allocated; false (and the spill bit set) when the arena is full.
+    __device__ bool arena_alloc(u32 kind, u32 n, u32& at) const {
+        const u64 old = atomicAdd(stats + DS_RAY_ARENA + kind, (u64)n);
+        if ((u64)arena_base[kind] + old + n > (u64)arena_cap[kind]) {
+            atomicOr(stats + DS_SPILLED, 1ull << kind);
+            return false;
+        }
+        at = arena_base[kind] + (u32)old;
+        return true;
+    }
+
+    // Whether a run ran out of arena: its tasks then skip their work.
+    __device__ bool spilled() const { return concurrent && task_pool_load(stats + DS_SPILLED) != 0ull; }
+
     // A new task over the ranges, boxes and depth already in `r`: its
     // first phase; returns that phase's chunks.
     __device__ u32 start(TaskRecord& r) const {
@@ -335,6 +398,11 @@ struct TaskPoolDacrt {
         atomicAdd(stats + DS_TASKS, 1ull);
         atomicMax(stats + DS_DEPTH, (u64)depth);
         if (is_direct(rays, tris) || depth >= max_depth) return start_direct(r, 0u, rays);
+        // Partition1's scratch: in place, the second array at the task's
+        // ranges; concurrent, fresh arena words (full: drain, see spilled).
+        u32 b_rays = r.begin, b_tris = r.payload[DP_TRI_BEGIN];
+        if (concurrent && !(arena_alloc(0u, rays, b_rays) && arena_alloc(1u, tris, b_tris))) return start_drain(r);
+        r.payload[DP_B_RAYS] = b_rays, r.payload[DP_B_TRIS] = b_tris;
         if (rdh) {
             const u32 ray_step = sample_step(rays), tri_step = sample_step(tris);
             const u32 ray_samples = (rays + ray_step - 1u) / ray_step;
@@ -355,8 +423,10 @@ struct TaskPoolDacrt {
         r.payload[DP_AXIS] = axis;
         ((float*)r.payload)[DP_PLANE] = plane;
         r.payload[DP_TRIED] = tried;
-        r.payload[DP_FRONT] = r.begin, r.payload[DP_BACK] = r.end;
+        const u32 b_rays = r.payload[DP_B_RAYS];
+        r.payload[DP_FRONT] = b_rays, r.payload[DP_BACK] = b_rays + (r.end - r.begin);
         for (u32 k = 0; k < 6; ++k) r.payload[DP_COUNTS + k] = 0u;
+        r.payload[DP_FORWARD] = 0u;
         int* boxes_words = (int*)(r.payload + DP_BOXES);
         for (u32 k = 0; k < 18; ++k) boxes_words[k] = empty_box_word(k);
         const u32 ray_chunks = (r.end - r.begin + 31u) / 32u;
@@ -365,8 +435,8 @@ struct TaskPoolDacrt {
         return ray_chunks + (r.payload[DP_TRI_END] - r.payload[DP_TRI_BEGIN] + 31u) / 32u;
     }
 
-    // Intersect `rays` rays (source 0: the range of A, culled per lane;
-    // 1: the live rays at the front of the range in B) with the triangles.
+    // Intersect `rays` rays (source 0: the task's range, culled per lane;
+    // 1: the live rays at the front of its scratch B) with the triangles.
     __device__ u32 start_direct(TaskRecord& r, u32 source, u32 rays) const {
         const u32 tris = r.payload[DP_TRI_END] - r.payload[DP_TRI_BEGIN];
         const u32 group = min(32u, next_pow2(rays));
@@ -379,6 +449,15 @@ struct TaskPoolDacrt {
         atomicAdd(stats + DS_DIRECT, 1ull);
         atomicAdd(stats + DS_PAIRS, (u64)rays * tris);
         return groups * ((tris + block - 1u) / block);
+    }
+
+    // A task that found its arena full: one chunk of nothing (the run
+    // drains, see spilled(); the host runs the batch again).
+    __device__ u32 start_drain(TaskRecord& r) const {
+        r.payload[DP_SOURCE] = 0u, r.payload[DP_COUNT] = 0u;
+        r.payload[DP_GROUP] = 1u, r.payload[DP_BLOCK] = 1024u;
+        r.phase = DACRT_DIRECT;
+        return 1u;
     }
 
     // ------------------------------------------------------------- the app
@@ -413,6 +492,10 @@ struct TaskPoolDacrt {
 
     __device__ void process(TaskPool& pool, u32 slot, u32 first, u32 count) {
         TaskRecord& r = pool.records[slot];
+        // A run out of arena drains: every step finds nothing (no live
+        // rays after Partition1), and the host runs the batch again. Lane
+        // 0's reading decides for the warp.
+        if (__shfl_sync(CAUSTIC_FULL_MASK, spilled() ? 1u : 0u, 0)) return;
         switch (phase_of(r)) {
             case DACRT_SPLIT: split_chunks(r, slot, first, count); break;
             case DACRT_PASS1: pass1_chunks(r, first, count); break;
@@ -525,6 +608,7 @@ struct TaskPoolDacrt {
         const DacrtTask t = view(r);
         const u32 ray_chunks = task_pool_load(&r.payload[DP_RAY_CHUNKS]);
         u32 counts[6] = {0u, 0u, 0u, 0u, 0u, 0u};
+        u32 forward = 0u;
         // Triangle boxes per class (lo xyz, hi xyz), merged at the end.
         float v[18];
         for (u32 k = 0; k < 18; ++k) v[k] = (k % 6u) < 3u ? CAUSTIC_INF : -CAUSTIC_INF;
@@ -533,7 +617,7 @@ struct TaskPoolDacrt {
         for (u32 c = first; c < end;) {
             if (c < ray_chunks) {
                 const u32 n = min(DACRT_BATCH, min(end, ray_chunks) - c);
-                pass1_rays(r, t, c, n, counts);
+                pass1_rays(r, t, c, n, counts, forward);
                 c += n;
                 continue;
             }
@@ -542,9 +626,11 @@ struct TaskPoolDacrt {
             pass1_tris(t, c - ray_chunks, n, counts, v);
             c += n;
         }
-        if (lane_id() == 0)
+        if (lane_id() == 0) {
             for (u32 k = 0; k < 6u; ++k)
                 if (counts[k] != 0u) atomicAdd(&r.payload[DP_COUNTS + k], counts[k]);
+            if (forward != 0u) atomicAdd(&r.payload[DP_FORWARD], forward);
+        }
         if (!tris_seen) return;
         for (u32 k = 0; k < 18; ++k)
             for (u32 d = 16; d > 0; d >>= 1) {
@@ -567,9 +653,9 @@ struct TaskPoolDacrt {
     // Chunks c .. c + n (n <= DACRT_BATCH) of rays, their loads in flight
     // together: culled, classified, to the front (live) or the back
     // (culled) of the range in B, one atomic per cursor for all of them.
-    __device__ void pass1_rays(TaskRecord& r, const DacrtTask& t, u32 c, u32 n, u32* counts) const {
+    __device__ void pass1_rays(TaskRecord& r, const DacrtTask& t, u32 c, u32 n, u32* counts, u32& forward) const {
         u32 id[DACRT_BATCH], side[DACRT_BATCH];
-        bool valid[DACRT_BATCH], live[DACRT_BATCH];
+        bool valid[DACRT_BATCH], live[DACRT_BATCH], ahead[DACRT_BATCH];
         u64 key[DACRT_BATCH];
         load_batch(ray_ids[0], t.begin, t.end, c, n, id, valid);
 #pragma unroll
@@ -577,9 +663,10 @@ struct TaskPoolDacrt {
         u32 lives[DACRT_BATCH], culled[DACRT_BATCH], total_live = 0u, total_culled = 0u;
 #pragma unroll
         for (u32 k = 0; k < DACRT_BATCH; ++k) {
-            live[k] = false, side[k] = 3u;
+            live[k] = false, side[k] = 3u, ahead[k] = false;
             if (valid[k]) {
                 const DacrtRay ray = load_ray(id[k]);
+                ahead[k] = component(ray.dir, t.axis) > 0.0f;
                 live[k] = can_hit(ray, key[k], t);
                 // A ray the rounding of the halves' tests puts in neither
                 // (it met the whole box) counts as both, as on the CPU.
@@ -592,6 +679,7 @@ struct TaskPoolDacrt {
             culled[k] = __ballot_sync(CAUSTIC_FULL_MASK, valid[k] && !live[k]);
             total_live += __popc(lives[k]), total_culled += __popc(culled[k]);
             for (u32 s = 0; s < 3u; ++s) counts[s] += __popc(__ballot_sync(CAUSTIC_FULL_MASK, live[k] && side[k] == s));
+            forward += __popc(__ballot_sync(CAUSTIC_FULL_MASK, live[k] && side[k] == 1u && ahead[k]));
         }
         u32 front = 0u, back = 0u;
         if (lane_id() == 0) {
@@ -604,7 +692,7 @@ struct TaskPoolDacrt {
         for (u32 k = 0; k < DACRT_BATCH; ++k) {
             if (live[k])
                 ray_ids[1][front + __popc(lives[k] & lanemask_lt())] = id[k] | (side[k] << DACRT_CLASS_SHIFT);
-            else if (valid[k])
+            else if (valid[k] && !concurrent)
                 ray_ids[1][back - 1u - __popc(culled[k] & lanemask_lt())] = id[k];
             front += __popc(lives[k]), back -= __popc(culled[k]);
         }
@@ -624,7 +712,7 @@ struct TaskPoolDacrt {
                 float3 lo, hi;
                 load_tri_box(id[k], lo, hi);
                 side = tri_side(lo, hi, t.axis, t.plane);
-                tri_ids[1][t.tri_begin + 32u * (c + k) + lane_id()] = id[k] | (side << DACRT_CLASS_SHIFT);
+                tri_ids[1][t.b_tris + 32u * (c + k) + lane_id()] = id[k] | (side << DACRT_CLASS_SHIFT);
                 const float l[3] = {lo.x, lo.y, lo.z}, h[3] = {hi.x, hi.y, hi.z};
                 // A uniform loop over the classes keeps v in registers.
                 for (u32 s = 0; s < 3u; ++s) {
@@ -647,7 +735,7 @@ struct TaskPoolDacrt {
 
     __device__ u32 decide(TaskRecord& r) const {
         const u32 begin = task_pool_load(&r.begin), end = task_pool_load(&r.end);
-        const u32 live = task_pool_load(&r.payload[DP_FRONT]) - begin;
+        const u32 live = task_pool_load(&r.payload[DP_FRONT]) - task_pool_load(&r.payload[DP_B_RAYS]);
         const u32 tri_begin = task_pool_load(&r.payload[DP_TRI_BEGIN]);
         const u32 tris = task_pool_load(&r.payload[DP_TRI_END]) - tri_begin;
         u32 c[6];
@@ -666,12 +754,18 @@ struct TaskPoolDacrt {
             }
             return start_direct(r, 1u, live);
         }
-        r.payload[DP_CURSORS + 0] = begin;
-        r.payload[DP_CURSORS + 1] = begin + c[0];
-        r.payload[DP_CURSORS + 2] = begin + c[0] + c[1];
-        r.payload[DP_CURSORS + 3] = tri_begin;
-        r.payload[DP_CURSORS + 4] = tri_begin + c[3];
-        r.payload[DP_CURSORS + 5] = tri_begin + c[3] + c[4];
+        // The children's ranges: in place over the task's own; concurrent,
+        // fresh arena words for the live rays and the triangles.
+        u32 out_rays = begin, out_tris = tri_begin;
+        if (concurrent && !(arena_alloc(0u, live, out_rays) && arena_alloc(1u, tris, out_tris)))
+            return start_drain(r);
+        r.payload[DP_OUT_RAYS] = out_rays, r.payload[DP_OUT_TRIS] = out_tris;
+        r.payload[DP_CURSORS + 0] = out_rays;
+        r.payload[DP_CURSORS + 1] = out_rays + c[0];
+        r.payload[DP_CURSORS + 2] = out_rays + c[0] + c[1];
+        r.payload[DP_CURSORS + 3] = out_tris;
+        r.payload[DP_CURSORS + 4] = out_tris + c[3];
+        r.payload[DP_CURSORS + 5] = out_tris + c[3] + c[4];
         r.phase = DACRT_PASS2;
         return (end - begin + 31u) / 32u + (tris + 31u) / 32u;
     }
@@ -696,8 +790,8 @@ struct TaskPoolDacrt {
     // all of them; culled rays keep their place (the tail of the range).
     __device__ void pass2_batch(TaskRecord& r, const DacrtTask& t, bool rays_chunk, u32 c, u32 n,
                                 u32 live_end) const {
-        const u32 begin = rays_chunk ? t.begin : t.tri_begin;
-        const u32 stop = rays_chunk ? t.end : t.tri_end;
+        const u32 begin = rays_chunk ? t.b_rays : t.b_tris;
+        const u32 stop = begin + (rays_chunk ? t.end - t.begin : t.tri_end - t.tri_begin);
         const u32* src = rays_chunk ? ray_ids[1] : tri_ids[1];
         u32* dst = rays_chunk ? ray_ids[0] : tri_ids[0];
         u32 word[DACRT_BATCH], masks[DACRT_BATCH][3];
@@ -713,8 +807,9 @@ struct TaskPoolDacrt {
                 masks[k][s] = __ballot_sync(CAUSTIC_FULL_MASK, placed[k] && cls == s);
                 total[s] += __popc(masks[k][s]);
             }
-            // Culled rays keep their place (the tail of the range).
-            if (valid[k] && !placed[k]) dst[i] = word[k];
+            // In place, culled rays keep their place (the tail of the range,
+            // which siblings waiting on this task still read).
+            if (valid[k] && !placed[k] && !concurrent) dst[i] = word[k];
         }
         u32 at[3] = {0u, 0u, 0u};
         if (lane_id() == 0)
@@ -734,12 +829,19 @@ struct TaskPoolDacrt {
     // The last finisher of Partition2: the seven children (see the file's
     // head and schedule.rs).
     __device__ u32 make_children(TaskPool& pool, TaskRecord& r) const {
-        const DacrtTask t = view(r);
+        DacrtTask t = view(r);
+        // The children's ranges start at Partition2's output.
+        t.begin = task_pool_load(&r.payload[DP_OUT_RAYS]);
+        t.tri_begin = task_pool_load(&r.payload[DP_OUT_TRIS]);
         u32 c[6];
         for (u32 k = 0; k < 6u; ++k) c[k] = task_pool_load(&r.payload[DP_COUNTS + k]);
         float classes[18];
         for (u32 k = 0; k < 18u; ++k) classes[k] = order_float(task_pool_load((const int*)&r.payload[DP_BOXES + k]));
         const u32 depth = task_pool_load(&r.payload[DP_DEPTH]);
+        // Every lane has read the record before lane 0 rewrites it (the
+        // slot's reuse).
+        __syncwarp();
+        if (concurrent) return concurrent_children(pool, r, t, c, classes, depth);
         const u32 inherited[2] = {task_pool_load(&r.activate[0]), task_pool_load(&r.activate[1])};
         u32 mask = 0u;
         for (u32 k = 0; k < 6u; ++k) mask |= (c[k] != 0u ? 1u : 0u) << k;
@@ -787,6 +889,77 @@ struct TaskPoolDacrt {
         return __shfl_sync(CAUSTIC_FULL_MASK, chunks, 0);
     }
 
+    // Concurrent: every child present (rays and triangles in its classes)
+    // starts at once; the first reuses the slot. Near before far: at the
+    // top `near_levels` levels the straddling rays' child on the far side
+    // (T5 when most of them head towards +, else T3) waits for the near
+    // one's subtree, so rays that hit there are culled from it (the
+    // waves' T3 → T5 order without their range conflicts). A task's
+    // activation targets (set only below such a near child) pass to all
+    // its children, whose finishing each counts: the targets' pending
+    // counts grow first by one per extra finisher, as in make_children.
+    __device__ u32 concurrent_children(TaskPool& pool, TaskRecord& r, const DacrtTask& t, const u32* c,
+                                       const float* classes, u32 depth) const {
+        const u32 inherited[2] = {task_pool_load(&r.activate[0]), task_pool_load(&r.activate[1])};
+        bool present[7];
+        u32 count = 0u;
+        for (u32 child = 0; child < 7u; ++child) {
+            present[child] = c[child_rays(child)] != 0u && c[3u + child_tris(child)] != 0u;
+            count += present[child] ? 1u : 0u;
+        }
+        if (count == 0u) return TASK_POOL_DONE;
+        u32 near = 7u, far = 7u;
+        if (depth < near_levels && present[2] && present[4]) {
+            const bool forward = 2u * task_pool_load(&r.payload[DP_FORWARD]) >= c[1];
+            near = forward ? 2u : 4u, far = forward ? 4u : 2u;
+        }
+        const u32 sinks = count - (near < 7u ? 1u : 0u);
+        __syncwarp();
+        if (lane_id() == 0 && sinks > 1u)
+            for (u32 k = 0; k < 2u; ++k)
+                if (inherited[k] != TASK_POOL_NONE) atomicSub(&pool.records[inherited[k]].pending, (int)(sinks - 1u));
+        __syncwarp();
+        // The far child first: a dependant is stored before its activator.
+        u32 far_slot = TASK_POOL_NONE;
+        if (far < 7u) {
+            far_slot = store_child(pool, far, t, c, classes, depth, 1u, inherited[0], inherited[1]);
+            if (far_slot == TASK_POOL_NONE) return TASK_POOL_DONE;
+        }
+        u32 reuse = 7u;
+        for (u32 child = 0; child < 7u; ++child) {
+            if (!present[child] || child == far) continue;
+            if (reuse == 7u) {
+                reuse = child;
+                continue;
+            }
+            const bool to_far = child == near;
+            const u32 slot = store_child(pool, child, t, c, classes, depth, 0u, to_far ? far_slot : inherited[0],
+                                         to_far ? TASK_POOL_NONE : inherited[1]);
+            if (slot == TASK_POOL_NONE) return TASK_POOL_DONE;
+        }
+        u32 chunks = 0u;
+        if (lane_id() == 0) {
+            chunks = write_child(r, reuse, t, c, classes, depth);
+            r.activate[0] = reuse == near ? far_slot : inherited[0];
+            r.activate[1] = reuse == near ? TASK_POOL_NONE : inherited[1];
+        }
+        __syncwarp();
+        return __shfl_sync(CAUSTIC_FULL_MASK, chunks, 0);
+    }
+
+    // Child T(child+1) in a new slot, waiting for `waits` tasks and
+    // notifying the two targets; the slot, or NONE when the pool failed.
+    __device__ u32 store_child(TaskPool& pool, u32 child, const DacrtTask& t, const u32* c, const float* classes,
+                               u32 depth, u32 waits, u32 target0, u32 target1) const {
+        const u32 slot = task_pool_store_begin(pool);
+        if (slot == TASK_POOL_NONE) return TASK_POOL_NONE;
+        u32 chunks = 0u;
+        if (lane_id() == 0) chunks = write_child(pool.records[slot], child, t, c, classes, depth);
+        chunks = __shfl_sync(CAUSTIC_FULL_MASK, chunks, 0);
+        task_pool_store_end(pool, slot, chunks, waits, target0, target1);
+        return slot;
+    }
+
     // Lane 0: whom a child notifies, from its table word.
     __device__ static void child_targets(u32 word, const u32* slots, const u32* inherited, u32* targets) {
         const u32 first = (word >> 4) & 15u, second = (word >> 8) & 15u;
@@ -828,6 +1001,7 @@ struct TaskPoolDacrt {
         const u32 n = task_pool_load(&r.payload[DP_COUNT]);
         const u32 group = task_pool_load(&r.payload[DP_GROUP]);
         const u32 block = task_pool_load(&r.payload[DP_BLOCK]);
+        if (n == 0u) return;  // a drained task (start_drain)
         const u32 groups = (n + group - 1u) / group;
         const u32 lanes = 32u / group;
         const u32 slot = lane_id() % group, sub = lane_id() / group;
@@ -840,11 +1014,13 @@ struct TaskPoolDacrt {
             u64 before = DACRT_NO_KEY;
             DacrtRay ray = {};
             if (valid) {
-                const u32 word = task_pool_load(ray_ids[source] + t.begin + i);
+                const u32 word = task_pool_load(source == 0u ? ray_ids[0] + t.begin + i : ray_ids[1] + t.b_rays + i);
                 id = word & DACRT_ID_MASK;
                 before = task_pool_load(keys + id);
                 ray = load_ray(id);
-                if (source == 0u) valid = can_hit(ray, before, t);
+                // Culled again with the key as it is now: hits found since
+                // Partition1 (another task's) may leave this one nothing.
+                valid = can_hit(ray, before, t);
                 if (any_hit && before != DACRT_NO_KEY) valid = false;
             }
             const TriangleTest test = triangle_test_new(ray.slab.o, ray.dir);
@@ -893,7 +1069,12 @@ struct TaskPoolDacrt {
 // holding the traceable rays and the finite triangles, counted in
 // ray_count and tri_count), the per-ray keys (DACRT_NO_KEY), the RDH bins
 // (zero), schedule.rs's table, the root box (order ints) and the config.
-extern "C" __global__ void __launch_bounds__(DACRT_THREADS)
+// Six blocks of DACRT_THREADS an SM at least (24 warps, at most 85
+// registers a thread): more warps hide the direct tests' latency; on an
+// H100 (2026-11-27) Sponza's primary rays traced 5-7 % faster than with the
+// compiler's own choice (96 registers, 20 warps an SM), and eight blocks
+// (64 registers, more spills) no faster.
+extern "C" __global__ void __launch_bounds__(DACRT_THREADS, 6)
 dacrt_trace(const Ray* rays, const Triangle* tris, const float4* boxes, u32* ray_ids0, u32* ray_ids1, u32* tri_ids0,
             u32* tri_ids1, u64* keys, u32* bins, const u32* plan, const u32* ray_count, const u32* tri_count,
             const int* root_box, u64* stats, const u32* params, u32 any_hit, u64* headers, u32* records, u32* control,
@@ -903,8 +1084,10 @@ dacrt_trace(const Ray* rays, const Triangle* tris, const float4* boxes, u32* ray
     TaskPoolDacrt app;
     app.shared = &shared[warp_id()];
     app.rays = rays, app.tris = tris, app.boxes = boxes;
-    app.ray_ids[0] = ray_ids0, app.ray_ids[1] = ray_ids1;
-    app.tri_ids[0] = tri_ids0, app.tri_ids[1] = tri_ids1;
+    // Concurrent, the second arrays are null: every range (the root's,
+    // the scratch, the children's) lies in one arena per kind.
+    app.ray_ids[0] = ray_ids0, app.ray_ids[1] = ray_ids1 != nullptr ? ray_ids1 : ray_ids0;
+    app.tri_ids[0] = tri_ids0, app.tri_ids[1] = tri_ids1 != nullptr ? tri_ids1 : tri_ids0;
     app.keys = keys, app.bins = bins, app.plan = plan;
     app.ray_count = ray_count, app.tri_count = tri_count, app.root_box = root_box, app.stats = stats;
     // The largest absolute coordinate of the finite triangles: the rays'
@@ -917,6 +1100,10 @@ dacrt_trace(const Ray* rays, const Triangle* tris, const float4* boxes, u32* ray
     app.c_inters = __uint_as_float(__ldg(params + DACRT_C_INTERS));
     app.c_sort = __uint_as_float(__ldg(params + DACRT_C_SORT));
     app.any_hit = any_hit != 0u;
+    app.concurrent = __ldg(params + DACRT_CONCURRENT) != 0u;
+    app.arena_base[0] = __ldg(ray_count), app.arena_cap[0] = __ldg(params + DACRT_RAY_ARENA);
+    app.arena_base[1] = __ldg(tri_count), app.arena_cap[1] = __ldg(params + DACRT_TRI_ARENA);
+    app.near_levels = __ldg(params + DACRT_NEAR_LEVELS);
     task_pool_run(pool, app);
 }
 

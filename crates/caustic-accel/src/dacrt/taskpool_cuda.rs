@@ -3,7 +3,10 @@
 //! Vinkler, Bittner, Havran and Hapala (CGF 2013, §5) run it: one launch
 //! traces a whole batch, its tasks splitting, partitioning and
 //! intersecting with no host in the loop (`taskpool.cu` for the phases;
-//! `schedule.rs` for the seven children's dependencies).
+//! `schedule.rs` for the seven children's dependencies under the paper's
+//! waves; [`DacrtSchedule`](super::DacrtSchedule) for the concurrent
+//! default, whose out-of-place partitions take index arenas that persist
+//! in the tracer and grow when a batch outruns them).
 //!
 //! A trace builds nothing that outlives it, so everything is timed as
 //! tracing: the triangles' boxes, the index arrays of the traceable rays
@@ -15,7 +18,7 @@
 //! is [`GpuError::TaskPool`]; nothing hangs.
 
 use super::schedule;
-use super::{DacrtConfig, DacrtScheme, DacrtSplit};
+use super::{DacrtConfig, DacrtSchedule, DacrtScheme, DacrtSplit};
 use crate::bvh::traverse_cuda::{GpuHit, GpuRay};
 use crate::bvh::triangle_bvh_cuda::GpuTriangle;
 use crate::kernels::dacrt_taskpool as d;
@@ -31,10 +34,28 @@ pub const MAX_ITEMS: usize = 1 << 30;
 /// Words of one slot's RDH bins (`DACRT_SLOT_BIN_WORDS`).
 const SLOT_BIN_WORDS: usize = 32 * 6;
 /// `stats[]` words (`DS_WORDS`): tasks, direct tasks, pair tests, depth,
-/// lost keys.
-const STAT_WORDS: usize = 5;
-/// Words of `params` (`DACRT_PARAM_WORDS`): the configuration.
-pub const PARAM_WORDS: usize = 6;
+/// lost keys, the words asked of the ray and triangle arenas, the spill
+/// bits.
+const STAT_WORDS: usize = 8;
+/// `stats[]` words of the arenas' demand and of the spill bits.
+const DS_RAY_ARENA: usize = 5;
+const DS_SPILLED: usize = 7;
+/// Words of `params` (`DACRT_PARAM_WORDS`): the configuration, the
+/// arenas' sizes (`DACRT_RAY_ARENA`, `DACRT_TRI_ARENA`), the near levels.
+pub const PARAM_WORDS: usize = 10;
+const RAY_ARENA_PARAM: usize = 7;
+/// The most words of one index arena: ranges are 32-bit offsets.
+const MAX_ARENA: usize = u32::MAX as usize;
+/// Arena words beyond the batch's own, per ray and per triangle of the
+/// batch, for the first batch (later ones start from what earlier ones
+/// needed); the triangles' at most [`TRI_ARENA_PER_ITEM`] words per ray
+/// and triangle. A subdivided task takes its rays and triangles twice
+/// (scratch and output). Sponza's 2.07 M primary rays (66 k triangles)
+/// took 181–212 M ray words and 3.7–4.6 M triangle words on an H100
+/// (2026-11-27), about 100 a ray and 70 a triangle. Too little costs a
+/// drained run of the first batch.
+const ARENA_PER_ITEM: [f64; 2] = [112.0, 96.0];
+const TRI_ARENA_PER_ITEM: usize = 8;
 
 /// What one GPU trace did.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -51,8 +72,13 @@ pub struct GpuDacrtStats {
     pub direct_tasks: u64,
     pub pair_tests: u64,
     pub max_depth: u32,
-    /// The pool's run (the paper's Table 2 analogue); `None` when nothing
-    /// was traced.
+    /// Concurrent schedule: index words the tasks took of the ray and the
+    /// triangle arena, and the pool's runs (more than one when an arena
+    /// ran out, grew and the batch ran again).
+    pub arena_words: [u64; 2],
+    pub runs: u32,
+    /// The pool's run (the paper's Table 2 analogue, the last run's);
+    /// `None` when nothing was traced.
     pub pool: Option<PoolStats>,
     /// Host wall time of the trace, everything included (it waits for the
     /// device).
@@ -66,12 +92,26 @@ pub struct DacrtTracer {
     gpu: Gpu,
     config: DacrtConfig,
     plan: DeviceBuffer<u32>,
-    /// The configuration as the kernel reads it (`DACRT_MIN_RAYS` ..).
+    /// The configuration as the kernel reads it (`DACRT_MIN_RAYS` ..),
+    /// and what the device copy holds now (the arenas' sizes change).
     params: DeviceBuffer<u32>,
+    params_now: [u32; PARAM_WORDS],
     /// The pool and its RDH bins, which every run leaves zero.
     pool: Option<(TaskPool, DeviceBuffer<u32>)>,
-    /// Slots of the pool when set, else `pool_slots` of each batch.
+    /// Slots of the pool when set, else `pool_slots` of each batch times
+    /// `pool_scale` (1, four times more after each concurrent run that
+    /// filled the pool).
     slots: Option<usize>,
+    pool_scale: usize,
+    /// Concurrent schedule: the index arenas of rays and triangles (the
+    /// root's ranges first, then every task's scratch and output), kept
+    /// between batches and grown when a run runs out.
+    arenas: [Option<DeviceBuffer<u32>>; 2],
+    /// Arena words per item of a batch beyond its own (rays, triangles):
+    /// [`ARENA_PER_ITEM`], doubled whenever a run ran out.
+    arena_scale: [f64; 2],
+    /// Arena words beyond the batch's own when set (tests).
+    arena_extra: Option<usize>,
     last: GpuDacrtStats,
 }
 
@@ -103,8 +143,13 @@ impl DacrtTracer {
                 &schedule::device_table(),
             )?,
             params: DeviceBuffer::from_slice(gpu, "dacrt parameters", &kernel_params(&config))?,
+            params_now: kernel_params(&config),
             pool: None,
             slots: None,
+            pool_scale: 1,
+            arenas: [None, None],
+            arena_scale: ARENA_PER_ITEM,
+            arena_extra: None,
             last: GpuDacrtStats::default(),
         })
     }
@@ -121,6 +166,13 @@ impl DacrtTracer {
     /// small for a batch stops the trace with [`GpuError::TaskPool`].
     pub fn set_pool_slots(&mut self, slots: Option<usize>) {
         self.slots = slots;
+    }
+
+    /// Fixes the words each index arena starts a batch with beyond the
+    /// batch's own (`None`: sized from the batch and what earlier batches
+    /// needed). A run that runs out doubles them and runs again.
+    pub fn set_arena_extra(&mut self, words: Option<usize>) {
+        self.arena_extra = words;
     }
 
     /// What the last trace did.
@@ -176,66 +228,58 @@ impl DacrtTracer {
         keys.fill_bytes(0xff)?;
         let mut words = DeviceBuffer::<i32>::uninit(&gpu, "dacrt root box", 6)?;
         let mut counters = DeviceBuffer::<u64>::uninit(&gpu, "dacrt stats", STAT_WORDS)?;
-        let mut ray_ids = [
-            DeviceBuffer::<u32>::uninit(&gpu, "dacrt ray indices", n_rays)?,
-            DeviceBuffer::<u32>::uninit(&gpu, "dacrt ray indices (second)", n_rays)?,
-        ];
         let mut ray_count = DeviceBuffer::<u32>::uninit(&gpu, "dacrt ray count", 1)?;
-        {
-            let mut traceable = DeviceBuffer::<u32>::uninit(&gpu, "dacrt traceable flags", n_rays)?;
-            launch_grid_stride(
-                &gpu,
-                d::DACRT_PREPARE_RAYS,
-                n_rays,
-                (
-                    rays.ptr(),
-                    n_rays as u64,
-                    traceable.ptr_mut(),
-                    words.ptr_mut(),
-                    counters.ptr_mut(),
-                ),
-            )?;
-            select_indices_into(&traceable, &mut ray_ids[0], &mut ray_count)?;
-        }
+        let mut traceable = DeviceBuffer::<u32>::uninit(&gpu, "dacrt traceable flags", n_rays)?;
+        launch_grid_stride(
+            &gpu,
+            d::DACRT_PREPARE_RAYS,
+            n_rays,
+            (
+                rays.ptr(),
+                n_rays as u64,
+                traceable.ptr_mut(),
+                words.ptr_mut(),
+                counters.ptr_mut(),
+            ),
+        )?;
         if n_tris > 0 {
             let mut boxes =
                 DeviceBuffer::<[f32; 4]>::uninit(&gpu, "dacrt triangle boxes", 2 * n_tris)?;
-            let mut tri_ids = [
-                DeviceBuffer::<u32>::uninit(&gpu, "dacrt triangle indices", n_tris)?,
-                DeviceBuffer::<u32>::uninit(&gpu, "dacrt triangle indices (second)", n_tris)?,
-            ];
             let mut tri_count = DeviceBuffer::<u32>::uninit(&gpu, "dacrt triangle count", 1)?;
-            {
-                let mut finite = DeviceBuffer::<u32>::uninit(&gpu, "dacrt finite flags", n_tris)?;
-                launch_grid_stride(
-                    &gpu,
-                    d::DACRT_PREPARE_TRIANGLES,
-                    n_tris,
-                    (
-                        triangles.ptr(),
-                        n_tris as u64,
-                        boxes.ptr_mut(),
-                        finite.ptr_mut(),
-                        words.ptr_mut(),
-                    ),
-                )?;
-                select_indices_into(&finite, &mut tri_ids[0], &mut tri_count)?;
-            }
-            let pool_stats = self.run_pool(
+            let mut finite = DeviceBuffer::<u32>::uninit(&gpu, "dacrt finite flags", n_tris)?;
+            launch_grid_stride(
+                &gpu,
+                d::DACRT_PREPARE_TRIANGLES,
+                n_tris,
+                (
+                    triangles.ptr(),
+                    n_tris as u64,
+                    boxes.ptr_mut(),
+                    finite.ptr_mut(),
+                    words.ptr_mut(),
+                ),
+            )?;
+            let batch = Batch {
                 triangles,
                 rays,
-                &boxes,
-                &mut ray_ids,
-                &mut tri_ids,
-                &mut keys,
-                [&ray_count, &tri_count],
-                &words,
-                &mut counters,
+                boxes: &boxes,
+                flags: [&traceable, &finite],
+                root_box: &words,
                 any_hit,
+            };
+            let run = self.run_batch(
+                &batch,
+                &mut keys,
+                [&mut ray_count, &mut tri_count],
+                &mut counters,
             )?;
-            stats.pool = Some(pool_stats);
+            stats.pool = Some(run.pool);
+            stats.runs = run.runs;
+        } else {
+            // Nothing to hit: only the count of traceable rays is wanted.
+            let mut ids = DeviceBuffer::<u32>::uninit(&gpu, "dacrt ray indices", n_rays)?;
+            select_indices_into(&traceable, &mut ids, &mut ray_count)?;
         }
-        drop(ray_ids);
         let (hits, occluded) = match answers {
             Answers::Closest(hits) => (hits.ptr_mut(), DevicePtrMut::null()),
             Answers::Occluded(out) => (DevicePtrMut::null(), out.ptr_mut()),
@@ -255,8 +299,8 @@ impl DacrtTracer {
                 counters.ptr_mut(),
             ),
         )?;
-        let [tasks, direct, pairs, depth, lost] =
-            <[u64; STAT_WORDS]>::try_from(counters.download()?).expect("five stats words");
+        let [tasks, direct, pairs, depth, lost, ray_words, tri_words, _] =
+            <[u64; STAT_WORDS]>::try_from(counters.download()?).expect("eight stats words");
         if lost != 0 {
             return Err(GpuError::Invalid {
                 what: "dacrt hits",
@@ -270,30 +314,165 @@ impl DacrtTracer {
         stats.direct_tasks = direct;
         stats.pair_tests = pairs;
         stats.max_depth = depth as u32;
+        if self.config.schedule == DacrtSchedule::Concurrent {
+            stats.arena_words = [ray_words, tri_words];
+        }
         stats.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
         self.last = stats;
         Ok(stats)
     }
 
-    /// The persistent launch over the prepared arrays; the pool (and its
-    /// bins) grown first where this batch may need more slots.
-    #[allow(clippy::too_many_arguments)]
+    /// The index arrays of a batch and the pool's run over them: in place
+    /// (waves), two arrays per kind made for the batch; concurrent, the
+    /// arenas, grown and the run repeated while a run runs out (the keys
+    /// it left are real hits, so the next run starts from them).
+    fn run_batch(
+        &mut self,
+        batch: &Batch<'_>,
+        keys: &mut DeviceBuffer<u64>,
+        counts: [&mut DeviceBuffer<u32>; 2],
+        counters: &mut DeviceBuffer<u64>,
+    ) -> Result<BatchRun, GpuError> {
+        let gpu = self.gpu.clone();
+        let lens = [batch.rays.len(), batch.triangles.len()];
+        let [ray_count, tri_count] = counts;
+        if self.config.schedule == DacrtSchedule::Waves {
+            let array = |what, n| DeviceBuffer::<u32>::uninit(&gpu, what, n);
+            let mut ray_ids = [
+                array("dacrt ray indices", lens[0])?,
+                array("dacrt ray indices (second)", lens[0])?,
+            ];
+            let mut tri_ids = [
+                array("dacrt triangle indices", lens[1])?,
+                array("dacrt triangle indices (second)", lens[1])?,
+            ];
+            select_indices_into(batch.flags[0], &mut ray_ids[0], ray_count)?;
+            select_indices_into(batch.flags[1], &mut tri_ids[0], tri_count)?;
+            let [ray_a, ray_b] = &mut ray_ids;
+            let [tri_a, tri_b] = &mut tri_ids;
+            let ids = [
+                ray_a.ptr_mut(),
+                ray_b.ptr_mut(),
+                tri_a.ptr_mut(),
+                tri_b.ptr_mut(),
+            ];
+            let pool = self.run_pool(batch, ids, keys, [&*ray_count, &*tri_count], counters)?;
+            return Ok(BatchRun { pool, runs: 1 });
+        }
+        let mut extra: [usize; 2] = std::array::from_fn(|k| {
+            let cap = if k == 1 {
+                TRI_ARENA_PER_ITEM * (lens[0] + lens[1])
+            } else {
+                usize::MAX
+            };
+            self.arena_extra
+                .unwrap_or(((lens[k] as f64 * self.arena_scale[k]) as usize).min(cap))
+                .max(1024)
+        });
+        let mut grew_pool = false;
+        for runs in 1.. {
+            let [mut ray_arena, mut tri_arena] = self.take_arenas(lens, extra)?;
+            select_indices_into(batch.flags[0], &mut ray_arena, ray_count)?;
+            select_indices_into(batch.flags[1], &mut tri_arena, tri_count)?;
+            self.set_arena_sizes([ray_arena.len() as u32, tri_arena.len() as u32])?;
+            let ids = [
+                ray_arena.ptr_mut(),
+                DevicePtrMut::null(),
+                tri_arena.ptr_mut(),
+                DevicePtrMut::null(),
+            ];
+            let pool = self.run_pool(batch, ids, keys, [&*ray_count, &*tri_count], counters);
+            self.arenas = [Some(ray_arena), Some(tri_arena)];
+            let pool = match pool {
+                // Concurrent children can outnumber the pool's slots (deep
+                // trees of tiny tasks): where the slots are the tracer's
+                // choice, four times more and the batch again, once.
+                Err(GpuError::TaskPool { .. }) if self.slots.is_none() && !grew_pool => {
+                    grew_pool = true;
+                    self.pool_scale *= 4;
+                    counters.fill_zero()?;
+                    continue;
+                }
+                other => other?,
+            };
+            let words = counters.download()?;
+            let spilled = words[DS_SPILLED];
+            if spilled == 0 {
+                return Ok(BatchRun { pool, runs });
+            }
+            for k in (0..2).filter(|k| spilled & (1 << k) != 0) {
+                if lens[k] + extra[k] >= MAX_ARENA {
+                    return Err(GpuError::Invalid {
+                        what: "dacrt index arena",
+                        message: format!(
+                            "the batch's tasks need more than {MAX_ARENA} index words"
+                        ),
+                    });
+                }
+                // What the run asked before it stopped, at least twice.
+                let asked = words[DS_RAY_ARENA + k] as usize;
+                extra[k] = (2 * extra[k])
+                    .max(asked + asked / 4)
+                    .min(MAX_ARENA - lens[k]);
+                if self.arena_extra.is_none() {
+                    self.arena_scale[k] = self.arena_scale[k].max(extra[k] as f64 / lens[k] as f64);
+                }
+            }
+            counters.fill_zero()?;
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// The arenas, each at least a batch's `lens` plus `extra` words (at
+    /// most [`MAX_ARENA`]); a smaller one is freed before its successor is
+    /// made, so the two never hold memory at once.
+    fn take_arenas(
+        &mut self,
+        lens: [usize; 2],
+        extra: [usize; 2],
+    ) -> Result<[DeviceBuffer<u32>; 2], GpuError> {
+        let names = ["dacrt ray arena", "dacrt triangle arena"];
+        let mut take = |k: usize| {
+            let words = (lens[k] + extra[k]).min(MAX_ARENA);
+            match self.arenas[k].take() {
+                Some(arena) if arena.len() >= words => Ok(arena),
+                _ => DeviceBuffer::<u32>::uninit(&self.gpu, names[k], words),
+            }
+        };
+        Ok([take(0)?, take(1)?])
+    }
+
+    /// The arenas' sizes in the kernel's parameters, uploaded only when
+    /// they change (the arenas persist, so seldom).
+    fn set_arena_sizes(&mut self, sizes: [u32; 2]) -> Result<(), GpuError> {
+        let mut params = self.params_now;
+        params[RAY_ARENA_PARAM..RAY_ARENA_PARAM + 2].copy_from_slice(&sizes);
+        if params != self.params_now {
+            self.params.upload(&params)?;
+            self.params_now = params;
+        }
+        Ok(())
+    }
+
+    /// The persistent launch over the prepared index arrays (rays A, B,
+    /// triangles A, B; the B arrays null for the arenas); the pool (and
+    /// its bins) grown first where this batch may need more slots.
     fn run_pool(
         &mut self,
-        triangles: &DeviceBuffer<GpuTriangle>,
-        rays: &DeviceBuffer<GpuRay>,
-        boxes: &DeviceBuffer<[f32; 4]>,
-        ray_ids: &mut [DeviceBuffer<u32>; 2],
-        tri_ids: &mut [DeviceBuffer<u32>; 2],
+        batch: &Batch<'_>,
+        ids: [DevicePtrMut<'_, u32>; 4],
         keys: &mut DeviceBuffer<u64>,
         counts: [&DeviceBuffer<u32>; 2],
-        root_box: &DeviceBuffer<i32>,
         counters: &mut DeviceBuffer<u64>,
-        any_hit: bool,
     ) -> Result<PoolStats, GpuError> {
-        let capacity = self
-            .slots
-            .unwrap_or_else(|| pool_slots(rays.len(), triangles.len()));
+        let capacity = self.slots.unwrap_or_else(|| {
+            let slots = pool_slots(
+                batch.rays.len(),
+                batch.triangles.len(),
+                self.config.schedule,
+            );
+            (slots * self.pool_scale).min(MAX_SLOTS)
+        });
         let fits = |p: &TaskPool| match self.slots {
             Some(slots) => p.capacity() == slots,
             None => p.capacity() >= capacity,
@@ -309,30 +488,29 @@ impl DacrtTracer {
         let (pool, bins) = self.pool.as_mut().expect("made above");
         pool.reset()?;
         let (grid, threads) = pool.launch_shape();
-        let [ray_a, ray_b] = ray_ids;
-        let [tri_a, tri_b] = tri_ids;
+        let [ray_a, ray_b, tri_a, tri_b] = ids;
         let p = pool.args();
         self.gpu.launch(
             d::DACRT_TRACE,
             grid,
             threads,
             (
-                rays.ptr(),
-                triangles.ptr(),
-                boxes.ptr(),
-                ray_a.ptr_mut(),
-                ray_b.ptr_mut(),
-                tri_a.ptr_mut(),
-                tri_b.ptr_mut(),
+                batch.rays.ptr(),
+                batch.triangles.ptr(),
+                batch.boxes.ptr(),
+                ray_a,
+                ray_b,
+                tri_a,
+                tri_b,
                 keys.ptr_mut(),
                 bins.ptr_mut(),
                 self.plan.ptr(),
                 counts[0].ptr(),
                 counts[1].ptr(),
-                root_box.ptr(),
+                batch.root_box.ptr(),
                 counters.ptr_mut(),
                 self.params.ptr(),
-                u32::from(any_hit),
+                u32::from(batch.any_hit),
                 p.headers,
                 p.records,
                 p.control,
@@ -353,12 +531,41 @@ impl DacrtTracer {
     }
 }
 
+/// What a batch's trace reads: the caller's rays and triangles, the
+/// triangles' boxes, the flags of the traceable rays and the finite
+/// triangles, the root box.
+struct Batch<'a> {
+    triangles: &'a DeviceBuffer<GpuTriangle>,
+    rays: &'a DeviceBuffer<GpuRay>,
+    boxes: &'a DeviceBuffer<[f32; 4]>,
+    flags: [&'a DeviceBuffer<u32>; 2],
+    root_box: &'a DeviceBuffer<i32>,
+    any_hit: bool,
+}
+
+/// A batch's last pool run and how many runs it took.
+struct BatchRun {
+    pool: PoolStats,
+    runs: u32,
+}
+
+/// The most slots of a pool.
+const MAX_SLOTS: usize = 1 << 24;
+
 /// Slots for a batch: every live task holds rays and triangles of its
 /// own or shares them with siblings waiting on it (at most six per
 /// subdivision on the way down), so the live set grows with the active
-/// frontier, not the tree; measured peaks stay far below this.
-fn pool_slots(rays: usize, triangles: usize) -> usize {
-    ((rays + triangles) / 8 + 4096).min(1 << 24)
+/// frontier, not the tree; measured peaks stay far below this. The
+/// concurrent schedule's frontier is wider (all seven children at once:
+/// 8 338 tasks alive at the peak for 14 000 rays and 20 000 triangles
+/// subdivided down to two of each, H100, 2026-11-27), so it gets 16 384
+/// slots more.
+fn pool_slots(rays: usize, triangles: usize, schedule: DacrtSchedule) -> usize {
+    let base = match schedule {
+        DacrtSchedule::Concurrent => 16384,
+        DacrtSchedule::Waves => 4096,
+    };
+    ((rays + triangles) / 8 + base).min(MAX_SLOTS)
 }
 
 /// The dependency table `dacrt_trace` reads (`schedule.rs`), for the
@@ -368,7 +575,8 @@ pub fn kernel_table() -> Vec<u32> {
 }
 
 /// `config` as `dacrt_trace`'s `params[]`: the minimum sizes, the depth
-/// bound, the split (1 for RDH) and the two costs' bits.
+/// bound, the split (1 for RDH), the two costs' bits and the schedule (1
+/// for concurrent).
 pub fn kernel_params(config: &DacrtConfig) -> [u32; PARAM_WORDS] {
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     [
@@ -378,6 +586,11 @@ pub fn kernel_params(config: &DacrtConfig) -> [u32; PARAM_WORDS] {
         u32::from(config.split == DacrtSplit::Rdh),
         config.c_inters.to_bits(),
         config.c_sort.to_bits(),
+        u32::from(config.schedule == DacrtSchedule::Concurrent),
+        // The arenas' sizes: set by each run.
+        0,
+        0,
+        config.near_levels,
     ]
 }
 
@@ -409,6 +622,9 @@ mod tests {
             format!("{}u", schedule::TABLE_WORDS)
         );
         assert_eq!(SLOT_BIN_WORDS, 32 * 6);
-        assert!(pool_slots(0, 0) >= 4096 && pool_slots(usize::MAX / 2, 0) == 1 << 24);
+        for schedule in [DacrtSchedule::Concurrent, DacrtSchedule::Waves] {
+            assert!(pool_slots(0, 0, schedule) >= 4096);
+            assert_eq!(pool_slots(usize::MAX / 2, 0, schedule), MAX_SLOTS);
+        }
     }
 }

@@ -9,11 +9,17 @@
 //
 //   dacrt_kernels INPUT OUTPUT
 //
-// INPUT: u32 params[6] (taskpool_cuda.rs's `params`), u32 table words, the
+// The concurrent schedule's arenas start at 256 words beyond the batch's
+// own and double after every run that runs out, so the spill, the drain
+// and the repeated run are exercised on every input large enough to
+// subdivide.
+//
+// INPUT: u32 params[10] (taskpool_cuda.rs's `params`), u32 table words, the
 // table (schedule.rs's device_table), u32 n_tris, the triangles (48 bytes
 // each), u32 n_rays, the rays (32 bytes each). OUTPUT: the closest hits
-// (16 bytes each), the occlusion flags (u32 each), then per run (closest,
-// any) the five stats words (u64) and the pool's error word (u32).
+// (16 bytes each), the occlusion flags (u32 each), then per trace
+// (closest, any) the eight stats words (u64) of its last run, the pool's
+// error word (u32) and the number of runs (u32).
 #include "cuda_fibers.h"
 #include "task_pool.cu"
 #include "../../src/dacrt/taskpool.cu"
@@ -53,44 +59,63 @@ struct Trace {
 // One trace, as DacrtTracer::trace does it; returns the stats and the
 // pool's error word.
 static void run(const Trace& in, u32 any_hit, std::vector<Hit>& hits, std::vector<u32>& occluded,
-                std::vector<u64>& stats, u32& error) {
+                std::vector<u64>& stats, u32& error, u32& runs) {
     const size_t n = in.rays.size(), t = in.tris.size();
     std::vector<u64> keys(n, DACRT_NO_KEY);
     std::vector<int> root_box = uninit<int>(6);
     stats = uninit<u64>(DS_WORDS);
-    std::vector<u32> ray_ids[2] = {uninit<u32>(n), uninit<u32>(n)};
     std::vector<u32> ray_count(1, 0u), tri_count(1, 0u);
     std::vector<u32> traceable = uninit<u32>(n);
     LAUNCH(dacrt_prepare_rays, stride_blocks(n), 256, in.rays.data(), (u64)n, traceable.data(), root_box.data(),
            stats.data());
-    ray_count[0] = select_into(traceable, ray_ids[0]);
-    error = 0;
+    error = 0, runs = 0;
     if (t > 0) {
+        const bool concurrent = in.params[DACRT_CONCURRENT] != 0u;
         std::vector<float4> boxes = uninit<float4>(2 * t);
         std::vector<u32> finite = uninit<u32>(t);
-        std::vector<u32> tri_ids[2] = {uninit<u32>(t), uninit<u32>(t)};
         LAUNCH(dacrt_prepare_triangles, stride_blocks(t), 256, in.tris.data(), (u64)t, boxes.data(),
                finite.data(), root_box.data());
-        tri_count[0] = select_into(finite, tri_ids[0]);
         const u32 capacity = (u32)((n + t) / 8 + 4096), warps = 4;
         std::vector<u64> headers = uninit<u64>(capacity);
         std::vector<u32> records = uninit<u32>((size_t)capacity * TASK_POOL_RECORD_WORDS);
         std::vector<u32> control = uninit<u32>(TASK_POOL_CONTROL_WORDS);
         std::vector<u64> counters = uninit<u64>(warps * TASK_POOL_COUNTER_WORDS);
         std::vector<u32> bins((size_t)capacity * DACRT_SLOT_BIN_WORDS, 0u);
-        // The paper's minimum grab (Eq. 1's K), as TaskPoolConfig's default.
-        LAUNCH(task_pool_reset, stride_blocks(capacity), 256, headers.data(), capacity, control.data(),
-               counters.data(), warps * TASK_POOL_COUNTER_WORDS, TASK_POOL_K);
-        // A watchdog of a minute: fibers are slow, not stuck.
-        LAUNCH(dacrt_trace, 1, 32 * warps, in.rays.data(), in.tris.data(), (const float4*)boxes.data(),
-               ray_ids[0].data(), ray_ids[1].data(), tri_ids[0].data(), tri_ids[1].data(), keys.data(), bins.data(),
-               in.plan.data(), (const u32*)ray_count.data(), (const u32*)tri_count.data(),
-               (const int*)root_box.data(), stats.data(), in.params.data(), any_hit, headers.data(),
-               records.data(), control.data(), counters.data(), capacity, (u64)60000000000ull);
-        error = control[TASK_POOL_ERROR];
-        if (error == 0 && control[TASK_POOL_LIVE] != 0) error = 100;
-        for (u32 b : bins)
-            if (b != 0) error = 101;  // the bins must be left zero
+        size_t extra[2] = {256, 256};
+        for (;;) {
+            ++runs;
+            // Waves: two arrays per kind; concurrent: one arena per kind.
+            std::vector<u32> ray_ids[2] = {uninit<u32>(concurrent ? n + extra[0] : n), uninit<u32>(n)};
+            std::vector<u32> tri_ids[2] = {uninit<u32>(concurrent ? t + extra[1] : t), uninit<u32>(t)};
+            ray_count[0] = select_into(traceable, ray_ids[0]);
+            tri_count[0] = select_into(finite, tri_ids[0]);
+            std::vector<u32> params = in.params;
+            params[DACRT_RAY_ARENA] = concurrent ? (u32)ray_ids[0].size() : 0u;
+            params[DACRT_TRI_ARENA] = concurrent ? (u32)tri_ids[0].size() : 0u;
+            // The paper's minimum grab (Eq. 1's K), as TaskPoolConfig's default.
+            LAUNCH(task_pool_reset, stride_blocks(capacity), 256, headers.data(), capacity, control.data(),
+                   counters.data(), warps * TASK_POOL_COUNTER_WORDS, TASK_POOL_K);
+            // A watchdog of a minute: fibers are slow, not stuck.
+            LAUNCH(dacrt_trace, 1, 32 * warps, in.rays.data(), in.tris.data(), (const float4*)boxes.data(),
+                   ray_ids[0].data(), concurrent ? nullptr : ray_ids[1].data(), tri_ids[0].data(),
+                   concurrent ? nullptr : tri_ids[1].data(), keys.data(), bins.data(), in.plan.data(),
+                   (const u32*)ray_count.data(), (const u32*)tri_count.data(), (const int*)root_box.data(),
+                   stats.data(), params.data(), any_hit, headers.data(), records.data(), control.data(),
+                   counters.data(), capacity, (u64)60000000000ull);
+            error = control[TASK_POOL_ERROR];
+            if (error == 0 && control[TASK_POOL_LIVE] != 0) error = 100;
+            for (u32 b : bins)
+                if (b != 0) error = 101;  // the bins must be left zero
+            const u64 spilled = stats[DS_SPILLED];
+            if (error != 0 || spilled == 0) break;
+            if (runs > 40) {
+                error = 102;  // the arenas never sufficed
+                break;
+            }
+            for (u32 k = 0; k < 2u; ++k)
+                if (spilled & (1ull << k)) extra[k] *= 2;
+            std::fill(stats.begin(), stats.end(), 0ull);
+        }
     }
     LAUNCH(dacrt_resolve, stride_blocks(n), 256, in.rays.data(), in.tris.data(), (const u64*)keys.data(), (u64)n,
            hits.data(), occluded.data(), any_hit, stats.data());
@@ -118,9 +143,9 @@ int main(int argc, char** argv) {
     std::vector<Hit> hits = uninit<Hit>(n), unused_hits = uninit<Hit>(n);
     std::vector<u32> occluded = uninit<u32>(n), unused_flags = uninit<u32>(n);
     std::vector<u64> stats[2];
-    u32 errors[2];
-    run(in, 0u, hits, unused_flags, stats[0], errors[0]);
-    run(in, 1u, unused_hits, occluded, stats[1], errors[1]);
+    u32 errors[2], runs[2];
+    run(in, 0u, hits, unused_flags, stats[0], errors[0], runs[0]);
+    run(in, 1u, unused_hits, occluded, stats[1], errors[1], runs[1]);
     FILE* out = std::fopen(argv[2], "wb");
     if (!out) return 2;
     std::fwrite(hits.data(), sizeof(Hit), n, out);
@@ -128,6 +153,7 @@ int main(int argc, char** argv) {
     for (int k = 0; k < 2; ++k) {
         std::fwrite(stats[k].data(), 8, DS_WORDS, out);
         std::fwrite(&errors[k], 4, 1, out);
+        std::fwrite(&runs[k], 4, 1, out);
     }
     std::fclose(out);
     return 0;
