@@ -105,6 +105,14 @@ pub trait Team: Send + Sync {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Solo;
 
+impl Solo {
+    /// The image a render by the team of one returns: it is its own root,
+    /// so a team render's `Option<Film>` always holds the image.
+    pub fn image(film: Option<Film>) -> Film {
+        film.expect("the team of one is its own root")
+    }
+}
+
 impl Team for Solo {
     fn rank(&self) -> usize {
         0
@@ -157,13 +165,12 @@ impl TileBand {
     }
 
     fn of_member(rank: u64, size: u64, width: u32, height: u32) -> Self {
-        let rows = share_of(rank, size, u64::from(height.div_ceil(8)));
-        let (first_row, last_row) = (rows.start as u32, rows.end as u32);
-        let tiles_x = width.div_ceil(8);
+        let rows = TileRows::band_of(rank, size, width, height);
+        let (first_row, end_row) = (rows.first, rows.first + rows.count);
         Self {
-            first_tile: first_row * tiles_x,
-            tiles: (last_row - first_row) * tiles_x,
-            pixels: (8 * first_row).min(height) * width..(8 * last_row).min(height) * width,
+            first_tile: first_row * width.div_ceil(8),
+            tiles: rows.tiles(),
+            pixels: (8 * first_row).min(height) * width..(8 * end_row).min(height) * width,
         }
     }
 

@@ -235,7 +235,7 @@ pub fn render(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(Film, PhotonRenderStats), PhotonRenderError> {
     let (film, stats) = render_in_team(scene, camera, settings, &Solo, progress)?;
-    Ok((film.expect("the team of one is its own root"), stats))
+    Ok((Solo::image(film), stats))
 }
 
 /// Renders like [`render`] as one member of `team` (see [`crate::team`]):

@@ -160,7 +160,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         settings: &PhotonRenderSettings,
     ) -> Result<(Film, PhotonRenderStats), GpuPhotonError> {
         let (film, stats) = self.render_in_team(camera, settings, &Solo)?;
-        Ok((film.expect("the team of one is its own root"), stats))
+        Ok((Solo::image(film), stats))
     }
 
     /// Renders like [`Self::render`] as one member of `team` (one GPU

@@ -96,7 +96,7 @@ pub fn render_cuda_on(
     on_pass: &mut dyn FnMut(&GpuPassView) -> ControlFlow<()>,
 ) -> Result<(Film, SppmStats), SppmCudaError> {
     let (film, stats) = run(device, scene, camera, (settings, &Solo), on_pass)?;
-    Ok((film.expect("the team of one is its own root"), stats))
+    Ok((Solo::image(film), stats))
 }
 
 /// Renders like [`render_cuda_on`] as one member of `team` (one GPU each,
