@@ -11,36 +11,22 @@
 use caustic_accel::bvh::build::upload_triangles;
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::dacrt::{DacrtConfig, DacrtTracer};
-use caustic_accel::{Accel, TriangleBvh};
-use caustic_geom::Vec3;
-use caustic_geom::protocol::{self, ProtocolCamera};
 use caustic_gpu::{DeviceBuffer, Gpu};
+
+#[path = "common/protocol_scene.rs"]
+mod protocol_scene;
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [scene, width, height, camera, reps, specs @ ..] = args.as_slice() else {
         return Err("usage: gpu_dacrt_stats SCENE WIDTH HEIGHT EYE,AT,UP,FOV REPS SPEC...".into());
     };
-    let scene =
-        caustic_scene::Scene::load(std::path::Path::new(scene)).map_err(|e| e.to_string())?;
-    let triangles = scene.triangles();
-    let number = |s: &String| s.parse::<u32>().map_err(|e| format!("{s}: {e}"));
-    let numbers: Vec<f32> = camera
-        .split(',')
-        .map(|x| x.trim().parse::<f32>().map_err(|e| format!("{x}: {e}")))
-        .collect::<Result<_, _>>()?;
-    let [ex, ey, ez, ax, ay, az, ux, uy, uz, fov] = numbers[..] else {
-        return Err("the camera is ten numbers: eye, at, up, fov".into());
-    };
-    let camera = ProtocolCamera::from_f32(
-        Vec3::new(ex, ey, ez),
-        Vec3::new(ax, ay, az),
-        Vec3::new(ux, uy, uz),
-        fov,
-    );
-    let rays = protocol::primary_rays(&camera, number(width)?, number(height)?);
-    let mut want = vec![None; rays.len()];
-    TriangleBvh::build(&triangles).intersect_batch(&rays, &mut want);
+    let protocol_scene::ProtocolScene {
+        triangles,
+        rays,
+        want,
+    } = protocol_scene::load(scene, width, height, camera)?;
+    let reps: u32 = reps.parse().map_err(|e| format!("{reps}: {e}"))?;
     let gpu = Gpu::probe().map_err(|e| e.to_string())?;
     println!("device: {}", gpu.info());
     let fail = |e: caustic_gpu::GpuError| e.to_string();
@@ -63,24 +49,12 @@ fn main() -> Result<(), String> {
             return Err(format!("{spec}: hits differ from the BVH's"));
         }
         println!("{spec}: {} rays, first trace {first:?}", rays.len());
-        for _ in 0..number(reps)? {
+        for _ in 0..reps {
             let stats = tracer
                 .intersect(&device_tris, &device_rays, &mut hits)
                 .map_err(fail)?;
-            let pool = stats.pool.map(|p| p.to_string()).unwrap_or_default();
-            println!(
-                "{spec}: {:.2} ms ({:.0} Mrays/s), {} tasks ({} direct, {} pairs), depth {}, \
-                 arenas {} + {} words, {} runs; {pool}",
-                stats.wall_ms,
-                rays.len() as f64 / stats.wall_ms / 1e3,
-                stats.tasks,
-                stats.direct_tasks,
-                stats.pair_tests,
-                stats.max_depth,
-                stats.arena_words[0],
-                stats.arena_words[1],
-                stats.runs
-            );
+            let mrays = rays.len() as f64 / stats.wall_ms / 1e3;
+            println!("{spec}: {mrays:.0} Mrays/s, {stats}");
         }
     }
     Ok(())

@@ -106,6 +106,21 @@ fn check(failures: &mut Vec<String>, what: &str, report: &Report) {
     }
 }
 
+/// [`check`] of a trace's closest hits and any-hit answers against brute
+/// force's (`truth`), named `what`.
+fn check_both(
+    failures: &mut Vec<String>,
+    what: &str,
+    rays: &[Ray],
+    (hits, any): (&[GpuHit], &[u32]),
+    (closest, occluded): (&[Option<Hit>], &[bool]),
+) {
+    let report = compare_closest(rays, hits, closest);
+    check(failures, &format!("{what}, closest"), &report);
+    let report = compare_occluded(rays, any, occluded);
+    check(failures, &format!("{what}, any"), &report);
+}
+
 /// Every kind of soup the structures must survive.
 fn soups(rng: &mut Pcg32) -> Vec<(String, Vec<Triangle>)> {
     let one = Triangle::new(Vec3::ZERO, Vec3::X, Vec3::Y);
@@ -158,39 +173,18 @@ fn random_soups_equal_brute_force_and_the_cpu() {
                     continue;
                 }
             };
-            eprintln!("{name} ({} tris), {spec}: {}", tris.len(), describe(&stats));
+            eprintln!("{name} ({} tris), {spec}: {}", tris.len(), stats);
             let what = format!("{name}, {spec}");
-            check(
+            check_both(
                 &mut failures,
-                &format!("{what}, closest"),
-                &compare_closest(&rays, &hits, &closest),
-            );
-            check(
-                &mut failures,
-                &format!("{what}, any"),
-                &compare_occluded(&rays, &any, &occluded),
+                &what,
+                &rays,
+                (&hits, &any),
+                (&closest, &occluded),
             );
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-fn describe(stats: &GpuDacrtStats) -> String {
-    let pool = stats.pool.map(|p| p.to_string()).unwrap_or_default();
-    format!(
-        "{} of {} rays traced, {} tasks ({} direct, {} pairs), depth {}, arenas {} + {} words, \
-         {} runs, {:.2} ms; {pool}",
-        stats.traced_rays,
-        stats.rays,
-        stats.tasks,
-        stats.direct_tasks,
-        stats.pair_tests,
-        stats.max_depth,
-        stats.arena_words[0],
-        stats.arena_words[1],
-        stats.runs,
-        stats.wall_ms
-    )
 }
 
 #[test]
@@ -227,15 +221,12 @@ fn empty_and_degenerate_inputs_answer_as_brute_force() {
             match gpu_trace(&mut tracer, &device_tris, rays) {
                 Ok((hits, any, _)) => {
                     let what = format!("{name}, {}", config.spec());
-                    check(
+                    check_both(
                         &mut failures,
-                        &format!("{what}, closest"),
-                        &compare_closest(rays, &hits, &closest),
-                    );
-                    check(
-                        &mut failures,
-                        &format!("{what}, any"),
-                        &compare_occluded(rays, &any, &occluded),
+                        &what,
+                        rays,
+                        (&hits, &any),
+                        (&closest, &occluded),
                     );
                 }
                 Err(e) => failures.push(format!("{name}: {e}")),
@@ -334,7 +325,7 @@ fn a_full_pool_is_an_error_and_the_tracer_recovers() {
     let (closest, _) = brute(&tris, &rays);
     let report = compare_closest(&rays, &hits, &closest);
     assert!(report.identical(), "{}", report.summary("after the error"));
-    eprintln!("then: {}", describe(&stats));
+    eprintln!("then: {}", stats);
 }
 
 #[test]
@@ -350,19 +341,16 @@ fn arenas_that_run_out_grow_and_the_answers_stay_exact() {
         // 1024 words beyond the batch's own: far less than its tasks take.
         tracer.set_arena_extra(Some(1024));
         let (hits, any, stats) = gpu_trace(&mut tracer, &device_tris, &rays).unwrap();
-        eprintln!("{}: {}", config.spec(), describe(&stats));
+        eprintln!("{}: {}", config.spec(), stats);
         assert!(stats.runs > 1, "the small arenas sufficed: {stats:?}");
         let what = format!("small arenas, {}", config.spec());
         let mut failures = Vec::new();
-        check(
+        check_both(
             &mut failures,
-            &format!("{what}, closest"),
-            &compare_closest(&rays, &hits, &closest),
-        );
-        check(
-            &mut failures,
-            &format!("{what}, any"),
-            &compare_occluded(&rays, &any, &occluded),
+            &what,
+            &rays,
+            (&hits, &any),
+            (&closest, &occluded),
         );
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }

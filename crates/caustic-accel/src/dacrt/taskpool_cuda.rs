@@ -85,6 +85,31 @@ pub struct GpuDacrtStats {
     pub wall_ms: f64,
 }
 
+impl std::fmt::Display for GpuDacrtStats {
+    /// One line: rays, tasks, pairs, depth, arenas, runs, time, the pool.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} rays traced, {} tasks ({} direct, {} pairs), depth {}, arenas {} + {} \
+             words, {} runs, {:.2} ms",
+            self.traced_rays,
+            self.rays,
+            self.tasks,
+            self.direct_tasks,
+            self.pair_tests,
+            self.max_depth,
+            self.arena_words[0],
+            self.arena_words[1],
+            self.runs,
+            self.wall_ms
+        )?;
+        match self.pool {
+            Some(pool) => write!(f, "; {pool}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Traces batches of device rays against device triangles by DACRT; keeps
 /// its pool (grown as batches need) and the dependency table between
 /// batches. See the module docs.
