@@ -88,6 +88,19 @@ fn differing_pixels(a: &caustic_render::Film, b: &caustic_render::Film) -> usize
         .count()
 }
 
+/// The GPU, and the caustics Cornell box's camera and flattened scene.
+fn cornell_caustics_on_gpu() -> (
+    caustic_gpu::Gpu,
+    caustic_scene::Camera,
+    caustic_render::RenderScene,
+) {
+    let gpu = caustic_gpu::Gpu::probe().expect("a CUDA GPU");
+    let scene = Scene::builtin("cornell-caustics").expect("built-in scene");
+    let camera = scene.camera.unwrap();
+    let rs = caustic_render::RenderScene::new(&scene, "bvh-binned").unwrap();
+    (gpu, camera, rs)
+}
+
 /// Teams of 2 and 3 members on one GPU, each member with its own upload,
 /// render bands of tile rows (their count divides evenly by neither) and
 /// end with the single GPU's image: every pixel's contributions are the
@@ -99,10 +112,7 @@ fn differing_pixels(a: &caustic_render::Film, b: &caustic_render::Film) -> usize
 #[ignore = "needs a CUDA GPU"]
 fn gpu_whitted_team_renders_the_single_gpu_image() {
     use caustic_render::team::{Team, ThreadTeam};
-    let gpu = caustic_gpu::Gpu::probe().expect("a CUDA GPU");
-    let scene = Scene::builtin("cornell-caustics").expect("built-in scene");
-    let camera = scene.camera.unwrap();
-    let rs = caustic_render::RenderScene::new(&scene, "bvh-binned").unwrap();
+    let (gpu, camera, rs) = cornell_caustics_on_gpu();
     let settings = small_frame();
     let device = whitted_cuda::GpuScene::upload(&gpu, &rs).unwrap();
     let (single, stats) = device.render(&camera, &settings).unwrap();
@@ -137,10 +147,7 @@ fn gpu_whitted_team_renders_the_single_gpu_image() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_whitted_frame_in_chunks_is_the_whole_frame() {
-    let gpu = caustic_gpu::Gpu::probe().expect("a CUDA GPU");
-    let scene = Scene::builtin("cornell-caustics").expect("built-in scene");
-    let camera = scene.camera.unwrap();
-    let rs = caustic_render::RenderScene::new(&scene, "bvh-binned").unwrap();
+    let (gpu, camera, rs) = cornell_caustics_on_gpu();
     let settings = small_frame();
     let mut device = whitted_cuda::GpuScene::upload(&gpu, &rs).unwrap();
     let (whole, stats) = device.render(&camera, &settings).unwrap();
@@ -237,10 +244,7 @@ fn gpu_display_bytes_are_the_host_srgb_bytes() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_display_frame_is_the_films_srgb_bytes() {
-    let gpu = caustic_gpu::Gpu::probe().expect("a CUDA GPU");
-    let scene = Scene::builtin("cornell-caustics").expect("built-in scene");
-    let camera = scene.camera.unwrap();
-    let rs = caustic_render::RenderScene::new(&scene, "bvh-binned").unwrap();
+    let (gpu, camera, rs) = cornell_caustics_on_gpu();
     let settings = small_frame();
     let device = whitted_cuda::GpuScene::upload(&gpu, &rs).unwrap();
     let (film, stats) = device.render(&camera, &settings).unwrap();
