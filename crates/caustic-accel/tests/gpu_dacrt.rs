@@ -358,6 +358,50 @@ fn arenas_that_run_out_grow_and_the_answers_stay_exact() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn batches_beyond_the_arena_limit_run_in_slices_and_the_answers_stay_exact() {
+    let mut rng = rng("batches_beyond_the_arena_limit_run_in_slices_and_the_answers_stay_exact");
+    let tris = awkward_soup(&mut rng, 20_000);
+    let rays = awkward_rays(&mut rng, &tris, 20_000);
+    let (closest, occluded) = brute(&tris, &rays);
+    let device_tris = upload_triangles(gpu(), &tris).unwrap();
+    for config in [DacrtConfig::MEDIAN, DacrtConfig::RDH] {
+        let mut tracer = DacrtTracer::new(gpu(), config).unwrap();
+        let (_, _, whole) = gpu_trace(&mut tracer, &device_tris, &rays).unwrap();
+        assert_eq!(whole.slices, 1, "{whole}");
+        // A limit under a quarter of what the whole batch's tasks asked
+        // (beyond the root's ranges): the batch cannot run in one piece.
+        let demand = whole.arena_words[0].max(whole.arena_words[1]) as usize;
+        let limit = 20_000 + demand / 4;
+        for round in ["first", "second"] {
+            tracer.set_arena_limit(Some(limit));
+            let (hits, any, stats) = gpu_trace(&mut tracer, &device_tris, &rays).unwrap();
+            eprintln!("{}, limit {limit}, {round}: {stats}", config.spec());
+            assert!(stats.slices > 1, "the limit did not slice: {stats}");
+            assert!(
+                stats.arena_words.iter().all(|&w| w as usize <= limit),
+                "{stats}"
+            );
+            assert_eq!(stats.traced_rays, whole.traced_rays, "{stats}");
+            let mut failures = Vec::new();
+            let what = format!("sliced, {}, {round}", config.spec());
+            check_both(
+                &mut failures,
+                &what,
+                &rays,
+                (&hits, &any),
+                (&closest, &occluded),
+            );
+            assert!(failures.is_empty(), "{}", failures.join("\n"));
+        }
+        // No slice fits a limit below the root's ranges.
+        tracer.set_arena_limit(Some(1024));
+        let err = gpu_trace(&mut tracer, &device_tris, &rays).unwrap_err();
+        assert!(err.to_string().contains("dacrt index arena"), "{err}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn exhausted_device_memory_is_an_error_naming_the_allocation() {
     let (free, _) = gpu().memory().unwrap();
     // The triangles take most of the memory; their boxes and index

@@ -87,7 +87,10 @@ pub enum DacrtSchedule {
     /// dependent tasks is the tree's depth. A deviation from the paper,
     /// whose in-place partitions make siblings wait; the hits are the
     /// same, as a ray's closest hit is merged across tasks by an atomic
-    /// minimum of (t, triangle) keys in either case.
+    /// minimum of (t, triangle) keys in either case. The index memory
+    /// grows with the tree, not the frontier: a batch whose arenas would
+    /// outgrow 32-bit offsets or the device runs in slices of its rays or
+    /// triangles (the same hits).
     #[default]
     Concurrent,
     /// The paper's three dependency waves (T1, T4, T7) → (T2, T3) →

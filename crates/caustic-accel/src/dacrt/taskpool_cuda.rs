@@ -26,6 +26,7 @@ use caustic_gpu::ops::compact::select_indices_into;
 use caustic_gpu::ops::{check_len, check_same_len, launch_grid_stride};
 use caustic_gpu::taskpool::{PoolStats, TaskPool, TaskPoolConfig};
 use caustic_gpu::{DeviceBuffer, DevicePtrMut, Gpu, GpuError};
+use std::ops::Range;
 use std::time::Instant;
 
 /// The most rays, and the most triangles, of one trace: indices carry a
@@ -37,8 +38,11 @@ const SLOT_BIN_WORDS: usize = 32 * 6;
 /// lost keys, the words asked of the ray and triangle arenas, the spill
 /// bits.
 const STAT_WORDS: usize = 8;
-/// `stats[]` words of the arenas' demand and of the spill bits.
+/// `stats[]` words of the deepest task, the arenas' demand and the spill
+/// bits.
+const DS_DEPTH: usize = 3;
 const DS_RAY_ARENA: usize = 5;
+const DS_TRI_ARENA: usize = 6;
 const DS_SPILLED: usize = 7;
 /// Words of `params` (`DACRT_PARAM_WORDS`): the configuration, the
 /// arenas' sizes (`DACRT_RAY_ARENA`, `DACRT_TRI_ARENA`), the near levels.
@@ -73,10 +77,16 @@ pub struct GpuDacrtStats {
     pub pair_tests: u64,
     pub max_depth: u32,
     /// Concurrent schedule: index words the tasks took of the ray and the
-    /// triangle arena, and the pool's runs (more than one when an arena
-    /// ran out, grew and the batch ran again).
+    /// triangle arena (the most of one slice), and the pool's runs (more
+    /// than one when an arena ran out, grew and the batch ran again, or
+    /// when the batch ran in slices).
     pub arena_words: [u64; 2],
     pub runs: u32,
+    /// Concurrent schedule: the slices the batch ran in, 1 unless its
+    /// arenas would have outgrown [`MAX_ARENA`] words or the device's
+    /// memory (then the rays or the triangles were halved until each
+    /// part fitted; see [`DacrtTracer::set_arena_limit`]).
+    pub slices: u32,
     /// The pool's run (the paper's Table 2 analogue, the last run's);
     /// `None` when nothing was traced.
     pub pool: Option<PoolStats>,
@@ -91,7 +101,7 @@ impl std::fmt::Display for GpuDacrtStats {
         write!(
             f,
             "{} of {} rays traced, {} tasks ({} direct, {} pairs), depth {}, arenas {} + {} \
-             words, {} runs, {:.2} ms",
+             words, {} runs, {} slices, {:.2} ms",
             self.traced_rays,
             self.rays,
             self.tasks,
@@ -101,6 +111,7 @@ impl std::fmt::Display for GpuDacrtStats {
             self.arena_words[0],
             self.arena_words[1],
             self.runs,
+            self.slices,
             self.wall_ms
         )?;
         match self.pool {
@@ -137,6 +148,12 @@ pub struct DacrtTracer {
     arena_scale: [f64; 2],
     /// Arena words beyond the batch's own when set (tests).
     arena_extra: Option<usize>,
+    /// The most words of one arena: [`MAX_ARENA`], less when set (tests).
+    arena_limit: usize,
+    /// The most rays and triangles of one slice, learned from batches
+    /// that outgrew their arenas (`usize::MAX`: unsliced), so the next
+    /// batch starts in slices instead of outgrowing again.
+    slice_items: [usize; 2],
     last: GpuDacrtStats,
 }
 
@@ -175,6 +192,8 @@ impl DacrtTracer {
             arenas: [None, None],
             arena_scale: ARENA_PER_ITEM,
             arena_extra: None,
+            arena_limit: MAX_ARENA,
+            slice_items: [usize::MAX; 2],
             last: GpuDacrtStats::default(),
         })
     }
@@ -198,6 +217,15 @@ impl DacrtTracer {
     /// needed). A run that runs out doubles them and runs again.
     pub fn set_arena_extra(&mut self, words: Option<usize>) {
         self.arena_extra = words;
+    }
+
+    /// Caps each index arena at `words` (`None`: [`MAX_ARENA`], the most
+    /// its 32-bit offsets address). A batch whose tasks would take more
+    /// runs in slices (see [`GpuDacrtStats::slices`]).
+    pub fn set_arena_limit(&mut self, words: Option<usize>) {
+        self.arena_limit = words.unwrap_or(MAX_ARENA).clamp(1024, MAX_ARENA);
+        self.slice_items = [usize::MAX; 2];
+        self.arenas = [None, None];
     }
 
     /// What the last trace did.
@@ -255,6 +283,9 @@ impl DacrtTracer {
         let mut counters = DeviceBuffer::<u64>::uninit(&gpu, "dacrt stats", STAT_WORDS)?;
         let mut ray_count = DeviceBuffer::<u32>::uninit(&gpu, "dacrt ray count", 1)?;
         let mut traceable = DeviceBuffer::<u32>::uninit(&gpu, "dacrt traceable flags", n_rays)?;
+        // The statistics words of the slices run (the resolve adds the
+        // lost keys to the counters).
+        let mut finished = [0u64; STAT_WORDS];
         launch_grid_stride(
             &gpu,
             d::DACRT_PREPARE_RAYS,
@@ -292,7 +323,7 @@ impl DacrtTracer {
                 root_box: &words,
                 any_hit,
             };
-            let run = self.run_batch(
+            let run = self.run_slices(
                 &batch,
                 &mut keys,
                 [&mut ray_count, &mut tri_count],
@@ -300,10 +331,14 @@ impl DacrtTracer {
             )?;
             stats.pool = Some(run.pool);
             stats.runs = run.runs;
+            stats.slices = run.slices;
+            stats.traced_rays = run.traced_rays;
+            finished = run.words;
         } else {
             // Nothing to hit: only the count of traceable rays is wanted.
             let mut ids = DeviceBuffer::<u32>::uninit(&gpu, "dacrt ray indices", n_rays)?;
             select_indices_into(&traceable, &mut ids, &mut ray_count)?;
+            stats.traced_rays = ray_count.download()?[0] as usize;
         }
         let (hits, occluded) = match answers {
             Answers::Closest(hits) => (hits.ptr_mut(), DevicePtrMut::null()),
@@ -324,8 +359,10 @@ impl DacrtTracer {
                 counters.ptr_mut(),
             ),
         )?;
-        let [tasks, direct, pairs, depth, lost, ray_words, tri_words, _] =
+        let resolved =
             <[u64; STAT_WORDS]>::try_from(counters.download()?).expect("eight stats words");
+        let [tasks, direct, pairs, depth, lost, ray_words, tri_words, _] =
+            add_stat_words(finished, resolved);
         if lost != 0 {
             return Err(GpuError::Invalid {
                 what: "dacrt hits",
@@ -334,7 +371,6 @@ impl DacrtTracer {
                 ),
             });
         }
-        stats.traced_rays = ray_count.download()?[0] as usize;
         stats.tasks = tasks;
         stats.direct_tasks = direct;
         stats.pair_tests = pairs;
@@ -347,17 +383,133 @@ impl DacrtTracer {
         Ok(stats)
     }
 
+    /// The batch's pool runs, in slices where its arenas would outgrow
+    /// their limit: a slice that outgrows it is halved along the kind that
+    /// ran out (rays or triangles), and the halves run one after the
+    /// other over the same hit keys. A slice's keys are real hits, kept
+    /// until a nearer one (ties to the lower triangle) replaces them, so
+    /// the answers are the whole batch's whatever the slicing. The
+    /// slices' statistics words are summed (the deepest task and the
+    /// largest arena demand kept).
+    fn run_slices(
+        &mut self,
+        batch: &Batch<'_>,
+        keys: &mut DeviceBuffer<u64>,
+        counts: [&mut DeviceBuffer<u32>; 2],
+        counters: &mut DeviceBuffer<u64>,
+    ) -> Result<SlicedRun, GpuError> {
+        let [ray_count, tri_count] = counts;
+        let whole = [0..batch.rays.len(), 0..batch.triangles.len()];
+        // Every slice's arena holds the root's range of the whole batch.
+        if let Some(k) = (0..2).find(|&k| whole[k].len() >= self.arena_limit) {
+            return Err(GpuError::Invalid {
+                what: "dacrt index arena",
+                message: format!(
+                    "{} {} leave no room in the arena's {} words",
+                    whole[k].len(),
+                    ["rays", "triangles"][k],
+                    self.arena_limit
+                ),
+            });
+        }
+        // Popped from the back: the first slice last in.
+        let mut pending = slices_of(&whole, self.slice_items);
+        pending.reverse();
+        let mut scratch: [Option<DeviceBuffer<u32>>; 2] = [None, None];
+        let mut done = SlicedRun::default();
+        while let Some(slice) = pending.pop() {
+            let flags = self.slice_flags(batch, &slice, &whole, &mut scratch)?;
+            let sliced = Batch {
+                flags: [
+                    flags[0].unwrap_or(batch.flags[0]),
+                    flags[1].unwrap_or(batch.flags[1]),
+                ],
+                ..*batch
+            };
+            let run =
+                self.run_batch(&sliced, keys, [&mut *ray_count, &mut *tri_count], counters)?;
+            match run {
+                BatchOutcome::Done(run) => {
+                    let words = <[u64; STAT_WORDS]>::try_from(counters.download()?)
+                        .expect("eight stats words");
+                    counters.fill_zero()?;
+                    // Each ray lies in one slice whose triangles start at 0.
+                    if slice[1].start == 0 {
+                        done.traced_rays += ray_count.download()?[0] as usize;
+                    }
+                    done.words = add_stat_words(done.words, words);
+                    done.pool = run.pool;
+                    done.runs += run.runs;
+                    done.slices += 1;
+                }
+                BatchOutcome::Outgrew(kind) => {
+                    let range = slice[kind].clone();
+                    if range.len() < 2 {
+                        return Err(GpuError::Invalid {
+                            what: "dacrt index arena",
+                            message: format!(
+                                "one {} takes more than the arena's {} words",
+                                ["ray", "triangle"][kind],
+                                self.arena_limit
+                            ),
+                        });
+                    }
+                    let half = range.len().div_ceil(2);
+                    self.slice_items[kind] = self.slice_items[kind].min(half);
+                    counters.fill_zero()?;
+                    let mut second = slice.clone();
+                    second[kind] = range.start + half..range.end;
+                    let mut first = slice;
+                    first[kind] = range.start..range.start + half;
+                    pending.push(second);
+                    pending.push(first);
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    /// A slice's flags: the batch's (`None`) where the slice takes a
+    /// kind whole, else a copy in `scratch` zeroed outside the slice.
+    fn slice_flags<'s>(
+        &self,
+        batch: &Batch<'_>,
+        slice: &[Range<usize>; 2],
+        whole: &[Range<usize>; 2],
+        scratch: &'s mut [Option<DeviceBuffer<u32>>; 2],
+    ) -> Result<[Option<&'s DeviceBuffer<u32>>; 2], GpuError> {
+        let [ray_scratch, tri_scratch] = scratch;
+        let mut flags = [None, None];
+        for (k, buffer) in [ray_scratch, tri_scratch].into_iter().enumerate() {
+            if slice[k] == whole[k] {
+                continue;
+            }
+            let names = ["dacrt ray slice flags", "dacrt triangle slice flags"];
+            if buffer.is_none() {
+                *buffer = Some(DeviceBuffer::uninit(&self.gpu, names[k], whole[k].len())?);
+            }
+            let copy = buffer.as_mut().expect("made above");
+            copy.copy_from(batch.flags[k])?;
+            copy.fill_bytes_in(0..slice[k].start, 0)?;
+            copy.fill_bytes_in(slice[k].end..whole[k].end, 0)?;
+            flags[k] = Some(&*copy);
+        }
+        Ok(flags)
+    }
+
     /// The index arrays of a batch and the pool's run over them: in place
     /// (waves), two arrays per kind made for the batch; concurrent, the
     /// arenas, grown and the run repeated while a run runs out (the keys
-    /// it left are real hits, so the next run starts from them).
+    /// it left are real hits, so the next run starts from them), until an
+    /// arena would outgrow its limit or the device's memory
+    /// ([`BatchOutcome::Outgrew`]).
     fn run_batch(
         &mut self,
         batch: &Batch<'_>,
         keys: &mut DeviceBuffer<u64>,
         counts: [&mut DeviceBuffer<u32>; 2],
         counters: &mut DeviceBuffer<u64>,
-    ) -> Result<BatchRun, GpuError> {
+    ) -> Result<BatchOutcome, GpuError> {
         let gpu = self.gpu.clone();
         let lens = [batch.rays.len(), batch.triangles.len()];
         let [ray_count, tri_count] = counts;
@@ -382,7 +534,7 @@ impl DacrtTracer {
                 tri_b.ptr_mut(),
             ];
             let pool = self.run_pool(batch, ids, keys, [&*ray_count, &*tri_count], counters)?;
-            return Ok(BatchRun { pool, runs: 1 });
+            return Ok(BatchOutcome::Done(BatchRun { pool, runs: 1 }));
         }
         let mut extra: [usize; 2] = std::array::from_fn(|k| {
             let cap = if k == 1 {
@@ -396,10 +548,15 @@ impl DacrtTracer {
         });
         let mut grew_pool = false;
         for runs in 1.. {
-            let [mut ray_arena, mut tri_arena] = self.take_arenas(lens, extra)?;
+            let [mut ray_arena, mut tri_arena] = match self.take_arenas(lens, extra)? {
+                Ok(arenas) => arenas,
+                Err(kind) => return Ok(BatchOutcome::Outgrew(kind)),
+            };
             select_indices_into(batch.flags[0], &mut ray_arena, ray_count)?;
             select_indices_into(batch.flags[1], &mut tri_arena, tri_count)?;
-            self.set_arena_sizes([ray_arena.len() as u32, tri_arena.len() as u32])?;
+            // A kept arena may be longer than the limit (set after it grew).
+            let sizes = [&ray_arena, &tri_arena].map(|a| a.len().min(self.arena_limit) as u32);
+            self.set_arena_sizes(sizes)?;
             let ids = [
                 ray_arena.ptr_mut(),
                 DevicePtrMut::null(),
@@ -423,22 +580,17 @@ impl DacrtTracer {
             let words = counters.download()?;
             let spilled = words[DS_SPILLED];
             if spilled == 0 {
-                return Ok(BatchRun { pool, runs });
+                return Ok(BatchOutcome::Done(BatchRun { pool, runs }));
             }
             for k in (0..2).filter(|k| spilled & (1 << k) != 0) {
-                if lens[k] + extra[k] >= MAX_ARENA {
-                    return Err(GpuError::Invalid {
-                        what: "dacrt index arena",
-                        message: format!(
-                            "the batch's tasks need more than {MAX_ARENA} index words"
-                        ),
-                    });
+                if lens[k] + extra[k] >= self.arena_limit {
+                    return Ok(BatchOutcome::Outgrew(k));
                 }
                 // What the run asked before it stopped, at least twice.
                 let asked = words[DS_RAY_ARENA + k] as usize;
                 extra[k] = (2 * extra[k])
                     .max(asked + asked / 4)
-                    .min(MAX_ARENA - lens[k]);
+                    .min(self.arena_limit.saturating_sub(lens[k]));
                 if self.arena_extra.is_none() {
                     self.arena_scale[k] = self.arena_scale[k].max(extra[k] as f64 / lens[k] as f64);
                 }
@@ -449,22 +601,36 @@ impl DacrtTracer {
     }
 
     /// The arenas, each at least a batch's `lens` plus `extra` words (at
-    /// most [`MAX_ARENA`]); a smaller one is freed before its successor is
-    /// made, so the two never hold memory at once.
+    /// most the arena limit); a smaller one is freed before its successor
+    /// is made, so the two never hold memory at once. `Err(kind)` where
+    /// the device's memory cannot hold arena `kind` (0 rays, 1 triangles)
+    /// beside the other: the batch then runs in slices.
     fn take_arenas(
         &mut self,
         lens: [usize; 2],
         extra: [usize; 2],
-    ) -> Result<[DeviceBuffer<u32>; 2], GpuError> {
+    ) -> Result<Result<[DeviceBuffer<u32>; 2], usize>, GpuError> {
         let names = ["dacrt ray arena", "dacrt triangle arena"];
+        let limit = self.arena_limit;
         let mut take = |k: usize| {
-            let words = (lens[k] + extra[k]).min(MAX_ARENA);
+            let words = (lens[k] + extra[k]).min(limit);
             match self.arenas[k].take() {
                 Some(arena) if arena.len() >= words => Ok(arena),
                 _ => DeviceBuffer::<u32>::uninit(&self.gpu, names[k], words),
             }
         };
-        Ok([take(0)?, take(1)?])
+        let rays = match take(0) {
+            Err(GpuError::OutOfMemory { .. }) => return Ok(Err(0)),
+            other => other?,
+        };
+        match take(1) {
+            Ok(tris) => Ok(Ok([rays, tris])),
+            Err(GpuError::OutOfMemory { .. }) => {
+                self.arenas[0] = Some(rays);
+                Ok(Err(1))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The arenas' sizes in the kernel's parameters, uploaded only when
@@ -574,6 +740,54 @@ struct BatchRun {
     runs: u32,
 }
 
+/// How a batch's run ended: done, or stopped because arena `kind`
+/// (0 rays, 1 triangles) would outgrow its limit or the device's memory.
+enum BatchOutcome {
+    Done(BatchRun),
+    Outgrew(usize),
+}
+
+/// A batch run in slices: the last pool run, the runs and slices, the
+/// traceable rays, and the slices' statistics words.
+#[derive(Default)]
+struct SlicedRun {
+    pool: PoolStats,
+    runs: u32,
+    slices: u32,
+    traced_rays: usize,
+    words: [u64; STAT_WORDS],
+}
+
+/// `a` and `b`'s statistics words together: counts summed, the deepest
+/// task and each arena's demand the larger, the spill bits merged.
+fn add_stat_words(a: [u64; STAT_WORDS], b: [u64; STAT_WORDS]) -> [u64; STAT_WORDS] {
+    std::array::from_fn(|k| match k {
+        DS_DEPTH | DS_RAY_ARENA | DS_TRI_ARENA => a[k].max(b[k]),
+        DS_SPILLED => a[k] | b[k],
+        _ => a[k] + b[k],
+    })
+}
+
+/// The slices of `whole` (rays, triangles) with at most `items[k]` of
+/// kind `k` each, rays outermost, in order.
+fn slices_of(whole: &[Range<usize>; 2], items: [usize; 2]) -> Vec<[Range<usize>; 2]> {
+    let chunks = |range: &Range<usize>, most: usize| -> Vec<Range<usize>> {
+        let most = most.max(1);
+        range
+            .clone()
+            .step_by(most)
+            .map(|start| start..(start + most).min(range.end))
+            .collect()
+    };
+    let mut slices = Vec::new();
+    for rays in chunks(&whole[0], items[0]) {
+        for tris in chunks(&whole[1], items[1]) {
+            slices.push([rays.clone(), tris]);
+        }
+    }
+    slices
+}
+
 /// The most slots of a pool.
 const MAX_SLOTS: usize = 1 << 24;
 
@@ -622,6 +836,37 @@ pub fn kernel_params(config: &DacrtConfig) -> [u32; PARAM_WORDS] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Slices cover the batch once, rays outermost, none above its size.
+    #[test]
+    fn slices_tile_the_batch() {
+        let whole = [0..10, 0..7];
+        assert_eq!(slices_of(&whole, [usize::MAX; 2]), vec![whole.clone()]);
+        let slices = slices_of(&whole, [4, 3]);
+        assert_eq!(slices.len(), 3 * 3);
+        assert_eq!(slices[0], [0..4, 0..3]);
+        assert_eq!(slices[2], [0..4, 6..7]);
+        assert_eq!(slices[8], [8..10, 6..7]);
+        let mut covered = vec![[0u32; 7]; 10];
+        for [rays, tris] in &slices {
+            assert!(rays.len() <= 4 && tris.len() <= 3);
+            for r in rays.clone() {
+                for t in tris.clone() {
+                    covered[r][t] += 1;
+                }
+            }
+        }
+        assert!(covered.iter().flatten().all(|&c| c == 1));
+    }
+
+    /// Counts add up; the deepest task and the arenas' demand are the
+    /// largest of the slices'; the spill bits merge.
+    #[test]
+    fn slice_statistics_add_up() {
+        let a = [10, 4, 100, 7, 0, 500, 300, 0];
+        let b = [5, 2, 50, 9, 1, 400, 350, 2];
+        assert_eq!(add_stat_words(a, b), [15, 6, 150, 9, 1, 500, 350, 2]);
+    }
 
     /// The constants above are the kernel file's.
     #[test]
