@@ -328,74 +328,85 @@ fn a_full_pool_is_an_error_and_the_tracer_recovers() {
     eprintln!("then: {}", stats);
 }
 
+/// A 20 000-triangle awkward soup on the device, 20 000 rays at it and
+/// brute force's answers (closest, occluded), for the arena tests.
+struct ArenaCase {
+    tris: DeviceBuffer<GpuTriangle>,
+    rays: Vec<Ray>,
+    want: (Vec<Option<Hit>>, Vec<bool>),
+}
+
+impl ArenaCase {
+    fn new(test: &str) -> Self {
+        let mut rng = rng(test);
+        let tris = awkward_soup(&mut rng, 20_000);
+        let rays = awkward_rays(&mut rng, &tris, 20_000);
+        Self {
+            tris: upload_triangles(gpu(), &tris).unwrap(),
+            want: brute(&tris, &rays),
+            rays,
+        }
+    }
+
+    /// The tracer's statistics, after checking its answers (both kinds).
+    fn trace_exactly(&self, tracer: &mut DacrtTracer, what: &str) -> GpuDacrtStats {
+        let (hits, any, stats) = gpu_trace(tracer, &self.tris, &self.rays).unwrap();
+        eprintln!("{what}: {stats}");
+        let mut failures = Vec::new();
+        let (closest, occluded) = (&self.want.0, &self.want.1);
+        check_both(
+            &mut failures,
+            what,
+            &self.rays,
+            (&hits, &any),
+            (closest, occluded),
+        );
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        stats
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn arenas_that_run_out_grow_and_the_answers_stay_exact() {
-    let mut rng = rng("arenas_that_run_out_grow_and_the_answers_stay_exact");
-    let tris = awkward_soup(&mut rng, 20_000);
-    let rays = awkward_rays(&mut rng, &tris, 20_000);
-    let (closest, occluded) = brute(&tris, &rays);
-    let device_tris = upload_triangles(gpu(), &tris).unwrap();
+    let case = ArenaCase::new("arenas_that_run_out_grow_and_the_answers_stay_exact");
     for config in [DacrtConfig::MEDIAN, DacrtConfig::RDH] {
         let mut tracer = DacrtTracer::new(gpu(), config).unwrap();
         // 1024 words beyond the batch's own: far less than its tasks take.
         tracer.set_arena_extra(Some(1024));
-        let (hits, any, stats) = gpu_trace(&mut tracer, &device_tris, &rays).unwrap();
-        eprintln!("{}: {}", config.spec(), stats);
+        let stats = case.trace_exactly(&mut tracer, &format!("small arenas, {}", config.spec()));
         assert!(stats.runs > 1, "the small arenas sufficed: {stats:?}");
-        let what = format!("small arenas, {}", config.spec());
-        let mut failures = Vec::new();
-        check_both(
-            &mut failures,
-            &what,
-            &rays,
-            (&hits, &any),
-            (&closest, &occluded),
-        );
-        assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn batches_beyond_the_arena_limit_run_in_slices_and_the_answers_stay_exact() {
-    let mut rng = rng("batches_beyond_the_arena_limit_run_in_slices_and_the_answers_stay_exact");
-    let tris = awkward_soup(&mut rng, 20_000);
-    let rays = awkward_rays(&mut rng, &tris, 20_000);
-    let (closest, occluded) = brute(&tris, &rays);
-    let device_tris = upload_triangles(gpu(), &tris).unwrap();
+    let case =
+        ArenaCase::new("batches_beyond_the_arena_limit_run_in_slices_and_the_answers_stay_exact");
     for config in [DacrtConfig::MEDIAN, DacrtConfig::RDH] {
         let mut tracer = DacrtTracer::new(gpu(), config).unwrap();
-        let (_, _, whole) = gpu_trace(&mut tracer, &device_tris, &rays).unwrap();
+        let whole = case.trace_exactly(&mut tracer, &format!("whole, {}", config.spec()));
         assert_eq!(whole.slices, 1, "{whole}");
         // A limit under a quarter of what the whole batch's tasks asked
         // (beyond the root's ranges): the batch cannot run in one piece.
+        // The second batch starts from the slices the first one found.
         let demand = whole.arena_words[0].max(whole.arena_words[1]) as usize;
         let limit = 20_000 + demand / 4;
+        tracer.set_arena_limit(Some(limit));
         for round in ["first", "second"] {
-            tracer.set_arena_limit(Some(limit));
-            let (hits, any, stats) = gpu_trace(&mut tracer, &device_tris, &rays).unwrap();
-            eprintln!("{}, limit {limit}, {round}: {stats}", config.spec());
+            let what = format!("sliced, {}, limit {limit}, {round}", config.spec());
+            let stats = case.trace_exactly(&mut tracer, &what);
             assert!(stats.slices > 1, "the limit did not slice: {stats}");
             assert!(
                 stats.arena_words.iter().all(|&w| w as usize <= limit),
                 "{stats}"
             );
             assert_eq!(stats.traced_rays, whole.traced_rays, "{stats}");
-            let mut failures = Vec::new();
-            let what = format!("sliced, {}, {round}", config.spec());
-            check_both(
-                &mut failures,
-                &what,
-                &rays,
-                (&hits, &any),
-                (&closest, &occluded),
-            );
-            assert!(failures.is_empty(), "{}", failures.join("\n"));
         }
         // No slice fits a limit below the root's ranges.
         tracer.set_arena_limit(Some(1024));
-        let err = gpu_trace(&mut tracer, &device_tris, &rays).unwrap_err();
+        let err = gpu_trace(&mut tracer, &case.tris, &case.rays).unwrap_err();
         assert!(err.to_string().contains("dacrt index arena"), "{err}");
     }
 }
