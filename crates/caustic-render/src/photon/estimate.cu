@@ -7,9 +7,8 @@
 // 2009) into the framebuffer: each warp takes 32 Morton-neighbouring
 // vertices as one tile (the costly tiles first: photon_tile_cost) and
 // searches their photons together
-// (photon_device.cuh's tiled_map_knn: tile_map_knn, after Mara et al.
-// 2013); the lanes the tile cannot answer search alone, their coarse
-// fallback by the whole warp.
+// (photon_device.cuh's tile_map_knn, after Mara et al. 2013); the lanes
+// the tile cannot answer search alone (map_knn).
 #include "photon_device.cuh"
 
 #define ESTIMATE_WARPS 4u
@@ -60,8 +59,8 @@ photon_shaded(const Photon* photons, u32 n, ShadedPhoton* out) {
 
 // The search of the estimates on its own, for the tests: query q's k
 // nearest photons in ascending (dist2, index) order, as points_knn_* write
-// them; by tiles of 32 queries (photon_estimate's search, tiled_map_knn)
-// when `tiled`, else by map_knn alone.
+// them; by tiles of 32 queries (photon_estimate's search) when `tiled`,
+// else by map_knn alone.
 extern "C" __global__ void __launch_bounds__(ESTIMATE_THREADS)
 photon_map_knn(const PhotonMapView* maps, const float* queries, u32 m, u32 tiled, u32* out_index,
                float* out_d2, u32* out_count) {
@@ -75,12 +74,13 @@ photon_map_knn(const PhotonMapView* maps, const float* queries, u32 m, u32 tiled
     const float r2 = __fmul_rn(map.max_radius, map.max_radius);
     Best best;
     best.init(map.k, r2);
-    if (tiled) {
-        tiled_map_knn(map, p, ok, best, tiles.points[warp], tiles.hist[warp]);
-    } else if (ok) {
-        map_knn(map, p, best);
-    }
+    bool done = false;
+    if (tiled) done = tile_map_knn(map, p, ok, best, tiles.points[warp], tiles.hist[warp]);
     if (q >= m) return;
+    if (!done) {
+        best.init(map.k, r2);
+        if (ok) map_knn(map, p, best);
+    }
     best.heapify();
     best.write(q, map.k, out_index, out_d2, out_count);
 }
@@ -223,9 +223,13 @@ photon_estimate(const FrameParams* scene, const PhotonMapView* maps, u32 map_cou
         const float r2 = __fmul_rn(map.max_radius, map.max_radius);
         Best best;
         best.init(estimate_k(map), r2);
-        tiled_map_knn(map, point, valid && query_ok(point, map.max_radius), best,
-                      tiles.points[warp], tiles.hist[warp]);
+        const bool done = tile_map_knn(map, point, valid && query_ok(point, map.max_radius), best,
+                                       tiles.points[warp], tiles.hist[warp]);
         if (!valid) continue;
+        if (!done) {
+            best.init(estimate_k(map), r2);
+            map_knn(map, point, best);
+        }
         radiance = radiance + density_of(map, &m, albedo, n, ng, wo, best);
     }
     if (valid) splat(p, v.pixel, load3(v.weight) * radiance);

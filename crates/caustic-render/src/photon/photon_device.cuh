@@ -64,35 +64,25 @@ __device__ __forceinline__ Grid grid_of(const GridView& v) {
                      v.dims[2], v.table_bits);
 }
 
-// map_knn's first part: the coarse cells where their 27 hold few photons,
-// else the fine cells' shells. False where those shells prove too small
-// (a sparse spot beside a dense one): the coarse cells must answer after
-// all, from a fresh list (best is then partial).
-__device__ bool map_knn_near(const PhotonMapView& map, float3 point, Best& best) {
+// The k nearest photons of `map` within its radius, into `best` (which the
+// caller initialised for k and the radius).
+__device__ void map_knn(const PhotonMapView& map, float3 point, Best& best) {
     // Sparse surroundings: the 27 coarse cells hold few photons and answer
     // exactly. Dense ones: shells of fine cells, which end after a few
-    // hundred candidates where the coarse cells hold thousands.
+    // hundred candidates where the coarse cells hold thousands; where the
+    // fine cells prove too small (a sparse spot beside a dense one), the
+    // coarse cells answer after all, from a fresh list.
     const Grid coarse = grid_of(map.coarse);
     const u32* cs = (const u32*)map.coarse.start;
     const u32* ce = (const u32*)map.coarse.end;
     // A limit of 0 skips the count: the fine cells first, always.
-    if (map.coarse_limit == 0 || grid_candidate_count(coarse, cs, ce, point) > map.coarse_limit) {
-        return grid_knn_rings(grid_of(map.fine), (const u32*)map.fine.start,
-                              (const u32*)map.fine.end, (const float4*)map.fine.sorted, point,
-                              map.max_radius, FINE_SHELLS, best);
+    if ((map.coarse_limit == 0 || grid_candidate_count(coarse, cs, ce, point) > map.coarse_limit) &&
+        grid_knn_rings(grid_of(map.fine), (const u32*)map.fine.start, (const u32*)map.fine.end,
+                       (const float4*)map.fine.sorted, point, map.max_radius, FINE_SHELLS, best)) {
+        return;
     }
-    grid_for_each_candidate(coarse, cs, ce, (const float4*)map.coarse.sorted, point,
-                            [&](float3 s, u32 index) { best.offer(dist2(point, s), index); });
-    return true;
-}
-
-// The k nearest photons of `map` within its radius, into `best` (which the
-// caller initialised for k and the radius).
-__device__ void map_knn(const PhotonMapView& map, float3 point, Best& best) {
-    if (map_knn_near(map, point, best)) return;
     best.init(best.k, __fmul_rn(map.max_radius, map.max_radius));
-    grid_for_each_candidate(grid_of(map.coarse), (const u32*)map.coarse.start,
-                            (const u32*)map.coarse.end, (const float4*)map.coarse.sorted, point,
+    grid_for_each_candidate(coarse, cs, ce, (const float4*)map.coarse.sorted, point,
                             [&](float3 s, u32 index) { best.offer(dist2(point, s), index); });
 }
 
@@ -150,67 +140,6 @@ __device__ bool tile_map_knn(const PhotonMapView& map, float3 point, bool active
     return warp_tile_knn(coarse, cs, ce, coarse_points, point, pending, map.max_radius, true, lo, hi,
                          cells, n, buf, hist, best) ||
            done;
-}
-
-// map_knn's coarse fallback for the lanes of `pending` (a warp-uniform
-// mask), one lane at a time by the whole warp (points.cuh's
-// warp_grid_candidates: the 27 coarse cells as one stream, 32 candidates
-// a step, into a WarpBest list at `list`, WARP_KNN_CAP keys of shared
-// memory): where a lane's fine shells failed beside a dense caustic the
-// coarse cells hold thousands of photons, which one lane walked alone
-// for milliseconds. The same k smallest keys as map_knn's walk; each
-// pending lane's `best` gets them, the k-th (largest) at heap[0] as
-// density_of reads it. The whole warp calls it.
-__device__ __noinline__ void warp_coarse_knn(const PhotonMapView& map, float3 point, u32 pending, Best& best,
-                                u64* list) {
-    const Grid coarse = grid_of(map.coarse);
-    const u32* cs = (const u32*)map.coarse.start;
-    const u32* ce = (const u32*)map.coarse.end;
-    const float4* sorted = (const float4*)map.coarse.sorted;
-    const float r2 = __fmul_rn(map.max_radius, map.max_radius);
-    const u32 lane = lane_id();
-    while (pending) {
-        const u32 owner = __ffs(pending) - 1;
-        pending &= pending - 1;
-        const float3 q = make_float3(__shfl_sync(CAUSTIC_FULL_MASK, point.x, owner),
-                                     __shfl_sync(CAUSTIC_FULL_MASK, point.y, owner),
-                                     __shfl_sync(CAUSTIC_FULL_MASK, point.z, owner));
-        const u32 k = __shfl_sync(CAUSTIC_FULL_MASK, best.k, owner);
-        WarpBest warp_best;
-        warp_best.init(list, k, r2);
-        __syncwarp();
-        warp_grid_candidates(coarse, cs, ce, sorted, q, warp_best);
-        warp_best.cut();
-        if (lane == owner) {
-            const u32 n = warp_best.n;
-            for (u32 j = 0; j < n; ++j) best.heap[j] = list[j];
-            best.size = n;
-            if (n > 1) {
-                best.heap[0] = list[n - 1];
-                best.heap[n - 1] = list[0];
-            }
-        }
-        __syncwarp();
-    }
-}
-
-// The k nearest photons of `map` for each lane's query where `active`
-// (none elsewhere) into `best`, initialised by the caller for k and the
-// radius: tile_map_knn for the warp's tile; the lanes it leaves search
-// alone (map_knn_near), but their coarse fallback is the warp's
-// (warp_coarse_knn). The same k photons as map_knn; the k-th at heap[0]
-// when full, the others in any order. The whole warp calls it; `buf` and
-// `hist` are the warp's tile memory (the fallback's list reuses `buf`).
-__device__ void tiled_map_knn(const PhotonMapView& map, float3 point, bool active, Best& best,
-                              float4* buf, u32* hist) {
-    const bool done = tile_map_knn(map, point, active, best, buf, hist);
-    bool coarse = false;
-    if (!done) {
-        best.init(best.k, __fmul_rn(map.max_radius, map.max_radius));
-        if (active) coarse = !map_knn_near(map, point, best);
-    }
-    const u32 pending = __ballot_sync(CAUSTIC_FULL_MASK, coarse);
-    if (pending) warp_coarse_knn(map, point, pending, best, (u64*)buf);
 }
 
 // Largest cost tile_map_cost reports (a tile whose lanes search alone
