@@ -670,7 +670,69 @@ fn estimate_search_returns_the_exact_k_nearest_photons() {
             check_map_search(&gpu, &view, &positions, queries, tiled, (k, radius));
             eprintln!("{name} map, {how}: equal");
         }
+        check_tile_order(&gpu, &view, &positions, &sorted, (k, radius));
     }
+}
+
+/// The estimate's order of the tiles of `queries` (as eye vertices in that
+/// order): every tile once, not Morton order (the queries spread from
+/// empty space to the densest photons), and the first tenth of the order
+/// (the costliest foreseen) has more photons near its queries (up to `k`
+/// each, within `radius`) than the last tenth.
+fn check_tile_order(
+    gpu: &caustic_gpu::Gpu,
+    view: &caustic_gpu::DeviceBuffer<caustic_render::photon::records_cuda::PhotonMapView>,
+    positions: &[Vec3],
+    queries: &[Vec3],
+    (k, radius): (usize, f32),
+) {
+    use caustic_gpu::DeviceBuffer;
+    use caustic_render::photon::estimate_cuda;
+    use caustic_render::photon::records_cuda::GpuEyeVertex;
+    let vertices: Vec<GpuEyeVertex> = queries
+        .iter()
+        .map(|q| GpuEyeVertex {
+            point: q.to_array(),
+            ..Default::default()
+        })
+        .collect();
+    let vertices = DeviceBuffer::from_slice(gpu, "vertices", &vertices).unwrap();
+    let order: Vec<u32> = (0..queries.len() as u32).collect();
+    let order = DeviceBuffer::from_slice(gpu, "order", &order).unwrap();
+    let tiles = estimate_cuda::tile_order(view, &vertices, &order)
+        .unwrap()
+        .download()
+        .unwrap();
+    let identity: Vec<u32> = (0..queries.len().div_ceil(32) as u32).collect();
+    let mut each = tiles.clone();
+    each.sort_unstable();
+    assert_eq!(each, identity, "the tile order is not a permutation");
+    assert_ne!(tiles, identity, "the tiles kept Morton order");
+    let cpu = build_point_structure("hashgrid", positions, radius).unwrap();
+    let near = |tiles: &[u32]| -> usize {
+        let mut found = Vec::new();
+        tiles
+            .iter()
+            .flat_map(|&t| {
+                let first = 32 * t as usize;
+                &queries[first..(first + 32).min(queries.len())]
+            })
+            .map(|&q| {
+                cpu.knn(q, k, radius, &mut found);
+                found.len()
+            })
+            .sum()
+    };
+    let tenth = tiles.len() / 10;
+    let (first, last) = (near(&tiles[..tenth]), near(&tiles[tiles.len() - tenth..]));
+    eprintln!(
+        "tile order: {} tiles; photons near the first tenth's queries {first}, the last's {last}",
+        tiles.len()
+    );
+    assert!(
+        first > last,
+        "first tenth {first} photons near, last {last}"
+    );
 }
 
 /// The estimate's search of the map `view` over `positions` for `queries`

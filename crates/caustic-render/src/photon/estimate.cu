@@ -5,7 +5,8 @@
 // photons (photon_vertex_keys),
 // and photon_estimate adds both maps' estimates (hash grids after Fleisz
 // 2009) into the framebuffer: each warp takes 32 Morton-neighbouring
-// vertices as one tile and searches their photons together
+// vertices as one tile (the costly tiles first: photon_tile_cost) and
+// searches their photons together
 // (photon_device.cuh's tile_map_knn, after Mara et al. 2013); the lanes
 // the tile cannot answer search alone (map_knn).
 #include "photon_device.cuh"
@@ -151,17 +152,59 @@ photon_vertex_keys(const EyeVertex* vertices, u32 n, float lx, float ly, float l
     values[i] = i;
 }
 
+// Tile t of the estimates: the vertices order[32 t .. 32 t + 32). The
+// calling lane's index into `order` (to i), and whether that vertex exists.
+__device__ __forceinline__ bool tile_vertex(u32 tile, u32 tile_count, u32 count, u32& i) {
+    i = tile * 32u + lane_id();
+    return tile < tile_count && i < count;
+}
+
+// The order of the estimates' tiles, costly first: each warp takes one
+// tile (32 Morton neighbours of `order`), sums tile_map_cost over the maps
+// and writes its tile number to tiles[t] and a sort key to keys[t]: 255
+// less an eighth-octave level of the cost, so that an ascending stable
+// sort of the keys' 8 bits puts the costly tiles first and keeps Morton
+// order among tiles of one level. photon_estimate then starts the long
+// tiles first instead of whenever their Morton place comes up: the launch
+// ends about when its work, spread evenly, would, instead of one late
+// tile's time after (list scheduling, longest first: Graham 1969).
+extern "C" __global__ void __launch_bounds__(ESTIMATE_THREADS)
+photon_tile_cost(const PhotonMapView* maps, u32 map_count, const EyeVertex* vertices,
+                 const u32* order, u32 count, u32 tile_count, u32* keys, u32* tiles) {
+    const u32 tile = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
+    u32 i = 0;
+    const bool valid = tile_vertex(tile, tile_count, count, i);
+    if (tile >= tile_count) return;  // whole warps: the tile number is the warp's
+    float3 point = make_float3(0.0f, 0.0f, 0.0f);
+    if (valid) point = load3(vertices[order[i]].point);
+    u64 cost = 0;
+    for (u32 j = 0; j < map_count; ++j) {
+        const PhotonMapView& map = maps[j];
+        if (map.count == 0) continue;
+        cost += tile_map_cost(map, point, valid && query_ok(point, map.max_radius));
+    }
+    if (lane_id() == 0) {
+        const float level = 8.0f * __log2f((float)cost + 1.0f);
+        keys[tile] = 255u - min((u32)level, 255u);
+        tiles[tile] = tile;
+    }
+}
+
 // The radiance estimates of maps[0 .. map_count] at the eye vertices, in
 // the order `order` gives, times each path's throughput, into the
-// framebuffer. Blocks of ESTIMATE_THREADS: a warp's 32 vertices are a tile.
+// framebuffer. Blocks of ESTIMATE_THREADS: a warp's 32 vertices are a tile,
+// warp w of the launch takes tile tiles[w] (photon_tile_cost's order).
 extern "C" __global__ void __launch_bounds__(ESTIMATE_THREADS)
 photon_estimate(const FrameParams* scene, const PhotonMapView* maps, u32 map_count,
-                const EyeVertex* vertices, const u32* order, u32 count) {
+                const EyeVertex* vertices, const u32* order, u32 count, const u32* tile_order,
+                u32 tile_count) {
     __shared__ TileMemory tiles;
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     const u32 warp = threadIdx.x / 32;
+    const u32 launch_warp = blockIdx.x * ESTIMATE_WARPS + warp;
+    u32 i = 0;
     // Every lane stays to the end: the tiles' search is the warp's.
-    const bool valid = i < count;
+    const bool valid = launch_warp < tile_count &&
+                       tile_vertex(tile_order[launch_warp], tile_count, count, i);
     const FrameParams& p = *scene;
     const EyeVertex& v = vertices[valid ? order[i] : 0];
     const Material& m = ((const Material*)p.materials)[valid ? v.material : 0];

@@ -212,14 +212,24 @@ pub(crate) fn morton_sorted(
 
 /// Adds the radiance estimates of `maps` at `vertices` (taken in `order`,
 /// Morton order: a warp's 32 vertices share their photons as one tile),
-/// times each path's throughput, to the framebuffer `scene` names.
+/// times each path's throughput, to the framebuffer `scene` names. The
+/// tiles run in the order `tiles` gives ([`tile_order`]: costly first).
 pub fn estimate(
     scene: &DeviceBuffer<FrameParams>,
     maps: &DeviceBuffer<PhotonMapView>,
     vertices: &DeviceBuffer<GpuEyeVertex>,
     order: &DeviceBuffer<u32>,
+    tiles: &DeviceBuffer<u32>,
 ) -> Result<(), GpuError> {
     let n = order.len();
+    if tiles.len() != n.div_ceil(32) {
+        return Err(GpuError::LengthMismatch {
+            operation: "photon estimates",
+            what: "tile order",
+            expected: n.div_ceil(32),
+            actual: tiles.len(),
+        });
+    }
     launch_per_element_in(
         scene.gpu(),
         k::PHOTON_ESTIMATE,
@@ -232,6 +242,47 @@ pub fn estimate(
             vertices.ptr(),
             order.ptr(),
             n as u32,
+            tiles.ptr(),
+            tiles.len() as u32,
         ),
     )
+}
+
+/// The estimates' tiles (tile `t`: the vertices `order[32 t .. 32 t +
+/// 32]`) in the order [`estimate`] runs them: by the cost
+/// `photon_tile_cost` foresees from the photon counts of the blocks each
+/// tile's search will take, costly first, in Morton order among tiles of
+/// about one cost. Started last, as their Morton place had them, a few
+/// long tiles outlasted the rest of the launch.
+pub fn tile_order(
+    maps: &DeviceBuffer<PhotonMapView>,
+    vertices: &DeviceBuffer<GpuEyeVertex>,
+    order: &DeviceBuffer<u32>,
+) -> Result<DeviceBuffer<u32>, GpuError> {
+    let n = order.len();
+    let tiles = n.div_ceil(32);
+    let gpu = order.gpu();
+    let mut keys = DeviceBuffer::<u32>::uninit(gpu, "estimate tile costs", tiles)?;
+    let mut tile_order = DeviceBuffer::<u32>::uninit(gpu, "estimate tile order", tiles)?;
+    launch_per_element_in(
+        gpu,
+        k::PHOTON_TILE_COST,
+        tiles * 32,
+        ESTIMATE_THREADS,
+        (
+            maps.ptr(),
+            maps.len() as u32,
+            vertices.ptr(),
+            order.ptr(),
+            n as u32,
+            tiles as u32,
+            keys.ptr_mut(),
+            tile_order.ptr_mut(),
+        ),
+    )?;
+    if tiles > 1 {
+        // The keys are 8-bit cost levels, costly lowest.
+        caustic_gpu::ops::radix_sort::sort_pairs_bits(&mut keys, &mut tile_order, 0..8)?;
+    }
+    Ok(tile_order)
 }

@@ -142,6 +142,45 @@ __device__ bool tile_map_knn(const PhotonMapView& map, float3 point, bool active
            done;
 }
 
+// Largest cost tile_map_cost reports (a tile whose lanes search alone
+// where its block's size is unknown).
+#define TILE_COST_MAX 0xffffffffu
+
+// What tile_map_knn will cost the warp, the same in every lane, in point
+// visits per lane (a lane's distance and bin or key for one point): the
+// first block tile_map_knn takes, streamed twice (its two passes), where
+// the block fits a tile; where it does not, the lanes search alone
+// (map_knn), weighed as 8 visits per point of the coarse block, or
+// TILE_COST_MAX where the coarse block is too large to count. A guess
+// from the counts only: lanes a tile leaves uncertain (a k-th's bin too
+// full, a fine block too small) are not foreseen. The same decisions as
+// tile_map_knn, in the same order.
+__device__ u32 tile_map_cost(const PhotonMapView& map, float3 point, bool active) {
+    const Grid coarse = grid_of(map.coarse);
+    const u32* cs = (const u32*)map.coarse.start;
+    const u32* ce = (const u32*)map.coarse.end;
+    int lo[3], hi[3];
+    u32 cells;
+    if (!warp_tile_block(coarse, point, active, 1, lo, hi, cells)) return 0;
+    const u32 n = cells <= TILE_MAX_CELLS ? warp_tile_count(coarse, cs, ce, lo, hi, cells) : 0xffffffffu;
+    const u32 coarse_cost = n <= TILE_MAX_POINTS ? 2u * n
+                            : n == 0xffffffffu   ? TILE_COST_MAX
+                                                 : (u32)min(8ull * n, (u64)TILE_COST_MAX);
+    if (map.coarse_limit == 0xffffffffu ||
+        (map.coarse_limit != 0 && n <= 2u * min(map.coarse_limit, TILE_MAX_POINTS))) {
+        return coarse_cost;
+    }
+    const Grid fine = grid_of(map.fine);
+    if (!warp_tile_block(fine, point, active, TILE_FINE_MARGIN, lo, hi, cells)) return 0;
+    if (cells <= TILE_MAX_CELLS) {
+        const u32 nf = warp_tile_count(fine, (const u32*)map.fine.start, (const u32*)map.fine.end,
+                                       lo, hi, cells);
+        if (nf <= TILE_MAX_POINTS) return 2u * nf;
+    }
+    // The fine block is too large: the coarse block answers, or the lanes alone.
+    return coarse_cost;
+}
+
 // Photons density_of loads before it sums them (their loads overlap).
 #define DENSITY_BATCH 4u
 

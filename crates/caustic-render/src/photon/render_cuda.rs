@@ -871,7 +871,10 @@ impl WaveSteps for EstimateSteps<'_> {
         let own = own.as_ref().unwrap_or(&order);
         let params_used = whole.as_ref().map_or(params, |w| &w.params);
         self.add_stage("vertex order", clock.lap()?);
-        estimate_cuda::estimate(params_used, self.views, &vertices, own)?;
+        let tiles = estimate_cuda::tile_order(self.views, &vertices, own)?;
+        self.add_stage("tile order", clock.lap()?);
+        estimate_cuda::estimate(params_used, self.views, &vertices, own, &tiles)?;
+        drop(tiles);
         self.add_stage("estimates", clock.lap()?);
         if let Some(gather) = &self.gather {
             let counts = gather.light(params_used, &vertices, own, self.team)?;
