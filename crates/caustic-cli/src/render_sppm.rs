@@ -6,8 +6,8 @@
 use crate::parse;
 use crate::render::{Built, Common};
 use anyhow::{Context, Result, bail};
-use caustic::{Film, SppmPass, SppmSettings, SppmStats, image_io};
-use clap::Args;
+use caustic::{Film, PassJitter, SppmPass, SppmSettings, SppmStats, image_io};
+use clap::{Args, ValueEnum};
 use indicatif::ProgressBar;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -29,10 +29,23 @@ pub struct SppmArgs {
     /// Fraction of new photons kept per pass, strictly between 0 and 1.
     #[arg(long, default_value_t = 2.0 / 3.0, value_parser = parse::open_unit, allow_negative_numbers = true)]
     alpha: f32,
+    /// Where each pass's primary ray falls in its pixel: `sequence`, a
+    /// low-discrepancy sequence over the passes shifted per pixel (edges,
+    /// such as a light's outline, converge about like 1/passes), or
+    /// `independent` draws (the images before the sequence).
+    #[arg(long, value_enum, default_value_t = Jitter::Sequence)]
+    jitter: Jitter,
     /// Linear EXR to score against; prints RMSE and mean at every
     /// power-of-two pass and at the last.
     #[arg(long, value_name = "REF.exr")]
     score: Option<PathBuf>,
+}
+
+/// `--jitter`'s values.
+#[derive(Clone, Copy, ValueEnum)]
+enum Jitter {
+    Sequence,
+    Independent,
 }
 
 impl SppmArgs {
@@ -48,6 +61,10 @@ impl SppmArgs {
             max_depth: common.max_depth.unwrap_or(64),
             light_samples: common.light_samples,
             seed: common.seed,
+            jitter: match self.jitter {
+                Jitter::Sequence => PassJitter::Sequence,
+                Jitter::Independent => PassJitter::Independent,
+            },
             trace: Default::default(),
         }
     }

@@ -9,6 +9,7 @@
 #define DRAW_CAMERA 1ull
 #define DRAW_ROULETTE 2ull
 #define DRAW_LIGHT 3ull
+#define DRAW_SEQUENCE 4ull
 #define BRANCH_REFLECT 0ull
 #define BRANCH_REFRACT 1ull
 
@@ -44,4 +45,21 @@ __device__ __forceinline__ Pcg pcg_new(u64 initstate, u64 initseq) {
 }
 __device__ __forceinline__ float pcg_f32(Pcg& g) {
     return (float)(pcg_next(g) >> 8) * (1.0f / 16777216.0f);
+}
+
+// draw::sobol2 and draw::pass_jitter: point `pass` of the first two Sobol
+// dimensions, XORed with the pixel's own random shift.
+__device__ __forceinline__ float2 pass_jitter(u64 seed, u64 pixel, u32 pass) {
+    Pcg g = pcg_new(mix_key(seed, pixel), DRAW_SEQUENCE);
+    u32 sx = pcg_next(g);
+    u32 sy = pcg_next(g);
+    u32 y = 0u, v = 1u << 31, bits = pass;
+    while (bits != 0u) {
+        if (bits & 1u) y ^= v;
+        bits >>= 1;
+        v ^= v >> 1;
+    }
+    u32 x = __brev(pass);
+    return make_float2((float)((x ^ sx) >> 8) * (1.0f / 16777216.0f),
+                       (float)((y ^ sy) >> 8) * (1.0f / 16777216.0f));
 }

@@ -7,7 +7,7 @@
 
 mod common;
 
-use caustic_render::sppm::{self, SppmSettings};
+use caustic_render::sppm::{self, PassJitter, SppmSettings};
 use caustic_render::{RenderScene, image_io};
 use caustic_scene::Scene;
 use caustic_scene::data_dirs::ref_file;
@@ -22,7 +22,14 @@ fn gpu() -> caustic_gpu::Gpu {
 #[ignore = "needs a CUDA GPU"]
 fn gpu_sppm_equals_cpu_sppm_at_equal_passes() {
     let gpu = gpu();
-    for name in ["cornell-caustics", "cornell-box"] {
+    let jitters = [
+        (PassJitter::Independent, min_psnr::SPPM),
+        (PassJitter::Sequence, min_psnr::SPPM_SEQUENCE),
+    ];
+    for ((jitter, bound), name) in jitters
+        .into_iter()
+        .flat_map(|j| ["cornell-caustics", "cornell-box"].map(|name| (j, name)))
+    {
         let scene = Scene::builtin(name).unwrap();
         let camera = scene.camera.unwrap();
         let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
@@ -32,6 +39,7 @@ fn gpu_sppm_equals_cpu_sppm_at_equal_passes() {
             passes: 8,
             photons_per_pass: 50_000,
             seed: 3,
+            jitter,
             ..SppmSettings::default()
         };
         let (cpu, cpu_stats) = sppm::render(&rs, &camera, &settings, &|_| {}).unwrap();
@@ -46,7 +54,7 @@ fn gpu_sppm_equals_cpu_sppm_at_equal_passes() {
         let agreement = Agreement::measure(&cpu, &on_gpu);
         let (cm, gm) = (cpu.mean(), on_gpu.mean());
         eprintln!(
-            "{name} 128x128, 8 passes x 50k photons: {agreement}; means CPU {cm} GPU {gm}; deposits CPU {} GPU {}; stored CPU {} GPU {}; mean radius CPU {:.5} GPU {:.5}",
+            "{name} 128x128, 8 passes x 50k photons, {jitter:?}: {agreement}; means CPU {cm} GPU {gm}; deposits CPU {} GPU {}; stored CPU {} GPU {}; mean radius CPU {:.5} GPU {:.5}",
             cpu_stats.deposits,
             gpu_stats.deposits,
             cpu_stats.photons_stored,
@@ -55,8 +63,8 @@ fn gpu_sppm_equals_cpu_sppm_at_equal_passes() {
             gpu_stats.mean_radius
         );
         assert!(
-            agreement.psnr >= min_psnr::SPPM,
-            "{name}: GPU SPPM differs: {agreement}"
+            agreement.psnr >= bound,
+            "{name}, {jitter:?}: GPU SPPM differs: {agreement}"
         );
         assert!(
             ((cm - gm) / cm).abs().max_element() < 0.002,

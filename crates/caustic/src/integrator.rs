@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 pub use caustic_render::photon::PhotonRenderStats;
 pub use caustic_render::photon::irradiance_samples::SampleSettings;
-pub use caustic_render::sppm::{SppmSettings, SppmStats};
+pub use caustic_render::sppm::{PassJitter, SppmSettings, SppmStats};
 pub use caustic_render::{FresnelMode, RenderStats, TraceMode, WhittedSettings};
 
 /// A renderer and its settings; the image size is part of the settings.

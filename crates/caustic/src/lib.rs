@@ -91,8 +91,8 @@ pub use accelerator::Accelerator;
 pub use device::{Backend, Device, GpuSet};
 pub use error::{Error, Result};
 pub use integrator::{
-    FresnelMode, Integrator, PhotonMapKind, PhotonRenderStats, PhotonSettings, RenderStats,
-    SampleSettings, SppmSettings, SppmStats, Stats, TraceMode, WhittedSettings,
+    FresnelMode, Integrator, PassJitter, PhotonMapKind, PhotonRenderStats, PhotonSettings,
+    RenderStats, SampleSettings, SppmSettings, SppmStats, Stats, TraceMode, WhittedSettings,
 };
 pub use renderer::{FrameCarry, FrameUpdate, Progress, Rendered, Renderer, SppmPass};
 

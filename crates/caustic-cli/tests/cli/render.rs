@@ -103,6 +103,43 @@ fn sppm_renders_the_passes_asked() {
     assert!(mean(&out)[0] > 0.01);
 }
 
+/// `--jitter` reaches the renderer: the passes' sequence and independent
+/// draws place the primary rays apart, so the images differ.
+#[test]
+fn sppm_jitter_flag_picks_the_primary_rays() {
+    let dir = scratch("sppm-jitter");
+    let render = |jitter: &str| {
+        let out = dir.join(format!("{jitter}.exr"));
+        caustic_in(
+            &dir,
+            &[
+                "render",
+                "cornell-box",
+                "--integrator",
+                "sppm",
+                "--device",
+                "cpu",
+                "--width",
+                "12",
+                "--height",
+                "12",
+                "--passes",
+                "2",
+                "--photons-per-pass",
+                "2000",
+                "--jitter",
+                jitter,
+                "-o",
+                arg(&out),
+            ],
+        )
+        .ok();
+        assert!(mean(&out)[0] > 0.01, "{jitter}: a black image");
+        std::fs::read(&out).expect("the image was written")
+    };
+    assert_ne!(render("sequence"), render("independent"));
+}
+
 /// A bare `render` draws cornell-caustics by photon mapping to
 /// `cornell-caustics.png` (here smaller, to stay quick).
 #[test]

@@ -5,6 +5,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::PassJitter;
 use crate::kernels::sppm_renderer as k;
 use crate::photon::records_cuda::{GpuPhoton, GridView};
 use crate::scene_cuda::FrameParams;
@@ -56,14 +57,15 @@ pub struct GpuSppmPixel {
     pub traced: [f64; 3],
 }
 
-/// Pass `pass`'s primary rays, one per pixel in 8×8 Morton tiles over the
+/// Pass `pass`'s primary rays (placed in their pixels by `jitter`), one per
+/// pixel in 8×8 Morton tiles over the
 /// tile rows `rows` (row by row, each left to right), 64 slots a tile, as
 /// many tiles as `rays` has room for. A path's pixel is its place among
 /// the rows' pixels ([`TileRows::pixel_rows`] order), where the member
 /// keeps that pixel's state.
 pub fn primary(
     params: &DeviceBuffer<FrameParams>,
-    pass: u32,
+    (pass, jitter): (u32, PassJitter),
     rows: &TileRows,
     rays: &mut DeviceBuffer<GpuRay>,
     paths: &mut DeviceBuffer<GpuSppmPath>,
@@ -76,6 +78,7 @@ pub fn primary(
         (
             params.ptr(),
             pass,
+            u32::from(jitter == PassJitter::Sequence),
             rows.first,
             rows.stride,
             rays.ptr_mut(),

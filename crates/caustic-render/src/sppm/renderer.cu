@@ -34,7 +34,8 @@
 
 // ------------------------------------------------------------ eye pass
 
-// visible::EyeTracer::pixel's first ray, slots in 8x8 Morton tiles, over
+// visible::EyeTracer::pixel's first ray (placed by draw::pass_jitter when
+// `sequence`, else by the sample key's camera draws), slots in 8x8 Morton tiles, over
 // a team member's rows of tiles `first`, `first + stride`, ...
 // (team::TileRows: a contiguous band has stride 1, interleaved rows the
 // team's size, the whole image first 0, stride 1). The member keeps its
@@ -42,8 +43,8 @@
 // state (its k-th pixel: row k / width of its rows, column k % width);
 // the random key is the image pixel's, so any split traces the same paths.
 extern "C" __global__ void __launch_bounds__(SPPM_THREADS)
-sppm_primary(const FrameParams* params, u32 pass, u32 first, u32 stride, Ray* rays,
-             SppmPath* paths, u32 n) {
+sppm_primary(const FrameParams* params, u32 pass, u32 sequence, u32 first, u32 stride,
+             Ray* rays, SppmPath* paths, u32 n) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const FrameParams& p = *params;
@@ -65,11 +66,16 @@ sppm_primary(const FrameParams* params, u32 pass, u32 first, u32 stride, Ray* ra
     }
     path.pixel = row * p.width + x;
     path.key = mix_key(mix_key(p.seed, (u64)(y * p.width + x)), (u64)pass);
-    Pcg g = pcg_new(path.key, DRAW_CAMERA);
-    float ox = pcg_f32(g);
-    float oy = pcg_f32(g);
-    float sx = 2.0f * ((float)x + ox) / (float)p.width - 1.0f;
-    float sy = 1.0f - 2.0f * ((float)y + oy) / (float)p.height;
+    float2 o;
+    if (sequence) {
+        o = pass_jitter(p.seed, (u64)(y * p.width + x), pass);
+    } else {
+        Pcg g = pcg_new(path.key, DRAW_CAMERA);
+        o.x = pcg_f32(g);
+        o.y = pcg_f32(g);
+    }
+    float sx = 2.0f * ((float)x + o.x) / (float)p.width - 1.0f;
+    float sy = 1.0f - 2.0f * ((float)y + o.y) / (float)p.height;
     float3 dir = normalize(load3(p.forward) + load3(p.right) * sx + load3(p.up) * sy);
     rays[i] = make_ray(load3(p.eye), dir, 0.0f, CAUSTIC_INF);
     paths[i] = path;

@@ -207,6 +207,7 @@ fn eye_settings(settings: &SppmSettings) -> EyeSettings {
         max_depth: settings.max_depth,
         light_samples: settings.light_samples,
         seed: settings.seed,
+        jitter: settings.jitter,
         trace: settings.trace,
     }
 }

@@ -380,7 +380,7 @@ impl<'a> State<'a> {
         let mut w = EyeBuffers::new(&gpu, n, self.slots as usize, depths)?;
         kernels::primary(
             &self.params,
-            pass,
+            (pass, self.settings.jitter),
             &self.rows,
             &mut w.queue.0,
             &mut w.queue.1,

@@ -12,7 +12,9 @@
 //! is added later at the visible point.
 //!
 //! Random numbers come from `draw` keys: the sample key of
-//! `(seed, pixel, pass)`, a child key per bounce, so a pixel's eye path
+//! `(seed, pixel, pass)`, a child key per bounce (the primary ray's place
+//! in its pixel from that key or from the pixel's sequence over passes,
+//! [`super::PassJitter`]), so a pixel's eye path
 //! does not depend on the thread count, nor on the way it is traced: one
 //! ray at a time, row by row, or by waves ([`EyeSettings::trace`],
 //! [`crate::waves`]), groups of rows whose paths bounce together, one
@@ -20,6 +22,7 @@
 //! visible points' shadow rays go to one batch
 //! ([`crate::direct::direct_light_batch`]): the same pass bit for bit.
 
+use super::PassJitter;
 use crate::bsdf::{fresnel_dielectric, reflect, refract};
 use crate::direct::{PathVertex, direct_light, direct_light_batch, face_towards};
 use crate::draw;
@@ -74,6 +77,8 @@ pub struct EyeSettings {
     pub max_depth: u32,
     pub light_samples: u32,
     pub seed: u64,
+    /// Where the pass's primary ray falls inside its pixel.
+    pub jitter: PassJitter,
     /// One ray at a time or by waves: the same pass either way.
     pub trace: TraceMode,
 }
@@ -241,7 +246,10 @@ impl<'a> EyeTracer<'a> {
     fn start(&self, x: u32, y: u32) -> EyePath {
         let pixel = y * self.eye.width + x;
         let key = draw::sample_key(self.eye.seed, pixel as u64, self.pass);
-        let jitter = draw::uniform2(key, draw::CAMERA);
+        let jitter = match self.eye.jitter {
+            PassJitter::Independent => draw::uniform2(key, draw::CAMERA),
+            PassJitter::Sequence => draw::pass_jitter(self.eye.seed, pixel as u64, self.pass),
+        };
         EyePath {
             pixel,
             key,
@@ -371,6 +379,7 @@ mod tests {
             max_depth: 8,
             light_samples: 2,
             seed: 3,
+            jitter: PassJitter::Sequence,
             trace: TraceMode::PerRay,
         };
         let want = eye_pass_rows(&rs, &camera, &eye, 2, 1..10);
