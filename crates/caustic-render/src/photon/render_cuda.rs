@@ -255,10 +255,18 @@ impl<'s> GpuPhotonRenderer<'s> {
             }
             _ => {
                 let mut stats = PhotonRenderStats::default();
-                let image =
-                    self.photon_side(&self.scene, settings, team, &mut stats, |maps, stats| {
-                        self.eye_side(settings, team, PendingMaps::Ready(maps), eye_pass, stats)
-                    })?;
+                let image = self.photon_side(
+                    &self.scene,
+                    settings,
+                    team,
+                    &mut stats,
+                    &mut |_| {},
+                    |views, irradiance, stats| {
+                        let maps = Pending::Ready(views);
+                        let irradiance = Pending::Ready((irradiance, None));
+                        self.eye_side(settings, team, maps, irradiance, eye_pass, stats)
+                    },
+                )?;
                 (image, stats)
             }
         };
@@ -271,7 +279,9 @@ impl<'s> GpuPhotonRenderer<'s> {
     /// The frame on two streams of one device: the photon pass (tracing,
     /// map builds, precomputed irradiance) on the photon stream, driven by
     /// a thread of its own, beside the eye waves and their collection on
-    /// the frame's stream; the estimates wait for the maps
+    /// the frame's stream. The estimates wait for the maps; the final
+    /// gather's rays wait for the precomputed irradiance, computed beside
+    /// the estimates and the samples' placement
     /// ([`EstimateSteps::finish`]). Neither pass reads the other's results
     /// before that point, and both are latency-bound wavefronts (a launch
     /// per bounce, few rays or photons at late bounces), so each fills the
@@ -285,49 +295,66 @@ impl<'s> GpuPhotonRenderer<'s> {
         eye_pass: EyePass<'_, T>,
     ) -> Result<(T, PhotonRenderStats), GpuPhotonError> {
         let (send_maps, maps) = mpsc::channel();
+        let (send_irradiance, irradiance) = mpsc::channel();
         let (release, released) = mpsc::channel::<()>();
         let frame_gpu = self.scene.gpu();
         std::thread::scope(|scope| {
             scope.spawn(move || {
                 let mut stats = PhotonRenderStats::default();
-                let send = &send_maps;
-                let outcome =
-                    self.photon_side(photon_scene, settings, &Solo, &mut stats, |maps, stats| {
-                        // A frame that failed before its estimates no longer listens.
-                        let _ = send.send(Ok((maps, stats.clone())));
-                        // Released (or the frame gone): the frame's stream may
-                        // still read the maps until it is idle.
+                let mut maps_sent = false;
+                // A frame that failed before it waits for the maps or the
+                // irradiance no longer listens: the sends may go nowhere.
+                let outcome = self.photon_side(
+                    photon_scene,
+                    settings,
+                    &Solo,
+                    &mut stats,
+                    &mut |views| {
+                        maps_sent = true;
+                        let _ = send_maps.send(Ok(views.to_vec()));
+                    },
+                    |_, irradiance, stats| {
+                        let _ = send_irradiance.send(Ok((irradiance, Some(stats.clone()))));
+                        // Released (or the frame gone): the frame's stream
+                        // may still read the maps until it is idle.
                         let _ = released.recv();
                         Ok(frame_gpu.synchronize()?)
-                    });
+                    },
+                );
                 if let Err(error) = outcome {
-                    let _ = send_maps.send(Err(error));
+                    if maps_sent {
+                        let _ = send_irradiance.send(Err(error));
+                    } else {
+                        let _ = send_maps.send(Err(error));
+                    }
                 }
             });
             let mut stats = PhotonRenderStats::default();
-            let image = self.eye_side(
-                settings,
-                team,
-                PendingMaps::Pending(maps),
-                eye_pass,
-                &mut stats,
-            );
+            let (maps, irradiance) = (Pending::Sent(maps), Pending::Sent(irradiance));
+            let image = self.eye_side(settings, team, maps, irradiance, eye_pass, &mut stats);
             drop(release);
             image.map(|image| (image, stats))
         })
     }
 
-    /// The photon pass on `scene`'s stream: both maps traced and indexed,
-    /// with the final gather the irradiance precomputed at the global
-    /// map's photons and indexed; `then` runs with their views while the
-    /// buffers live (the stream idle).
+    /// The photon pass on `scene`'s stream: both maps traced and indexed
+    /// (`built` gets the views the estimates read as soon as they are,
+    /// the stream idle), then with the final gather the irradiance
+    /// precomputed at the global map's photons and indexed; `then` runs
+    /// with the views and the irradiance's while the buffers live (the
+    /// stream idle).
     fn photon_side<R>(
         &self,
         scene: &GpuScene,
         settings: &PhotonRenderSettings,
         team: &dyn Team,
         stats: &mut PhotonRenderStats,
-        then: impl FnOnce(MapViews, &mut PhotonRenderStats) -> Result<R, GpuPhotonError>,
+        built: &mut dyn FnMut(&[PhotonMapView]),
+        then: impl FnOnce(
+            Vec<PhotonMapView>,
+            Option<PhotonMapView>,
+            &mut PhotonRenderStats,
+        ) -> Result<R, GpuPhotonError>,
     ) -> Result<R, GpuPhotonError> {
         let maps = self.trace(scene, settings, team, stats)?;
         let build_start = Instant::now();
@@ -355,6 +382,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         };
         gpu.synchronize()?;
         stats.build_ms = build_start.elapsed().as_secs_f64() * 1e3;
+        built(&views);
         let precompute_start = Instant::now();
         let precomputed = if gathering {
             let view = DeviceBuffer::from_slice(gpu, "global map view", &[global_view])?;
@@ -388,7 +416,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         };
         gpu.synchronize()?;
         stats.precompute_ms = precompute_start.elapsed().as_secs_f64() * 1e3;
-        then(MapViews { views, irradiance }, stats)
+        then(views, irradiance, stats)
     }
 
     /// The eye pass with the estimates from `maps` (ready, or sent by the
@@ -397,7 +425,8 @@ impl<'s> GpuPhotonRenderer<'s> {
         &self,
         settings: &PhotonRenderSettings,
         team: &dyn Team,
-        maps: PendingMaps,
+        maps: Pending<Vec<PhotonMapView>>,
+        irradiance: Pending<IrradianceView>,
         eye_pass: EyePass<'_, T>,
         stats: &mut PhotonRenderStats,
     ) -> Result<T, GpuPhotonError> {
@@ -415,7 +444,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         let band = TileBand::of(team, settings.width, settings.height);
         let mut steps = EstimateSteps {
             maps,
-            photon_stats: None,
+            irradiance,
             team,
             band: band.clone(),
             waves: settings.max_depth as usize + 1,
@@ -445,9 +474,9 @@ impl<'s> GpuPhotonRenderer<'s> {
             last_step: Instant::now(),
         };
         let (image, eye) = eye_pass(&self.scene, &whitted, &band, &mut steps)?;
-        if let Some(photons) = steps.photon_stats.take() {
+        if let Pending::Ready((_, Some(photons))) = &mut steps.irradiance {
             // The photon stream's own stats: its photons, builds and rays.
-            *stats = photons;
+            *stats = std::mem::take(photons);
         }
         stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
         stats.rays += eye.rays + steps.gather_rays;
@@ -535,22 +564,42 @@ type EyePass<'e, T> = &'e mut dyn FnMut(
     &mut dyn WaveSteps,
 ) -> Result<(T, crate::RenderStats), GpuPhotonError>;
 
-/// What the estimates read of the photon pass: the maps' views (the
-/// global map's unless the final gather reads it, then the caustic map's)
-/// and, with the final gather, the precomputed irradiance's. Plain device
-/// addresses: the buffers stay with the photon pass.
-struct MapViews {
-    views: Vec<PhotonMapView>,
-    irradiance: Option<PhotonMapView>,
+/// Something of the photon pass the eye pass's steps read after the last
+/// wave: there already (the photon pass ran first, on the frame's stream),
+/// or sent by the photon stream's thread when ready (that stream idle).
+/// Views are plain device addresses: the buffers stay with the photon
+/// pass.
+enum Pending<T> {
+    Ready(T),
+    Sent(mpsc::Receiver<Result<T, GpuPhotonError>>),
 }
 
-/// The photon pass's maps, as the eye pass's estimates get them.
-enum PendingMaps {
-    /// Built before the eye pass, on its stream.
-    Ready(MapViews),
-    /// Being built on the photon stream: its thread sends the views (and
-    /// its stats) once its stream is idle.
-    Pending(mpsc::Receiver<Result<(MapViews, PhotonRenderStats), GpuPhotonError>>),
+/// The precomputed irradiance's view (with the final gather), and, from
+/// the photon stream's thread, its stats (photons, builds, rays).
+type IrradianceView = (Option<PhotonMapView>, Option<PhotonRenderStats>);
+
+impl<T> Pending<T> {
+    /// The value, waiting for the photon stream's thread if it has not
+    /// sent it yet.
+    fn wait(&mut self) -> Result<&mut T, GpuError> {
+        if let Pending::Sent(sent) = self {
+            let value = match sent.recv() {
+                Ok(Ok(value)) => value,
+                Ok(Err(GpuPhotonError::Gpu(error))) => return Err(error),
+                Ok(Err(error)) => return Err(photon_stream_failed(error.to_string())),
+                Err(_) => return Err(photon_stream_failed("its thread ended".into())),
+            };
+            *self = Pending::Ready(value);
+        }
+        match self {
+            Pending::Ready(value) => Ok(value),
+            Pending::Sent(_) => unreachable!("received above"),
+        }
+    }
+
+    fn is_sent(&self) -> bool {
+        matches!(self, Pending::Sent(_))
+    }
 }
 
 /// The eye pass's extra steps: every wave's diffuse ends collected as eye
@@ -560,10 +609,11 @@ enum PendingMaps {
 /// spreads the rare costly query over the whole machine, where a launch per
 /// wave waited on its slowest queries once per bounce.
 struct EstimateSteps<'a> {
-    /// The photon pass's maps, read by the estimates after the last wave.
-    maps: PendingMaps,
-    /// The photon stream's stats, once its maps came ([`PendingMaps::Pending`]).
-    photon_stats: Option<PhotonRenderStats>,
+    /// The views of the photon pass's maps, read by the estimates after
+    /// the last wave.
+    maps: Pending<Vec<PhotonMapView>>,
+    /// The view of the precomputed irradiance, read by the final gather.
+    irradiance: Pending<IrradianceView>,
     /// The team whose members render bands of the image (`Solo` alone).
     team: &'a dyn Team,
     /// This member's band: where a team's whole-image sums are added.
@@ -712,8 +762,26 @@ const INTERPOLATION_NEIGHBOURS: usize = 8;
 const SPACING_NEIGHBOURS: usize = 5;
 
 impl FinalGather<'_> {
+    /// The irradiance samples' places among the frame's eye vertices
+    /// (`None`: gathers at every vertex), chosen before the irradiance
+    /// they read is there.
+    fn seed(
+        &self,
+        params: &DeviceBuffer<FrameParams>,
+        vertices: &DeviceBuffer<GpuEyeVertex>,
+    ) -> Result<Option<DeviceBuffer<u32>>, GpuError> {
+        let Some(plan) = &self.samples else {
+            return Ok(None);
+        };
+        let seeds = gather_cuda::seed_points(params, vertices)?;
+        let chosen = crate::photon::irradiance_samples_cuda::seed(&seeds.points(), &plan.seeding)?;
+        Ok(Some(chosen))
+    }
+
     /// Indirect light at every vertex of `own` (Morton order), from
-    /// gathers or from irradiance samples. `vertices` are all of the frame's (a team's merged array), `own`
+    /// gathers or from the irradiance samples `chosen` ([`Self::seed`])
+    /// reading the precomputed irradiance through `irradiance`.
+    /// `vertices` are all of the frame's (a team's merged array), `own`
     /// this member's in Morton order: the samples are placed among all
     /// vertices, gathered by contiguous shares of the team and exchanged;
     /// the light goes to the member's own vertices alone.
@@ -723,9 +791,10 @@ impl FinalGather<'_> {
         params: &DeviceBuffer<FrameParams>,
         vertices: &DeviceBuffer<GpuEyeVertex>,
         own: &DeviceBuffer<u32>,
+        chosen: Option<DeviceBuffer<u32>>,
         team: &dyn Team,
     ) -> Result<GatherCounts, GpuError> {
-        let Some(plan) = &self.samples else {
+        let (Some(plan), Some(chosen)) = (&self.samples, chosen) else {
             let rays = self.run(
                 irradiance,
                 params,
@@ -742,10 +811,6 @@ impl FinalGather<'_> {
             });
         };
         let mut clock = StageClock::new(params.gpu())?;
-        let seeds = gather_cuda::seed_points(params, vertices)?;
-        let chosen = crate::photon::irradiance_samples_cuda::seed(&seeds.points(), &plan.seeding)?;
-        drop(seeds);
-        let seeding = clock.lap()?;
         let gpu = params.gpu();
         let mut gathered = DeviceBuffer::zeroed(gpu, "sample irradiance", chosen.len())?;
         let sink = GatherSink::Samples(&mut gathered);
@@ -774,7 +839,6 @@ impl FinalGather<'_> {
             samples: chosen.len(),
             rays,
             stages: vec![
-                ("seeding", seeding),
                 ("sample gathers", sample_gathers),
                 ("sample radii", radii),
                 ("interpolation", interpolation),
@@ -925,26 +989,6 @@ impl EstimateSteps<'_> {
         Ok(at)
     }
 
-    /// The photon pass's views, waiting for the photon stream's thread to
-    /// send them if it has not yet (its stats kept in
-    /// [`Self::photon_stats`]).
-    fn maps_ready(&mut self) -> Result<&MapViews, GpuError> {
-        if let PendingMaps::Pending(sent) = &self.maps {
-            let (maps, stats) = match sent.recv() {
-                Ok(Ok(sent)) => sent,
-                Ok(Err(GpuPhotonError::Gpu(error))) => return Err(error),
-                Ok(Err(error)) => return Err(photon_stream_failed(error.to_string())),
-                Err(_) => return Err(photon_stream_failed("its thread ended".into())),
-            };
-            self.maps = PendingMaps::Ready(maps);
-            self.photon_stats = Some(stats);
-        }
-        match &self.maps {
-            PendingMaps::Ready(maps) => Ok(maps),
-            PendingMaps::Pending(_) => unreachable!("received above"),
-        }
-    }
-
     /// Adds `ms` to the stage `name` (appended when new).
     fn add_stage(&mut self, name: &'static str, ms: f64) {
         match self.stages.iter_mut().find(|(n, _)| *n == name) {
@@ -1032,13 +1076,9 @@ impl WaveSteps for EstimateSteps<'_> {
         let own = own.as_ref().unwrap_or(&order);
         let params_used = whole.as_ref().map_or(params, |w| &w.params);
         self.add_stage("vertex order", clock.lap()?);
-        let maps = self.maps_ready()?;
-        let views = DeviceBuffer::from_slice(gpu, "photon map views", &maps.views)?;
-        let irradiance = match maps.irradiance {
-            Some(view) => Some(DeviceBuffer::from_slice(gpu, "irradiance view", &[view])?),
-            None => None,
-        };
-        if self.photon_stats.is_some() {
+        let sent = self.maps.is_sent();
+        let views = DeviceBuffer::from_slice(gpu, "photon map views", self.maps.wait()?)?;
+        if sent {
             self.add_stage("photon wait", clock.lap()?);
         }
         let tiles = estimate_cuda::tile_order(&views, &vertices, own)?;
@@ -1046,9 +1086,27 @@ impl WaveSteps for EstimateSteps<'_> {
         estimate_cuda::estimate(params_used, &views, &vertices, own, &tiles)?;
         drop(tiles);
         self.add_stage("estimates", clock.lap()?);
-        if let (Some(gather), Some(irradiance)) = (&self.gather, &irradiance) {
-            let counts = gather.light(irradiance, params_used, &vertices, own, self.team)?;
-            let ms = clock.lap()?;
+        let sent = self.irradiance.is_sent();
+        if let Some(gather) = self.gather.take() {
+            // The samples' placement reads the eye vertices alone: it runs
+            // before the wait for the precomputed irradiance.
+            let chosen = gather.seed(params_used, &vertices)?;
+            let mut ms = 0.0;
+            if chosen.is_some() {
+                ms = clock.lap()?;
+                self.add_stage("seeding", ms);
+            }
+            let view = self.irradiance.wait()?.0.ok_or(GpuError::Invalid {
+                what: "the final gather",
+                message: "the photon pass precomputed no irradiance".into(),
+            })?;
+            let irradiance = DeviceBuffer::from_slice(gpu, "irradiance view", &[view])?;
+            if sent {
+                self.add_stage("irradiance wait", clock.lap()?);
+            }
+            let counts =
+                gather.light(&irradiance, params_used, &vertices, own, chosen, self.team)?;
+            ms += clock.lap()?;
             self.gather_ms += ms;
             self.gather_rays += counts.rays;
             self.gathered += counts.points;
@@ -1060,6 +1118,8 @@ impl WaveSteps for EstimateSteps<'_> {
                 self.add_stage(name, ms);
             }
         }
+        // Without the final gather, for the photon stream's stats.
+        self.irradiance.wait()?;
         if let Some(whole) = &whole {
             add_band_sums(self.team, params, &whole.sums, &self.band)?;
             self.add_stage("band sums", clock.lap()?);
