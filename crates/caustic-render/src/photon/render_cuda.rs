@@ -20,6 +20,11 @@
 //!    order (k nearest photons, the k-th fixing the disc, with the CPU
 //!    estimate's rules).
 //!
+//! An owned renderer on one GPU runs steps 1–2 (and the final gather's
+//! precompute) on a second stream of the device, beside the eye waves of
+//! step 3, which wait for the maps only at their estimates
+//! ([`GpuPhotonRenderer::new`]).
+//!
 //! With `gather_rays > 0` the global map is traced with every diffuse hit
 //! and read by the **final gather**: irradiance precomputed at every
 //! `precompute`-th global photon (Christensen); gather rays,
