@@ -289,8 +289,10 @@ impl<'s> GpuPhotonRenderer<'s> {
     /// the estimates and the samples' placement
     /// ([`EstimateSteps::finish`]). Neither pass reads the other's results
     /// before that point, and both are latency-bound wavefronts (a launch
-    /// per bounce, few rays or photons at late bounces), so each fills the
-    /// device where the other leaves it idle. The photon buffers stay
+    /// per bounce, few rays or photons at late bounces), so each can use
+    /// the device where the other leaves it idle (at 10^6 photons and
+    /// 1080p about 1.9 ms of the photons' and maps' 4.5 ms hide: the
+    /// passes slow each other down too). The photon buffers stay
     /// alive on their thread until the frame's stream is done with them.
     fn overlapped<T>(
         &self,
