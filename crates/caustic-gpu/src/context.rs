@@ -4,8 +4,10 @@
 //! cudarc loads libcuda and libnvrtc at first use and panics when they are
 //! missing, so [`Gpu::open`] first asks whether each library can be loaded at
 //! all and turns absence into [`GpuError::NoDriver`] or [`GpuError::NoNvrtc`].
-//! All work goes to one non-blocking stream in issue order, which is why the
-//! buffers need no per-allocation events.
+//! All work of a handle goes to its one non-blocking stream in issue order,
+//! which is why the buffers need no per-allocation events; a second handle
+//! on its own stream ([`Gpu::with_own_stream`]) leaves the ordering of what
+//! both use to its caller.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -158,6 +160,45 @@ impl Gpu {
                 loading_ns: Default::default(),
                 sync_each_launch,
                 peers: Mutex::default(),
+            }),
+        })
+    }
+
+    /// Another handle on this device's context with a stream of its own,
+    /// so that its work runs beside this handle's (two latency-bound
+    /// wavefronts overlapping). Its buffers and modules are its own. A
+    /// buffer one handle made and the other's work uses needs the caller's
+    /// ordering: the maker's stream synchronised before the other reads
+    /// it, and the buffer kept until the other's work on it is done (a
+    /// buffer is freed in its maker's stream order).
+    ///
+    /// The memory pool stops making one stream wait on the other to reuse
+    /// a block the other freed (its internal dependencies): a freed block
+    /// goes to the other stream only once its free has run, so the two
+    /// streams' allocations never order their work.
+    pub fn with_own_stream(&self) -> Result<Gpu, GpuError> {
+        let inner = &self.inner;
+        self.bind()?;
+        let stream = inner
+            .context
+            .new_stream()
+            .map_err(GpuError::driver("creating a stream"))?;
+        no_pool_dependencies(&inner.context)?;
+        let peers = inner
+            .peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        Ok(Gpu {
+            inner: Arc::new(Inner {
+                ipc: Mutex::new(IpcExchange::new(inner.context.clone())),
+                context: inner.context.clone(),
+                stream,
+                info: inner.info.clone(),
+                modules: Mutex::default(),
+                loading_ns: Default::default(),
+                sync_each_launch: inner.sync_each_launch,
+                peers: Mutex::new(peers),
             }),
         })
     }
@@ -582,6 +623,29 @@ fn keep_freed_memory_pooled(context: &Arc<CudaContext>) -> Result<(), GpuError> 
         )
         .map_err(GpuError::driver(
             "setting the memory pool's release threshold",
+        ))
+    }
+}
+
+/// The pool's blocks freed by one stream go to another only once the free
+/// has run (opportunistically), never by making the other stream wait:
+/// [`Gpu::with_own_stream`]'s streams stay independent.
+fn no_pool_dependencies(context: &Arc<CudaContext>) -> Result<(), GpuError> {
+    if !context.has_async_alloc() {
+        return Ok(());
+    }
+    let mut allowed: i32 = 0;
+    // SAFETY: the device handle comes from a live context; the attribute takes an int.
+    unsafe {
+        let pool = result::device::get_default_mem_pool(context.cu_device())
+            .map_err(GpuError::driver("reading the memory pool"))?;
+        result::mem_pool::set_attribute(
+            pool,
+            CUmemPool_attribute::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+            (&mut allowed as *mut i32).cast(),
+        )
+        .map_err(GpuError::driver(
+            "setting the memory pool's reuse across streams",
         ))
     }
 }

@@ -506,6 +506,63 @@ fn gpu_photon_frame_of_an_unlit_scene_is_black() {
     assert!(film.pixels.iter().all(|p| p.max_element() == 0.0));
 }
 
+/// The owned renderer traces its photons on a second stream beside the
+/// eye waves; one on a borrowed upload traces them first, on the frame's
+/// stream. Same photons, same maps: the frames are the same up to the
+/// order of the framebuffer's atomic additions, with the same counts, with
+/// and without the final gather (at every point, at irradiance samples).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_photon_frame_beside_the_eye_waves_equals_the_frame_after_them() {
+    use caustic_render::photon::irradiance_samples::SampleSettings;
+    let gpu = gpu();
+    let scene = Scene::builtin("cornell-caustics").unwrap();
+    let camera = scene.camera.unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let overlapped = GpuPhotonRenderer::new(&gpu, &rs).unwrap();
+    let uploaded = GpuScene::upload(&gpu, &rs).unwrap();
+    let sequential = GpuPhotonRenderer::on(&uploaded, &rs);
+    for (gather_rays, spacing) in [(0, 0.0), (16, 0.0), (16, 4.0)] {
+        let settings = PhotonRenderSettings {
+            gather_rays,
+            samples: SampleSettings {
+                spacing,
+                ..Default::default()
+            },
+            ..global_map_settings(96, 64, 2)
+        };
+        let (beside, beside_stats) = overlapped.render(&camera, &settings).unwrap();
+        let (after, after_stats) = sequential.render(&camera, &settings).unwrap();
+        let agreement = Agreement::measure(&after, &beside);
+        let stage =
+            |stats: &PhotonRenderStats, name: &str| stats.stage_ms.iter().any(|(n, _)| *n == name);
+        eprintln!(
+            "photons beside the eye waves, gather {gather_rays} every {spacing}: {agreement}"
+        );
+        let counts = |s: &PhotonRenderStats| {
+            let stored = (s.global_stored, s.caustic_stored, s.precomputed);
+            (s.photons_traced, stored, s.rays, s.point_gathers, s.samples)
+        };
+        assert_eq!(
+            counts(&beside_stats),
+            counts(&after_stats),
+            "gather {gather_rays}"
+        );
+        assert!(beside_stats.global_stored > 0 && beside_stats.photon_ms > 0.0);
+        assert!(stage(&beside_stats, "photon wait") && !stage(&after_stats, "photon wait"));
+        let peak = after
+            .pixels
+            .iter()
+            .map(|p| p.max_element())
+            .fold(0.0, f32::max);
+        assert!(peak > 0.0);
+        assert!(
+            agreement.max_abs <= 1e-5 * peak,
+            "gather {gather_rays} every {spacing}: {agreement}"
+        );
+    }
+}
+
 /// A display frame (`render_display`: 8-bit sRGB on the device) is the
 /// host's sRGB of the f32 frame, with and without the final gather: the
 /// two frames differ only by the order of the framebuffer's atomic

@@ -20,6 +20,11 @@
 //!    order (k nearest photons, the k-th fixing the disc, with the CPU
 //!    estimate's rules).
 //!
+//! An owned renderer on one GPU runs steps 1–2 (and the final gather's
+//! precompute) on a second stream of the device, beside the eye waves of
+//! step 3, which wait for the maps only at their estimates
+//! ([`GpuPhotonRenderer::new`]).
+//!
 //! With `gather_rays > 0` the global map is traced with every diffuse hit
 //! and read by the **final gather**: irradiance precomputed at every
 //! `precompute`-th global photon (Christensen); gather rays,
@@ -44,6 +49,7 @@
 //! to float rounding and the rare photon whose path a rounding flips.
 
 use std::ops::Range;
+use std::sync::mpsc;
 use std::time::Instant;
 
 use crate::photon::estimate_cuda;
@@ -110,6 +116,10 @@ impl std::ops::Deref for SceneRef<'_> {
 /// A scene uploaded for photon-mapped frames.
 pub struct GpuPhotonRenderer<'s> {
     scene: SceneRef<'s>,
+    /// The scene uploaded again on a stream of its own, where the photon
+    /// pass runs beside the eye waves (`None`: the photon pass runs
+    /// first, on the frame's stream).
+    photon_scene: Option<GpuScene>,
     sources: PhotonSources,
     diagonal: f32,
     /// The scene's bounds (lo, hi), for the Morton order of eye vertices.
@@ -118,23 +128,28 @@ pub struct GpuPhotonRenderer<'s> {
 
 impl GpuPhotonRenderer<'static> {
     /// Uploads `scene` to the device of `gpu`, with the default GPU
-    /// structure built there.
+    /// structure built there; and again on a second stream of the device,
+    /// where the photon pass of a one-GPU frame runs beside the eye waves
+    /// (twice the scene's device memory).
     pub fn new(gpu: &caustic_gpu::Gpu, scene: &RenderScene) -> Result<Self, GpuError> {
-        Ok(Self::from_parts(
-            SceneRef::Owned(Box::new(GpuScene::upload(gpu, scene)?)),
-            scene,
-        ))
+        Self::from_scene(GpuScene::upload(gpu, scene)?, scene)
     }
 
     /// The renderer of `scene`, already uploaded as `uploaded` (with the
-    /// structure of the caller's choice).
-    pub fn from_scene(uploaded: GpuScene, scene: &RenderScene) -> Self {
-        Self::from_parts(SceneRef::Owned(Box::new(uploaded)), scene)
+    /// structure of the caller's choice), uploaded again with that
+    /// structure on a second stream, as [`Self::new`].
+    pub fn from_scene(uploaded: GpuScene, scene: &RenderScene) -> Result<Self, GpuError> {
+        let photon_stream = uploaded.gpu().with_own_stream()?;
+        let photon_scene = GpuScene::upload_with(&photon_stream, scene, uploaded.accel().spec())?;
+        let mut renderer = Self::from_parts(SceneRef::Owned(Box::new(uploaded)), scene);
+        renderer.photon_scene = Some(photon_scene);
+        Ok(renderer)
     }
 }
 
 impl<'s> GpuPhotonRenderer<'s> {
-    /// The renderer of `scene` on an upload the caller keeps.
+    /// The renderer of `scene` on an upload the caller keeps: with no
+    /// second upload, its photon pass runs before the eye pass.
     pub fn on(uploaded: &'s GpuScene, scene: &RenderScene) -> Self {
         Self::from_parts(SceneRef::Borrowed(uploaded), scene)
     }
@@ -142,6 +157,7 @@ impl<'s> GpuPhotonRenderer<'s> {
     fn from_parts(uploaded: SceneRef<'s>, scene: &RenderScene) -> Self {
         Self {
             scene: uploaded,
+            photon_scene: None,
             sources: PhotonSources::new(scene),
             diagonal: scene.scene_diagonal,
             bounds: bounds(scene),
@@ -227,7 +243,9 @@ impl<'s> GpuPhotonRenderer<'s> {
 
     /// The frame's stages with `eye_pass` running the eye pass (the
     /// Whitted waves with `steps`, the estimates and gathers at their
-    /// end) over this member's band and returning its image.
+    /// end) over this member's band and returning its image. With a
+    /// photon stream (an owned upload, one GPU), the photon pass runs on it
+    /// beside the eye waves ([`Self::overlapped`]); otherwise before them.
     fn frame<T>(
         &self,
         settings: &PhotonRenderSettings,
@@ -236,8 +254,116 @@ impl<'s> GpuPhotonRenderer<'s> {
     ) -> Result<(T, PhotonRenderStats), GpuPhotonError> {
         check(settings)?;
         let start = Instant::now();
-        let mut stats = PhotonRenderStats::default();
-        let maps = self.trace(settings, team, &mut stats)?;
+        let (image, mut stats) = match &self.photon_scene {
+            Some(photon_scene) if team.size() == 1 => {
+                self.overlapped(photon_scene, settings, team, eye_pass)?
+            }
+            _ => {
+                let mut stats = PhotonRenderStats::default();
+                let image = self.photon_side(
+                    &self.scene,
+                    settings,
+                    team,
+                    &mut stats,
+                    &mut |_| {},
+                    |views, irradiance, stats| {
+                        let maps = Pending::Ready(views);
+                        let irradiance = Pending::Ready((irradiance, None));
+                        self.eye_side(settings, team, maps, irradiance, eye_pass, stats)
+                    },
+                )?;
+                (image, stats)
+            }
+        };
+        let sums = sum_u64(team, &[stats.rays, stats.point_gathers])?;
+        (stats.rays, stats.point_gathers) = (sums[0], sums[1]);
+        stats.seconds = start.elapsed().as_secs_f64();
+        Ok((image, stats))
+    }
+
+    /// The frame on two streams of one device: the photon pass (tracing,
+    /// map builds, precomputed irradiance) on the photon stream, driven by
+    /// a thread of its own, beside the eye waves and their collection on
+    /// the frame's stream. The estimates wait for the maps; the final
+    /// gather's rays wait for the precomputed irradiance, computed beside
+    /// the estimates and the samples' placement
+    /// ([`EstimateSteps::finish`]). Neither pass reads the other's results
+    /// before that point, and both are latency-bound wavefronts (a launch
+    /// per bounce, few rays or photons at late bounces), so each can use
+    /// the device where the other leaves it idle (at 10^6 photons and
+    /// 1080p about 1.9 ms of the photons' and maps' 4.5 ms hide: the
+    /// passes slow each other down too). The photon buffers stay
+    /// alive on their thread until the frame's stream is done with them.
+    fn overlapped<T>(
+        &self,
+        photon_scene: &GpuScene,
+        settings: &PhotonRenderSettings,
+        team: &dyn Team,
+        eye_pass: EyePass<'_, T>,
+    ) -> Result<(T, PhotonRenderStats), GpuPhotonError> {
+        let (send_maps, maps) = mpsc::channel();
+        let (send_irradiance, irradiance) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let frame_gpu = self.scene.gpu();
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                let mut stats = PhotonRenderStats::default();
+                let mut maps_sent = false;
+                // A frame that failed before it waits for the maps or the
+                // irradiance no longer listens: the sends may go nowhere.
+                let outcome = self.photon_side(
+                    photon_scene,
+                    settings,
+                    &Solo,
+                    &mut stats,
+                    &mut |views| {
+                        maps_sent = true;
+                        let _ = send_maps.send(Ok(views.to_vec()));
+                    },
+                    |_, irradiance, stats| {
+                        let _ = send_irradiance.send(Ok((irradiance, Some(stats.clone()))));
+                        // Released (or the frame gone): the frame's stream
+                        // may still read the maps until it is idle.
+                        let _ = released.recv();
+                        Ok(frame_gpu.synchronize()?)
+                    },
+                );
+                if let Err(error) = outcome {
+                    if maps_sent {
+                        let _ = send_irradiance.send(Err(error));
+                    } else {
+                        let _ = send_maps.send(Err(error));
+                    }
+                }
+            });
+            let mut stats = PhotonRenderStats::default();
+            let (maps, irradiance) = (Pending::Sent(maps), Pending::Sent(irradiance));
+            let image = self.eye_side(settings, team, maps, irradiance, eye_pass, &mut stats);
+            drop(release);
+            image.map(|image| (image, stats))
+        })
+    }
+
+    /// The photon pass on `scene`'s stream: both maps traced and indexed
+    /// (`built` gets the views the estimates read as soon as they are,
+    /// the stream idle), then with the final gather the irradiance
+    /// precomputed at the global map's photons and indexed; `then` runs
+    /// with the views and the irradiance's while the buffers live (the
+    /// stream idle).
+    fn photon_side<R>(
+        &self,
+        scene: &GpuScene,
+        settings: &PhotonRenderSettings,
+        team: &dyn Team,
+        stats: &mut PhotonRenderStats,
+        built: &mut dyn FnMut(&[PhotonMapView]),
+        then: impl FnOnce(
+            Vec<PhotonMapView>,
+            Option<PhotonMapView>,
+            &mut PhotonRenderStats,
+        ) -> Result<R, GpuPhotonError>,
+    ) -> Result<R, GpuPhotonError> {
+        let maps = self.trace(scene, settings, team, stats)?;
         let build_start = Instant::now();
         let global_radius = settings.max_radius * self.diagonal;
         let caustic_radius = settings.caustic_max_radius * self.diagonal;
@@ -252,7 +378,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         let global_view = global.view(settings.k, global_radius, false)?;
         let caustic_view =
             caustic.view(settings.caustic_k, caustic_radius, settings.cone_filter)?;
-        let gpu = self.scene.gpu();
+        let gpu = scene.gpu();
         // With the final gather the global map is read by the gather rays
         // (through irradiance precomputed at its photons), not at the eye.
         let gathering = settings.gather_rays > 0;
@@ -261,9 +387,9 @@ impl<'s> GpuPhotonRenderer<'s> {
         } else {
             vec![global_view, caustic_view]
         };
-        let views = DeviceBuffer::from_slice(gpu, "photon map views", &views)?;
-        self.scene.gpu().synchronize()?;
+        gpu.synchronize()?;
         stats.build_ms = build_start.elapsed().as_secs_f64() * 1e3;
+        built(&views);
         let precompute_start = Instant::now();
         let precomputed = if gathering {
             let view = DeviceBuffer::from_slice(gpu, "global map view", &[global_view])?;
@@ -274,29 +400,43 @@ impl<'s> GpuPhotonRenderer<'s> {
         } else {
             None
         };
-        let irradiance = match &precomputed {
-            Some(points) => {
-                let indexed = IndexedPhotons::build(
-                    points,
-                    global_radius,
-                    PRECOMPUTED_CANDIDATES,
-                    SHELL_FINE_CELL_KTH,
-                )?;
+        let indexed = match &precomputed {
+            Some(points) => Some(IndexedPhotons::build(
+                points,
+                global_radius,
+                PRECOMPUTED_CANDIDATES,
+                SHELL_FINE_CELL_KTH,
+            )?),
+            None => None,
+        };
+        let irradiance = match &indexed {
+            Some(indexed) => {
                 let mut view = indexed.view(PRECOMPUTED_CANDIDATES, global_radius, false)?;
                 // Gather rays land anywhere, one lookup each: the fine cells
                 // answer almost every one, so do not count the coarse cells.
                 if view.coarse_limit != u32::MAX {
                     view.coarse_limit = 0;
                 }
-                Some((
-                    indexed,
-                    DeviceBuffer::from_slice(gpu, "irradiance view", &[view])?,
-                ))
+                Some(view)
             }
             None => None,
         };
         gpu.synchronize()?;
         stats.precompute_ms = precompute_start.elapsed().as_secs_f64() * 1e3;
+        then(views, irradiance, stats)
+    }
+
+    /// The eye pass with the estimates from `maps` (ready, or sent by the
+    /// photon stream's thread when its maps are built).
+    fn eye_side<T>(
+        &self,
+        settings: &PhotonRenderSettings,
+        team: &dyn Team,
+        maps: Pending<Vec<PhotonMapView>>,
+        irradiance: Pending<IrradianceView>,
+        eye_pass: EyePass<'_, T>,
+        stats: &mut PhotonRenderStats,
+    ) -> Result<T, GpuPhotonError> {
         let render_start = Instant::now();
         let whitted = WhittedSettings {
             width: settings.width,
@@ -310,7 +450,8 @@ impl<'s> GpuPhotonRenderer<'s> {
         };
         let band = TileBand::of(team, settings.width, settings.height);
         let mut steps = EstimateSteps {
-            views: &views,
+            maps,
+            irradiance,
             team,
             band: band.clone(),
             waves: settings.max_depth as usize + 1,
@@ -318,9 +459,8 @@ impl<'s> GpuPhotonRenderer<'s> {
             appended: None,
             wave_lengths: Vec::new(),
             bounds: self.bounds,
-            gather: irradiance.as_ref().map(|(_, view)| FinalGather {
+            gather: (settings.gather_rays > 0).then(|| FinalGather {
                 scene: &self.scene,
-                irradiance: view,
                 rays_per: settings.gather_rays,
                 max_depth: settings.max_depth,
                 samples: (settings.samples.spacing > 0.0).then(|| SamplePlan {
@@ -341,6 +481,10 @@ impl<'s> GpuPhotonRenderer<'s> {
             last_step: Instant::now(),
         };
         let (image, eye) = eye_pass(&self.scene, &whitted, &band, &mut steps)?;
+        if let Pending::Ready((_, Some(photons))) = &mut steps.irradiance {
+            // The photon stream's own stats: its photons, builds and rays.
+            *stats = std::mem::take(photons);
+        }
         stats.render_ms = render_start.elapsed().as_secs_f64() * 1e3;
         stats.rays += eye.rays + steps.gather_rays;
         stats.point_gathers = steps.gathered;
@@ -348,10 +492,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         stats.sample_ms = steps.gather_ms;
         stats.stage_ms = steps.stages;
         stats.stage_ms.push(("download", eye.download_ms));
-        let sums = sum_u64(team, &[stats.rays, stats.point_gathers])?;
-        (stats.rays, stats.point_gathers) = (sums[0], sums[1]);
-        stats.seconds = start.elapsed().as_secs_f64();
-        Ok((image, stats))
+        Ok(image)
     }
 
     /// The irradiance precomputed at every `stride`-th photon of the
@@ -382,6 +523,7 @@ impl<'s> GpuPhotonRenderer<'s> {
     /// its share of the global pass's photons and receives the others'.
     fn trace(
         &self,
+        scene: &GpuScene,
         settings: &PhotonRenderSettings,
         team: &dyn Team,
         stats: &mut PhotonRenderStats,
@@ -390,26 +532,25 @@ impl<'s> GpuPhotonRenderer<'s> {
         let start = Instant::now();
         let photons = plan.global.photons;
         let range = share(team, photons);
-        let mut maps =
-            trace_cuda::trace_photon_range(&self.scene, &self.sources, &plan.global, range)?;
+        let mut maps = trace_cuda::trace_photon_range(scene, &self.sources, &plan.global, range)?;
         stats.rays += maps.stats.rays;
         stats.photons_traced = maps.emitted;
         let global = std::mem::replace(
             &mut maps.global,
-            DeviceBuffer::uninit(self.scene.gpu(), "global photon map", 0)?,
+            DeviceBuffer::uninit(scene.gpu(), "global photon map", 0)?,
         );
         maps.global = gather_device_runs(team, global, 0, &maps.global_runs)?.0;
         if let Some(pass) = &plan.caustic {
             // A caustic-only pass splits like the global one, by index.
             let range = share(team, pass.photons);
-            let caustic = trace_cuda::trace_caustic_range(&self.scene, &self.sources, pass, range)?;
+            let caustic = trace_cuda::trace_caustic_range(scene, &self.sources, pass, range)?;
             stats.rays += caustic.stats.rays;
             stats.photons_traced += caustic.emitted;
             maps.caustic = gather_device_runs(team, caustic.caustic, 0, &caustic.caustic_runs)?.0;
         } else {
             let caustic = std::mem::replace(
                 &mut maps.caustic,
-                DeviceBuffer::uninit(self.scene.gpu(), "caustic photon map", 0)?,
+                DeviceBuffer::uninit(scene.gpu(), "caustic photon map", 0)?,
             );
             maps.caustic = gather_device_runs(team, caustic, 0, &maps.caustic_runs)?.0;
         }
@@ -430,6 +571,44 @@ type EyePass<'e, T> = &'e mut dyn FnMut(
     &mut dyn WaveSteps,
 ) -> Result<(T, crate::RenderStats), GpuPhotonError>;
 
+/// Something of the photon pass the eye pass's steps read after the last
+/// wave: there already (the photon pass ran first, on the frame's stream),
+/// or sent by the photon stream's thread when ready (that stream idle).
+/// Views are plain device addresses: the buffers stay with the photon
+/// pass.
+enum Pending<T> {
+    Ready(T),
+    Sent(mpsc::Receiver<Result<T, GpuPhotonError>>),
+}
+
+/// The precomputed irradiance's view (with the final gather), and, from
+/// the photon stream's thread, its stats (photons, builds, rays).
+type IrradianceView = (Option<PhotonMapView>, Option<PhotonRenderStats>);
+
+impl<T> Pending<T> {
+    /// The value, waiting for the photon stream's thread if it has not
+    /// sent it yet.
+    fn wait(&mut self) -> Result<&mut T, GpuError> {
+        if let Pending::Sent(sent) = self {
+            let value = match sent.recv() {
+                Ok(Ok(value)) => value,
+                Ok(Err(GpuPhotonError::Gpu(error))) => return Err(error),
+                Ok(Err(error)) => return Err(photon_stream_failed(error.to_string())),
+                Err(_) => return Err(photon_stream_failed("its thread ended".into())),
+            };
+            *self = Pending::Ready(value);
+        }
+        match self {
+            Pending::Ready(value) => Ok(value),
+            Pending::Sent(_) => unreachable!("received above"),
+        }
+    }
+
+    fn is_sent(&self) -> bool {
+        matches!(self, Pending::Sent(_))
+    }
+}
+
 /// The eye pass's extra steps: every wave's diffuse ends collected as eye
 /// vertices; after the last wave, all of them sorted into Morton order and
 /// the radiance estimates added in one launch. One launch over spatially
@@ -437,7 +616,11 @@ type EyePass<'e, T> = &'e mut dyn FnMut(
 /// spreads the rare costly query over the whole machine, where a launch per
 /// wave waited on its slowest queries once per bounce.
 struct EstimateSteps<'a> {
-    views: &'a DeviceBuffer<PhotonMapView>,
+    /// The views of the photon pass's maps, read by the estimates after
+    /// the last wave.
+    maps: Pending<Vec<PhotonMapView>>,
+    /// The view of the precomputed irradiance, read by the final gather.
+    irradiance: Pending<IrradianceView>,
     /// The team whose members render bands of the image (`Solo` alone).
     team: &'a dyn Team,
     /// This member's band: where a team's whole-image sums are added.
@@ -478,7 +661,6 @@ struct EstimateSteps<'a> {
 /// adaptively placed irradiance samples interpolated in between.
 struct FinalGather<'a> {
     scene: &'a GpuScene,
-    irradiance: &'a DeviceBuffer<PhotonMapView>,
     rays_per: u32,
     /// Most specular bounces of a gather ray.
     max_depth: u32,
@@ -587,20 +769,47 @@ const INTERPOLATION_NEIGHBOURS: usize = 8;
 const SPACING_NEIGHBOURS: usize = 5;
 
 impl FinalGather<'_> {
+    /// The irradiance samples' places among the frame's eye vertices
+    /// (`None`: gathers at every vertex), chosen before the irradiance
+    /// they read is there.
+    fn seed(
+        &self,
+        params: &DeviceBuffer<FrameParams>,
+        vertices: &DeviceBuffer<GpuEyeVertex>,
+    ) -> Result<Option<DeviceBuffer<u32>>, GpuError> {
+        let Some(plan) = &self.samples else {
+            return Ok(None);
+        };
+        let seeds = gather_cuda::seed_points(params, vertices)?;
+        let chosen = crate::photon::irradiance_samples_cuda::seed(&seeds.points(), &plan.seeding)?;
+        Ok(Some(chosen))
+    }
+
     /// Indirect light at every vertex of `own` (Morton order), from
-    /// gathers or from irradiance samples. `vertices` are all of the frame's (a team's merged array), `own`
+    /// gathers or from the irradiance samples `chosen` ([`Self::seed`])
+    /// reading the precomputed irradiance through `irradiance`.
+    /// `vertices` are all of the frame's (a team's merged array), `own`
     /// this member's in Morton order: the samples are placed among all
     /// vertices, gathered by contiguous shares of the team and exchanged;
     /// the light goes to the member's own vertices alone.
     fn light(
         &self,
+        irradiance: &DeviceBuffer<PhotonMapView>,
         params: &DeviceBuffer<FrameParams>,
         vertices: &DeviceBuffer<GpuEyeVertex>,
         own: &DeviceBuffer<u32>,
+        chosen: Option<DeviceBuffer<u32>>,
         team: &dyn Team,
     ) -> Result<GatherCounts, GpuError> {
-        let Some(plan) = &self.samples else {
-            let rays = self.run(params, vertices, own, 0..own.len(), GatherSink::Film)?;
+        let (Some(plan), Some(chosen)) = (&self.samples, chosen) else {
+            let rays = self.run(
+                irradiance,
+                params,
+                vertices,
+                own,
+                0..own.len(),
+                GatherSink::Film,
+            )?;
             let points = own.len() as u64;
             return Ok(GatherCounts {
                 points,
@@ -609,16 +818,12 @@ impl FinalGather<'_> {
             });
         };
         let mut clock = StageClock::new(params.gpu())?;
-        let seeds = gather_cuda::seed_points(params, vertices)?;
-        let chosen = crate::photon::irradiance_samples_cuda::seed(&seeds.points(), &plan.seeding)?;
-        drop(seeds);
-        let seeding = clock.lap()?;
         let gpu = params.gpu();
         let mut gathered = DeviceBuffer::zeroed(gpu, "sample irradiance", chosen.len())?;
         let sink = GatherSink::Samples(&mut gathered);
         let mine = share(team, chosen.len() as u64);
         let mine = mine.start as usize..mine.end as usize;
-        let mut rays = self.run(params, vertices, &chosen, mine.clone(), sink)?;
+        let mut rays = self.run(irradiance, params, vertices, &chosen, mine.clone(), sink)?;
         let runs = [mine.len() as u64];
         let (gathered, _) = gather_device_runs(team, gathered, mine.start, &runs)?;
         let sample_gathers = clock.lap()?;
@@ -627,14 +832,20 @@ impl FinalGather<'_> {
         let uncovered = interpolate(params, vertices, own, &samples, &tree, &plan.settings)?;
         let interpolation = clock.lap()?;
         let all = 0..uncovered.len();
-        rays += self.run(params, vertices, &uncovered, all, GatherSink::Film)?;
+        rays += self.run(
+            irradiance,
+            params,
+            vertices,
+            &uncovered,
+            all,
+            GatherSink::Film,
+        )?;
         let point_gathers = clock.lap()?;
         Ok(GatherCounts {
             points: uncovered.len() as u64,
             samples: chosen.len(),
             rays,
             stages: vec![
-                ("seeding", seeding),
                 ("sample gathers", sample_gathers),
                 ("sample radii", radii),
                 ("interpolation", interpolation),
@@ -648,6 +859,7 @@ impl FinalGather<'_> {
     /// rays traced.
     fn run(
         &self,
+        irradiance: &DeviceBuffer<PhotonMapView>,
         params: &DeviceBuffer<FrameParams>,
         vertices: &DeviceBuffer<GpuEyeVertex>,
         order: &DeviceBuffer<u32>,
@@ -701,7 +913,7 @@ impl FinalGather<'_> {
                     paths: &mut next_paths,
                     live: &mut live,
                 };
-                gather_cuda::gather_step(params, self.irradiance, &rays, &hits, &paths, targets)?;
+                gather_cuda::gather_step(params, irradiance, &rays, &hits, &paths, targets)?;
                 let indices = select_indices(&live)?;
                 rays = DeviceBuffer::uninit(gpu, "gather rays", indices.len())?;
                 paths = DeviceBuffer::uninit(gpu, "gather paths", indices.len())?;
@@ -871,14 +1083,37 @@ impl WaveSteps for EstimateSteps<'_> {
         let own = own.as_ref().unwrap_or(&order);
         let params_used = whole.as_ref().map_or(params, |w| &w.params);
         self.add_stage("vertex order", clock.lap()?);
-        let tiles = estimate_cuda::tile_order(self.views, &vertices, own)?;
+        let sent = self.maps.is_sent();
+        let views = DeviceBuffer::from_slice(gpu, "photon map views", self.maps.wait()?)?;
+        if sent {
+            self.add_stage("photon wait", clock.lap()?);
+        }
+        let tiles = estimate_cuda::tile_order(&views, &vertices, own)?;
         self.add_stage("tile order", clock.lap()?);
-        estimate_cuda::estimate(params_used, self.views, &vertices, own, &tiles)?;
+        estimate_cuda::estimate(params_used, &views, &vertices, own, &tiles)?;
         drop(tiles);
         self.add_stage("estimates", clock.lap()?);
-        if let Some(gather) = &self.gather {
-            let counts = gather.light(params_used, &vertices, own, self.team)?;
-            let ms = clock.lap()?;
+        let sent = self.irradiance.is_sent();
+        if let Some(gather) = self.gather.take() {
+            // The samples' placement reads the eye vertices alone: it runs
+            // before the wait for the precomputed irradiance.
+            let chosen = gather.seed(params_used, &vertices)?;
+            let mut ms = 0.0;
+            if chosen.is_some() {
+                ms = clock.lap()?;
+                self.add_stage("seeding", ms);
+            }
+            let view = self.irradiance.wait()?.0.ok_or(GpuError::Invalid {
+                what: "the final gather",
+                message: "the photon pass precomputed no irradiance".into(),
+            })?;
+            let irradiance = DeviceBuffer::from_slice(gpu, "irradiance view", &[view])?;
+            if sent {
+                self.add_stage("irradiance wait", clock.lap()?);
+            }
+            let counts =
+                gather.light(&irradiance, params_used, &vertices, own, chosen, self.team)?;
+            ms += clock.lap()?;
             self.gather_ms += ms;
             self.gather_rays += counts.rays;
             self.gathered += counts.points;
@@ -890,11 +1125,21 @@ impl WaveSteps for EstimateSteps<'_> {
                 self.add_stage(name, ms);
             }
         }
+        // Without the final gather, for the photon stream's stats.
+        self.irradiance.wait()?;
         if let Some(whole) = &whole {
             add_band_sums(self.team, params, &whole.sums, &self.band)?;
             self.add_stage("band sums", clock.lap()?);
         }
         Ok(())
+    }
+}
+
+/// The photon stream's failure, as the eye pass's steps report it.
+fn photon_stream_failed(message: String) -> GpuError {
+    GpuError::Invalid {
+        what: "the photon pass on its own stream",
+        message,
     }
 }
 
