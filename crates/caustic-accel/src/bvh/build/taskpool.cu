@@ -5,15 +5,22 @@
 // One task per node of at least 32 references, over a range of a
 // double-buffered reference array (the task records which buffer holds it):
 //
-// - SplitPlane (⌈n/32⌉ chunks): 32 candidate planes through the node's
+// - SplitPlane (⌈n/32⌉ chunks): 30 candidate planes through the node's
 //   split-point box (box centres doubled, as every SAH builder here keeps
-//   them), 11 on x, 11 on y, 10 on z, at i/(m+1) of the extent. Lane j owns
-//   candidate j: over its warp's chunks (staged in shared memory) it counts
-//   the references whose split point lies below the plane and bounds both
-//   sides, then merges into the slot's candidate bins in global memory with
-//   atomicAdd and atomicMin/Max on order-preserving integers (§4.2). The
-//   last finisher prices the 32 candidates with the SAH, keeps the cheapest
-//   (ties: the lower lane) and clears the bins for the slot's next task.
+//   them), 10 per axis: the bin boundaries of 11 bins, with the CPU binned
+//   builder's bin arithmetic (binned_sah.cuh: bin_axis, bin_of), so the
+//   candidates, the sides and the prices are those of the CPU twin
+//   (taskpool.rs) bit for bit. Lane j < 30 owns candidate j: over its warp's
+//   chunks (staged in shared memory) it counts the references whose split
+//   point falls in a bin below the plane and bounds both sides, then merges
+//   into the slot's candidate bins in global memory with atomicAdd and
+//   atomicMin/Max on order-preserving integers (§4.2). The last finisher
+//   prices the candidates with the SAH, keeps the cheapest (ties: the lower
+//   lane, i.e. the first axis, then the leftmost plane, as the twin's
+//   sweep) and clears the bins for the slot's next task. (The paper's 32
+//   planes, 11/11/10 at twelfths and elevenths, were not the twin's: on
+//   a 37-triangle soup with two huge triangles the twelfths missed the
+//   plane that isolates them, SAH 3.795 against the twin's 2.889.)
 //   No candidate separating anything (coincident split points), or a depth
 //   that a further unbalanced split could push past the traversal's bound:
 //   the node is halved by position instead (median mode), so SplitPlane is
@@ -29,7 +36,9 @@
 //   a child of fewer than 32 references is built at once by this warp
 //   (FullSAH, §4.1): the full SAH sweep in registers and shuffles, ranks per
 //   axis, boxes by warp scans, with leaves of at most `max_leaf` references
-//   by SAH termination (c_t, c_i).
+//   by SAH termination (c_t, c_i), with the twin's leaf test, tie rule and
+//   fallback (sorted_sweep.rs: SahRules::leaf_is_cheaper, sweep_axes,
+//   median_split).
 //
 // The output is the shared Bvh2 layout (children pairs adjacent, prim slots
 // = positions in the reference range), ready for the binary tracer.
@@ -38,6 +47,10 @@
 
 #define TP_BVH_THREADS 128u
 #define TP_BVH_WARPS (TP_BVH_THREADS / 32u)
+// SplitPlane's candidates: the 10 inner boundaries of 11 bins per axis.
+#define TP_BINS 11u
+#define TP_AXIS_CANDIDATES (TP_BINS - 1u)
+#define TP_CANDIDATES (3u * TP_AXIS_CANDIDATES)
 // Candidate bins: counts left and right, left box, right box (order ints).
 #define TP_BIN_WORDS 14u
 #define TP_SLOT_BIN_WORDS (32u * TP_BIN_WORDS)
@@ -57,7 +70,7 @@
 #define TP_DEPTH 13u
 #define TP_PARITY 14u
 #define TP_AXIS 15u
-#define TP_PLANE 16u
+#define TP_PLANE 16u  // the chosen candidate's first right bin
 #define TP_MEDIAN 17u
 #define TP_LEFT 18u
 #define TP_RIGHT 19u
@@ -82,12 +95,19 @@ __device__ __forceinline__ void tp_load_ref(const PrimRef* refs, u32 i, float4& 
     hi = __ldcg(words + 1);
 }
 
-// The candidate plane of lane j: 11 on x, 11 on y, 10 on z.
-__device__ __forceinline__ void tp_candidate(u32 j, u32& axis, float& t) {
-    const u32 m = j < 22u ? 11u : 10u;
-    const u32 i = j < 11u ? j : (j < 22u ? j - 11u : j - 22u);
-    axis = j < 11u ? 0u : (j < 22u ? 1u : 2u);
-    t = (float)(i + 1u) / (float)(m + 1u);
+// Candidate j (< TP_CANDIDATES): its axis and its first right bin; a split
+// point goes left when its bin is below that (split.rs: partition).
+__device__ __forceinline__ void tp_candidate(u32 j, u32& axis, u32& first_right) {
+    axis = j / TP_AXIS_CANDIDATES;
+    first_right = j % TP_AXIS_CANDIDATES + 1u;
+}
+
+// The bins of the node's split points on `axis` (the payload's split-point
+// box): binned_sah.cuh's mapping of the CPU's BinMapping.
+__device__ __forceinline__ BinAxis tp_bin_axis(const TaskRecord& r, u32 axis) {
+    const float lo_c = task_pool_load((const float*)&r.payload[TP_CLO + axis]);
+    const float hi_c = task_pool_load((const float*)&r.payload[TP_CHI + axis]);
+    return bin_axis(lo_c, hi_c, TP_BINS);
 }
 
 struct TaskPoolBvh {
@@ -191,12 +211,11 @@ struct TaskPoolBvh {
     __device__ void split_chunks(TaskRecord& r, u32 slot, u32 first, u32 count) {
         const u32 begin = task_pool_load(&r.begin), end = task_pool_load(&r.end);
         const PrimRef* src = refs[task_pool_load(&r.payload[TP_PARITY])];
-        u32 axis;
-        float t;
-        tp_candidate(lane_id(), axis, t);
-        const float lo_c = task_pool_load((const float*)&r.payload[TP_CLO + axis]);
-        const float hi_c = task_pool_load((const float*)&r.payload[TP_CHI + axis]);
-        const float plane = lo_c + (hi_c - lo_c) * t;
+        // Lanes past the candidates stage chunks and count nothing.
+        const bool candidate = lane_id() < TP_CANDIDATES;
+        u32 axis, first_right;
+        tp_candidate(candidate ? lane_id() : 0u, axis, first_right);
+        const BinAxis map = tp_bin_axis(r, axis);
         u32 n_left = 0, n_right = 0;
         float left[6], right[6];
         for (u32 k = 0; k < 3; ++k) left[k] = right[k] = CAUSTIC_INF, left[3 + k] = right[3 + k] = -CAUSTIC_INF;
@@ -210,10 +229,10 @@ struct TaskPoolBvh {
                 shared->hi[lane_id()][0] = hi.x, shared->hi[lane_id()][1] = hi.y, shared->hi[lane_id()][2] = hi.z;
             }
             __syncwarp();
-            for (u32 s = 0; s < items; ++s) {
+            for (u32 s = 0; s < items && candidate; ++s) {
                 const float* l = shared->lo[s];
                 const float* h = shared->hi[s];
-                const bool goes_left = __fadd_rn(l[axis], h[axis]) < plane;
+                const bool goes_left = bin_of(map, __fadd_rn(l[axis], h[axis])) < first_right;
                 float* side = goes_left ? left : right;
                 for (u32 k = 0; k < 3; ++k) side[k] = fminf(side[k], l[k]), side[3 + k] = fmaxf(side[3 + k], h[k]);
                 n_left += goes_left ? 1u : 0u;
@@ -248,6 +267,9 @@ struct TaskPoolBvh {
             for (u32 k = 0; k < 6; ++k) l[k] = order_float(w[2 + k]), h[k] = order_float(w[8 + k]);
             cost = __fadd_rn(__fmul_rn((float)w[0], box_half_area(l, l + 3)),
                              __fmul_rn((float)w[1], box_half_area(h, h + 3)));
+            // Overflowing areas (inf * 0 = NaN among them) never win, as in
+            // the twin's sweep; a NaN would also break the warp's minimum.
+            if (!(cost < CAUSTIC_INF)) cost = CAUSTIC_INF;
         }
         u32 best = lane_id();
         float best_cost = cost;
@@ -258,13 +280,10 @@ struct TaskPoolBvh {
         }
         if (lane_id() == 0) {
             if (best_cost < CAUSTIC_INF) {
-                u32 axis;
-                float t;
-                tp_candidate(best, axis, t);
-                const float lo_c = task_pool_load((const float*)&r.payload[TP_CLO + axis]);
-                const float hi_c = task_pool_load((const float*)&r.payload[TP_CHI + axis]);
+                u32 axis, first_right;
+                tp_candidate(best, axis, first_right);
                 r.payload[TP_AXIS] = axis;
-                ((float*)r.payload)[TP_PLANE] = lo_c + (hi_c - lo_c) * t;
+                r.payload[TP_PLANE] = first_right;
                 r.payload[TP_MEDIAN] = 0u;
             } else {
                 r.payload[TP_MEDIAN] = 1u;
@@ -283,8 +302,10 @@ struct TaskPoolBvh {
         const PrimRef* src = refs[parity];
         PrimRef* dst = refs[parity ^ 1u];
         const bool median = task_pool_load(&r.payload[TP_MEDIAN]) != 0u;
-        const u32 axis = task_pool_load(&r.payload[TP_AXIS]);
-        const float plane = task_pool_load((const float*)&r.payload[TP_PLANE]);
+        // Median mode leaves the axis and plane words stale: not read.
+        const u32 axis = median ? 0u : task_pool_load(&r.payload[TP_AXIS]);
+        const u32 first_right = median ? 0u : task_pool_load(&r.payload[TP_PLANE]);
+        const BinAxis map = tp_bin_axis(r, axis);
         const u32 middle = begin + (end - begin) / 2u;
         // Left box, right box, left split points, right split points.
         float v[24];
@@ -297,7 +318,7 @@ struct TaskPoolBvh {
             if (valid) tp_load_ref(src, i, lo, hi);
             const float cx = __fadd_rn(lo.x, hi.x), cy = __fadd_rn(lo.y, hi.y), cz = __fadd_rn(lo.z, hi.z);
             const float key = axis == 0u ? cx : (axis == 1u ? cy : cz);
-            const bool goes_left = median ? i < middle : key < plane;
+            const bool goes_left = median ? i < middle : bin_of(map, key) < first_right;
             const u32 lefts = __ballot_sync(CAUSTIC_FULL_MASK, valid && goes_left);
             const u32 rights = __ballot_sync(CAUSTIC_FULL_MASK, valid && !goes_left);
             u32 front = 0, back = 0;
@@ -467,31 +488,43 @@ struct TaskPoolBvh {
             // Split after sorted position `lane`: left 0 ..= lane, right lane + 1 ...
             float right[6];
             for (u32 k = 0; k < 6; ++k) right[k] = __shfl_down_sync(CAUSTIC_FULL_MASK, rr[k], 1);
+            const u32 k = lane + 1u;  // left count
             float cost = CAUSTIC_INF;
-            if (lane + 1u < n)
-                cost = __fadd_rn(__fmul_rn((float)(lane + 1u), box_half_area(l, l + 3)),
-                                 __fmul_rn((float)(n - lane - 1u), box_half_area(right, right + 3)));
+            if (k < n)
+                cost = __fadd_rn(__fmul_rn((float)k, box_half_area(l, l + 3)),
+                                 __fmul_rn((float)(n - k), box_half_area(right, right + 3)));
+            if (!(cost < CAUSTIC_INF)) cost = CAUSTIC_INF;  // overflowing areas never win
+            // sorted_sweep::sweep_axes's tie rule: among equal costs the cut
+            // nearest the middle from the left wins (the largest k <= n / 2,
+            // else the smallest k above): the lowest `rank`.
+            u32 rank = 2u * k <= n ? n - k : n + k;
             u32 split = lane;
             for (u32 d = 16; d > 0; d >>= 1) {
                 const float other_cost = __shfl_xor_sync(CAUSTIC_FULL_MASK, cost, d);
+                const u32 other_rank = __shfl_xor_sync(CAUSTIC_FULL_MASK, rank, d);
                 const u32 other = __shfl_xor_sync(CAUSTIC_FULL_MASK, split, d);
-                if (other_cost < cost || (other_cost == cost && other < split)) cost = other_cost, split = other;
+                if (other_cost < cost || (other_cost == cost && other_rank < rank))
+                    cost = other_cost, rank = other_rank, split = other;
             }
+            // finish_split: the first axis wins ties.
             if (cost < best_cost) best_cost = cost, best_axis = axis, best_split = split;
         }
+        // SortedSweep::decide: past the depth budget no SAH split; a leaf
+        // where the SAH says so (SahRules::leaf_is_cheaper, multiplied
+        // through by the node's half area) or where no split is found,
+        // within max_leaf; otherwise the split, or without one the median of
+        // the node box's largest axis.
         const float area = box_half_area(node_box, node_box + 3);
-        const float split_cost =
-            traversal_cost + intersection_cost * (area > 0.0f ? best_cost / area : (float)n);
-        const bool balanced = depth + tp_ceil_log2(n) >= TP_DEPTH_BUDGET;
-        if (balanced) best_axis = 0u, best_split = n / 2u - 1u;
-        const bool leaf = n == 1u || (!balanced && n <= max_leaf && intersection_cost * (float)n <= split_cost) ||
-                          best_cost == CAUSTIC_INF;
-        if (leaf && n <= max_leaf) {
+        const bool found = depth + tp_ceil_log2(n) < TP_DEPTH_BUDGET && best_cost < CAUSTIC_INF;
+        const bool cheaper = __fmul_rn(__fmul_rn(intersection_cost, (float)n), area) <=
+                             __fadd_rn(__fmul_rn(traversal_cost, area), __fmul_rn(intersection_cost, best_cost));
+        const bool leaf = n == 1u || (n <= max_leaf && (!found || cheaper));
+        if (leaf) {
             if (lane == 0) nodes[at].first = begin + s, nodes[at].count = n;
             __syncwarp();
             return top;
         }
-        if (leaf) best_axis = 0u, best_split = n / 2u - 1u;  // nothing separates: halve
+        if (!found) best_axis = largest_axis(node_box, node_box + 3), best_split = n / 2u - 1u;
         // Reorder the node's items along the chosen axis.
         const u32 item = mine ? shared->order[best_axis][lane] : 0u;
         if (mine) {
