@@ -5,8 +5,8 @@
 //!   (`DeviceBvh::validate`: every triangle referenced once, exact tight
 //!   boxes, leaf bounds, slot maps) and its stats agree with it;
 //! - on soups and scenes its SAH cost is within `TWIN_TOLERANCE` of its CPU
-//!   twin's (`TaskPoolBvhBuilder`: the kernel prices the twin's candidate
-//!   planes with its arithmetic, so they differ only where equal split
+//!   twin's (`TaskPoolBvhBuilder`: it prices the kernel's candidate planes
+//!   with the kernel's arithmetic, so they differ only where equal split
 //!   points meet in another order), and, for the default spec from
 //!   `BOUNDED_MIN` triangles on, within `SAH_FACTOR` of the CPU
 //!   `bvh-binned`'s (both ratios are printed);
@@ -58,15 +58,15 @@ const SPECS: &[&str] = &[
 
 /// How much worse than the CPU `bvh-binned` (32 bins, exact sweep below 64
 /// primitives, leaves of up to 8) the task-pool tree's SAH may be: it
-/// prices 30 planes per node above 32 primitives, where `bvh-binned`
+/// prices 32 planes per node above 32 primitives, where `bvh-binned`
 /// prices 93.
 const SAH_FACTOR: f32 = 1.15;
 
 /// The fewest triangles for which `SAH_FACTOR` holds: on awkward soups of a
-/// few dozen triangles (a node of 32 to 64 references priced by 30 binned
-/// planes against `bvh-binned`'s exact sweep) the CPU twin itself is beyond
-/// it on 6 to 9 % of seeds (2000 soups each of 37, 64 and 65 triangles:
-/// worst 1.48), none of 2000 of 2049 triangles (worst 1.12). Below it the
+/// few dozen triangles (a node of 32 to 64 references priced by 32 planes
+/// against `bvh-binned`'s exact sweep) the CPU twin itself is beyond it on
+/// 6 to 9 % of seeds (2000 soups each of 37, 64 and 65 triangles: worst
+/// 1.48), on none of 2000 of 2049 triangles (worst 1.11). Below it the
 /// ratio is printed, and the twin bounds the tree.
 const BOUNDED_MIN: usize = 1000;
 

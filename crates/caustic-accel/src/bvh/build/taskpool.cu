@@ -5,22 +5,19 @@
 // One task per node of at least 32 references, over a range of a
 // double-buffered reference array (the task records which buffer holds it):
 //
-// - SplitPlane (⌈n/32⌉ chunks): 30 candidate planes through the node's
+// - SplitPlane (⌈n/32⌉ chunks): 32 candidate planes through the node's
 //   split-point box (box centres doubled, as every SAH builder here keeps
-//   them), 10 per axis: the bin boundaries of 11 bins, with the CPU binned
-//   builder's bin arithmetic (binned_sah.cuh: bin_axis, bin_of), so the
-//   candidates, the sides and the prices are those of the CPU twin
-//   (taskpool.rs) bit for bit. Lane j < 30 owns candidate j: over its warp's
-//   chunks (staged in shared memory) it counts the references whose split
-//   point falls in a bin below the plane and bounds both sides, then merges
-//   into the slot's candidate bins in global memory with atomicAdd and
-//   atomicMin/Max on order-preserving integers (§4.2). The last finisher
-//   prices the candidates with the SAH, keeps the cheapest (ties: the lower
-//   lane, i.e. the first axis, then the leftmost plane, as the twin's
-//   sweep) and clears the bins for the slot's next task. (The paper's 32
-//   planes, 11/11/10 at twelfths and elevenths, were not the twin's: on
-//   a 37-triangle soup with two huge triangles the twelfths missed the
-//   plane that isolates them, SAH 3.795 against the twin's 2.889.)
+//   them), 11 on x, 11 on y, 10 on z, at i/(m+1) of the extent, each
+//   rounded once per operation (tp_plane) as the CPU twin places them
+//   (taskpool.rs, split.rs: BinMapping::task_pool), which then prices the
+//   same candidates. Lane j owns candidate j: over its warp's chunks
+//   (staged in shared memory) it counts the references whose split point
+//   lies below the plane and bounds both sides, then merges into the slot's
+//   candidate bins in global memory with atomicAdd and atomicMin/Max on
+//   order-preserving integers (§4.2). The last finisher prices the 32
+//   candidates with the SAH, keeps the cheapest (ties: the lower lane, i.e.
+//   the first axis, then the leftmost plane, as the twin) and clears the
+//   bins for the slot's next task.
 //   No candidate separating anything (coincident split points), or a depth
 //   that a further unbalanced split could push past the traversal's bound:
 //   the node is halved by position instead (median mode), so SplitPlane is
@@ -47,10 +44,6 @@
 
 #define TP_BVH_THREADS 128u
 #define TP_BVH_WARPS (TP_BVH_THREADS / 32u)
-// SplitPlane's candidates: the 10 inner boundaries of 11 bins per axis.
-#define TP_BINS 11u
-#define TP_AXIS_CANDIDATES (TP_BINS - 1u)
-#define TP_CANDIDATES (3u * TP_AXIS_CANDIDATES)
 // Candidate bins: counts left and right, left box, right box (order ints).
 #define TP_BIN_WORDS 14u
 #define TP_SLOT_BIN_WORDS (32u * TP_BIN_WORDS)
@@ -70,7 +63,7 @@
 #define TP_DEPTH 13u
 #define TP_PARITY 14u
 #define TP_AXIS 15u
-#define TP_PLANE 16u  // the chosen candidate's first right bin
+#define TP_PLANE 16u
 #define TP_MEDIAN 17u
 #define TP_LEFT 18u
 #define TP_RIGHT 19u
@@ -95,19 +88,18 @@ __device__ __forceinline__ void tp_load_ref(const PrimRef* refs, u32 i, float4& 
     hi = __ldcg(words + 1);
 }
 
-// Candidate j (< TP_CANDIDATES): its axis and its first right bin; a split
-// point goes left when its bin is below that (split.rs: partition).
-__device__ __forceinline__ void tp_candidate(u32 j, u32& axis, u32& first_right) {
-    axis = j / TP_AXIS_CANDIDATES;
-    first_right = j % TP_AXIS_CANDIDATES + 1u;
-}
-
-// The bins of the node's split points on `axis` (the payload's split-point
-// box): binned_sah.cuh's mapping of the CPU's BinMapping.
-__device__ __forceinline__ BinAxis tp_bin_axis(const TaskRecord& r, u32 axis) {
+// The candidate plane of lane j: 11 on x, 11 on y, 10 on z, plane i of m
+// at lo + (hi - lo) * ((i + 1) / (m + 1)) of the record's split-point box,
+// one rounding per operation (no contraction), as split.rs's
+// BinMapping::task_pool computes the CPU twin's.
+__device__ __forceinline__ float tp_plane(const TaskRecord& r, u32 j, u32& axis) {
+    const u32 m = j < 22u ? 11u : 10u;
+    const u32 i = j < 11u ? j : (j < 22u ? j - 11u : j - 22u);
+    axis = j < 11u ? 0u : (j < 22u ? 1u : 2u);
+    const float t = __fdiv_rn((float)(i + 1u), (float)(m + 1u));
     const float lo_c = task_pool_load((const float*)&r.payload[TP_CLO + axis]);
     const float hi_c = task_pool_load((const float*)&r.payload[TP_CHI + axis]);
-    return bin_axis(lo_c, hi_c, TP_BINS);
+    return __fadd_rn(lo_c, __fmul_rn(__fsub_rn(hi_c, lo_c), t));
 }
 
 struct TaskPoolBvh {
@@ -211,11 +203,8 @@ struct TaskPoolBvh {
     __device__ void split_chunks(TaskRecord& r, u32 slot, u32 first, u32 count) {
         const u32 begin = task_pool_load(&r.begin), end = task_pool_load(&r.end);
         const PrimRef* src = refs[task_pool_load(&r.payload[TP_PARITY])];
-        // Lanes past the candidates stage chunks and count nothing.
-        const bool candidate = lane_id() < TP_CANDIDATES;
-        u32 axis, first_right;
-        tp_candidate(candidate ? lane_id() : 0u, axis, first_right);
-        const BinAxis map = tp_bin_axis(r, axis);
+        u32 axis;
+        const float plane = tp_plane(r, lane_id(), axis);
         u32 n_left = 0, n_right = 0;
         float left[6], right[6];
         for (u32 k = 0; k < 3; ++k) left[k] = right[k] = CAUSTIC_INF, left[3 + k] = right[3 + k] = -CAUSTIC_INF;
@@ -229,10 +218,10 @@ struct TaskPoolBvh {
                 shared->hi[lane_id()][0] = hi.x, shared->hi[lane_id()][1] = hi.y, shared->hi[lane_id()][2] = hi.z;
             }
             __syncwarp();
-            for (u32 s = 0; s < items && candidate; ++s) {
+            for (u32 s = 0; s < items; ++s) {
                 const float* l = shared->lo[s];
                 const float* h = shared->hi[s];
-                const bool goes_left = bin_of(map, __fadd_rn(l[axis], h[axis])) < first_right;
+                const bool goes_left = __fadd_rn(l[axis], h[axis]) < plane;
                 float* side = goes_left ? left : right;
                 for (u32 k = 0; k < 3; ++k) side[k] = fminf(side[k], l[k]), side[3 + k] = fmaxf(side[3 + k], h[k]);
                 n_left += goes_left ? 1u : 0u;
@@ -280,10 +269,10 @@ struct TaskPoolBvh {
         }
         if (lane_id() == 0) {
             if (best_cost < CAUSTIC_INF) {
-                u32 axis, first_right;
-                tp_candidate(best, axis, first_right);
+                u32 axis;
+                const float plane = tp_plane(r, best, axis);
                 r.payload[TP_AXIS] = axis;
-                r.payload[TP_PLANE] = first_right;
+                ((float*)r.payload)[TP_PLANE] = plane;
                 r.payload[TP_MEDIAN] = 0u;
             } else {
                 r.payload[TP_MEDIAN] = 1u;
@@ -302,10 +291,8 @@ struct TaskPoolBvh {
         const PrimRef* src = refs[parity];
         PrimRef* dst = refs[parity ^ 1u];
         const bool median = task_pool_load(&r.payload[TP_MEDIAN]) != 0u;
-        // Median mode leaves the axis and plane words stale: not read.
-        const u32 axis = median ? 0u : task_pool_load(&r.payload[TP_AXIS]);
-        const u32 first_right = median ? 0u : task_pool_load(&r.payload[TP_PLANE]);
-        const BinAxis map = tp_bin_axis(r, axis);
+        const u32 axis = task_pool_load(&r.payload[TP_AXIS]);
+        const float plane = task_pool_load((const float*)&r.payload[TP_PLANE]);
         const u32 middle = begin + (end - begin) / 2u;
         // Left box, right box, left split points, right split points.
         float v[24];
@@ -318,7 +305,7 @@ struct TaskPoolBvh {
             if (valid) tp_load_ref(src, i, lo, hi);
             const float cx = __fadd_rn(lo.x, hi.x), cy = __fadd_rn(lo.y, hi.y), cz = __fadd_rn(lo.z, hi.z);
             const float key = axis == 0u ? cx : (axis == 1u ? cy : cz);
-            const bool goes_left = median ? i < middle : bin_of(map, key) < first_right;
+            const bool goes_left = median ? i < middle : key < plane;
             const u32 lefts = __ballot_sync(CAUSTIC_FULL_MASK, valid && goes_left);
             const u32 rights = __ballot_sync(CAUSTIC_FULL_MASK, valid && !goes_left);
             u32 front = 0, back = 0;
