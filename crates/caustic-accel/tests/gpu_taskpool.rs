@@ -4,8 +4,12 @@
 //! - every device tree passes the structural validator
 //!   (`DeviceBvh::validate`: every triangle referenced once, exact tight
 //!   boxes, leaf bounds, slot maps) and its stats agree with it;
-//! - its SAH cost is within `SAH_FACTOR` of the CPU `bvh-binned`'s (the
-//!   ratio is printed, with the CPU twin's beside it);
+//! - on soups and scenes its SAH cost is within `TWIN_TOLERANCE` of its CPU
+//!   twin's (`TaskPoolBvhBuilder`: it prices the kernel's candidate planes
+//!   with the kernel's arithmetic, so they differ only where equal split
+//!   points meet in another order), and, for the default spec from
+//!   `BOUNDED_MIN` triangles on, within `SAH_FACTOR` of the CPU
+//!   `bvh-binned`'s (both ratios are printed);
 //! - tracing it on the GPU gives the CPU reference's hits (same triangle and
 //!   `t`; exact ties may name another triangle) for random rays on soups
 //!   with degenerate, huge, thin, duplicated and non-finite triangles, and
@@ -54,9 +58,20 @@ const SPECS: &[&str] = &[
 
 /// How much worse than the CPU `bvh-binned` (32 bins, exact sweep below 64
 /// primitives, leaves of up to 8) the task-pool tree's SAH may be: it
-/// prices 30 planes per node above 32 primitives, where `bvh-binned`
+/// prices 32 planes per node above 32 primitives, where `bvh-binned`
 /// prices 93.
 const SAH_FACTOR: f32 = 1.15;
+
+/// The fewest triangles for which `SAH_FACTOR` holds: on awkward soups of a
+/// few dozen triangles (a node of 32 to 64 references priced by 32 planes
+/// against `bvh-binned`'s exact sweep) the CPU twin itself is beyond it on
+/// 6 to 9 % of seeds (2000 soups each of 37, 64 and 65 triangles: worst
+/// 1.48), on none of 2000 of 2049 triangles (worst 1.11). Below it the
+/// ratio is printed, and the twin bounds the tree.
+const BOUNDED_MIN: usize = 1000;
+
+/// How far from its CPU twin's the tree's SAH may be (relative).
+const TWIN_TOLERANCE: f32 = 0.01;
 
 fn rng(test: &str) -> Pcg32 {
     device::seeded_rng(test, 0x7a5c)
@@ -89,7 +104,9 @@ fn gpu_build(spec: &str, tris: &[Triangle]) -> Result<(DeviceBvh, Bvh2, DeviceBu
 }
 
 /// The SAH against the CPU `bvh-binned` and the CPU twin; a log line, or
-/// why it fails (`bounded`: hold it to `SAH_FACTOR`).
+/// why it fails (`bounded`: hold it to `TWIN_TOLERANCE` of the twin's and,
+/// for the default spec from `BOUNDED_MIN` triangles, to `SAH_FACTOR` of
+/// `bvh-binned`'s, whose leaves are the default's).
 fn sah_line(
     spec: &str,
     tris: &[Triangle],
@@ -105,19 +122,22 @@ fn sah_line(
         sah_cost(&binned.build(&input)),
         sah_cost(&twin.build(&input)),
     );
-    let ratio = if binned_sah > 0.0 {
-        gpu_sah / binned_sah
-    } else {
-        1.0
-    };
+    let ratio_to = |other: f32| if other > 0.0 { gpu_sah / other } else { 1.0 };
+    let (ratio, twin_ratio) = (ratio_to(binned_sah), ratio_to(twin_sah));
     let pool = stats.pool.map(|p| p.to_string()).unwrap_or_default();
     let line = format!(
-        "{spec}: SAH {gpu_sah:.4}, CPU bvh-binned {binned_sah:.4} (ratio {ratio:.4}), CPU twin {twin_sah:.4}; {} nodes, depth {}, {:.2} ms; {pool}",
+        "{spec}: SAH {gpu_sah:.4}, CPU bvh-binned {binned_sah:.4} (ratio {ratio:.4}), CPU twin {twin_sah:.4} (ratio {twin_ratio:.4}); {} nodes, depth {}, {:.2} ms; {pool}",
         tree.nodes.len(),
         stats.height,
         stats.build_ms
     );
-    if bounded && ratio > SAH_FACTOR && (gpu_sah - binned_sah).abs() > 1e-5 {
+    if bounded && (twin_ratio - 1.0).abs() > TWIN_TOLERANCE && (gpu_sah - twin_sah).abs() > 1e-5 {
+        return Err(format!(
+            "SAH beyond {TWIN_TOLERANCE} of the CPU twin's: {line}"
+        ));
+    }
+    let sized = tris.len() >= BOUNDED_MIN && spec == "bvh-taskpool";
+    if bounded && sized && ratio > SAH_FACTOR && (gpu_sah - binned_sah).abs() > 1e-5 {
         return Err(format!("SAH beyond {SAH_FACTOR} x bvh-binned: {line}"));
     }
     Ok(line)
@@ -190,7 +210,9 @@ fn soups_build_valid_trees_and_trace_like_brute_force() {
         caustic_accel::Accel::occluded_batch(&brute, &rays, &mut occluded);
         let expected: (Vec<Option<Hit>>, Vec<bool>) = (closest, occluded);
         let buffer = (!rays.is_empty()).then(|| upload_rays(&rays));
-        // Coincident triangles give no SAH choice; the bound is for soups.
+        // Coincident triangles give no SAH choice, and their median
+        // halves follow the device's partition order: the bounds are for
+        // soups.
         let bounded = name.starts_with("awkward") || name.starts_with("height");
         for &spec in SPECS {
             let (bvh, tree, stats) = match gpu_build(spec, &tris) {
@@ -200,13 +222,7 @@ fn soups_build_valid_trees_and_trace_like_brute_force() {
                     continue;
                 }
             };
-            match sah_line(
-                spec,
-                &tris,
-                &tree,
-                &stats,
-                bounded && spec == "bvh-taskpool",
-            ) {
+            match sah_line(spec, &tris, &tree, &stats, bounded) {
                 Ok(line) => eprintln!("{name} ({} tris), {line}", tris.len()),
                 Err(e) => failures.push(format!("{name}: {e}")),
             }

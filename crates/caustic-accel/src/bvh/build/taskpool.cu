@@ -7,13 +7,17 @@
 //
 // - SplitPlane (⌈n/32⌉ chunks): 32 candidate planes through the node's
 //   split-point box (box centres doubled, as every SAH builder here keeps
-//   them), 11 on x, 11 on y, 10 on z, at i/(m+1) of the extent. Lane j owns
-//   candidate j: over its warp's chunks (staged in shared memory) it counts
-//   the references whose split point lies below the plane and bounds both
-//   sides, then merges into the slot's candidate bins in global memory with
-//   atomicAdd and atomicMin/Max on order-preserving integers (§4.2). The
-//   last finisher prices the 32 candidates with the SAH, keeps the cheapest
-//   (ties: the lower lane) and clears the bins for the slot's next task.
+//   them), 11 on x, 11 on y, 10 on z, at i/(m+1) of the extent, each
+//   rounded once per operation (tp_plane) as the CPU twin places them
+//   (taskpool.rs, split.rs: BinMapping::task_pool), which then prices the
+//   same candidates. Lane j owns candidate j: over its warp's chunks
+//   (staged in shared memory) it counts the references whose split point
+//   lies below the plane and bounds both sides, then merges into the slot's
+//   candidate bins in global memory with atomicAdd and atomicMin/Max on
+//   order-preserving integers (§4.2). The last finisher prices the 32
+//   candidates with the SAH, keeps the cheapest (ties: the lower lane, i.e.
+//   the first axis, then the leftmost plane, as the twin) and clears the
+//   bins for the slot's next task.
 //   No candidate separating anything (coincident split points), or a depth
 //   that a further unbalanced split could push past the traversal's bound:
 //   the node is halved by position instead (median mode), so SplitPlane is
@@ -29,7 +33,9 @@
 //   a child of fewer than 32 references is built at once by this warp
 //   (FullSAH, §4.1): the full SAH sweep in registers and shuffles, ranks per
 //   axis, boxes by warp scans, with leaves of at most `max_leaf` references
-//   by SAH termination (c_t, c_i).
+//   by SAH termination (c_t, c_i), with the twin's leaf test, tie rule and
+//   fallback (sorted_sweep.rs: SahRules::leaf_is_cheaper, sweep_axes,
+//   median_split).
 //
 // The output is the shared Bvh2 layout (children pairs adjacent, prim slots
 // = positions in the reference range), ready for the binary tracer.
@@ -82,12 +88,18 @@ __device__ __forceinline__ void tp_load_ref(const PrimRef* refs, u32 i, float4& 
     hi = __ldcg(words + 1);
 }
 
-// The candidate plane of lane j: 11 on x, 11 on y, 10 on z.
-__device__ __forceinline__ void tp_candidate(u32 j, u32& axis, float& t) {
+// The candidate plane of lane j: 11 on x, 11 on y, 10 on z, plane i of m
+// at lo + (hi - lo) * ((i + 1) / (m + 1)) of the record's split-point box,
+// one rounding per operation (no contraction), as split.rs's
+// BinMapping::task_pool computes the CPU twin's.
+__device__ __forceinline__ float tp_plane(const TaskRecord& r, u32 j, u32& axis) {
     const u32 m = j < 22u ? 11u : 10u;
     const u32 i = j < 11u ? j : (j < 22u ? j - 11u : j - 22u);
     axis = j < 11u ? 0u : (j < 22u ? 1u : 2u);
-    t = (float)(i + 1u) / (float)(m + 1u);
+    const float t = __fdiv_rn((float)(i + 1u), (float)(m + 1u));
+    const float lo_c = task_pool_load((const float*)&r.payload[TP_CLO + axis]);
+    const float hi_c = task_pool_load((const float*)&r.payload[TP_CHI + axis]);
+    return __fadd_rn(lo_c, __fmul_rn(__fsub_rn(hi_c, lo_c), t));
 }
 
 struct TaskPoolBvh {
@@ -192,11 +204,7 @@ struct TaskPoolBvh {
         const u32 begin = task_pool_load(&r.begin), end = task_pool_load(&r.end);
         const PrimRef* src = refs[task_pool_load(&r.payload[TP_PARITY])];
         u32 axis;
-        float t;
-        tp_candidate(lane_id(), axis, t);
-        const float lo_c = task_pool_load((const float*)&r.payload[TP_CLO + axis]);
-        const float hi_c = task_pool_load((const float*)&r.payload[TP_CHI + axis]);
-        const float plane = lo_c + (hi_c - lo_c) * t;
+        const float plane = tp_plane(r, lane_id(), axis);
         u32 n_left = 0, n_right = 0;
         float left[6], right[6];
         for (u32 k = 0; k < 3; ++k) left[k] = right[k] = CAUSTIC_INF, left[3 + k] = right[3 + k] = -CAUSTIC_INF;
@@ -248,6 +256,9 @@ struct TaskPoolBvh {
             for (u32 k = 0; k < 6; ++k) l[k] = order_float(w[2 + k]), h[k] = order_float(w[8 + k]);
             cost = __fadd_rn(__fmul_rn((float)w[0], box_half_area(l, l + 3)),
                              __fmul_rn((float)w[1], box_half_area(h, h + 3)));
+            // Overflowing areas (inf * 0 = NaN among them) never win, as in
+            // the twin's sweep; a NaN would also break the warp's minimum.
+            if (!(cost < CAUSTIC_INF)) cost = CAUSTIC_INF;
         }
         u32 best = lane_id();
         float best_cost = cost;
@@ -259,12 +270,9 @@ struct TaskPoolBvh {
         if (lane_id() == 0) {
             if (best_cost < CAUSTIC_INF) {
                 u32 axis;
-                float t;
-                tp_candidate(best, axis, t);
-                const float lo_c = task_pool_load((const float*)&r.payload[TP_CLO + axis]);
-                const float hi_c = task_pool_load((const float*)&r.payload[TP_CHI + axis]);
+                const float plane = tp_plane(r, best, axis);
                 r.payload[TP_AXIS] = axis;
-                ((float*)r.payload)[TP_PLANE] = lo_c + (hi_c - lo_c) * t;
+                ((float*)r.payload)[TP_PLANE] = plane;
                 r.payload[TP_MEDIAN] = 0u;
             } else {
                 r.payload[TP_MEDIAN] = 1u;
@@ -467,31 +475,43 @@ struct TaskPoolBvh {
             // Split after sorted position `lane`: left 0 ..= lane, right lane + 1 ...
             float right[6];
             for (u32 k = 0; k < 6; ++k) right[k] = __shfl_down_sync(CAUSTIC_FULL_MASK, rr[k], 1);
+            const u32 k = lane + 1u;  // left count
             float cost = CAUSTIC_INF;
-            if (lane + 1u < n)
-                cost = __fadd_rn(__fmul_rn((float)(lane + 1u), box_half_area(l, l + 3)),
-                                 __fmul_rn((float)(n - lane - 1u), box_half_area(right, right + 3)));
+            if (k < n)
+                cost = __fadd_rn(__fmul_rn((float)k, box_half_area(l, l + 3)),
+                                 __fmul_rn((float)(n - k), box_half_area(right, right + 3)));
+            if (!(cost < CAUSTIC_INF)) cost = CAUSTIC_INF;  // overflowing areas never win
+            // sorted_sweep::sweep_axes's tie rule: among equal costs the cut
+            // nearest the middle from the left wins (the largest k <= n / 2,
+            // else the smallest k above): the lowest `rank`.
+            u32 rank = 2u * k <= n ? n - k : n + k;
             u32 split = lane;
             for (u32 d = 16; d > 0; d >>= 1) {
                 const float other_cost = __shfl_xor_sync(CAUSTIC_FULL_MASK, cost, d);
+                const u32 other_rank = __shfl_xor_sync(CAUSTIC_FULL_MASK, rank, d);
                 const u32 other = __shfl_xor_sync(CAUSTIC_FULL_MASK, split, d);
-                if (other_cost < cost || (other_cost == cost && other < split)) cost = other_cost, split = other;
+                if (other_cost < cost || (other_cost == cost && other_rank < rank))
+                    cost = other_cost, rank = other_rank, split = other;
             }
+            // finish_split: the first axis wins ties.
             if (cost < best_cost) best_cost = cost, best_axis = axis, best_split = split;
         }
+        // SortedSweep::decide: past the depth budget no SAH split; a leaf
+        // where the SAH says so (SahRules::leaf_is_cheaper, multiplied
+        // through by the node's half area) or where no split is found,
+        // within max_leaf; otherwise the split, or without one the median of
+        // the node box's largest axis.
         const float area = box_half_area(node_box, node_box + 3);
-        const float split_cost =
-            traversal_cost + intersection_cost * (area > 0.0f ? best_cost / area : (float)n);
-        const bool balanced = depth + tp_ceil_log2(n) >= TP_DEPTH_BUDGET;
-        if (balanced) best_axis = 0u, best_split = n / 2u - 1u;
-        const bool leaf = n == 1u || (!balanced && n <= max_leaf && intersection_cost * (float)n <= split_cost) ||
-                          best_cost == CAUSTIC_INF;
-        if (leaf && n <= max_leaf) {
+        const bool found = depth + tp_ceil_log2(n) < TP_DEPTH_BUDGET && best_cost < CAUSTIC_INF;
+        const bool cheaper = __fmul_rn(__fmul_rn(intersection_cost, (float)n), area) <=
+                             __fadd_rn(__fmul_rn(traversal_cost, area), __fmul_rn(intersection_cost, best_cost));
+        const bool leaf = n == 1u || (n <= max_leaf && (!found || cheaper));
+        if (leaf) {
             if (lane == 0) nodes[at].first = begin + s, nodes[at].count = n;
             __syncwarp();
             return top;
         }
-        if (leaf) best_axis = 0u, best_split = n / 2u - 1u;  // nothing separates: halve
+        if (!found) best_axis = largest_axis(node_box, node_box + 3), best_split = n / 2u - 1u;
         // Reorder the node's items along the chosen axis.
         const u32 item = mine ? shared->order[best_axis][lane] : 0u;
         if (mine) {

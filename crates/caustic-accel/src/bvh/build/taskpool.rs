@@ -5,10 +5,21 @@
 //! which the GPU tree is compared with.
 //!
 //! The paper's builder takes 32 candidate planes per node above 32
-//! primitives and the full SAH below, leaves of at most 4 primitives or by
-//! SAH termination. The CPU twin is the binned builder with that shape: 11
-//! bins per axis (10 planes each, 30 candidates), the exact sweep on
-//! subtrees of at most 31 primitives, the same leaf bound and costs.
+//! primitives (one per lane of a warp) and the full SAH below, leaves of at
+//! most 4 primitives or by SAH termination. The CPU twin is the binned
+//! builder with that shape: above 31 primitives it prices the kernel's 32
+//! planes (11 on x and y at twelfths of the split-point extent, 10 on z at
+//! elevenths, placed with the kernel's `f32` operations:
+//! `BinnedSahBuilder::with_task_pool_planes`), below it the exact sweep,
+//! with the same leaf bound and costs; the kernel's one-warp sweep takes
+//! the twin's leaf test, tie rule and median fallback. So the two build the
+//! same tree but where equal split points meet in another order (the
+//! device's partition order depends on its warps' timing) and where a node
+//! falls back to halving (coincident split points, the depth budget):
+//! `tests/taskpool_kernels_on_cpu.rs` checks it on the CPU. Until
+//! 2026-11-27 the twin binned with 11 bins (30 planes at elevenths), which
+//! the kernel did not price: on a 37-triangle soup the device's tree had
+//! SAH 3.795 against the twin's 2.889.
 
 use super::{BinnedSahBuilder, BinnedSahConfig, Bvh2Builder};
 use crate::BuildInput;
@@ -44,7 +55,9 @@ impl TaskPoolBvhConfig {
     /// The binned configuration of the CPU twin.
     pub fn binned(&self) -> BinnedSahConfig {
         BinnedSahConfig {
-            bins: 11,
+            // The gaps between the kernel's planes (12 on x and y, 11 on
+            // z: `BinMapping::task_pool`), which replace the bins.
+            bins: 12,
             sweep_max_prims: 31,
             max_leaf_size: self.max_leaf_size,
             traversal_cost: self.traversal_cost,
@@ -80,7 +93,7 @@ pub struct TaskPoolBvhBuilder {
 impl TaskPoolBvhBuilder {
     pub fn new(config: TaskPoolBvhConfig) -> Self {
         Self {
-            binned: BinnedSahBuilder::new(config.binned()),
+            binned: BinnedSahBuilder::with_task_pool_planes(config.binned()),
         }
     }
 }

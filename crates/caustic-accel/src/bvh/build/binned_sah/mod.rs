@@ -40,6 +40,10 @@
 //! [`BinnedSahConfig::DEFAULT`] (`bvh-binned`: 32 bins) and
 //! [`BinnedSahConfig::STAGED`] (`bvh-binned-staged`: [`FIVE_STAGES`]).
 //!
+//! Planes: `bvh-taskpool`'s CPU twin (`super::taskpool`) replaces the bins
+//! with that GPU builder's 32 candidate planes (`split::Planes::TaskPool`);
+//! the sweep, the partition and the rest are the same.
+//!
 //! Depth bound: a node at depth `d` with `n` primitives keeps
 //! `d + ceil(log2 n) <= MAX_DEPTH` by switching to median splits when the
 //! budget runs out, which halves `n` per level. So no leaf is deeper than
@@ -80,12 +84,15 @@ use crate::bvh::{Bvh2, BvhNode};
 use bytemuck::Zeroable;
 use rayon::prelude::*;
 use small::{SmallScratch, small_subtree};
-use split::{BinMapping, Split, best_binned_plane, median_split, partition};
+use split::{BinMapping, Planes, Split, best_binned_plane, median_split, partition};
 
 /// The binned SAH builder (`bvh-binned`, `bvh-binned-staged`); see the module docs.
 #[derive(Clone, Debug, Default)]
 pub struct BinnedSahBuilder {
     pub config: BinnedSahConfig,
+    /// Where the candidate planes lie: the bins' boundaries, or the GPU
+    /// task-pool builder's planes (its CPU twin, `super::taskpool`).
+    planes: Planes,
 }
 
 impl BinnedSahBuilder {
@@ -95,7 +102,19 @@ impl BinnedSahBuilder {
         if let Err(message) = config.validate() {
             panic!("invalid binned SAH configuration: {message}");
         }
-        Self { config }
+        Self {
+            config,
+            planes: Planes::Bins,
+        }
+    }
+
+    /// The builder with `config` whose nodes above `sweep_max_prims` price
+    /// `bvh-taskpool`'s 32 planes ([`Planes::TaskPool`]) instead of bins.
+    pub(crate) fn with_task_pool_planes(config: BinnedSahConfig) -> Self {
+        Self {
+            planes: Planes::TaskPool,
+            ..Self::new(config)
+        }
     }
 }
 
@@ -116,6 +135,7 @@ impl Bvh2Builder for BinnedSahBuilder {
         let memory = PeakMemory::new();
         let build = Build {
             config: &self.config,
+            planes: self.planes,
             rules: self.config.rules(),
             memory: &memory,
         };
@@ -204,6 +224,7 @@ impl NodeInfo {
 /// One build: the config plus the recursive steps.
 struct Build<'a> {
     config: &'a BinnedSahConfig,
+    planes: Planes,
     rules: SahRules,
     memory: &'a PeakMemory,
 }
@@ -319,7 +340,10 @@ impl Build<'_> {
         let must_split = n > self.rules.max_leaf_size;
         let parallel = n >= self.config.parallel_binning_min_prims;
         if SahRules::sah_allowed(n, depth) {
-            let mapping = BinMapping::new(&info.centers, self.config.bins_for(n));
+            let mapping = match self.planes {
+                Planes::Bins => BinMapping::new(&info.centers, self.config.bins_for(n)),
+                Planes::TaskPool => BinMapping::task_pool(&info.centers),
+            };
             if let Some(plan) = best_binned_plane(refs.boxes, &mapping, parallel) {
                 let half_area = info.bounds.half_area();
                 if !must_split && self.rules.leaf_is_cheaper(n, half_area, plan.weighted_area) {

@@ -16,6 +16,21 @@ const BIN_CHUNK: usize = 4 * 1024;
 /// Runs of at least this many primitives bin into two sets of bins.
 const TWO_SETS_MIN: usize = 256;
 
+/// Where a builder's candidate planes lie.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Planes {
+    /// The boundaries of `bins` equal bins per axis ([`BinMapping::new`]).
+    #[default]
+    Bins,
+    /// `bvh-taskpool`'s 32 SplitPlane candidates (Vinkler et al. 2013, §4.2:
+    /// one per lane of a warp): 11 on x and on y at twelfths of the
+    /// split-point extent, 10 on z at elevenths ([`BinMapping::task_pool`]).
+    TaskPool,
+}
+
+/// Planes per axis of [`Planes::TaskPool`] (x, y, z).
+const TASK_POOL_PLANES: [usize; 3] = [11, 11, 10];
+
 /// A node split into `left_count` primitives (the front of its slice) and the rest.
 pub(super) struct Split {
     pub left_count: usize,
@@ -59,6 +74,11 @@ pub(super) struct BinMapping {
     /// `bins - 1` in every lane: the upper clamp of `f`.
     top: Vec3A,
     bins: usize,
+    /// [`Planes::TaskPool`]'s planes per axis, increasing (unused ones
+    /// infinite): a split point's bin is the number of planes at or below
+    /// it, so it goes left of plane `k` (bin `k + 1` on) exactly when it
+    /// lies below it, as the kernel's `c < plane`.
+    planes: Option<[[f32; 11]; 3]>,
 }
 
 /// `1.5 * 2^23`: adding it to an `f32` in `[-2^22, 2^22]` rounds it to an
@@ -78,6 +98,29 @@ impl BinMapping {
             scale,
             top: Vec3A::splat((bins - 1) as f32),
             bins,
+            planes: None,
+        }
+    }
+
+    /// [`Planes::TaskPool`]'s planes over `points` with the kernel's `f32`
+    /// operations (`taskpool.cu`: `tp_plane`): plane `i` of an axis with
+    /// `m` planes lies at `lo + (hi - lo) * ((i + 1) / (m + 1))`. Rounding
+    /// keeps them in order, so bins are the gaps between them: 12 on x and
+    /// y, 11 on z (its twelfth stays empty).
+    pub fn task_pool(points: &BuildBox) -> Self {
+        let planes = std::array::from_fn(|axis| {
+            let (lo, hi, m) = (points.min[axis], points.max[axis], TASK_POOL_PLANES[axis]);
+            std::array::from_fn(|i| {
+                if i < m {
+                    lo + (hi - lo) * ((i + 1) as f32 / (m + 1) as f32)
+                } else {
+                    f32::INFINITY
+                }
+            })
+        });
+        Self {
+            planes: Some(planes),
+            ..Self::new(points, 12)
         }
     }
 
@@ -85,6 +128,9 @@ impl BinMapping {
     /// `B`, a power of two at least `bins`, is the size of the bin arrays.
     #[inline(always)]
     pub fn bins_of<const B: usize>(&self, c: Vec3A) -> [usize; 3] {
+        if let Some(planes) = &self.planes {
+            return [0, 1, 2].map(|axis| planes_below(&planes[axis], c[axis]));
+        }
         let f = ((c - self.origin) * self.scale)
             .max(Vec3A::ZERO)
             .min(self.top);
@@ -99,6 +145,7 @@ impl BinMapping {
             origin: self.origin[axis],
             scale: self.scale[axis],
             top: self.top[axis],
+            planes: self.planes.map(|planes| planes[axis]),
         }
     }
 
@@ -116,6 +163,13 @@ pub(super) struct AxisMapping {
     origin: f32,
     scale: f32,
     top: f32,
+    planes: Option<[f32; 11]>,
+}
+
+/// The bin of `x` among increasing `planes`: how many lie at or below it.
+#[inline(always)]
+fn planes_below(planes: &[f32; 11], x: f32) -> usize {
+    planes.iter().filter(|&&p| p <= x).count()
 }
 
 impl AxisMapping {
@@ -125,6 +179,9 @@ impl AxisMapping {
     /// agree.
     #[inline(always)]
     pub fn bin(&self, x: f32) -> usize {
+        if let Some(planes) = &self.planes {
+            return planes_below(planes, x);
+        }
         let f = ((x - self.origin) * self.scale).max(0.0).min(self.top) + ROUNDER;
         f.to_bits() as usize & (super::MAX_BINS - 1)
     }
@@ -455,6 +512,27 @@ mod tests {
                     .zip(&boxes)
                     .all(|(&id, b)| original[id as usize] == *b)
             );
+        }
+    }
+
+    #[test]
+    fn task_pool_planes_bin_by_the_kernels_comparison() {
+        let (boxes, _) = random_boxes(300, &mut Pcg32::new(11, 12));
+        let info = NodeInfo::of(&boxes, false);
+        let mapping = BinMapping::task_pool(&info.centers);
+        let (lo, hi) = (info.centers.min, info.centers.max);
+        for b in &boxes {
+            let c = b.center2();
+            let bins = mapping.bins_of::<16>(c);
+            for (axis, &m) in TASK_POOL_PLANES.iter().enumerate() {
+                // taskpool.cu: the reference goes left of plane i when its
+                // split point lies below it (finite here), right otherwise.
+                let plane =
+                    |i: usize| lo[axis] + (hi[axis] - lo[axis]) * ((i + 1) as f32 / (m + 1) as f32);
+                let right_of = (0..m).filter(|&i| plane(i) <= c[axis]).count();
+                assert_eq!(bins[axis], right_of);
+                assert_eq!(mapping.axis(axis).bin(c[axis]), right_of);
+            }
         }
     }
 
