@@ -72,6 +72,32 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
         }
     }
 
+    /// The constants from parts computed elsewhere: a packet lane's
+    /// (`LaneRays::write_triangles`), divided as [`RayTriangles::new`]
+    /// divides, in the frame `rows` it picks.
+    #[inline(always)]
+    pub(super) fn from_parts(
+        isa: V::Isa,
+        rows: [usize; 3],
+        origin: [f32; 3],
+        [sx, sy, sz]: [f32; 3],
+        ray: (Vec3, Vec3),
+    ) -> Self {
+        Self {
+            isa,
+            rows,
+            origin: [
+                V::splat(isa, origin[0]),
+                V::splat(isa, origin[1]),
+                V::splat(isa, origin[2]),
+            ],
+            sx: V::splat(isa, sx),
+            sy: V::splat(isa, sy),
+            sz: V::splat(isa, sz),
+            ray,
+        }
+    }
+
     /// Vertex `v` of the group's lanes relative to the origin, sheared:
     /// `(a[kx] - sx * a[kz], a[ky] - sy * a[kz], a[kz])`.
     #[inline(always)]
@@ -94,14 +120,21 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
         let w = bx * ay - by * ax;
         let zero = V::splat(self.isa, 0.0);
         let on_edge = V::bits(u.eq(zero) | v.eq(zero) | w.eq(zero));
-        let mixed_signs = V::bits(u.lt(zero) | v.lt(zero) | w.lt(zero))
-            & V::bits(u.gt(zero) | v.gt(zero) | w.gt(zero));
+        // Lanes whose edge functions share a sign (all `>= 0` or all
+        // `<= 0`): the scalar test's "no mixed signs" with NaN lanes left
+        // out, from the smallest and largest of the three. A lane left out
+        // has mixed signs, or a NaN edge function (then the determinant is
+        // NaN and the scalar test rejects it too), so no hit is lost; and
+        // padding lanes (NaN vertices) are left out, so a group that is not
+        // full can leave early as well.
+        let lo = u.min_or(v.min_or(w));
+        let hi = u.max_or(v.max_or(w));
+        let inside = V::bits(zero.le(lo) | hi.le(zero));
         // Most groups a ray reaches have no lane inside all three edges:
         // leave before the division and the depth test (as Embree's test
         // does). Lanes that go on see exactly the arithmetic of the scalar
         // test, so the bits still agree.
-        let lanes = (1u32 << N) - 1;
-        if (!mixed_signs & !on_edge & lanes) == 0 && on_edge == 0 {
+        if inside | on_edge == 0 {
             return GroupHits {
                 hits: 0,
                 on_edge: 0,
@@ -120,7 +153,7 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
             & t.gt(t_min)
             & t.lt(t_max);
         GroupHits {
-            hits: V::bits(accepted) & !mixed_signs & !on_edge,
+            hits: V::bits(accepted) & inside & !on_edge,
             on_edge,
             t,
             v,

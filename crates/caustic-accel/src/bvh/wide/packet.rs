@@ -103,7 +103,7 @@ pub(super) struct Packet<'a, const N: usize, const P: usize, V: Lanes<N>> {
     /// Smallest `tmin` of the packet.
     t_min: V,
     /// Vertex rows `kx, ky, kz` of the triangle test's frame, shared.
-    rows: [usize; 3],
+    pub(super) rows: [usize; 3],
 }
 
 /// A child waiting on the stack with its cull bound for the packet.

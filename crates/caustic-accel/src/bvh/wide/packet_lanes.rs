@@ -6,12 +6,13 @@
 //! result is bit-identical to the scalar test), and their closest hits so
 //! far ([`LaneBest`]), updated in SIMD with the accel's tie rule.
 
-use super::leaf::{Closest, set_bits};
+use super::leaf::{Closest, RayTriangles, set_bits};
 use super::node::{NO_PRIM, TriangleGroup, WideNode};
 use super::simd::Lanes;
-use super::traverse::SlabFrame;
+use super::traverse::{RayBoxes, SlabFrame};
 use crate::slab_ray::next_up;
 use caustic_geom::{Aabb, Hit, Ray, RayTriangleTest};
+use std::mem::MaybeUninit;
 
 /// One triangle against `N` rays: lane masks and values.
 pub(super) struct LaneHits<const N: usize, V: Lanes<N>> {
@@ -49,6 +50,16 @@ pub(super) struct LaneRays<'a, const N: usize, V: Lanes<N>> {
     box_inv: [V; 3],
     box_near_shift: [V; 3],
     box_far_shift: [V; 3],
+}
+
+/// Lane `lane` of three vectors.
+#[inline(always)]
+fn lane_of<const N: usize, V: Lanes<N>>(v: [V; 3], lane: usize) -> [f32; 3] {
+    [
+        v[0].to_array()[lane],
+        v[1].to_array()[lane],
+        v[2].to_array()[lane],
+    ]
 }
 
 /// The smallest of `values`, none of them NaN (plain comparisons:
@@ -273,6 +284,53 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         (self.box_near_shift, self.box_far_shift) = frame.shifts(frame.reach(), [zero; 3]);
     }
 
+    /// Lane `lane`'s single-ray box constants ([`RayBoxes`]), the values
+    /// [`RayBoxes::new`] computes for its ray over the same bounds, or
+    /// `None` where a reciprocal is infinite (a direction component so
+    /// small that `RayBoxes::new` treats its axis as parallel).
+    #[inline(always)]
+    pub(super) fn ray_boxes(
+        &self,
+        lane: usize,
+        rows: ([usize; 3], [usize; 3]),
+    ) -> Option<RayBoxes<N, V>> {
+        let inv = lane_of(self.box_inv, lane);
+        if !(inv[0].is_finite() && inv[1].is_finite() && inv[2].is_finite()) {
+            return None;
+        }
+        let near = lane_of(self.box_near_shift, lane);
+        let far = lane_of(self.box_far_shift, lane);
+        Some(RayBoxes::from_parts(self.isa, rows, inv, near, far))
+    }
+
+    /// Each lane's single-ray triangle constants ([`RayTriangles`], as
+    /// [`RayTriangles::new`] computes them, in the frame `rows` that
+    /// `shear` used) into `out`, one per lane up to `out.len()`.
+    #[inline(always)]
+    pub(super) fn write_triangles(
+        &self,
+        rows: [usize; 3],
+        out: &mut [MaybeUninit<RayTriangles<N, V>>],
+    ) {
+        // No SIMD inside closures: see the soundness note in `simd`.
+        let origin = [
+            self.tri_origin[0].to_array(),
+            self.tri_origin[1].to_array(),
+            self.tri_origin[2].to_array(),
+        ];
+        let (sx, sy, sz) = (self.sx.to_array(), self.sy.to_array(), self.sz.to_array());
+        for (lane, slot) in out.iter_mut().enumerate().take(N) {
+            let ray = &self.rays[lane];
+            slot.write(RayTriangles::from_parts(
+                self.isa,
+                rows,
+                [origin[0][lane], origin[1][lane], origin[2][lane]],
+                [sx[lane], sy[lane], sz[lane]],
+                (ray.origin, ray.dir),
+            ));
+        }
+    }
+
     /// Lanes whose own box test (the folded rule of `RayBoxes::test`, which
     /// keeps every box the exact rule of `RayBoxTest::entry` keeps, for
     /// each lane's ray against its closest hit `cutoff`) keeps slot `slot`
@@ -407,8 +465,23 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         let w = bx * ay - by * ax;
         let zero = V::splat(self.isa, 0.0);
         let on_edge = u.eq(zero) | v.eq(zero) | w.eq(zero);
-        let mixed_signs =
-            (u.lt(zero) | v.lt(zero) | w.lt(zero)) & (u.gt(zero) | v.gt(zero) | w.gt(zero));
+        // Lanes whose edge functions share a sign, NaN lanes left out (see
+        // `RayTriangles::test`): when no lane is inside or on an edge, no
+        // lane can hit, and the division and depth test are skipped.
+        let lo = u.min_or(v.min_or(w));
+        let hi = u.max_or(v.max_or(w));
+        let inside = zero.le(lo) | hi.le(zero);
+        if V::bits(inside | on_edge) == 0 {
+            let none = zero.lt(zero);
+            return LaneHits {
+                hits: none,
+                on_edge: none,
+                t: zero,
+                v,
+                w,
+                inv_det: zero,
+            };
+        }
         let det = u + v + w;
         let t_scaled = u * (self.sz * az) + v * (self.sz * bz) + w * (self.sz * cz);
         let inv_det = V::splat(self.isa, 1.0) / det;
@@ -419,7 +492,7 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
             & t.lt(best.t_max)
             & t.le(best.t);
         LaneHits {
-            hits: V::andnot(mixed_signs | on_edge, accepted),
+            hits: V::andnot(on_edge, accepted & inside),
             on_edge,
             t,
             v,
@@ -442,5 +515,130 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         let y = V::splat(self.isa, coord(1)) - self.tri_origin[1];
         let z = V::splat(self.isa, coord(2)) - self.tri_origin[2];
         (x - self.sx * z, y - self.sy * z, z)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::node::{ChildRef, TriangleGroup, WideNode};
+    use super::super::packet::Packet;
+    use super::super::simd::{AnyCpu, Portable};
+    use super::*;
+    use caustic_geom::{Pcg32, Triangle, Vec3};
+
+    type V8 = Portable<8>;
+
+    /// Eight rays of one direction class (the depth axis and signs of
+    /// `base`), origins spread over the scene, as a stream forms them.
+    fn coherent_rays(rng: &mut Pcg32, base: Vec3) -> Vec<Ray> {
+        let mut unit = || rng.next_f32() * 2.0 - 1.0;
+        (0..8)
+            .map(|_| {
+                let jitter = Vec3::new(unit(), unit(), unit()) * 0.05;
+                let dir = (base + jitter * base.abs()).normalize();
+                let origin = Vec3::new(unit(), unit(), unit()) * 3.0;
+                Ray {
+                    origin,
+                    dir,
+                    tmin: 0.01,
+                    tmax: 1.0 + 9.0 * unit().abs(),
+                }
+            })
+            .collect()
+    }
+
+    /// A node of eight random boxes inside `[-4, 4]^3`.
+    fn random_node(rng: &mut Pcg32) -> WideNode<8> {
+        let mut unit = || rng.next_f32() * 2.0 - 1.0;
+        let mut node = WideNode::<8>::empty();
+        for slot in 0..8 {
+            let p = Vec3::new(unit(), unit(), unit()) * 3.0;
+            let e = Vec3::new(unit().abs(), unit().abs(), unit().abs());
+            node.set(slot, Aabb::new(p - e, p + e), ChildRef::Node(0));
+        }
+        node
+    }
+
+    /// A group of eight random triangles inside `[-4, 4]^3`.
+    fn random_group(rng: &mut Pcg32) -> TriangleGroup<8> {
+        let mut unit = || rng.next_f32() * 2.0 - 1.0;
+        let mut group = TriangleGroup::<8>::padding();
+        for lane in 0..8 {
+            let p = Vec3::new(unit(), unit(), unit()) * 3.0;
+            let (a, b) = (
+                Vec3::new(unit(), unit(), unit()),
+                Vec3::new(unit(), unit(), unit()),
+            );
+            group.set(lane, &Triangle::new(p, p + a, p + b), lane as u32);
+        }
+        group
+    }
+
+    /// The per-lane constants a stream takes from its packet give every
+    /// node and triangle test exactly the bits of the constants each ray
+    /// computes alone (`RayBoxes::new`, `RayTriangles::new`).
+    #[test]
+    fn lane_constants_are_the_single_ray_ones() {
+        let mut rng = Pcg32::new(11, 4);
+        let bounds = Aabb::new(Vec3::splat(-4.0), Vec3::splat(4.0));
+        let mut compared = 0;
+        for case in 0..300 {
+            let base = [
+                Vec3::new(1.0, 0.3, -0.2),
+                Vec3::new(-0.1, -1.0, 0.4),
+                Vec3::new(0.2, 0.5, -1.0),
+            ][case % 3];
+            let rays = coherent_rays(&mut rng, base);
+            let Some(packet) = Packet::<8, 1, V8>::new(AnyCpu, &rays, &bounds) else {
+                continue;
+            };
+            let rows = (packet.near_row, packet.far_row);
+            let mut tris = [const { MaybeUninit::<RayTriangles<8, V8>>::uninit() }; 8];
+            packet.lanes[0].write_triangles(packet.rows, &mut tris);
+            let node = random_node(&mut rng);
+            let group = random_group(&mut rng);
+            for (lane, ray) in rays.iter().enumerate() {
+                let (t_min, t_max) = (V8::splat(AnyCpu, ray.tmin), V8::splat(AnyCpu, ray.tmax));
+                let alone = RayBoxes::<8, V8>::new(AnyCpu, ray.origin, ray.dir, &bounds);
+                let from_lane = packet.lanes[0].ray_boxes(lane, rows).expect("finite");
+                let (h0, o0, b0) = alone.test(&node, t_min, t_max);
+                let (h1, o1, b1) = from_lane.test(&node, t_min, t_max);
+                assert_eq!(h0, h1, "case {case} lane {lane}");
+                assert_eq!(o0.0.map(f32::to_bits), o1.0.map(f32::to_bits));
+                assert_eq!(b0.0.map(f32::to_bits), b1.0.map(f32::to_bits));
+                let alone = RayTriangles::<8, V8>::new(AnyCpu, ray.origin, ray.dir);
+                // SAFETY: `write_triangles` wrote all eight lanes.
+                let from_lane = unsafe { tris[lane].assume_init_ref() };
+                let (g0, g1) = (
+                    alone.test(&group, t_min, t_max),
+                    from_lane.test(&group, t_min, t_max),
+                );
+                assert_eq!((g0.hits, g0.on_edge), (g1.hits, g1.on_edge));
+                assert_eq!(g0.t.0.map(f32::to_bits), g1.t.0.map(f32::to_bits));
+                compared += 1;
+            }
+        }
+        assert!(compared >= 2000, "only {compared} rays formed packets");
+    }
+
+    /// A direction component so small that its reciprocal overflows: the
+    /// lane gives no box constants, and the stream computes them alone.
+    #[test]
+    fn overflowing_reciprocals_give_no_lane_boxes() {
+        let bounds = Aabb::new(Vec3::splat(-4.0), Vec3::splat(4.0));
+        let rays: Vec<Ray> = (0..8)
+            .map(|i| {
+                Ray::new(
+                    Vec3::new(i as f32 * 0.1, 0.0, 0.0),
+                    Vec3::new(1.0, 1e-39, 0.5),
+                )
+            })
+            .collect();
+        let packet = Packet::<8, 1, V8>::new(AnyCpu, &rays, &bounds).expect("one class");
+        assert!(
+            packet.lanes[0]
+                .ray_boxes(0, (packet.near_row, packet.far_row))
+                .is_none()
+        );
     }
 }

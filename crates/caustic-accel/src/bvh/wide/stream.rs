@@ -53,7 +53,11 @@ const STREAM: usize = 32;
 /// their single-ray traversals (a stream's node step costs the interval
 /// test plus a lane-wise test per vector; measured on bunny AO, one
 /// thread, two runs each: 1 ray 6.8 / 6.6, 2 rays 6.9 / 6.9, 3 rays
-/// 7.1 / 7.0 Mrays/s; 5 rays slower than 3).
+/// 7.1 / 7.0 Mrays/s; 5 rays slower than 3). Since the finishing rays
+/// take their constants from the packet, 5 and 8 rays trace 4 % and 7 %
+/// fewer instructions on the bunny's AO (1 to 2 % on sponza and
+/// conference) but were no faster in interleaved runs: the stream's gain
+/// is locality, not instructions.
 const ALONE: u32 = 3;
 
 /// Direction classes of [`coherence_class`]: depth axis times octant.
@@ -92,27 +96,29 @@ pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>>(
     assert_eq!(rays.len(), out.len(), "one result slot per ray");
     assert!(N * P <= STREAM, "at most {STREAM} rays per stream");
     let mut order = [0u16; RUN];
+    let mut classes = [0u8; RUN];
     for (rays, out) in rays.chunks(RUN).zip(out.chunks_mut(RUN)) {
         // Counting sort by class; rays that cannot share a stream (not
-        // traceable, or a zero direction component) come last.
-        let class = |ray: &Ray| {
+        // traceable, or a zero direction component) come last. Each ray's
+        // class is computed once (the traceability test alone is about 30
+        // instructions).
+        let mut start = [0usize; CLASSES + 2];
+        for (ray, class) in rays.iter().zip(&mut classes) {
             let d = ray.dir;
-            if is_traceable(ray) && d.x != 0.0 && d.y != 0.0 && d.z != 0.0 {
+            let c = if is_traceable(ray) && d.x != 0.0 && d.y != 0.0 && d.z != 0.0 {
                 coherence_class(ray)
             } else {
                 CLASSES
-            }
-        };
-        let mut start = [0usize; CLASSES + 2];
-        for ray in rays {
-            start[class(ray) + 1] += 1;
+            };
+            *class = c as u8;
+            start[c + 1] += 1;
         }
         for c in 0..=CLASSES {
             start[c + 1] += start[c];
         }
         let mut next = start;
-        for (i, ray) in rays.iter().enumerate() {
-            let c = class(ray);
+        for (i, &c) in classes[..rays.len()].iter().enumerate() {
+            let c = usize::from(c);
             order[next[c]] = i as u16;
             next[c] += 1;
         }
@@ -193,10 +199,10 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     // constants only for rays that finish a subtree alone (`boxed`).
     let mut boxes = [const { MaybeUninit::<RayBoxes<N, V>>::uninit() }; STREAM];
     let mut boxed = 0u32;
+    // Both come from the packet's lanes, which computed them in SIMD.
     let mut tris = [const { MaybeUninit::<RayTriangles<N, V>>::uninit() }; STREAM];
-    for (r, &i) in members.iter().enumerate() {
-        let ray = &rays[i as usize];
-        tris[r].write(RayTriangles::new(isa, ray.origin, ray.dir));
+    for (lanes, tris) in packet.lanes.iter().zip(tris[..count].chunks_mut(N)) {
+        lanes.write_triangles(packet.rows, tris);
     }
     // SAFETY (the `tris` `assume_init_ref`s below): ray `r` is below `count`,
     // as every mask holds only bits of `all`, and those were written above.
@@ -232,7 +238,13 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
                 };
                 let start = (entry.child, entry.groups);
                 if boxed & (1 << r) == 0 {
-                    boxes[r].write(RayBoxes::new(isa, ray.origin, ray.dir, &bvh.bounds));
+                    // The lane's constants, computed with the packet; a
+                    // closure would not inline the SIMD (see `simd`).
+                    let rows = (packet.near_row, packet.far_row);
+                    boxes[r].write(match packet.lanes[r / N].ray_boxes(r % N, rows) {
+                        Some(lane_boxes) => lane_boxes,
+                        None => RayBoxes::new(isa, ray.origin, ray.dir, &bvh.bounds),
+                    });
                     boxed |= 1 << r;
                 }
                 // SAFETY: written just now or at an earlier finish.

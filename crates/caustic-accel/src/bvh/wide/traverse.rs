@@ -107,6 +107,27 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
         }
     }
 
+    /// The constants from parts computed elsewhere: a packet lane's
+    /// (`LaneRays::ray_boxes`), which [`SlabFrame::shifts`] computes with
+    /// the same operations, axis order and bounds as [`RayBoxes::new`].
+    #[inline(always)]
+    pub(super) fn from_parts(
+        isa: V::Isa,
+        (near_row, far_row): ([usize; 3], [usize; 3]),
+        inv_dir: [f32; 3],
+        near_shift: [f32; 3],
+        far_shift: [f32; 3],
+    ) -> Self {
+        Self {
+            isa,
+            near_row,
+            far_row,
+            inv_dir: splat3(isa, inv_dir),
+            near_shift: splat3(isa, near_shift),
+            far_shift: splat3(isa, far_shift),
+        }
+    }
+
     /// Widened distances to the planes in row `row` of `node` along slot
     /// axis `k`: `p * inv + shift`, two roundings and no subtraction of the
     /// origin per node.
