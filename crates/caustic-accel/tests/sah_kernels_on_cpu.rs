@@ -25,15 +25,18 @@ mod soups;
 #[path = "common/host_harness.rs"]
 mod host_harness;
 
+#[path = "common/emulated_tree.rs"]
+mod emulated_tree;
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use caustic_accel::bvh::build::sah_records_cuda::SahParams;
 use caustic_accel::bvh::build::{BinnedSahBuilder, Bvh2Builder};
-use caustic_accel::bvh::triangle_bvh_cuda::GpuTriangle;
 use caustic_accel::registry::SahBuilderConfig;
-use caustic_accel::{BuildInput, Bvh2, BvhNode, sah_cost};
+use caustic_accel::{BuildInput, sah_cost};
 use caustic_geom::{Pcg32, Triangle, Vec3};
+use emulated_tree::{EmulatedTree, check_slots, read_tree, triangle_words};
 use soups::{awkward_soup, grid_soup};
 
 /// The harness, compiled once per test process; `None` without a compiler.
@@ -44,43 +47,21 @@ fn harness() -> Option<&'static Path> {
 
 /// What the emulated build produced.
 struct Emulated {
-    tree: Bvh2,
-    leaf_triangles: Vec<GpuTriangle>,
-    slots: Vec<u32>,
+    built: EmulatedTree,
     levels: u32,
     small_roots: u32,
     depth: u32,
 }
 
 fn emulate(exe: &Path, params: &SahParams, tris: &[Triangle]) -> Emulated {
-    let words: Vec<GpuTriangle> = tris
-        .iter()
-        .enumerate()
-        .map(|(i, t)| GpuTriangle::new(t, i as u32))
-        .collect();
     let mut input = bytemuck::bytes_of(params).to_vec();
     input.extend_from_slice(&(tris.len() as u32).to_le_bytes());
-    input.extend_from_slice(bytemuck::cast_slice(&words));
+    input.extend_from_slice(bytemuck::cast_slice(&triangle_words(tris)));
     let output = host_harness::run(exe, "sah-kernels", &input);
-    let n = tris.len();
-    let mut at = 0;
-    let mut take = |bytes: usize| {
-        at += bytes;
-        &output[at - bytes..at]
-    };
-    let nodes = u32::from_le_bytes(take(4).try_into().unwrap()) as usize;
-    let nodes: Vec<BvhNode> = bytemuck::pod_collect_to_vec(take(32 * nodes));
-    let prim_indices: Vec<u32> = bytemuck::pod_collect_to_vec(take(4 * n));
-    let leaf_triangles: Vec<GpuTriangle> = bytemuck::pod_collect_to_vec(take(48 * n));
-    let slots: Vec<u32> = bytemuck::pod_collect_to_vec(take(4 * n));
-    let shape: Vec<u32> = bytemuck::pod_collect_to_vec(take(12));
+    let (built, rest) = read_tree(&output, tris.len());
+    let shape: Vec<u32> = bytemuck::pod_collect_to_vec(&rest[..12]);
     Emulated {
-        tree: Bvh2 {
-            nodes,
-            prim_indices,
-        },
-        leaf_triangles,
-        slots,
+        built,
         levels: shape[0],
         small_roots: shape[1],
         depth: shape[2],
@@ -94,33 +75,10 @@ fn check(exe: &Path, spec: &str, tris: &[Triangle]) -> Result<String, String> {
     let binned = config.binned();
     let got = emulate(exe, &SahParams::from_config(&binned), tris);
     let input = BuildInput::from_triangles(tris);
-    let tree = &got.tree;
+    let tree = &got.built.tree;
     tree.validate(&input.bounds)?;
     tree.validate_tight(&input, config.max_leaf_size())?;
-    for (slot, (stored, &id)) in got
-        .leaf_triangles
-        .iter()
-        .zip(&tree.prim_indices)
-        .enumerate()
-    {
-        let expected = GpuTriangle::new(&tris[id as usize], id);
-        if bytemuck::bytes_of(stored) != bytemuck::bytes_of(&expected) {
-            return Err(format!("slot {slot} holds {stored:?}, not triangle {id}"));
-        }
-        if got.slots[id as usize] as usize != slot {
-            return Err(format!(
-                "triangle {id} is in slot {slot}, the map says {}",
-                got.slots[id as usize]
-            ));
-        }
-    }
-    if !tree.nodes.is_empty() && got.depth as usize != tree.shape().max_depth {
-        return Err(format!(
-            "depth {} reported, the tree's is {}",
-            got.depth,
-            tree.shape().max_depth
-        ));
-    }
+    check_slots(&got.built, got.depth, tris)?;
     let cpu = BinnedSahBuilder::new(binned).build(&input);
     let (gpu_sah, cpu_sah) = (sah_cost(tree), sah_cost(&cpu));
     let off = if cpu_sah > 0.0 {

@@ -39,14 +39,17 @@ mod soups;
 #[path = "common/host_harness.rs"]
 mod host_harness;
 
+#[path = "common/emulated_tree.rs"]
+mod emulated_tree;
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use caustic_accel::bvh::build::{Bvh2Builder, TaskPoolBvhBuilder, TaskPoolBvhConfig};
-use caustic_accel::bvh::triangle_bvh_cuda::GpuTriangle;
 use caustic_accel::registry::{DeviceBuilderConfig, SahBuilderConfig};
 use caustic_accel::{BuildInput, Bvh2, BvhNode, sah_cost};
 use caustic_geom::{Pcg32, Triangle, Vec3};
+use emulated_tree::{EmulatedTree, check_slots, read_tree, triangle_words};
 use soups::{awkward_soup, grid_soup};
 
 /// `gpu_taskpool.rs`'s bound on the SAH against the CPU `bvh-binned`, and
@@ -65,9 +68,7 @@ fn harness() -> Option<&'static Path> {
 
 /// What the emulated build produced.
 struct Emulated {
-    tree: Bvh2,
-    leaf_triangles: Vec<GpuTriangle>,
-    slots: Vec<u32>,
+    built: EmulatedTree,
     depth: u32,
     /// The pool's error word, its live count at the end, and 1 when a
     /// candidate bin was left uncleared.
@@ -81,32 +82,12 @@ fn emulate(exe: &Path, config: &TaskPoolBvhConfig, tris: &[Triangle]) -> Emulate
     input.extend(config.traversal_cost.to_le_bytes());
     input.extend(config.intersection_cost.to_le_bytes());
     input.extend((tris.len() as u32).to_le_bytes());
-    let words: Vec<GpuTriangle> = tris
-        .iter()
-        .enumerate()
-        .map(|(i, t)| GpuTriangle::new(t, i as u32))
-        .collect();
-    input.extend_from_slice(bytemuck::cast_slice(&words));
+    input.extend_from_slice(bytemuck::cast_slice(&triangle_words(tris)));
     let output = host_harness::run(exe, "taskpool-kernels", &input);
-    let n = tris.len();
-    let mut at = 0;
-    let mut take = |bytes: usize| {
-        at += bytes;
-        &output[at - bytes..at]
-    };
-    let nodes = u32::from_le_bytes(take(4).try_into().unwrap()) as usize;
-    let nodes: Vec<BvhNode> = bytemuck::pod_collect_to_vec(take(32 * nodes));
-    let prim_indices: Vec<u32> = bytemuck::pod_collect_to_vec(take(4 * n));
-    let leaf_triangles: Vec<GpuTriangle> = bytemuck::pod_collect_to_vec(take(48 * n));
-    let slots: Vec<u32> = bytemuck::pod_collect_to_vec(take(4 * n));
-    let tail: Vec<u32> = bytemuck::pod_collect_to_vec(take(16));
+    let (built, rest) = read_tree(&output, tris.len());
+    let tail: Vec<u32> = bytemuck::pod_collect_to_vec(&rest[..16]);
     Emulated {
-        tree: Bvh2 {
-            nodes,
-            prim_indices,
-        },
-        leaf_triangles,
-        slots,
+        built,
         depth: tail[0],
         pool: [tail[1], tail[2], tail[3]],
     }
@@ -127,34 +108,10 @@ fn check_structure(
             dirty != 0
         ));
     }
-    let tree = &got.tree;
+    let tree = &got.built.tree;
     tree.validate(&input.bounds)?;
     tree.validate_tight(input, max_leaf)?;
-    for (slot, (stored, &id)) in got
-        .leaf_triangles
-        .iter()
-        .zip(&tree.prim_indices)
-        .enumerate()
-    {
-        let expected = GpuTriangle::new(&tris[id as usize], id);
-        if bytemuck::bytes_of(stored) != bytemuck::bytes_of(&expected) {
-            return Err(format!("slot {slot} holds {stored:?}, not triangle {id}"));
-        }
-        if got.slots[id as usize] as usize != slot {
-            return Err(format!(
-                "triangle {id} is in slot {slot}, the map says {}",
-                got.slots[id as usize]
-            ));
-        }
-    }
-    if !tree.nodes.is_empty() && got.depth as usize != tree.shape().max_depth {
-        return Err(format!(
-            "depth {} reported, the tree's is {}",
-            got.depth,
-            tree.shape().max_depth
-        ));
-    }
-    Ok(())
+    check_slots(&got.built, got.depth, tris)
 }
 
 /// Whether `a` and `b` are the same tree: node for node in depth-first
@@ -218,20 +175,25 @@ fn check(exe: &Path, spec: &str, tris: &[Triangle], bound: Bound) -> Result<Stri
     check_structure(&got, &input, tris, config.max_leaf_size)?;
     let twin = TaskPoolBvhBuilder::new(config).build(&input);
     if let Bound::Twin = bound {
-        same_tree(&got.tree, &twin, &input).map_err(|e| format!("not the twin's tree: {e}"))?;
+        same_tree(&got.built.tree, &twin, &input)
+            .map_err(|e| format!("not the twin's tree: {e}"))?;
     }
     let binned = SahBuilderConfig::parse("bvh-binned")
         .unwrap()
         .cpu_builder()
         .build(&input);
-    let (gpu_sah, twin_sah, binned_sah) = (sah_cost(&got.tree), sah_cost(&twin), sah_cost(&binned));
+    let (gpu_sah, twin_sah, binned_sah) = (
+        sah_cost(&got.built.tree),
+        sah_cost(&twin),
+        sah_cost(&binned),
+    );
     let ratio = |other: f32| if other > 0.0 { gpu_sah / other } else { 1.0 };
     let line = format!(
         "SAH {gpu_sah:.4}, CPU twin {twin_sah:.4} (ratio {:.4}), CPU bvh-binned {binned_sah:.4} (ratio {:.4}); \
          {} nodes (twin {}), depth {}",
         ratio(twin_sah),
         ratio(binned_sah),
-        got.tree.nodes.len(),
+        got.built.tree.nodes.len(),
         twin.nodes.len(),
         got.depth
     );
