@@ -346,6 +346,59 @@ fn batch_queries_match_single_queries() {
     }
 }
 
+/// Coherent runs of rays (a camera's fan, as the packets and AO streams
+/// take them) whose direction components are tiny on one or two axes:
+/// subnormal, at the reciprocal's overflow (about 3e-39) and just above,
+/// both signs. Batches must answer as brute force does.
+#[test]
+fn batches_with_tiny_direction_components_match_brute_force() {
+    let tris = soup(2000, SoupMix::EVERYTHING, &mut Rng::new(21));
+    let bounds = scene_bounds(&tris);
+    let mut rng = Rng::new(22);
+    let tiny = [1e-45f32, 1e-41, 2.9e-39, 3.0e-39, 3.2e-39, 1e-38, 1e-30];
+    let mut rays = Vec::new();
+    for run in 0..8 {
+        // Along `main` from outside the box; the other axes inside it, so
+        // that a ray barely moving along them still crosses the soup.
+        let main = run % 3;
+        let mut origin = rng.in_box(&bounds);
+        origin[main] = bounds.max[main] + bounds.diagonal() * 0.5;
+        for i in 0..1024 {
+            let mut dir = Vec3::ZERO;
+            dir[main] = -1.0;
+            let (a, b) = ((main + 1) % 3, (main + 2) % 3);
+            dir[a] = ((i % 32) as f32 / 32.0 - 0.5) * 0.5;
+            dir[b] = ((i / 32) as f32 / 32.0 - 0.5) * 0.5;
+            for axis in [a, b] {
+                if axis == a || rng.chance(0.5) {
+                    let sign = if rng.chance(0.5) { 1.0 } else { -1.0 };
+                    dir[axis] = sign * tiny[rng.below(tiny.len())];
+                }
+            }
+            rays.push(Ray::new(origin, dir));
+        }
+    }
+    let brute = BruteForce::new(&tris);
+    let mut want_hits = vec![None; rays.len()];
+    let mut want_occluded = vec![false; rays.len()];
+    brute.intersect_batch(&rays, &mut want_hits);
+    brute.occluded_batch(&rays, &mut want_occluded);
+    let hit_count = want_hits.iter().filter(|h| h.is_some()).count();
+    eprintln!("{hit_count} of {} rays hit", rays.len());
+    assert!(hit_count > rays.len() / 10);
+    for &name in ACCEL_NAMES {
+        let accel = build_accel(name, &tris).unwrap();
+        let mut hits = vec![None; rays.len()];
+        let mut occluded = vec![false; rays.len()];
+        accel.intersect_batch(&rays, &mut hits);
+        accel.occluded_batch(&rays, &mut occluded);
+        for (i, ray) in rays.iter().enumerate() {
+            assert_eq!(hits[i], want_hits[i], "{name}, closest, {ray:?}");
+            assert_eq!(occluded[i], want_occluded[i], "{name}, occluded, {ray:?}");
+        }
+    }
+}
+
 /// Cases per proptest run: 48 by default, `PROPTEST_CASES` to soak.
 fn proptest_cases() -> u32 {
     std::env::var("PROPTEST_CASES")
