@@ -83,9 +83,9 @@ pub struct GpuDacrtStats {
     pub arena_words: [u64; 2],
     pub runs: u32,
     /// Concurrent schedule: the slices the batch ran in, 1 unless its
-    /// arenas would have outgrown [`MAX_ARENA`] words or the device's
-    /// memory (then the rays or the triangles were halved until each
-    /// part fitted; see [`DacrtTracer::set_arena_limit`]).
+    /// arenas would have outgrown `u32::MAX` words (32-bit offsets) or
+    /// the device's memory (then the rays or the triangles were halved
+    /// until each part fitted; see [`DacrtTracer::set_arena_limit`]).
     pub slices: u32,
     /// The pool's run (the paper's Table 2 analogue, the last run's);
     /// `None` when nothing was traced.
@@ -148,7 +148,7 @@ pub struct DacrtTracer {
     arena_scale: [f64; 2],
     /// Arena words beyond the batch's own when set (tests).
     arena_extra: Option<usize>,
-    /// The most words of one arena: [`MAX_ARENA`], less when set (tests).
+    /// The most words of one arena: `MAX_ARENA`, less when set (tests).
     arena_limit: usize,
     /// The most rays and triangles of one slice, learned from batches
     /// that outgrew their arenas (`usize::MAX`: unsliced), so the next
@@ -219,7 +219,7 @@ impl DacrtTracer {
         self.arena_extra = words;
     }
 
-    /// Caps each index arena at `words` (`None`: [`MAX_ARENA`], the most
+    /// Caps each index arena at `words` (`None`: `u32::MAX` words, the most
     /// its 32-bit offsets address). A batch whose tasks would take more
     /// runs in slices (see [`GpuDacrtStats::slices`]).
     pub fn set_arena_limit(&mut self, words: Option<usize>) {
