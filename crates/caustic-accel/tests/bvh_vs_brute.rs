@@ -329,16 +329,22 @@ fn every_builder_preset_agrees_on_a_soup() {
     }
 }
 
+/// `accel`'s batch answers for `rays`: closest hits and occlusion.
+fn batch_answers(accel: &dyn Accel, rays: &[Ray]) -> (Vec<Option<Hit>>, Vec<bool>) {
+    let mut hits = vec![None; rays.len()];
+    let mut occluded = vec![false; rays.len()];
+    accel.intersect_batch(rays, &mut hits);
+    accel.occluded_batch(rays, &mut occluded);
+    (hits, occluded)
+}
+
 #[test]
 fn batch_queries_match_single_queries() {
     let tris = soup(500, SoupMix::EVERYTHING, &mut Rng::new(8));
     let rays = rays(&tris, 5000, &mut Rng::new(9));
     for &name in ACCEL_NAMES {
         let accel = build_accel(name, &tris).unwrap();
-        let mut hits = vec![None; rays.len()];
-        let mut occluded = vec![false; rays.len()];
-        accel.intersect_batch(&rays, &mut hits);
-        accel.occluded_batch(&rays, &mut occluded);
+        let (hits, occluded) = batch_answers(accel.as_ref(), &rays);
         for ((ray, hit), occ) in rays.iter().zip(&hits).zip(&occluded) {
             assert_eq!(*hit, accel.intersect(ray));
             assert_eq!(*occ, accel.occluded(ray));
@@ -378,20 +384,13 @@ fn batches_with_tiny_direction_components_match_brute_force() {
             rays.push(Ray::new(origin, dir));
         }
     }
-    let brute = BruteForce::new(&tris);
-    let mut want_hits = vec![None; rays.len()];
-    let mut want_occluded = vec![false; rays.len()];
-    brute.intersect_batch(&rays, &mut want_hits);
-    brute.occluded_batch(&rays, &mut want_occluded);
+    let (want_hits, want_occluded) = batch_answers(&BruteForce::new(&tris), &rays);
     let hit_count = want_hits.iter().filter(|h| h.is_some()).count();
     eprintln!("{hit_count} of {} rays hit", rays.len());
     assert!(hit_count > rays.len() / 10);
     for &name in ACCEL_NAMES {
         let accel = build_accel(name, &tris).unwrap();
-        let mut hits = vec![None; rays.len()];
-        let mut occluded = vec![false; rays.len()];
-        accel.intersect_batch(&rays, &mut hits);
-        accel.occluded_batch(&rays, &mut occluded);
+        let (hits, occluded) = batch_answers(accel.as_ref(), &rays);
         for (i, ray) in rays.iter().enumerate() {
             assert_eq!(hits[i], want_hits[i], "{name}, closest, {ray:?}");
             assert_eq!(occluded[i], want_occluded[i], "{name}, occluded, {ray:?}");

@@ -19,7 +19,7 @@ use caustic_render::whitted::render_cuda::GpuScene;
 use caustic_render::{Film, RenderScene, image_io};
 use caustic_scene::Scene;
 use caustic_scene::data_dirs::ref_file;
-use common::{Agreement, min_psnr};
+use common::{Agreement, display_byte_differences, min_psnr};
 
 fn gpu() -> caustic_gpu::Gpu {
     caustic_gpu::Gpu::probe().expect("a CUDA GPU")
@@ -588,9 +588,7 @@ fn gpu_photon_display_frame_is_the_films_srgb_bytes() {
             .render_display(&camera, &settings, 1.0, &mut shown)
             .unwrap();
         assert_eq!(shown_stats.rays, stats.rays, "gather {gather_rays}");
-        let pairs = host.iter().zip(shown.as_slice());
-        let differing = pairs.clone().filter(|(a, b)| a != b).count();
-        let largest = pairs.map(|(&a, &b)| a.abs_diff(b)).max().unwrap();
+        let (differing, largest) = display_byte_differences(&host, shown.as_slice());
         eprintln!(
             "photon display frame, gather {gather_rays}: {differing} of {} bytes differ from the film's, by at most {largest}",
             host.len()

@@ -8,7 +8,7 @@ mod common;
 use caustic_render::whitted::render_cuda as whitted_cuda;
 use caustic_render::whitted::{self, WhittedSettings};
 use caustic_scene::Scene;
-use common::{Agreement, min_psnr, sponza_with_point_light};
+use common::{Agreement, display_byte_differences, min_psnr, sponza_with_point_light};
 
 fn compare(name: &str, scene: &Scene, settings: &WhittedSettings) {
     let gpu = caustic_gpu::Gpu::probe().expect("a CUDA GPU");
@@ -255,9 +255,7 @@ fn gpu_display_frame_is_the_films_srgb_bytes() {
         .render_display(&camera, &settings, &mut (), exposure, &mut shown)
         .unwrap();
     assert_eq!(shown_stats.rays, stats.rays);
-    let pairs = host.iter().zip(shown.as_slice());
-    let differing = pairs.clone().filter(|(a, b)| a != b).count();
-    let largest = pairs.map(|(&a, &b)| a.abs_diff(b)).max().unwrap();
+    let (differing, largest) = display_byte_differences(&host, shown.as_slice());
     eprintln!(
         "display frame: {differing} of {} bytes differ from the film's, by at most {largest}",
         host.len()

@@ -89,3 +89,13 @@ impl std::fmt::Display for Agreement {
         )
     }
 }
+
+/// A display frame's bytes against the host's sRGB bytes of the same
+/// frame: how many differ, and by at most how much (the framebuffer's
+/// atomic additions may move a value across a byte's step).
+pub fn display_byte_differences(host: &[u8], shown: &[u8]) -> (usize, u8) {
+    let pairs = host.iter().zip(shown);
+    let differing = pairs.clone().filter(|(a, b)| a != b).count();
+    let largest = pairs.map(|(&a, &b)| a.abs_diff(b)).max().unwrap_or(0);
+    (differing, largest)
+}
