@@ -111,17 +111,27 @@ fn a_flood_of_requests_is_cut_to_the_rate_limit() {
     let server = ViewServer::start(TINY);
     block_on(async {
         let (mut client, _) = Client::greeted(server.address).await;
-        for _ in 0..400 {
+        let flood = 400;
+        let started = Instant::now();
+        for _ in 0..flood {
             client.send_text(r#"{"type":"reset_camera"}"#).await;
         }
         let error = client.next_error().await;
         assert!(error.contains("rate limit"), "{error}");
-        // The burst of 240 was applied, the rest dropped; after a pause
-        // requests are admitted again.
+        // After a pause requests are admitted again.
         tokio::time::sleep(Duration::from_millis(500)).await;
         client.send_text(ORBIT).await;
+        // The burst of 240 was applied, plus what the bucket refilled
+        // (120 a second) while the flood arrived, which on a slow machine
+        // is more than nothing; the rest was dropped. The server reads in
+        // order, so the flood was over before the orbit was sent.
+        let refilled = (started.elapsed().as_secs_f64() * 120.0).ceil() as u64;
         let frame = client.frame_of_view(241).await;
-        assert_eq!(frame.stats["view"], 241, "{}", frame.stats);
+        let view = frame.stats["view"].as_u64().expect("a view number");
+        assert!(
+            (241..=241 + refilled).contains(&view) && view < flood + 1,
+            "view {view}: expected the burst of 240 and up to {refilled} refilled, of {flood}"
+        );
     });
 }
 
