@@ -117,6 +117,7 @@ fi
 cp scripts/gpu-run.sh "$bundle/gpu-run.sh"
 cp scripts/gpu_vs_optix.py "$bundle/gpu_vs_optix.py"
 cp scripts/photon-gpu-table.sh "$bundle/photon-gpu-table.sh"
+cp scripts/perf-targets.sh "$bundle/perf-targets.sh"
 
 # The OptiX anchor: Mitsuba and the anchor's script, which here also records
 # the median of its timings next to the best (its JSON has only the best).
