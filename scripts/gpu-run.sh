@@ -11,6 +11,7 @@
 #
 # Settings (environment):
 #   CAUSTIC_TESTS="gpu_trace nvrtc_compile"  only these test binaries (default: all; "none": no tests)
+#   CAUSTIC_TEST_JOBS=3                       test binaries run at once (default 1)
 #   CAUSTIC_BENCH=0                           skip caustic bench gpu
 #   CAUSTIC_BENCH_SCENES="sponza-dabrovic/sponza.obj dragon/dragon_vrip.ply@16"
 #                                             its scenes (paths in the scene folder; default: the OptiX set)
@@ -74,21 +75,43 @@ if [ -d "$here/refs" ]; then
 fi
 
 # Tests: synchronise after every launch so a fault names its kernel.
+# CAUSTIC_TEST_JOBS=N runs N test binaries at once on the GPU (most of a
+# GPU test's time is its CPU reference, and the machine has the cores);
+# each binary's output goes to its own log, appended to tests.log in order.
 status=0
+run_test() { # executable
+    local name start code
+    name="$(basename "$1")"
+    start=$SECONDS
+    # A hung kernel (a look-back that never resolves) must not eat the lease.
+    CAUSTIC_GPU_SYNC=1 timeout "${CAUSTIC_TEST_TIMEOUT:-240}" \
+        "$1" --include-ignored --test-threads=1 --nocapture >"$logs/test-$name.log" 2>&1
+    code=$?
+    echo "$name: exit $code in $((SECONDS - start)) s: $(grep -E '^test result' "$logs/test-$name.log" | tail -n 1)" \
+        >"$logs/test-$name.result"
+}
+selected=()
 for test in "$here"/tests/*; do
     name="$(basename "$test")"
     if [ -n "${CAUSTIC_TESTS:-}" ] && ! [[ " $CAUSTIC_TESTS " == *" $name "* ]]; then
         continue
     fi
-    echo "== $name" >>"$logs/tests.log"
-    start=$SECONDS
-    # A hung kernel (a look-back that never resolves) must not eat the lease.
-    CAUSTIC_GPU_SYNC=1 timeout "${CAUSTIC_TEST_TIMEOUT:-240}" \
-        "$test" --include-ignored --test-threads=1 --nocapture >>"$logs/tests.log" 2>&1
-    code=$?
-    [ $code -eq 0 ] || status=1
-    result="$(grep -E '^test result' "$logs/tests.log" | tail -n 1)"
-    echo "$name: exit $code in $((SECONDS - start)) s: $result" | tee -a "$summary"
+    selected+=("$test")
+done
+jobs="${CAUSTIC_TEST_JOBS:-1}"
+for test in "${selected[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    run_test "$test" &
+done
+wait
+for test in "${selected[@]}"; do
+    name="$(basename "$test")"
+    { echo "== $name"; cat "$logs/test-$name.log"; } >>"$logs/tests.log"
+    rm -f "$logs/test-$name.log"
+    result="$(cat "$logs/test-$name.result")"
+    rm -f "$logs/test-$name.result"
+    [[ "$result" == "$name: exit 0 "* ]] || status=1
+    echo "$result" | tee -a "$summary"
 done
 grep -E 'panicked|FAILED|failures:|CAUSTIC_TEST_SEED|^device' "$logs/tests.log" | head -n 60 | tee -a "$summary"
 
