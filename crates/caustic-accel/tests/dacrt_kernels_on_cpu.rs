@@ -23,6 +23,7 @@ mod soups;
 #[path = "common/host_harness.rs"]
 mod host_harness;
 
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -168,8 +169,14 @@ fn random_soups_equal_brute_force() {
         let mut rays = awkward_rays(&mut rng, &tris, 1500);
         rays.extend(far_rays(&mut rng, &tris, 200));
         rays.extend(segments(&rays.clone(), 0.1));
-        for config in configs() {
-            let (found, runs) = problems(&config, &tris, &rays);
+        // Each emulation is a process of its own: run the configurations
+        // side by side.
+        let configs = configs();
+        let answers: Vec<_> = configs
+            .par_iter()
+            .map(|config| (config, problems(config, &tris, &rays)))
+            .collect();
+        for (config, (found, runs)) in answers {
             for p in found {
                 failures.push(format!("seed {seed}, {}: {p}", config.spec()));
             }

@@ -42,6 +42,7 @@ mod host_harness;
 #[path = "common/emulated_tree.rs"]
 mod emulated_tree;
 
+use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -292,13 +293,20 @@ fn emulated_kernels_build_valid_trees_near_their_cpu_twin() {
     let Some(exe) = harness() else { return };
     let mut rng = Pcg32::new(0x7a5c, 12);
     let soups = soups(&mut rng);
+    // Each emulation is a process of its own: run them side by side.
+    let cases: Vec<_> = SPECS
+        .iter()
+        .flat_map(|spec| soups.iter().map(move |soup| (spec, soup)))
+        .collect();
+    let checked: Vec<_> = cases
+        .par_iter()
+        .map(|(spec, (name, tris, bound))| (spec, name, tris.len(), check(exe, spec, tris, *bound)))
+        .collect();
     let mut failures = Vec::new();
-    for spec in SPECS {
-        for (name, tris, bound) in &soups {
-            match check(exe, spec, tris, *bound) {
-                Ok(line) => eprintln!("{spec}, {name} ({} tris): {line}", tris.len()),
-                Err(e) => failures.push(format!("{spec}, {name}: {e}")),
-            }
+    for (spec, name, count, result) in checked {
+        match result {
+            Ok(line) => eprintln!("{spec}, {name} ({count} tris): {line}"),
+            Err(e) => failures.push(format!("{spec}, {name}: {e}")),
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
