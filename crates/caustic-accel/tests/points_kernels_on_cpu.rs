@@ -21,6 +21,8 @@ mod host_harness;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use rayon::prelude::*;
+
 use caustic_accel::points::reference;
 use caustic_geom::{Pcg32, Vec3};
 
@@ -326,7 +328,7 @@ fn tiles_equal_the_reference() {
     let plane: Vec<Vec3> = (0..6000)
         .map(|_| Vec3::new(rng.next_f32(), rng.next_f32(), 0.5))
         .collect();
-    for (name, points, radius, cell, k, whole, margin) in [
+    let configs = [
         ("uniform", &uniform, 0.12f32, 0.12f32, 16usize, true, 1),
         ("uniform, k = 1", &uniform, 0.12, 0.12, 1, true, 1),
         // Blocks of fewer than k points (a sparse map): no counting pass.
@@ -354,42 +356,63 @@ fn tiles_equal_the_reference() {
             false,
             3,
         ),
-    ] {
-        let drawn = queries(points, 1500, &mut rng);
-        let sorted = morton_sorted(&drawn, cell);
-        // 2^6 buckets: many cells a bucket; 2^12: a few.
+    ];
+    // Every configuration's queries, drawn in order; then every grid and
+    // order emulated side by side (each emulation is a process), and the
+    // answers checked in order.
+    let drawn: Vec<Vec<Vec3>> = configs
+        .iter()
+        .map(|&(_, points, ..)| queries(points, 1500, &mut rng))
+        .collect();
+    let sorted: Vec<Vec<Vec3>> = configs
+        .iter()
+        .zip(&drawn)
+        .map(|(&(_, _, _, cell, ..), qs)| morton_sorted(qs, cell))
+        .collect();
+    // 2^6 buckets: many cells a bucket; 2^12: a few.
+    let mut cases = Vec::new();
+    for c in 0..configs.len() {
         for bits in [0, 6, 12] {
+            cases.push((c, bits, "Morton", &sorted[c]));
+            cases.push((c, bits, "drawn", &drawn[c]));
+        }
+    }
+    let answers: Vec<Answers> = cases
+        .par_iter()
+        .map(|&(c, bits, _, qs)| {
+            let (_, points, radius, cell, k, whole, margin) = configs[c];
             let grid = Grid::new(points, cell * (1.0 + 1e-3), bits);
-            for (order, qs) in [("Morton", &sorted), ("drawn", &drawn)] {
-                let tile = Tile { whole, margin };
-                let got = emulate(exe, points, qs, None, &grid, (k, radius, 3), tile);
-                let mut answered = 0;
-                for (q, &p) in qs.iter().enumerate() {
-                    if got.tile_answered[q] {
-                        answered += 1;
-                        assert_eq!(
-                            got.tiles[q],
-                            exact(points, p, k, radius),
-                            "{name}, {order} order, bits {bits}, query {q}"
-                        );
-                    }
-                }
-                eprintln!(
-                    "{name}, {order} order, bits {bits}: {answered} of {} answered by tiles",
-                    qs.len()
+            let tile = Tile { whole, margin };
+            emulate(exe, points, qs, None, &grid, (k, radius, 3), tile)
+        })
+        .collect();
+    for ((c, bits, order, qs), got) in cases.into_iter().zip(answers) {
+        let (name, points, radius, _, k, ..) = configs[c];
+        let mut answered = 0;
+        for (q, &p) in qs.iter().enumerate() {
+            if got.tile_answered[q] {
+                answered += 1;
+                assert_eq!(
+                    got.tiles[q],
+                    exact(points, p, k, radius),
+                    "{name}, {order} order, bits {bits}, query {q}"
                 );
-                // (The tiny hashed table puts about 50 points in every
-                // bucket: most blocks exceed the tiles' point bound. Ties
-                // of 50 duplicates overflow the k-th's bin; wide margins
-                // make blocks of more than TILE_MAX_CELLS.)
-                if order == "Morton" {
-                    let least = if bits == 6 { 1 } else { qs.len() / 8 };
-                    assert!(
-                        answered >= least,
-                        "{name}, bits {bits}: only {answered} answered"
-                    );
-                }
             }
+        }
+        eprintln!(
+            "{name}, {order} order, bits {bits}: {answered} of {} answered by tiles",
+            qs.len()
+        );
+        // (The tiny hashed table puts about 50 points in every
+        // bucket: most blocks exceed the tiles' point bound. Ties
+        // of 50 duplicates overflow the k-th's bin; wide margins
+        // make blocks of more than TILE_MAX_CELLS.)
+        if order == "Morton" {
+            let least = if bits == 6 { 1 } else { qs.len() / 8 };
+            assert!(
+                answered >= least,
+                "{name}, bits {bits}: only {answered} answered"
+            );
         }
     }
 }
