@@ -95,7 +95,7 @@ pub fn collapse<const N: usize>(
     let packer = Packer {
         bvh,
         triangles,
-        spans: contiguous.then_some(collapser.spans.as_slice()),
+        spans: contiguous.then_some(&collapser.spans),
     };
     let total = collapser.group_count as usize;
     let mut groups = Vec::with_capacity(total);
@@ -141,7 +141,7 @@ const PACK_SEQUENTIAL: usize = 64;
 struct Packer<'a> {
     bvh: &'a Bvh2,
     triangles: &'a [Triangle],
-    spans: Option<&'a [Span]>,
+    spans: Option<&'a Spans>,
 }
 
 impl Packer<'_> {
@@ -158,7 +158,7 @@ impl Packer<'_> {
             let (mut ids, mut stack) = (Vec::new(), Vec::new());
             for leaf in leaves {
                 let ids = match self.spans {
-                    Some(spans) => &self.bvh.prim_indices[spans[leaf.node].range()],
+                    Some(spans) => &self.bvh.prim_indices[spans.get(leaf.node).range()],
                     None => {
                         subtree_prim_ids(self.bvh, leaf.node, &mut ids, &mut stack);
                         ids.as_slice()
@@ -169,7 +169,12 @@ impl Packer<'_> {
                 // The run was reserved from the same count.
                 assert_eq!(ids.len().div_ceil(N), run.len(), "leaf run mismatch");
                 for (group, chunk) in run.iter_mut().zip(ids.chunks(N)) {
-                    group.write(self.group(chunk));
+                    // Padding first, then the lanes, in place (building the
+                    // group aside and copying it cost a third more).
+                    let group = group.write(TriangleGroup::padding());
+                    for (lane, &id) in chunk.iter().enumerate() {
+                        group.set(lane, &self.triangles[id as usize], id);
+                    }
                 }
             }
             return;
@@ -181,16 +186,6 @@ impl Packer<'_> {
             || self.pack(left, left_groups),
             || self.pack(right, right_groups),
         );
-    }
-
-    /// The group of the triangles `ids` (at most `N`), padded.
-    #[inline]
-    fn group<const N: usize>(&self, ids: &[u32]) -> TriangleGroup<N> {
-        let mut group = TriangleGroup::padding();
-        for (lane, &id) in ids.iter().enumerate() {
-            group.set(lane, &self.triangles[id as usize], id);
-        }
-        group
     }
 }
 
@@ -214,30 +209,63 @@ fn subtree_prim_ids(bvh: &Bvh2, index: usize, ids: &mut Vec<u32>, stack: &mut Ve
 /// triangle count in any case), and whether the runs are contiguous: every
 /// inner node's right run starts where its left one ends, so a subtree's
 /// triangles in leaf order are its run of `prim_indices`.
-fn subtree_spans(bvh: &Bvh2) -> (Vec<Span>, bool) {
-    let mut spans = vec![Span::default(); bvh.nodes.len()];
-    if let Some(contiguous) = spans_by_index(bvh, &mut spans) {
-        return (spans, contiguous);
+fn subtree_spans(bvh: &Bvh2) -> (Spans, bool) {
+    if let Some(found) = spans_by_index(bvh) {
+        return found;
     }
+    let mut spans = vec![Span::default(); bvh.nodes.len()];
     let mut preorder = Vec::with_capacity(bvh.nodes.len());
     bvh.walk(|index, _| preorder.push(index));
     // Reverse pre-order visits children before their parent.
     let contiguous = fill_spans(bvh, preorder.into_iter().rev(), &mut spans);
-    (spans, contiguous)
+    spans.reverse();
+    (Spans { reversed: spans }, contiguous)
+}
+
+/// The nodes' spans, node `k` at `reversed[len - 1 - k]`: the reverse index
+/// pass pushes them in that order, so no pass fills the memory beforehand.
+struct Spans {
+    reversed: Vec<Span>,
+}
+
+impl Spans {
+    fn get(&self, index: usize) -> Span {
+        self.reversed[self.reversed.len() - 1 - index]
+    }
 }
 
 /// [`subtree_spans`] in reverse index order, which visits children first
 /// when they follow their parent (as every builder lays them out); `None`
-/// when some child does not.
-fn spans_by_index(bvh: &Bvh2, spans: &mut [Span]) -> Option<bool> {
+/// when some child does not. Leaf or inner is a coin toss from node to
+/// node, so both spans are computed and one is picked without a branch.
+fn spans_by_index(bvh: &Bvh2) -> Option<(Spans, bool)> {
     let n = bvh.nodes.len();
-    let follow = |(index, node): (usize, &BvhNode)| {
-        node.is_leaf() || (node.left_child() > index && node.left_child() + 1 < n)
-    };
-    if !bvh.nodes.iter().enumerate().all(follow) {
-        return None;
+    let mut reversed: Vec<Span> = Vec::with_capacity(n);
+    let mut contiguous = true;
+    for (index, node) in bvh.nodes.iter().enumerate().rev() {
+        let leaf = node.is_leaf();
+        let left = node.first as usize;
+        if !leaf & ((left <= index) | (left + 1 >= n)) {
+            return None;
+        }
+        // Node `k` was pushed at `n - 1 - k`; a leaf reads any pushed one.
+        let at = if leaf { 0 } else { n - 2 - left };
+        let (a, b) = match reversed.get(at..at + 2) {
+            Some(&[b, a]) => (a, b),
+            _ => (Span::default(), Span::default()),
+        };
+        contiguous &= leaf | (a.first.checked_add(a.count) == Some(b.first));
+        let inner = Span {
+            first: a.first,
+            count: a.count.wrapping_add(b.count),
+        };
+        let own = Span {
+            first: node.first,
+            count: node.count,
+        };
+        reversed.push(if leaf { own } else { inner });
     }
-    Some(fill_spans(bvh, (0..n).rev(), spans))
+    Some((Spans { reversed }, contiguous))
 }
 
 /// Fills `spans` visiting nodes in `order`, children before parents;
@@ -268,7 +296,7 @@ fn fill_spans(bvh: &Bvh2, order: impl Iterator<Item = usize>, spans: &mut [Span]
 struct Collapser<'a, const N: usize> {
     bvh: &'a Bvh2,
     /// Slot runs (and triangle counts) below the binary nodes.
-    spans: Vec<Span>,
+    spans: Spans,
     max_leaf_prims: usize,
     /// The nodes; its groups are packed in the second pass.
     out: WideBvh<N>,
@@ -285,7 +313,7 @@ impl<const N: usize> Collapser<'_, N> {
 
     /// Whether binary node `index` becomes a wide leaf.
     fn is_leaf(&self, index: usize) -> bool {
-        self.node(index).is_leaf() || self.spans[index].count as usize <= self.max_leaf_prims
+        self.node(index).is_leaf() || self.spans.get(index).count as usize <= self.max_leaf_prims
     }
 
     /// Emits binary node `index` as a leaf or a wide node.
@@ -339,7 +367,7 @@ impl<const N: usize> Collapser<'_, N> {
     /// (packed by [`Packer::pack`]).
     fn emit_leaf(&mut self, index: usize) -> ChildRef {
         let first = self.group_count;
-        let count = (self.spans[index].count as usize).div_ceil(N) as u32;
+        let count = (self.spans.get(index).count as usize).div_ceil(N) as u32;
         self.leaves.push(LeafToPack {
             node: index,
             first,
@@ -498,8 +526,15 @@ mod tests {
             wide.validate(&tris).unwrap();
             assert!(same_tree(&wide, &expected));
         }
-        let mut spans = vec![Span::default(); bvh.nodes.len()];
-        assert_eq!(spans_by_index(&children_first(&bvh), &mut spans), None);
+        assert!(spans_by_index(&children_first(&bvh)).is_none());
+        // The reverse index pass agrees with the walk, node for node.
+        let (by_index, _) = spans_by_index(&bvh).unwrap();
+        let mut walked = vec![Span::default(); bvh.nodes.len()];
+        let mut preorder = Vec::new();
+        bvh.walk(|index, _| preorder.push(index));
+        assert!(fill_spans(&bvh, preorder.into_iter().rev(), &mut walked));
+        assert!((0..walked.len()).all(|k| by_index.get(k) == walked[k]));
+        assert_eq!(by_index.get(0).count as usize, tris.len());
         assert!(!subtree_spans(&reversed_runs(&bvh)).1);
     }
 
