@@ -23,11 +23,12 @@
 //! its own reserved run. Packing gathers every triangle from scene order,
 //! a cache miss apiece, and was most of a sequential collapse's time.
 //!
-//! Subtree spans: the builders put a subtree's triangles in one run of
-//! `prim_indices`, in depth-first leaf order, and lay children out after
-//! their parent. One pass in reverse index order then gives every node's
-//! run (first slot and count), and a wide leaf's triangles are that run,
-//! read in place; a tree laid out otherwise takes a reverse pre-order walk,
+//! Subtree spans: the binned builder stores each subtree's triangles as one
+//! run of `prim_indices`, in depth-first leaf order, and the builders lay
+//! children out after their parent. One pass in reverse index order then
+//! gives every node's run (first slot and count), and a wide leaf's
+//! triangles are that run, read in place; a tree laid out otherwise takes
+//! a reverse pre-order walk,
 //! and one whose runs are not contiguous has its leaves gathered by a walk
 //! (the same triangles in the same order either way). The groups are not
 //! filled beforehand: packing writes each reserved group once, padding
