@@ -23,6 +23,18 @@
 //! its own reserved run. Packing gathers every triangle from scene order,
 //! a cache miss apiece, and was most of a sequential collapse's time.
 //!
+//! Subtree spans: the binned builder stores each subtree's triangles as one
+//! run of `prim_indices`, in depth-first leaf order, and the builders lay
+//! children out after their parent. One pass in reverse index order then
+//! gives every node's run (first slot and count), and a wide leaf's
+//! triangles are that run, read in place; a tree laid out otherwise takes
+//! a reverse pre-order walk,
+//! and one whose runs are not contiguous has its leaves gathered by a walk
+//! (the same triangles in the same order either way). The groups are not
+//! filled beforehand: packing writes each reserved group once, padding
+//! lanes included, so the pages are first touched by the parallel packing
+//! rather than by a sequential fill.
+//!
 //! Slot boxes are the binary nodes' boxes unchanged, so every containment
 //! the binary tree guarantees carries over, and so does the exactness of the
 //! traversal. Nodes are laid out depth first (a node's first child follows
@@ -33,6 +45,7 @@ use super::node::{ChildRef, TriangleGroup, WideNode};
 use crate::bvh::{Bvh2, BvhNode};
 use caustic_geom::Triangle;
 use rayon::join;
+use std::mem::MaybeUninit;
 
 /// Settings of [`collapse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,9 +77,10 @@ pub fn collapse<const N: usize>(
     let Some(root) = bvh.nodes.first() else {
         return WideBvh::empty();
     };
+    let (spans, contiguous) = subtree_spans(bvh);
     let mut collapser = Collapser {
         bvh,
-        subtree_prims: subtree_prims(bvh),
+        spans,
         max_leaf_prims: config.max_leaf_prims,
         out: WideBvh {
             nodes: Vec::with_capacity(bvh.nodes.len() / N + 1),
@@ -79,9 +93,34 @@ pub fn collapse<const N: usize>(
     };
     collapser.out.root = collapser.emit(0);
     let mut out = collapser.out;
-    out.groups = vec![TriangleGroup::padding(); collapser.group_count as usize];
-    pack_leaves(bvh, triangles, &collapser.leaves, &mut out.groups);
+    let packer = Packer {
+        bvh,
+        triangles,
+        spans: contiguous.then_some(&collapser.spans),
+    };
+    let total = collapser.group_count as usize;
+    let mut groups = Vec::with_capacity(total);
+    packer.pack(&collapser.leaves, &mut groups.spare_capacity_mut()[..total]);
+    // SAFETY: the leaves' reserved runs tile `0..total` (`emit_leaf` hands
+    // them out one after another from 0), and `Packer::pack` writes every
+    // group of every run (it asserts each leaf fills its run exactly).
+    unsafe { groups.set_len(total) };
+    out.groups = groups;
     out
+}
+
+/// The run of `prim_indices` slots below a binary node (meaningful as a
+/// run only when the tree's runs are contiguous, see [`subtree_spans`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Span {
+    first: u32,
+    count: u32,
+}
+
+impl Span {
+    fn range(self) -> std::ops::Range<usize> {
+        self.first as usize..self.first as usize + self.count as usize
+    }
 }
 
 /// A wide leaf to pack: the binary node whose triangles it holds, and its
@@ -90,41 +129,65 @@ pub fn collapse<const N: usize>(
 struct LeafToPack {
     node: usize,
     first: u32,
+    /// Groups reserved.
+    count: u32,
 }
 
 /// Leaves packed one after another below this many, halved in parallel
 /// above it.
 const PACK_SEQUENTIAL: usize = 64;
 
-/// Packs `leaves` (in increasing `first` order) into `groups`, which
-/// starts at the first leaf's first group and holds all of theirs.
-fn pack_leaves<const N: usize>(
-    bvh: &Bvh2,
-    triangles: &[Triangle],
-    leaves: &[LeafToPack],
-    groups: &mut [TriangleGroup<N>],
-) {
-    if leaves.len() <= PACK_SEQUENTIAL {
-        let base = leaves.first().map_or(0, |l| l.first);
-        let (mut ids, mut stack) = (Vec::new(), Vec::new());
-        for leaf in leaves {
-            subtree_prim_ids(bvh, leaf.node, &mut ids, &mut stack);
-            let at = (leaf.first - base) as usize;
-            for (group, chunk) in groups[at..].iter_mut().zip(ids.chunks(N)) {
-                for (lane, &id) in chunk.iter().enumerate() {
-                    group.set(lane, &triangles[id as usize], id);
+/// What the second pass reads: the binary tree, the triangles, and the
+/// nodes' slot runs when they are contiguous.
+struct Packer<'a> {
+    bvh: &'a Bvh2,
+    triangles: &'a [Triangle],
+    spans: Option<&'a Spans>,
+}
+
+impl Packer<'_> {
+    /// Packs `leaves` (in increasing `first` order) into `groups`, which
+    /// starts at the first leaf's first group and holds all of theirs.
+    /// Every group of every leaf is written.
+    fn pack<const N: usize>(
+        &self,
+        leaves: &[LeafToPack],
+        groups: &mut [MaybeUninit<TriangleGroup<N>>],
+    ) {
+        if leaves.len() <= PACK_SEQUENTIAL {
+            let base = leaves.first().map_or(0, |l| l.first);
+            let (mut ids, mut stack) = (Vec::new(), Vec::new());
+            for leaf in leaves {
+                let ids = match self.spans {
+                    Some(spans) => &self.bvh.prim_indices[spans.get(leaf.node).range()],
+                    None => {
+                        subtree_prim_ids(self.bvh, leaf.node, &mut ids, &mut stack);
+                        ids.as_slice()
+                    }
+                };
+                let at = (leaf.first - base) as usize;
+                let run = &mut groups[at..at + leaf.count as usize];
+                // The run was reserved from the same count.
+                assert_eq!(ids.len().div_ceil(N), run.len(), "leaf run mismatch");
+                for (group, chunk) in run.iter_mut().zip(ids.chunks(N)) {
+                    // Padding first, then the lanes, in place (building the
+                    // group aside and copying it cost a third more).
+                    let group = group.write(TriangleGroup::padding());
+                    for (lane, &id) in chunk.iter().enumerate() {
+                        group.set(lane, &self.triangles[id as usize], id);
+                    }
                 }
             }
+            return;
         }
-        return;
+        let (left, right) = leaves.split_at(leaves.len() / 2);
+        let split = (right[0].first - left[0].first) as usize;
+        let (left_groups, right_groups) = groups.split_at_mut(split);
+        join(
+            || self.pack(left, left_groups),
+            || self.pack(right, right_groups),
+        );
     }
-    let (left, right) = leaves.split_at(leaves.len() / 2);
-    let split = (right[0].first - left[0].first) as usize;
-    let (left_groups, right_groups) = groups.split_at_mut(split);
-    join(
-        || pack_leaves(bvh, triangles, left, left_groups),
-        || pack_leaves(bvh, triangles, right, right_groups),
-    );
 }
 
 /// The scene ids of the triangles below binary node `index`, in the binary
@@ -143,28 +206,98 @@ fn subtree_prim_ids(bvh: &Bvh2, index: usize, ids: &mut Vec<u32>, stack: &mut Ve
     }
 }
 
-/// Triangles below each node of `bvh`.
-fn subtree_prims(bvh: &Bvh2) -> Vec<u32> {
+/// The slot run below each node of `bvh` (its `count` is the node's
+/// triangle count in any case), and whether the runs are contiguous: every
+/// inner node's right run starts where its left one ends, so a subtree's
+/// triangles in leaf order are its run of `prim_indices`.
+fn subtree_spans(bvh: &Bvh2) -> (Spans, bool) {
+    if let Some(found) = spans_by_index(bvh) {
+        return found;
+    }
+    let mut spans = vec![Span::default(); bvh.nodes.len()];
     let mut preorder = Vec::with_capacity(bvh.nodes.len());
     bvh.walk(|index, _| preorder.push(index));
-    let mut prims = vec![0u32; bvh.nodes.len()];
     // Reverse pre-order visits children before their parent.
-    for &index in preorder.iter().rev() {
+    let contiguous = fill_spans(bvh, preorder.into_iter().rev(), &mut spans);
+    spans.reverse();
+    (Spans { reversed: spans }, contiguous)
+}
+
+/// The nodes' spans, node `k` at `reversed[len - 1 - k]`: the reverse index
+/// pass pushes them in that order, so no pass fills the memory beforehand.
+struct Spans {
+    reversed: Vec<Span>,
+}
+
+impl Spans {
+    fn get(&self, index: usize) -> Span {
+        self.reversed[self.reversed.len() - 1 - index]
+    }
+}
+
+/// [`subtree_spans`] in reverse index order, which visits children first
+/// when they follow their parent (as every builder lays them out); `None`
+/// when some child does not. Leaf or inner is a coin toss from node to
+/// node, so both spans are computed and one is picked without a branch.
+fn spans_by_index(bvh: &Bvh2) -> Option<(Spans, bool)> {
+    let n = bvh.nodes.len();
+    let mut reversed: Vec<Span> = Vec::with_capacity(n);
+    let mut contiguous = true;
+    for (index, node) in bvh.nodes.iter().enumerate().rev() {
+        let leaf = node.is_leaf();
+        let left = node.first as usize;
+        if !leaf & ((left <= index) | (left + 1 >= n)) {
+            return None;
+        }
+        // Node `k` was pushed at `n - 1 - k`; a leaf reads any pushed one.
+        let at = if leaf { 0 } else { n - 2 - left };
+        let (a, b) = match reversed.get(at..at + 2) {
+            Some(&[b, a]) => (a, b),
+            _ => (Span::default(), Span::default()),
+        };
+        contiguous &= leaf | (a.first.checked_add(a.count) == Some(b.first));
+        let inner = Span {
+            first: a.first,
+            count: a.count.wrapping_add(b.count),
+        };
+        let own = Span {
+            first: node.first,
+            count: node.count,
+        };
+        reversed.push(if leaf { own } else { inner });
+    }
+    Some((Spans { reversed }, contiguous))
+}
+
+/// Fills `spans` visiting nodes in `order`, children before parents;
+/// returns whether the runs are contiguous.
+fn fill_spans(bvh: &Bvh2, order: impl Iterator<Item = usize>, spans: &mut [Span]) -> bool {
+    let mut contiguous = true;
+    for index in order {
         let node = &bvh.nodes[index];
-        prims[index] = if node.is_leaf() {
-            node.count
+        spans[index] = if node.is_leaf() {
+            Span {
+                first: node.first,
+                count: node.count,
+            }
         } else {
             let left = node.left_child();
-            prims[left] + prims[left + 1]
+            let (a, b) = (spans[left], spans[left + 1]);
+            contiguous &= a.first.checked_add(a.count) == Some(b.first);
+            Span {
+                first: a.first,
+                count: a.count + b.count,
+            }
         };
     }
-    prims
+    contiguous
 }
 
 /// State of one [`collapse`]'s first pass.
 struct Collapser<'a, const N: usize> {
     bvh: &'a Bvh2,
-    subtree_prims: Vec<u32>,
+    /// Slot runs (and triangle counts) below the binary nodes.
+    spans: Spans,
     max_leaf_prims: usize,
     /// The nodes; its groups are packed in the second pass.
     out: WideBvh<N>,
@@ -181,7 +314,7 @@ impl<const N: usize> Collapser<'_, N> {
 
     /// Whether binary node `index` becomes a wide leaf.
     fn is_leaf(&self, index: usize) -> bool {
-        self.node(index).is_leaf() || self.subtree_prims[index] as usize <= self.max_leaf_prims
+        self.node(index).is_leaf() || self.spans.get(index).count as usize <= self.max_leaf_prims
     }
 
     /// Emits binary node `index` as a leaf or a wide node.
@@ -232,11 +365,15 @@ impl<const N: usize> Collapser<'_, N> {
     }
 
     /// Reserves the groups of every triangle below binary node `index`
-    /// (packed by [`pack_leaves`]).
+    /// (packed by [`Packer::pack`]).
     fn emit_leaf(&mut self, index: usize) -> ChildRef {
         let first = self.group_count;
-        let count = (self.subtree_prims[index] as usize).div_ceil(N) as u32;
-        self.leaves.push(LeafToPack { node: index, first });
+        let count = (self.spans.get(index).count as usize).div_ceil(N) as u32;
+        self.leaves.push(LeafToPack {
+            node: index,
+            first,
+            count,
+        });
         self.group_count += count;
         ChildRef::Leaf { first, count }
     }
@@ -247,6 +384,7 @@ mod tests {
     use super::*;
     use crate::BuildInput;
     use crate::bvh::build::{BinnedSahBuilder, BinnedSahConfig, Bvh2Builder};
+    use bytemuck::Zeroable;
     use caustic_geom::{Pcg32, Vec3};
 
     fn soup(count: usize, seed: u64) -> Vec<Triangle> {
@@ -314,6 +452,91 @@ mod tests {
         let empty = collapse::<8>(&Bvh2::empty(), &[], &CollapseConfig::one_group(8));
         assert_eq!(empty.root, ChildRef::Empty);
         empty.validate(&[]).unwrap();
+    }
+
+    /// `bvh` with its nodes laid out children first (the root, then the
+    /// sibling pairs in reverse pre-order of their parents).
+    fn children_first(bvh: &Bvh2) -> Bvh2 {
+        let mut pairs = Vec::new();
+        bvh.walk(|index, _| {
+            if !bvh.nodes[index].is_leaf() {
+                pairs.push(bvh.nodes[index].left_child());
+            }
+        });
+        let mut new_index = vec![0; bvh.nodes.len()];
+        for (k, &left) in pairs.iter().rev().enumerate() {
+            new_index[left] = 1 + 2 * k;
+            new_index[left + 1] = 2 + 2 * k;
+        }
+        let mut nodes = vec![BvhNode::zeroed(); bvh.nodes.len()];
+        for (old, node) in bvh.nodes.iter().enumerate() {
+            let mut node = *node;
+            if !node.is_leaf() {
+                node.first = new_index[node.left_child()] as u32;
+            }
+            nodes[new_index[old]] = node;
+        }
+        Bvh2 {
+            nodes,
+            prim_indices: bvh.prim_indices.clone(),
+        }
+    }
+
+    /// `bvh` with its leaves' slot runs stored in reverse leaf order.
+    fn reversed_runs(bvh: &Bvh2) -> Bvh2 {
+        let mut leaves = Vec::new();
+        bvh.walk(|index, _| {
+            if bvh.nodes[index].is_leaf() {
+                leaves.push(index);
+            }
+        });
+        let mut out = bvh.clone();
+        out.prim_indices.clear();
+        for &leaf in leaves.iter().rev() {
+            out.nodes[leaf].first = out.prim_indices.len() as u32;
+            out.prim_indices
+                .extend_from_slice(&bvh.prim_indices[bvh.nodes[leaf].prim_range()]);
+        }
+        out
+    }
+
+    fn same_tree<const N: usize>(a: &WideBvh<N>, b: &WideBvh<N>) -> bool {
+        let bits = |g: &TriangleGroup<N>| (g.id, g.vertex.map(|row| row.map(f32::to_bits)));
+        a.nodes == b.nodes
+            && a.root == b.root
+            && a.groups.iter().map(bits).eq(b.groups.iter().map(bits))
+    }
+
+    #[test]
+    fn any_node_layout_and_slot_order_collapse_alike() {
+        let tris = soup(3000, 4);
+        let bvh = binary(&tris, 4);
+        let (_, contiguous) = subtree_spans(&bvh);
+        assert!(contiguous, "the binned builder stores subtrees as runs");
+        let config = CollapseConfig::one_group(8);
+        let expected = collapse::<8>(&bvh, &tris, &config);
+        for other in [
+            children_first(&bvh),
+            reversed_runs(&bvh),
+            reversed_runs(&children_first(&bvh)),
+        ] {
+            other
+                .validate(&BuildInput::from_triangles(&tris).bounds)
+                .unwrap();
+            let wide = collapse::<8>(&other, &tris, &config);
+            wide.validate(&tris).unwrap();
+            assert!(same_tree(&wide, &expected));
+        }
+        assert!(spans_by_index(&children_first(&bvh)).is_none());
+        // The reverse index pass agrees with the walk, node for node.
+        let (by_index, _) = spans_by_index(&bvh).unwrap();
+        let mut walked = vec![Span::default(); bvh.nodes.len()];
+        let mut preorder = Vec::new();
+        bvh.walk(|index, _| preorder.push(index));
+        assert!(fill_spans(&bvh, preorder.into_iter().rev(), &mut walked));
+        assert!((0..walked.len()).all(|k| by_index.get(k) == walked[k]));
+        assert_eq!(by_index.get(0).count as usize, tris.len());
+        assert!(!subtree_spans(&reversed_runs(&bvh)).1);
     }
 
     #[test]
