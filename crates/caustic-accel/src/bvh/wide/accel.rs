@@ -1,7 +1,8 @@
 //! [`WideTriangleBvh`], the accel `bvh-wide`: a binary BVH from any
 //! [`Bvh2Builder`] (binned SAH by default) collapsed into a 4- or 8-wide
 //! tree ([`mod@super::collapse`]) and traced with SIMD ([`super::traverse`],
-//! [`super::leaf`], [`super::packet`], [`super::stream`]).
+//! [`super::leaf`], [`super::packet`], [`super::stream`],
+//! [`super::stream_closest`]).
 //!
 //! The SIMD backend is chosen once, at build time: for 8-wide trees AVX-512
 //! (AVX-512 F/VL/BW/DQ with BMI1/2, LZCNT and POPCNT) where the CPU has it,
@@ -11,8 +12,9 @@
 //! `CAUSTIC_WIDE_SIMD=avx2` (or `sse`, `portable`) caps the choice, to
 //! measure one backend against another in the same binary.
 //! The tree keeps the chosen backend's token ([`super::simd`] explains
-//! why the AVX2 code needs one), and the one `unsafe` step, entering code
-//! compiled with AVX2 enabled, takes it as its proof.
+//! why the AVX2 and AVX-512 code needs one), and the one `unsafe` step,
+//! entering code compiled with those features enabled, takes it as its
+//! proof.
 
 use super::WideBvh;
 use super::collapse::{CollapseConfig, collapse};
