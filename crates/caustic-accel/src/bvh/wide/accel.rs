@@ -1,23 +1,28 @@
 //! [`WideTriangleBvh`], the accel `bvh-wide`: a binary BVH from any
 //! [`Bvh2Builder`] (binned SAH by default) collapsed into a 4- or 8-wide
 //! tree ([`mod@super::collapse`]) and traced with SIMD ([`super::traverse`],
-//! [`super::leaf`], [`super::packet`], [`super::stream`]).
+//! [`super::leaf`], [`super::packet`], [`super::stream`],
+//! [`super::stream_closest`]).
 //!
-//! The SIMD backend is chosen once, at build time: AVX2 for 8-wide trees
-//! where the CPU has it (`is_x86_feature_detected!`), SSE for 4-wide trees
+//! The SIMD backend is chosen once, at build time: for 8-wide trees AVX-512
+//! (AVX-512 F/VL/BW/DQ with BMI1/2, LZCNT and POPCNT) where the CPU has it,
+//! else AVX2 where it has that (`is_x86_feature_detected!`), SSE for 4-wide trees
 //! on every x86_64 CPU, and the portable lanes otherwise. All backends give
 //! the same bits (see [`super::simd`]), so the choice never changes a result.
+//! `CAUSTIC_WIDE_SIMD=avx2` (or `sse`, `portable`) caps the choice, to
+//! measure one backend against another in the same binary.
 //! The tree keeps the chosen backend's token ([`super::simd`] explains
-//! why the AVX2 code needs one), and the one `unsafe` step, entering code
-//! compiled with AVX2 enabled, takes it as its proof.
+//! why the AVX2 and AVX-512 code needs one), and the one `unsafe` step,
+//! entering code compiled with those features enabled, takes it as its
+//! proof.
 
 use super::WideBvh;
 use super::collapse::{CollapseConfig, collapse};
 use super::leaf::{Closest, RayTriangles};
 use super::node::TriangleGroup;
-use super::packet;
 use super::simd::{AnyCpu, Lanes, Portable};
 use super::stream;
+use super::stream_closest;
 use super::traverse::{LeafTest, RayBoxes, traverse};
 use crate::bvh::Bvh2;
 use crate::bvh::build::{BinnedSahBuilder, Bvh2Builder};
@@ -26,8 +31,10 @@ use caustic_geom::{Hit, Ray, Triangle};
 use rayon::prelude::*;
 use std::time::Instant;
 
-/// Rays per rayon task in [`WideTriangleBvh::intersect_batch`].
-const BATCH_RUN: usize = 256;
+/// Rays per rayon task in [`WideTriangleBvh::intersect_batch`]: the rays
+/// that packets cannot take are regrouped by direction class inside one
+/// task's rays (see [`super::stream_closest`]).
+const BATCH_RUN: usize = stream::RUN;
 
 /// Rays per rayon task in [`WideTriangleBvh::occluded_batch`]: the
 /// regrouping by direction class works inside one task's rays (the
@@ -80,6 +87,9 @@ impl Default for WideBvhConfig {
 /// The instruction set a [`WideTriangleBvh`] traces with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
+    /// AVX-512 (8 lanes with mask registers, see `simd::Avx8k`) for 8-wide
+    /// trees, SSE for 4-wide ones.
+    Avx512,
     /// AVX2 for 8-wide trees, SSE for 4-wide ones.
     Avx2,
     /// SSE for 4-wide trees, portable lanes for 8-wide ones.
@@ -89,7 +99,8 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// The best backend this CPU runs.
+    /// The best backend this CPU runs (at most `CAUSTIC_WIDE_SIMD`'s, see
+    /// the module docs).
     pub fn detect() -> Self {
         Engine::detect().backend()
     }
@@ -100,6 +111,8 @@ impl Backend {
 #[derive(Clone, Copy, Debug)]
 enum Engine {
     #[cfg(target_arch = "x86_64")]
+    Avx512(super::simd::Avx512),
+    #[cfg(target_arch = "x86_64")]
     Avx2(super::simd::Avx2),
     #[cfg(target_arch = "x86_64")]
     Sse(super::simd::Sse2),
@@ -107,19 +120,15 @@ enum Engine {
 }
 
 impl Engine {
-    /// The best engine this CPU runs.
+    /// The best engine this CPU runs, at most [`simd_ceiling`]'s.
     fn detect() -> Self {
-        Self::best_up_to(Backend::Avx2)
+        Self::best_up_to(simd_ceiling())
     }
 
     /// `backend` where the CPU runs it, else the best one below it.
     fn best_up_to(backend: Backend) -> Self {
         #[cfg(target_arch = "x86_64")]
-        return match (backend, super::simd::Avx2::detect()) {
-            (Backend::Avx2, Some(avx)) => Self::Avx2(avx),
-            (Backend::Avx2 | Backend::Sse, _) => Self::Sse(super::simd::Sse2),
-            (Backend::Portable, _) => Self::Portable,
-        };
+        return Self::best_x86_up_to(backend);
         #[cfg(not(target_arch = "x86_64"))]
         {
             let _ = backend; // only the portable lanes on this target
@@ -127,8 +136,26 @@ impl Engine {
         }
     }
 
+    /// [`Engine::best_up_to`] on x86_64.
+    #[cfg(target_arch = "x86_64")]
+    fn best_x86_up_to(backend: Backend) -> Self {
+        use super::simd::{Avx2, Avx512, Sse2};
+        if backend == Backend::Avx512
+            && let Some(isa) = Avx512::detect()
+        {
+            return Self::Avx512(isa);
+        }
+        match (backend, Avx2::detect()) {
+            (Backend::Avx512 | Backend::Avx2, Some(avx)) => Self::Avx2(avx),
+            (Backend::Avx512 | Backend::Avx2 | Backend::Sse, _) => Self::Sse(Sse2),
+            (Backend::Portable, _) => Self::Portable,
+        }
+    }
+
     fn backend(self) -> Backend {
         match self {
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx512(_) => Backend::Avx512,
             #[cfg(target_arch = "x86_64")]
             Self::Avx2(_) => Backend::Avx2,
             #[cfg(target_arch = "x86_64")]
@@ -136,6 +163,22 @@ impl Engine {
             Self::Portable => Backend::Portable,
         }
     }
+}
+
+/// The best backend new trees may use: `CAUSTIC_WIDE_SIMD` (`avx512`,
+/// `avx2`, `sse` or `portable`; for measuring one backend against another
+/// in the same binary), else [`Backend::Avx512`]; read once per process. An
+/// unknown value counts as unset.
+fn simd_ceiling() -> Backend {
+    static CEILING: std::sync::OnceLock<Backend> = std::sync::OnceLock::new();
+    *CEILING.get_or_init(
+        || match std::env::var("CAUSTIC_WIDE_SIMD").as_deref().map(str::trim) {
+            Ok("avx2") => Backend::Avx2,
+            Ok("sse") => Backend::Sse,
+            Ok("portable") => Backend::Portable,
+            _ => Backend::Avx512,
+        },
+    )
 }
 
 /// The tree in one of its widths.
@@ -339,75 +382,115 @@ impl<const N: usize, V: Lanes<N>> LeafTest<N> for AnyLeaf<N, V> {
     }
 }
 
+/// The generic queries compiled with an instruction set enabled, so that
+/// the backend's lane methods inline into them: each wrapper takes the
+/// backend's token, the proof that the CPU runs that instruction set, and
+/// that proof is what makes entering them safe.
 #[cfg(target_arch = "x86_64")]
-mod avx {
-    //! The generic queries compiled with AVX2 enabled, so that the `Avx8`
-    //! methods inline into them: each takes the token that proves the CPU
-    //! has AVX2, and that proof is what makes entering them safe.
-    use super::*;
-    use crate::bvh::wide::simd::{Avx2, Avx8};
+macro_rules! isa_queries {
+    ($module:ident, $token:ident, $lanes:ident, $features:literal) => {
+        mod $module {
+            use super::*;
+            use crate::bvh::wide::simd::{$lanes, $token};
 
-    #[inline]
-    pub fn closest(avx: Avx2, bvh: &WideBvh<8>, ray: &Ray) -> Option<Hit> {
-        #[target_feature(enable = "avx2")]
-        unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, ray: &Ray) -> Option<Hit> {
-            super::closest::<8, Avx8>(avx, bvh, ray)
-        }
-        // SAFETY: `avx` exists, so the CPU has AVX2.
-        unsafe { run(avx, bvh, ray) }
-    }
+            #[inline]
+            pub fn closest(isa: $token, bvh: &WideBvh<8>, ray: &Ray) -> Option<Hit> {
+                #[target_feature(enable = $features)]
+                unsafe fn run(isa: $token, bvh: &WideBvh<8>, ray: &Ray) -> Option<Hit> {
+                    super::closest::<8, $lanes>(isa, bvh, ray)
+                }
+                // SAFETY: `isa` exists, so the CPU has the features.
+                unsafe { run(isa, bvh, ray) }
+            }
 
-    #[inline]
-    pub fn occluded(avx: Avx2, bvh: &WideBvh<8>, ray: &Ray) -> bool {
-        #[target_feature(enable = "avx2")]
-        unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, ray: &Ray) -> bool {
-            super::occluded::<8, Avx8>(avx, bvh, ray)
-        }
-        // SAFETY: `avx` exists, so the CPU has AVX2.
-        unsafe { run(avx, bvh, ray) }
-    }
+            #[inline]
+            pub fn occluded(isa: $token, bvh: &WideBvh<8>, ray: &Ray) -> bool {
+                #[target_feature(enable = $features)]
+                unsafe fn run(isa: $token, bvh: &WideBvh<8>, ray: &Ray) -> bool {
+                    super::occluded::<8, $lanes>(isa, bvh, ray)
+                }
+                // SAFETY: `isa` exists, so the CPU has the features.
+                unsafe { run(isa, bvh, ray) }
+            }
 
-    #[inline]
-    pub fn occluded_stream(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
-        #[target_feature(enable = "avx2")]
-        unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
-            stream::occluded_batch::<8, 4, Avx8>(avx, bvh, rays, out)
-        }
-        // SAFETY: `avx` exists, so the CPU has AVX2.
-        unsafe { run(avx, bvh, rays, out) }
-    }
+            #[inline]
+            pub fn occluded_stream(isa: $token, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+                #[target_feature(enable = $features)]
+                unsafe fn run(isa: $token, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+                    stream::occluded_batch::<8, 4, $lanes>(isa, bvh, rays, out)
+                }
+                // SAFETY: `isa` exists, so the CPU has the features.
+                unsafe { run(isa, bvh, rays, out) }
+            }
 
-    #[inline]
-    pub fn closest_packets(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], hits: &mut [Option<Hit>]) {
-        #[target_feature(enable = "avx2")]
-        unsafe fn run(avx: Avx2, bvh: &WideBvh<8>, rays: &[Ray], hits: &mut [Option<Hit>]) {
-            packet::closest_batch::<8, { PACKET_RAYS / 8 }, Avx8>(avx, bvh, rays, hits)
+            #[inline]
+            pub fn closest_packets(
+                isa: $token,
+                bvh: &WideBvh<8>,
+                rays: &[Ray],
+                hits: &mut [Option<Hit>],
+            ) {
+                #[target_feature(enable = $features)]
+                unsafe fn run(
+                    isa: $token,
+                    bvh: &WideBvh<8>,
+                    rays: &[Ray],
+                    hits: &mut [Option<Hit>],
+                ) {
+                    stream_closest::closest_batch::<8, { PACKET_RAYS / 8 }, 4, $lanes>(
+                        isa, bvh, rays, hits,
+                    )
+                }
+                // SAFETY: `isa` exists, so the CPU has the features.
+                unsafe { run(isa, bvh, rays, hits) }
+            }
         }
-        // SAFETY: `avx` exists, so the CPU has AVX2.
-        unsafe { run(avx, bvh, rays, hits) }
-    }
+    };
 }
 
+#[cfg(target_arch = "x86_64")]
+isa_queries!(avx, Avx2, Avx8, "avx2,bmi1,bmi2,lzcnt,popcnt");
+
+// The features `Avx2::detect` and `Avx512::detect` check. BMI1/2, LZCNT
+// and POPCNT turn the traversal's bit loops (`set_bits`, the stream's ray
+// counts) into single instructions; no FMA, so every product and sum is
+// still rounded alone.
+#[cfg(target_arch = "x86_64")]
+isa_queries!(
+    avx512,
+    Avx512,
+    Avx8k,
+    "avx2,avx512f,avx512vl,avx512bw,avx512dq,bmi1,bmi2,lzcnt,popcnt"
+);
+
 impl WideTriangleBvh {
-    /// Closest hits of a run of rays, in 8-ray packets where they are
-    /// coherent (see [`super::packet`]); `hits.len() == rays.len()`.
+    /// Closest hits of a run of rays, in packets where they are coherent
+    /// (see [`super::packet`]) and in streams of rays regrouped by
+    /// direction elsewhere (see [`super::stream_closest`]);
+    /// `hits.len() == rays.len()`.
     pub fn intersect_run(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx512(isa)) => avx512::closest_packets(isa, t, rays, hits),
+            #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx2(avx)) => avx::closest_packets(avx, t, rays, hits),
             (Tree::Eight(t), _) => {
-                packet::closest_batch::<8, { PACKET_RAYS / 8 }, Portable<8>>(AnyCpu, t, rays, hits)
+                stream_closest::closest_batch::<8, { PACKET_RAYS / 8 }, 4, Portable<8>>(
+                    AnyCpu, t, rays, hits,
+                )
             }
             #[cfg(target_arch = "x86_64")]
-            (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
+            (Tree::Four(t), Engine::Avx512(_) | Engine::Avx2(_) | Engine::Sse(_)) => {
                 let sse = super::simd::Sse2;
-                packet::closest_batch::<4, { PACKET_RAYS / 4 }, super::simd::Sse4>(
+                stream_closest::closest_batch::<4, { PACKET_RAYS / 4 }, 8, super::simd::Sse4>(
                     sse, t, rays, hits,
                 )
             }
             (Tree::Four(t), _) => {
-                packet::closest_batch::<4, { PACKET_RAYS / 4 }, Portable<4>>(AnyCpu, t, rays, hits)
+                stream_closest::closest_batch::<4, { PACKET_RAYS / 4 }, 8, Portable<4>>(
+                    AnyCpu, t, rays, hits,
+                )
             }
         }
     }
@@ -420,12 +503,14 @@ impl WideTriangleBvh {
         assert_eq!(rays.len(), out.len(), "one result slot per ray");
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx512(isa)) => avx512::occluded_stream(isa, t, rays, out),
+            #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_stream(avx, t, rays, out),
             (Tree::Eight(t), _) => {
                 stream::occluded_batch::<8, 4, Portable<8>>(AnyCpu, t, rays, out)
             }
             #[cfg(target_arch = "x86_64")]
-            (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
+            (Tree::Four(t), Engine::Avx512(_) | Engine::Avx2(_) | Engine::Sse(_)) => {
                 let sse = super::simd::Sse2;
                 stream::occluded_batch::<4, 8, super::simd::Sse4>(sse, t, rays, out)
             }
@@ -435,8 +520,9 @@ impl WideTriangleBvh {
 }
 
 impl Accel for WideTriangleBvh {
-    /// In parallel over runs of 256 rays, each traced by
-    /// [`WideTriangleBvh::intersect_run`] (packets where rays are coherent).
+    /// In parallel over runs of 1024 rays, each traced by
+    /// [`WideTriangleBvh::intersect_run`] (packets where rays are coherent,
+    /// streams elsewhere).
     fn intersect_batch(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         rays.par_chunks(BATCH_RUN)
@@ -460,10 +546,12 @@ impl Accel for WideTriangleBvh {
         }
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx512(isa)) => avx512::closest(isa, t, ray),
+            #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx2(avx)) => avx::closest(avx, t, ray),
             (Tree::Eight(t), _) => closest::<8, Portable<8>>(AnyCpu, t, ray),
             #[cfg(target_arch = "x86_64")]
-            (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
+            (Tree::Four(t), Engine::Avx512(_) | Engine::Avx2(_) | Engine::Sse(_)) => {
                 closest::<4, super::simd::Sse4>(super::simd::Sse2, t, ray)
             }
             (Tree::Four(t), _) => closest::<4, Portable<4>>(AnyCpu, t, ray),
@@ -476,10 +564,12 @@ impl Accel for WideTriangleBvh {
         }
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx512(isa)) => avx512::occluded(isa, t, ray),
+            #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded(avx, t, ray),
             (Tree::Eight(t), _) => occluded::<8, Portable<8>>(AnyCpu, t, ray),
             #[cfg(target_arch = "x86_64")]
-            (Tree::Four(t), Engine::Avx2(_) | Engine::Sse(_)) => {
+            (Tree::Four(t), Engine::Avx512(_) | Engine::Avx2(_) | Engine::Sse(_)) => {
                 occluded::<4, super::simd::Sse4>(super::simd::Sse2, t, ray)
             }
             (Tree::Four(t), _) => occluded::<4, Portable<4>>(AnyCpu, t, ray),
@@ -554,6 +644,10 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         if super::super::simd::avx2_for_test(test).is_some() {
             out.push(Backend::Avx2);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if super::super::simd::avx512_for_test(test).is_some() {
+            out.push(Backend::Avx512);
         }
         out
     }
@@ -720,6 +814,35 @@ mod tests {
         }
     }
 
+    #[test]
+    fn closest_streams_match_single_rays_and_brute_force() {
+        let test = "closest_streams_match_single_rays_and_brute_force";
+        let tris = awkward_soup(1200, 13);
+        let brute = BruteForce::new(&tris);
+        // Incoherent rays (packets take none of them), with the awkward
+        // ones mixed in, and a coherent camera run in the middle.
+        let mut rays = secondary_rays(2500, 14);
+        rays.extend(camera_rays(Vec3::new(0.3, -0.2, -25.0), 24));
+        rays.extend(secondary_rays(2500, 15));
+        let expected: Vec<Option<Hit>> = rays.iter().map(|r| brute.intersect(r)).collect();
+        let hits = expected.iter().flatten().count();
+        assert!(hits > rays.len() / 8 && hits < rays.len() * 7 / 8, "{hits}");
+        for config in configs() {
+            let built = WideTriangleBvh::build_with(&tris, &BinnedSahBuilder::default(), &config);
+            for backend in backends(test) {
+                let bvh = built.clone().with_backend(backend);
+                assert_eq!(bvh.backend(), backend, "no silent fallback");
+                let mut found = vec![None; rays.len()];
+                bvh.intersect_batch(&rays, &mut found);
+                assert!(found == expected, "{config:?} {backend:?}");
+                // A run that is not a whole number of packets or streams.
+                let mut found = vec![None; 1337];
+                bvh.intersect_run(&rays[3..1340], &mut found);
+                assert!(found[..] == expected[3..1340], "{config:?} {backend:?}");
+            }
+        }
+    }
+
     /// The bunny's triangles, their wide BVH, their box, and an eye in
     /// front of them; `None` (the test skips) without the scenes.
     fn bunny_in_view() -> Option<(Vec<Triangle>, WideTriangleBvh, caustic_geom::Aabb, Vec3)> {
@@ -753,7 +876,7 @@ mod tests {
     }
 
     #[test]
-    fn occlusion_streams_match_single_rays_on_the_bunny() {
+    fn streams_match_single_rays_on_the_bunny() {
         let Some((tris, bvh, bounds, eye)) = bunny_in_view() else {
             return;
         };
@@ -795,6 +918,21 @@ mod tests {
         let brute = BruteForce::new(&tris);
         for (ray, &o) in rays.iter().zip(&out).step_by(37) {
             assert_eq!(o, brute.occluded(ray));
+        }
+        // The same rays unbounded, as diffuse bounces: closest hits
+        // through the streams.
+        let diffuse: Vec<Ray> = rays.iter().map(|r| Ray::new(r.origin, r.dir)).collect();
+        let mut hits = vec![None; diffuse.len()];
+        bvh.intersect_batch(&diffuse, &mut hits);
+        let single: Vec<Option<Hit>> = diffuse.iter().map(|r| bvh.intersect(r)).collect();
+        assert!(hits == single);
+        let found = hits.iter().flatten().count();
+        assert!(
+            found > diffuse.len() / 20 && found < diffuse.len(),
+            "{found}"
+        );
+        for (ray, hit) in diffuse.iter().zip(&hits).step_by(37) {
+            assert_eq!(*hit, brute.intersect(ray));
         }
     }
 

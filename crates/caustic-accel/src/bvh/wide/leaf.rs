@@ -393,6 +393,15 @@ mod tests {
         }
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx512_groups_agree_with_the_scalar_test() {
+        use super::super::simd::{Avx8k, avx512_for_test};
+        if let Some(isa) = avx512_for_test("avx512_groups_agree_with_the_scalar_test") {
+            group_agrees_with_scalar::<8, Avx8k>(isa, 5);
+        }
+    }
+
     #[test]
     fn edge_hits_go_to_the_scalar_test() {
         // A ray straight through the shared edge of two triangles.

@@ -46,6 +46,7 @@ pub mod packet;
 mod packet_lanes;
 pub mod simd;
 pub mod stream;
+pub mod stream_closest;
 #[cfg(feature = "cuda")]
 pub mod trace_bench_compressed_cuda;
 pub mod traverse;

@@ -63,12 +63,10 @@ pub fn closest_batch<const N: usize, const P: usize, V: Lanes<N>>(
     hits: &mut [Option<Hit>],
 ) {
     for (rays, hits) in rays.chunks(N * P).zip(hits.chunks_mut(N * P)) {
-        if let Some(packet) = Packet::<N, P, V>::new(isa, rays, &bvh.bounds) {
-            let found = packet.closest(bvh);
-            for (hit, best) in hits.iter_mut().zip(found.iter().flatten()) {
-                *hit = best.hit;
-            }
-        } else if P > 1 {
+        if closest_packet::<N, P, V>(isa, bvh, rays, hits) {
+            continue;
+        }
+        if P > 1 {
             // Not coherent as a whole: try packets of one vector.
             closest_batch::<N, 1, V>(isa, bvh, rays, hits);
         } else {
@@ -81,6 +79,26 @@ pub fn closest_batch<const N: usize, const P: usize, V: Lanes<N>>(
             }
         }
     }
+}
+
+/// Closest hits of `rays` into `hits` (same length) as one packet, when
+/// they make one (`P * N` coherent rays, see [`Packet::new`]); `false`,
+/// with `hits` untouched, when they do not.
+#[inline(always)]
+pub(super) fn closest_packet<const N: usize, const P: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    bvh: &WideBvh<N>,
+    rays: &[Ray],
+    hits: &mut [Option<Hit>],
+) -> bool {
+    let Some(packet) = Packet::<N, P, V>::new(isa, rays, &bvh.bounds) else {
+        return false;
+    };
+    let found = packet.closest(bvh);
+    for (hit, best) in hits.iter_mut().zip(found.iter().flatten()) {
+        *hit = best.hit;
+    }
+    true
 }
 
 /// `P * N` coherent rays: their box-test bounds as intervals over the

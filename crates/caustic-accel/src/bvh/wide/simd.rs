@@ -2,6 +2,8 @@
 //! with exactly the operations the node and triangle tests need, written
 //! once per instruction set:
 //!
+//! - [`Avx8k`]: 8 lanes in a `__m256` with comparisons into AVX-512 mask
+//!   registers (AVX-512VL, chosen at run time by [`Avx512::detect`]);
 //! - [`Avx8`]: 8 lanes in a `__m256` (AVX2, chosen at run time by
 //!   [`Avx2::detect`]);
 //! - [`Sse4`]: 4 lanes in a `__m128` (SSE2, part of every x86_64 CPU);
@@ -21,11 +23,12 @@
 //! Every backend names a token type, [`Lanes::Isa`], that proves the CPU
 //! runs its instructions, and the only ways to make a vector from scalars,
 //! [`Lanes::splat`] and [`Lanes::load`], take one. [`Avx2`] tokens come
-//! only from [`Avx2::detect`] (`is_x86_feature_detected!`); [`Sse2`] and
+//! only from [`Avx2::detect`] and [`Avx512`] tokens only from
+//! [`Avx512::detect`] (`is_x86_feature_detected!`); [`Sse2`] and
 //! [`AnyCpu`] tokens are free, as their instructions are part of the
 //! target. Every other vector is computed from vectors, so an `Avx8` is
-//! itself proof that the CPU has AVX2, and its methods may run AVX
-//! instructions without further checks. Speed is another matter: the
+//! itself proof that the CPU has AVX2 (an `Avx8k`, AVX-512), and its
+//! methods may run those instructions without further checks. Speed is another matter: the
 //! methods are `#[inline(always)]` so that callers compiled with
 //! `#[target_feature(enable = "avx2")]` (see `accel`) get the instructions
 //! inline; elsewhere each becomes a call, correct but slow.
@@ -178,7 +181,7 @@ impl<const N: usize> Lanes<N> for Portable<N> {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub use x86::{Avx2, Avx8, Mask4, Mask8, Sse2, Sse4};
+pub use x86::{Avx2, Avx8, Avx8k, Avx512, Mask4, Mask8, MaskK, Sse2, Sse4};
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -186,15 +189,45 @@ mod x86 {
     use std::arch::x86_64::*;
     use std::ops::{Add, BitAnd, BitOr, Div, Mul, Sub};
 
-    /// Proof that this CPU runs AVX2: the token of [`Avx8`]. The field is
+    /// Proof that this CPU runs AVX2 (with BMI1, BMI2, LZCNT and POPCNT,
+    /// which every AVX2 CPU has): the token of [`Avx8`]. The field is
     /// private, so [`Avx2::detect`] is the only way to get one.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct Avx2(());
 
     impl Avx2 {
-        /// The token, where this CPU has AVX2 (and so AVX).
+        /// The token, where this CPU has AVX2 (and so AVX) and the bit
+        /// instructions the AVX2 code is compiled with (`accel`).
         pub fn detect() -> Option<Self> {
-            is_x86_feature_detected!("avx2").then_some(Self(()))
+            let all = is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("bmi1")
+                && is_x86_feature_detected!("bmi2")
+                && is_x86_feature_detected!("lzcnt")
+                && is_x86_feature_detected!("popcnt");
+            all.then_some(Self(()))
+        }
+    }
+
+    /// Proof that this CPU runs AVX-512 F, VL, BW and DQ (and so AVX2),
+    /// with BMI1, BMI2, LZCNT and POPCNT: the token of [`Avx8k`]. Only
+    /// [`Avx512::detect`] makes one.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Avx512(());
+
+    impl Avx512 {
+        /// The token, where this CPU has every feature the AVX-512 code is
+        /// compiled with (`accel`'s `AVX512_FEATURES`).
+        pub fn detect() -> Option<Self> {
+            let all = is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512vl")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512dq")
+                && is_x86_feature_detected!("bmi1")
+                && is_x86_feature_detected!("bmi2")
+                && is_x86_feature_detected!("lzcnt")
+                && is_x86_feature_detected!("popcnt");
+            all.then_some(Self(()))
         }
     }
 
@@ -206,6 +239,34 @@ mod x86 {
     /// the module docs).
     #[derive(Clone, Copy, Debug)]
     pub struct Avx8(__m256);
+
+    /// 8 lanes in an AVX register whose comparisons go to an AVX-512 mask
+    /// register (AVX-512VL): a compare is one instruction into a `k`
+    /// register, the mask logic is integer logic on 8 bits, and
+    /// [`Lanes::bits`] is free where [`Avx8`] needs a `movmskps`. Made only
+    /// with an [`Avx512`] token.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Avx8k(__m256);
+
+    /// Comparison results of [`Avx8k`]: bit `i` for lane `i`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct MaskK(__mmask8);
+
+    impl BitAnd for MaskK {
+        type Output = Self;
+        #[inline(always)]
+        fn bitand(self, rhs: Self) -> Self {
+            Self(self.0 & rhs.0)
+        }
+    }
+
+    impl BitOr for MaskK {
+        type Output = Self;
+        #[inline(always)]
+        fn bitor(self, rhs: Self) -> Self {
+            Self(self.0 | rhs.0)
+        }
+    }
 
     /// 4 lanes in an SSE register (baseline x86_64).
     #[derive(Clone, Copy, Debug)]
@@ -284,6 +345,52 @@ mod x86 {
         _mm256_and_ps,
         _mm256_or_ps
     );
+    /// The arithmetic operators of a backend whose masks are plain bits.
+    macro_rules! arithmetic_ops {
+        ($vec:ident, $add:ident, $sub:ident, $mul:ident, $div:ident) => {
+            impl Add for $vec {
+                type Output = Self;
+                #[inline(always)]
+                fn add(self, rhs: Self) -> Self {
+                    // SAFETY: `self` exists, so the CPU runs the backend's
+                    // instructions (module docs).
+                    Self(unsafe { $add(self.0, rhs.0) })
+                }
+            }
+            impl Sub for $vec {
+                type Output = Self;
+                #[inline(always)]
+                fn sub(self, rhs: Self) -> Self {
+                    // SAFETY: as above.
+                    Self(unsafe { $sub(self.0, rhs.0) })
+                }
+            }
+            impl Mul for $vec {
+                type Output = Self;
+                #[inline(always)]
+                fn mul(self, rhs: Self) -> Self {
+                    // SAFETY: as above.
+                    Self(unsafe { $mul(self.0, rhs.0) })
+                }
+            }
+            impl Div for $vec {
+                type Output = Self;
+                #[inline(always)]
+                fn div(self, rhs: Self) -> Self {
+                    // SAFETY: as above.
+                    Self(unsafe { $div(self.0, rhs.0) })
+                }
+            }
+        };
+    }
+
+    arithmetic_ops!(
+        Avx8k,
+        _mm256_add_ps,
+        _mm256_sub_ps,
+        _mm256_mul_ps,
+        _mm256_div_ps
+    );
     backend_ops!(
         Sse4, Mask4, _mm_add_ps, _mm_sub_ps, _mm_mul_ps, _mm_div_ps, _mm_and_ps, _mm_or_ps
     );
@@ -353,6 +460,73 @@ mod x86 {
         #[inline(always)]
         fn select(mask: Mask8, a: Self, b: Self) -> Self {
             Self(unsafe { _mm256_blendv_ps(b.0, a.0, mask.0) })
+        }
+    }
+
+    // SAFETY (every `unsafe` block below): the CPU has AVX-512 F, VL, BW
+    // and DQ wherever an `Avx8k` or an `Avx512` token exists (module docs).
+    impl Lanes<8> for Avx8k {
+        type Mask = MaskK;
+        type Isa = Avx512;
+
+        #[inline(always)]
+        fn splat(_: Avx512, x: f32) -> Self {
+            Self(unsafe { _mm256_set1_ps(x) })
+        }
+        #[inline(always)]
+        fn load(_: Avx512, row: &[f32; 8]) -> Self {
+            Self(unsafe { _mm256_loadu_ps(row.as_ptr()) })
+        }
+        #[inline(always)]
+        fn to_array(self) -> [f32; 8] {
+            let mut out = [0.0; 8];
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), self.0) };
+            out
+        }
+        #[inline(always)]
+        fn abs(self) -> Self {
+            Self(unsafe { _mm256_andnot_ps(_mm256_set1_ps(-0.0), self.0) })
+        }
+        #[inline(always)]
+        fn min_or(self, other: Self) -> Self {
+            Self(unsafe { _mm256_min_ps(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn max_or(self, other: Self) -> Self {
+            Self(unsafe { _mm256_max_ps(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn lt(self, other: Self) -> MaskK {
+            MaskK(unsafe { _mm256_cmp_ps_mask::<_CMP_LT_OQ>(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn le(self, other: Self) -> MaskK {
+            MaskK(unsafe { _mm256_cmp_ps_mask::<_CMP_LE_OQ>(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn gt(self, other: Self) -> MaskK {
+            MaskK(unsafe { _mm256_cmp_ps_mask::<_CMP_GT_OQ>(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn eq(self, other: Self) -> MaskK {
+            MaskK(unsafe { _mm256_cmp_ps_mask::<_CMP_EQ_OQ>(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn ne_ordered(self, other: Self) -> MaskK {
+            MaskK(unsafe { _mm256_cmp_ps_mask::<_CMP_NEQ_OQ>(self.0, other.0) })
+        }
+        #[inline(always)]
+        fn bits(mask: MaskK) -> u32 {
+            u32::from(mask.0)
+        }
+        #[inline(always)]
+        fn andnot(mask: MaskK, other: MaskK) -> MaskK {
+            MaskK(!mask.0 & other.0)
+        }
+        #[inline(always)]
+        fn select(mask: MaskK, a: Self, b: Self) -> Self {
+            // `mask_blend` takes its second operand where the mask is set.
+            Self(unsafe { _mm256_mask_blend_ps(mask.0, b.0, a.0) })
         }
     }
 
@@ -432,23 +606,38 @@ mod x86 {
 /// a machine meant to test the AVX2 code cannot pass without running it.
 #[cfg(all(test, target_arch = "x86_64"))]
 pub(crate) fn avx2_for_test(test: &str) -> Option<Avx2> {
-    let required = std::env::var("CAUSTIC_REQUIRE_AVX2").is_ok_and(|v| v.trim() == "1");
-    avx2_or_say(Avx2::detect(), required, test)
+    let required = required_by_env("CAUSTIC_REQUIRE_AVX2");
+    token_or_say(Avx2::detect(), required, "AVX2", test)
 }
 
-/// The policy of [`avx2_for_test`] for a detection result.
+/// The AVX-512 token for a test of the AVX-512 backend, with the policy of
+/// [`avx2_for_test`] under `CAUSTIC_REQUIRE_AVX512=1`. CI machines may
+/// lack AVX-512: the test then says that it skipped that backend.
 #[cfg(all(test, target_arch = "x86_64"))]
-fn avx2_or_say(detected: Option<Avx2>, required: bool, test: &str) -> Option<Avx2> {
+pub(crate) fn avx512_for_test(test: &str) -> Option<Avx512> {
+    let required = required_by_env("CAUSTIC_REQUIRE_AVX512");
+    token_or_say(Avx512::detect(), required, "AVX-512", test)
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+fn required_by_env(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v.trim() == "1")
+}
+
+/// The policy of [`avx2_for_test`] for a detection result of `feature`.
+#[cfg(all(test, target_arch = "x86_64"))]
+fn token_or_say<T>(detected: Option<T>, required: bool, feature: &str, test: &str) -> Option<T> {
     if detected.is_none() {
+        let var = feature.replace('-', "");
         assert!(
             !required,
-            "{test}: CAUSTIC_REQUIRE_AVX2=1, but this CPU has no AVX2"
+            "{test}: CAUSTIC_REQUIRE_{var}=1, but this CPU has no {feature}"
         );
         use std::io::Write;
         // Past the capture: a skipped backend must be seen.
         let _ = writeln!(
             std::io::stderr(),
-            "skipping: {test}: its AVX2 backend, as this CPU has no AVX2 (SSE and portable are tested)"
+            "skipping: {test}: its {feature} backend, as this CPU has no {feature} (the other backends are tested)"
         );
     }
     detected
@@ -527,18 +716,33 @@ mod tests {
 
     #[cfg(target_arch = "x86_64")]
     #[test]
+    fn avx512_matches_portable() {
+        if let Some(avx512) = avx512_for_test("avx512_matches_portable") {
+            agrees_with_portable::<8, Avx8k>(avx512);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
     #[should_panic(expected = "CAUSTIC_REQUIRE_AVX2=1, but this CPU has no AVX2")]
     fn a_required_avx2_that_is_missing_fails() {
-        avx2_or_say(None, true, "test");
+        token_or_say::<Avx2>(None, true, "AVX2", "test");
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[should_panic(expected = "CAUSTIC_REQUIRE_AVX512=1, but this CPU has no AVX-512")]
+    fn a_required_avx512_that_is_missing_fails() {
+        token_or_say::<Avx512>(None, true, "AVX-512", "test");
     }
 
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn a_detected_avx2_is_handed_on() {
         let detected = Avx2::detect();
-        assert_eq!(avx2_or_say(detected, false, "test"), detected);
+        assert_eq!(token_or_say(detected, false, "AVX2", "test"), detected);
         if detected.is_some() {
-            assert_eq!(avx2_or_say(detected, true, "test"), detected);
+            assert_eq!(token_or_say(detected, true, "AVX2", "test"), detected);
         }
     }
 

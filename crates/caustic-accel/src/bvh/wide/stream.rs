@@ -47,7 +47,7 @@ pub const RUN: usize = 1024;
 
 /// Rays per stream (bits of the ray mask). 32 rays keep the per-ray
 /// constants of an 8-wide AVX stream (about 15 KB) inside the L1 cache.
-const STREAM: usize = 32;
+pub(super) const STREAM: usize = 32;
 
 /// A subtree that at most this many rays of a stream enter is finished by
 /// their single-ray traversals (a stream's node step costs the interval
@@ -58,10 +58,10 @@ const STREAM: usize = 32;
 /// fewer instructions on the bunny's AO (1 to 2 % on sponza and
 /// conference) but were no faster in interleaved runs: the stream's gain
 /// is locality, not instructions.
-const ALONE: u32 = 3;
+pub(super) const ALONE: u32 = 3;
 
 /// Direction classes of [`coherence_class`]: depth axis times octant.
-const CLASSES: usize = 24;
+pub(super) const CLASSES: usize = 24;
 
 /// Stack entries of a stream: up to `N` children per level of the path.
 const STACK: usize = stack_capacity(8) + 8;
@@ -96,32 +96,8 @@ pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>>(
     assert_eq!(rays.len(), out.len(), "one result slot per ray");
     assert!(N * P <= STREAM, "at most {STREAM} rays per stream");
     let mut order = [0u16; RUN];
-    let mut classes = [0u8; RUN];
     for (rays, out) in rays.chunks(RUN).zip(out.chunks_mut(RUN)) {
-        // Counting sort by class; rays that cannot share a stream (not
-        // traceable, or a zero direction component) come last. Each ray's
-        // class is computed once (the traceability test alone is about 30
-        // instructions).
-        let mut start = [0usize; CLASSES + 2];
-        for (ray, class) in rays.iter().zip(&mut classes) {
-            let d = ray.dir;
-            let c = if is_traceable(ray) && d.x != 0.0 && d.y != 0.0 && d.z != 0.0 {
-                coherence_class(ray)
-            } else {
-                CLASSES
-            };
-            *class = c as u8;
-            start[c + 1] += 1;
-        }
-        for c in 0..=CLASSES {
-            start[c + 1] += start[c];
-        }
-        let mut next = start;
-        for (i, &c) in classes[..rays.len()].iter().enumerate() {
-            let c = usize::from(c);
-            order[next[c]] = i as u16;
-            next[c] += 1;
-        }
+        let start = regroup(rays, &EVERY_RAY[..rays.len()], &mut order);
         for c in 0..CLASSES {
             for members in order[start[c]..start[c + 1]].chunks(N * P) {
                 trace_stream::<N, P, V>(isa, bvh, rays, members, out);
@@ -132,6 +108,55 @@ pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>>(
             out[i as usize] = is_traceable(ray) && super::accel::occluded::<N, V>(isa, bvh, ray);
         }
     }
+}
+
+/// `0, 1, ..., RUN - 1`: every ray of a run as [`regroup`]'s members.
+const EVERY_RAY: [u16; RUN] = {
+    let mut all = [0; RUN];
+    let mut i = 0;
+    while i < RUN {
+        all[i] = i as u16;
+        i += 1;
+    }
+    all
+};
+
+/// Counting sort of `members` (indices into `rays`, at most [`RUN`]) by
+/// direction class into `order`, keeping their order inside a class;
+/// returns where each class starts in `order`. Class [`CLASSES`], last,
+/// holds the rays that cannot share a stream (not traceable, or a zero
+/// direction component).
+#[inline(always)]
+pub(super) fn regroup(
+    rays: &[Ray],
+    members: &[u16],
+    order: &mut [u16; RUN],
+) -> [usize; CLASSES + 2] {
+    // Each ray's class is computed once (the traceability test alone is
+    // about 30 instructions).
+    let mut classes = [0u8; RUN];
+    let mut start = [0usize; CLASSES + 2];
+    for (&i, class) in members.iter().zip(&mut classes) {
+        let ray = &rays[i as usize];
+        let d = ray.dir;
+        let c = if is_traceable(ray) && d.x != 0.0 && d.y != 0.0 && d.z != 0.0 {
+            coherence_class(ray)
+        } else {
+            CLASSES
+        };
+        *class = c as u8;
+        start[c + 1] += 1;
+    }
+    for c in 0..=CLASSES {
+        start[c + 1] += start[c];
+    }
+    let mut next = start;
+    for (&i, &c) in members.iter().zip(&classes) {
+        let c = usize::from(c);
+        order[next[c]] = i;
+        next[c] += 1;
+    }
+    start
 }
 
 /// A subtree waiting on the stream's stack with the rays that enter it.

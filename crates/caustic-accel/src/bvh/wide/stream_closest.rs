@@ -1,0 +1,347 @@
+//! Closest-hit ray streams over a [`WideBvh`], for the incoherent rays that
+//! packets cannot take (diffuse bounces), after Embree's `rtcIntersect1M`
+//! (Wald et al., "Embree: A Kernel Framework for Efficient CPU Ray
+//! Tracing", SIGGRAPH 2014; Fuetterling et al., "Efficient Ray Tracing
+//! Kernels for Modern CPU Architectures", JCGT 2015).
+//!
+//! [`closest_batch`] traces each run of [`RUN`] rays in packets of `P * N`
+//! consecutive rays where they are coherent (as [`super::packet`] does),
+//! then in packets of `N`; the rays left over are regrouped by direction
+//! class ([`super::stream`]'s regrouping) and traced in streams of up to 32
+//! rays. The stream walks the tree as the any-hit stream does (a bit mask of
+//! its rays per subtree, the packet's interval test culling a node's
+//! children for all rays, then each vector's lane-wise box test per child)
+//! with three differences that closest hits need:
+//!
+//! - every ray culls against its own closest hit so far (the lanes of the
+//!   box test carry one cutoff per ray), and the interval test against the
+//!   farthest of them;
+//! - a node's kept children are visited nearest first, by the interval
+//!   test's entry bound, and a popped subtree is dropped when its cull
+//!   bound lies beyond every ray's hit;
+//! - at a leaf, the rays of the mask first run the lane-wise box test of
+//!   the leaf's box again with their current hits (they may have found
+//!   nearer ones since the parent pushed it), then their triangle tests.
+//!
+//! Exactness: a ray's hit so far is never nearer than its final hit, so its
+//! own rule (the single-ray rule of [`super::traverse`]) keeps every box
+//! holding the triangle of its final hit, and the interval test keeps a
+//! child whenever any ray's rule does (the proof is in [`super::packet`];
+//! its cutoff is the farthest hit of the stream). Every ray therefore runs
+//! the triangle test on the triangle brute force returns, and the leaf
+//! test's selection (smallest `t`, ties to the lower id, in any order; see
+//! [`super::leaf`]) makes the hit the same, bit for bit.
+
+use super::leaf::{Closest, RayTriangles, set_bits};
+use super::node::TriangleGroup;
+use super::packet::{Packet, closest_packet};
+use super::packet_lanes::highest;
+use super::simd::Lanes;
+use super::stream::{ALONE, CLASSES, RUN, STREAM, regroup};
+use super::traverse::{LeafTest, RayBoxes, stack_capacity, traverse_from};
+use super::{WideBvh, root_entry};
+use crate::is_traceable;
+use caustic_geom::{Hit, Ray};
+use std::mem::MaybeUninit;
+
+/// Stack entries of a stream: up to `N` children per level of the path.
+const STACK: usize = stack_capacity(8) + 8;
+
+/// Closest hits of `rays` into `hits` (same length): packets of `P * N`
+/// rays (then of `N`) where runs of rays are coherent, streams of `S * N`
+/// regrouped rays elsewhere; rays that are not traceable get no hit.
+#[inline(always)]
+pub fn closest_batch<const N: usize, const P: usize, const S: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    bvh: &WideBvh<N>,
+    rays: &[Ray],
+    hits: &mut [Option<Hit>],
+) {
+    assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
+    assert!(N * S <= STREAM, "at most {STREAM} rays per stream");
+    let mut rest = [0u16; RUN];
+    let mut order = [0u16; RUN];
+    for (rays, hits) in rays.chunks(RUN).zip(hits.chunks_mut(RUN)) {
+        let mut left = 0;
+        for (k, (rays, hits)) in rays.chunks(N * P).zip(hits.chunks_mut(N * P)).enumerate() {
+            if closest_packet::<N, P, V>(isa, bvh, rays, hits) {
+                continue;
+            }
+            for (j, (rays, hits)) in rays.chunks(N).zip(hits.chunks_mut(N)).enumerate() {
+                if P > 1 && closest_packet::<N, 1, V>(isa, bvh, rays, hits) {
+                    continue;
+                }
+                for i in 0..rays.len() {
+                    rest[left] = (k * N * P + j * N + i) as u16;
+                    left += 1;
+                }
+            }
+        }
+        let start = regroup(rays, &rest[..left], &mut order);
+        for c in 0..CLASSES {
+            for members in order[start[c]..start[c + 1]].chunks(N * S) {
+                trace_stream::<N, S, V>(isa, bvh, rays, members, hits);
+            }
+        }
+        for &i in &order[start[CLASSES]..start[CLASSES + 1]] {
+            let ray = &rays[i as usize];
+            hits[i as usize] = if is_traceable(ray) {
+                super::accel::closest::<N, V>(isa, bvh, ray)
+            } else {
+                None
+            };
+        }
+    }
+}
+
+/// A subtree waiting on the stream's stack: the rays that enter it, the
+/// stream's cull bound for it (below every ray's own) and the node and
+/// slot holding its box (`parent == u32::MAX` for the root).
+#[derive(Clone, Copy)]
+struct Entry {
+    child: u32,
+    groups: u32,
+    rays: u32,
+    bound: f32,
+    parent: u32,
+    slot: u32,
+}
+
+/// Closest-hit leaf test of one ray, for the single-ray finish.
+struct ClosestLeaf<'a, const N: usize, V: Lanes<N>> {
+    triangles: &'a RayTriangles<N, V>,
+    t_min: f32,
+    best: &'a mut Closest,
+}
+
+impl<const N: usize, V: Lanes<N>> LeafTest<N> for ClosestLeaf<'_, N, V> {
+    #[inline(always)]
+    fn test(&mut self, groups: &[TriangleGroup<N>]) -> Option<f32> {
+        let improved = self.triangles.closest(groups, self.t_min, self.best);
+        improved.then_some(self.best.t)
+    }
+}
+
+/// Each ray's closest distance so far, one vector of `N` rays per packet
+/// vector, and the farthest of them: the cutoffs of the box tests.
+struct Cutoffs<const N: usize, const P: usize, V: Lanes<N>> {
+    isa: V::Isa,
+    /// The distances as scalars; padding lanes hold `-inf`, so that the
+    /// farthest is a real ray's.
+    rows: [[f32; N]; P],
+    lanes: [V; P],
+    farthest: f32,
+}
+
+impl<const N: usize, const P: usize, V: Lanes<N>> Cutoffs<N, P, V> {
+    #[inline(always)]
+    fn new(isa: V::Isa, best: &[Closest]) -> Self {
+        let mut rows = [[f32::NEG_INFINITY; N]; P];
+        for (r, best) in best.iter().enumerate() {
+            rows[r / N][r % N] = best.t;
+        }
+        // No SIMD inside closures: see the soundness note in `simd`.
+        let mut lanes = [V::splat(isa, 0.0); P];
+        for (lane, row) in lanes.iter_mut().zip(&rows) {
+            *lane = V::load(isa, row);
+        }
+        let mut cutoffs = Self {
+            isa,
+            rows,
+            lanes,
+            farthest: 0.0,
+        };
+        cutoffs.refresh_farthest();
+        cutoffs
+    }
+
+    #[inline(always)]
+    fn refresh_farthest(&mut self) {
+        let mut far = self.lanes[0];
+        for lane in &self.lanes[1..] {
+            far = lane.max_or(far);
+        }
+        self.farthest = highest(far.to_array());
+    }
+
+    /// Ray `r`'s distance is now `t`.
+    #[inline(always)]
+    fn set(&mut self, r: usize, t: f32) {
+        let (p, lane) = (r / N, r % N);
+        self.rows[p][lane] = t;
+        self.lanes[p] = V::load(self.isa, &self.rows[p]);
+    }
+}
+
+/// Traces the rays `members` (at most `N * P`, of one class) of `rays` as
+/// one closest-hit stream, writing each one's hit into `hits`.
+#[inline(always)]
+fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    bvh: &WideBvh<N>,
+    rays: &[Ray],
+    members: &[u16],
+    hits: &mut [Option<Hit>],
+) {
+    let Some((child, groups)) = root_entry(bvh.root) else {
+        for &i in members {
+            hits[i as usize] = None;
+        }
+        return;
+    };
+    let count = members.len();
+    debug_assert!(count <= N * P);
+    // Padded with copies of the last ray, whose lanes are in no mask (see
+    // `stream::trace_stream`).
+    let padded: [Ray; STREAM] = std::array::from_fn(|r| rays[members[r.min(count - 1)] as usize]);
+    let Some(packet) = Packet::<N, P, V>::new(isa, &padded[..N * P], &bvh.bounds) else {
+        for &i in members {
+            hits[i as usize] = super::accel::closest::<N, V>(isa, bvh, &rays[i as usize]);
+        }
+        return;
+    };
+    let mut best: [Closest; STREAM] = std::array::from_fn(|r| Closest::new(padded[r].tmax));
+    let mut cutoffs = Cutoffs::<N, P, V>::new(isa, &best[..count]);
+    let mut boxes = [const { MaybeUninit::<RayBoxes<N, V>>::uninit() }; STREAM];
+    let mut boxed = 0u32;
+    let mut tris = [const { MaybeUninit::<RayTriangles<N, V>>::uninit() }; STREAM];
+    for (lanes, tris) in packet.lanes.iter().zip(tris[..count].chunks_mut(N)) {
+        lanes.write_triangles(packet.rows, tris);
+    }
+    // SAFETY (the `tris` `assume_init_ref`s below): ray `r` is below `count`,
+    // as every mask holds only bits of `all`, and those were written above.
+    let all = if count == 32 {
+        u32::MAX
+    } else {
+        (1u32 << count) - 1
+    };
+    let (near_row, far_row) = (packet.near_row, packet.far_row);
+    let lane_all = (1u32 << N) - 1;
+    let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
+    stack[0].write(Entry {
+        child,
+        groups,
+        rays: all,
+        bound: f32::NEG_INFINITY,
+        parent: u32::MAX,
+        slot: 0,
+    });
+    let mut depth = 1;
+    while depth > 0 {
+        depth -= 1;
+        // SAFETY: entries below `depth` were written by the pushes.
+        let entry = unsafe { stack[depth].assume_init() };
+        if entry.bound > cutoffs.farthest {
+            continue; // beyond every ray's hit
+        }
+        let mut mask = entry.rays;
+        if entry.groups != 0 && entry.parent != u32::MAX {
+            // The leaf's box again, against the rays' current hits.
+            let node = &bvh.nodes[entry.parent as usize];
+            let mut kept = 0;
+            for (p, lanes) in packet.lanes.iter().enumerate() {
+                let part = (mask >> (p * N)) & lane_all;
+                if part != 0 {
+                    let cut = cutoffs.lanes[p];
+                    let keeps = lanes.keeps(node, entry.slot as usize, near_row, far_row, cut);
+                    kept |= (keeps & part) << (p * N);
+                }
+            }
+            mask = kept;
+        }
+        if mask == 0 {
+            continue;
+        }
+        if mask.count_ones() <= ALONE && entry.groups == 0 {
+            // Few rays left here: their own traversals finish the subtree.
+            for r in set_bits(mask) {
+                let ray = &rays[members[r] as usize];
+                if boxed & (1 << r) == 0 {
+                    let rows = (near_row, far_row);
+                    boxes[r].write(match packet.lanes[r / N].ray_boxes(r % N, rows) {
+                        Some(lane_boxes) => lane_boxes,
+                        None => RayBoxes::new(isa, ray.origin, ray.dir, &bvh.bounds),
+                    });
+                    boxed |= 1 << r;
+                }
+                // SAFETY: written just now or at an earlier finish.
+                let ray_boxes = unsafe { boxes[r].assume_init_ref() };
+                let cutoff = best[r].t;
+                let mut leaf = ClosestLeaf {
+                    triangles: unsafe { tris[r].assume_init_ref() },
+                    t_min: ray.tmin,
+                    best: &mut best[r],
+                };
+                let start = (entry.child, entry.groups);
+                if traverse_from::<N, V, false>(bvh, ray_boxes, start, ray.tmin, cutoff, &mut leaf)
+                {
+                    cutoffs.set(r, best[r].t);
+                }
+            }
+            cutoffs.refresh_farthest();
+            continue;
+        }
+        if entry.groups == 0 {
+            let node = &bvh.nodes[entry.child as usize];
+            let far_cut = V::splat(isa, cutoffs.farthest);
+            let (candidates, order, bound) = packet.test_children(node, far_cut);
+            let mut slot_rays = [0u32; N];
+            let mut slots = [0usize; N];
+            let mut used = 0;
+            let order = order.to_array();
+            for slot in set_bits(candidates) {
+                let mut rays_in = 0u32;
+                for (p, lanes) in packet.lanes.iter().enumerate() {
+                    let part = (mask >> (p * N)) & lane_all;
+                    if part != 0 {
+                        let cut = cutoffs.lanes[p];
+                        let kept = lanes.keeps(node, slot, near_row, far_row, cut);
+                        rays_in |= (kept & part) << (p * N);
+                    }
+                }
+                if rays_in == 0 {
+                    continue;
+                }
+                slot_rays[slot] = rays_in;
+                // Insertion by entry bound, farthest first.
+                let mut j = used;
+                while j > 0 && order[slots[j - 1]] < order[slot] {
+                    slots[j] = slots[j - 1];
+                    j -= 1;
+                }
+                slots[j] = slot;
+                used += 1;
+            }
+            let bound = bound.to_array();
+            for &slot in &slots[..used] {
+                stack[depth].write(Entry {
+                    child: node.child[slot],
+                    groups: node.groups[slot],
+                    rays: slot_rays[slot],
+                    bound: bound[slot],
+                    parent: entry.child,
+                    slot: slot as u32,
+                });
+                depth += 1;
+            }
+        } else {
+            let range = entry.child as usize..(entry.child + entry.groups) as usize;
+            let groups = &bvh.groups[range];
+            let mut improved = false;
+            for r in set_bits(mask) {
+                let ray = &rays[members[r] as usize];
+                let triangles = unsafe { tris[r].assume_init_ref() };
+                if triangles.closest(groups, ray.tmin, &mut best[r]) {
+                    cutoffs.set(r, best[r].t);
+                    improved = true;
+                }
+            }
+            if improved {
+                cutoffs.refresh_farthest();
+            }
+        }
+    }
+    for (r, &i) in members.iter().enumerate() {
+        hits[i as usize] = best[r].hit;
+    }
+}
