@@ -4,10 +4,11 @@
 //! node test of interval arithmetic (Boulos et al., "Geometric and
 //! Arithmetic Culling Methods for Entire Ray Packets", 2006).
 //!
-//! [`closest_batch`] forms a packet from `P * N` consecutive rays when they
+//! `closest_packet` forms a packet from `P * N` consecutive rays when they
 //! are all traceable, share the depth axis and the sign of every direction
-//! component and have no zero component; otherwise it tries packets of `N`
-//! rays, then single rays. Sharing the signs means every ray enters a box
+//! component and have no zero component;
+//! [`super::stream_closest::closest_batch`] tries packets of `P * N` rays,
+//! then of `N`, then streams for the rest. Sharing the signs means every ray enters a box
 //! through the same planes and shears triangles into the same frame.
 //!
 //! - Nodes: one SIMD test of all `N` children for the whole packet, as in
@@ -46,40 +47,11 @@ use super::simd::Lanes;
 use super::traverse::stack_capacity;
 use super::{WideBvh, root_entry};
 use crate::bvh::traverse::SLACK;
-use crate::is_traceable;
 use caustic_geom::{Aabb, Hit, Ray};
 use std::mem::MaybeUninit;
 
 /// Largest stack of any packet width here (`N = 8`).
 const STACK: usize = stack_capacity(8);
-
-/// Closest hits of `rays` into `hits` (same length), in packets of
-/// `P * N` consecutive rays where they are coherent, ray by ray elsewhere.
-#[inline(always)]
-pub fn closest_batch<const N: usize, const P: usize, V: Lanes<N>>(
-    isa: V::Isa,
-    bvh: &WideBvh<N>,
-    rays: &[Ray],
-    hits: &mut [Option<Hit>],
-) {
-    for (rays, hits) in rays.chunks(N * P).zip(hits.chunks_mut(N * P)) {
-        if closest_packet::<N, P, V>(isa, bvh, rays, hits) {
-            continue;
-        }
-        if P > 1 {
-            // Not coherent as a whole: try packets of one vector.
-            closest_batch::<N, 1, V>(isa, bvh, rays, hits);
-        } else {
-            for (ray, hit) in rays.iter().zip(hits) {
-                *hit = if is_traceable(ray) {
-                    super::accel::closest::<N, V>(isa, bvh, ray)
-                } else {
-                    None
-                };
-            }
-        }
-    }
-}
 
 /// Closest hits of `rays` into `hits` (same length) as one packet, when
 /// they make one (`P * N` coherent rays, see [`Packet::new`]); `false`,

@@ -33,7 +33,7 @@
 //! [`super::leaf`]) makes the hit the same, bit for bit.
 
 use super::leaf::{Closest, RayTriangles, set_bits};
-use super::node::TriangleGroup;
+use super::node::{TriangleGroup, WideNode};
 use super::packet::{Packet, closest_packet};
 use super::packet_lanes::highest;
 use super::simd::Lanes;
@@ -173,6 +173,30 @@ impl<const N: usize, const P: usize, V: Lanes<N>> Cutoffs<N, P, V> {
     }
 }
 
+impl<const N: usize, const P: usize, V: Lanes<N>> Packet<'_, N, P, V> {
+    /// The rays of `mask` whose own box rule (the single-ray rule, against
+    /// each ray's hit so far in `cutoffs`) keeps `node`'s child `slot`.
+    #[inline(always)]
+    fn rays_keeping(
+        &self,
+        node: &WideNode<N>,
+        slot: usize,
+        mask: u32,
+        cutoffs: &Cutoffs<N, P, V>,
+    ) -> u32 {
+        let lane_all = (1u32 << N) - 1;
+        let mut kept = 0;
+        for (p, lanes) in self.lanes.iter().enumerate() {
+            let part = (mask >> (p * N)) & lane_all;
+            if part != 0 {
+                let keeps = lanes.keeps(node, slot, self.near_row, self.far_row, cutoffs.lanes[p]);
+                kept |= (keeps & part) << (p * N);
+            }
+        }
+        kept
+    }
+}
+
 /// Traces the rays `members` (at most `N * P`, of one class) of `rays` as
 /// one closest-hit stream, writing each one's hit into `hits`.
 #[inline(always)]
@@ -216,7 +240,6 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
         (1u32 << count) - 1
     };
     let (near_row, far_row) = (packet.near_row, packet.far_row);
-    let lane_all = (1u32 << N) - 1;
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
     stack[0].write(Entry {
         child,
@@ -238,16 +261,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
         if entry.groups != 0 && entry.parent != u32::MAX {
             // The leaf's box again, against the rays' current hits.
             let node = &bvh.nodes[entry.parent as usize];
-            let mut kept = 0;
-            for (p, lanes) in packet.lanes.iter().enumerate() {
-                let part = (mask >> (p * N)) & lane_all;
-                if part != 0 {
-                    let cut = cutoffs.lanes[p];
-                    let keeps = lanes.keeps(node, entry.slot as usize, near_row, far_row, cut);
-                    kept |= (keeps & part) << (p * N);
-                }
-            }
-            mask = kept;
+            mask = packet.rays_keeping(node, entry.slot as usize, mask, &cutoffs);
         }
         if mask == 0 {
             continue;
@@ -290,15 +304,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             let mut used = 0;
             let order = order.to_array();
             for slot in set_bits(candidates) {
-                let mut rays_in = 0u32;
-                for (p, lanes) in packet.lanes.iter().enumerate() {
-                    let part = (mask >> (p * N)) & lane_all;
-                    if part != 0 {
-                        let cut = cutoffs.lanes[p];
-                        let kept = lanes.keeps(node, slot, near_row, far_row, cut);
-                        rays_in |= (kept & part) << (p * N);
-                    }
-                }
+                let rays_in = packet.rays_keeping(node, slot, mask, &cutoffs);
                 if rays_in == 0 {
                     continue;
                 }
