@@ -7,7 +7,9 @@
 //! All work of a handle goes to its one non-blocking stream in issue order,
 //! which is why the buffers need no per-allocation events; a second handle
 //! on its own stream ([`Gpu::with_own_stream`]) leaves the ordering of what
-//! both use to its caller.
+//! both use to its caller. A handle's stream is made at the middle of the
+//! device's stream priorities, so that a second stream can stand above or
+//! below it ([`StreamPriority`]).
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -144,8 +146,11 @@ impl Gpu {
         // SAFETY: every buffer and launch of this crate uses the one stream
         // below, so stream order alone orders all uses of a buffer.
         unsafe { context.disable_event_tracking() };
+        context
+            .bind_to_thread()
+            .map_err(GpuError::driver("making the context current"))?;
         let stream = context
-            .new_stream()
+            .new_stream_with_priority(priority_of(StreamPriority::Same)?)
             .map_err(GpuError::driver("creating a stream"))?;
         keep_freed_memory_pooled(&context)?;
         let info = read_info(&context, ordinal)?;
@@ -177,11 +182,20 @@ impl Gpu {
     /// goes to the other stream only once its free has run, so the two
     /// streams' allocations never order their work.
     pub fn with_own_stream(&self) -> Result<Gpu, GpuError> {
+        self.with_own_stream_at(StreamPriority::Same)
+    }
+
+    /// [`Gpu::with_own_stream`] with a stream whose blocks the device
+    /// starts before (`Above`) or after (`Below`) those of a handle's
+    /// first stream when both have blocks waiting for a multiprocessor.
+    /// Running blocks are never preempted; a device without stream
+    /// priorities treats all three alike.
+    pub fn with_own_stream_at(&self, priority: StreamPriority) -> Result<Gpu, GpuError> {
         let inner = &self.inner;
         self.bind()?;
         let stream = inner
             .context
-            .new_stream()
+            .new_stream_with_priority(priority_of(priority)?)
             .map_err(GpuError::driver("creating a stream"))?;
         no_pool_dependencies(&inner.context)?;
         let peers = inner
@@ -602,6 +616,34 @@ impl StageClock {
         }
         Ok(stages)
     }
+}
+
+/// Where a stream stands among the streams of one context when their
+/// kernels' blocks wait for the same multiprocessors (CUDA stream
+/// priorities): the block scheduler starts a higher stream's waiting
+/// blocks first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamPriority {
+    /// The priority of every handle's first stream.
+    Same,
+    /// The device's greatest priority, above the first streams.
+    Above,
+    /// The device's least priority, below the first streams.
+    Below,
+}
+
+/// The driver's number for `priority` in the current context's range
+/// (smaller numbers run first): `Same` is the middle of the range, so
+/// that on a device with at least three levels `Above` and `Below` differ
+/// from it.
+fn priority_of(priority: StreamPriority) -> Result<i32, GpuError> {
+    let (least, greatest) = result::stream::get_priority_range()
+        .map_err(GpuError::driver("reading the stream priorities"))?;
+    Ok(match priority {
+        StreamPriority::Same => least + (greatest - least) / 2,
+        StreamPriority::Above => greatest,
+        StreamPriority::Below => least,
+    })
 }
 
 /// Freed stream-ordered memory goes back to the OS at every synchronisation

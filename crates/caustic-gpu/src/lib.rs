@@ -52,7 +52,7 @@ pub mod taskpool;
 
 pub use buffer::{DeviceBuffer, PeerHandle};
 pub use compile::ComputeCapability;
-pub use context::{DeviceInfo, Gpu, StageClock, device_count, driver_available};
+pub use context::{DeviceInfo, Gpu, StageClock, StreamPriority, device_count, driver_available};
 pub use device::{Device, Selection, select};
 pub use error::GpuError;
 pub use ipc::{IpcExchange, IpcHandle};

@@ -78,6 +78,34 @@ fn every_module_loads_on_the_device() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn own_streams_stand_above_and_below_the_first() {
+    use caustic_gpu::{Gpu, StreamPriority};
+    use cudarc::driver::{result, sys};
+    let priority = |g: &Gpu| {
+        let mut p = 0;
+        // SAFETY: the stream is live for the handle's life; p is valid for a write.
+        unsafe { sys::cuStreamGetPriority(g.stream().cu_stream(), &mut p) }
+            .result()
+            .unwrap();
+        p
+    };
+    gpu().context().bind_to_thread().unwrap();
+    let (least, greatest) = result::stream::get_priority_range().unwrap();
+    let same = priority(gpu());
+    let above = priority(&gpu().with_own_stream_at(StreamPriority::Above).unwrap());
+    let below = priority(&gpu().with_own_stream_at(StreamPriority::Below).unwrap());
+    assert_eq!((above, below), (greatest, least));
+    assert_eq!(priority(&gpu().with_own_stream().unwrap()), same);
+    // Smaller numbers run first: with three levels or more, strictly between.
+    if least - greatest >= 2 {
+        assert!(above < same && same < below, "{above} {same} {below}");
+    } else {
+        assert!(above <= same && same <= below, "{above} {same} {below}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn allocation_failure_names_the_buffer() {
     match DeviceBuffer::<u8>::uninit(gpu(), "impossible test buffer", 1 << 50) {
         Err(GpuError::OutOfMemory { what, bytes, .. }) => {

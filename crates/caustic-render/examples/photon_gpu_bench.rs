@@ -7,7 +7,7 @@
 //! Then one CPU frame with the same settings, for the speed-up and the
 //! agreement of the images.
 //!
-//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--spacing S] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu] [--save PATH] [--compare PATH]`
+//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--spacing S] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu] [--photon-priority same|above|below] [--save PATH] [--compare PATH]`
 //! (`--gather N`: the final gather with N rays, reading irradiance
 //! precomputed at every 4th global photon, at irradiance samples placed
 //! every `S` pixels on average (default 4, the CLI's) and interpolated, or
@@ -86,7 +86,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         "no final gather".to_owned()
     };
-    let renderer = GpuPhotonRenderer::new(&gpu, &rs)?;
+    // `--photon-priority same|above|below`: the photon stream's priority
+    // against the eye waves' stream (the renderer's default otherwise).
+    let priority = match args.iter().position(|a| a == "--photon-priority") {
+        None => caustic_render::photon::render_cuda::PHOTON_STREAM_PRIORITY,
+        Some(i) => match args.get(i + 1).map(String::as_str) {
+            Some("same") => caustic_gpu::StreamPriority::Same,
+            Some("above") => caustic_gpu::StreamPriority::Above,
+            Some("below") => caustic_gpu::StreamPriority::Below,
+            _ => return Err("--photon-priority takes same, above or below".into()),
+        },
+    };
+    let renderer = GpuPhotonRenderer::from_scene_at(
+        caustic_render::whitted::render_cuda::GpuScene::upload(&gpu, &rs)?,
+        &rs,
+        priority,
+    )?;
     // The first frame compiles and loads the kernels; time the later ones.
     renderer.render(&camera, &settings)?;
     let mut frames = Vec::new();

@@ -63,7 +63,7 @@ use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_accel::points::kdtree::build_cuda::GpuPointKdTree;
 use caustic_gpu::ops::compact::{gather_wave, select_indices};
 use caustic_gpu::ops::segment::gather_u32;
-use caustic_gpu::{DeviceBuffer, GpuError, PinnedBuffer};
+use caustic_gpu::{DeviceBuffer, GpuError, PinnedBuffer, StreamPriority};
 use caustic_scene::Camera;
 
 use super::emit::PhotonSources;
@@ -113,6 +113,10 @@ impl std::ops::Deref for SceneRef<'_> {
     }
 }
 
+/// The photon stream's priority against the eye waves' stream where the
+/// photon pass runs beside them.
+pub const PHOTON_STREAM_PRIORITY: StreamPriority = StreamPriority::Same;
+
 /// A scene uploaded for photon-mapped frames.
 pub struct GpuPhotonRenderer<'s> {
     scene: SceneRef<'s>,
@@ -139,7 +143,18 @@ impl GpuPhotonRenderer<'static> {
     /// structure of the caller's choice), uploaded again with that
     /// structure on a second stream, as [`Self::new`].
     pub fn from_scene(uploaded: GpuScene, scene: &RenderScene) -> Result<Self, GpuError> {
-        let photon_stream = uploaded.gpu().with_own_stream()?;
+        Self::from_scene_at(uploaded, scene, PHOTON_STREAM_PRIORITY)
+    }
+
+    /// [`Self::from_scene`] with the photon stream at `priority` against
+    /// the eye waves' stream (for measuring; the default is
+    /// [`PHOTON_STREAM_PRIORITY`]).
+    pub fn from_scene_at(
+        uploaded: GpuScene,
+        scene: &RenderScene,
+        priority: StreamPriority,
+    ) -> Result<Self, GpuError> {
+        let photon_stream = uploaded.gpu().with_own_stream_at(priority)?;
         let photon_scene = GpuScene::upload_with(&photon_stream, scene, uploaded.accel().spec())?;
         let mut renderer = Self::from_parts(SceneRef::Owned(Box::new(uploaded)), scene);
         renderer.photon_scene = Some(photon_scene);
