@@ -36,7 +36,9 @@ use super::gather::photon_settings;
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
 use crate::download_cuda::download_large;
 use crate::photon::{PhotonSources, trace_cuda};
-use crate::team_cuda::{GpuTeamError, gather_device_runs};
+use crate::team_cuda::{
+    GpuTeamError, exchanges_on_device, gather_device_runs, interleaved_film_to_root,
+};
 use crate::wavefront_cuda::{WavePad, host_reads_after, tail_paths};
 use crate::whitted::render_cuda::GpuScene;
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
@@ -163,12 +165,7 @@ fn run(
             break;
         }
     }
-    // The member's rows alone come back from its device: the image's
-    // other rows are the other members'.
     let film_start = Instant::now();
-    let values = kernels::film(&state.pixels, stats.passes)?;
-    let mut mine: Vec<Rgb> = bytemuck::zeroed_vec(state.pixels.len());
-    download_large(&values, bytemuck::cast_slice_mut(&mut mine))?;
     let [sum, count] = kernels::final_radius_sum(&state.pixels, scale)?;
     let [sum, count] = sum_u64(team, &[sum, count]).map_err(team_error)?[..] else {
         unreachable!("two sums for two counts")
@@ -178,10 +175,8 @@ fn run(
     } else {
         0.0
     };
-    let size = (settings.width, settings.height);
-    let members = team.size() as u64;
-    let rows_of = |rank| TileRows::interleaved_of(rank as u64, members, size.0, size.1);
-    let film = rows_film_to_root(team, size, mine, rows_of).map_err(team_error)?;
+    let values = kernels::film(&state.pixels, stats.passes)?;
+    let film = film_to_root(team, (settings.width, settings.height), values)?;
     let sums = sum_u64(team, &[stats.rays, stats.deposits]).map_err(team_error)?;
     (stats.rays, stats.deposits) = (sums[0], sums[1]);
     if team.size() > 1 {
@@ -191,6 +186,26 @@ fn run(
     stats.film_seconds = film_start.elapsed().as_secs_f64();
     stats.seconds = start.elapsed().as_secs_f64();
     Ok((film, stats))
+}
+
+/// The image on the root (`None` on the other members) from each member's
+/// `values` of its own rows ([`TileRows::interleaved`]): merged on the
+/// devices and downloaded once by the root where the members' devices
+/// reach each other, else each member's rows downloaded and sent to the
+/// root through the team.
+fn film_to_root(
+    team: &dyn Team,
+    size: (u32, u32),
+    values: DeviceBuffer<f32>,
+) -> Result<Option<Film>, SppmCudaError> {
+    if team.size() > 1 && exchanges_on_device(team) {
+        return Ok(interleaved_film_to_root(team, size, values)?);
+    }
+    let mut mine: Vec<Rgb> = bytemuck::zeroed_vec(values.len() / 3);
+    download_large(&values, bytemuck::cast_slice_mut(&mut mine))?;
+    let members = team.size() as u64;
+    let rows_of = |rank| TileRows::interleaved_of(rank as u64, members, size.0, size.1);
+    rows_film_to_root(team, size, mine, rows_of).map_err(team_error)
 }
 
 /// The fastest and the slowest member's value of each of `mine`'s two
@@ -308,16 +323,8 @@ impl<'a> State<'a> {
         stats.rays += self.eye_pass(pass)?;
         let fixed = self.settings.initial_radius.unwrap_or(0.0);
         kernels::init_radii(&mut self.pixels, &self.points, fixed, AUTO_RADIUS_PIXELS)?;
-        let [sum, count] = kernels::radius_sum(&self.pixels, &self.points, scale)?;
+        let radius_sums = kernels::radius_sum(&self.pixels, &self.points, scale)?;
         self.own_seconds[0] += clock.elapsed().as_secs_f64();
-        let [sum, count] = sum_u64(self.team, &[sum, count]).map_err(team_error)?[..] else {
-            unreachable!("two sums for two counts")
-        };
-        let mean_radius = if count > 0 {
-            sum as f64 / scale / count as f64
-        } else {
-            0.0
-        };
         stats.eye_seconds += clock.elapsed().as_secs_f64();
 
         let clock = Instant::now();
@@ -327,11 +334,19 @@ impl<'a> State<'a> {
         let maps = trace_cuda::trace_photon_range(self.device, sources, &photon, share)?;
         gpu.synchronize()?;
         self.own_seconds[1] += clock.elapsed().as_secs_f64();
-        if self.team.size() > 1 {
-            // The members wait for the slowest tracer here, so that the
-            // exchange's time below is the exchange's own.
-            self.team.all_gather(&[]).map_err(team_error)?;
-        }
+        // The team's radius sums, which only the grid below needs, are
+        // exchanged once the photons are traced: the one exchange both
+        // waits for the slowest member (its eye pass and its photons
+        // together, one alignment a pass rather than one after each) and
+        // keeps the photons' exchange below its own time.
+        let [sum, count] = sum_u64(self.team, &radius_sums).map_err(team_error)?[..] else {
+            unreachable!("two sums for two counts")
+        };
+        let mean_radius = if count > 0 {
+            sum as f64 / scale / count as f64
+        } else {
+            0.0
+        };
         stats.photon_seconds += clock.elapsed().as_secs_f64();
         stats.photons_emitted += maps.emitted;
         stats.rays += maps.stats.rays;
