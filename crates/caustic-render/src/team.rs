@@ -253,6 +253,24 @@ impl TileRows {
     pub fn pixel_count(&self) -> usize {
         self.pixel_rows().count() * self.width as usize
     }
+
+    /// The pixels of each tile row in order (8 image rows of `width`, the
+    /// image's last tile row fewer when its height is no multiple of 8),
+    /// then empty runs up to `slots` runs: a member's runs when the
+    /// members' [`Self::interleaved`] rows are merged run by run
+    /// ([`run_plan`]). Slot `k` of member `rank` is tile row
+    /// `k · size + rank`, so that merge is the image's rows in order.
+    pub fn tile_row_runs(&self, slots: u32) -> Vec<u64> {
+        (0..slots)
+            .map(|k| {
+                if k >= self.count {
+                    return 0;
+                }
+                let y0 = 8 * (self.first + k * self.stride);
+                u64::from((y0 + 8).min(self.height) - y0) * u64::from(self.width)
+            })
+            .collect()
+    }
 }
 
 /// One piece of a [`run_plan`]: `len` items from member `member`'s buffer
@@ -909,6 +927,40 @@ mod tests {
                 assert_eq!(pixel, width * height);
             }
             assert_eq!(TileBand::whole(width, height).pixels, 0..width * height);
+        }
+    }
+
+    #[test]
+    fn interleaved_tile_rows_merged_run_by_run_are_the_image_rows() {
+        // Heights with a partial last tile row, and teams larger than the
+        // tile rows (members with no rows).
+        for (width, height) in [(5, 8), (3, 29), (2, 64), (4, 3)] {
+            for size in 1..=5u64 {
+                let slots = TileRows::interleaved_of(0, size, width, height).count;
+                let mut lengths = Vec::new();
+                let mut members = Vec::new();
+                for rank in 0..size {
+                    let rows = TileRows::interleaved_of(rank, size, width, height);
+                    let runs = rows.tile_row_runs(slots);
+                    assert_eq!(runs.iter().sum::<u64>(), rows.pixel_count() as u64);
+                    lengths.extend(runs);
+                    // Each member's pixels named by their image index.
+                    let pixels: Vec<u32> = rows
+                        .pixel_rows()
+                        .flat_map(|y| (0..width).map(move |x| y * width + x))
+                        .collect();
+                    members.push(pixels);
+                }
+                let merged: Vec<u32> = run_plan(&lengths, size as usize)
+                    .unwrap()
+                    .iter()
+                    .flat_map(|p| {
+                        members[p.member][p.from as usize..(p.from + p.len) as usize].to_vec()
+                    })
+                    .collect();
+                let image: Vec<u32> = (0..width * height).collect();
+                assert_eq!(merged, image, "{width} × {height}, {size} members");
+            }
         }
     }
 

@@ -33,9 +33,13 @@ use bytemuck::Pod;
 use caustic_gpu::ops::launch_per_element as launch;
 use caustic_gpu::{DeviceBuffer, GpuError, IpcExchange, IpcHandle, PeerHandle};
 
+use crate::Film;
+use crate::download_cuda::download_large;
 use crate::kernels::team as k;
 use crate::scene_cuda::FrameParams;
-use crate::team::{RunPiece, Team, TeamError, TileBand, gather_concat, gather_runs, run_plan};
+use crate::team::{
+    RunPiece, Team, TeamError, TileBand, TileRows, gather_concat, gather_runs, run_plan,
+};
 
 /// A device failure or a failed exchange.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +100,59 @@ pub fn gather_device_runs<T: Pod>(
         Some(merged) => Ok(merged),
         None => gather_through_host(team, &mine, at, end, runs),
     }
+}
+
+/// Whether `team`'s members reach one another's device buffers without
+/// the host: threads of one process (peer copies), or processes of one
+/// node while CUDA IPC works.
+pub fn exchanges_on_device(team: &dyn Team) -> bool {
+    route(team, ipc_allowed()) != Route::Host
+}
+
+/// The image of `width × height` pixels whose interleaved tile rows
+/// ([`TileRows::interleaved`]) the members hold on their devices (`mine`:
+/// three floats a pixel, this member's pixel rows in order), merged on the
+/// devices a tile row a run ([`TileRows::tile_row_runs`], whose merge is
+/// the image's rows in order) and downloaded by the root alone: `Some`
+/// there, `None` on the other members. Where the devices reach each other
+/// ([`exchanges_on_device`]) this costs the root one download into the
+/// film, as on a single GPU, and the others none, where
+/// [`crate::team::rows_film_to_root`] has every member download its rows
+/// (a pinned staging allocation each, at once) and the root assemble them
+/// on the host.
+pub fn interleaved_film_to_root(
+    team: &dyn Team,
+    (width, height): (u32, u32),
+    mine: DeviceBuffer<f32>,
+) -> Result<Option<Film>, GpuTeamError> {
+    let rows = TileRows::interleaved(team, width, height);
+    if mine.len() != 3 * rows.pixel_count() {
+        return Err(GpuError::LengthMismatch {
+            operation: "interleaved_film_to_root",
+            what: "the member's pixels",
+            expected: 3 * rows.pixel_count(),
+            actual: mine.len(),
+        }
+        .into());
+    }
+    let slots = TileRows::interleaved_of(0, team.size() as u64, width, height).count;
+    let runs: Vec<u64> = rows.tile_row_runs(slots).iter().map(|n| 3 * n).collect();
+    let (image, _) = gather_device_runs(team, mine, 0, &runs)?;
+    if !team.is_root() {
+        return Ok(None);
+    }
+    let mut film = Film::new(width, height);
+    let pixels: &mut [f32] = bytemuck::cast_slice_mut(&mut film.pixels);
+    if image.len() != pixels.len() {
+        return Err(TeamError(format!(
+            "the members' rows hold {} floats, not the {width} × {height} image's {}",
+            image.len(),
+            pixels.len()
+        ))
+        .into());
+    }
+    download_large(&image, pixels)?;
+    Ok(Some(film))
 }
 
 /// A merged array and the plan's pieces, as [`gather_device_runs`]

@@ -186,7 +186,7 @@ pub struct SppmStats {
     pub gather_seconds: f64,
     /// A team's exchange of each pass's photons, once every member has
     /// traced its share (zero alone; the wait for the slowest member's
-    /// photons counts in `photon_seconds`).
+    /// eye pass and photons counts in `photon_seconds`).
     pub exchange_seconds: f64,
     /// Before the first pass: the per-pixel buffers (GPU).
     pub setup_seconds: f64,
@@ -195,8 +195,8 @@ pub struct SppmStats {
     pub film_seconds: f64,
     /// A GPU team's balance: the fastest and the slowest member's own eye
     /// passes (their work before the pass's radius sums, summed over the
-    /// passes); `eye_seconds` includes the wait for the slowest. Zero
-    /// alone.
+    /// passes); the wait for the slowest member counts in
+    /// `photon_seconds` (GPU). Zero alone.
     pub eye_member_seconds: [f64; 2],
     /// The same for the members' own photon tracing.
     pub photon_member_seconds: [f64; 2],

@@ -36,7 +36,9 @@ use super::gather::photon_settings;
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
 use crate::download_cuda::download_large;
 use crate::photon::{PhotonSources, trace_cuda};
-use crate::team_cuda::{GpuTeamError, gather_device_runs};
+use crate::team_cuda::{
+    GpuTeamError, exchanges_on_device, gather_device_runs, interleaved_film_to_root,
+};
 use crate::wavefront_cuda::{WavePad, host_reads_after, tail_paths};
 use crate::whitted::render_cuda::GpuScene;
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
@@ -141,34 +143,44 @@ fn run(
     }
     let start = Instant::now();
     let sources = PhotonSources::new(scene);
-    let mut state = State::new(device, camera, settings, team)?;
+    // Passes in flight: the eye passes on a second upload, on its own
+    // stream of the same GPU (the upload's time counts as setup).
+    let eye_device = match overlap_passes() {
+        true => {
+            let stream = device.gpu().with_own_stream()?;
+            Some(GpuScene::upload_with(
+                &stream,
+                scene,
+                device.accel().spec(),
+            )?)
+        }
+        false => None,
+    };
+    let eye_device = eye_device.as_ref().unwrap_or(device);
+    // A member keeps the state of its own rows' pixels only.
+    let rows = TileRows::interleaved(team, settings.width, settings.height);
+    let count = rows.pixel_count();
+    let mut frames = (0..if std::ptr::eq(eye_device, device) {
+        1
+    } else {
+        2
+    })
+        .map(|_| EyeFrame::new(eye_device.gpu(), count))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut eye = Eye::new(eye_device, camera, settings, rows)?;
+    // The eye's buffers, made on its stream, ready before this stream's
+    // work reads them.
+    eye_device.gpu().synchronize()?;
+    let mut state = State::new(device, camera, settings, team, count)?;
     let mut stats = SppmStats {
         setup_seconds: start.elapsed().as_secs_f64(),
         ..SppmStats::default()
     };
     // Fixed point for the radius sums: 2^32 steps across the scene.
     let scale = 2f64.powi(32) / f64::from(scene.scene_diagonal.max(1e-30));
-    for pass in 0..settings.passes {
-        state.pass(&sources, pass, scale, &mut stats)?;
-        stats.passes += 1;
-        let view = GpuPassView {
-            passes: pass + 1,
-            pixels: &state.pixels,
-            width: settings.width,
-            height: settings.height,
-        };
-        // A team's members make every pass (a member that stopped early
-        // would leave the others waiting at the next exchange).
-        if on_pass(&view).is_break() && team.size() == 1 {
-            break;
-        }
-    }
-    // The member's rows alone come back from its device: the image's
-    // other rows are the other members'.
+    let parts = (&mut state, &mut eye, &mut frames[..]);
+    passes(parts, &sources, scale, &mut stats, on_pass)?;
     let film_start = Instant::now();
-    let values = kernels::film(&state.pixels, stats.passes)?;
-    let mut mine: Vec<Rgb> = bytemuck::zeroed_vec(state.pixels.len());
-    download_large(&values, bytemuck::cast_slice_mut(&mut mine))?;
     let [sum, count] = kernels::final_radius_sum(&state.pixels, scale)?;
     let [sum, count] = sum_u64(team, &[sum, count]).map_err(team_error)?[..] else {
         unreachable!("two sums for two counts")
@@ -178,10 +190,8 @@ fn run(
     } else {
         0.0
     };
-    let size = (settings.width, settings.height);
-    let members = team.size() as u64;
-    let rows_of = |rank| TileRows::interleaved_of(rank as u64, members, size.0, size.1);
-    let film = rows_film_to_root(team, size, mine, rows_of).map_err(team_error)?;
+    let values = kernels::film(&state.pixels, stats.passes)?;
+    let film = film_to_root(team, (settings.width, settings.height), values)?;
     let sums = sum_u64(team, &[stats.rays, stats.deposits]).map_err(team_error)?;
     (stats.rays, stats.deposits) = (sums[0], sums[1]);
     if team.size() > 1 {
@@ -191,6 +201,26 @@ fn run(
     stats.film_seconds = film_start.elapsed().as_secs_f64();
     stats.seconds = start.elapsed().as_secs_f64();
     Ok((film, stats))
+}
+
+/// The image on the root (`None` on the other members) from each member's
+/// `values` of its own rows ([`TileRows::interleaved`]): merged on the
+/// devices and downloaded once by the root where the members' devices
+/// reach each other, else each member's rows downloaded and sent to the
+/// root through the team.
+fn film_to_root(
+    team: &dyn Team,
+    size: (u32, u32),
+    values: DeviceBuffer<f32>,
+) -> Result<Option<Film>, SppmCudaError> {
+    if team.size() > 1 && exchanges_on_device(team) {
+        return Ok(interleaved_film_to_root(team, size, values)?);
+    }
+    let mut mine: Vec<Rgb> = bytemuck::zeroed_vec(values.len() / 3);
+    download_large(&values, bytemuck::cast_slice_mut(&mut mine))?;
+    let members = team.size() as u64;
+    let rows_of = |rank| TileRows::interleaved_of(rank as u64, members, size.0, size.1);
+    rows_film_to_root(team, size, mine, rows_of).map_err(team_error)
 }
 
 /// The fastest and the slowest member's value of each of `mine`'s two
@@ -235,23 +265,85 @@ fn image(
     Ok(film)
 }
 
-/// What every pass shares: the scene, the camera's parameters, the pixel
-/// statistics and the per-pixel buffers of one pass.
+/// What every pass shares: the scene, the camera's parameters and the
+/// pixel statistics (the eye pass is [`Eye`]'s, into [`EyeFrame`]s).
 struct State<'a> {
     device: &'a GpuScene,
     settings: &'a SppmSettings,
     team: &'a dyn Team,
-    rows: TileRows,
     params: DeviceBuffer<FrameParams>,
-    tracer: AccelTracer,
     pixels: DeviceBuffer<GpuSppmPixel>,
-    points: DeviceBuffer<GpuVisiblePoint>,
-    radiance: DeviceBuffer<f32>,
-    slots: u32,
-    pixel_angle: f32,
     /// This member's own eye-pass and photon seconds so far (without the
     /// waits for the others).
     own_seconds: [f64; 2],
+}
+
+/// Whether SPPM's eye passes run a pass ahead, on a second upload of the
+/// scene on a stream of its own (`CAUSTIC_SPPM_OVERLAP=1`; off by default
+/// until measured on the GPU machine, docs/SCALING.md).
+fn overlap_passes() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("CAUSTIC_SPPM_OVERLAP").is_ok_and(|v| v == "1"))
+}
+
+/// The camera's frame parameters for SPPM's eye pass on `device`.
+fn eye_params(
+    device: &GpuScene,
+    camera: &Camera,
+    settings: &SppmSettings,
+) -> Result<DeviceBuffer<FrameParams>, GpuError> {
+    let whitted = WhittedSettings {
+        width: settings.width,
+        height: settings.height,
+        spp: 1,
+        max_depth: settings.max_depth,
+        light_samples: settings.light_samples,
+        fresnel: FresnelMode::Exact,
+        seed: settings.seed,
+        trace: Default::default(),
+    };
+    let params = device.params(camera, &whitted, 0);
+    DeviceBuffer::from_slice(device.gpu(), "sppm params", &[params])
+}
+
+/// Every pass, each folded into the pixels; `on_pass` after each (a
+/// `Break` ends a render of one member there). With two `frames` the eye
+/// passes run a pass ahead ([`State::pass_beside_next_eye`]).
+fn passes(
+    (state, eye, frames): (&mut State, &mut Eye, &mut [EyeFrame]),
+    sources: &PhotonSources,
+    scale: f64,
+    stats: &mut SppmStats,
+    on_pass: &mut dyn FnMut(&GpuPassView) -> ControlFlow<()>,
+) -> Result<(), SppmCudaError> {
+    let ahead = frames.len() == 2;
+    let count = state.settings.passes;
+    if ahead && count > 0 {
+        let (rays, seconds) = eye.pass(0, &mut frames[0])?;
+        state.add_eye(stats, rays, seconds);
+    }
+    for pass in 0..count {
+        if ahead {
+            state.pass_beside_next_eye((eye, frames), sources, pass, scale, stats)?;
+        } else {
+            let (rays, seconds) = eye.pass(pass, &mut frames[0])?;
+            state.add_eye(stats, rays, seconds);
+            state.fold(sources, pass, scale, &frames[0], stats)?;
+        }
+        stats.passes += 1;
+        let view = GpuPassView {
+            passes: pass + 1,
+            pixels: &state.pixels,
+            width: state.settings.width,
+            height: state.settings.height,
+        };
+        // A team's members make every pass (a member that stopped early
+        // would leave the others waiting at the next exchange).
+        if on_pass(&view).is_break() && state.team.size() == 1 {
+            break;
+        }
+    }
+    Ok(())
 }
 
 impl<'a> State<'a> {
@@ -260,66 +352,76 @@ impl<'a> State<'a> {
         camera: &Camera,
         settings: &'a SppmSettings,
         team: &'a dyn Team,
+        pixels: usize,
     ) -> Result<Self, GpuError> {
-        let gpu = device.gpu();
-        let whitted = WhittedSettings {
-            width: settings.width,
-            height: settings.height,
-            spp: 1,
-            max_depth: settings.max_depth,
-            light_samples: settings.light_samples,
-            fresnel: FresnelMode::Exact,
-            seed: settings.seed,
-            trace: Default::default(),
-        };
-        let params = device.params(camera, &whitted, 0);
-        // A member keeps the state of its own rows' pixels only.
-        let rows = TileRows::interleaved(team, settings.width, settings.height);
-        let count = rows.pixel_count();
-        let (tx, _) = camera.half_extents(settings.width as f32 / settings.height as f32);
         Ok(Self {
             device,
             settings,
             team,
-            rows,
-            params: DeviceBuffer::from_slice(gpu, "sppm params", &[params])?,
-            tracer: device.accel().tracer()?,
-            pixels: DeviceBuffer::zeroed(gpu, "sppm pixels", count)?,
-            points: DeviceBuffer::zeroed(gpu, "sppm visible points", count)?,
-            radiance: DeviceBuffer::zeroed(gpu, "sppm pass radiance", 3 * count)?,
-            slots: device.shadow_slots(settings.light_samples),
-            pixel_angle: 2.0 * tx / settings.width as f32,
+            params: eye_params(device, camera, settings)?,
+            pixels: DeviceBuffer::zeroed(device.gpu(), "sppm pixels", pixels)?,
             own_seconds: [0.0; 2],
         })
     }
 
-    /// One eye pass and one photon pass, folded into the pixels.
-    fn pass(
+    fn add_eye(&mut self, stats: &mut SppmStats, rays: u64, seconds: f64) {
+        stats.rays += rays;
+        stats.eye_seconds += seconds;
+        self.own_seconds[0] += seconds;
+    }
+
+    /// Pass `pass` (its eye pass already in frame `pass % 2`) while the
+    /// next pass's eye pass runs into the other frame, on the eye's own
+    /// stream and a thread of its own: an eye pass depends on no earlier
+    /// pass (only the gather reads the radii), and it and this pass's
+    /// photons, grid and gather are latency-bound, so each may fill the
+    /// GPU the other leaves idle. The eye's seconds then run beside the
+    /// other stages', not after them.
+    fn pass_beside_next_eye(
         &mut self,
+        (eye, frames): (&mut Eye, &mut [EyeFrame]),
         sources: &PhotonSources,
         pass: u32,
         scale: f64,
         stats: &mut SppmStats,
     ) -> Result<(), SppmCudaError> {
-        let gpu = self.device.gpu().clone();
-        let clock = Instant::now();
-        self.radiance.fill_zero()?;
-        self.points.fill_zero()?;
-        stats.rays += self.eye_pass(pass)?;
-        let fixed = self.settings.initial_radius.unwrap_or(0.0);
-        kernels::init_radii(&mut self.pixels, &self.points, fixed, AUTO_RADIUS_PIXELS)?;
-        let [sum, count] = kernels::radius_sum(&self.pixels, &self.points, scale)?;
-        self.own_seconds[0] += clock.elapsed().as_secs_f64();
-        let [sum, count] = sum_u64(self.team, &[sum, count]).map_err(team_error)?[..] else {
-            unreachable!("two sums for two counts")
+        let next = pass + 1 < self.settings.passes;
+        let [first, second] = frames else {
+            unreachable!("passes in flight keep two frames")
         };
-        let mean_radius = if count > 0 {
-            sum as f64 / scale / count as f64
-        } else {
-            0.0
+        let (current, other) = match pass % 2 {
+            0 => (first, second),
+            _ => (second, first),
         };
-        stats.eye_seconds += clock.elapsed().as_secs_f64();
+        let (ahead, folded) = std::thread::scope(|scope| {
+            let ahead = next.then(|| scope.spawn(move || eye.pass(pass + 1, other)));
+            let folded = self.fold(sources, pass, scale, current, stats);
+            let ahead = ahead.map(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            });
+            (ahead, folded)
+        });
+        folded?;
+        if let Some(ahead) = ahead {
+            let (rays, seconds) = ahead?;
+            self.add_eye(stats, rays, seconds);
+        }
+        Ok(())
+    }
 
+    /// The pass's photons traced and merged, the new pixels' radii, the
+    /// grid and the gather with `frame`'s visible points and radiance.
+    fn fold(
+        &mut self,
+        sources: &PhotonSources,
+        pass: u32,
+        scale: f64,
+        frame: &EyeFrame,
+        stats: &mut SppmStats,
+    ) -> Result<(), SppmCudaError> {
+        let gpu = self.device.gpu().clone();
         let clock = Instant::now();
         let s = self.settings;
         let photon = photon_settings(s.photons_per_pass, s.max_depth, s.seed, pass);
@@ -327,11 +429,28 @@ impl<'a> State<'a> {
         let maps = trace_cuda::trace_photon_range(self.device, sources, &photon, share)?;
         gpu.synchronize()?;
         self.own_seconds[1] += clock.elapsed().as_secs_f64();
-        if self.team.size() > 1 {
-            // The members wait for the slowest tracer here, so that the
-            // exchange's time below is the exchange's own.
-            self.team.all_gather(&[]).map_err(team_error)?;
-        }
+        stats.photon_seconds += clock.elapsed().as_secs_f64();
+
+        let clock = Instant::now();
+        let fixed = self.settings.initial_radius.unwrap_or(0.0);
+        kernels::init_radii(&mut self.pixels, &frame.points, fixed, AUTO_RADIUS_PIXELS)?;
+        let radius_sums = kernels::radius_sum(&self.pixels, &frame.points, scale)?;
+        self.own_seconds[0] += clock.elapsed().as_secs_f64();
+        stats.eye_seconds += clock.elapsed().as_secs_f64();
+        // The team's radius sums, which only the grid below needs, are
+        // exchanged once the photons are traced: the one exchange both
+        // waits for the slowest member (its eye pass and its photons
+        // together, one alignment a pass rather than one after each) and
+        // keeps the photons' exchange below its own time.
+        let clock = Instant::now();
+        let [sum, count] = sum_u64(self.team, &radius_sums).map_err(team_error)?[..] else {
+            unreachable!("two sums for two counts")
+        };
+        let mean_radius = if count > 0 {
+            sum as f64 / scale / count as f64
+        } else {
+            0.0
+        };
         stats.photon_seconds += clock.elapsed().as_secs_f64();
         stats.photons_emitted += maps.emitted;
         stats.rays += maps.stats.rays;
@@ -361,19 +480,78 @@ impl<'a> State<'a> {
             &self.params,
             &view,
             &photons,
-            &self.points,
+            &frame.points,
             &mut self.pixels,
-            &self.radiance,
-            f64::from(s.alpha),
+            &frame.radiance,
+            f64::from(self.settings.alpha),
         )?;
         stats.gather_seconds += clock.elapsed().as_secs_f64();
         Ok(())
+    }
+}
+
+/// What an eye pass writes for each pixel of the member's rows: its
+/// visible point and the pass's radiance.
+struct EyeFrame {
+    points: DeviceBuffer<GpuVisiblePoint>,
+    radiance: DeviceBuffer<f32>,
+}
+
+impl EyeFrame {
+    fn new(gpu: &Gpu, count: usize) -> Result<Self, GpuError> {
+        Ok(Self {
+            points: DeviceBuffer::zeroed(gpu, "sppm visible points", count)?,
+            radiance: DeviceBuffer::zeroed(gpu, "sppm pass radiance", 3 * count)?,
+        })
+    }
+}
+
+/// The eye pass of the member's rows on one upload of the scene (its
+/// launches go to that upload's stream).
+struct Eye<'a> {
+    device: &'a GpuScene,
+    settings: &'a SppmSettings,
+    rows: TileRows,
+    params: DeviceBuffer<FrameParams>,
+    tracer: AccelTracer,
+    slots: u32,
+    pixel_angle: f32,
+}
+
+impl<'a> Eye<'a> {
+    fn new(
+        device: &'a GpuScene,
+        camera: &Camera,
+        settings: &'a SppmSettings,
+        rows: TileRows,
+    ) -> Result<Self, GpuError> {
+        let (tx, _) = camera.half_extents(settings.width as f32 / settings.height as f32);
+        Ok(Self {
+            device,
+            settings,
+            rows,
+            params: eye_params(device, camera, settings)?,
+            tracer: device.accel().tracer()?,
+            slots: device.shadow_slots(settings.light_samples),
+            pixel_angle: 2.0 * tx / settings.width as f32,
+        })
+    }
+
+    /// Pass `pass`'s eye pass into `frame` (cleared first), waited for:
+    /// the rays traced and the seconds it took.
+    fn pass(&mut self, pass: u32, frame: &mut EyeFrame) -> Result<(u64, f64), GpuError> {
+        let clock = Instant::now();
+        frame.radiance.fill_zero()?;
+        frame.points.fill_zero()?;
+        let rays = self.eye_pass(pass, frame)?;
+        self.device.gpu().synchronize()?;
+        Ok((rays, clock.elapsed().as_secs_f64()))
     }
 
     /// The eye pass: rays traced, eye and shadow. The wave's length stays
     /// on the device between bounces, and its buffers are allocated once
     /// ([`crate::wavefront_cuda`]).
-    fn eye_pass(&mut self, pass: u32) -> Result<u64, GpuError> {
+    fn eye_pass(&mut self, pass: u32, frame: &mut EyeFrame) -> Result<u64, GpuError> {
         let gpu = self.device.gpu().clone();
         let n = self.rows.tiles() as usize * 64;
         let depths = self.settings.max_depth as usize + 1;
@@ -388,7 +566,7 @@ impl<'a> State<'a> {
         let tail_paths = tail_paths(&gpu);
         let mut depth = 0;
         while depth < depths && !w.queue.0.is_empty() {
-            self.eye_step(&mut w, depth)?;
+            self.eye_step(&mut w, depth, frame)?;
             depth += 1;
             if host_reads_after(depth as u32 - 1) {
                 let live = w.counts.download()?[depth] as usize;
@@ -397,7 +575,7 @@ impl<'a> State<'a> {
                 let bvh = self.device.accel().binary();
                 if let Some(bvh) = bvh.filter(|_| live > 0 && live <= tail_paths && depth < depths)
                 {
-                    self.eye_tail(&mut w, bvh, depth)?;
+                    self.eye_tail(&mut w, bvh, depth, frame)?;
                     break;
                 }
             }
@@ -415,9 +593,10 @@ impl<'a> State<'a> {
         w: &mut EyeBuffers,
         bvh: &DeviceBvh,
         depth: usize,
+        frame: &mut EyeFrame,
     ) -> Result<(), GpuError> {
         w.set_len(w.queue.0.len(), self.slots as usize)?;
-        self.shade(w, depth, Some(bvh))
+        self.shade(w, depth, Some(bvh), frame)
     }
 
     /// The queue's paths at `depth` shaded: one step with the traced hits,
@@ -427,6 +606,7 @@ impl<'a> State<'a> {
         w: &mut EyeBuffers,
         depth: usize,
         tail: Option<&DeviceBvh>,
+        frame: &mut EyeFrame,
     ) -> Result<(), GpuError> {
         let step = EyeStep {
             depth: depth as u32,
@@ -440,8 +620,8 @@ impl<'a> State<'a> {
             shadow_rays: &mut w.shadow_rays,
             shadow_values: &mut w.shadow_values,
             shadow_flags: &mut w.shadow_flags,
-            radiance: &mut self.radiance,
-            points: &mut self.points,
+            radiance: &mut frame.radiance,
+            points: &mut frame.points,
         };
         let paths = (&w.queue.0, &w.queue.1);
         match tail {
@@ -455,12 +635,17 @@ impl<'a> State<'a> {
 
     /// One depth of the eye wave: trace, shade, shadow rays, and the
     /// survivors compacted into the queue (padded to its bound).
-    fn eye_step(&mut self, w: &mut EyeBuffers, depth: usize) -> Result<(), GpuError> {
+    fn eye_step(
+        &mut self,
+        w: &mut EyeBuffers,
+        depth: usize,
+        frame: &mut EyeFrame,
+    ) -> Result<(), GpuError> {
         let bound = w.queue.0.len();
         w.set_len(bound, self.slots as usize)?;
         self.tracer
             .intersect(self.device.accel(), &w.queue.0, &mut w.hits)?;
-        self.shade(w, depth, None)?;
+        self.shade(w, depth, None, frame)?;
         if !w.shadow_rays.is_empty() {
             self.tracer
                 .occluded(self.device.accel(), &w.shadow_rays, &mut w.occluded)?;
@@ -470,7 +655,7 @@ impl<'a> State<'a> {
                 &w.occluded,
                 &w.shadow_values,
                 &w.shadow_flags,
-                &mut self.radiance,
+                &mut frame.radiance,
             )?;
         }
         select_indices_at(
