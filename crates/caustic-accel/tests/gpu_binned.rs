@@ -343,6 +343,13 @@ fn exhausted_device_memory_is_an_error_naming_the_allocation() {
     let n = (free / 2 / size_of::<GpuTriangle>()).min(GPU_SAH_MAX_TRIANGLES);
     let mut tris = DeviceBuffer::<GpuTriangle>::uninit(gpu(), "test triangles", n).unwrap();
     tris.poison().unwrap();
+    // Where the builder's triangle limit caps n (an H200's 140 GiB), half
+    // the memory is still free and the references would fit; ballast
+    // leaves as much free as the uncapped case does, one triangle buffer.
+    let (left, _) = gpu().memory().unwrap();
+    let keep = n * size_of::<GpuTriangle>();
+    let _ballast =
+        (left > keep).then(|| DeviceBuffer::<u8>::uninit(gpu(), "ballast", left - keep).unwrap());
     let config = SahBuilderConfig::parse("bvh-binned").unwrap();
     device::expect_out_of_memory(
         DeviceBvh::build_with(gpu(), &tris, config).map(|(_, stats)| stats),
