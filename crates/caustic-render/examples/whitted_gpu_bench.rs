@@ -2,7 +2,10 @@
 //! renderer at 1920x1080, depth 5, 1 spp, 4 samples per area light, with
 //! the agreement of the two images. The GPU frame (every bounce and the
 //! image's download into pinned memory) is the median of 21 after three
-//! warm-up frames.
+//! warm-up frames. Then the frame a display needs (`render_display`: the
+//! same frame as 8-bit sRGB converted on the device into a kept pinned
+//! buffer, a third of the f32 image's bytes), median of 21, its bytes
+//! against the host's sRGB of the first f32 frame.
 //!
 //! `cargo run --release -p caustic-render --example whitted_gpu_bench [cornell-caustics|sponza]...`
 //! (default: both; sponza needs the standard scenes).
@@ -92,6 +95,44 @@ fn bench(
         cpu_stats.mrays_per_second(),
         cpu_stats.seconds / median,
         upload * 1e3,
+    );
+    bench_display(gpu, name, &device, &camera, settings, gpu_film)
+}
+
+/// The display frame's median time, and its bytes against the host's
+/// conversion of `film` (the same frame: the renderer is deterministic).
+fn bench_display(
+    gpu: &caustic_gpu::Gpu,
+    name: &str,
+    device: &GpuScene,
+    camera: &caustic_scene::Camera,
+    settings: &WhittedSettings,
+    film: &caustic_render::Film,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut display = caustic_gpu::PinnedBuffer::<u8>::zeroed(gpu, 3 * film.pixels.len())?;
+    for _ in 0..3 {
+        device.render_display(camera, settings, &mut (), 0.0, &mut display)?;
+    }
+    let mut seconds = (0..FRAMES)
+        .map(|_| {
+            let stats = device.render_display(camera, settings, &mut (), 0.0, &mut display)?;
+            Ok(stats.seconds)
+        })
+        .collect::<Result<Vec<f64>, caustic_gpu::GpuError>>()?;
+    seconds.sort_by(f64::total_cmp);
+    let host_bytes = caustic_render::image_io::srgb_bytes(film, 0.0);
+    let differing = host_bytes
+        .iter()
+        .zip(display.as_slice())
+        .filter(|(a, b)| a != b)
+        .count();
+    println!(
+        "WHITTED-DISPLAY {name} same frame as 8-bit sRGB converted on the device (pinned, {} MB): median {:.2} ms/frame ({:.1} fps), best {:.2} ms; bytes against the host's sRGB of the f32 frame: {differing} of {} differ",
+        display.len() / 1_000_000,
+        seconds[FRAMES / 2] * 1e3,
+        1.0 / seconds[FRAMES / 2],
+        seconds[0] * 1e3,
+        host_bytes.len(),
     );
     Ok(())
 }
