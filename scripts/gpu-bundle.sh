@@ -17,6 +17,11 @@
 #
 #   scripts/gpu-bundle.sh
 #   device run: carry ["target/gpu-bundle"], command "bash target/gpu-bundle/gpu-run.sh"
+#
+# The tool's 64 MiB counts the working tree too: `scripts/device-tree.sh
+# slim` first (the fuzz corpus out of the tree). CAUSTIC_BUNDLE_PACK=1 and
+# no more scenes than the run needs keep the bundle under the rest; the
+# OptiX anchor (24 MB) goes in a call of its own with the CLI alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -11,7 +11,7 @@
 #
 # Settings (environment):
 #   CAUSTIC_TESTS="gpu_trace nvrtc_compile"  only these test binaries (default: all; "none": no tests)
-#   CAUSTIC_TEST_JOBS=3                       test binaries run at once (default 1)
+#   CAUSTIC_TEST_JOBS=2                       test binaries run at once, each on a GPU of its own (default 1)
 #   CAUSTIC_BENCH=0                           skip caustic bench gpu
 #   CAUSTIC_BENCH_SCENES="sponza-dabrovic/sponza.obj dragon/dragon_vrip.ply@16"
 #                                             its scenes (paths in the scene folder; default: the OptiX set)
@@ -75,19 +75,23 @@ if [ -d "$here/refs" ]; then
 fi
 
 # Tests: synchronise after every launch so a fault names its kernel.
-# CAUSTIC_TEST_JOBS=N runs N test binaries at once on the GPU (most of a
-# GPU test's time is its CPU reference, and the machine has the cores);
-# each binary's output goes to its own log, appended to tests.log in order.
+# CAUSTIC_TEST_JOBS=N runs up to N test binaries at once, each alone on a
+# GPU of its own (CUDA_VISIBLE_DEVICES): several tests exhaust the device's
+# memory on purpose, and beside them another binary's allocations fail
+# (2026-11-28: four binaries sharing one GPU failed 33 tests that pass
+# alone). The binaries that test several GPUs (facade_gpu) run first, with
+# every GPU. Each binary's output goes to its own log, appended to
+# tests.log in order.
 status=0
-run_test() { # executable
+run_test() { # executable [visible GPUs]
     local name start code
     name="$(basename "$1")"
     start=$SECONDS
     # A hung kernel (a look-back that never resolves) must not eat the lease.
-    CAUSTIC_GPU_SYNC=1 timeout "${CAUSTIC_TEST_TIMEOUT:-240}" \
+    env ${2:+CUDA_VISIBLE_DEVICES=$2} CAUSTIC_GPU_SYNC=1 timeout "${CAUSTIC_TEST_TIMEOUT:-240}" \
         "$1" --include-ignored --test-threads=1 --nocapture >"$logs/test-$name.log" 2>&1
     code=$?
-    echo "$name: exit $code in $((SECONDS - start)) s: $(grep -E '^test result' "$logs/test-$name.log" | tail -n 1)" \
+    echo "$name: exit $code in $((SECONDS - start)) s${2:+ on GPU $2}: $(grep -E '^test result' "$logs/test-$name.log" | tail -n 1)" \
         >"$logs/test-$name.result"
 }
 selected=()
@@ -98,12 +102,27 @@ for test in "$here"/tests/*; do
     fi
     selected+=("$test")
 done
+gpus="$(nvidia-smi -L 2>/dev/null | wc -l)"
 jobs="${CAUSTIC_TEST_JOBS:-1}"
-for test in "${selected[@]}"; do
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-    run_test "$test" &
-done
-wait
+[ "$jobs" -le "$gpus" ] || jobs="$gpus"
+if [ "$jobs" -le 1 ]; then
+    for test in "${selected[@]}"; do run_test "$test"; done
+else
+    shared=() queued=()
+    for test in "${selected[@]}"; do
+        case "$(basename "$test")" in facade_gpu) shared+=("$test") ;; *) queued+=("$test") ;; esac
+    done
+    for test in "${shared[@]}"; do run_test "$test"; done
+    # One queue a GPU, the binaries dealt round-robin.
+    for gpu in $(seq 0 $((jobs - 1))); do
+        (
+            for i in "${!queued[@]}"; do
+                [ $((i % jobs)) = "$gpu" ] && run_test "${queued[$i]}" "$gpu"
+            done
+        ) &
+    done
+    wait
+fi
 for test in "${selected[@]}"; do
     name="$(basename "$test")"
     { echo "== $name"; cat "$logs/test-$name.log"; } >>"$logs/tests.log"
