@@ -119,8 +119,8 @@ impl std::ops::Deref for SceneRef<'_> {
 /// behind their own (H100, 2026-11-28, `photon_gpu_bench 1000000
 /// 1920x1080 --no-cpu`, three runs of each alternating: display frame
 /// 17.71-17.89 ms above, 18.03-19.04 same, 18.09-18.46 below, 18.15-18.23
-/// before the priorities; the photon wait 0.02-0.16 ms above against
-/// 0.4-0.7 ms same; with the final gather all four within noise).
+/// before the priorities; the photon wait 0.02-0.24 ms above against
+/// 0.43-0.69 ms same; with the final gather all four within noise).
 pub const PHOTON_STREAM_PRIORITY: StreamPriority = StreamPriority::Above;
 
 /// A scene uploaded for photon-mapped frames.
