@@ -145,16 +145,15 @@ fn run(
     let sources = PhotonSources::new(scene);
     // Passes in flight: the eye passes on a second upload, on its own
     // stream of the same GPU (the upload's time counts as setup).
-    let eye_device = match overlap_passes() {
-        true => {
-            let stream = device.gpu().with_own_stream()?;
-            Some(GpuScene::upload_with(
-                &stream,
-                scene,
-                device.accel().spec(),
-            )?)
-        }
-        false => None,
+    let eye_device = if overlap_passes() {
+        let stream = device.gpu().with_own_stream()?;
+        Some(GpuScene::upload_with(
+            &stream,
+            scene,
+            device.accel().spec(),
+        )?)
+    } else {
+        None
     };
     let eye_device = eye_device.as_ref().unwrap_or(device);
     // A member keeps the state of its own rows' pixels only.
@@ -279,8 +278,10 @@ struct State<'a> {
 }
 
 /// Whether SPPM's eye passes run a pass ahead, on a second upload of the
-/// scene on a stream of its own (`CAUSTIC_SPPM_OVERLAP=1`; off by default
-/// until measured on the GPU machine, docs/SCALING.md).
+/// scene on a stream of its own (`CAUSTIC_SPPM_OVERLAP=1`; off by default:
+/// on one and two H200s the two streams' waves share the device rather
+/// than fill each other's gaps, and the render takes the same time,
+/// docs/SCALING.md; four GPUs are not measured).
 fn overlap_passes() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("CAUSTIC_SPPM_OVERLAP").is_ok_and(|v| v == "1"))
