@@ -25,7 +25,7 @@ use caustic_render::RenderScene;
 use caustic_render::photon::render_cuda::GpuPhotonRenderer;
 use caustic_render::photon::{PhotonRenderSettings, PhotonRenderStats, render};
 use caustic_scene::Scene;
-use common::Agreement;
+use common::{Agreement, display_byte_differences};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -131,17 +131,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     shown.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
     let shown_median = &shown[shown.len() / 2];
     let host_bytes = caustic_render::image_io::srgb_bytes(film, 0.0);
-    let differing = host_bytes
-        .iter()
-        .zip(display.as_slice())
-        .filter(|(a, b)| a != b)
-        .count();
-    let largest = host_bytes
-        .iter()
-        .zip(display.as_slice())
-        .map(|(&a, &b)| a.abs_diff(b))
-        .max()
-        .unwrap_or(0);
+    let (differing, largest) = display_byte_differences(&host_bytes, display.as_slice());
     println!(
         "PHOTON-GPU-DISPLAY same frame as 8-bit sRGB converted on the device (pinned, {} MB): median {:.2} ms/frame ({:.1} fps), best {:.2} ms; {}; bytes against the host's sRGB of the median f32 frame: {differing} of {} differ, by at most {largest}",
         display.len() / 1_000_000,
