@@ -324,6 +324,22 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         )
     }
 
+    /// Each lane's single-ray triangle constants as scalars, lanes as
+    /// arrays: the origin along the frame's axes `kx, ky, kz` and the shear
+    /// `sx, sy, sz` ([`RayTriangles::from_parts`]' parts).
+    #[inline(always)]
+    pub(super) fn triangle_constants(&self) -> [[f32; N]; 6] {
+        let origin = self.tri_origin;
+        [
+            origin[0].to_array(),
+            origin[1].to_array(),
+            origin[2].to_array(),
+            self.sx.to_array(),
+            self.sy.to_array(),
+            self.sz.to_array(),
+        ]
+    }
+
     /// Each lane's single-ray triangle constants ([`RayTriangles`], as
     /// [`RayTriangles::new`] computes them, in the frame `rows` that
     /// `shear` used) into `out`, one per lane up to `out.len()`.

@@ -16,9 +16,12 @@
 //! for each remaining child, each vector with rays in the mask runs the
 //! lane-wise box test, the single-ray rule of [`super::traverse`] for each
 //! lane's own ray and interval, and the child goes on the stack with the
-//! mask of the rays that keep it. At a leaf, each ray of the mask runs the
-//! single-ray group test of [`super::leaf`], and a ray with a hit leaves
-//! the stream. A mask down to a few rays (three) finishes its subtree
+//! mask of the rays that keep it. A node that at most `PER_RAY` rays
+//! reach skips both: each of its rays runs the single-ray test of all `N`
+//! children (`RayBoxes::test`, the lane-wise test's bits), and its kept
+//! children's bits go into the children's masks. At a leaf, each ray of
+//! the mask runs the single-ray group test of [`super::leaf`], and a ray
+//! with a hit leaves the stream. A mask down to a few rays (three) finishes its subtree
 //! with their single-ray traversals. Rays that cannot share a class (a
 //! zero direction component) trace alone.
 //!
@@ -250,13 +253,15 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
         V::splat(isa, highest(far.to_array()))
     };
     // Per-ray constants, from the packet's lanes, which computed them in
-    // SIMD: the box test's as scalars (broadcast where a ray tests a node
-    // alone), the triangle test's written for the first `count` rays.
+    // SIMD, kept as scalars and broadcast where a ray tests a node or a
+    // leaf on its own (storing them broadcast cost more than that).
     let mut box_constants = [[[[0.0f32; N]; 3]; 3]; P];
+    let mut tri_constants = [[[0.0f32; N]; 6]; P];
     let mut finite = 0u32;
-    for (p, (lanes, constants)) in packet.lanes.iter().zip(&mut box_constants).enumerate() {
+    for (p, lanes) in packet.lanes.iter().enumerate() {
         let (lane_constants, lane_finite) = lanes.box_constants();
-        *constants = lane_constants;
+        box_constants[p] = lane_constants;
+        tri_constants[p] = lanes.triangle_constants();
         finite |= lane_finite << (p * N);
     }
     let rows = (packet.near_row, packet.far_row);
@@ -271,12 +276,15 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             k.map(|k| far[k][lane]),
         )
     };
-    let mut tris = [const { MaybeUninit::<RayTriangles<N, V>>::uninit() }; STREAM];
-    for (lanes, tris) in packet.lanes.iter().zip(tris[..count].chunks_mut(N)) {
-        lanes.write_triangles(packet.rows, tris);
-    }
-    // SAFETY (the `tris` `assume_init_ref`s below): ray `r` is below `count`,
-    // as every mask holds only bits of `all`, and those were written above.
+    // Ray `r`'s triangle constants' parts (`LaneRays::write_triangles`).
+    let triangle_constants = |r: usize| -> ([f32; 3], [f32; 3]) {
+        let c = &tri_constants[r / N];
+        let lane = r % N;
+        (
+            [c[0][lane], c[1][lane], c[2][lane]],
+            [c[3][lane], c[4][lane], c[5][lane]],
+        )
+    };
     let all = if count == 32 {
         u32::MAX
     } else {
@@ -302,8 +310,16 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             // Few rays left here: their own traversals finish the subtree.
             for r in set_bits(mask) {
                 let ray = &rays[members[r] as usize];
+                let (origin, shear) = triangle_constants(r);
+                let triangles = RayTriangles::<N, V>::from_parts(
+                    isa,
+                    packet.rows,
+                    origin,
+                    shear,
+                    (ray.origin, ray.dir),
+                );
                 let mut leaf = AnyLeaf {
-                    triangles: unsafe { tris[r].assume_init_ref() },
+                    triangles: &triangles,
                     t_min: ray.tmin,
                     t_max: ray.tmax,
                 };
@@ -368,7 +384,14 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             let groups = &bvh.groups[range];
             for r in set_bits(mask) {
                 let ray = &rays[members[r] as usize];
-                let triangles = unsafe { tris[r].assume_init_ref() };
+                let (origin, shear) = triangle_constants(r);
+                let triangles = RayTriangles::<N, V>::from_parts(
+                    isa,
+                    packet.rows,
+                    origin,
+                    shear,
+                    (ray.origin, ray.dir),
+                );
                 if triangles.any(groups, ray.tmin, ray.tmax) {
                     alive &= !(1 << r);
                 }
