@@ -16,12 +16,9 @@
 //! for each remaining child, each vector with rays in the mask runs the
 //! lane-wise box test, the single-ray rule of [`super::traverse`] for each
 //! lane's own ray and interval, and the child goes on the stack with the
-//! mask of the rays that keep it. A node that at most `PER_RAY` rays
-//! reach skips both: each of its rays runs the single-ray test of all `N`
-//! children (`RayBoxes::test`, the lane-wise test's bits), and its kept
-//! children's bits go into the children's masks. At a leaf, each ray of
-//! the mask runs the single-ray group test of [`super::leaf`], and a ray
-//! with a hit leaves the stream. A mask down to a few rays (three) finishes its subtree
+//! mask of the rays that keep it. At a leaf, each ray of the mask runs the
+//! single-ray group test of [`super::leaf`], and a ray with a hit leaves
+//! the stream. A mask down to a few rays (three) finishes its subtree
 //! with their single-ray traversals. Rays that cannot share a class (a
 //! zero direction component) trace alone.
 //!
@@ -62,12 +59,6 @@ pub(super) const STREAM: usize = 32;
 /// conference) but were no faster in interleaved runs: the stream's gain
 /// is locality, not instructions.
 pub(super) const ALONE: u32 = 3;
-
-/// A node that at most this many rays of a stream reach is tested by each
-/// ray on its own (the single-ray box test of all `N` children, broadcasting
-/// the ray's constants) rather than by the interval test and a lane-wise
-/// test per kept child and vector of rays.
-pub(super) const PER_RAY: u32 = 8;
 
 /// Direction classes of [`coherence_class`]: depth axis times octant.
 pub(super) const CLASSES: usize = 24;
@@ -253,8 +244,9 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
         V::splat(isa, highest(far.to_array()))
     };
     // Per-ray constants, from the packet's lanes, which computed them in
-    // SIMD, kept as scalars and broadcast where a ray tests a node or a
-    // leaf on its own (storing them broadcast cost more than that).
+    // SIMD, kept as scalars and broadcast where a ray tests a leaf or
+    // finishes a subtree on its own (a stored array of broadcast constants
+    // cost more to write and copy than the broadcasts).
     let mut box_constants = [[[[0.0f32; N]; 3]; 3]; P];
     let mut tri_constants = [[[0.0f32; N]; 6]; P];
     let mut finite = 0u32;
@@ -342,25 +334,6 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             let node = &bvh.nodes[entry.child as usize];
             let mut slot_rays = [0u32; N];
             let mut used = 0u32;
-            if mask.count_ones() <= PER_RAY && mask & !finite == 0 {
-                // Few rays: each tests the node's children at once with
-                // its own constants (the single-ray test, the lane-wise
-                // one's bits), instead of the interval test and a
-                // lane-wise test per child and vector.
-                for r in set_bits(mask) {
-                    let ray = &rays[members[r] as usize];
-                    let (inv, near, far) = ray_constants(r);
-                    let boxes = RayBoxes::from_parts(isa, rows, inv, near, far);
-                    let (t_min, t_max) = (V::splat(isa, ray.tmin), V::splat(isa, ray.tmax));
-                    let (kept, _, _) = boxes.test(node, t_min, t_max);
-                    used |= kept;
-                    for slot in set_bits(kept) {
-                        slot_rays[slot] |= 1 << r;
-                    }
-                }
-                push_children(node, used, &slot_rays, &mut stack, &mut depth);
-                continue;
-            }
             let (candidates, _, _) = packet.test_children(node, cutoff);
             let lane_all = (1u32 << N) - 1;
             for slot in set_bits(candidates) {
