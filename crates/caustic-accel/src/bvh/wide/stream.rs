@@ -268,7 +268,8 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             k.map(|k| far[k][lane]),
         )
     };
-    // Ray `r`'s triangle constants' parts (`LaneRays::write_triangles`).
+    // Ray `r`'s triangle constants' parts, as `LaneRays::write_triangles`
+    // passes them to `RayTriangles::from_parts`.
     let triangle_constants = |r: usize| -> ([f32; 3], [f32; 3]) {
         let c = &tri_constants[r / N];
         let lane = r % N;
