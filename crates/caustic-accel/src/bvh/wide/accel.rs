@@ -756,6 +756,8 @@ mod tests {
                 10 => dir *= 1e20,
                 11 => dir = Vec3::ZERO,
                 12 => dir.y = f32::NAN,
+                // Subnormal: an infinite reciprocal inside a stream's class.
+                13 => dir.y = 1e-39,
                 _ => {}
             }
             let o = if i % 97 == 5 {

@@ -303,6 +303,43 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         Some(RayBoxes::from_parts(self.isa, rows, inv, near, far))
     }
 
+    /// Each lane's single-ray box constants ([`RayBoxes::from_parts`]'s
+    /// reciprocal direction and entry and exit shifts, per axis, lanes as
+    /// arrays) and the lanes whose reciprocals are all finite (bit per
+    /// lane; [`Self::ray_boxes`] gives `None` for the others).
+    #[inline(always)]
+    pub(super) fn box_constants(&self) -> ([[[f32; N]; 3]; 3], u32) {
+        let inf = V::splat(self.isa, f32::INFINITY);
+        let [i0, i1, i2] = self.box_inv;
+        let finite = V::bits(i0.abs().lt(inf) & i1.abs().lt(inf) & i2.abs().lt(inf));
+        // No SIMD inside closures: see the soundness note in `simd`.
+        let (inv, near, far) = (self.box_inv, self.box_near_shift, self.box_far_shift);
+        (
+            [
+                [inv[0].to_array(), inv[1].to_array(), inv[2].to_array()],
+                [near[0].to_array(), near[1].to_array(), near[2].to_array()],
+                [far[0].to_array(), far[1].to_array(), far[2].to_array()],
+            ],
+            finite,
+        )
+    }
+
+    /// Each lane's single-ray triangle constants as scalars, lanes as
+    /// arrays: the origin along the frame's axes `kx, ky, kz` and the shear
+    /// `sx, sy, sz` ([`RayTriangles::from_parts`]' parts).
+    #[inline(always)]
+    pub(super) fn triangle_constants(&self) -> [[f32; N]; 6] {
+        let origin = self.tri_origin;
+        [
+            origin[0].to_array(),
+            origin[1].to_array(),
+            origin[2].to_array(),
+            self.sx.to_array(),
+            self.sy.to_array(),
+            self.sz.to_array(),
+        ]
+    }
+
     /// Each lane's single-ray triangle constants ([`RayTriangles`], as
     /// [`RayTriangles::new`] computes them, in the frame `rows` that
     /// `shear` used) into `out`, one per lane up to `out.len()`.

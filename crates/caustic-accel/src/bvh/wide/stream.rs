@@ -31,7 +31,7 @@
 //! brute force and the single-ray query.
 
 use super::leaf::{RayTriangles, set_bits};
-use super::node::TriangleGroup;
+use super::node::{TriangleGroup, WideNode};
 use super::packet::Packet;
 use super::packet_lanes::highest;
 use super::simd::Lanes;
@@ -183,6 +183,29 @@ impl<const N: usize, V: Lanes<N>> LeafTest<N> for AnyLeaf<'_, N, V> {
     }
 }
 
+/// Pushes the children `used` of `node` with the rays that keep each, the
+/// highest slot first (so the lowest is visited first).
+#[inline(always)]
+fn push_children<const N: usize>(
+    node: &WideNode<N>,
+    used: u32,
+    slot_rays: &[u32; N],
+    stack: &mut [MaybeUninit<Entry>; STACK],
+    depth: &mut usize,
+) {
+    let mut bits = used;
+    while bits != 0 {
+        let slot = 31 - bits.leading_zeros() as usize;
+        bits &= !(1 << slot);
+        stack[*depth].write(Entry {
+            child: node.child[slot],
+            groups: node.groups[slot],
+            rays: slot_rays[slot],
+        });
+        *depth += 1;
+    }
+}
+
 /// Traces the rays `members` (at most `N * P`, of one class) of `rays` as
 /// one stream, writing each one's occlusion into `out`.
 #[inline(always)]
@@ -220,17 +243,41 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
         }
         V::splat(isa, highest(far.to_array()))
     };
-    // Per-ray constants, written for the first `count` rays; the box
-    // constants only for rays that finish a subtree alone (`boxed`).
-    let mut boxes = [const { MaybeUninit::<RayBoxes<N, V>>::uninit() }; STREAM];
-    let mut boxed = 0u32;
-    // Both come from the packet's lanes, which computed them in SIMD.
-    let mut tris = [const { MaybeUninit::<RayTriangles<N, V>>::uninit() }; STREAM];
-    for (lanes, tris) in packet.lanes.iter().zip(tris[..count].chunks_mut(N)) {
-        lanes.write_triangles(packet.rows, tris);
+    // Per-ray constants, from the packet's lanes, which computed them in
+    // SIMD, kept as scalars and broadcast where a ray tests a leaf or
+    // finishes a subtree on its own (a stored array of broadcast constants
+    // cost more to write and copy than the broadcasts).
+    let mut box_constants = [[[[0.0f32; N]; 3]; 3]; P];
+    let mut tri_constants = [[[0.0f32; N]; 6]; P];
+    let mut finite = 0u32;
+    for (p, lanes) in packet.lanes.iter().enumerate() {
+        let (lane_constants, lane_finite) = lanes.box_constants();
+        box_constants[p] = lane_constants;
+        tri_constants[p] = lanes.triangle_constants();
+        finite |= lane_finite << (p * N);
     }
-    // SAFETY (the `tris` `assume_init_ref`s below): ray `r` is below `count`,
-    // as every mask holds only bits of `all`, and those were written above.
+    let rows = (packet.near_row, packet.far_row);
+    // Ray `r`'s single-ray box constants, [`RayBoxes::new`]'s where its
+    // bit of `finite` is set (see `LaneRays::ray_boxes`).
+    let ray_constants = |r: usize| -> ([f32; 3], [f32; 3], [f32; 3]) {
+        let [inv, near, far] = &box_constants[r / N];
+        let (lane, k) = (r % N, [0, 1, 2]);
+        (
+            k.map(|k| inv[k][lane]),
+            k.map(|k| near[k][lane]),
+            k.map(|k| far[k][lane]),
+        )
+    };
+    // Ray `r`'s triangle constants' parts, as `LaneRays::write_triangles`
+    // passes them to `RayTriangles::from_parts`.
+    let triangle_constants = |r: usize| -> ([f32; 3], [f32; 3]) {
+        let c = &tri_constants[r / N];
+        let lane = r % N;
+        (
+            [c[0][lane], c[1][lane], c[2][lane]],
+            [c[3][lane], c[4][lane], c[5][lane]],
+        )
+    };
     let all = if count == 32 {
         u32::MAX
     } else {
@@ -256,26 +303,29 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             // Few rays left here: their own traversals finish the subtree.
             for r in set_bits(mask) {
                 let ray = &rays[members[r] as usize];
+                let (origin, shear) = triangle_constants(r);
+                let triangles = RayTriangles::<N, V>::from_parts(
+                    isa,
+                    packet.rows,
+                    origin,
+                    shear,
+                    (ray.origin, ray.dir),
+                );
                 let mut leaf = AnyLeaf {
-                    triangles: unsafe { tris[r].assume_init_ref() },
+                    triangles: &triangles,
                     t_min: ray.tmin,
                     t_max: ray.tmax,
                 };
                 let start = (entry.child, entry.groups);
-                if boxed & (1 << r) == 0 {
-                    // The lane's constants, computed with the packet; a
-                    // closure would not inline the SIMD (see `simd`).
-                    let rows = (packet.near_row, packet.far_row);
-                    boxes[r].write(match packet.lanes[r / N].ray_boxes(r % N, rows) {
-                        Some(lane_boxes) => lane_boxes,
-                        None => RayBoxes::new(isa, ray.origin, ray.dir, &bvh.bounds),
-                    });
-                    boxed |= 1 << r;
-                }
-                // SAFETY: written just now or at an earlier finish.
-                let ray_boxes = unsafe { boxes[r].assume_init_ref() };
-                if traverse_from::<N, V, true>(bvh, ray_boxes, start, ray.tmin, ray.tmax, &mut leaf)
-                {
+                // The closure only picks scalars: the SIMD is out here (see
+                // `simd`).
+                let boxes = if finite & (1 << r) != 0 {
+                    let (inv, near, far) = ray_constants(r);
+                    RayBoxes::from_parts(isa, rows, inv, near, far)
+                } else {
+                    RayBoxes::new(isa, ray.origin, ray.dir, &bvh.bounds)
+                };
+                if traverse_from::<N, V, true>(bvh, &boxes, start, ray.tmin, ray.tmax, &mut leaf) {
                     alive &= !(1 << r);
                 }
             }
@@ -283,10 +333,10 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
         }
         if entry.groups == 0 {
             let node = &bvh.nodes[entry.child as usize];
-            let (candidates, _, _) = packet.test_children(node, cutoff);
-            let lane_all = (1u32 << N) - 1;
             let mut slot_rays = [0u32; N];
             let mut used = 0u32;
+            let (candidates, _, _) = packet.test_children(node, cutoff);
+            let lane_all = (1u32 << N) - 1;
             for slot in set_bits(candidates) {
                 let mut rays_in = 0u32;
                 for (p, lanes) in packet.lanes.iter().enumerate() {
@@ -302,24 +352,20 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
                     used |= 1 << slot;
                 }
             }
-            // Highest slot pushed first: the lowest is visited first.
-            let mut bits = used;
-            while bits != 0 {
-                let slot = 31 - bits.leading_zeros() as usize;
-                bits &= !(1 << slot);
-                stack[depth].write(Entry {
-                    child: node.child[slot],
-                    groups: node.groups[slot],
-                    rays: slot_rays[slot],
-                });
-                depth += 1;
-            }
+            push_children(node, used, &slot_rays, &mut stack, &mut depth);
         } else {
             let range = entry.child as usize..(entry.child + entry.groups) as usize;
             let groups = &bvh.groups[range];
             for r in set_bits(mask) {
                 let ray = &rays[members[r] as usize];
-                let triangles = unsafe { tris[r].assume_init_ref() };
+                let (origin, shear) = triangle_constants(r);
+                let triangles = RayTriangles::<N, V>::from_parts(
+                    isa,
+                    packet.rows,
+                    origin,
+                    shear,
+                    (ray.origin, ray.dir),
+                );
                 if triangles.any(groups, ray.tmin, ray.tmax) {
                     alive &= !(1 << r);
                 }
