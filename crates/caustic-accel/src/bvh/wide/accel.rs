@@ -663,6 +663,42 @@ mod tests {
         ]
     }
 
+    /// `check` on the wide BVH of `tris` for every config of [`configs`]
+    /// and every backend of [`backends`] (each checked to be the one in
+    /// use: no silent fallback).
+    fn for_each_bvh(
+        test: &str,
+        tris: &[Triangle],
+        mut check: impl FnMut(&WideTriangleBvh, &WideBvhConfig, Backend),
+    ) {
+        for config in configs() {
+            let built = WideTriangleBvh::build_with(tris, &BinnedSahBuilder::default(), &config);
+            for backend in backends(test) {
+                let bvh = built.clone().with_backend(backend);
+                assert_eq!(bvh.backend(), backend, "no silent fallback");
+                check(&bvh, &config, backend);
+            }
+        }
+    }
+
+    /// `bvh`'s closest hits of `rays` as one batch, and of the run
+    /// `rays[run]` (not a whole number of packets or streams), are
+    /// `expected`'s; `context` names the case in a failure.
+    fn assert_closest_batch_and_run(
+        bvh: &WideTriangleBvh,
+        rays: &[Ray],
+        expected: &[Option<Hit>],
+        run: std::ops::Range<usize>,
+        context: &str,
+    ) {
+        let mut hits = vec![None; rays.len()];
+        bvh.intersect_batch(rays, &mut hits);
+        assert!(hits == expected, "{context}");
+        let mut hits = vec![None; run.len()];
+        bvh.intersect_run(&rays[run.clone()], &mut hits);
+        assert!(hits[..] == expected[run], "{context}");
+    }
+
     #[test]
     fn every_backend_and_width_matches_brute_force() {
         let test = "every_backend_and_width_matches_brute_force";
@@ -678,26 +714,21 @@ mod tests {
                 )
             })
             .collect();
-        for config in configs() {
-            let built = WideTriangleBvh::build_with(&tris, &BinnedSahBuilder::default(), &config);
-            for backend in backends(test) {
-                let bvh = built.clone().with_backend(backend);
-                assert_eq!(bvh.backend(), backend, "no silent fallback");
-                for ray in &rays {
-                    let expected = brute.intersect(ray);
-                    assert_eq!(
-                        bvh.intersect(ray),
-                        expected,
-                        "{config:?} {backend:?} {ray:?}"
-                    );
-                    assert_eq!(
-                        bvh.occluded(ray),
-                        expected.is_some(),
-                        "{config:?} {backend:?}"
-                    );
-                }
+        for_each_bvh(test, &tris, |bvh, config, backend| {
+            for ray in &rays {
+                let expected = brute.intersect(ray);
+                assert_eq!(
+                    bvh.intersect(ray),
+                    expected,
+                    "{config:?} {backend:?} {ray:?}"
+                );
+                assert_eq!(
+                    bvh.occluded(ray),
+                    expected.is_some(),
+                    "{config:?} {backend:?}"
+                );
             }
-        }
+        });
     }
 
     #[test]
@@ -709,21 +740,10 @@ mod tests {
         for eye in [Vec3::new(0.3, -0.2, -25.0), Vec3::new(1.0, 2.0, -3.0)] {
             let rays = camera_rays(eye, 48);
             let expected: Vec<Option<Hit>> = rays.iter().map(|r| brute.intersect(r)).collect();
-            for config in configs() {
-                let built =
-                    WideTriangleBvh::build_with(&tris, &BinnedSahBuilder::default(), &config);
-                for backend in backends(test) {
-                    let bvh = built.clone().with_backend(backend);
-                    assert_eq!(bvh.backend(), backend, "no silent fallback");
-                    let mut hits = vec![None; rays.len()];
-                    bvh.intersect_batch(&rays, &mut hits);
-                    assert!(hits == expected, "{config:?} {backend:?} eye {eye:?}");
-                    // Runs that do not split into whole packets.
-                    let mut hits = vec![None; 301];
-                    bvh.intersect_run(&rays[5..306], &mut hits);
-                    assert!(hits[..] == expected[5..306], "{config:?} {backend:?}");
-                }
-            }
+            for_each_bvh(test, &tris, |bvh, config, backend| {
+                let context = format!("{config:?} {backend:?} eye {eye:?}");
+                assert_closest_batch_and_run(bvh, &rays, &expected, 5..306, &context);
+            });
         }
     }
 
@@ -798,22 +818,17 @@ mod tests {
         let expected: Vec<bool> = rays.iter().map(|r| brute.occluded(r)).collect();
         let hits = expected.iter().filter(|&&o| o).count();
         assert!(hits > rays.len() / 8 && hits < rays.len() * 7 / 8, "{hits}");
-        for config in configs() {
-            let built = WideTriangleBvh::build_with(&tris, &BinnedSahBuilder::default(), &config);
-            for backend in backends(test) {
-                let bvh = built.clone().with_backend(backend);
-                assert_eq!(bvh.backend(), backend, "no silent fallback");
-                let single: Vec<bool> = rays.iter().map(|r| bvh.occluded(r)).collect();
-                assert!(single == expected, "{config:?} {backend:?}");
-                let mut out = vec![false; rays.len()];
-                bvh.occluded_batch(&rays, &mut out);
-                assert!(out == expected, "{config:?} {backend:?}");
-                // A run that is not a whole number of packets or streams.
-                let mut out = vec![true; 1337];
-                bvh.occluded_run(&rays[3..1340], &mut out);
-                assert!(out[..] == expected[3..1340], "{config:?} {backend:?}");
-            }
-        }
+        for_each_bvh(test, &tris, |bvh, config, backend| {
+            let single: Vec<bool> = rays.iter().map(|r| bvh.occluded(r)).collect();
+            assert!(single == expected, "{config:?} {backend:?}");
+            let mut out = vec![false; rays.len()];
+            bvh.occluded_batch(&rays, &mut out);
+            assert!(out == expected, "{config:?} {backend:?}");
+            // A run that is not a whole number of packets or streams.
+            let mut out = vec![true; 1337];
+            bvh.occluded_run(&rays[3..1340], &mut out);
+            assert!(out[..] == expected[3..1340], "{config:?} {backend:?}");
+        });
     }
 
     #[test]
@@ -829,20 +844,10 @@ mod tests {
         let expected: Vec<Option<Hit>> = rays.iter().map(|r| brute.intersect(r)).collect();
         let hits = expected.iter().flatten().count();
         assert!(hits > rays.len() / 8 && hits < rays.len() * 7 / 8, "{hits}");
-        for config in configs() {
-            let built = WideTriangleBvh::build_with(&tris, &BinnedSahBuilder::default(), &config);
-            for backend in backends(test) {
-                let bvh = built.clone().with_backend(backend);
-                assert_eq!(bvh.backend(), backend, "no silent fallback");
-                let mut found = vec![None; rays.len()];
-                bvh.intersect_batch(&rays, &mut found);
-                assert!(found == expected, "{config:?} {backend:?}");
-                // A run that is not a whole number of packets or streams.
-                let mut found = vec![None; 1337];
-                bvh.intersect_run(&rays[3..1340], &mut found);
-                assert!(found[..] == expected[3..1340], "{config:?} {backend:?}");
-            }
-        }
+        for_each_bvh(test, &tris, |bvh, config, backend| {
+            let context = format!("{config:?} {backend:?}");
+            assert_closest_batch_and_run(bvh, &rays, &expected, 3..1340, &context);
+        });
     }
 
     /// The bunny's triangles, their wide BVH, their box, and an eye in

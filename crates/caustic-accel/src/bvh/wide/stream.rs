@@ -49,6 +49,19 @@ pub const RUN: usize = 1024;
 /// constants of an 8-wide AVX stream (about 15 KB) inside the L1 cache.
 pub(super) const STREAM: usize = 32;
 
+/// The bits of a stream's first `count` rays (1 to [`STREAM`]).
+pub(super) fn stream_mask(count: usize) -> u32 {
+    debug_assert!((1..=STREAM).contains(&count));
+    u32::MAX >> (STREAM - count)
+}
+
+/// The rays `members` of `rays` as a full stream, padded with copies of
+/// the last one (their lanes are in no mask, [`stream_mask`]).
+pub(super) fn padded_stream(rays: &[Ray], members: &[u16]) -> [Ray; STREAM] {
+    let last = members.len() - 1;
+    std::array::from_fn(|r| rays[members[r.min(last)] as usize])
+}
+
 /// A subtree that at most this many rays of a stream enter is finished by
 /// their single-ray traversals (a stream's node step costs the interval
 /// test plus a lane-wise test per vector; measured on bunny AO, one
@@ -229,7 +242,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     // test of the packet culls a node's children for all rays at once, and
     // each vector's lane-wise test (the single-ray rule) says which rays
     // keep a child.
-    let padded: [Ray; STREAM] = std::array::from_fn(|r| rays[members[r.min(count - 1)] as usize]);
+    let padded = padded_stream(rays, members);
     let Some(packet) = Packet::<N, P, V>::new(isa, &padded[..N * P], &bvh.bounds) else {
         for &i in members {
             out[i as usize] = super::accel::occluded::<N, V>(isa, bvh, &rays[i as usize]);
@@ -278,11 +291,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             [c[3][lane], c[4][lane], c[5][lane]],
         )
     };
-    let all = if count == 32 {
-        u32::MAX
-    } else {
-        (1u32 << count) - 1
-    };
+    let all = stream_mask(count);
     let mut alive = all;
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
     stack[0].write(Entry {

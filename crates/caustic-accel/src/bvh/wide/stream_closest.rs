@@ -37,7 +37,7 @@ use super::node::{TriangleGroup, WideNode};
 use super::packet::{Packet, closest_packet};
 use super::packet_lanes::highest;
 use super::simd::Lanes;
-use super::stream::{ALONE, CLASSES, RUN, STREAM, regroup};
+use super::stream::{ALONE, CLASSES, RUN, STREAM, padded_stream, regroup, stream_mask};
 use super::traverse::{LeafTest, RayBoxes, stack_capacity, traverse_from};
 use super::{WideBvh, root_entry};
 use crate::is_traceable;
@@ -215,9 +215,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     };
     let count = members.len();
     debug_assert!(count <= N * P);
-    // Padded with copies of the last ray, whose lanes are in no mask (see
-    // `stream::trace_stream`).
-    let padded: [Ray; STREAM] = std::array::from_fn(|r| rays[members[r.min(count - 1)] as usize]);
+    let padded = padded_stream(rays, members);
     let Some(packet) = Packet::<N, P, V>::new(isa, &padded[..N * P], &bvh.bounds) else {
         for &i in members {
             hits[i as usize] = super::accel::closest::<N, V>(isa, bvh, &rays[i as usize]);
@@ -234,11 +232,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     }
     // SAFETY (the `tris` `assume_init_ref`s below): ray `r` is below `count`,
     // as every mask holds only bits of `all`, and those were written above.
-    let all = if count == 32 {
-        u32::MAX
-    } else {
-        (1u32 << count) - 1
-    };
+    let all = stream_mask(count);
     let (near_row, far_row) = (packet.near_row, packet.far_row);
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
     stack[0].write(Entry {
