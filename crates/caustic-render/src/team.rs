@@ -30,6 +30,7 @@ use crate::tiles::{Tile, morton_tiles};
 use bytemuck::Pod;
 use caustic_geom::Rgb;
 use rayon::prelude::*;
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -99,6 +100,35 @@ pub trait Team: Send + Sync {
     fn on_one_node(&self) -> bool {
         false
     }
+
+    /// Whether [`Team::send`] and [`Team::receive`] work: messages between
+    /// two members that the others take no part in, so that members may
+    /// run at their own pace (a token handed round the team) instead of
+    /// meeting at every exchange.
+    fn sends_point_to_point(&self) -> bool {
+        false
+    }
+
+    /// Sends `bytes` to member `to` alone, without waiting for it: messages
+    /// from one member to another arrive in the order they were sent. Not
+    /// a collective (the other members take no part). Fails on a team
+    /// without [`Team::sends_point_to_point`].
+    fn send(&self, to: usize, bytes: &[u8]) -> Result<(), TeamError> {
+        let _ = bytes;
+        Err(no_point_to_point(self.rank(), to))
+    }
+
+    /// The next message member `from` sent to this member, waited for; an
+    /// error if `from` has left the team with nothing more sent.
+    fn receive(&self, from: usize) -> Result<Vec<u8>, TeamError> {
+        Err(no_point_to_point(from, self.rank()))
+    }
+}
+
+fn no_point_to_point(from: usize, to: usize) -> TeamError {
+    TeamError(format!(
+        "member {from} cannot send to member {to}: this team exchanges only collectively"
+    ))
 }
 
 /// The team of one: a single process, nothing to exchange.
@@ -630,6 +660,10 @@ struct ExchangeState {
     root_read: u64,
     /// The root returned or panicked: nobody's bytes are read any more.
     root_departed: bool,
+    /// Point-to-point messages not yet received: `mail[from * size + to]`.
+    mail: Vec<VecDeque<Vec<u8>>>,
+    /// Every member that returned or panicked (`departed` is the first).
+    gone: Vec<bool>,
 }
 
 impl ThreadTeam {
@@ -650,6 +684,8 @@ impl ThreadTeam {
                 departed: None,
                 root_read: 0,
                 root_departed: false,
+                mail: vec![VecDeque::new(); size * size],
+                gone: vec![false; size],
             }),
             changed: Condvar::new(),
         });
@@ -685,6 +721,7 @@ impl ThreadTeam {
     fn depart(&self) {
         let mut state = self.lock();
         state.departed.get_or_insert(self.rank);
+        state.gone[self.rank] = true;
         state.root_departed |= self.rank == 0;
         self.shared.changed.notify_all();
     }
@@ -737,6 +774,45 @@ impl Team for ThreadTeam {
     fn shares_memory(&self) -> bool {
         true
     }
+    fn sends_point_to_point(&self) -> bool {
+        true
+    }
+
+    fn send(&self, to: usize, bytes: &[u8]) -> Result<(), TeamError> {
+        let size = self.shared.size;
+        if to >= size {
+            return Err(TeamError(format!("no member {to} in a team of {size}")));
+        }
+        let mut state = self.lock();
+        state.mail[self.rank * size + to].push_back(bytes.to_vec());
+        self.shared.changed.notify_all();
+        Ok(())
+    }
+
+    fn receive(&self, from: usize) -> Result<Vec<u8>, TeamError> {
+        let size = self.shared.size;
+        if from >= size {
+            return Err(TeamError(format!("no member {from} in a team of {size}")));
+        }
+        let mut state = self.lock();
+        loop {
+            if let Some(message) = state.mail[from * size + self.rank].pop_front() {
+                return Ok(message);
+            }
+            if state.gone[from] {
+                return Err(TeamError(format!(
+                    "member {from} left the team before sending to member {}",
+                    self.rank
+                )));
+            }
+            state = self
+                .shared
+                .changed
+                .wait(state)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
     fn all_gather(&self, mine: &[u8]) -> Result<Gathered, TeamError> {
         // Copied before the lock: the members' copies (a band of an image,
         // hundreds of megabytes) run at once rather than one by one.
@@ -907,6 +983,61 @@ mod tests {
                 Err(TeamError("member 1 left the team".into()))
             );
         }
+    }
+
+    #[test]
+    fn a_token_handed_round_the_team_arrives_in_order() {
+        // Each member adds its rank to the token and hands it on, three
+        // rounds, as SPPM's members hand on the pixel statistics.
+        let size = 4;
+        let results = ThreadTeam::run(size, |team| -> Result<Vec<u64>, TeamError> {
+            let rank = team.rank();
+            let mut seen = Vec::new();
+            for round in 0..3u64 {
+                let mut token = if rank == 0 && round == 0 {
+                    0
+                } else {
+                    let from = (rank + size - 1) % size;
+                    u64::from_le_bytes(team.receive(from)?.try_into().unwrap())
+                };
+                seen.push(token);
+                token = token * 10 + rank as u64;
+                if round < 2 || rank + 1 < size {
+                    team.send((rank + 1) % size, &token.to_le_bytes())?;
+                }
+            }
+            Ok(seen)
+        });
+        let mut expected = 0u64;
+        let mut order = Vec::new();
+        for round in 0..3 {
+            for rank in 0..size {
+                order.push((rank, round, expected));
+                expected = expected * 10 + rank as u64;
+            }
+        }
+        for (rank, round, token) in order {
+            assert_eq!(results[rank].as_ref().unwrap()[round], token);
+        }
+    }
+
+    #[test]
+    fn a_member_that_leaves_fails_a_receive_from_it() {
+        let results = ThreadTeam::run(2, |team| {
+            if team.rank() == 1 {
+                team.send(0, b"first")?;
+                return Err(TeamError("member 1's own error".into()));
+            }
+            assert_eq!(team.receive(1)?, b"first");
+            team.receive(1).map(|_| ())
+        });
+        assert_eq!(
+            results[0],
+            Err(TeamError(
+                "member 1 left the team before sending to member 0".into()
+            ))
+        );
+        assert!(Solo.send(0, b"x").is_err() && !Solo.sends_point_to_point());
     }
 
     #[test]

@@ -23,6 +23,10 @@
 //! Every route copies the same pieces in the same order, so the merged
 //! array is the same, bit for bit. [`add_band_sums`] reduces whole-image
 //! partial sums into the members' bands (members of one process).
+//! [`hand_over`] and [`take_over`] pass one buffer's contents from one
+//! member to the next alone (members of one process), so that members
+//! that take turns with a state (SPPM's pixel statistics, pass by pass)
+//! need not meet at every turn.
 //!
 //! [`Gpu::ipc`]: caustic_gpu::Gpu::ipc
 
@@ -100,6 +104,65 @@ pub fn gather_device_runs<T: Pod>(
         Some(merged) => Ok(merged),
         None => gather_through_host(team, &mine, at, end, runs),
     }
+}
+
+/// Whether `team` can pass device buffers from one member to another
+/// alone ([`hand_over`], [`take_over`]): threads of one process, which
+/// read each other's device memory and send each other messages.
+pub fn hands_over_on_device(team: &dyn Team) -> bool {
+    team.shares_memory() && team.sends_point_to_point()
+}
+
+/// Offers `state` (complete once its device is synchronised here) to
+/// member `to`, which copies it with [`take_over`]; this member must not
+/// write or free `state` before `to` has copied it (a member that takes
+/// the state back from the team's turns knows that it has, and every
+/// member meets the others before freeing it).
+pub fn hand_over<T: Pod>(
+    team: &dyn Team,
+    to: usize,
+    state: &DeviceBuffer<T>,
+) -> Result<(), GpuTeamError> {
+    state.gpu().synchronize()?;
+    team.send(to, bytemuck::bytes_of(&state.peer_handle()))?;
+    Ok(())
+}
+
+/// Copies into `state` the buffer member `from` offered with
+/// [`hand_over`] (waited for; of `state`'s length), device to device, and
+/// waits for the copy.
+pub fn take_over<T: Pod>(
+    team: &dyn Team,
+    from: usize,
+    state: &mut DeviceBuffer<T>,
+) -> Result<(), GpuTeamError> {
+    let message = team.receive(from)?;
+    let source = match bytemuck::try_pod_read_unaligned::<PeerHandle>(&message) {
+        Ok(handle) => handle,
+        Err(_) => {
+            return Err(TeamError(format!(
+                "member {from} handed over a malformed buffer note ({} bytes)",
+                message.len()
+            ))
+            .into());
+        }
+    };
+    if source.bytes != state.bytes() as u64 {
+        return Err(GpuError::LengthMismatch {
+            operation: "take_over",
+            what: "bytes handed over",
+            expected: state.bytes(),
+            actual: source.bytes as usize,
+        }
+        .into());
+    }
+    // SAFETY: `from` synchronised its device before naming the buffer,
+    // which is one of this process's (only a team of threads hands over),
+    // and it does not write or free it before this copy is done (the
+    // contract of `hand_over`); the device is synchronised below.
+    unsafe { state.copy_from_peer(0, source)? };
+    state.gpu().synchronize()?;
+    Ok(())
 }
 
 /// Whether `team`'s members reach one another's device buffers without

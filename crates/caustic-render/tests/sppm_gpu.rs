@@ -7,7 +7,7 @@
 
 mod common;
 
-use caustic_render::sppm::{self, PassJitter, SppmSettings};
+use caustic_render::sppm::{self, PassJitter, SppmSettings, TeamSplit};
 use caustic_render::{RenderScene, image_io};
 use caustic_scene::Scene;
 use caustic_scene::data_dirs::ref_file;
@@ -196,24 +196,81 @@ fn gpu_sppm_team_renders_the_single_gpu_image() {
     })
     .unwrap();
     assert!(single.mean().length() > 0.0);
-    for size in [2, 3] {
+    // Rows: 2 and 3 members. Passes: 2, 3 (the last pass ends on member
+    // 0), and 5 (more members than passes: one renders none).
+    let splits = [
+        (TeamSplit::Rows, 2),
+        (TeamSplit::Rows, 3),
+        (TeamSplit::Passes, 2),
+        (TeamSplit::Passes, 3),
+        (TeamSplit::Passes, 5),
+    ];
+    for (split, size) in splits {
         let members = ThreadTeam::run(size, |team: &dyn Team| {
             let device = GpuScene::upload(&gpu, &rs).unwrap();
-            sppm::render_cuda_in_team(&device, &rs, &camera, &settings, team, &|_| {}).unwrap()
+            let parts = (team, split);
+            sppm::render_cuda_in_team_split(&device, &rs, &camera, &settings, parts, &|_| {})
+                .unwrap()
         });
         for (rank, (film, team_stats)) in members.into_iter().enumerate() {
-            // Only the root holds the image; the others sent it their bands.
-            assert_eq!(film.is_some(), rank == 0, "team of {size}, member {rank}");
+            let what = format!("{split:?}, team of {size}, member {rank}");
+            // Only the root holds the image.
+            assert_eq!(film.is_some(), rank == 0, "{what}");
             if let Some(film) = film {
                 let worst = single.max_relative_difference(&film);
-                eprintln!("team of {size}: largest relative difference {worst:.2e}");
-                // The members' photons merged run by run are the single
-                // GPU's photons in its order: every sum is the same
-                // arithmetic.
-                assert_eq!(worst, 0.0, "team of {size}: {worst:e}");
+                eprintln!("{what}: largest relative difference {worst:.2e}");
+                // Rows: the members' photons merged run by run are the
+                // single GPU's photons in its order. Passes: each pass is
+                // the single GPU's pass on the same statistics. Either
+                // way every sum is the same arithmetic.
+                assert_eq!(worst, 0.0, "{what}: {worst:e}");
+                assert_eq!(team_stats.mean_radius, stats.mean_radius, "{what}");
             }
-            assert_eq!(team_stats.deposits, stats.deposits, "team of {size}");
-            assert_eq!(team_stats.photons_stored, stats.photons_stored);
+            assert_eq!(team_stats.passes, stats.passes, "{what}");
+            assert_eq!(team_stats.deposits, stats.deposits, "{what}");
+            assert_eq!(team_stats.rays, stats.rays, "{what}");
+            assert_eq!(team_stats.photons_stored, stats.photons_stored, "{what}");
         }
     }
+}
+
+/// A team that cannot hand a buffer from one member to another is told
+/// so, rather than left waiting.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn dealt_passes_need_a_team_that_hands_over() {
+    use caustic_render::team::{Gathered, Team, TeamError};
+    use caustic_render::whitted::render_cuda::GpuScene;
+    /// Two members that only exchange collectively (as MPI ranks do).
+    struct Collective;
+    impl Team for Collective {
+        fn rank(&self) -> usize {
+            0
+        }
+        fn size(&self) -> usize {
+            2
+        }
+        fn all_gather(&self, _: &[u8]) -> Result<Gathered, TeamError> {
+            Err(TeamError("not reached".into()))
+        }
+    }
+    let gpu = gpu();
+    let scene = Scene::builtin("cornell-caustics").unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let device = GpuScene::upload(&gpu, &rs).unwrap();
+    let settings = SppmSettings {
+        width: 16,
+        height: 16,
+        passes: 2,
+        photons_per_pass: 1000,
+        ..SppmSettings::default()
+    };
+    let parts = (&Collective as &dyn Team, TeamSplit::Passes);
+    let camera = scene.camera.unwrap();
+    let Err(error) =
+        sppm::render_cuda_in_team_split(&device, &rs, &camera, &settings, parts, &|_| {})
+    else {
+        panic!("a collective-only team cannot deal passes");
+    };
+    assert!(error.to_string().contains("one process"), "{error}");
 }

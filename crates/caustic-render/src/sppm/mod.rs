@@ -49,7 +49,8 @@ pub mod visible;
 pub use renderer::{PassView, render, render_in_team, render_passes};
 #[cfg(feature = "cuda")]
 pub use renderer_cuda::{
-    GpuPassView, SppmCudaError, render_cuda, render_cuda_in_team, render_cuda_on,
+    GpuPassView, SppmCudaError, TeamSplit, render_cuda, render_cuda_in_team,
+    render_cuda_in_team_split, render_cuda_on,
 };
 
 use std::fmt;

@@ -15,7 +15,7 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use crate::photon::records_cuda::GridView;
+use crate::photon::records_cuda::{GpuPhoton, GridView};
 use crate::scene_cuda::FrameParams;
 use crate::sppm::kernels_cuda::{
     self as kernels, EyeStep, EyeTargets, GpuSppmPath, GpuSppmPixel, GpuVisiblePoint,
@@ -35,9 +35,11 @@ use caustic_scene::Camera;
 use super::gather::photon_settings;
 use super::{AUTO_RADIUS_PIXELS, SppmError, SppmSettings, SppmStats};
 use crate::download_cuda::download_large;
+use crate::photon::trace_cuda::GpuPhotonMaps;
 use crate::photon::{PhotonSources, trace_cuda};
 use crate::team_cuda::{
-    GpuTeamError, exchanges_on_device, gather_device_runs, interleaved_film_to_root,
+    GpuTeamError, exchanges_on_device, gather_device_runs, hand_over, hands_over_on_device,
+    interleaved_film_to_root, take_over,
 };
 use crate::wavefront_cuda::{WavePad, host_reads_after, tail_paths};
 use crate::whitted::render_cuda::GpuScene;
@@ -116,6 +118,10 @@ pub fn render_cuda_on(
 /// bit for bit; the other members return `None`, their rows sent to the
 /// root ([`rows_film_to_root`]). `progress` gets the passes done.
 /// Statistics count the whole team's rays and deposits.
+///
+/// That is [`TeamSplit::Rows`]; a team of the GPUs of one process deals
+/// out whole passes instead ([`TeamSplit::Passes`], the default there:
+/// [`TeamSplit::for_team`]), with the same image.
 pub fn render_cuda_in_team(
     device: &GpuScene,
     scene: &RenderScene,
@@ -124,10 +130,74 @@ pub fn render_cuda_in_team(
     team: &dyn Team,
     progress: &(dyn Fn(u32) + Sync),
 ) -> Result<(Option<Film>, SppmStats), SppmCudaError> {
-    run(device, scene, camera, (settings, team), &mut |view| {
+    let split = TeamSplit::for_team(team);
+    render_cuda_in_team_split(device, scene, camera, settings, (team, split), progress)
+}
+
+/// [`render_cuda_in_team`] with the team's split named: an error for
+/// [`TeamSplit::Passes`] on a team that cannot hand a buffer from one
+/// member to another ([`hands_over_on_device`]).
+pub fn render_cuda_in_team_split(
+    device: &GpuScene,
+    scene: &RenderScene,
+    camera: &Camera,
+    settings: &SppmSettings,
+    (team, split): (&dyn Team, TeamSplit),
+    progress: &(dyn Fn(u32) + Sync),
+) -> Result<(Option<Film>, SppmStats), SppmCudaError> {
+    let on_pass = &mut |view: &GpuPassView| {
         progress(view.passes);
         ControlFlow::Continue(())
-    })
+    };
+    match split {
+        TeamSplit::Rows => run(device, scene, camera, (settings, team), on_pass),
+        TeamSplit::Passes if team.size() == 1 || hands_over_on_device(team) => {
+            run_dealt(device, scene, camera, (settings, team), on_pass)
+        }
+        TeamSplit::Passes => Err(SppmError(
+            "whole passes are dealt only among the GPUs of one process".into(),
+        )
+        .into()),
+    }
+}
+
+/// How the members of a GPU team share an SPPM render. Both give the
+/// single GPU's image bit for bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TeamSplit {
+    /// Every pass shared: each member owns interleaved rows of tiles
+    /// (their eye paths, visible points and statistics) and traces a
+    /// share of every pass's photons; the photons are merged on every
+    /// member (one exchange a pass, all members together). A member holds
+    /// its rows' state only, so an image too large for one GPU divides.
+    /// Any team.
+    Rows,
+    /// Whole passes dealt round the team: member `r` renders passes `r`,
+    /// `r + size`, … (eye pass and photons over the whole image, as one
+    /// GPU does), and the pixel statistics travel from the member that
+    /// gathered pass `p` to the one that gathers `p + 1`, alone
+    /// ([`hand_over`], [`take_over`]: about 64 bytes a pixel, device to
+    /// device). The members' waves are a single GPU's, so a pass's fixed
+    /// costs (its launches, its longest paths) are not paid by every
+    /// member, and the only serial part is the gather chain. Each member
+    /// needs one GPU's memory for the whole image. GPUs of one process.
+    Passes,
+}
+
+impl TeamSplit {
+    /// [`TeamSplit::Passes`] where `team` hands buffers over on the
+    /// devices (the GPUs of one process), else [`TeamSplit::Rows`];
+    /// `CAUSTIC_SPPM_SPLIT=rows` picks rows everywhere (to compare them).
+    pub fn for_team(team: &dyn Team) -> Self {
+        static ROWS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let rows =
+            *ROWS.get_or_init(|| std::env::var("CAUSTIC_SPPM_SPLIT").is_ok_and(|v| v == "rows"));
+        if team.size() > 1 && hands_over_on_device(team) && !rows {
+            Self::Passes
+        } else {
+            Self::Rows
+        }
+    }
 }
 
 fn run(
@@ -222,6 +292,114 @@ fn film_to_root(
     rows_film_to_root(team, size, mine, rows_of).map_err(team_error)
 }
 
+/// [`TeamSplit::Passes`]: this member's passes (`rank`, `rank + size`,
+/// …) rendered whole, each gathered into the pixel statistics taken over
+/// from the member that gathered the pass before and handed on to the one
+/// that gathers the next; the last pass's statistics go to the root,
+/// which makes the image. Every pass is a single GPU's pass (the same
+/// waves, photons, grid and gather, on the same statistics), so the image
+/// is the single GPU's bit for bit. A member traces its next pass while
+/// the others gather theirs: the statistics wait for the member, not the
+/// other way round, until the gathers' chain (about a quarter of a pass)
+/// is the longer.
+fn run_dealt(
+    device: &GpuScene,
+    scene: &RenderScene,
+    camera: &Camera,
+    (settings, team): (&SppmSettings, &dyn Team),
+    on_pass: &mut dyn FnMut(&GpuPassView) -> ControlFlow<()>,
+) -> Result<(Option<Film>, SppmStats), SppmCudaError> {
+    settings.validate()?;
+    if !camera.is_valid() {
+        return Err(SppmError("the camera frame is degenerate".into()).into());
+    }
+    let start = Instant::now();
+    let sources = PhotonSources::new(scene);
+    let rows = TileRows::interleaved(&Solo, settings.width, settings.height);
+    let count = rows.pixel_count();
+    let mut frame = EyeFrame::new(device.gpu(), count)?;
+    let mut eye = Eye::new(device, camera, settings, rows)?;
+    // Each pass is a single GPU's: nothing of it is shared within the pass.
+    let mut state = State::new(device, camera, settings, &Solo, count)?;
+    let mut stats = SppmStats {
+        setup_seconds: start.elapsed().as_secs_f64(),
+        ..SppmStats::default()
+    };
+    let scale = 2f64.powi(32) / f64::from(scene.scene_diagonal.max(1e-30));
+    let size = team.size() as u32;
+    let owner = |pass: u32| (pass % size) as usize;
+    let passes = settings.passes;
+    for pass in (team.rank() as u32..passes).step_by(size as usize) {
+        let (rays, seconds) = eye.pass(pass, &mut frame)?;
+        state.add_eye(&mut stats, rays, seconds);
+        let maps = state.trace_photons(&sources, pass, &mut stats)?;
+        let turns = Turns {
+            team,
+            before: pass.checked_sub(1).map(owner),
+            // The last pass's statistics go to the root.
+            after: if pass + 1 < passes {
+                owner(pass + 1)
+            } else {
+                0
+            },
+            last: pass + 1 == passes,
+        };
+        state.fold_dealt(maps, (scale, &frame), turns, &mut stats)?;
+        let view = GpuPassView {
+            passes: pass + 1,
+            pixels: &state.pixels,
+            width: settings.width,
+            height: settings.height,
+        };
+        // Every member renders its passes: the others wait for them.
+        let _ = on_pass(&view);
+    }
+    let film_start = Instant::now();
+    if team.is_root() && passes > 0 && owner(passes - 1) != 0 {
+        take_over(team, owner(passes - 1), &mut state.pixels)?;
+    }
+    // Also the barrier after the root's last take-over: no member frees
+    // statistics another may still be copying.
+    let sums = sum_u64(
+        team,
+        &[
+            stats.rays,
+            stats.deposits,
+            stats.photons_emitted,
+            stats.photons_stored,
+        ],
+    )
+    .map_err(team_error)?;
+    [
+        stats.rays,
+        stats.deposits,
+        stats.photons_emitted,
+        stats.photons_stored,
+    ] = [sums[0], sums[1], sums[2], sums[3]];
+    [stats.eye_member_seconds, stats.photon_member_seconds] =
+        member_ranges(team, state.own_seconds)?;
+    stats.passes = passes;
+    let film = if team.is_root() {
+        let [sum, count] = kernels::final_radius_sum(&state.pixels, scale)?;
+        stats.mean_radius = if count > 0 {
+            sum as f64 / scale / count as f64
+        } else {
+            0.0
+        };
+        Some(image(
+            &state.pixels,
+            passes,
+            settings.width,
+            settings.height,
+        )?)
+    } else {
+        None
+    };
+    stats.film_seconds = film_start.elapsed().as_secs_f64();
+    stats.seconds = start.elapsed().as_secs_f64();
+    Ok((film, stats))
+}
+
 /// The fastest and the slowest member's value of each of `mine`'s two
 /// times.
 fn member_ranges(team: &dyn Team, mine: [f64; 2]) -> Result<[[f64; 2]; 2], SppmCudaError> {
@@ -275,6 +453,8 @@ struct State<'a> {
     /// This member's own eye-pass and photon seconds so far (without the
     /// waits for the others).
     own_seconds: [f64; 2],
+    /// The next pass's grid cell ([`State::cell_after`]).
+    cell: Option<f32>,
 }
 
 /// Whether SPPM's eye passes run a pass ahead, on a second upload of the
@@ -362,6 +542,7 @@ impl<'a> State<'a> {
             params: eye_params(device, camera, settings)?,
             pixels: DeviceBuffer::zeroed(device.gpu(), "sppm pixels", pixels)?,
             own_seconds: [0.0; 2],
+            cell: None,
         })
     }
 
@@ -422,65 +603,139 @@ impl<'a> State<'a> {
         frame: &EyeFrame,
         stats: &mut SppmStats,
     ) -> Result<(), SppmCudaError> {
-        let gpu = self.device.gpu().clone();
+        let maps = self.trace_photons(sources, pass, stats)?;
+        self.fold_photons(maps, scale, frame, stats)
+    }
+
+    /// This member's share of pass `pass`'s photons, traced and waited for.
+    fn trace_photons(
+        &mut self,
+        sources: &PhotonSources,
+        pass: u32,
+        stats: &mut SppmStats,
+    ) -> Result<GpuPhotonMaps, SppmCudaError> {
         let clock = Instant::now();
         let s = self.settings;
         let photon = photon_settings(s.photons_per_pass, s.max_depth, s.seed, pass);
         let share = share(self.team, photon.photons);
         let maps = trace_cuda::trace_photon_range(self.device, sources, &photon, share)?;
-        gpu.synchronize()?;
+        self.device.gpu().synchronize()?;
         self.own_seconds[1] += clock.elapsed().as_secs_f64();
         stats.photon_seconds += clock.elapsed().as_secs_f64();
+        Ok(maps)
+    }
 
+    /// The traced `maps` merged with the team's, the new pixels' radii,
+    /// the grid and the gather with `frame`'s visible points and radiance.
+    fn fold_photons(
+        &mut self,
+        maps: GpuPhotonMaps,
+        scale: f64,
+        frame: &EyeFrame,
+        stats: &mut SppmStats,
+    ) -> Result<(), SppmCudaError> {
+        // The team's radius sums are exchanged once the photons are
+        // traced: the one exchange both waits for the slowest member (its
+        // eye pass and its photons together, one alignment a pass rather
+        // than one after each) and keeps the photons' exchange below its
+        // own time.
+        let mean_radius = self.radii(frame, scale, stats)?;
+        let photons = self.merge_photons(maps, stats)?;
+        let cell = self.cell_after(mean_radius);
+        let grid = self.grid(photons, cell, stats)?;
+        self.gather(&grid, frame, stats)
+    }
+
+    /// The radii of the pixels `frame` sees for the first time, and the
+    /// mean radius of the pixels it sees (summed over the team, in fixed
+    /// point: exact in any order).
+    fn radii(
+        &mut self,
+        frame: &EyeFrame,
+        scale: f64,
+        stats: &mut SppmStats,
+    ) -> Result<f64, SppmCudaError> {
         let clock = Instant::now();
         let fixed = self.settings.initial_radius.unwrap_or(0.0);
         kernels::init_radii(&mut self.pixels, &frame.points, fixed, AUTO_RADIUS_PIXELS)?;
         let radius_sums = kernels::radius_sum(&self.pixels, &frame.points, scale)?;
         self.own_seconds[0] += clock.elapsed().as_secs_f64();
         stats.eye_seconds += clock.elapsed().as_secs_f64();
-        // The team's radius sums, which only the grid below needs, are
-        // exchanged once the photons are traced: the one exchange both
-        // waits for the slowest member (its eye pass and its photons
-        // together, one alignment a pass rather than one after each) and
-        // keeps the photons' exchange below its own time.
         let clock = Instant::now();
         let [sum, count] = sum_u64(self.team, &radius_sums).map_err(team_error)?[..] else {
             unreachable!("two sums for two counts")
         };
-        let mean_radius = if count > 0 {
+        stats.photon_seconds += clock.elapsed().as_secs_f64();
+        Ok(if count > 0 {
             sum as f64 / scale / count as f64
         } else {
             0.0
-        };
-        stats.photon_seconds += clock.elapsed().as_secs_f64();
+        })
+    }
+
+    /// The grid cell for the pass whose pixels' mean radius is
+    /// `mean_radius`: the previous pass's mean radius, and for the first
+    /// pass its own. Cells of the mean radius: the gather walks as many
+    /// shells as a pixel's radius needs, so a few large radii (pixels seen
+    /// through glass) do not make every pixel's cells large. A pass late
+    /// (the radii shrink slowly), so that a team dealing out the passes
+    /// builds a pass's grid before the statistics of the pass before reach
+    /// it ([`TeamSplit::Passes`]); every split uses the same cells, so the
+    /// gathers' sums run in the same order.
+    fn cell_after(&mut self, mean_radius: f64) -> f32 {
+        let cell = cell_of(mean_radius);
+        self.cell.replace(cell).unwrap_or(cell)
+    }
+
+    /// The team's photons of the pass in the single GPU's order (merged
+    /// run by run): every member sees the same photons in the same order.
+    fn merge_photons(
+        &mut self,
+        maps: GpuPhotonMaps,
+        stats: &mut SppmStats,
+    ) -> Result<DeviceBuffer<GpuPhoton>, SppmCudaError> {
         stats.photons_emitted += maps.emitted;
         stats.rays += maps.stats.rays;
-        // The team's photons in the single GPU's order (merged run by run):
-        // every member sees the same photons in the same order.
         let clock = Instant::now();
         let (photons, _) = gather_device_runs(self.team, maps.global, 0, &maps.global_runs)?;
         stats.exchange_seconds += clock.elapsed().as_secs_f64();
         stats.photons_stored += photons.len() as u64;
+        Ok(photons)
+    }
 
+    /// The hash grid over the pass's `photons`, with cells of `cell`.
+    fn grid(
+        &self,
+        photons: DeviceBuffer<GpuPhoton>,
+        cell: f32,
+        stats: &mut SppmStats,
+    ) -> Result<PassGrid, SppmCudaError> {
         let clock = Instant::now();
-        // Cells of the mean radius: the gather walks as many shells as a
-        // pixel's radius needs, so a few large radii (pixels seen through
-        // glass) do not make every pixel's cells large.
-        let cell = if mean_radius > 0.0 {
-            mean_radius as f32
-        } else {
-            1.0
-        };
         let positions = crate::photon::trace_cuda::positions(&photons)?;
         let grid = GpuHashGrid::build(&positions, cell)?;
-        let view = DeviceBuffer::from_slice(&gpu, "sppm photon grid", &[GridView::new(&grid)])?;
+        let view =
+            DeviceBuffer::from_slice(photons.gpu(), "sppm photon grid", &[GridView::new(&grid)])?;
         stats.grid_seconds += clock.elapsed().as_secs_f64();
+        Ok(PassGrid {
+            photons,
+            _grid: grid,
+            view,
+        })
+    }
 
+    /// Every pixel's photons within its radius from `grid`, and the
+    /// progressive update.
+    fn gather(
+        &mut self,
+        grid: &PassGrid,
+        frame: &EyeFrame,
+        stats: &mut SppmStats,
+    ) -> Result<(), SppmCudaError> {
         let clock = Instant::now();
         stats.deposits += kernels::gather_update(
             &self.params,
-            &view,
-            &photons,
+            &grid.view,
+            &grid.photons,
             &frame.points,
             &mut self.pixels,
             &frame.radiance,
@@ -489,6 +744,100 @@ impl<'a> State<'a> {
         stats.gather_seconds += clock.elapsed().as_secs_f64();
         Ok(())
     }
+}
+
+/// Who gathers around a pass of [`TeamSplit::Passes`]: the member that
+/// gathered the pass before (`None` for the first pass) and the one that
+/// gathers the next (the root after the last pass).
+struct Turns<'t> {
+    team: &'t dyn Team,
+    before: Option<usize>,
+    after: usize,
+    last: bool,
+}
+
+impl State<'_> {
+    /// A pass of [`TeamSplit::Passes`] folded into the statistics, which
+    /// come from the member before and go on to the member after. The
+    /// grid is built while the member before still gathers: its cell (the
+    /// pass before's mean radius, [`State::cell_after`]) comes ahead of
+    /// the statistics; then this pass's own mean radius goes ahead to the
+    /// member after.
+    fn fold_dealt(
+        &mut self,
+        maps: GpuPhotonMaps,
+        (scale, frame): (f64, &EyeFrame),
+        turns: Turns,
+        stats: &mut SppmStats,
+    ) -> Result<(), SppmCudaError> {
+        let rank = turns.team.rank();
+        let photons = self.merge_photons(maps, stats)?;
+        let other_before = turns.before.filter(|&member| member != rank);
+        let cell = match other_before {
+            Some(member) => Some(receive_cell(turns.team, member)?),
+            None => self.cell,
+        };
+        let early = match cell {
+            Some(cell) => Ok(self.grid(photons, cell, stats)?),
+            None => Err(photons),
+        };
+        if let Some(member) = other_before {
+            let clock = Instant::now();
+            take_over(turns.team, member, &mut self.pixels)?;
+            stats.exchange_seconds += clock.elapsed().as_secs_f64();
+        }
+        let mean_radius = self.radii(frame, scale, stats)?;
+        // The first pass's grid has its own cell.
+        let cell = self.cell_after(mean_radius);
+        if !turns.last && turns.after != rank {
+            send_cell(turns.team, turns.after, cell_of(mean_radius))?;
+        }
+        let grid = match early {
+            Ok(grid) => grid,
+            Err(photons) => self.grid(photons, cell, stats)?,
+        };
+        self.gather(&grid, frame, stats)?;
+        if turns.after != rank {
+            hand_over(turns.team, turns.after, &self.pixels)?;
+        }
+        Ok(())
+    }
+}
+
+/// Sends the next pass's grid `cell` to member `to` (ahead of the
+/// statistics).
+fn send_cell(team: &dyn Team, to: usize, cell: f32) -> Result<(), SppmCudaError> {
+    team.send(to, &cell.to_bits().to_le_bytes())
+        .map_err(team_error)
+}
+
+/// The grid cell member `from` sent with [`send_cell`].
+fn receive_cell(team: &dyn Team, from: usize) -> Result<f32, SppmCudaError> {
+    let message = team.receive(from).map_err(team_error)?;
+    let bits = <[u8; 4]>::try_from(message.as_slice()).map_err(|_| {
+        team_error(TeamError(format!(
+            "member {from} sent a grid cell of {} bytes",
+            message.len()
+        )))
+    })?;
+    Ok(f32::from_bits(u32::from_le_bytes(bits)))
+}
+
+/// A grid cell for pixels of mean radius `mean_radius` (1 when no pixel
+/// has one).
+fn cell_of(mean_radius: f64) -> f32 {
+    if mean_radius > 0.0 {
+        mean_radius as f32
+    } else {
+        1.0
+    }
+}
+
+/// A pass's photons and the hash grid over them (which the view names).
+struct PassGrid {
+    photons: DeviceBuffer<GpuPhoton>,
+    _grid: GpuHashGrid,
+    view: DeviceBuffer<GridView>,
 }
 
 /// What an eye pass writes for each pixel of the member's rows: its
