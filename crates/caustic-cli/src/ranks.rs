@@ -189,6 +189,22 @@ mod mpi_team {
             self.one_node
         }
 
+        fn sends_point_to_point(&self) -> bool {
+            true
+        }
+
+        fn send(&self, to: usize, bytes: &[u8]) -> Result<(), TeamError> {
+            let to = self.rank_of(to)?;
+            self.world()?.process_at_rank(to).send(bytes);
+            Ok(())
+        }
+
+        fn receive(&self, from: usize) -> Result<Vec<u8>, TeamError> {
+            let from = self.rank_of(from)?;
+            let (message, _) = self.world()?.process_at_rank(from).receive_vec::<u8>();
+            Ok(message)
+        }
+
         fn all_gather(&self, mine: &[u8]) -> Result<Gathered, TeamError> {
             let world = self.world()?;
             let count = message_count(mine)?;
@@ -237,6 +253,17 @@ mod mpi_team {
     }
 
     impl MpiTeam {
+        /// Member `member` as an MPI rank of the world communicator.
+        fn rank_of(&self, member: usize) -> Result<i32, TeamError> {
+            match i32::try_from(member) {
+                Ok(rank) if member < self.size => Ok(rank),
+                _ => Err(TeamError(format!(
+                    "no rank {member} in a job of {} ranks",
+                    self.size
+                ))),
+            }
+        }
+
         fn world(&self) -> Result<std::sync::MutexGuard<'_, SimpleCommunicator>, TeamError> {
             self.world
                 .lock()

@@ -302,20 +302,118 @@ fn run_animation(args: RenderArgs) -> Result<()> {
         .as_ref()
         .is_none_or(|a| a.fixed_topology());
     let flags = &args.flags;
-    let on_cpu = !flags.device.resolve()?.is_gpu();
-    let mut carried = CarriedTree::new(flags.accel.as_ref(), on_cpu, flags.update, fixed)?;
+    let backend = flags.device.resolve()?;
+    let lanes = backend.each_device();
+    let mut carried =
+        CarriedTree::new(flags.accel.as_ref(), !backend.is_gpu(), flags.update, fixed)?;
     let bar = frames_bar(instants.len(), args.quiet);
-    let mut backend = None;
+    let started = Instant::now();
+    let count = instants.len();
+    if lanes.len() > 1 && count > 1 && ranks::team().is_none() {
+        deal_frames(&args, &loaded, &pattern, &instants, (lanes, &bar))?;
+    } else {
+        let frames = Frames {
+            pattern: &pattern,
+            instants: &instants,
+            bar: &bar,
+        };
+        render_frames(&args, &mut loaded, frames, None, &mut carried)?;
+    }
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    if ranks::is_root() && count > 1 {
+        eprintln!(
+            "animation: {count} frames in {seconds:.2} s ({:.1} frames/s{})",
+            count as f64 / seconds,
+            match backend.device_count() {
+                1 => String::new(),
+                n if ranks::team().is_none() => format!(", dealt over {n} GPUs"),
+                n => format!(", each split among {n} GPUs"),
+            }
+        );
+    }
+    Ok(())
+}
+
+/// The frames one thread renders: their instants, where their images go,
+/// and the bar they advance.
+#[derive(Clone, Copy)]
+struct Frames<'a> {
+    pattern: &'a Path,
+    instants: &'a [(Option<u32>, f32)],
+    bar: &'a ProgressBar,
+}
+
+/// Every frame of `lanes`' devices at once, frame `k` on device `k mod
+/// lanes` (each with its own copy of the scene, posed at its own frames,
+/// and its own carried structure): an animation's frames are independent,
+/// so its frame rate grows with the GPUs while each frame is the one GPU's
+/// image. Frames split among the GPUs one by one (`render_instant` on the
+/// whole set) wait for the slowest part of every frame instead.
+fn deal_frames(
+    args: &RenderArgs,
+    loaded: &scene_arg::LoadedScene,
+    pattern: &Path,
+    instants: &[(Option<u32>, f32)],
+    (lanes, bar): (Vec<Backend>, &ProgressBar),
+) -> Result<()> {
+    let n = lanes.len();
+    if ranks::is_root() {
+        bar.suspend(|| eprintln!("frames dealt over {n} GPUs, each frame on one"));
+    }
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = lanes
+            .into_iter()
+            .enumerate()
+            .map(|(k, lane)| {
+                let mine: Vec<_> = instants.iter().skip(k).step_by(n).copied().collect();
+                let mut copy = scene_arg::LoadedScene {
+                    scene: loaded.scene.clone(),
+                    name: loaded.name.clone(),
+                    path: loaded.path.clone(),
+                };
+                scope.spawn(move || {
+                    let frames = Frames {
+                        pattern,
+                        instants: &mine,
+                        bar,
+                    };
+                    render_frames(args, &mut copy, frames, Some(lane), &mut None)
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+/// `frames` rendered one after another on `backend` (opened by the first
+/// frame when `None`), each from its instant to its image, with the
+/// structure `carried` refits on the CPU.
+fn render_frames(
+    args: &RenderArgs,
+    loaded: &mut scene_arg::LoadedScene,
+    frames: Frames,
+    mut backend: Option<Backend>,
+    carried: &mut Option<CarriedTree>,
+) -> Result<()> {
+    let show_device = backend.is_none();
     let mut gpu_carry = None;
-    for (frame, t) in instants {
+    for &(frame, t) in frames.instants {
         let started = Instant::now();
         loaded.scene.set_time(t);
         let pose_ms = started.elapsed().as_secs_f64() * 1e3;
         let path = match frame {
-            Some(f) => frame_path(&pattern, f).expect("checked above"),
-            None => pattern.clone(),
+            Some(f) => frame_path(frames.pattern, f).expect("checked above"),
+            None => frames.pattern.to_path_buf(),
         };
-        let (structure, update) = match &mut carried {
+        let (structure, update) = match carried {
             Some(tree) => {
                 let update = tree.update(&loaded.scene.triangles())?;
                 (Some(tree.shared()), update)
@@ -327,13 +425,14 @@ fn run_animation(args: RenderArgs) -> Result<()> {
         let shared = Shared {
             backend: &mut backend,
             gpu_carry: &mut gpu_carry,
+            show_device,
         };
-        let done = render_instant(&args, &loaded, &path, structure, (started, shared))?;
+        let done = render_instant(args, loaded, &path, structure, (started, shared))?;
         let update = done.update.unwrap_or(update);
         let label = frame.map_or(String::new(), |f| format!("frame {f} "));
         let stages = done.stages.stages(pose_ms);
         if ranks::is_root() {
-            bar.suspend(|| {
+            frames.bar.suspend(|| {
                 eprintln!(
                     "{label}(t = {t:.3} s, {update}, frame {:.1} ms; {stages}): wrote {} {}",
                     done.frame_ms,
@@ -342,9 +441,8 @@ fn run_animation(args: RenderArgs) -> Result<()> {
                 )
             });
         }
-        bar.inc(1);
+        frames.bar.inc(1);
     }
-    bar.finish_and_clear();
     Ok(())
 }
 
@@ -451,6 +549,8 @@ impl CarriedTree {
 struct Shared<'a> {
     backend: &'a mut Option<Backend>,
     gpu_carry: &'a mut Option<caustic::FrameCarry>,
+    /// Say which device the first frame opened.
+    show_device: bool,
 }
 
 /// One rendered frame of an animation.
@@ -552,7 +652,9 @@ fn render_instant(
     let backend = renderer.backend_for(&integrator)?;
     let prepare_ms = prepare.elapsed().as_secs_f64() * 1e3;
     if shared.backend.is_none() {
-        device::say(&backend);
+        if shared.show_device {
+            device::say(&backend);
+        }
         *shared.backend = Some(renderer.backend()?.clone());
     }
     let render = Instant::now();

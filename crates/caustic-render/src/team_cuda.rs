@@ -107,24 +107,52 @@ pub fn gather_device_runs<T: Pod>(
 }
 
 /// Whether `team` can pass device buffers from one member to another
-/// alone ([`hand_over`], [`take_over`]): threads of one process, which
-/// read each other's device memory and send each other messages.
+/// alone ([`hand_over`], [`take_over`]): members that send each other
+/// messages and reach each other's device memory (threads of one process
+/// by peer copies, the ranks of one node through CUDA IPC).
 pub fn hands_over_on_device(team: &dyn Team) -> bool {
-    team.shares_memory() && team.sends_point_to_point()
+    team.sends_point_to_point() && route(team, ipc_allowed()) != Route::Host
+}
+
+/// What [`hand_over`] sends between processes: the staging allocation
+/// holding the buffer, and the buffer's size.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct IpcNote {
+    handle: IpcHandle,
+    bytes: u64,
 }
 
 /// Offers `state` (complete once its device is synchronised here) to
 /// member `to`, which copies it with [`take_over`]; this member must not
-/// write or free `state` before `to` has copied it (a member that takes
-/// the state back from the team's turns knows that it has, and every
-/// member meets the others before freeing it).
+/// write or free `state` (nor hand another buffer over) before `to` has
+/// copied it: a member that takes the state back from the team's turns
+/// knows that it has, and every member meets the others before freeing
+/// it. Between processes the buffer is first copied into the device's
+/// exportable staging allocation ([`caustic_gpu::Gpu::ipc`]), which the
+/// next member maps.
 pub fn hand_over<T: Pod>(
     team: &dyn Team,
     to: usize,
     state: &DeviceBuffer<T>,
 ) -> Result<(), GpuTeamError> {
-    state.gpu().synchronize()?;
-    team.send(to, bytemuck::bytes_of(&state.peer_handle()))?;
+    let gpu = state.gpu();
+    match route(team, ipc_allowed()) {
+        Route::Peer => {
+            gpu.synchronize()?;
+            team.send(to, bytemuck::bytes_of(&state.peer_handle()))?;
+        }
+        Route::Ipc => {
+            // Staged and waited for before the note goes out.
+            let handle = gpu.ipc().stage(state, 0..state.len())?;
+            let note = IpcNote {
+                handle: handle.unwrap_or_else(bytemuck::Zeroable::zeroed),
+                bytes: state.bytes() as u64,
+            };
+            team.send(to, bytemuck::bytes_of(&note))?;
+        }
+        Route::Host => return Err(no_hand_over(team.rank(), to)),
+    }
     Ok(())
 }
 
@@ -136,33 +164,54 @@ pub fn take_over<T: Pod>(
     from: usize,
     state: &mut DeviceBuffer<T>,
 ) -> Result<(), GpuTeamError> {
-    let message = team.receive(from)?;
-    let source = match bytemuck::try_pod_read_unaligned::<PeerHandle>(&message) {
-        Ok(handle) => handle,
-        Err(_) => {
-            return Err(TeamError(format!(
-                "member {from} handed over a malformed buffer note ({} bytes)",
-                message.len()
-            ))
-            .into());
-        }
-    };
-    if source.bytes != state.bytes() as u64 {
-        return Err(GpuError::LengthMismatch {
-            operation: "take_over",
-            what: "bytes handed over",
-            expected: state.bytes(),
-            actual: source.bytes as usize,
-        }
-        .into());
+    let route = route(team, ipc_allowed());
+    if route == Route::Host {
+        return Err(no_hand_over(from, team.rank()));
     }
-    // SAFETY: `from` synchronised its device before naming the buffer,
-    // which is one of this process's (only a team of threads hands over),
-    // and it does not write or free it before this copy is done (the
-    // contract of `hand_over`); the device is synchronised below.
+    let message = team.receive(from)?;
+    let malformed = || {
+        TeamError(format!(
+            "member {from} handed over a malformed buffer note ({} bytes)",
+            message.len()
+        ))
+    };
+    let gpu = state.gpu().clone();
+    let source = match route {
+        Route::Ipc => {
+            let note: IpcNote =
+                bytemuck::try_pod_read_unaligned(&message).map_err(|_| malformed())?;
+            expect_bytes(state, note.bytes)?;
+            gpu.ipc().open(&gpu, from, &note.handle, note.bytes)?
+        }
+        _ => bytemuck::try_pod_read_unaligned(&message).map_err(|_| malformed())?,
+    };
+    expect_bytes(state, source.bytes)?;
+    // SAFETY: `from` synchronised its device before naming the buffer (a
+    // buffer of this process, or its staging allocation mapped here), and
+    // it does not write or free it before this copy is done (the contract
+    // of `hand_over`); the device is synchronised below.
     unsafe { state.copy_from_peer(0, source)? };
-    state.gpu().synchronize()?;
+    gpu.synchronize()?;
     Ok(())
+}
+
+fn expect_bytes<T: Pod>(state: &DeviceBuffer<T>, bytes: u64) -> Result<(), GpuError> {
+    if bytes == state.bytes() as u64 {
+        return Ok(());
+    }
+    Err(GpuError::LengthMismatch {
+        operation: "take_over",
+        what: "bytes handed over",
+        expected: state.bytes(),
+        actual: bytes as usize,
+    })
+}
+
+fn no_hand_over(from: usize, to: usize) -> GpuTeamError {
+    TeamError(format!(
+        "member {from} cannot hand a device buffer to member {to}: they reach each other only through the host"
+    ))
+    .into()
 }
 
 /// Whether `team`'s members reach one another's device buffers without

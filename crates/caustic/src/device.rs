@@ -179,6 +179,24 @@ impl Backend {
         1 + self.more_gpus.len()
     }
 
+    /// Each device as a backend of its own, in order (the CPU as itself):
+    /// for work dealt whole to every GPU rather than split within one
+    /// render, such as the frames of an animation.
+    pub fn each_device(&self) -> Vec<Backend> {
+        if self.gpu.is_none() {
+            return vec![self.clone()];
+        }
+        self.gpu
+            .iter()
+            .chain(&self.more_gpus)
+            .map(|gpu| Backend {
+                gpu: Some(gpu.clone()),
+                more_gpus: Vec::new(),
+                note: format!("device: {}", gpu_name(gpu)),
+            })
+            .collect()
+    }
+
     /// Whether work runs on a GPU.
     pub fn is_gpu(&self) -> bool {
         self.gpu.is_some()

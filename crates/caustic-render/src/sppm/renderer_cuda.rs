@@ -155,7 +155,7 @@ pub fn render_cuda_in_team_split(
             run_dealt(device, scene, camera, (settings, team), on_pass)
         }
         TeamSplit::Passes => Err(SppmError(
-            "whole passes are dealt only among the GPUs of one process".into(),
+            "whole passes are dealt only among GPUs that hand each other device buffers (the GPUs of one process, or the GPU ranks of one node)".into(),
         )
         .into()),
     }
@@ -180,13 +180,14 @@ pub enum TeamSplit {
     /// device). The members' waves are a single GPU's, so a pass's fixed
     /// costs (its launches, its longest paths) are not paid by every
     /// member, and the only serial part is the gather chain. Each member
-    /// needs one GPU's memory for the whole image. GPUs of one process.
+    /// needs one GPU's memory for the whole image. The GPUs of one
+    /// process (peer copies) or the GPU ranks of one node (CUDA IPC).
     Passes,
 }
 
 impl TeamSplit {
     /// [`TeamSplit::Passes`] where `team` hands buffers over on the
-    /// devices (the GPUs of one process), else [`TeamSplit::Rows`];
+    /// devices ([`hands_over_on_device`]), else [`TeamSplit::Rows`];
     /// `CAUSTIC_SPPM_SPLIT=rows` picks rows everywhere (to compare them).
     pub fn for_team(team: &dyn Team) -> Self {
         static ROWS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
