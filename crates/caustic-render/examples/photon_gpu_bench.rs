@@ -7,7 +7,7 @@
 //! Then one CPU frame with the same settings, for the speed-up and the
 //! agreement of the images.
 //!
-//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--spacing S] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu] [--photon-priority same|above|below] [--early-estimates on|off] [--eye-grid S] [--save PATH] [--compare PATH]`
+//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--spacing S] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu] [--photon-priority same|above|below] [--early-estimates on|off] [--save PATH] [--compare PATH]`
 //! (`--gather N`: the final gather with N rays, reading irradiance
 //! precomputed at every 4th global photon, at irradiance samples placed
 //! every `S` pixels on average (default 4, the CLI's) and interpolated, or
@@ -111,13 +111,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Some("off") => renderer.set_early_estimates(false),
             _ => return Err("--early-estimates takes on or off".into()),
         },
-    }
-    // `--eye-grid S`: the eye waves' share of the resident blocks.
-    if let Some(i) = args.iter().position(|a| a == "--eye-grid") {
-        match args.get(i + 1).and_then(|s| s.parse::<f32>().ok()) {
-            Some(share) if share > 0.0 && share <= 1.0 => renderer.set_eye_grid_share(share),
-            _ => return Err("--eye-grid takes a share in (0, 1]".into()),
-        }
     }
     // The first frame compiles and loads the kernels; time the later ones.
     renderer.render(&camera, &settings)?;

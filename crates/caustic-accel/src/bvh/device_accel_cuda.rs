@@ -897,15 +897,6 @@ impl AccelTracer {
         }
     }
 
-    /// The persistent grids of the binary BVH's kernels on `share` of the
-    /// device's resident blocks ([`Tracer::set_grid_share`]); the other
-    /// structures' kernels keep their grids.
-    pub fn set_grid_share(&mut self, share: f32) {
-        if let TracerKernels::Binary(tracer) = &mut self.kernels {
-            tracer.set_grid_share(share);
-        }
-    }
-
     /// The closest hit of every ray into `hits` (same length), without waiting.
     pub fn intersect(
         &mut self,

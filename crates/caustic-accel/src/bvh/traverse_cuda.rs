@@ -139,8 +139,6 @@ pub struct Tracer {
     closest_blocks: u32,
     any_blocks: u32,
     group_blocks: u32,
-    /// The share of those blocks the grids launch ([`Self::set_grid_share`]).
-    share: f32,
 }
 
 impl Tracer {
@@ -157,18 +155,7 @@ impl Tracer {
             group_blocks: per_sm(
                 gpu.resident_blocks(k::TRAVERSE_BVH2_GROUP_NEAREST, TRACE_THREADS)?,
             ),
-            share: 1.0,
         })
-    }
-
-    /// Launches the persistent grids with `share` (in (0, 1]; at least a
-    /// block a multiprocessor) of the blocks the device holds at once,
-    /// leaving room on every multiprocessor for another stream's kernels:
-    /// a persistent grid's blocks end only with the kernel, so a grid of
-    /// every resident block keeps another stream's blocks waiting, whatever
-    /// their priority, until its last ray is traced.
-    pub fn set_grid_share(&mut self, share: f32) {
-        self.share = if share > 0.0 { share.min(1.0) } else { 1.0 };
     }
 
     pub fn gpu(&self) -> &Gpu {
@@ -331,8 +318,6 @@ impl Tracer {
         let Some(n) = self.ready(kernel.name(), rays)? else {
             return Ok(());
         };
-        let least = self.gpu.info().multiprocessors.max(1);
-        let blocks = ((blocks as f32 * self.share).ceil() as u32).clamp(least.min(blocks), blocks);
         self.gpu.launch(
             kernel,
             blocks,

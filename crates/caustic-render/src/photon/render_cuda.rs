@@ -125,13 +125,6 @@ impl std::ops::Deref for SceneRef<'_> {
 /// 0.43-0.69 ms same; with the final gather all four within noise).
 pub const PHOTON_STREAM_PRIORITY: StreamPriority = StreamPriority::Above;
 
-/// The share of the device's resident blocks the eye waves' persistent
-/// traversal grids take where the photon pass runs beside them
-/// ([`GpuScene::set_grid_share`]): the photon pass's launches then find
-/// room on every multiprocessor instead of waiting for whole eye
-/// traversals (the primary wave's 8·10^6 shadow rays among them).
-pub const EYE_GRID_SHARE: f32 = 0.75;
-
 /// A scene uploaded for photon-mapped frames.
 pub struct GpuPhotonRenderer<'s> {
     scene: SceneRef<'s>,
@@ -171,11 +164,10 @@ impl GpuPhotonRenderer<'static> {
     /// the eye waves' stream (for measuring; the default is
     /// [`PHOTON_STREAM_PRIORITY`]).
     pub fn from_scene_at(
-        mut uploaded: GpuScene,
+        uploaded: GpuScene,
         scene: &RenderScene,
         priority: StreamPriority,
     ) -> Result<Self, GpuError> {
-        uploaded.set_grid_share(EYE_GRID_SHARE);
         let photon_stream = uploaded.gpu().with_own_stream_at(priority)?;
         let photon_scene = GpuScene::upload_with(&photon_stream, scene, uploaded.accel().spec())?;
         let estimate_gpu = uploaded.gpu().with_own_stream_at(StreamPriority::Below)?;
@@ -210,15 +202,6 @@ impl<'s> GpuPhotonRenderer<'s> {
     /// default; off for measuring).
     pub fn set_early_estimates(&mut self, on: bool) {
         self.early_estimates = on;
-    }
-
-    /// The eye waves' share of the device's resident blocks
-    /// ([`EYE_GRID_SHARE`] where the photon pass runs beside them), for
-    /// measuring; a renderer on a borrowed upload keeps the upload's.
-    pub fn set_eye_grid_share(&mut self, share: f32) {
-        if let SceneRef::Owned(scene) = &mut self.scene {
-            scene.set_grid_share(share);
-        }
     }
 
     /// The uploaded scene (its structure's build stats among others).

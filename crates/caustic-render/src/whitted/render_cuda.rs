@@ -118,9 +118,6 @@ pub struct GpuScene {
     /// The most primary slots traced at once ([`Self::set_max_primary_slots`]);
     /// `None`: as many as a quarter of the free memory holds.
     max_primary_slots: Option<usize>,
-    /// The share of the device's resident blocks the frame's traversal
-    /// grids launch ([`Self::set_grid_share`]).
-    grid_share: f32,
 }
 
 /// Device bytes a frame's bounce holds per primary slot, its waves no
@@ -158,18 +155,7 @@ impl GpuScene {
             staging: Mutex::new(None),
             display_steps: Mutex::new(None),
             max_primary_slots: None,
-            grid_share: 1.0,
         })
-    }
-
-    /// Traces the frames' rays with persistent grids of `share` of the
-    /// device's resident blocks (binary BVHs; 1, the default, for all):
-    /// where another stream's work runs beside the frame (the photon
-    /// mapper's photon pass), its blocks then find room at once instead of
-    /// waiting for a whole traversal to end. The image does not depend on
-    /// it.
-    pub fn set_grid_share(&mut self, share: f32) {
-        self.grid_share = share;
     }
 
     /// Caps the primary slots (pixels × samples, in whole 8×8 tiles) a
@@ -299,10 +285,8 @@ impl GpuScene {
             .wrapping_sub(12 * u64::from(band.pixels.start));
         let params = self.params(camera, settings, origin);
         let params = DeviceBuffer::from_slice(gpu, "whitted params", &[params])?;
-        let mut tracer = self.device.accel.tracer()?;
-        tracer.set_grid_share(self.grid_share);
         let mut frame = Frame {
-            tracer,
+            tracer: self.device.accel.tracer()?,
             accel: &self.device.accel,
             params: &params,
             shadow_slots: self.shadow_slots(settings.light_samples),
