@@ -545,6 +545,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         let on = self.early_estimates && team.size() == 1 && settings.gather_rays == 0;
         on.then(|| EarlyEstimates {
             gpu: gpu.clone(),
+            hold: early_hold(),
             vertices: None,
             launched: None,
         })
@@ -697,12 +698,30 @@ fn received<T>(message: Result<Result<T, GpuPhotonError>, mpsc::RecvError>) -> R
 struct EarlyEstimates {
     /// The estimate stream's handle.
     gpu: caustic_gpu::Gpu,
+    /// The wave whose end waits for the maps ([`EARLY_HOLD`]).
+    hold: Option<usize>,
     /// The primary wave's vertices: allocated on the estimate stream,
     /// written by the eye stream's collection.
     vertices: Option<DeviceBuffer<GpuEyeVertex>>,
     /// What the launched estimates read, kept until the frame's stream
     /// has waited for them.
     launched: Option<EarlyLaunch>,
+}
+
+/// The eye wave after whose collection a frame with early estimates waits
+/// for the maps and launches them (`None`: it never waits; each wave's
+/// end looks whether the maps have come, and the last step waits).
+pub const EARLY_HOLD: Option<usize> = None;
+
+/// [`EARLY_HOLD`], or `CAUSTIC_EARLY_HOLD` (a wave's depth, or `none`) for
+/// measuring; read once per process.
+fn early_hold() -> Option<usize> {
+    static HOLD: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *HOLD.get_or_init(|| match std::env::var("CAUSTIC_EARLY_HOLD") {
+        Ok(value) if value == "none" => None,
+        Ok(value) => value.parse().ok().or(EARLY_HOLD),
+        Err(_) => EARLY_HOLD,
+    })
 }
 
 /// The buffers an early launch reads (on the estimate stream).
@@ -1217,10 +1236,15 @@ impl WaveSteps for EstimateSteps<'_> {
             self.runs[wave.depth].push(run);
         }
         // The maps may have come since the last wave.
-        if let Some(early) = &mut self.early
-            && let Some(views) = self.maps.ready()?
-        {
-            early.launch(wave.params, views, self.bounds)?;
+        if let Some(early) = &mut self.early {
+            let views = if early.hold == Some(wave.depth) {
+                Some(self.maps.wait()?)
+            } else {
+                self.maps.ready()?
+            };
+            if let Some(views) = views {
+                early.launch(wave.params, views, self.bounds)?;
+            }
         }
         Ok(())
     }
