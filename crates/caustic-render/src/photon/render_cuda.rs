@@ -1237,13 +1237,19 @@ impl WaveSteps for EstimateSteps<'_> {
         }
         // The maps may have come since the last wave.
         if let Some(early) = &mut self.early {
+            let (sent, start) = (self.maps.is_sent(), Instant::now());
             let views = if early.hold == Some(wave.depth) {
                 Some(self.maps.wait()?)
             } else {
                 self.maps.ready()?
             };
+            let came = sent && views.is_some();
             if let Some(views) = views {
                 early.launch(wave.params, views, self.bounds)?;
+            }
+            if came {
+                // The host's wait (none where they had come).
+                self.add_stage("photon wait", start.elapsed().as_secs_f64() * 1e3);
             }
         }
         Ok(())
