@@ -15,10 +15,15 @@
 //!    ([`GpuScene::render_with`]): specular chains, emission, direct light
 //!    by shadow rays, exactly as the CPU photon renderer's walk; every
 //!    wave's diffuse ends of chains are collected (compaction) as eye
-//!    vertices, and after the last wave one kernel adds the radiance
+//!    vertices (their selection read with the wave's own counts, one wait
+//!    a bounce), and after the last wave one kernel adds the radiance
 //!    estimates of the caustic and the global map at all of them, in Morton
 //!    order (k nearest photons, the k-th fixing the disc, with the CPU
-//!    estimate's rules).
+//!    estimate's rules). Where the photon pass runs beside the eye waves
+//!    and there is no final gather, the primary wave's vertices are
+//!    estimated on a third stream as soon as the maps are there, beside
+//!    the later waves (`EarlyEstimates`), and the last launch takes the
+//!    later waves' vertices.
 //!
 //! An owned renderer on one GPU runs steps 1–2 (and the final gather's
 //! precompute) on a second stream of the device, beside the eye waves of
@@ -520,7 +525,7 @@ impl<'s> GpuPhotonRenderer<'s> {
             samples: 0,
             gather_ms: 0.0,
             stages: Vec::new(),
-            last_step: Instant::now(),
+            eye_start: Instant::now(),
         };
         let (image, eye) = eye_pass(&self.scene, &whitted, &band, &mut steps)?;
         if let Pending::Ready((_, Some(photons))) = &mut steps.irradiance {
@@ -545,7 +550,6 @@ impl<'s> GpuPhotonRenderer<'s> {
         let on = self.early_estimates && team.size() == 1 && settings.gather_rays == 0;
         on.then(|| EarlyEstimates {
             gpu: gpu.clone(),
-            hold: early_hold(),
             vertices: None,
             launched: None,
         })
@@ -698,30 +702,12 @@ fn received<T>(message: Result<Result<T, GpuPhotonError>, mpsc::RecvError>) -> R
 struct EarlyEstimates {
     /// The estimate stream's handle.
     gpu: caustic_gpu::Gpu,
-    /// The wave whose end waits for the maps ([`EARLY_HOLD`]).
-    hold: Option<usize>,
     /// The primary wave's vertices: allocated on the estimate stream,
     /// written by the eye stream's collection.
     vertices: Option<DeviceBuffer<GpuEyeVertex>>,
     /// What the launched estimates read, kept until the frame's stream
     /// has waited for them.
     launched: Option<EarlyLaunch>,
-}
-
-/// The eye wave after whose collection a frame with early estimates waits
-/// for the maps and launches them (`None`: it never waits; each wave's
-/// end looks whether the maps have come, and the last step waits).
-pub const EARLY_HOLD: Option<usize> = None;
-
-/// [`EARLY_HOLD`], or `CAUSTIC_EARLY_HOLD` (a wave's depth, or `none`) for
-/// measuring; read once per process.
-fn early_hold() -> Option<usize> {
-    static HOLD: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    *HOLD.get_or_init(|| match std::env::var("CAUSTIC_EARLY_HOLD") {
-        Ok(value) if value == "none" => None,
-        Ok(value) => value.parse().ok().or(EARLY_HOLD),
-        Err(_) => EARLY_HOLD,
-    })
 }
 
 /// The buffers an early launch reads (on the estimate stream).
@@ -785,7 +771,11 @@ impl EarlyEstimates {
 /// the radiance estimates added in one launch. One launch over spatially
 /// sorted points keeps neighbouring threads on neighbouring photons and
 /// spreads the rare costly query over the whole machine, where a launch per
-/// wave waited on its slowest queries once per bounce.
+/// wave waited on its slowest queries once per bounce. On one GPU with a
+/// photon stream and no final gather the primary wave's vertices (most of
+/// them) get a launch of their own instead, on a third stream as soon as
+/// the maps are there ([`EarlyEstimates`]), and the last step's launch
+/// takes the later waves' vertices.
 struct EstimateSteps<'a> {
     /// The views of the photon pass's maps, read by the estimates after
     /// the last wave.
@@ -831,7 +821,7 @@ struct EstimateSteps<'a> {
     /// The eye pass's start: the Whitted waves and the collection of
     /// their vertices (which waits with the waves' own counts, no clock of
     /// its own) run until [`WaveSteps::finish`].
-    last_step: Instant,
+    eye_start: Instant,
 }
 
 /// The final gather (`gather.rs`): `rays_per` cosine-distributed rays per
@@ -1151,7 +1141,7 @@ impl EstimateSteps<'_> {
     /// The Whitted waves' time with their collection, since the eye
     /// pass's start (the device synchronised just before).
     fn add_waves_time(&mut self) {
-        let ms = self.last_step.elapsed().as_secs_f64() * 1e3;
+        let ms = self.eye_start.elapsed().as_secs_f64() * 1e3;
         self.add_stage("eye waves", ms);
     }
 
@@ -1235,21 +1225,21 @@ impl WaveSteps for EstimateSteps<'_> {
             estimate_cuda::collect_at(wave.params, slots, &indices, &mut run, 0)?;
             self.runs[wave.depth].push(run);
         }
-        // The maps may have come since the last wave.
+        // The maps may have come since the last wave: the estimates at the
+        // primary wave's vertices start then, without waiting for them
+        // (a wave's end that waited instead, 2026-11-28: 19.1-20.3 ms a
+        // frame against 17.6-17.7, the later waves' shadow rays then
+        // sharing the device with the estimates).
         if let Some(early) = &mut self.early {
-            let (sent, start) = (self.maps.is_sent(), Instant::now());
-            let views = if early.hold == Some(wave.depth) {
-                Some(self.maps.wait()?)
-            } else {
-                self.maps.ready()?
-            };
+            let sent = self.maps.is_sent();
+            let views = self.maps.ready()?;
             let came = sent && views.is_some();
             if let Some(views) = views {
                 early.launch(wave.params, views, self.bounds)?;
             }
             if came {
-                // The host's wait (none where they had come).
-                self.add_stage("photon wait", start.elapsed().as_secs_f64() * 1e3);
+                // Recorded as the last step records its wait: here none.
+                self.add_stage("photon wait", 0.0);
             }
         }
         Ok(())

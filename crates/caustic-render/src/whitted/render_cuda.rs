@@ -11,9 +11,10 @@
 //!    ray, two child slots (mirror reflection, or the Fresnel split of a
 //!    dielectric, weak branches by Russian roulette) and one shadow slot per
 //!    point/spot/directional light and `light_samples` per area light;
-//!    stream compaction keeps the flagged slots; the shadow rays are traced
-//!    any-hit and the unoccluded ones added; the children are the next
-//!    bounce's queue.
+//!    stream compaction keeps the flagged slots (the children's, the shadow
+//!    rays' and an extra step's selections queued together, their counts
+//!    read with one wait a bounce); the shadow rays are traced any-hit and
+//!    the unoccluded ones added; the children are the next bounce's queue.
 //! 3. The framebuffer stays on the device until the final image is
 //!    downloaded once.
 //!
