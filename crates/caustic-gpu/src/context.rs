@@ -252,6 +252,18 @@ impl Gpu {
             .map_err(GpuError::driver("waiting for the GPU"))
     }
 
+    /// Makes the work queued on this handle's stream from now on wait for
+    /// the work queued so far on `other`'s (a handle of the same context),
+    /// without waiting on the host: what [`Gpu::with_own_stream`]'s handles
+    /// need where one reads what the other wrote.
+    pub fn wait_for(&self, other: &Gpu) -> Result<(), GpuError> {
+        self.bind()?;
+        self.inner
+            .stream
+            .join(&other.inner.stream)
+            .map_err(GpuError::driver("ordering one stream after another"))
+    }
+
     /// (free, total) device memory in bytes.
     pub fn memory(&self) -> Result<(usize, usize), GpuError> {
         self.bind()?;

@@ -7,7 +7,7 @@
 //! Then one CPU frame with the same settings, for the speed-up and the
 //! agreement of the images.
 //!
-//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--spacing S] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu] [--photon-priority same|above|below] [--save PATH] [--compare PATH]`
+//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--spacing S] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu] [--photon-priority same|above|below] [--early-estimates on|off] [--save PATH] [--compare PATH]`
 //! (`--gather N`: the final gather with N rays, reading irradiance
 //! precomputed at every 4th global photon, at irradiance samples placed
 //! every `S` pixels on average (default 4, the CLI's) and interpolated, or
@@ -97,11 +97,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             _ => return Err("--photon-priority takes same, above or below".into()),
         },
     };
-    let renderer = GpuPhotonRenderer::from_scene_at(
+    let mut renderer = GpuPhotonRenderer::from_scene_at(
         caustic_render::whitted::render_cuda::GpuScene::upload(&gpu, &rs)?,
         &rs,
         priority,
     )?;
+    // `--early-estimates on|off`: the primary wave's estimates beside the
+    // later waves (on, the renderer's default) or all after the last.
+    match args.iter().position(|a| a == "--early-estimates") {
+        None => {}
+        Some(i) => match args.get(i + 1).map(String::as_str) {
+            Some("on") => renderer.set_early_estimates(true),
+            Some("off") => renderer.set_early_estimates(false),
+            _ => return Err("--early-estimates takes on or off".into()),
+        },
+    }
     // The first frame compiles and loads the kernels; time the later ones.
     renderer.render(&camera, &settings)?;
     let mut frames = Vec::new();

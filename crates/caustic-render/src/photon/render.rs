@@ -215,9 +215,9 @@ pub struct PhotonRenderStats {
     /// Collecting shading points, seeding and gathering at the samples
     /// (the GPU: its whole final gather).
     pub sample_ms: f64,
-    /// The GPU eye pass's own stages in order, `(name, ms)` (eye-vertex
-    /// collection, their Morton order, the estimates, the final gather's
-    /// steps); empty on the CPU.
+    /// The GPU eye pass's own stages in order, `(name, ms)` (the eye
+    /// waves with their eye-vertex collection, the vertices' Morton order,
+    /// the estimates, the final gather's steps); empty on the CPU.
     pub stage_ms: Vec<(&'static str, f64)>,
     /// The image pass.
     pub render_ms: f64,

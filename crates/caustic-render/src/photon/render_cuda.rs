@@ -15,10 +15,15 @@
 //!    ([`GpuScene::render_with`]): specular chains, emission, direct light
 //!    by shadow rays, exactly as the CPU photon renderer's walk; every
 //!    wave's diffuse ends of chains are collected (compaction) as eye
-//!    vertices, and after the last wave one kernel adds the radiance
+//!    vertices (their selection read with the wave's own counts, one wait
+//!    a bounce), and after the last wave one kernel adds the radiance
 //!    estimates of the caustic and the global map at all of them, in Morton
 //!    order (k nearest photons, the k-th fixing the disc, with the CPU
-//!    estimate's rules).
+//!    estimate's rules). Where the photon pass runs beside the eye waves
+//!    and there is no final gather, the primary wave's vertices are
+//!    estimated on a third stream as soon as the maps are there, beside
+//!    the later waves (`EarlyEstimates`), and the last launch takes the
+//!    later waves' vertices.
 //!
 //! An owned renderer on one GPU runs steps 1–2 (and the final gather's
 //! precompute) on a second stream of the device, beside the eye waves of
@@ -61,7 +66,7 @@ use crate::photon::records_cuda::{GpuEyeVertex, GpuPhoton, GpuShadedPhoton, Phot
 use crate::scene_cuda::FrameParams;
 use caustic_accel::points::hash_grid_cuda::GpuHashGrid;
 use caustic_accel::points::kdtree::build_cuda::GpuPointKdTree;
-use caustic_gpu::ops::compact::{gather_wave, select_indices};
+use caustic_gpu::ops::compact::{gather_wave, select_indices, select_indices_at};
 use caustic_gpu::ops::segment::gather_u32;
 use caustic_gpu::{DeviceBuffer, GpuError, PinnedBuffer, StreamPriority};
 use caustic_scene::Camera;
@@ -72,7 +77,9 @@ use super::render::{PassPlan, PhotonRenderError, PhotonRenderSettings, PhotonRen
 use super::trace_cuda::{self, GpuPhotonMaps};
 use crate::team::{Solo, Team, TeamError, TileBand, band_film_to_root, own_pieces, share, sum_u64};
 use crate::team_cuda::{GpuTeamError, add_band_sums, gather_device_runs};
-use crate::whitted::render_cuda::{GpuScene, ShadedWave, WaveSteps, check_display_bytes};
+use crate::whitted::render_cuda::{
+    GpuScene, ShadedWave, WaveCount, WaveSteps, check_display_bytes,
+};
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
 
 /// A GPU photon-render error: a setting the GPU path does not support, or
@@ -134,6 +141,12 @@ pub struct GpuPhotonRenderer<'s> {
     diagonal: f32,
     /// The scene's bounds (lo, hi), for the Morton order of eye vertices.
     bounds: ([f32; 3], [f32; 3]),
+    /// A third stream of the device, below the eye waves', where the
+    /// estimates at the primary wave's vertices run beside the later waves
+    /// ([`EarlyEstimates`]); `None` where the photon pass runs first.
+    estimate_gpu: Option<caustic_gpu::Gpu>,
+    /// Whether a frame with the estimate stream uses it (for measuring).
+    early_estimates: bool,
 }
 
 impl GpuPhotonRenderer<'static> {
@@ -162,8 +175,10 @@ impl GpuPhotonRenderer<'static> {
     ) -> Result<Self, GpuError> {
         let photon_stream = uploaded.gpu().with_own_stream_at(priority)?;
         let photon_scene = GpuScene::upload_with(&photon_stream, scene, uploaded.accel().spec())?;
+        let estimate_gpu = uploaded.gpu().with_own_stream_at(StreamPriority::Below)?;
         let mut renderer = Self::from_parts(SceneRef::Owned(Box::new(uploaded)), scene);
         renderer.photon_scene = Some(photon_scene);
+        renderer.estimate_gpu = Some(estimate_gpu);
         Ok(renderer)
     }
 }
@@ -182,7 +197,16 @@ impl<'s> GpuPhotonRenderer<'s> {
             sources: PhotonSources::new(scene),
             diagonal: scene.scene_diagonal,
             bounds: bounds(scene),
+            estimate_gpu: None,
+            early_estimates: true,
         }
+    }
+
+    /// Whether frames estimate at the primary wave's vertices beside the
+    /// later waves, where the renderer has the stream for it (on by
+    /// default; off for measuring).
+    pub fn set_early_estimates(&mut self, on: bool) {
+        self.early_estimates = on;
     }
 
     /// The uploaded scene (its structure's build stats among others).
@@ -479,6 +503,8 @@ impl<'s> GpuPhotonRenderer<'s> {
             runs: Vec::new(),
             appended: None,
             wave_lengths: Vec::new(),
+            selected: None,
+            early: self.early(settings, team),
             bounds: self.bounds,
             gather: (settings.gather_rays > 0).then(|| FinalGather {
                 scene: &self.scene,
@@ -499,7 +525,7 @@ impl<'s> GpuPhotonRenderer<'s> {
             samples: 0,
             gather_ms: 0.0,
             stages: Vec::new(),
-            last_step: Instant::now(),
+            eye_start: Instant::now(),
         };
         let (image, eye) = eye_pass(&self.scene, &whitted, &band, &mut steps)?;
         if let Pending::Ready((_, Some(photons))) = &mut steps.irradiance {
@@ -514,6 +540,19 @@ impl<'s> GpuPhotonRenderer<'s> {
         stats.stage_ms = steps.stages;
         stats.stage_ms.push(("download", eye.download_ms));
         Ok(image)
+    }
+
+    /// The early estimates' state of a frame, where it has them: one GPU
+    /// with the estimate stream, and no final gather (whose samples are
+    /// placed among all vertices at once).
+    fn early(&self, settings: &PhotonRenderSettings, team: &dyn Team) -> Option<EarlyEstimates> {
+        let gpu = self.estimate_gpu.as_ref()?;
+        let on = self.early_estimates && team.size() == 1 && settings.gather_rays == 0;
+        on.then(|| EarlyEstimates {
+            gpu: gpu.clone(),
+            vertices: None,
+            launched: None,
+        })
     }
 
     /// The irradiance precomputed at every `stride`-th photon of the
@@ -611,16 +650,27 @@ impl<T> Pending<T> {
     /// sent it yet.
     fn wait(&mut self) -> Result<&mut T, GpuError> {
         if let Pending::Sent(sent) = self {
-            let value = match sent.recv() {
-                Ok(Ok(value)) => value,
-                Ok(Err(GpuPhotonError::Gpu(error))) => return Err(error),
-                Ok(Err(error)) => return Err(photon_stream_failed(error.to_string())),
-                Err(_) => return Err(photon_stream_failed("its thread ended".into())),
+            *self = Pending::Ready(received(sent.recv())?);
+        }
+        match self {
+            Pending::Ready(value) => Ok(value),
+            Pending::Sent(_) => unreachable!("received above"),
+        }
+    }
+
+    /// The value if the photon stream's thread has sent it, without
+    /// waiting.
+    fn ready(&mut self) -> Result<Option<&mut T>, GpuError> {
+        if let Pending::Sent(sent) = self {
+            let value = match sent.try_recv() {
+                Err(mpsc::TryRecvError::Empty) => return Ok(None),
+                Err(mpsc::TryRecvError::Disconnected) => received(Err(mpsc::RecvError))?,
+                Ok(value) => received(Ok(value))?,
             };
             *self = Pending::Ready(value);
         }
         match self {
-            Pending::Ready(value) => Ok(value),
+            Pending::Ready(value) => Ok(Some(value)),
             Pending::Sent(_) => unreachable!("received above"),
         }
     }
@@ -630,12 +680,102 @@ impl<T> Pending<T> {
     }
 }
 
+/// What the photon stream's thread sent, or why nothing came.
+fn received<T>(message: Result<Result<T, GpuPhotonError>, mpsc::RecvError>) -> Result<T, GpuError> {
+    match message {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(GpuPhotonError::Gpu(error))) => Err(error),
+        Ok(Err(error)) => Err(photon_stream_failed(error.to_string())),
+        Err(_) => Err(photon_stream_failed("its thread ended".into())),
+    }
+}
+
+/// The estimates at the primary wave's vertices, on a stream of their own
+/// below the eye waves': the primary wave holds most of a frame's eye
+/// vertices, and once they are collected and the maps are ready their
+/// estimates (which fill the device) need nothing of the later waves
+/// (mirror and glass paths, few and latency-bound), so they run beside
+/// them; the later waves' vertices get a second, small launch after the
+/// last wave. Each vertex's estimate is its own (the same exact search
+/// wherever its tile falls): only the order of the framebuffer's atomic
+/// additions changes.
+struct EarlyEstimates {
+    /// The estimate stream's handle.
+    gpu: caustic_gpu::Gpu,
+    /// The primary wave's vertices: allocated on the estimate stream,
+    /// written by the eye stream's collection.
+    vertices: Option<DeviceBuffer<GpuEyeVertex>>,
+    /// What the launched estimates read, kept until the frame's stream
+    /// has waited for them.
+    launched: Option<EarlyLaunch>,
+}
+
+/// The buffers an early launch reads (on the estimate stream).
+struct EarlyLaunch {
+    _params: DeviceBuffer<FrameParams>,
+    _views: DeviceBuffer<PhotonMapView>,
+    _order: DeviceBuffer<u32>,
+    _tiles: DeviceBuffer<u32>,
+}
+
+impl EarlyEstimates {
+    /// Writes the primary wave's vertices of `slots` (selected by
+    /// `indices`) into a buffer of the estimate stream, on the frame's
+    /// stream.
+    fn collect(&mut self, wave: &ShadedWave, indices: &DeviceBuffer<u32>) -> Result<(), GpuError> {
+        let frame_gpu = wave.params.gpu();
+        let mut vertices = DeviceBuffer::uninit(&self.gpu, "primary eye vertices", indices.len())?;
+        // The allocation is the estimate stream's: made before the writes.
+        frame_gpu.wait_for(&self.gpu)?;
+        let slots = (wave.rays, wave.hits, wave.paths);
+        estimate_cuda::collect_at(wave.params, slots, indices, &mut vertices, 0)?;
+        self.vertices = Some(vertices);
+        Ok(())
+    }
+
+    /// Queues the estimates at the collected primary vertices from the
+    /// maps `views` on the estimate stream, after the frame's stream's
+    /// work so far (the collection, the frame's parameters); once.
+    fn launch(
+        &mut self,
+        params: &DeviceBuffer<FrameParams>,
+        views: &[PhotonMapView],
+        bounds: ([f32; 3], [f32; 3]),
+    ) -> Result<(), GpuError> {
+        let Some(vertices) = &self.vertices else {
+            return Ok(());
+        };
+        if self.launched.is_some() {
+            return Ok(());
+        }
+        let gpu = &self.gpu;
+        gpu.wait_for(params.gpu())?;
+        let mut own_params = DeviceBuffer::uninit(gpu, "early estimate frame", 1)?;
+        own_params.copy_from_at(params, 0)?;
+        let views = DeviceBuffer::from_slice(gpu, "photon map views", views)?;
+        let order = estimate_cuda::morton_order(vertices, bounds.0, bounds.1)?;
+        let tiles = estimate_cuda::tile_order(&views, vertices, &order)?;
+        estimate_cuda::estimate(&own_params, &views, vertices, &order, &tiles)?;
+        self.launched = Some(EarlyLaunch {
+            _params: own_params,
+            _views: views,
+            _order: order,
+            _tiles: tiles,
+        });
+        Ok(())
+    }
+}
+
 /// The eye pass's extra steps: every wave's diffuse ends collected as eye
 /// vertices; after the last wave, all of them sorted into Morton order and
 /// the radiance estimates added in one launch. One launch over spatially
 /// sorted points keeps neighbouring threads on neighbouring photons and
 /// spreads the rare costly query over the whole machine, where a launch per
-/// wave waited on its slowest queries once per bounce.
+/// wave waited on its slowest queries once per bounce. On one GPU with a
+/// photon stream and no final gather the primary wave's vertices (most of
+/// them) get a launch of their own instead, on a third stream as soon as
+/// the maps are there ([`EarlyEstimates`]), and the last step's launch
+/// takes the later waves' vertices.
 struct EstimateSteps<'a> {
     /// The views of the photon pass's maps, read by the estimates after
     /// the last wave.
@@ -661,6 +801,12 @@ struct EstimateSteps<'a> {
     appended: Option<DeviceBuffer<GpuEyeVertex>>,
     /// Vertices collected at each bounce so far.
     wave_lengths: Vec<u64>,
+    /// The wave's selected slots between [`WaveSteps::select`] and
+    /// [`WaveSteps::wave`] (their count not yet read).
+    selected: Option<DeviceBuffer<u32>>,
+    /// The estimates at the primary wave's vertices beside the later
+    /// waves, where the frame has them.
+    early: Option<EarlyEstimates>,
     bounds: ([f32; 3], [f32; 3]),
     gather: Option<FinalGather<'a>>,
     /// Eye vertices gathered at, and gather rays traced.
@@ -672,8 +818,10 @@ struct EstimateSteps<'a> {
     gather_ms: f64,
     /// The stages' times, in order (`PhotonRenderStats::stage_ms`).
     stages: Vec<(&'static str, f64)>,
-    /// The end of the last step: the Whitted waves run between steps.
-    last_step: Instant,
+    /// The eye pass's start: the Whitted waves and the collection of
+    /// their vertices (which waits with the waves' own counts, no clock of
+    /// its own) run until [`WaveSteps::finish`].
+    eye_start: Instant,
 }
 
 /// The final gather (`gather.rs`): `rays_per` cosine-distributed rays per
@@ -990,10 +1138,10 @@ fn interpolate(
 }
 
 impl EstimateSteps<'_> {
-    /// The Whitted waves' time since the last step (the device
-    /// synchronised just before).
+    /// The Whitted waves' time with their collection, since the eye
+    /// pass's start (the device synchronised just before).
     fn add_waves_time(&mut self) {
-        let ms = self.last_step.elapsed().as_secs_f64() * 1e3;
+        let ms = self.eye_start.elapsed().as_secs_f64() * 1e3;
         self.add_stage("eye waves", ms);
     }
 
@@ -1027,12 +1175,11 @@ impl EstimateSteps<'_> {
 }
 
 impl WaveSteps for EstimateSteps<'_> {
-    fn wave(&mut self, wave: &ShadedWave) -> Result<(), GpuError> {
+    /// The wave's diffuse ends flagged and selected, their count read with
+    /// the wave's own: no wait of the collection's own.
+    fn select(&mut self, wave: &ShadedWave, count: WaveCount<'_>) -> Result<(), GpuError> {
         let gpu = wave.params.gpu();
-        let mut clock = StageClock::new(gpu)?;
-        self.add_waves_time();
         let mut flags = DeviceBuffer::uninit(gpu, "eye vertex flags", wave.len)?;
-        let slots = (wave.rays, wave.hits, wave.paths);
         estimate_cuda::collect_flags(
             wave.params,
             wave.rays,
@@ -1041,24 +1188,60 @@ impl WaveSteps for EstimateSteps<'_> {
             wave.len,
             &mut flags,
         )?;
-        let indices = select_indices(&flags)?;
-        drop(flags);
+        let mut indices = DeviceBuffer::uninit(gpu, "eye vertex indices", wave.len)?;
+        let slot = (count.counts, count.slot);
+        select_indices_at(&flags, &mut indices, slot, count.scratch)?;
+        self.selected = Some(indices);
+        Ok(())
+    }
+
+    fn wave(&mut self, wave: &ShadedWave, count: u32) -> Result<(), GpuError> {
+        let gpu = wave.params.gpu();
+        let mut indices = self.selected.take().ok_or(GpuError::Invalid {
+            what: "eye vertex collection",
+            message: "a wave came without its selection".into(),
+        })?;
+        indices.truncate(count as usize);
+        let slots = (wave.rays, wave.hits, wave.paths);
         if self.wave_lengths.len() <= wave.depth {
             self.wave_lengths.resize(wave.depth + 1, 0);
             self.runs.resize_with(wave.depth + 1, Vec::new);
         }
-        self.wave_lengths[wave.depth] += indices.len() as u64;
-        if !indices.is_empty() && wave.chunks == 1 {
+        let early = self
+            .early
+            .as_mut()
+            .filter(|_| wave.depth == 0 && wave.chunks == 1);
+        if let Some(early) = early.filter(|_| !indices.is_empty()) {
+            // Not in the frame's array: estimated on their own.
+            early.collect(wave, &indices)?;
+        } else if !indices.is_empty() && wave.chunks == 1 {
+            self.wave_lengths[wave.depth] += indices.len() as u64;
             let at = self.append(gpu, indices.len())?;
             let all = self.appended.as_mut().expect("append allocates");
             estimate_cuda::collect_at(wave.params, slots, &indices, all, at)?;
         } else if !indices.is_empty() {
+            self.wave_lengths[wave.depth] += indices.len() as u64;
             let mut run = DeviceBuffer::uninit(gpu, "eye vertex run", indices.len())?;
             estimate_cuda::collect_at(wave.params, slots, &indices, &mut run, 0)?;
             self.runs[wave.depth].push(run);
         }
-        self.add_stage("collect", clock.lap()?);
-        self.last_step = Instant::now();
+        // The maps may have come since the last wave: the estimates at the
+        // primary wave's vertices start then, without waiting for them
+        // (a wave's end that waited instead, 2026-11-28: 19.1-20.3 ms a
+        // frame against 17.6-17.7, the later waves' shadow rays then
+        // sharing the device with the estimates).
+        if let Some(early) = &mut self.early {
+            let sent = self.maps.is_sent();
+            let views = self.maps.ready()?;
+            let came = sent && views.is_some();
+            if let Some(views) = views {
+                early.launch(wave.params, views, self.bounds)?;
+            }
+            if came {
+                // Recorded as the last step records its wait: here none.
+                self.add_stage("photon wait", 0.0);
+            }
+        }
         Ok(())
     }
 
@@ -1105,7 +1288,11 @@ impl WaveSteps for EstimateSteps<'_> {
         let params_used = whole.as_ref().map_or(params, |w| &w.params);
         self.add_stage("vertex order", clock.lap()?);
         let sent = self.maps.is_sent();
-        let views = DeviceBuffer::from_slice(gpu, "photon map views", self.maps.wait()?)?;
+        let maps = self.maps.wait()?;
+        if let Some(early) = &mut self.early {
+            early.launch(params, maps, self.bounds)?;
+        }
+        let views = DeviceBuffer::from_slice(gpu, "photon map views", maps)?;
         if sent {
             self.add_stage("photon wait", clock.lap()?);
         }
@@ -1114,6 +1301,12 @@ impl WaveSteps for EstimateSteps<'_> {
         estimate_cuda::estimate(params_used, &views, &vertices, own, &tiles)?;
         drop(tiles);
         self.add_stage("estimates", clock.lap()?);
+        if let Some(early) = &self.early {
+            // The framebuffer is read after this step: the early
+            // estimates' additions first.
+            gpu.wait_for(&early.gpu)?;
+            self.add_stage("early estimates", clock.lap()?);
+        }
         let sent = self.irradiance.is_sent();
         if let Some(gather) = self.gather.take() {
             // The samples' placement reads the eye vertices alone: it runs

@@ -11,9 +11,10 @@
 //!    ray, two child slots (mirror reflection, or the Fresnel split of a
 //!    dielectric, weak branches by Russian roulette) and one shadow slot per
 //!    point/spot/directional light and `light_samples` per area light;
-//!    stream compaction keeps the flagged slots; the shadow rays are traced
-//!    any-hit and the unoccluded ones added; the children are the next
-//!    bounce's queue.
+//!    stream compaction keeps the flagged slots (the children's, the shadow
+//!    rays' and an extra step's selections queued together, their counts
+//!    read with one wait a bounce); the shadow rays are traced any-hit and
+//!    the unoccluded ones added; the children are the next bounce's queue.
 //! 3. The framebuffer stays on the device until the final image is
 //!    downloaded once.
 //!
@@ -33,7 +34,7 @@ use std::time::Instant;
 use caustic_accel::bvh::device_accel_cuda::{AccelTracer, DeviceAccel, GpuAccelSpec};
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_geom::Rgb;
-use caustic_gpu::ops::compact::{gather_wave, select_indices};
+use caustic_gpu::ops::compact::{SelectScratch, gather_wave, select_indices_at};
 use caustic_gpu::ops::launch_per_element as launch;
 use caustic_gpu::{DeviceBuffer, Gpu, GpuError, PinnedBuffer};
 use caustic_scene::Camera;
@@ -292,6 +293,8 @@ impl GpuScene {
             shadow_slots: self.shadow_slots(settings.light_samples),
             rays: (pixels * settings.spp.max(1) as usize) as u64,
             chunks: 1,
+            counts: DeviceBuffer::zeroed(gpu, "whitted wave counts", WAVE_COUNTS)?,
+            scratch: None,
         };
         // The band's tiles in chunks whose waves fit the device's memory:
         // each chunk's rays are traced to the last bounce before the next
@@ -415,20 +418,45 @@ pub struct ShadedWave<'a> {
 
 /// Extra steps of a frame ([`GpuScene::render_with`]).
 pub trait WaveSteps {
-    /// Runs on every wave, after its shading.
-    fn wave(&mut self, wave: &ShadedWave) -> Result<(), GpuError>;
+    /// Runs on every wave after its shading, before the frame reads the
+    /// wave's counts: queues the step's own selection, if it has one, with
+    /// its count into `count`'s slot, without waiting for the device (the
+    /// frame reads every count of a bounce with one wait).
+    fn select(&mut self, _wave: &ShadedWave, _count: WaveCount<'_>) -> Result<(), GpuError> {
+        Ok(())
+    }
+    /// Runs on every wave after that wait: `count` is what [`Self::select`]
+    /// left in its slot (0 if it left nothing).
+    fn wave(&mut self, wave: &ShadedWave, count: u32) -> Result<(), GpuError>;
     /// Runs once after the last wave, before the image is downloaded.
     fn finish(&mut self, _params: &DeviceBuffer<FrameParams>) -> Result<(), GpuError> {
         Ok(())
     }
 }
 
+/// Where an extra step's selection on a wave ([`WaveSteps::select`])
+/// leaves its count: a slot of the bounce's count buffer, with the
+/// look-back scratch the bounce's selections share (long enough for the
+/// wave's slots).
+pub struct WaveCount<'a> {
+    pub counts: &'a mut DeviceBuffer<u32>,
+    pub slot: usize,
+    pub scratch: &'a mut SelectScratch,
+}
+
 /// No extra steps.
 impl WaveSteps for () {
-    fn wave(&mut self, _: &ShadedWave) -> Result<(), GpuError> {
+    fn wave(&mut self, _: &ShadedWave, _: u32) -> Result<(), GpuError> {
         Ok(())
     }
 }
+
+/// The slots of a bounce's counts ([`Frame::counts`]): the children kept,
+/// the shadow rays kept, and the extra step's selection.
+const CHILD_COUNT: usize = 0;
+const SHADOW_COUNT: usize = 1;
+const EXTRA_COUNT: usize = 2;
+const WAVE_COUNTS: usize = 3;
 
 /// What every bounce of one frame shares.
 struct Frame<'a> {
@@ -440,6 +468,14 @@ struct Frame<'a> {
     rays: u64,
     /// Chunks of tiles the frame is traced in ([`ShadedWave::chunks`]).
     chunks: usize,
+    /// A bounce's kept counts ([`CHILD_COUNT`], [`SHADOW_COUNT`],
+    /// [`EXTRA_COUNT`]): its selections are queued together and read with
+    /// one wait, where each used to wait on its own (five waits a bounce
+    /// with the photon mapper's collection and its stage clock, each
+    /// draining the device; the late bounces' few rays are all latency).
+    counts: DeviceBuffer<u32>,
+    /// The selections' look-back scratch and the longest input it takes.
+    scratch: Option<(SelectScratch, usize)>,
 }
 
 impl Frame<'_> {
@@ -495,7 +531,7 @@ impl Frame<'_> {
             self.shadow_slots,
             targets,
         )?;
-        extra.wave(&ShadedWave {
+        let shaded = ShadedWave {
             params: self.params,
             rays: &wave.rays,
             hits: &hits,
@@ -503,31 +539,63 @@ impl Frame<'_> {
             len: n,
             depth,
             chunks: self.chunks,
-        })?;
+        };
+        let mut child_indices = DeviceBuffer::uninit(&gpu, "whitted child indices", 2 * n)?;
+        let mut shadow_indices = DeviceBuffer::uninit(&gpu, "whitted shadow indices", slots)?;
+        let scratch = match &mut self.scratch {
+            Some((scratch, len)) if *len >= slots.max(2 * n) => scratch,
+            other => {
+                let len = slots.max(2 * n);
+                &mut other.insert((SelectScratch::new(&gpu, len)?, len)).0
+            }
+        };
+        let counts = &mut self.counts;
+        select_indices_at(
+            &child_flags,
+            &mut child_indices,
+            (counts, CHILD_COUNT),
+            scratch,
+        )?;
+        select_indices_at(
+            &shadow_flags,
+            &mut shadow_indices,
+            (counts, SHADOW_COUNT),
+            scratch,
+        )?;
+        let slot = EXTRA_COUNT;
+        extra.select(
+            &shaded,
+            WaveCount {
+                counts,
+                slot,
+                scratch,
+            },
+        )?;
+        // The bounce's one wait.
+        let kept = self.counts.download()?;
+        extra.wave(&shaded, kept[EXTRA_COUNT])?;
         drop(hits);
-        if slots > 0 {
-            self.shadows(&shadow_rays, &shadow_values, &shadow_flags)?;
+        shadow_indices.truncate(kept[SHADOW_COUNT] as usize);
+        if !shadow_indices.is_empty() {
+            self.shadows(&shadow_rays, &shadow_values, &shadow_indices)?;
         }
-        self.compact_children(&children, &child_flags)
+        child_indices.truncate(kept[CHILD_COUNT] as usize);
+        self.compact_children(&children, &child_indices)
     }
 
-    /// Compacts the flagged shadow slots, traces them any-hit and adds the
+    /// Traces the kept shadow slots `indices` any-hit and adds the
     /// unoccluded contributions.
     fn shadows(
         &mut self,
         rays: &DeviceBuffer<GpuRay>,
         values: &DeviceBuffer<[f32; 4]>,
-        flags: &DeviceBuffer<u32>,
+        indices: &DeviceBuffer<u32>,
     ) -> Result<(), GpuError> {
         let gpu = self.gpu().clone();
-        let indices = select_indices(flags)?;
         let n = indices.len();
-        if n == 0 {
-            return Ok(());
-        }
         let mut live_rays = DeviceBuffer::uninit(&gpu, "whitted live shadow rays", n)?;
         let mut live_values = DeviceBuffer::uninit(&gpu, "whitted live shadow values", n)?;
-        gather_shadows(rays, values, &indices, n, &mut live_rays, &mut live_values)?;
+        gather_shadows(rays, values, indices, n, &mut live_rays, &mut live_values)?;
         let mut occluded = DeviceBuffer::uninit(&gpu, "whitted occlusion", n)?;
         self.tracer
             .occluded(self.accel, &live_rays, &mut occluded)?;
@@ -536,13 +604,13 @@ impl Frame<'_> {
         Ok(())
     }
 
+    /// The kept children `indices`, compacted into the next bounce's wave.
     fn compact_children(
         &mut self,
         children: &Wave,
-        flags: &DeviceBuffer<u32>,
+        indices: &DeviceBuffer<u32>,
     ) -> Result<Wave, GpuError> {
         let gpu = self.gpu().clone();
-        let indices = select_indices(flags)?;
         let n = indices.len();
         let mut next = Wave {
             rays: DeviceBuffer::uninit(&gpu, "whitted rays", n)?,
@@ -551,7 +619,7 @@ impl Frame<'_> {
         gather_wave(
             &children.rays,
             &children.paths,
-            &indices,
+            indices,
             &mut next.rays,
             &mut next.paths,
         )?;
