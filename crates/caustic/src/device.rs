@@ -340,6 +340,15 @@ mod tests {
     }
 
     #[test]
+    fn the_cpu_is_its_only_device() {
+        let cpu = Device::Cpu.resolve().unwrap();
+        let each = cpu.each_device();
+        assert_eq!(each.len(), 1);
+        assert!(!each[0].is_gpu());
+        assert_eq!(each[0].note(), cpu.note());
+    }
+
+    #[test]
     fn display_round_trips() {
         let set = GpuSet::of(&[0, 2, 5]).unwrap();
         for d in [

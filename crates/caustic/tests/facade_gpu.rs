@@ -310,6 +310,19 @@ fn several_gpus_render_one_gpus_sppm_image() {
         );
         assert!(!split.note.contains("first GPU"), "{}", split.note);
     }
+    // Dealt whole (an animation's frames): each GPU of the set alone, and
+    // its render the one GPU's.
+    let backend = all.resolve().unwrap();
+    let lanes = backend.each_device();
+    assert_eq!(lanes.len(), backend.device_count());
+    let single = one.render(&camera, &whitted).unwrap().film;
+    for lane in lanes {
+        assert_eq!(lane.device_count(), 1, "{}", lane.note());
+        assert!(lane.is_gpu());
+        let dealt = Renderer::new(&scene).device(all).on_backend(lane);
+        let worst = single.max_relative_difference(&dealt.render(&camera, &whitted).unwrap().film);
+        assert!(worst <= 1e-5, "whitted on one GPU of the set: {worst:e}");
+    }
 }
 
 /// Frames of an animation rendered from the previous frame's device scene
