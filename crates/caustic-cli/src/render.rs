@@ -306,42 +306,66 @@ fn run_animation(args: RenderArgs) -> Result<()> {
     let lanes = backend.each_device();
     let mut carried =
         CarriedTree::new(flags.accel.as_ref(), !backend.is_gpu(), flags.update, fixed)?;
-    let bar = frames_bar(instants.len(), args.quiet);
     let started = Instant::now();
     let count = instants.len();
-    if lanes.len() > 1 && count > 1 && ranks::team().is_none() {
-        deal_frames(&args, &loaded, &pattern, &instants, (lanes, &bar))?;
+    let team = ranks::team().filter(|_| count > 1);
+    let dealt = if let Some(team) = &team {
+        // The ranks deal out the frames: rank r renders frames r, r + N, …
+        // alone, on its own device, and writes them.
+        let mine: Vec<_> = instants
+            .iter()
+            .skip(team.rank())
+            .step_by(team.size())
+            .copied()
+            .collect();
+        let bar = frames_bar(mine.len(), args.quiet);
+        let frames = Frames {
+            pattern: &pattern,
+            instants: &mine,
+            bar: &bar,
+            alone: true,
+        };
+        render_frames(&args, &mut loaded, frames, None, &mut carried)?;
+        // Every rank's frames written before rank 0 reports.
+        team.all_gather(&[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+        bar.finish_and_clear();
+        format!(", dealt over {} ranks", team.size())
+    } else if lanes.len() > 1 && count > 1 {
+        let bar = frames_bar(count, args.quiet);
+        deal_frames(&args, &loaded, (&pattern, &instants), (lanes, &bar))?;
+        bar.finish_and_clear();
+        format!(", dealt over {} GPUs", backend.device_count())
     } else {
+        let bar = frames_bar(count, args.quiet);
         let frames = Frames {
             pattern: &pattern,
             instants: &instants,
             bar: &bar,
+            alone: false,
         };
         render_frames(&args, &mut loaded, frames, None, &mut carried)?;
-    }
-    bar.finish_and_clear();
+        bar.finish_and_clear();
+        String::new()
+    };
     let seconds = started.elapsed().as_secs_f64();
     if ranks::is_root() && count > 1 {
         eprintln!(
-            "animation: {count} frames in {seconds:.2} s ({:.1} frames/s{})",
-            count as f64 / seconds,
-            match backend.device_count() {
-                1 => String::new(),
-                n if ranks::team().is_none() => format!(", dealt over {n} GPUs"),
-                n => format!(", each split among {n} GPUs"),
-            }
+            "animation: {count} frames in {seconds:.2} s ({:.1} frames/s{dealt})",
+            count as f64 / seconds
         );
     }
     Ok(())
 }
 
 /// The frames one thread renders: their instants, where their images go,
-/// and the bar they advance.
+/// and the bar they advance; `alone` when an MPI rank renders them without
+/// the other ranks (frames dealt among the ranks), writing them itself.
 #[derive(Clone, Copy)]
 struct Frames<'a> {
     pattern: &'a Path,
     instants: &'a [(Option<u32>, f32)],
     bar: &'a ProgressBar,
+    alone: bool,
 }
 
 /// Every frame of `lanes`' devices at once, frame `k` on device `k mod
@@ -353,8 +377,7 @@ struct Frames<'a> {
 fn deal_frames(
     args: &RenderArgs,
     loaded: &scene_arg::LoadedScene,
-    pattern: &Path,
-    instants: &[(Option<u32>, f32)],
+    (pattern, instants): (&Path, &[(Option<u32>, f32)]),
     (lanes, bar): (Vec<Backend>, &ProgressBar),
 ) -> Result<()> {
     let n = lanes.len();
@@ -377,6 +400,7 @@ fn deal_frames(
                         pattern,
                         instants: &mine,
                         bar,
+                        alone: false,
                     };
                     render_frames(args, &mut copy, frames, Some(lane), &mut None)
                 })
@@ -426,6 +450,7 @@ fn render_frames(
             backend: &mut backend,
             gpu_carry: &mut gpu_carry,
             show_device,
+            alone: frames.alone,
         };
         let done = render_instant(args, loaded, &path, structure, (started, shared))?;
         let update = done.update.unwrap_or(update);
@@ -551,6 +576,8 @@ struct Shared<'a> {
     gpu_carry: &'a mut Option<caustic::FrameCarry>,
     /// Say which device the first frame opened.
     show_device: bool,
+    /// An MPI rank's own frame ([`Frames::alone`]).
+    alone: bool,
 }
 
 /// One rendered frame of an animation.
@@ -638,7 +665,11 @@ fn render_instant(
     };
     let integrator = args.integrator(scene);
     integrator.validate()?;
-    let mut renderer = args.renderer(scene).update_policy(args.flags.update);
+    let renderer = match shared.alone {
+        true => args.renderer_alone(scene),
+        false => args.renderer(scene),
+    };
+    let mut renderer = renderer.update_policy(args.flags.update);
     if let Some(backend) = shared.backend.clone() {
         renderer = renderer.on_backend(backend);
     }
@@ -679,7 +710,7 @@ fn render_instant(
         download_ms,
     };
     *shared.gpu_carry = renderer.into_carry();
-    if ranks::is_root() {
+    if ranks::is_root() || shared.alone {
         image_io::write_image(&rendered.film, path, args.flags.exposure)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
@@ -839,12 +870,22 @@ impl RenderArgs {
         let Some(team) = ranks::team() else {
             return self.flags.renderer(scene);
         };
+        self.renderer_alone(scene).team(team)
+    }
+
+    /// The renderer of `scene` on this rank's device (as
+    /// [`Self::renderer`] chooses it) without the other ranks: for work
+    /// the ranks deal out whole, such as an animation's frames.
+    fn renderer_alone<'a>(&self, scene: &'a Scene) -> Renderer<'a> {
+        if ranks::team().is_none() {
+            return self.flags.renderer(scene);
+        }
         let device = match self.flags.device {
             Device::Auto => Device::Cpu,
             Device::Cuda(0) => ranks::local_gpu(),
             chosen => chosen,
         };
-        renderer(scene, self.flags.accel.as_ref(), device).team(team)
+        renderer(scene, self.flags.accel.as_ref(), device)
     }
 
     /// The chosen integrator with its typed settings.

@@ -121,6 +121,63 @@ fn whitted_ranks_render_the_single_process_image() {
     team_renders_equal("whitted", &["--spp", "4"]);
 }
 
+/// An animation's frames dealt among 2 and 3 ranks (rank r renders frames
+/// r, r + N, …, each alone, and writes them) are the single process's
+/// frames, bit for bit, every frame written once.
+#[test]
+fn ranks_deal_out_an_animations_frames() {
+    let Some(mpirun) = mpirun() else { return };
+    let dir = temp_dir("frames");
+    let args = [
+        "render",
+        "cornell-caustics-moving",
+        "--integrator",
+        "photon",
+        "--spp",
+        "1",
+        "--width",
+        "32",
+        "--height",
+        "24",
+        "--frames",
+        "0..4",
+        "--device",
+        "cpu",
+        "-q",
+    ];
+    let single = Command::new(CAUSTIC)
+        .args(args)
+        .args(["-o", "single_%02d.exr"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    check(single, "the single-process animation");
+    for ranks in [2, 3] {
+        let pattern = format!("team{ranks}_%02d.exr");
+        let out = mpirun_command(&mpirun, ranks, &dir, &args)
+            .args(["-o", &pattern])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        check(out, &format!("mpirun -np {ranks}"));
+        assert!(
+            stderr.contains("5 frames in") && stderr.contains(&format!("dealt over {ranks} ranks")),
+            "{stderr}"
+        );
+        for frame in 0..5 {
+            let reference = read_image(&dir.join(format!("single_{frame:02}.exr"))).unwrap();
+            let dealt = read_image(&dir.join(format!("team{ranks}_{frame:02}.exr"))).unwrap();
+            assert!(reference.mean().length() > 0.0, "frame {frame} is black");
+            let differing = dealt.pixels_differing_from(&reference);
+            assert_eq!(
+                differing, 0,
+                "{ranks} ranks, frame {frame}: {differing} pixels differ\n{stderr}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The pids of the running processes whose environment holds `marker`
 /// and `OMPI_COMM_WORLD_RANK=rank`.
 fn rank_pids(marker: &str, rank: u32) -> Vec<u32> {

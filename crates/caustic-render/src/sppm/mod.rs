@@ -187,7 +187,9 @@ pub struct SppmStats {
     pub gather_seconds: f64,
     /// A team's exchange of each pass's photons, once every member has
     /// traced its share (zero alone; the wait for the slowest member's
-    /// eye pass and photons counts in `photon_seconds`).
+    /// eye pass and photons counts in `photon_seconds`); where the team
+    /// deals out whole passes, taking over the pixel statistics from the
+    /// member before, with the wait for them.
     pub exchange_seconds: f64,
     /// Before the first pass: the per-pixel buffers (GPU).
     pub setup_seconds: f64,
