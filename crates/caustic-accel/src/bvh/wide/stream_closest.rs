@@ -37,8 +37,10 @@ use super::node::{TriangleGroup, WideNode};
 use super::packet::{Packet, closest_packet};
 use super::packet_lanes::highest;
 use super::simd::Lanes;
-use super::stream::{ALONE, CLASSES, RUN, STREAM, padded_stream, regroup, stream_mask};
-use super::traverse::{LeafTest, RayBoxes, stack_capacity, traverse_from};
+use super::stream::{
+    ALONE, CLASSES, RUN, RayConstants, STREAM, padded_stream, regroup, stream_mask,
+};
+use super::traverse::{LeafTest, stack_capacity, traverse_from};
 use super::{WideBvh, root_entry};
 use crate::is_traceable;
 use caustic_geom::{Hit, Ray};
@@ -224,16 +226,11 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     };
     let mut best: [Closest; STREAM] = std::array::from_fn(|r| Closest::new(padded[r].tmax));
     let mut cutoffs = Cutoffs::<N, P, V>::new(isa, &best[..count]);
-    let mut boxes = [const { MaybeUninit::<RayBoxes<N, V>>::uninit() }; STREAM];
-    let mut boxed = 0u32;
-    let mut tris = [const { MaybeUninit::<RayTriangles<N, V>>::uninit() }; STREAM];
-    for (lanes, tris) in packet.lanes.iter().zip(tris[..count].chunks_mut(N)) {
-        lanes.write_triangles(packet.rows, tris);
-    }
-    // SAFETY (the `tris` `assume_init_ref`s below): ray `r` is below `count`,
-    // as every mask holds only bits of `all`, and those were written above.
+    // Per-ray constants as scalars, broadcast where a ray tests a leaf or
+    // finishes a subtree alone (as the any-hit stream keeps them: cheaper
+    // than writing every ray's broadcast constants up front).
+    let constants = RayConstants::new(&packet);
     let all = stream_mask(count);
-    let (near_row, far_row) = (packet.near_row, packet.far_row);
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
     stack[0].write(Entry {
         child,
@@ -264,24 +261,16 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             // Few rays left here: their own traversals finish the subtree.
             for r in set_bits(mask) {
                 let ray = &rays[members[r] as usize];
-                if boxed & (1 << r) == 0 {
-                    let rows = (near_row, far_row);
-                    boxes[r].write(match packet.lanes[r / N].ray_boxes(r % N, rows) {
-                        Some(lane_boxes) => lane_boxes,
-                        None => RayBoxes::new(isa, ray.origin, ray.dir, &bvh.bounds),
-                    });
-                    boxed |= 1 << r;
-                }
-                // SAFETY: written just now or at an earlier finish.
-                let ray_boxes = unsafe { boxes[r].assume_init_ref() };
+                let ray_boxes = constants.boxes::<V>(isa, r, ray, &bvh.bounds);
+                let triangles = constants.triangles::<V>(isa, packet.rows, r, ray);
                 let cutoff = best[r].t;
                 let mut leaf = ClosestLeaf {
-                    triangles: unsafe { tris[r].assume_init_ref() },
+                    triangles: &triangles,
                     t_min: ray.tmin,
                     best: &mut best[r],
                 };
                 let start = (entry.child, entry.groups);
-                if traverse_from::<N, V, false>(bvh, ray_boxes, start, ray.tmin, cutoff, &mut leaf)
+                if traverse_from::<N, V, false>(bvh, &ray_boxes, start, ray.tmin, cutoff, &mut leaf)
                 {
                     cutoffs.set(r, best[r].t);
                 }
@@ -330,7 +319,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             let mut improved = false;
             for r in set_bits(mask) {
                 let ray = &rays[members[r] as usize];
-                let triangles = unsafe { tris[r].assume_init_ref() };
+                let triangles = constants.triangles::<V>(isa, packet.rows, r, ray);
                 if triangles.closest(groups, ray.tmin, &mut best[r]) {
                     cutoffs.set(r, best[r].t);
                     improved = true;
