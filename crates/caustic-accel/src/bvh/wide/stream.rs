@@ -74,7 +74,11 @@ pub(super) fn padded_stream(rays: &[Ray], members: &[u16]) -> [Ray; STREAM] {
 /// take their constants from the packet, 5 and 8 rays trace 4 % and 7 %
 /// fewer instructions on the bunny's AO (1 to 2 % on sponza and
 /// conference) but were no faster in interleaved runs: the stream's gain
-/// is locality, not instructions.
+/// is locality, not instructions. Measured again with the subtrees of a
+/// ray finished in one traversal (session 14, AVX-512, one thread, means
+/// of three interleaved runs, 3 / 5 / 8 rays): bunny 7.62 / 7.56 / 7.34,
+/// sponza 7.59 / 7.43 / 7.26, conference 13.21 / 13.51 / 13.24 Mrays/s,
+/// though 8 rays trace 11.5 % fewer instructions on the bunny.
 pub(super) const ALONE: u32 = 3;
 
 /// Direction classes of [`coherence_class`]: depth axis times octant.
