@@ -73,7 +73,7 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
     }
 
     /// The constants from parts computed elsewhere: a packet lane's
-    /// (`LaneRays::write_triangles`), divided as [`RayTriangles::new`]
+    /// (`LaneRays::triangle_constants`), divided as [`RayTriangles::new`]
     /// divides, in the frame `rows` it picks.
     #[inline(always)]
     pub(super) fn from_parts(

@@ -6,13 +6,12 @@
 //! result is bit-identical to the scalar test), and their closest hits so
 //! far ([`LaneBest`]), updated in SIMD with the accel's tie rule.
 
-use super::leaf::{Closest, RayTriangles, set_bits};
+use super::leaf::{Closest, set_bits};
 use super::node::{NO_PRIM, TriangleGroup, WideNode};
 use super::simd::Lanes;
-use super::traverse::{RayBoxes, SlabFrame};
+use super::traverse::SlabFrame;
 use crate::slab_ray::next_up;
 use caustic_geom::{Aabb, Hit, Ray, RayTriangleTest};
-use std::mem::MaybeUninit;
 
 /// One triangle against `N` rays: lane masks and values.
 pub(super) struct LaneHits<const N: usize, V: Lanes<N>> {
@@ -50,16 +49,6 @@ pub(super) struct LaneRays<'a, const N: usize, V: Lanes<N>> {
     box_inv: [V; 3],
     box_near_shift: [V; 3],
     box_far_shift: [V; 3],
-}
-
-/// Lane `lane` of three vectors.
-#[inline(always)]
-fn lane_of<const N: usize, V: Lanes<N>>(v: [V; 3], lane: usize) -> [f32; 3] {
-    [
-        v[0].to_array()[lane],
-        v[1].to_array()[lane],
-        v[2].to_array()[lane],
-    ]
 }
 
 /// The smallest of `values`, none of them NaN (plain comparisons:
@@ -284,29 +273,11 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         (self.box_near_shift, self.box_far_shift) = frame.shifts(frame.reach(), [zero; 3]);
     }
 
-    /// Lane `lane`'s single-ray box constants ([`RayBoxes`]), the values
-    /// [`RayBoxes::new`] computes for its ray over the same bounds, or
-    /// `None` where a reciprocal is infinite (a direction component so
-    /// small that `RayBoxes::new` treats its axis as parallel).
-    #[inline(always)]
-    pub(super) fn ray_boxes(
-        &self,
-        lane: usize,
-        rows: ([usize; 3], [usize; 3]),
-    ) -> Option<RayBoxes<N, V>> {
-        let inv = lane_of(self.box_inv, lane);
-        if !(inv[0].is_finite() && inv[1].is_finite() && inv[2].is_finite()) {
-            return None;
-        }
-        let near = lane_of(self.box_near_shift, lane);
-        let far = lane_of(self.box_far_shift, lane);
-        Some(RayBoxes::from_parts(self.isa, rows, inv, near, far))
-    }
-
-    /// Each lane's single-ray box constants ([`RayBoxes::from_parts`]'s
+    /// Each lane's single-ray box constants (`RayBoxes::from_parts`'s
     /// reciprocal direction and entry and exit shifts, per axis, lanes as
     /// arrays) and the lanes whose reciprocals are all finite (bit per
-    /// lane; [`Self::ray_boxes`] gives `None` for the others).
+    /// lane: the others' constants are not `RayBoxes::new`'s, which
+    /// treats such an axis as parallel).
     #[inline(always)]
     pub(super) fn box_constants(&self) -> ([[[f32; N]; 3]; 3], u32) {
         let inf = V::splat(self.isa, f32::INFINITY);
@@ -326,7 +297,7 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
 
     /// Each lane's single-ray triangle constants as scalars, lanes as
     /// arrays: the origin along the frame's axes `kx, ky, kz` and the shear
-    /// `sx, sy, sz` ([`RayTriangles::from_parts`]' parts).
+    /// `sx, sy, sz` (`RayTriangles::from_parts`' parts).
     #[inline(always)]
     pub(super) fn triangle_constants(&self) -> [[f32; N]; 6] {
         let origin = self.tri_origin;
@@ -338,34 +309,6 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
             self.sy.to_array(),
             self.sz.to_array(),
         ]
-    }
-
-    /// Each lane's single-ray triangle constants ([`RayTriangles`], as
-    /// [`RayTriangles::new`] computes them, in the frame `rows` that
-    /// `shear` used) into `out`, one per lane up to `out.len()`.
-    #[inline(always)]
-    pub(super) fn write_triangles(
-        &self,
-        rows: [usize; 3],
-        out: &mut [MaybeUninit<RayTriangles<N, V>>],
-    ) {
-        // No SIMD inside closures: see the soundness note in `simd`.
-        let origin = [
-            self.tri_origin[0].to_array(),
-            self.tri_origin[1].to_array(),
-            self.tri_origin[2].to_array(),
-        ];
-        let (sx, sy, sz) = (self.sx.to_array(), self.sy.to_array(), self.sz.to_array());
-        for (lane, slot) in out.iter_mut().enumerate().take(N) {
-            let ray = &self.rays[lane];
-            slot.write(RayTriangles::from_parts(
-                self.isa,
-                rows,
-                [origin[0][lane], origin[1][lane], origin[2][lane]],
-                [sx[lane], sy[lane], sz[lane]],
-                (ray.origin, ray.dir),
-            ));
-        }
     }
 
     /// Lanes whose own box test (the folded rule of `RayBoxes::test`, which
@@ -557,9 +500,12 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::leaf::RayTriangles;
     use super::super::node::{ChildRef, TriangleGroup, WideNode};
     use super::super::packet::Packet;
     use super::super::simd::{AnyCpu, Portable};
+    use super::super::stream::RayConstants;
+    use super::super::traverse::RayBoxes;
     use super::*;
     use caustic_geom::{Pcg32, Triangle, Vec3};
 
@@ -611,9 +557,10 @@ mod tests {
         group
     }
 
-    /// The per-lane constants a stream takes from its packet give every
-    /// node and triangle test exactly the bits of the constants each ray
-    /// computes alone (`RayBoxes::new`, `RayTriangles::new`).
+    /// The per-ray constants a stream takes from its packet
+    /// (`stream::RayConstants`) give every node and triangle test exactly
+    /// the bits of the constants each ray computes alone (`RayBoxes::new`,
+    /// `RayTriangles::new`).
     #[test]
     fn lane_constants_are_the_single_ray_ones() {
         let mut rng = Pcg32::new(11, 4);
@@ -629,23 +576,17 @@ mod tests {
             let Some(packet) = Packet::<8, 1, V8>::new(AnyCpu, &rays, &bounds) else {
                 continue;
             };
-            let rows = (packet.near_row, packet.far_row);
-            let mut tris = [const { MaybeUninit::<RayTriangles<8, V8>>::uninit() }; 8];
-            packet.lanes[0].write_triangles(packet.rows, &mut tris);
+            let constants = RayConstants::new(&packet);
             let node = random_node(&mut rng);
             let group = random_group(&mut rng);
             for (lane, ray) in rays.iter().enumerate() {
+                assert!(constants.finite_boxes(lane), "case {case} lane {lane}");
                 let (t_min, t_max) = (V8::splat(AnyCpu, ray.tmin), V8::splat(AnyCpu, ray.tmax));
                 let alone = RayBoxes::<8, V8>::new(AnyCpu, ray.origin, ray.dir, &bounds);
-                let from_lane = packet.lanes[0].ray_boxes(lane, rows).expect("finite");
-                let (h0, o0, b0) = alone.test(&node, t_min, t_max);
-                let (h1, o1, b1) = from_lane.test(&node, t_min, t_max);
-                assert_eq!(h0, h1, "case {case} lane {lane}");
-                assert_eq!(o0.0.map(f32::to_bits), o1.0.map(f32::to_bits));
-                assert_eq!(b0.0.map(f32::to_bits), b1.0.map(f32::to_bits));
+                let from_lane = constants.boxes::<V8>(AnyCpu, lane, ray, &bounds);
+                assert_same_box_tests(&alone, &from_lane, &node, (t_min, t_max));
                 let alone = RayTriangles::<8, V8>::new(AnyCpu, ray.origin, ray.dir);
-                // SAFETY: `write_triangles` wrote all eight lanes.
-                let from_lane = unsafe { tris[lane].assume_init_ref() };
+                let from_lane = constants.triangles::<V8>(AnyCpu, packet.rows, lane, ray);
                 let (g0, g1) = (
                     alone.test(&group, t_min, t_max),
                     from_lane.test(&group, t_min, t_max),
@@ -658,8 +599,24 @@ mod tests {
         assert!(compared >= 2000, "only {compared} rays formed packets");
     }
 
+    /// Both constants give the same bits in a box test of `node`.
+    fn assert_same_box_tests(
+        a: &RayBoxes<8, V8>,
+        b: &RayBoxes<8, V8>,
+        node: &WideNode<8>,
+        (t_min, t_max): (V8, V8),
+    ) {
+        let (h0, o0, b0) = a.test(node, t_min, t_max);
+        let (h1, o1, b1) = b.test(node, t_min, t_max);
+        assert_eq!(h0, h1);
+        assert_eq!(o0.0.map(f32::to_bits), o1.0.map(f32::to_bits));
+        assert_eq!(b0.0.map(f32::to_bits), b1.0.map(f32::to_bits));
+    }
+
     /// A direction component so small that its reciprocal overflows: the
-    /// lane gives no box constants, and the stream computes them alone.
+    /// lane's box constants are not the single-ray ones, and the stream
+    /// computes that ray's own (`RayBoxes::new`, which treats the axis as
+    /// parallel).
     #[test]
     fn overflowing_reciprocals_give_no_lane_boxes() {
         let bounds = Aabb::new(Vec3::splat(-4.0), Vec3::splat(4.0));
@@ -672,10 +629,16 @@ mod tests {
             })
             .collect();
         let packet = Packet::<8, 1, V8>::new(AnyCpu, &rays, &bounds).expect("one class");
-        assert!(
-            packet.lanes[0]
-                .ray_boxes(0, (packet.near_row, packet.far_row))
-                .is_none()
-        );
+        let constants = RayConstants::new(&packet);
+        assert!(!constants.finite_boxes(0));
+        let mut rng = Pcg32::new(5, 3);
+        let ray = &rays[0];
+        let alone = RayBoxes::<8, V8>::new(AnyCpu, ray.origin, ray.dir, &bounds);
+        let (t_min, t_max) = (V8::splat(AnyCpu, ray.tmin), V8::splat(AnyCpu, 10.0));
+        for _ in 0..50 {
+            let node = random_node(&mut rng);
+            let from_stream = constants.boxes::<V8>(AnyCpu, 0, ray, &bounds);
+            assert_same_box_tests(&alone, &from_stream, &node, (t_min, t_max));
+        }
     }
 }

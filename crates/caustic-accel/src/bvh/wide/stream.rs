@@ -18,9 +18,13 @@
 //! lane's own ray and interval, and the child goes on the stack with the
 //! mask of the rays that keep it. At a leaf, each ray of the mask runs the
 //! single-ray group test of [`super::leaf`], and a ray with a hit leaves
-//! the stream. A mask down to a few rays (three) finishes its subtree
-//! with their single-ray traversals. Rays that cannot share a class (a
-//! zero direction component) trace alone.
+//! the stream. A mask down to a few rays (three) leaves its subtree to
+//! their single-ray traversals: each such ray collects the subtrees it
+//! finishes alone and, when the stream is done (or its list is full), runs
+//! them all in one single-ray traversal (one set-up of its constants, one
+//! stack; a ray the stream's leaves found occluded meanwhile skips them).
+//! Rays that cannot share a class (a zero direction component) trace
+//! alone.
 //!
 //! Exactness: the interval test keeps a child whenever any ray's own rule
 //! does (the proof is in [`super::packet`]), and the lane-wise test is that
@@ -35,10 +39,10 @@ use super::node::{TriangleGroup, WideNode};
 use super::packet::Packet;
 use super::packet_lanes::highest;
 use super::simd::Lanes;
-use super::traverse::{LeafTest, RayBoxes, stack_capacity, traverse_from};
+use super::traverse::{LeafTest, MORE_STARTS, RayBoxes, stack_capacity, traverse_subtrees};
 use super::{WideBvh, root_entry};
 use crate::is_traceable;
-use caustic_geom::Ray;
+use caustic_geom::{Aabb, Ray};
 use std::mem::MaybeUninit;
 
 /// Rays per regrouping: the run sorted by direction class before streams
@@ -70,7 +74,11 @@ pub(super) fn padded_stream(rays: &[Ray], members: &[u16]) -> [Ray; STREAM] {
 /// take their constants from the packet, 5 and 8 rays trace 4 % and 7 %
 /// fewer instructions on the bunny's AO (1 to 2 % on sponza and
 /// conference) but were no faster in interleaved runs: the stream's gain
-/// is locality, not instructions.
+/// is locality, not instructions. Measured again with the subtrees of a
+/// ray finished in one traversal (session 14, AVX-512, one thread, means
+/// of three interleaved runs, 3 / 5 / 8 rays): bunny 7.62 / 7.56 / 7.34,
+/// sponza 7.59 / 7.43 / 7.26, conference 13.21 / 13.51 / 13.24 Mrays/s,
+/// though 8 rays trace 11.5 % fewer instructions on the bunny.
 pub(super) const ALONE: u32 = 3;
 
 /// Direction classes of [`coherence_class`]: depth axis times octant.
@@ -258,39 +266,9 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     };
     // Per-ray constants, from the packet's lanes, which computed them in
     // SIMD, kept as scalars and broadcast where a ray tests a leaf or
-    // finishes a subtree on its own (a stored array of broadcast constants
+    // finishes subtrees on its own (a stored array of broadcast constants
     // cost more to write and copy than the broadcasts).
-    let mut box_constants = [[[[0.0f32; N]; 3]; 3]; P];
-    let mut tri_constants = [[[0.0f32; N]; 6]; P];
-    let mut finite = 0u32;
-    for (p, lanes) in packet.lanes.iter().enumerate() {
-        let (lane_constants, lane_finite) = lanes.box_constants();
-        box_constants[p] = lane_constants;
-        tri_constants[p] = lanes.triangle_constants();
-        finite |= lane_finite << (p * N);
-    }
-    let rows = (packet.near_row, packet.far_row);
-    // Ray `r`'s single-ray box constants, [`RayBoxes::new`]'s where its
-    // bit of `finite` is set (see `LaneRays::ray_boxes`).
-    let ray_constants = |r: usize| -> ([f32; 3], [f32; 3], [f32; 3]) {
-        let [inv, near, far] = &box_constants[r / N];
-        let (lane, k) = (r % N, [0, 1, 2]);
-        (
-            k.map(|k| inv[k][lane]),
-            k.map(|k| near[k][lane]),
-            k.map(|k| far[k][lane]),
-        )
-    };
-    // Ray `r`'s triangle constants' parts, as `LaneRays::write_triangles`
-    // passes them to `RayTriangles::from_parts`.
-    let triangle_constants = |r: usize| -> ([f32; 3], [f32; 3]) {
-        let c = &tri_constants[r / N];
-        let lane = r % N;
-        (
-            [c[0][lane], c[1][lane], c[2][lane]],
-            [c[3][lane], c[4][lane], c[5][lane]],
-        )
-    };
+    let constants = RayConstants::new(&packet);
     let all = stream_mask(count);
     let mut alive = all;
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
@@ -300,6 +278,12 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
         rays: all,
     });
     let mut depth = 1;
+    // The subtrees each ray finishes alone, waiting until the stream is
+    // done (or the ray's list is full): one single-ray traversal per ray
+    // then runs them all with one set-up and one stack, and a ray the
+    // stream's leaves find occluded meanwhile skips them.
+    let mut waiting = [[MaybeUninit::<(u32, u32)>::uninit(); MORE_STARTS + 1]; STREAM];
+    let mut waits = [0u8; STREAM];
     while depth > 0 {
         depth -= 1;
         // SAFETY: entries below `depth` were written by the pushes.
@@ -309,32 +293,20 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             continue;
         }
         if mask.count_ones() <= ALONE && entry.groups == 0 {
-            // Few rays left here: their own traversals finish the subtree.
+            // Few rays left here: their own traversals finish the subtree,
+            // later.
             for r in set_bits(mask) {
+                let n = usize::from(waits[r]);
+                waiting[r][n].write((entry.child, entry.groups));
+                if n < MORE_STARTS {
+                    waits[r] += 1;
+                    continue;
+                }
+                waits[r] = 0;
                 let ray = &rays[members[r] as usize];
-                let (origin, shear) = triangle_constants(r);
-                let triangles = RayTriangles::<N, V>::from_parts(
-                    isa,
-                    packet.rows,
-                    origin,
-                    shear,
-                    (ray.origin, ray.dir),
-                );
-                let mut leaf = AnyLeaf {
-                    triangles: &triangles,
-                    t_min: ray.tmin,
-                    t_max: ray.tmax,
-                };
-                let start = (entry.child, entry.groups);
-                // The closure only picks scalars: the SIMD is out here (see
-                // `simd`).
-                let boxes = if finite & (1 << r) != 0 {
-                    let (inv, near, far) = ray_constants(r);
-                    RayBoxes::from_parts(isa, rows, inv, near, far)
-                } else {
-                    RayBoxes::new(isa, ray.origin, ray.dir, &bvh.bounds)
-                };
-                if traverse_from::<N, V, true>(bvh, &boxes, start, ray.tmin, ray.tmax, &mut leaf) {
+                // SAFETY: the ray's first `n + 1` entries are written.
+                let starts = unsafe { written(&waiting[r], n + 1) };
+                if finish_alone(isa, bvh, &packet, &constants, r, ray, starts) {
                     alive &= !(1 << r);
                 }
             }
@@ -367,14 +339,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             let groups = &bvh.groups[range];
             for r in set_bits(mask) {
                 let ray = &rays[members[r] as usize];
-                let (origin, shear) = triangle_constants(r);
-                let triangles = RayTriangles::<N, V>::from_parts(
-                    isa,
-                    packet.rows,
-                    origin,
-                    shear,
-                    (ray.origin, ray.dir),
-                );
+                let triangles = constants.triangles::<V>(isa, packet.rows, r, ray);
                 if triangles.any(groups, ray.tmin, ray.tmax) {
                     alive &= !(1 << r);
                 }
@@ -384,7 +349,131 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             }
         }
     }
+    for r in set_bits(alive) {
+        let n = usize::from(waits[r]);
+        if n > 0 {
+            let ray = &rays[members[r] as usize];
+            // SAFETY: the ray's first `n` entries are written.
+            let starts = unsafe { written(&waiting[r], n) };
+            if finish_alone(isa, bvh, &packet, &constants, r, ray, starts) {
+                alive &= !(1 << r);
+            }
+        }
+    }
     for (r, &i) in members.iter().enumerate() {
         out[i as usize] = alive & (1 << r) == 0;
     }
+}
+
+/// The first `n` entries of `list`.
+///
+/// # Safety
+///
+/// They must have been written.
+#[inline(always)]
+unsafe fn written<T>(list: &[MaybeUninit<T>], n: usize) -> &[T] {
+    let part = &list[..n];
+    // SAFETY: the caller says these are initialised; `MaybeUninit<T>` has
+    // the layout of `T`.
+    unsafe { std::slice::from_raw_parts(part.as_ptr().cast::<T>(), n) }
+}
+
+/// A stream's per-ray constants as scalars, lanes as arrays per vector of
+/// the packet: the box test's (`LaneRays::box_constants`) and the
+/// triangle test's (`LaneRays::triangle_constants`).
+pub(super) struct RayConstants<const N: usize, const P: usize> {
+    boxes: [[[[f32; N]; 3]; 3]; P],
+    triangles: [[[f32; N]; 6]; P],
+    /// Rays whose box constants are [`RayBoxes::new`]'s (bit per ray: a
+    /// ray's reciprocals are finite; see `LaneRays::box_constants`).
+    finite: u32,
+    rows: ([usize; 3], [usize; 3]),
+}
+
+impl<const N: usize, const P: usize> RayConstants<N, P> {
+    #[inline(always)]
+    pub(super) fn new<V: Lanes<N>>(packet: &Packet<'_, N, P, V>) -> Self {
+        let mut constants = Self {
+            boxes: [[[[0.0; N]; 3]; 3]; P],
+            triangles: [[[0.0; N]; 6]; P],
+            finite: 0,
+            rows: (packet.near_row, packet.far_row),
+        };
+        for (p, lanes) in packet.lanes.iter().enumerate() {
+            let (boxes, finite) = lanes.box_constants();
+            constants.boxes[p] = boxes;
+            constants.triangles[p] = lanes.triangle_constants();
+            constants.finite |= finite << (p * N);
+        }
+        constants
+    }
+
+    /// Whether ray `r`'s lane gave its single-ray box constants (its
+    /// reciprocals are finite).
+    #[cfg(test)]
+    pub(super) fn finite_boxes(&self, r: usize) -> bool {
+        self.finite & (1 << r) != 0
+    }
+
+    /// Ray `r`'s single-ray box constants over `bounds` (the tree's box,
+    /// the one the packet used): the lane's, or where its bit of `finite`
+    /// is clear, its own from [`RayBoxes::new`].
+    #[inline(always)]
+    pub(super) fn boxes<V: Lanes<N>>(
+        &self,
+        isa: V::Isa,
+        r: usize,
+        ray: &Ray,
+        bounds: &Aabb,
+    ) -> RayBoxes<N, V> {
+        if self.finite & (1 << r) == 0 {
+            return RayBoxes::new(isa, ray.origin, ray.dir, bounds);
+        }
+        let [inv, near, far] = &self.boxes[r / N];
+        let lane = r % N;
+        let at = |x: &[[f32; N]; 3]| [x[0][lane], x[1][lane], x[2][lane]];
+        let (inv, near, far) = (at(inv), at(near), at(far));
+        RayBoxes::from_parts(isa, self.rows, inv, near, far)
+    }
+
+    /// Ray `r`'s triangle constants ([`RayTriangles::from_parts`] of the
+    /// parts `LaneRays::triangle_constants` gives), in the frame `rows`.
+    #[inline(always)]
+    pub(super) fn triangles<V: Lanes<N>>(
+        &self,
+        isa: V::Isa,
+        rows: [usize; 3],
+        r: usize,
+        ray: &Ray,
+    ) -> RayTriangles<N, V> {
+        let c = &self.triangles[r / N];
+        let lane = r % N;
+        let origin = [c[0][lane], c[1][lane], c[2][lane]];
+        let shear = [c[3][lane], c[4][lane], c[5][lane]];
+        RayTriangles::from_parts(isa, rows, origin, shear, (ray.origin, ray.dir))
+    }
+}
+
+/// Ray `r` of a stream finishes the subtrees `starts` (one to
+/// `MORE_STARTS + 1`) alone, in one single-ray any-hit traversal; whether
+/// it found a hit.
+#[inline(always)]
+fn finish_alone<const N: usize, const P: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    bvh: &WideBvh<N>,
+    packet: &Packet<'_, N, P, V>,
+    constants: &RayConstants<N, P>,
+    r: usize,
+    ray: &Ray,
+    starts: &[(u32, u32)],
+) -> bool {
+    let triangles = constants.triangles::<V>(isa, packet.rows, r, ray);
+    let mut leaf = AnyLeaf {
+        triangles: &triangles,
+        t_min: ray.tmin,
+        t_max: ray.tmax,
+    };
+    let boxes = constants.boxes(isa, r, ray, &bvh.bounds);
+    let (&first, more) = starts.split_last().expect("at least one subtree");
+    traverse_subtrees::<N, V, true>(bvh, &boxes, first, more, ray.tmin, ray.tmax, &mut leaf)
 }

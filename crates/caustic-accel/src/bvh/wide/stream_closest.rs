@@ -37,12 +37,23 @@ use super::node::{TriangleGroup, WideNode};
 use super::packet::{Packet, closest_packet};
 use super::packet_lanes::highest;
 use super::simd::Lanes;
-use super::stream::{ALONE, CLASSES, RUN, STREAM, padded_stream, regroup, stream_mask};
-use super::traverse::{LeafTest, RayBoxes, stack_capacity, traverse_from};
+use super::stream::{CLASSES, RUN, RayConstants, STREAM, padded_stream, regroup, stream_mask};
+use super::traverse::{LeafTest, stack_capacity, traverse_from};
 use super::{WideBvh, root_entry};
 use crate::is_traceable;
 use caustic_geom::{Hit, Ray};
 use std::mem::MaybeUninit;
+
+/// A subtree that at most this many rays of a stream enter is finished by
+/// their single-ray traversals (the any-hit stream's [`super::stream::ALONE`]
+/// is 3). Callgrind on the protocol's 256² rays, primary and diffuse
+/// together: 8 rays trace 8.5 %, 4.8 % and 3.6 % fewer instructions than 3
+/// on bunny, sponza and conference (5 rays: 4.8 % and 2.3 % on bunny and
+/// conference), and interleaved wall-clock runs found them as fast (diffuse
+/// Mrays/s, one thread, means of three runs, 3 against 8 rays: 5.90 / 5.88,
+/// 3.14 / 3.10, 5.67 / 5.75; `docs/bench/cpu-rays5/knobs-avx512.txt`). For
+/// any-hit streams 8 rays were slower (see [`super::stream::ALONE`]).
+const ALONE: u32 = 8;
 
 /// Stack entries of a stream: up to `N` children per level of the path.
 const STACK: usize = stack_capacity(8) + 8;
@@ -224,16 +235,11 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     };
     let mut best: [Closest; STREAM] = std::array::from_fn(|r| Closest::new(padded[r].tmax));
     let mut cutoffs = Cutoffs::<N, P, V>::new(isa, &best[..count]);
-    let mut boxes = [const { MaybeUninit::<RayBoxes<N, V>>::uninit() }; STREAM];
-    let mut boxed = 0u32;
-    let mut tris = [const { MaybeUninit::<RayTriangles<N, V>>::uninit() }; STREAM];
-    for (lanes, tris) in packet.lanes.iter().zip(tris[..count].chunks_mut(N)) {
-        lanes.write_triangles(packet.rows, tris);
-    }
-    // SAFETY (the `tris` `assume_init_ref`s below): ray `r` is below `count`,
-    // as every mask holds only bits of `all`, and those were written above.
+    // Per-ray constants as scalars, broadcast where a ray tests a leaf or
+    // finishes a subtree alone (as the any-hit stream keeps them: cheaper
+    // than writing every ray's broadcast constants up front).
+    let constants = RayConstants::new(&packet);
     let all = stream_mask(count);
-    let (near_row, far_row) = (packet.near_row, packet.far_row);
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
     stack[0].write(Entry {
         child,
@@ -264,24 +270,16 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             // Few rays left here: their own traversals finish the subtree.
             for r in set_bits(mask) {
                 let ray = &rays[members[r] as usize];
-                if boxed & (1 << r) == 0 {
-                    let rows = (near_row, far_row);
-                    boxes[r].write(match packet.lanes[r / N].ray_boxes(r % N, rows) {
-                        Some(lane_boxes) => lane_boxes,
-                        None => RayBoxes::new(isa, ray.origin, ray.dir, &bvh.bounds),
-                    });
-                    boxed |= 1 << r;
-                }
-                // SAFETY: written just now or at an earlier finish.
-                let ray_boxes = unsafe { boxes[r].assume_init_ref() };
+                let ray_boxes = constants.boxes::<V>(isa, r, ray, &bvh.bounds);
+                let triangles = constants.triangles::<V>(isa, packet.rows, r, ray);
                 let cutoff = best[r].t;
                 let mut leaf = ClosestLeaf {
-                    triangles: unsafe { tris[r].assume_init_ref() },
+                    triangles: &triangles,
                     t_min: ray.tmin,
                     best: &mut best[r],
                 };
                 let start = (entry.child, entry.groups);
-                if traverse_from::<N, V, false>(bvh, ray_boxes, start, ray.tmin, cutoff, &mut leaf)
+                if traverse_from::<N, V, false>(bvh, &ray_boxes, start, ray.tmin, cutoff, &mut leaf)
                 {
                     cutoffs.set(r, best[r].t);
                 }
@@ -330,7 +328,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             let mut improved = false;
             for r in set_bits(mask) {
                 let ray = &rays[members[r] as usize];
-                let triangles = unsafe { tris[r].assume_init_ref() };
+                let triangles = constants.triangles::<V>(isa, packet.rows, r, ray);
                 if triangles.closest(groups, ray.tmin, &mut best[r]) {
                     cutoffs.set(r, best[r].t);
                     improved = true;

@@ -18,7 +18,8 @@
 //!
 //! The stack holds at most `N - 1` entries per level of the current path,
 //! and depth is bounded by [`MAX_DEPTH`] (checked by `WideBvh::validate`),
-//! so a fixed array of [`stack_capacity`] entries cannot overflow; on an
+//! so a fixed array of [`stack_capacity`] entries (plus [`MORE_STARTS`]
+//! for the extra subtrees of [`traverse_subtrees`]) cannot overflow; on an
 //! invalid, deeper tree the bounds check panics instead.
 
 use super::leaf::set_bits;
@@ -108,7 +109,7 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     }
 
     /// The constants from parts computed elsewhere: a packet lane's
-    /// (`LaneRays::ray_boxes`), which [`SlabFrame::shifts`] computes with
+    /// (`LaneRays::box_constants`), which [`SlabFrame::shifts`] computes with
     /// the same operations, axis order and bounds as [`RayBoxes::new`].
     #[inline(always)]
     pub(super) fn from_parts(
@@ -320,12 +321,45 @@ pub fn traverse_from<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
     t_max: f32,
     leaf: &mut impl LeafTest<N>,
 ) -> bool {
+    traverse_subtrees::<N, V, ANY_HIT>(bvh, boxes, start, &[], t_min, t_max, leaf)
+}
+
+/// Subtrees a single-ray traversal may start from at once
+/// ([`traverse_subtrees`]), beyond the first.
+pub const MORE_STARTS: usize = 8;
+
+/// [`traverse_from`] of the subtree `first` and of each of `more` (at most
+/// [`MORE_STARTS`]), in one traversal with one stack: the others wait on
+/// the stack as if a node had pushed them, with no cull bound (each is
+/// tested against the closest hit only through its own nodes' boxes).
+#[inline(always)]
+pub fn traverse_subtrees<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
+    bvh: &WideBvh<N>,
+    boxes: &RayBoxes<N, V>,
+    first: (u32, u32),
+    more: &[(u32, u32)],
+    t_min: f32,
+    t_max: f32,
+    leaf: &mut impl LeafTest<N>,
+) -> bool {
     assert!(stack_capacity(N) <= STACK, "widths up to 8");
-    let (mut child, mut groups) = start;
+    assert!(
+        more.len() <= MORE_STARTS,
+        "at most {MORE_STARTS} more starts"
+    );
+    let (mut child, mut groups) = first;
     let t_min_v = V::splat(boxes.isa, t_min);
     let mut cutoff = t_max;
-    let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
+    let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK + MORE_STARTS];
     let mut depth = 0;
+    for &(child, groups) in more {
+        stack[depth].write(Entry {
+            child,
+            groups,
+            bound: f32::NEG_INFINITY,
+        });
+        depth += 1;
+    }
     let mut found = false;
     loop {
         if groups == 0 {
@@ -406,7 +440,7 @@ fn push_far_children<const N: usize, V: Lanes<N>>(
     hits: u32,
     order: V,
     bound: V,
-    stack: &mut [MaybeUninit<Entry>; STACK],
+    stack: &mut [MaybeUninit<Entry>; STACK + MORE_STARTS],
     depth: &mut usize,
 ) -> usize {
     let order = order.to_array();
