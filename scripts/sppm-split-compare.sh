@@ -1,6 +1,18 @@
 #!/usr/bin/env bash
-# Issue 17, call 2: dealt passes with the grid built off the chain (cells a
-# pass late), steady-state rates, and whether concurrent GPUs slow the eye pass.
+# SPPM on 1, 2, 4, ... GPUs of one process with the passes dealt round the
+# GPUs (the default) and split by rows (CAUSTIC_SPPM_SPLIT=rows), against
+# an earlier CLI (docs/SCALING.md, "Whole passes dealt round the team"):
+# the GPU test binaries sppm_gpu and facade_gpu, 4096² renders of 20
+# passes, the steady time a pass ((t(100) - t(20)) / 80), four single-GPU
+# renders at once (does a busy neighbour slow a GPU?), 8192² renders, and
+# every image compared with one GPU's. Meant for the device tool: a folder
+# holding bin.tar.xz (sppm_gpu, facade_gpu, caustic-after, caustic-before)
+# and refs.tar.xz (the Cornell references), this script copied beside them:
+#
+#   run(kind: "nvidia-h100-x4", carry: ["target/h-dealt2"],
+#       command: "bash target/h-dealt2/run.sh")
+#
+# PARTS="tests 4k steady conc 8k" picks the parts (default all).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-$here/out}"; mkdir -p "$out"
