@@ -208,10 +208,7 @@ fn run(
     (settings, team): (&SppmSettings, &dyn Team),
     on_pass: &mut dyn FnMut(&GpuPassView) -> ControlFlow<()>,
 ) -> Result<(Option<Film>, SppmStats), SppmCudaError> {
-    settings.validate()?;
-    if !camera.is_valid() {
-        return Err(SppmError("the camera frame is degenerate".into()).into());
-    }
+    check_inputs(settings, camera)?;
     let start = Instant::now();
     let sources = PhotonSources::new(scene);
     // Passes in flight: the eye passes on a second upload, on its own
@@ -246,8 +243,7 @@ fn run(
         setup_seconds: start.elapsed().as_secs_f64(),
         ..SppmStats::default()
     };
-    // Fixed point for the radius sums: 2^32 steps across the scene.
-    let scale = 2f64.powi(32) / f64::from(scene.scene_diagonal.max(1e-30));
+    let scale = radius_scale(scene);
     let parts = (&mut state, &mut eye, &mut frames[..]);
     passes(parts, &sources, scale, &mut stats, on_pass)?;
     let film_start = Instant::now();
@@ -293,6 +289,21 @@ fn film_to_root(
     rows_film_to_root(team, size, mine, rows_of).map_err(team_error)
 }
 
+/// The settings and the camera checked before anything runs.
+fn check_inputs(settings: &SppmSettings, camera: &Camera) -> Result<(), SppmCudaError> {
+    settings.validate()?;
+    if !camera.is_valid() {
+        return Err(SppmError("the camera frame is degenerate".into()).into());
+    }
+    Ok(())
+}
+
+/// Fixed point for the radius sums: 2^32 steps across the scene (exact in
+/// any order, so every split sums the same).
+fn radius_scale(scene: &RenderScene) -> f64 {
+    2f64.powi(32) / f64::from(scene.scene_diagonal.max(1e-30))
+}
+
 /// [`TeamSplit::Passes`]: this member's passes (`rank`, `rank + size`,
 /// …) rendered whole, each gathered into the pixel statistics taken over
 /// from the member that gathered the pass before and handed on to the one
@@ -310,10 +321,7 @@ fn run_dealt(
     (settings, team): (&SppmSettings, &dyn Team),
     on_pass: &mut dyn FnMut(&GpuPassView) -> ControlFlow<()>,
 ) -> Result<(Option<Film>, SppmStats), SppmCudaError> {
-    settings.validate()?;
-    if !camera.is_valid() {
-        return Err(SppmError("the camera frame is degenerate".into()).into());
-    }
+    check_inputs(settings, camera)?;
     let start = Instant::now();
     let sources = PhotonSources::new(scene);
     let rows = TileRows::interleaved(&Solo, settings.width, settings.height);
@@ -326,7 +334,7 @@ fn run_dealt(
         setup_seconds: start.elapsed().as_secs_f64(),
         ..SppmStats::default()
     };
-    let scale = 2f64.powi(32) / f64::from(scene.scene_diagonal.max(1e-30));
+    let scale = radius_scale(scene);
     let size = team.size() as u32;
     let owner = |pass: u32| (pass % size) as usize;
     let passes = settings.passes;
