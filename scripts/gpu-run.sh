@@ -132,7 +132,9 @@ for test in "${selected[@]}"; do
     [[ "$result" == "$name: exit 0 "* ]] || status=1
     echo "$result" | tee -a "$summary"
 done
-grep -E 'panicked|FAILED|failures:|CAUSTIC_TEST_SEED|^device' "$logs/tests.log" | head -n 60 | tee -a "$summary"
+# Every randomised test prints its seed; only a failure's matters, and
+# the failure's own lines carry it.
+grep -E 'panicked|FAILED|failures:|^device' "$logs/tests.log" | head -n 60 | tee -a "$summary"
 
 # caustic bench gpu: the primitives, then the trace passes on the scenes of
 # the OptiX anchor (the standard cameras, --camera standard; 16 dragons framed
@@ -284,4 +286,14 @@ fi
 echo "---- summary"
 cat "$summary"
 grep -h -E '^\| |^Primitives|^BVH2|^WHITTED|^device|^(TORCH|CUPY)' "$logs/bench.log" 2>/dev/null
+# The device tool brings back at most 8 files from $OUT: past that the
+# logs go back as one archive (logs.tar.xz) beside the summary.
+if [ -n "${OUT:-}" ] && [ "$(find "$logs" -maxdepth 1 -type f | wc -l)" -gt 7 ]; then
+    (
+        cd "$logs" || exit
+        find . -maxdepth 1 -type f ! -name summary.txt ! -name logs.tar.xz -printf '%P\n' >/tmp/gpu-run-logs.txt
+        tar -cJf logs.tar.xz -T /tmp/gpu-run-logs.txt && xargs rm -f </tmp/gpu-run-logs.txt
+    )
+fi
+
 exit $status
