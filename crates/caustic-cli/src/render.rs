@@ -309,43 +309,34 @@ fn run_animation(args: RenderArgs) -> Result<()> {
     let started = Instant::now();
     let count = instants.len();
     let team = ranks::team().filter(|_| count > 1);
-    let dealt = if let Some(team) = &team {
-        // The ranks deal out the frames: rank r renders frames r, r + N, …
-        // alone, on its own device, and writes them.
-        let mine: Vec<_> = instants
-            .iter()
-            .skip(team.rank())
-            .step_by(team.size())
-            .copied()
-            .collect();
-        let bar = frames_bar(mine.len(), args.quiet);
-        let frames = Frames {
-            pattern: &pattern,
-            instants: &mine,
-            bar: &bar,
-            alone: true,
-        };
-        render_frames(&args, &mut loaded, frames, None, &mut carried)?;
-        // Every rank's frames written before rank 0 reports.
-        team.all_gather(&[]).map_err(|e| anyhow::anyhow!("{e}"))?;
-        bar.finish_and_clear();
-        format!(", dealt over {} ranks", team.size())
-    } else if lanes.len() > 1 && count > 1 {
+    let dealt = if team.is_none() && lanes.len() > 1 && count > 1 {
         let bar = frames_bar(count, args.quiet);
         deal_frames(&args, &loaded, (&pattern, &instants), (lanes, &bar))?;
         bar.finish_and_clear();
         format!(", dealt over {} GPUs", backend.device_count())
     } else {
-        let bar = frames_bar(count, args.quiet);
+        // One device: every frame, or among MPI ranks rank r's frames
+        // r, r + N, …, rendered alone on its own device and written by it.
+        let (mine, alone) = match &team {
+            Some(team) => (every_nth(&instants, team.rank(), team.size()), true),
+            None => (instants.clone(), false),
+        };
+        let bar = frames_bar(mine.len(), args.quiet);
         let frames = Frames {
             pattern: &pattern,
-            instants: &instants,
+            instants: &mine,
             bar: &bar,
-            alone: false,
+            alone,
         };
         render_frames(&args, &mut loaded, frames, None, &mut carried)?;
+        // Every rank's frames written before rank 0 reports.
+        if let Some(team) = &team {
+            team.all_gather(&[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
         bar.finish_and_clear();
-        String::new()
+        team.map_or(String::new(), |t| {
+            format!(", dealt over {} ranks", t.size())
+        })
     };
     let seconds = started.elapsed().as_secs_f64();
     if ranks::is_root() && count > 1 {
@@ -355,6 +346,12 @@ fn run_animation(args: RenderArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Every `n`-th of `instants` from the `k`-th: the frames of one of `n`
+/// devices or ranks that deal out an animation.
+fn every_nth(instants: &[(Option<u32>, f32)], k: usize, n: usize) -> Vec<(Option<u32>, f32)> {
+    instants.iter().skip(k).step_by(n).copied().collect()
 }
 
 /// The frames one thread renders: their instants, where their images go,
@@ -389,7 +386,7 @@ fn deal_frames(
             .into_iter()
             .enumerate()
             .map(|(k, lane)| {
-                let mine: Vec<_> = instants.iter().skip(k).step_by(n).copied().collect();
+                let mine = every_nth(instants, k, n);
                 let mut copy = scene_arg::LoadedScene {
                     scene: loaded.scene.clone(),
                     name: loaded.name.clone(),

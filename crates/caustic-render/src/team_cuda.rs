@@ -24,9 +24,10 @@
 //! array is the same, bit for bit. [`add_band_sums`] reduces whole-image
 //! partial sums into the members' bands (members of one process).
 //! [`hand_over`] and [`take_over`] pass one buffer's contents from one
-//! member to the next alone (members of one process), so that members
-//! that take turns with a state (SPPM's pixel statistics, pass by pass)
-//! need not meet at every turn.
+//! member to the next alone (a peer copy in one process, the sender's
+//! staging allocation through CUDA IPC between the processes of one
+//! node), so that members that take turns with a state (SPPM's pixel
+//! statistics, pass by pass) need not meet at every turn.
 //!
 //! [`Gpu::ipc`]: caustic_gpu::Gpu::ipc
 
@@ -183,9 +184,13 @@ pub fn take_over<T: Pod>(
             expect_bytes(state, note.bytes)?;
             gpu.ipc().open(&gpu, from, &note.handle, note.bytes)?
         }
-        _ => bytemuck::try_pod_read_unaligned(&message).map_err(|_| malformed())?,
+        _ => {
+            let handle: PeerHandle =
+                bytemuck::try_pod_read_unaligned(&message).map_err(|_| malformed())?;
+            expect_bytes(state, handle.bytes)?;
+            handle
+        }
     };
-    expect_bytes(state, source.bytes)?;
     // SAFETY: `from` synchronised its device before naming the buffer (a
     // buffer of this process, or its staging allocation mapped here), and
     // it does not write or free it before this copy is done (the contract

@@ -251,11 +251,7 @@ fn run(
     let [sum, count] = sum_u64(team, &[sum, count]).map_err(team_error)?[..] else {
         unreachable!("two sums for two counts")
     };
-    stats.mean_radius = if count > 0 {
-        sum as f64 / scale / count as f64
-    } else {
-        0.0
-    };
+    stats.mean_radius = mean_radius(sum, count, scale);
     let values = kernels::film(&state.pixels, stats.passes)?;
     let film = film_to_root(team, (settings.width, settings.height), values)?;
     let sums = sum_u64(team, &[stats.rays, stats.deposits]).map_err(team_error)?;
@@ -304,6 +300,16 @@ fn radius_scale(scene: &RenderScene) -> f64 {
     2f64.powi(32) / f64::from(scene.scene_diagonal.max(1e-30))
 }
 
+/// The mean radius from fixed-point radius sums (`sum` of `count` radii at
+/// `scale` steps a unit; 0 when no pixel has a radius).
+fn mean_radius(sum: u64, count: u64, scale: f64) -> f64 {
+    if count > 0 {
+        sum as f64 / scale / count as f64
+    } else {
+        0.0
+    }
+}
+
 /// [`TeamSplit::Passes`]: this member's passes (`rank`, `rank + size`,
 /// …) rendered whole, each gathered into the pixel statistics taken over
 /// from the member that gathered the pass before and handed on to the one
@@ -345,13 +351,7 @@ fn run_dealt(
         let turns = Turns {
             team,
             before: pass.checked_sub(1).map(owner),
-            // The last pass's statistics go to the root.
-            after: if pass + 1 < passes {
-                owner(pass + 1)
-            } else {
-                0
-            },
-            last: pass + 1 == passes,
+            next: (pass + 1 < passes).then(|| owner(pass + 1)),
         };
         state.fold_dealt(maps, (scale, &frame), turns, &mut stats)?;
         let view = GpuPassView {
@@ -390,11 +390,7 @@ fn run_dealt(
     stats.passes = passes;
     let film = if team.is_root() {
         let [sum, count] = kernels::final_radius_sum(&state.pixels, scale)?;
-        stats.mean_radius = if count > 0 {
-            sum as f64 / scale / count as f64
-        } else {
-            0.0
-        };
+        stats.mean_radius = mean_radius(sum, count, scale);
         Some(image(
             &state.pixels,
             passes,
@@ -675,11 +671,7 @@ impl<'a> State<'a> {
             unreachable!("two sums for two counts")
         };
         stats.photon_seconds += clock.elapsed().as_secs_f64();
-        Ok(if count > 0 {
-            sum as f64 / scale / count as f64
-        } else {
-            0.0
-        })
+        Ok(mean_radius(sum, count, scale))
     }
 
     /// The grid cell for the pass whose pixels' mean radius is
@@ -756,13 +748,20 @@ impl<'a> State<'a> {
 }
 
 /// Who gathers around a pass of [`TeamSplit::Passes`]: the member that
-/// gathered the pass before (`None` for the first pass) and the one that
-/// gathers the next (the root after the last pass).
+/// gathered the pass before and the one that gathers the next (`None`
+/// for the first and after the last pass).
 struct Turns<'t> {
     team: &'t dyn Team,
     before: Option<usize>,
-    after: usize,
-    last: bool,
+    next: Option<usize>,
+}
+
+impl Turns<'_> {
+    /// Where the statistics go after this pass: the next pass's member,
+    /// or the root after the last pass.
+    fn after(&self) -> usize {
+        self.next.unwrap_or(0)
+    }
 }
 
 impl State<'_> {
@@ -798,16 +797,16 @@ impl State<'_> {
         let mean_radius = self.radii(frame, scale, stats)?;
         // The first pass's grid has its own cell.
         let cell = self.cell_after(mean_radius);
-        if !turns.last && turns.after != rank {
-            send_cell(turns.team, turns.after, cell_of(mean_radius))?;
+        if let Some(member) = turns.next.filter(|&member| member != rank) {
+            send_cell(turns.team, member, cell_of(mean_radius))?;
         }
         let grid = match early {
             Ok(grid) => grid,
             Err(photons) => self.grid(photons, cell, stats)?,
         };
         self.gather(&grid, frame, stats)?;
-        if turns.after != rank {
-            hand_over(turns.team, turns.after, &self.pixels)?;
+        if turns.after() != rank {
+            hand_over(turns.team, turns.after(), &self.pixels)?;
         }
         Ok(())
     }
