@@ -93,7 +93,9 @@ fn main() -> ExitCode {
         _ => None,
     };
     let result = match cli.command {
-        Command::Render(args) => with_threads(args.threads(), || render::run(args)),
+        Command::Render(args) => {
+            with_threads(ranks::render_threads(args.threads()), || render::run(args))
+        }
         Command::Info(args) => with_threads(0, || info::run(args)),
         Command::Compare(args) => compare::run(args),
         Command::Collide(args) => with_threads(args.threads, || collide::run(args)),

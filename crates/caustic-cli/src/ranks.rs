@@ -63,6 +63,55 @@ fn launched_ranks() -> Option<usize> {
         .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
 }
 
+/// The number of ranks on this node that an MPI launcher announced (Open
+/// MPI, MPICH/Hydra, PMIx), if any.
+fn local_ranks() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_LOCAL_SIZE",
+        "MPI_LOCALNRANKS",
+        "PMIX_LOCAL_SIZE",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
+}
+
+/// The worker threads a render of this process runs: `requested` when
+/// given (`--threads N`), otherwise one per core it may use. Ranks of one
+/// MPI job that share a node and were not bound to cores by the launcher
+/// (`--bind-to none`) would each start a worker per core of the whole
+/// machine, so they share its cores instead: `cores / local ranks` each.
+/// Where the launcher bound the rank to a core set, that set is its share
+/// already (Rust's count of usable cores follows the affinity mask).
+pub(crate) fn render_threads(requested: usize) -> usize {
+    let usable = std::thread::available_parallelism().map_or(1, |n| n.get());
+    share_of_cores(requested, usable, online_cores(), local_ranks())
+}
+
+/// [`render_threads`] for the given counts: `requested` when non-zero;
+/// `usable / local` when the process may use every online core and the
+/// node runs `local` > 1 ranks; 0 (rayon's one per usable core) otherwise.
+fn share_of_cores(requested: usize, usable: usize, online: usize, local: Option<usize>) -> usize {
+    match local {
+        _ if requested > 0 => requested,
+        Some(local) if local > 1 && usable >= online => (usable / local).max(1),
+        _ => 0,
+    }
+}
+
+/// The cores online on this machine (the affinity mask aside).
+#[cfg(unix)]
+fn online_cores() -> usize {
+    // SAFETY: sysconf reads a system constant; no memory is passed.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(online).unwrap_or(1).max(1)
+}
+
+/// Without `sysconf`: the usable cores stand for the online ones.
+#[cfg(not(unix))]
+fn online_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Joins the MPI job this process was started in, if any: the returned
 /// guard finalises MPI when dropped (at the end of `main`).
 #[cfg(feature = "mpi")]
@@ -299,5 +348,27 @@ mod mpi_team {
                 .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
                 .collect(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share_of_cores;
+
+    #[test]
+    fn ranks_of_one_node_share_its_cores_unless_bound_or_told() {
+        // Unbound ranks on a 64-core node: the cores divided among them.
+        assert_eq!(share_of_cores(0, 64, 64, Some(4)), 16);
+        assert_eq!(share_of_cores(0, 64, 64, Some(3)), 21);
+        // More ranks than cores: one worker each, never none.
+        assert_eq!(share_of_cores(0, 2, 2, Some(3)), 1);
+        // Bound by the launcher to fewer cores than the machine's: the
+        // binding is the share already (rayon's default).
+        assert_eq!(share_of_cores(0, 16, 64, Some(4)), 0);
+        // A single process, or the only rank on its node: every core.
+        assert_eq!(share_of_cores(0, 64, 64, None), 0);
+        assert_eq!(share_of_cores(0, 64, 64, Some(1)), 0);
+        // `--threads N` wins.
+        assert_eq!(share_of_cores(5, 64, 64, Some(4)), 5);
     }
 }

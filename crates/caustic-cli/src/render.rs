@@ -131,7 +131,8 @@ pub struct RenderFlags {
     /// [default: bvh-wide on the CPU, bvh-binned on a GPU].
     #[arg(long, value_parser = parse::accel_arg)]
     pub accel: Option<AccelArg>,
-    /// Worker threads (0 = all cores).
+    /// Worker threads (0 = all cores; MPI ranks of one node that the
+    /// launcher did not bind to cores share them: cores / ranks each).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=4096), allow_negative_numbers = true)]
     threads: u16,
     /// Fresnel formula for glass (whitted only; photon and sppm use the
