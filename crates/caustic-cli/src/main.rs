@@ -15,6 +15,7 @@ mod camera_presets;
 mod collide;
 mod compare;
 mod device;
+mod frame_writer;
 mod info;
 mod notes;
 mod output;

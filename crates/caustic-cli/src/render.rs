@@ -5,6 +5,7 @@
 //! `render_whitted.rs`, `render_photon.rs` and `render_sppm.rs`.
 
 use crate::camera::CameraArgs;
+use crate::frame_writer::FrameWriter;
 use crate::parse::AccelArg;
 use crate::render_photon::{self, PhotonArgs};
 use crate::render_sppm::{self, Scorer, SppmArgs};
@@ -310,9 +311,21 @@ fn run_animation(args: RenderArgs) -> Result<()> {
     let started = Instant::now();
     let count = instants.len();
     let team = ranks::team().filter(|_| count > 1);
+    let (width, height) = args.integrator(&loaded.scene).size();
+    let writer = FrameWriter::for_frames(
+        width as usize * height as usize,
+        rayon::current_num_threads(),
+    );
     let dealt = if team.is_none() && lanes.len() > 1 && count > 1 {
         let bar = frames_bar(count, args.quiet);
-        deal_frames(&args, &loaded, (&pattern, &instants), (lanes, &bar))?;
+        deal_frames(
+            &args,
+            &loaded,
+            (&pattern, &instants),
+            (lanes, &bar),
+            &writer,
+        )?;
+        writer.finish()?;
         bar.finish_and_clear();
         format!(", dealt over {} GPUs", backend.device_count())
     } else {
@@ -328,8 +341,10 @@ fn run_animation(args: RenderArgs) -> Result<()> {
             instants: &mine,
             bar: &bar,
             alone,
+            writer: &writer,
         };
         render_frames(&args, &mut loaded, frames, None, &mut carried)?;
+        writer.finish()?;
         // Every rank's frames written before rank 0 reports.
         if let Some(team) = &team {
             team.all_gather(&[]).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -356,14 +371,16 @@ fn every_nth(instants: &[(Option<u32>, f32)], k: usize, n: usize) -> Vec<(Option
 }
 
 /// The frames one thread renders: their instants, where their images go,
-/// and the bar they advance; `alone` when an MPI rank renders them without
-/// the other ranks (frames dealt among the ranks), writing them itself.
+/// the bar they advance and the writers that write them; `alone` when an
+/// MPI rank renders them without the other ranks (frames dealt among the
+/// ranks), writing them itself.
 #[derive(Clone, Copy)]
 struct Frames<'a> {
     pattern: &'a Path,
     instants: &'a [(Option<u32>, f32)],
     bar: &'a ProgressBar,
     alone: bool,
+    writer: &'a FrameWriter,
 }
 
 /// Every frame of `lanes`' devices at once, frame `k` on device `k mod
@@ -377,6 +394,7 @@ fn deal_frames(
     loaded: &scene_arg::LoadedScene,
     (pattern, instants): (&Path, &[(Option<u32>, f32)]),
     (lanes, bar): (Vec<Backend>, &ProgressBar),
+    writer: &FrameWriter,
 ) -> Result<()> {
     let n = lanes.len();
     if ranks::is_root() {
@@ -399,6 +417,7 @@ fn deal_frames(
                         instants: &mine,
                         bar,
                         alone: false,
+                        writer,
                     };
                     render_frames(args, &mut copy, frames, Some(lane), &mut None)
                 })
@@ -449,6 +468,7 @@ fn render_frames(
             gpu_carry: &mut gpu_carry,
             show_device,
             alone: frames.alone,
+            writer: frames.writer,
         };
         let done = render_instant(args, loaded, &path, structure, (started, shared))?;
         let update = done.update.unwrap_or(update);
@@ -576,6 +596,7 @@ struct Shared<'a> {
     show_device: bool,
     /// An MPI rank's own frame ([`Frames::alone`]).
     alone: bool,
+    writer: &'a FrameWriter,
 }
 
 /// One rendered frame of an animation.
@@ -709,8 +730,9 @@ fn render_instant(
     };
     *shared.gpu_carry = renderer.into_carry();
     if ranks::is_root() || shared.alone {
-        image_io::write_image(&rendered.film, path, args.flags.exposure)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        shared
+            .writer
+            .write(rendered.film, path.to_path_buf(), args.flags.exposure)?;
     }
     Ok(FrameDone {
         summary,

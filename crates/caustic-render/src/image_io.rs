@@ -84,10 +84,31 @@ pub fn read_png(path: &Path) -> Result<Film, ImageError> {
 }
 
 /// Writes `film` as EXR (linear) or PNG (sRGB), chosen by the extension.
+/// An EXR's blocks are compressed by a pool of threads made for the write.
 pub fn write_image(film: &Film, path: &Path, exposure: f32) -> Result<(), ImageError> {
+    write_image_with(film, path, exposure, true)
+}
+
+/// [`write_image`] on the calling thread alone: for writers that run
+/// several images at once (an animation's frames), where a pool of threads
+/// for each image would only be made and torn down again.
+pub fn write_image_on_this_thread(
+    film: &Film,
+    path: &Path,
+    exposure: f32,
+) -> Result<(), ImageError> {
+    write_image_with(film, path, exposure, false)
+}
+
+fn write_image_with(
+    film: &Film,
+    path: &Path,
+    exposure: f32,
+    parallel: bool,
+) -> Result<(), ImageError> {
     let ext = extension(path);
     match ext.as_str() {
-        "exr" => write_exr(film, path),
+        "exr" => write_exr_with(film, path, parallel),
         "png" => write_png(film, path, exposure),
         _ => Err(ImageError::UnknownFormat {
             path: path.display().to_string(),
@@ -97,11 +118,21 @@ pub fn write_image(film: &Film, path: &Path, exposure: f32) -> Result<(), ImageE
 }
 
 pub fn write_exr(film: &Film, path: &Path) -> Result<(), ImageError> {
-    exr::prelude::write_rgb_file(path, film.width as usize, film.height as usize, |x, y| {
+    write_exr_with(film, path, true)
+}
+
+fn write_exr_with(film: &Film, path: &Path, parallel: bool) -> Result<(), ImageError> {
+    use exr::prelude::*;
+    let channels = SpecificChannels::rgb(|Vec2(x, y)| {
         let p = film.get(x as u32, y as u32);
         (p.x, p.y, p.z)
-    })
-    .map_err(|e| io_error(path, e))
+    });
+    let image = Image::from_channels((film.width as usize, film.height as usize), channels);
+    let written = match parallel {
+        true => image.write().to_file(path),
+        false => image.write().non_parallel().to_file(path),
+    };
+    written.map_err(|e| io_error(path, e))
 }
 
 pub fn write_png(film: &Film, path: &Path, exposure: f32) -> Result<(), ImageError> {
