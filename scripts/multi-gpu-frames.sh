@@ -52,5 +52,6 @@ PY
             name="$(basename "$f")"
             echo "  $name: $("$caustic" compare "$images/g$n/$name" "$f" 2>&1 | head -n 1)"
         done | sort | awk 'NR % 12 == 1'
+        rm -rf "$images/g$n" # one GPU's frames stay, for the next comparison
     fi
 done

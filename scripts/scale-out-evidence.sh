@@ -12,7 +12,8 @@
 # BUNDLE holds caustic (the CLI with CUDA, or bin.tar.xz holding it), and for
 # the MPI parts caustic-mpi.xz (the CLI built with `--features mpi`, xz) and
 # openmpi.tar.xz (scripts/mpi-bundle.sh). PARTS picks parts (default
-# "frames mpi-frames sppm mpi-sppm").
+# "frames mpi-frames sppm mpi-sppm"); ANIM_FRAMES and GATHER_FRAMES the
+# frames rendered without and with the final gather (default 0..47, 0..23).
 set -uo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 bundle="$(cd "${BUNDLE:-$repo/target/gpu-bundle}" && pwd)"
@@ -29,6 +30,8 @@ export CAUSTIC_KERNEL_CACHE="${CAUSTIC_KERNEL_CACHE:-/tmp/caustic-kernels}"
 gpus="$(nvidia-smi -L | grep -c '^GPU')"
 echo "== $(date -u +%FT%TZ) $gpus x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1), $(nproc) cores"
 frames_dir=/dev/shm/caustic-evidence
+anim="${ANIM_FRAMES:-0..47}"
+gather="${GATHER_FRAMES:-0..23}"
 moving=(cornell-caustics-moving --integrator photon --width 1920 --height 1080 --spp 1)
 
 # The GPUs' own frame rate of a log: ranks x 1000 / the median frame time,
@@ -45,16 +48,16 @@ PY
 }
 
 if want frames; then
-    echo "== frames dealt over the GPUs of one process, global map read directly (48 frames)"
-    FRAMES_DIR=$frames_dir/direct bash "$repo/scripts/multi-gpu-frames.sh" "$caustic" "$out/frames-direct" 0..47 \
+    echo "== frames dealt over the GPUs of one process, global map read directly (frames $anim)"
+    FRAMES_DIR=$frames_dir/direct bash "$repo/scripts/multi-gpu-frames.sh" "$caustic" "$out/frames-direct" "$anim" \
         "${moving[@]}" --no-final-gather
-    echo "== the same with the final gather (24 frames)"
-    FRAMES_DIR=$frames_dir/gather bash "$repo/scripts/multi-gpu-frames.sh" "$caustic" "$out/frames-gather" 0..23 \
+    echo "== the same with the final gather (frames $gather)"
+    FRAMES_DIR=$frames_dir/gather bash "$repo/scripts/multi-gpu-frames.sh" "$caustic" "$out/frames-gather" "$gather" \
         "${moving[@]}"
 fi
 
 if want mpi-frames && [ -f caustic-mpi.xz ] && [ -f openmpi.tar.xz ]; then
-    echo "== frames dealt over MPI ranks, one GPU a rank (48 frames, global map read directly)"
+    echo "== frames dealt over MPI ranks, one GPU a rank (frames $anim, global map read directly)"
     mkdir -p /tmp/ompi && tar -xJf openmpi.tar.xz -C /tmp/ompi
     # shellcheck source=/dev/null
     . /tmp/ompi/openmpi/env.sh
@@ -64,7 +67,7 @@ if want mpi-frames && [ -f caustic-mpi.xz ] && [ -f openmpi.tar.xz ]; then
         local label=$1 n=$2; shift 2
         rm -rf "$frames_dir/$label" && mkdir -p "$frames_dir/$label"
         timeout 180 mpirun --oversubscribe --bind-to none -np "$n" /tmp/caustic-mpi render "${moving[@]}" \
-            --no-final-gather --frames 0..47 --device cuda "$@" -o "$frames_dir/$label/f_%04d.exr" \
+            --no-final-gather --frames "$anim" --device cuda "$@" -o "$frames_dir/$label/f_%04d.exr" \
             >"$out/frames-$label.log" 2>&1
         local rc=$? rate
         rate="$(rate_of "$out/frames-$label.log" "$n")"
@@ -74,6 +77,7 @@ if want mpi-frames && [ -f caustic-mpi.xz ] && [ -f openmpi.tar.xz ]; then
             [ -f "$frames_dir/direct/g1/f_$f.exr" ] &&
                 echo "  f_$f vs 1 GPU: $("$caustic" compare "$frames_dir/$label/f_$f.exr" "$frames_dir/direct/g1/f_$f.exr" 2>&1 | head -n 1)"
         done
+        rm -rf "${frames_dir:?}/$label"
     }
     for n in 2 4 8; do
         [ "$n" -le "$gpus" ] || break
