@@ -424,6 +424,18 @@ macro_rules! isa_queries {
             }
 
             #[inline]
+            pub fn occluded_single(isa: $token, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+                #[target_feature(enable = $features)]
+                unsafe fn run(isa: $token, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+                    for (ray, out) in rays.iter().zip(out.iter_mut()) {
+                        *out = is_traceable(ray) && super::occluded::<8, $lanes>(isa, bvh, ray);
+                    }
+                }
+                // SAFETY: `isa` exists, so the CPU has the features.
+                unsafe { run(isa, bvh, rays, out) }
+            }
+
+            #[inline]
             pub fn closest_packets(
                 isa: $token,
                 bvh: &WideBvh<8>,
@@ -496,12 +508,24 @@ impl WideTriangleBvh {
     }
 }
 
+/// MEASUREMENT KNOB (temporary): `CAUSTIC_WIDE_AO=single` traces AO rays one by one.
+fn single_ao() -> bool {
+    static SINGLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SINGLE.get_or_init(|| std::env::var("CAUSTIC_WIDE_AO").is_ok_and(|v| v.trim() == "single"))
+}
+
 impl WideTriangleBvh {
     /// Occlusion of a run of rays, regrouped by direction and traced in
     /// streams (see [`super::stream`]); `out.len() == rays.len()`.
     pub fn occluded_run(&self, rays: &[Ray], out: &mut [bool]) {
         assert_eq!(rays.len(), out.len(), "one result slot per ray");
         match (&self.tree, self.engine) {
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx512(isa)) if single_ao() => {
+                avx512::occluded_single(isa, t, rays, out)
+            }
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx2(avx)) if single_ao() => avx::occluded_single(avx, t, rays, out),
             #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx512(isa)) => avx512::occluded_stream(isa, t, rays, out),
             #[cfg(target_arch = "x86_64")]

@@ -46,10 +46,11 @@ pub struct RayBoxes<const N: usize, V: Lanes<N>> {
     /// The backend's token, for the vectors made from nodes.
     isa: V::Isa,
     /// Per axis in the order `[other, other, depth]` (the depth axis is the
-    /// direction's largest component, as in the triangle test): the node row
-    /// holding the plane the ray enters through, and the one it leaves by.
-    near_row: [usize; 3],
-    far_row: [usize; 3],
+    /// direction's largest component, as in the triangle test): the byte
+    /// offset in a node of the row holding the plane the ray enters
+    /// through, and of the one it leaves by (see [`row_offset`]).
+    near_offset: [usize; 3],
+    far_offset: [usize; 3],
     /// Per axis (same order), the reciprocal direction (a zero component
     /// gives a huge finite value of its sign, see [`finite_reciprocal`]).
     inv_dir: [V; 3],
@@ -70,42 +71,63 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// distances on an axis the ray runs parallel to.
     #[inline(always)]
     pub fn new(isa: V::Isa, origin: Vec3, dir: Vec3, bounds: &Aabb) -> Self {
-        let depth = depth_axis(dir);
-        let axes = [(depth + 1) % 3, (depth + 2) % 3, depth];
+        // One copy per depth axis, so that the axes are constants and the
+        // permutation costs nothing.
+        match depth_axis(dir) {
+            0 => Self::in_frame::<1, 2, 0>(isa, origin, dir, bounds),
+            1 => Self::in_frame::<2, 0, 1>(isa, origin, dir, bounds),
+            _ => Self::in_frame::<0, 1, 2>(isa, origin, dir, bounds),
+        }
+    }
+
+    /// [`RayBoxes::new`] in the slab test's axis order `[A, B, D]` (`D` the
+    /// depth axis).
+    #[inline(always)]
+    fn in_frame<const A: usize, const B: usize, const D: usize>(
+        isa: V::Isa,
+        origin: Vec3,
+        dir: Vec3,
+        bounds: &Aabb,
+    ) -> Self {
+        let axes = [A, B, D];
         let (dir, origin) = (dir.to_array(), origin.to_array());
         let (lo, hi) = (bounds.min.to_array(), bounds.max.to_array());
         let exact = axes.map(|axis| 1.0 / dir[axis]);
         let parallel = exact.map(|inv| !inv.is_finite());
         let inv = exact.map(finite_reciprocal);
+        // One ray: its constants in scalars, broadcast once at the end
+        // (the lanes' `SlabFrame` does the same operations in the same
+        // order, so the bits agree; a test checks it).
         let along = |x: [f32; 3]| axes.map(|axis| x[axis]);
-        let inv_dir: [V; 3] = splat3(isa, inv);
-        let frame = SlabFrame {
-            isa,
-            origin: splat3(isa, along(origin)),
-            inv_dir,
-            low: splat3(isa, along(lo)),
-            high: splat3(isa, along(hi)),
-        };
-        let reach_lanes = frame.reach();
-        let reach = [0, 1, 2].map(|k| reach_lanes[k].to_array()[0]);
+        let (o, lo, hi) = (along(origin), along(lo), along(hi));
+        let reach = [0, 1, 2].map(|k| {
+            let low = (lo[k] - o[k]) * inv[k];
+            let high = (hi[k] - o[k]) * inv[k];
+            max_or(low.abs(), high.abs())
+        });
         // Along an axis the ray runs parallel to, the exact rule puts no
         // limit on a box whose slab holds the origin (NaN distances): a
         // margin beyond every other axis's distances does the same.
         let crossing = (0..3)
             .filter(|&k| !parallel[k])
             .fold(0.0f32, |m, k| m.max(reach[k]));
-        let floor = [0, 1, 2].map(|k| if parallel[k] { 2.0 * crossing } else { 0.0 });
-        let (near_shift, far_shift) = frame.shifts(reach_lanes, splat3(isa, floor));
+        let mut near_shift = [0.0; 3];
+        let mut far_shift = [0.0; 3];
+        for k in 0..3 {
+            let floor = if parallel[k] { 2.0 * crossing } else { 0.0 };
+            let shift = o[k] * inv[k];
+            let margin =
+                (reach[2] * SLACK + (reach[k] + shift.abs()) * ROUNDING + floor) * MARGIN_PAD;
+            near_shift[k] = 0.0 - (shift + margin);
+            far_shift[k] = 0.0 - (shift - margin);
+        }
         let negative = |k: usize| usize::from(inv[k].is_sign_negative());
         // No SIMD inside closures: see the soundness note in `simd`.
-        Self {
-            isa,
-            near_row: [0, 1, 2].map(|k| axes[k] + 3 * negative(k)),
-            far_row: [0, 1, 2].map(|k| axes[k] + 3 * (1 - negative(k))),
-            inv_dir,
-            near_shift,
-            far_shift,
-        }
+        let rows = (
+            [0, 1, 2].map(|k| axes[k] + 3 * negative(k)),
+            [0, 1, 2].map(|k| axes[k] + 3 * (1 - negative(k))),
+        );
+        Self::from_parts(isa, rows, inv, near_shift, far_shift)
     }
 
     /// The constants from parts computed elsewhere: a packet lane's
@@ -121,20 +143,23 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     ) -> Self {
         Self {
             isa,
-            near_row,
-            far_row,
+            near_offset: near_row.map(row_offset::<N>),
+            far_offset: far_row.map(row_offset::<N>),
             inv_dir: splat3(isa, inv_dir),
             near_shift: splat3(isa, near_shift),
             far_shift: splat3(isa, far_shift),
         }
     }
 
-    /// Widened distances to the planes in row `row` of `node` along slot
-    /// axis `k`: `p * inv + shift`, two roundings and no subtraction of the
-    /// origin per node.
+    /// Widened distances to the planes in the row at byte `offset` of
+    /// `node` along slot axis `k`: `p * inv + shift`, two roundings and no
+    /// subtraction of the origin per node.
     #[inline(always)]
-    fn plane(&self, node: &WideNode<N>, row: usize, k: usize, shift: V) -> V {
-        V::load(self.isa, &node.bounds[row]) * self.inv_dir[k] + shift
+    fn plane(&self, node: &WideNode<N>, offset: usize, k: usize, shift: V) -> V {
+        // SAFETY: `offset` is a `row_offset`, the start of one of the six
+        // rows of `bounds`, at the start of the `repr(C)` node.
+        let row = unsafe { &*std::ptr::from_ref(node).byte_add(offset).cast::<[f32; N]>() };
+        V::load(self.isa, row) * self.inv_dir[k] + shift
     }
 
     /// Tests the `N` child boxes of `node` over `[t_min, cutoff]`: the
@@ -162,12 +187,12 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// extent there is still culled.
     #[inline(always)]
     pub fn test(&self, node: &WideNode<N>, t_min: V, cutoff: V) -> (u32, V, V) {
-        let n0 = self.plane(node, self.near_row[0], 0, self.near_shift[0]);
-        let n1 = self.plane(node, self.near_row[1], 1, self.near_shift[1]);
-        let n2 = self.plane(node, self.near_row[2], 2, self.near_shift[2]);
-        let f0 = self.plane(node, self.far_row[0], 0, self.far_shift[0]);
-        let f1 = self.plane(node, self.far_row[1], 1, self.far_shift[1]);
-        let f2 = self.plane(node, self.far_row[2], 2, self.far_shift[2]);
+        let n0 = self.plane(node, self.near_offset[0], 0, self.near_shift[0]);
+        let n1 = self.plane(node, self.near_offset[1], 1, self.near_shift[1]);
+        let n2 = self.plane(node, self.near_offset[2], 2, self.near_shift[2]);
+        let f0 = self.plane(node, self.far_offset[0], 0, self.far_shift[0]);
+        let f1 = self.plane(node, self.far_offset[1], 1, self.far_shift[1]);
+        let f2 = self.plane(node, self.far_offset[2], 2, self.far_shift[2]);
         // `max_or(a, b)` skips a NaN `a` (an empty slot's infinite planes
         // times a huge reciprocal stay infinite, so NaN comes only from
         // NaN bounds); the depth slab goes last.
@@ -177,6 +202,20 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
         let hi = cutoff.min_or(f2);
         (V::bits(near.le(far) & lo.le(hi)), near, lo)
     }
+}
+
+/// The byte offset of row `row` of a node's `bounds` (a row past the
+/// last, which no caller passes, is clamped to it): the row the box test
+/// loads with no index check per node.
+#[inline(always)]
+fn row_offset<const N: usize>(row: usize) -> usize {
+    row.min(5) * std::mem::size_of::<[f32; N]>()
+}
+
+/// `a > b ? a : b`, the scalar [`Lanes::max_or`].
+#[inline(always)]
+fn max_or(a: f32, b: f32) -> f32 {
+    if a > b { a } else { b }
 }
 
 /// `2^-21`: eight units of the single-precision rounding, the part of each
