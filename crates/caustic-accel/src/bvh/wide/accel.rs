@@ -508,8 +508,9 @@ impl WideTriangleBvh {
     }
 }
 
-/// MEASUREMENT KNOB (temporary): `CAUSTIC_WIDE_AO=single` traces AO rays one by one.
-fn single_ao() -> bool {
+/// Whether `CAUSTIC_WIDE_AO=single` asks [`WideTriangleBvh::occluded_run`]
+/// for [`WideTriangleBvh::occluded_alone`] (read once).
+fn single_ray_occlusion() -> bool {
     static SINGLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SINGLE.get_or_init(|| std::env::var("CAUSTIC_WIDE_AO").is_ok_and(|v| v.trim() == "single"))
 }
@@ -517,15 +518,15 @@ fn single_ao() -> bool {
 impl WideTriangleBvh {
     /// Occlusion of a run of rays, regrouped by direction and traced in
     /// streams (see [`super::stream`]); `out.len() == rays.len()`.
+    /// `CAUSTIC_WIDE_AO=single` traces them with
+    /// [`WideTriangleBvh::occluded_alone`] instead, to measure one against
+    /// the other in one binary.
     pub fn occluded_run(&self, rays: &[Ray], out: &mut [bool]) {
         assert_eq!(rays.len(), out.len(), "one result slot per ray");
+        if single_ray_occlusion() {
+            return self.occluded_alone(rays, out);
+        }
         match (&self.tree, self.engine) {
-            #[cfg(target_arch = "x86_64")]
-            (Tree::Eight(t), Engine::Avx512(isa)) if single_ao() => {
-                avx512::occluded_single(isa, t, rays, out)
-            }
-            #[cfg(target_arch = "x86_64")]
-            (Tree::Eight(t), Engine::Avx2(avx)) if single_ao() => avx::occluded_single(avx, t, rays, out),
             #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx512(isa)) => avx512::occluded_stream(isa, t, rays, out),
             #[cfg(target_arch = "x86_64")]
@@ -539,6 +540,27 @@ impl WideTriangleBvh {
                 stream::occluded_batch::<4, 8, super::simd::Sse4>(sse, t, rays, out)
             }
             (Tree::Four(t), _) => stream::occluded_batch::<4, 8, Portable<4>>(AnyCpu, t, rays, out),
+        }
+    }
+
+    /// Occlusion of a run of rays, each traced alone by the single-ray
+    /// traversal ([`super::traverse`]), as Embree's `rtcOccluded1M` traces
+    /// incoherent rays; `out.len() == rays.len()`. Fewer instructions per
+    /// ray than the streams of [`WideTriangleBvh::occluded_run`] but
+    /// slower on the benchmark's AO rays (docs/BENCHMARKS.md, "CPU rays,
+    /// session 15").
+    pub fn occluded_alone(&self, rays: &[Ray], out: &mut [bool]) {
+        assert_eq!(rays.len(), out.len(), "one result slot per ray");
+        match (&self.tree, self.engine) {
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx512(isa)) => avx512::occluded_single(isa, t, rays, out),
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_single(avx, t, rays, out),
+            _ => {
+                for (ray, out) in rays.iter().zip(out.iter_mut()) {
+                    *out = self.occluded(ray);
+                }
+            }
         }
     }
 }
@@ -852,6 +874,9 @@ mod tests {
             let mut out = vec![true; 1337];
             bvh.occluded_run(&rays[3..1340], &mut out);
             assert!(out[..] == expected[3..1340], "{config:?} {backend:?}");
+            let mut out = vec![true; rays.len()];
+            bvh.occluded_alone(&rays, &mut out);
+            assert!(out == expected, "{config:?} {backend:?}");
         });
     }
 
@@ -871,6 +896,9 @@ mod tests {
         for_each_bvh(test, &tris, |bvh, config, backend| {
             let context = format!("{config:?} {backend:?}");
             assert_closest_batch_and_run(bvh, &rays, &expected, 3..1340, &context);
+            // The single-ray traversal on the awkward rays too.
+            let single: Vec<Option<Hit>> = rays.iter().map(|r| bvh.intersect(r)).collect();
+            assert!(single == expected, "{context}");
         });
     }
 

@@ -45,12 +45,8 @@ const STACK: usize = stack_capacity(8);
 pub struct RayBoxes<const N: usize, V: Lanes<N>> {
     /// The backend's token, for the vectors made from nodes.
     isa: V::Isa,
-    /// Per axis in the order `[other, other, depth]` (the depth axis is the
-    /// direction's largest component, as in the triangle test): the byte
-    /// offset in a node of the row holding the plane the ray enters
-    /// through, and of the one it leaves by (see [`row_offset`]).
-    near_offset: [usize; 3],
-    far_offset: [usize; 3],
+    /// Where the node rows of the ray's entry and exit planes lie.
+    rows: RowOffsets<N>,
     /// Per axis (same order), the reciprocal direction (a zero component
     /// gives a huge finite value of its sign, see [`finite_reciprocal`]).
     inv_dir: [V; 3],
@@ -127,7 +123,7 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
             [0, 1, 2].map(|k| axes[k] + 3 * negative(k)),
             [0, 1, 2].map(|k| axes[k] + 3 * (1 - negative(k))),
         );
-        Self::from_parts(isa, rows, inv, near_shift, far_shift)
+        Self::from_parts(isa, RowOffsets::new(rows), inv, near_shift, far_shift)
     }
 
     /// The constants from parts computed elsewhere: a packet lane's
@@ -136,15 +132,14 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     #[inline(always)]
     pub(super) fn from_parts(
         isa: V::Isa,
-        (near_row, far_row): ([usize; 3], [usize; 3]),
+        rows: RowOffsets<N>,
         inv_dir: [f32; 3],
         near_shift: [f32; 3],
         far_shift: [f32; 3],
     ) -> Self {
         Self {
             isa,
-            near_offset: near_row.map(row_offset::<N>),
-            far_offset: far_row.map(row_offset::<N>),
+            rows,
             inv_dir: splat3(isa, inv_dir),
             near_shift: splat3(isa, near_shift),
             far_shift: splat3(isa, far_shift),
@@ -156,7 +151,7 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// subtraction of the origin per node.
     #[inline(always)]
     fn plane(&self, node: &WideNode<N>, offset: usize, k: usize, shift: V) -> V {
-        // SAFETY: `offset` is a `row_offset`, the start of one of the six
+        // SAFETY: `offset` is one of `RowOffsets`', the start of one of the six
         // rows of `bounds`, at the start of the `repr(C)` node.
         let row = unsafe { &*std::ptr::from_ref(node).byte_add(offset).cast::<[f32; N]>() };
         V::load(self.isa, row) * self.inv_dir[k] + shift
@@ -187,12 +182,12 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// extent there is still culled.
     #[inline(always)]
     pub fn test(&self, node: &WideNode<N>, t_min: V, cutoff: V) -> (u32, V, V) {
-        let n0 = self.plane(node, self.near_offset[0], 0, self.near_shift[0]);
-        let n1 = self.plane(node, self.near_offset[1], 1, self.near_shift[1]);
-        let n2 = self.plane(node, self.near_offset[2], 2, self.near_shift[2]);
-        let f0 = self.plane(node, self.far_offset[0], 0, self.far_shift[0]);
-        let f1 = self.plane(node, self.far_offset[1], 1, self.far_shift[1]);
-        let f2 = self.plane(node, self.far_offset[2], 2, self.far_shift[2]);
+        let n0 = self.plane(node, self.rows.near[0], 0, self.near_shift[0]);
+        let n1 = self.plane(node, self.rows.near[1], 1, self.near_shift[1]);
+        let n2 = self.plane(node, self.rows.near[2], 2, self.near_shift[2]);
+        let f0 = self.plane(node, self.rows.far[0], 0, self.far_shift[0]);
+        let f1 = self.plane(node, self.rows.far[1], 1, self.far_shift[1]);
+        let f2 = self.plane(node, self.rows.far[2], 2, self.far_shift[2]);
         // `max_or(a, b)` skips a NaN `a` (an empty slot's infinite planes
         // times a huge reciprocal stay infinite, so NaN comes only from
         // NaN bounds); the depth slab goes last.
@@ -204,12 +199,29 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     }
 }
 
-/// The byte offset of row `row` of a node's `bounds` (a row past the
-/// last, which no caller passes, is clamped to it): the row the box test
-/// loads with no index check per node.
-#[inline(always)]
-fn row_offset<const N: usize>(row: usize) -> usize {
-    row.min(5) * std::mem::size_of::<[f32; N]>()
+/// Per axis in the slab test's order `[other, other, depth]` (the depth
+/// axis is the direction's largest component, as in the triangle test):
+/// the byte offset in a [`WideNode`] of the row holding the plane a ray
+/// enters through, and of the one it leaves by. Computed once per ray (or
+/// per stream, whose rays share them), so that the box test loads its six
+/// rows with no index arithmetic or check per node.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RowOffsets<const N: usize> {
+    near: [usize; 3],
+    far: [usize; 3],
+}
+
+impl<const N: usize> RowOffsets<N> {
+    /// The offsets of rows `(near, far)` of `bounds` (a row past the last,
+    /// which no caller passes, is clamped to it).
+    #[inline(always)]
+    pub(super) fn new((near, far): ([usize; 3], [usize; 3])) -> Self {
+        let offset = |row: usize| row.min(5) * std::mem::size_of::<[f32; N]>();
+        Self {
+            near: near.map(offset),
+            far: far.map(offset),
+        }
+    }
 }
 
 /// `a > b ? a : b`, the scalar [`Lanes::max_or`].
@@ -389,6 +401,8 @@ pub fn traverse_subtrees<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
     let (mut child, mut groups) = first;
     let t_min_v = V::splat(boxes.isa, t_min);
     let mut cutoff = t_max;
+    // Broadcast again only when a hit cuts it (never for any-hit).
+    let mut cutoff_v = V::splat(boxes.isa, cutoff);
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK + MORE_STARTS];
     let mut depth = 0;
     for &(child, groups) in more {
@@ -403,20 +417,20 @@ pub fn traverse_subtrees<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
     loop {
         if groups == 0 {
             let node = &bvh.nodes[child as usize];
-            let (hits, order, bound) = boxes.test(node, t_min_v, V::splat(boxes.isa, cutoff));
+            let (hits, order, bound) = boxes.test(node, t_min_v, cutoff_v);
             if hits != 0 {
                 let first = hits.trailing_zeros() as usize;
                 let rest = hits & (hits - 1);
                 let nearest = if rest == 0 {
                     first
                 } else if ANY_HIT {
-                    // Any hit will do: no order, push the rest as they come.
-                    let bound = bound.to_array();
+                    // Any hit will do: no order, push the rest as they come,
+                    // with no cull bound (the cutoff never moves).
                     for slot in set_bits(rest) {
                         stack[depth].write(Entry {
                             child: node.child[slot],
                             groups: node.groups[slot],
-                            bound: bound[slot],
+                            bound: f32::NEG_INFINITY,
                         });
                         depth += 1;
                     }
@@ -452,6 +466,7 @@ pub fn traverse_subtrees<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
                     return true;
                 }
                 cutoff = t;
+                cutoff_v = V::splat(boxes.isa, cutoff);
             }
         }
         // Pop the next child that still starts before the closest hit.
