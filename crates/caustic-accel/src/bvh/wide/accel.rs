@@ -5,10 +5,12 @@
 //! [`super::stream_closest`]).
 //!
 //! The SIMD backend is chosen once, at build time: for 8-wide trees AVX-512
-//! (AVX-512 F/VL/BW/DQ with BMI1/2, LZCNT and POPCNT) where the CPU has it,
-//! else AVX2 where it has that (`is_x86_feature_detected!`), SSE for 4-wide trees
-//! on every x86_64 CPU, and the portable lanes otherwise. All backends give
-//! the same bits (see [`super::simd`]), so the choice never changes a result.
+//! (AVX-512 F/VL/BW/DQ with FMA, BMI1/2, LZCNT and POPCNT) where the CPU has
+//! it, else AVX2 (with FMA) where it has that (`is_x86_feature_detected!`),
+//! SSE for 4-wide trees on every x86_64 CPU, and the portable lanes
+//! otherwise. All backends give the same bits, but for the box tests' fused
+//! plane distances, whose margins cover either rounding (see
+//! [`super::simd`]), so the choice never changes a result.
 //! `CAUSTIC_WIDE_SIMD=avx2` (or `sse`, `portable`) caps the choice, to
 //! measure one backend against another in the same binary.
 //! The tree keeps the chosen backend's token ([`super::simd`] explains
@@ -461,18 +463,19 @@ macro_rules! isa_queries {
 }
 
 #[cfg(target_arch = "x86_64")]
-isa_queries!(avx, Avx2, Avx8, "avx2,bmi1,bmi2,lzcnt,popcnt");
+isa_queries!(avx, Avx2, Avx8, "avx2,fma,bmi1,bmi2,lzcnt,popcnt");
 
 // The features `Avx2::detect` and `Avx512::detect` check. BMI1/2, LZCNT
 // and POPCNT turn the traversal's bit loops (`set_bits`, the stream's ray
-// counts) into single instructions; no FMA, so every product and sum is
-// still rounded alone.
+// counts) into single instructions; FMA serves only `Lanes::mul_add` (the
+// box tests' plane distances): the compiler never fuses a product and a
+// sum by itself, so every other one is still rounded alone.
 #[cfg(target_arch = "x86_64")]
 isa_queries!(
     avx512,
     Avx512,
     Avx8k,
-    "avx2,avx512f,avx512vl,avx512bw,avx512dq,bmi1,bmi2,lzcnt,popcnt"
+    "avx2,fma,avx512f,avx512vl,avx512bw,avx512dq,bmi1,bmi2,lzcnt,popcnt"
 );
 
 impl WideTriangleBvh {

@@ -61,7 +61,7 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// `dir` must be finite and non-zero; `bounds` must hold every box the
     /// traversal will test (the tree's [`WideBvh::bounds`]).
     ///
-    /// The margins are `SlabFrame::shifts`' (see [`RayBoxes::test`] for
+    /// The margins are `SlabFrame::shifts`' formula (see [`RayBoxes::test`] for
     /// why they make this test keep every box the exact scalar rule keeps),
     /// computed over `bounds`, plus a floor beyond every other axis's
     /// distances on an axis the ray runs parallel to.
@@ -154,7 +154,7 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
         // SAFETY: `offset` is one of `RowOffsets`', the start of one of the six
         // rows of `bounds`, at the start of the `repr(C)` node.
         let row = unsafe { &*std::ptr::from_ref(node).byte_add(offset).cast::<[f32; N]>() };
-        V::load(self.isa, row) * self.inv_dir[k] + shift
+        V::load(self.isa, row).mul_add(self.inv_dir[k], shift)
     }
 
     /// Tests the `N` child boxes of `node` over `[t_min, cutoff]`: the
@@ -238,8 +238,9 @@ const ROUNDING: f32 = 1.0 / 2_097_152.0;
 const MARGIN_PAD: f32 = 1.0 + 1.0 / 4096.0;
 
 /// Per axis in the slab test's order `[other, other, depth]`, lane by lane
-/// (one ray a lane, or one ray in every lane): the origin, the reciprocal
-/// direction and the planes of the box holding every node.
+/// (one ray a lane: a packet's; [`RayBoxes::new`] does the same operations
+/// in scalars for one ray): the origin, the reciprocal direction and the
+/// planes of the box holding every node.
 pub(super) struct SlabFrame<const N: usize, V: Lanes<N>> {
     pub(super) isa: V::Isa,
     pub(super) origin: [V; 3],
