@@ -159,5 +159,9 @@ pub struct AccelStats {
 /// ends are fine). Accels return no hit for other rays.
 #[inline]
 pub fn is_traceable(ray: &Ray) -> bool {
-    ray.origin.is_finite() && ray.dir.is_finite() && ray.dir != Vec3::ZERO && ray.tmin < ray.tmax
+    let (o, d) = (ray.origin, ray.dir);
+    // `x * 0` is a zero for a finite `x` and NaN otherwise, so the sum is a
+    // zero exactly when all six are finite: one test instead of six.
+    let finite = o.x * 0.0 + o.y * 0.0 + o.z * 0.0 + d.x * 0.0 + d.y * 0.0 + d.z * 0.0 == 0.0;
+    finite && d != Vec3::ZERO && ray.tmin < ray.tmax
 }

@@ -5,10 +5,12 @@
 //! [`super::stream_closest`]).
 //!
 //! The SIMD backend is chosen once, at build time: for 8-wide trees AVX-512
-//! (AVX-512 F/VL/BW/DQ with BMI1/2, LZCNT and POPCNT) where the CPU has it,
-//! else AVX2 where it has that (`is_x86_feature_detected!`), SSE for 4-wide trees
-//! on every x86_64 CPU, and the portable lanes otherwise. All backends give
-//! the same bits (see [`super::simd`]), so the choice never changes a result.
+//! (AVX-512 F/VL/BW/DQ with FMA, BMI1/2, LZCNT and POPCNT) where the CPU has
+//! it, else AVX2 (with FMA) where it has that (`is_x86_feature_detected!`),
+//! SSE for 4-wide trees on every x86_64 CPU, and the portable lanes
+//! otherwise. All backends give the same bits, but for the box tests' fused
+//! plane distances, whose margins cover either rounding (see
+//! [`super::simd`]), so the choice never changes a result.
 //! `CAUSTIC_WIDE_SIMD=avx2` (or `sse`, `portable`) caps the choice, to
 //! measure one backend against another in the same binary.
 //! The tree keeps the chosen backend's token ([`super::simd`] explains
@@ -424,6 +426,18 @@ macro_rules! isa_queries {
             }
 
             #[inline]
+            pub fn occluded_single(isa: $token, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+                #[target_feature(enable = $features)]
+                unsafe fn run(isa: $token, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+                    for (ray, out) in rays.iter().zip(out.iter_mut()) {
+                        *out = is_traceable(ray) && super::occluded::<8, $lanes>(isa, bvh, ray);
+                    }
+                }
+                // SAFETY: `isa` exists, so the CPU has the features.
+                unsafe { run(isa, bvh, rays, out) }
+            }
+
+            #[inline]
             pub fn closest_packets(
                 isa: $token,
                 bvh: &WideBvh<8>,
@@ -449,18 +463,19 @@ macro_rules! isa_queries {
 }
 
 #[cfg(target_arch = "x86_64")]
-isa_queries!(avx, Avx2, Avx8, "avx2,bmi1,bmi2,lzcnt,popcnt");
+isa_queries!(avx, Avx2, Avx8, "avx2,fma,bmi1,bmi2,lzcnt,popcnt");
 
 // The features `Avx2::detect` and `Avx512::detect` check. BMI1/2, LZCNT
 // and POPCNT turn the traversal's bit loops (`set_bits`, the stream's ray
-// counts) into single instructions; no FMA, so every product and sum is
-// still rounded alone.
+// counts) into single instructions; FMA serves only `Lanes::mul_add` (the
+// box tests' plane distances): the compiler never fuses a product and a
+// sum by itself, so every other one is still rounded alone.
 #[cfg(target_arch = "x86_64")]
 isa_queries!(
     avx512,
     Avx512,
     Avx8k,
-    "avx2,avx512f,avx512vl,avx512bw,avx512dq,bmi1,bmi2,lzcnt,popcnt"
+    "avx2,fma,avx512f,avx512vl,avx512bw,avx512dq,bmi1,bmi2,lzcnt,popcnt"
 );
 
 impl WideTriangleBvh {
@@ -496,11 +511,24 @@ impl WideTriangleBvh {
     }
 }
 
+/// Whether `CAUSTIC_WIDE_AO=single` asks [`WideTriangleBvh::occluded_run`]
+/// for [`WideTriangleBvh::occluded_alone`] (read once).
+fn single_ray_occlusion() -> bool {
+    static SINGLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SINGLE.get_or_init(|| std::env::var("CAUSTIC_WIDE_AO").is_ok_and(|v| v.trim() == "single"))
+}
+
 impl WideTriangleBvh {
     /// Occlusion of a run of rays, regrouped by direction and traced in
     /// streams (see [`super::stream`]); `out.len() == rays.len()`.
+    /// `CAUSTIC_WIDE_AO=single` traces them with
+    /// [`WideTriangleBvh::occluded_alone`] instead, to measure one against
+    /// the other in one binary.
     pub fn occluded_run(&self, rays: &[Ray], out: &mut [bool]) {
         assert_eq!(rays.len(), out.len(), "one result slot per ray");
+        if single_ray_occlusion() {
+            return self.occluded_alone(rays, out);
+        }
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx512(isa)) => avx512::occluded_stream(isa, t, rays, out),
@@ -515,6 +543,27 @@ impl WideTriangleBvh {
                 stream::occluded_batch::<4, 8, super::simd::Sse4>(sse, t, rays, out)
             }
             (Tree::Four(t), _) => stream::occluded_batch::<4, 8, Portable<4>>(AnyCpu, t, rays, out),
+        }
+    }
+
+    /// Occlusion of a run of rays, each traced alone by the single-ray
+    /// traversal ([`super::traverse`]), as Embree's `rtcOccluded1M` traces
+    /// incoherent rays; `out.len() == rays.len()`. Fewer instructions per
+    /// ray than the streams of [`WideTriangleBvh::occluded_run`] but
+    /// slower on the benchmark's AO rays (docs/BENCHMARKS.md, "CPU rays,
+    /// session 15").
+    pub fn occluded_alone(&self, rays: &[Ray], out: &mut [bool]) {
+        assert_eq!(rays.len(), out.len(), "one result slot per ray");
+        match (&self.tree, self.engine) {
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx512(isa)) => avx512::occluded_single(isa, t, rays, out),
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_single(avx, t, rays, out),
+            _ => {
+                for (ray, out) in rays.iter().zip(out.iter_mut()) {
+                    *out = self.occluded(ray);
+                }
+            }
         }
     }
 }
@@ -828,6 +877,9 @@ mod tests {
             let mut out = vec![true; 1337];
             bvh.occluded_run(&rays[3..1340], &mut out);
             assert!(out[..] == expected[3..1340], "{config:?} {backend:?}");
+            let mut out = vec![true; rays.len()];
+            bvh.occluded_alone(&rays, &mut out);
+            assert!(out == expected, "{config:?} {backend:?}");
         });
     }
 
@@ -847,6 +899,9 @@ mod tests {
         for_each_bvh(test, &tris, |bvh, config, backend| {
             let context = format!("{config:?} {backend:?}");
             assert_closest_batch_and_run(bvh, &rays, &expected, 3..1340, &context);
+            // The single-ray traversal on the awkward rays too.
+            let single: Vec<Option<Hit>> = rays.iter().map(|r| bvh.intersect(r)).collect();
+            assert!(single == expected, "{context}");
         });
     }
 

@@ -45,29 +45,37 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
     #[inline(always)]
     pub fn new(isa: V::Isa, origin: Vec3, dir: Vec3) -> Self {
         let abs = dir.abs();
-        let kz = if abs.x >= abs.y && abs.x >= abs.z {
-            0
+        // One copy per depth axis `kz`, so that the axes are constants.
+        if abs.x >= abs.y && abs.x >= abs.z {
+            Self::in_frame::<1, 2, 0>(isa, origin, dir)
         } else if abs.y >= abs.z {
-            1
+            Self::in_frame::<2, 0, 1>(isa, origin, dir)
         } else {
-            2
-        };
-        let mut kx = (kz + 1) % 3;
-        let mut ky = (kx + 1) % 3;
-        if dir[kz] < 0.0 {
-            std::mem::swap(&mut kx, &mut ky);
+            Self::in_frame::<0, 1, 2>(isa, origin, dir)
         }
+    }
+
+    /// [`RayTriangles::new`] with `kz = Z` and, before the swap for a
+    /// negative `dir[kz]`, `kx = X`, `ky = Y`.
+    #[inline(always)]
+    fn in_frame<const X: usize, const Y: usize, const Z: usize>(
+        isa: V::Isa,
+        origin: Vec3,
+        dir: Vec3,
+    ) -> Self {
+        let (o, d) = (origin.to_array(), dir.to_array());
+        let ([kx, ky], [ox, oy], [dx, dy]) = if d[Z] < 0.0 {
+            ([Y, X], [o[Y], o[X]], [d[Y], d[X]])
+        } else {
+            ([X, Y], [o[X], o[Y]], [d[X], d[Y]])
+        };
         Self {
             isa,
-            rows: [kx, ky, kz],
-            origin: [
-                V::splat(isa, origin[kx]),
-                V::splat(isa, origin[ky]),
-                V::splat(isa, origin[kz]),
-            ],
-            sx: V::splat(isa, dir[kx] / dir[kz]),
-            sy: V::splat(isa, dir[ky] / dir[kz]),
-            sz: V::splat(isa, 1.0 / dir[kz]),
+            rows: [kx, ky, Z],
+            origin: [V::splat(isa, ox), V::splat(isa, oy), V::splat(isa, o[Z])],
+            sx: V::splat(isa, dx / d[Z]),
+            sy: V::splat(isa, dy / d[Z]),
+            sz: V::splat(isa, 1.0 / d[Z]),
             ray: (origin, dir),
         }
     }

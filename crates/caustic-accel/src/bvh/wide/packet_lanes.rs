@@ -340,7 +340,7 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
     /// Each lane's widened distance to `plane` along slot axis `k`.
     #[inline(always)]
     fn plane(&self, plane: f32, k: usize, shift: V) -> V {
-        V::splat(self.isa, plane) * self.box_inv[k] + shift
+        V::splat(self.isa, plane).mul_add(self.box_inv[k], shift)
     }
 
     /// Tests every triangle of `groups` against the `N` rays, folding hits

@@ -11,12 +11,16 @@
 //!   vectorises its loops where it can.
 //!
 //! Exactness: every operation is one IEEE-754 single-precision operation per
-//! lane, rounded to nearest, never fused (no FMA: the watertight test and
-//! the slab test are specified without it, and a fused multiply-add rounds
-//! differently). `min_or`/`max_or` have the semantics of x86's `minps` /
-//! `maxps` (`a < b ? a : b`), so a NaN in the first operand leaves the
-//! second, which the slab test relies on (see `bvh::traverse`). The
-//! portable and SIMD versions therefore give the same bits; a test checks it.
+//! lane, rounded to nearest, never fused (no FMA: the watertight test is
+//! specified without it, and a fused multiply-add rounds differently),
+//! except [`Lanes::mul_add`], which the AVX backends fuse: the box tests'
+//! plane distances use it, whose margins cover both roundings (see
+//! `traverse`), so their hits are brute force's either way.
+//! `min_or`/`max_or` have the semantics of x86's `minps` / `maxps`
+//! (`a < b ? a : b`), so a NaN in the first operand leaves the second,
+//! which the slab test relies on (see `bvh::traverse`). The portable and
+//! SIMD versions therefore give the same bits (`mul_add` those of a fused
+//! or an unfused multiply-add); a test checks it.
 //!
 //! Soundness: running an AVX instruction on a CPU without AVX is undefined
 //! behaviour, so safe code must not be able to make an [`Avx8`] there.
@@ -51,6 +55,10 @@ pub trait Lanes<const N: usize>:
     fn load(isa: Self::Isa, row: &[f32; N]) -> Self;
     fn to_array(self) -> [f32; N];
     fn abs(self) -> Self;
+    /// `self * a + b`: one rounding (a fused multiply-add) on the AVX
+    /// backends, two on the others. Only for results whose error bound
+    /// covers both (the box tests' plane distances, see `traverse`).
+    fn mul_add(self, a: Self, b: Self) -> Self;
     /// `self < other ? self : other` per lane: `other` when either is NaN
     /// in the first operand's place.
     fn min_or(self, other: Self) -> Self;
@@ -123,6 +131,10 @@ impl<const N: usize> Lanes<N> for Portable<N> {
     #[inline(always)]
     fn abs(self) -> Self {
         Self(self.0.map(f32::abs))
+    }
+    #[inline(always)]
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        self * a + b
     }
     #[inline(always)]
     fn min_or(self, other: Self) -> Self {
@@ -200,6 +212,7 @@ mod x86 {
         /// instructions the AVX2 code is compiled with (`accel`).
         pub fn detect() -> Option<Self> {
             let all = is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
                 && is_x86_feature_detected!("bmi1")
                 && is_x86_feature_detected!("bmi2")
                 && is_x86_feature_detected!("lzcnt")
@@ -219,6 +232,7 @@ mod x86 {
         /// compiled with (`accel`'s `AVX512_FEATURES`).
         pub fn detect() -> Option<Self> {
             let all = is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
                 && is_x86_feature_detected!("avx512f")
                 && is_x86_feature_detected!("avx512vl")
                 && is_x86_feature_detected!("avx512bw")
@@ -422,6 +436,10 @@ mod x86 {
             Self(unsafe { _mm256_andnot_ps(_mm256_set1_ps(-0.0), self.0) })
         }
         #[inline(always)]
+        fn mul_add(self, a: Self, b: Self) -> Self {
+            Self(unsafe { _mm256_fmadd_ps(self.0, a.0, b.0) })
+        }
+        #[inline(always)]
         fn min_or(self, other: Self) -> Self {
             Self(unsafe { _mm256_min_ps(self.0, other.0) })
         }
@@ -488,6 +506,10 @@ mod x86 {
             Self(unsafe { _mm256_andnot_ps(_mm256_set1_ps(-0.0), self.0) })
         }
         #[inline(always)]
+        fn mul_add(self, a: Self, b: Self) -> Self {
+            Self(unsafe { _mm256_fmadd_ps(self.0, a.0, b.0) })
+        }
+        #[inline(always)]
         fn min_or(self, other: Self) -> Self {
             Self(unsafe { _mm256_min_ps(self.0, other.0) })
         }
@@ -551,6 +573,10 @@ mod x86 {
         #[inline(always)]
         fn abs(self) -> Self {
             Self(unsafe { _mm_andnot_ps(_mm_set1_ps(-0.0), self.0) })
+        }
+        #[inline(always)]
+        fn mul_add(self, a: Self, b: Self) -> Self {
+            self * a + b
         }
         #[inline(always)]
         fn min_or(self, other: Self) -> Self {
@@ -660,7 +686,8 @@ mod tests {
     ];
 
     /// Every lane operation of `V` against [`Portable`], bit for bit.
-    fn agrees_with_portable<const N: usize, V: Lanes<N>>(isa: V::Isa) {
+    /// `fuses`: whether `V::mul_add` is a fused multiply-add.
+    fn agrees_with_portable<const N: usize, V: Lanes<N>>(isa: V::Isa, fuses: bool) {
         for shift in 0..8 {
             let a: [f32; N] = std::array::from_fn(|i| SPECIAL[(i + shift) % 8]);
             let b: [f32; N] = std::array::from_fn(|i| SPECIAL[(3 * i + 1) % 8] * 0.75);
@@ -676,6 +703,12 @@ mod tests {
             same((va * vb).to_array(), (pa * pb).0);
             same((va / vb).to_array(), (pa / pb).0);
             same(va.abs().to_array(), pa.abs().0);
+            // One rounding where the backend fuses, two where it does not.
+            let vc = V::load(isa, &b);
+            let fused: [f32; N] = std::array::from_fn(|i| a[i].mul_add(b[i], b[i]));
+            let unfused = (pa * pb + pb).0;
+            let got = va.mul_add(vb, vc).to_array();
+            same(got, if fuses { fused } else { unfused });
             same(va.min_or(vb).to_array(), pa.min_or(pb).0);
             same(va.max_or(vb).to_array(), pa.max_or(pb).0);
             same(V::splat(isa, a[0]).to_array(), [a[0]; N]);
@@ -701,7 +734,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn sse_matches_portable() {
-        agrees_with_portable::<4, Sse4>(Sse2);
+        agrees_with_portable::<4, Sse4>(Sse2, false);
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -710,7 +743,7 @@ mod tests {
         // Outside `#[target_feature]` code the methods are calls, not
         // inlined instructions: slower, the same results.
         if let Some(avx) = avx2_for_test("avx_matches_portable") {
-            agrees_with_portable::<8, Avx8>(avx);
+            agrees_with_portable::<8, Avx8>(avx, true);
         }
     }
 
@@ -718,7 +751,7 @@ mod tests {
     #[test]
     fn avx512_matches_portable() {
         if let Some(avx512) = avx512_for_test("avx512_matches_portable") {
-            agrees_with_portable::<8, Avx8k>(avx512);
+            agrees_with_portable::<8, Avx8k>(avx512, true);
         }
     }
 

@@ -39,7 +39,9 @@ use super::node::{TriangleGroup, WideNode};
 use super::packet::Packet;
 use super::packet_lanes::highest;
 use super::simd::Lanes;
-use super::traverse::{LeafTest, MORE_STARTS, RayBoxes, stack_capacity, traverse_subtrees};
+use super::traverse::{
+    LeafTest, MORE_STARTS, RayBoxes, RowOffsets, stack_capacity, traverse_subtrees,
+};
 use super::{WideBvh, root_entry};
 use crate::is_traceable;
 use caustic_geom::{Aabb, Ray};
@@ -387,7 +389,7 @@ pub(super) struct RayConstants<const N: usize, const P: usize> {
     /// Rays whose box constants are [`RayBoxes::new`]'s (bit per ray: a
     /// ray's reciprocals are finite; see `LaneRays::box_constants`).
     finite: u32,
-    rows: ([usize; 3], [usize; 3]),
+    rows: RowOffsets<N>,
 }
 
 impl<const N: usize, const P: usize> RayConstants<N, P> {
@@ -397,7 +399,7 @@ impl<const N: usize, const P: usize> RayConstants<N, P> {
             boxes: [[[[0.0; N]; 3]; 3]; P],
             triangles: [[[0.0; N]; 6]; P],
             finite: 0,
-            rows: (packet.near_row, packet.far_row),
+            rows: RowOffsets::new((packet.near_row, packet.far_row)),
         };
         for (p, lanes) in packet.lanes.iter().enumerate() {
             let (boxes, finite) = lanes.box_constants();

@@ -45,11 +45,8 @@ const STACK: usize = stack_capacity(8);
 pub struct RayBoxes<const N: usize, V: Lanes<N>> {
     /// The backend's token, for the vectors made from nodes.
     isa: V::Isa,
-    /// Per axis in the order `[other, other, depth]` (the depth axis is the
-    /// direction's largest component, as in the triangle test): the node row
-    /// holding the plane the ray enters through, and the one it leaves by.
-    near_row: [usize; 3],
-    far_row: [usize; 3],
+    /// Where the node rows of the ray's entry and exit planes lie.
+    rows: RowOffsets<N>,
     /// Per axis (same order), the reciprocal direction (a zero component
     /// gives a huge finite value of its sign, see [`finite_reciprocal`]).
     inv_dir: [V; 3],
@@ -64,48 +61,69 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// `dir` must be finite and non-zero; `bounds` must hold every box the
     /// traversal will test (the tree's [`WideBvh::bounds`]).
     ///
-    /// The margins are `SlabFrame::shifts`' (see [`RayBoxes::test`] for
+    /// The margins are `SlabFrame::shifts`' formula (see [`RayBoxes::test`] for
     /// why they make this test keep every box the exact scalar rule keeps),
     /// computed over `bounds`, plus a floor beyond every other axis's
     /// distances on an axis the ray runs parallel to.
     #[inline(always)]
     pub fn new(isa: V::Isa, origin: Vec3, dir: Vec3, bounds: &Aabb) -> Self {
-        let depth = depth_axis(dir);
-        let axes = [(depth + 1) % 3, (depth + 2) % 3, depth];
+        // One copy per depth axis, so that the axes are constants and the
+        // permutation costs nothing.
+        match depth_axis(dir) {
+            0 => Self::in_frame::<1, 2, 0>(isa, origin, dir, bounds),
+            1 => Self::in_frame::<2, 0, 1>(isa, origin, dir, bounds),
+            _ => Self::in_frame::<0, 1, 2>(isa, origin, dir, bounds),
+        }
+    }
+
+    /// [`RayBoxes::new`] in the slab test's axis order `[A, B, D]` (`D` the
+    /// depth axis).
+    #[inline(always)]
+    fn in_frame<const A: usize, const B: usize, const D: usize>(
+        isa: V::Isa,
+        origin: Vec3,
+        dir: Vec3,
+        bounds: &Aabb,
+    ) -> Self {
+        let axes = [A, B, D];
         let (dir, origin) = (dir.to_array(), origin.to_array());
         let (lo, hi) = (bounds.min.to_array(), bounds.max.to_array());
         let exact = axes.map(|axis| 1.0 / dir[axis]);
         let parallel = exact.map(|inv| !inv.is_finite());
         let inv = exact.map(finite_reciprocal);
+        // One ray: its constants in scalars, broadcast once at the end
+        // (the lanes' `SlabFrame` does the same operations in the same
+        // order, so the bits agree; a test checks it).
         let along = |x: [f32; 3]| axes.map(|axis| x[axis]);
-        let inv_dir: [V; 3] = splat3(isa, inv);
-        let frame = SlabFrame {
-            isa,
-            origin: splat3(isa, along(origin)),
-            inv_dir,
-            low: splat3(isa, along(lo)),
-            high: splat3(isa, along(hi)),
-        };
-        let reach_lanes = frame.reach();
-        let reach = [0, 1, 2].map(|k| reach_lanes[k].to_array()[0]);
+        let (o, lo, hi) = (along(origin), along(lo), along(hi));
+        let reach = [0, 1, 2].map(|k| {
+            let low = (lo[k] - o[k]) * inv[k];
+            let high = (hi[k] - o[k]) * inv[k];
+            max_or(low.abs(), high.abs())
+        });
         // Along an axis the ray runs parallel to, the exact rule puts no
         // limit on a box whose slab holds the origin (NaN distances): a
         // margin beyond every other axis's distances does the same.
         let crossing = (0..3)
             .filter(|&k| !parallel[k])
             .fold(0.0f32, |m, k| m.max(reach[k]));
-        let floor = [0, 1, 2].map(|k| if parallel[k] { 2.0 * crossing } else { 0.0 });
-        let (near_shift, far_shift) = frame.shifts(reach_lanes, splat3(isa, floor));
+        let mut near_shift = [0.0; 3];
+        let mut far_shift = [0.0; 3];
+        for k in 0..3 {
+            let floor = if parallel[k] { 2.0 * crossing } else { 0.0 };
+            let shift = o[k] * inv[k];
+            let margin =
+                (reach[2] * SLACK + (reach[k] + shift.abs()) * ROUNDING + floor) * MARGIN_PAD;
+            near_shift[k] = 0.0 - (shift + margin);
+            far_shift[k] = 0.0 - (shift - margin);
+        }
         let negative = |k: usize| usize::from(inv[k].is_sign_negative());
         // No SIMD inside closures: see the soundness note in `simd`.
-        Self {
-            isa,
-            near_row: [0, 1, 2].map(|k| axes[k] + 3 * negative(k)),
-            far_row: [0, 1, 2].map(|k| axes[k] + 3 * (1 - negative(k))),
-            inv_dir,
-            near_shift,
-            far_shift,
-        }
+        let rows = (
+            [0, 1, 2].map(|k| axes[k] + 3 * negative(k)),
+            [0, 1, 2].map(|k| axes[k] + 3 * (1 - negative(k))),
+        );
+        Self::from_parts(isa, RowOffsets::new(rows), inv, near_shift, far_shift)
     }
 
     /// The constants from parts computed elsewhere: a packet lane's
@@ -114,27 +132,29 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     #[inline(always)]
     pub(super) fn from_parts(
         isa: V::Isa,
-        (near_row, far_row): ([usize; 3], [usize; 3]),
+        rows: RowOffsets<N>,
         inv_dir: [f32; 3],
         near_shift: [f32; 3],
         far_shift: [f32; 3],
     ) -> Self {
         Self {
             isa,
-            near_row,
-            far_row,
+            rows,
             inv_dir: splat3(isa, inv_dir),
             near_shift: splat3(isa, near_shift),
             far_shift: splat3(isa, far_shift),
         }
     }
 
-    /// Widened distances to the planes in row `row` of `node` along slot
-    /// axis `k`: `p * inv + shift`, two roundings and no subtraction of the
-    /// origin per node.
+    /// Widened distances to the planes in the row at byte `offset` of
+    /// `node` along slot axis `k`: `p * inv + shift`, two roundings and no
+    /// subtraction of the origin per node.
     #[inline(always)]
-    fn plane(&self, node: &WideNode<N>, row: usize, k: usize, shift: V) -> V {
-        V::load(self.isa, &node.bounds[row]) * self.inv_dir[k] + shift
+    fn plane(&self, node: &WideNode<N>, offset: usize, k: usize, shift: V) -> V {
+        // SAFETY: `offset` is one of `RowOffsets`', the start of one of the six
+        // rows of `bounds`, at the start of the `repr(C)` node.
+        let row = unsafe { &*std::ptr::from_ref(node).byte_add(offset).cast::<[f32; N]>() };
+        V::load(self.isa, row).mul_add(self.inv_dir[k], shift)
     }
 
     /// Tests the `N` child boxes of `node` over `[t_min, cutoff]`: the
@@ -162,12 +182,12 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// extent there is still culled.
     #[inline(always)]
     pub fn test(&self, node: &WideNode<N>, t_min: V, cutoff: V) -> (u32, V, V) {
-        let n0 = self.plane(node, self.near_row[0], 0, self.near_shift[0]);
-        let n1 = self.plane(node, self.near_row[1], 1, self.near_shift[1]);
-        let n2 = self.plane(node, self.near_row[2], 2, self.near_shift[2]);
-        let f0 = self.plane(node, self.far_row[0], 0, self.far_shift[0]);
-        let f1 = self.plane(node, self.far_row[1], 1, self.far_shift[1]);
-        let f2 = self.plane(node, self.far_row[2], 2, self.far_shift[2]);
+        let n0 = self.plane(node, self.rows.near[0], 0, self.near_shift[0]);
+        let n1 = self.plane(node, self.rows.near[1], 1, self.near_shift[1]);
+        let n2 = self.plane(node, self.rows.near[2], 2, self.near_shift[2]);
+        let f0 = self.plane(node, self.rows.far[0], 0, self.far_shift[0]);
+        let f1 = self.plane(node, self.rows.far[1], 1, self.far_shift[1]);
+        let f2 = self.plane(node, self.rows.far[2], 2, self.far_shift[2]);
         // `max_or(a, b)` skips a NaN `a` (an empty slot's infinite planes
         // times a huge reciprocal stay infinite, so NaN comes only from
         // NaN bounds); the depth slab goes last.
@@ -179,6 +199,37 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     }
 }
 
+/// Per axis in the slab test's order `[other, other, depth]` (the depth
+/// axis is the direction's largest component, as in the triangle test):
+/// the byte offset in a [`WideNode`] of the row holding the plane a ray
+/// enters through, and of the one it leaves by. Computed once per ray (or
+/// per stream, whose rays share them), so that the box test loads its six
+/// rows with no index arithmetic or check per node.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RowOffsets<const N: usize> {
+    near: [usize; 3],
+    far: [usize; 3],
+}
+
+impl<const N: usize> RowOffsets<N> {
+    /// The offsets of rows `(near, far)` of `bounds` (a row past the last,
+    /// which no caller passes, is clamped to it).
+    #[inline(always)]
+    pub(super) fn new((near, far): ([usize; 3], [usize; 3])) -> Self {
+        let offset = |row: usize| row.min(5) * std::mem::size_of::<[f32; N]>();
+        Self {
+            near: near.map(offset),
+            far: far.map(offset),
+        }
+    }
+}
+
+/// `a > b ? a : b`, the scalar [`Lanes::max_or`].
+#[inline(always)]
+fn max_or(a: f32, b: f32) -> f32 {
+    if a > b { a } else { b }
+}
+
 /// `2^-21`: eight units of the single-precision rounding, the part of each
 /// axis's margin that covers this test's own rounding.
 const ROUNDING: f32 = 1.0 / 2_097_152.0;
@@ -187,8 +238,9 @@ const ROUNDING: f32 = 1.0 / 2_097_152.0;
 const MARGIN_PAD: f32 = 1.0 + 1.0 / 4096.0;
 
 /// Per axis in the slab test's order `[other, other, depth]`, lane by lane
-/// (one ray a lane, or one ray in every lane): the origin, the reciprocal
-/// direction and the planes of the box holding every node.
+/// (one ray a lane: a packet's; [`RayBoxes::new`] does the same operations
+/// in scalars for one ray): the origin, the reciprocal direction and the
+/// planes of the box holding every node.
 pub(super) struct SlabFrame<const N: usize, V: Lanes<N>> {
     pub(super) isa: V::Isa,
     pub(super) origin: [V; 3],
@@ -350,6 +402,8 @@ pub fn traverse_subtrees<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
     let (mut child, mut groups) = first;
     let t_min_v = V::splat(boxes.isa, t_min);
     let mut cutoff = t_max;
+    // Broadcast again only when a hit cuts it (never for any-hit).
+    let mut cutoff_v = V::splat(boxes.isa, cutoff);
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK + MORE_STARTS];
     let mut depth = 0;
     for &(child, groups) in more {
@@ -364,20 +418,20 @@ pub fn traverse_subtrees<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
     loop {
         if groups == 0 {
             let node = &bvh.nodes[child as usize];
-            let (hits, order, bound) = boxes.test(node, t_min_v, V::splat(boxes.isa, cutoff));
+            let (hits, order, bound) = boxes.test(node, t_min_v, cutoff_v);
             if hits != 0 {
                 let first = hits.trailing_zeros() as usize;
                 let rest = hits & (hits - 1);
                 let nearest = if rest == 0 {
                     first
                 } else if ANY_HIT {
-                    // Any hit will do: no order, push the rest as they come.
-                    let bound = bound.to_array();
+                    // Any hit will do: no order, push the rest as they come,
+                    // with no cull bound (the cutoff never moves).
                     for slot in set_bits(rest) {
                         stack[depth].write(Entry {
                             child: node.child[slot],
                             groups: node.groups[slot],
-                            bound: bound[slot],
+                            bound: f32::NEG_INFINITY,
                         });
                         depth += 1;
                     }
@@ -413,6 +467,7 @@ pub fn traverse_subtrees<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
                     return true;
                 }
                 cutoff = t;
+                cutoff_v = V::splat(boxes.isa, cutoff);
             }
         }
         // Pop the next child that still starts before the closest hit.
