@@ -147,8 +147,9 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     }
 
     /// Widened distances to the planes in the row at byte `offset` of
-    /// `node` along slot axis `k`: `p * inv + shift`, two roundings and no
-    /// subtraction of the origin per node.
+    /// `node` along slot axis `k`: `p * inv + shift` (one rounding where
+    /// the backend fuses it, two otherwise) and no subtraction of the
+    /// origin per node.
     #[inline(always)]
     fn plane(&self, node: &WideNode<N>, offset: usize, k: usize, shift: V) -> V {
         // SAFETY: `offset` is one of `RowOffsets`', the start of one of the six
