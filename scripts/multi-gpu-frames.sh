@@ -35,15 +35,7 @@ for n in 1 2 4 8; do
     rm -rf "$images/g$n" && mkdir -p "$images/g$n"
     "$caustic" render "${flags[@]}" --frames "$frames" --device "cuda:$set" -o "$images/g$n/f_%04d.exr" \
         >"$out/frames-g$n.log" 2>&1 || { echo "$n GPUs failed:"; tail -5 "$out/frames-g$n.log"; continue; }
-    rate="$(python3 - "$out/frames-g$n.log" "$n" <<'PY'
-import re, statistics, sys
-lines = open(sys.argv[1]).read().splitlines()
-ms = sorted(float(m.group(1)) for l in lines if (m := re.search(r"^frame \d+ .*?frame ([\d.]+) ms;", l)))
-n = int(sys.argv[2])
-kept = ms[:max(1, len(ms) - 2 * n)]
-print(f"{n * 1000 / statistics.median(kept):.1f}")
-PY
-)"
+    rate="$(python3 "$(dirname "$0")/frame_rate.py" "$out/frames-g$n.log" "$n")"
     [ -n "$one" ] || one="$rate"
     eff="$(python3 -c "print(f'{$rate / ($n * $one) * 100:.0f}')")"
     echo "$n GPU(s): $(grep '^animation:' "$out/frames-g$n.log"); GPUs' own rate $rate frames/s ($eff % of $n × one GPU's)"

@@ -34,18 +34,8 @@ anim="${ANIM_FRAMES:-0..47}"
 gather="${GATHER_FRAMES:-0..23}"
 moving=(cornell-caustics-moving --integrator photon --width 1920 --height 1080 --spp 1)
 
-# The GPUs' own frame rate of a log: ranks x 1000 / the median frame time,
-# the 2 x ranks slowest frames (kernel loads, first refits) left out.
-rate_of() {
-    python3 - "$1" "$2" <<'PY'
-import re, statistics, sys
-ms = sorted(float(m.group(1)) for l in open(sys.argv[1])
-            if (m := re.search(r"^frame \d+ .*?frame ([\d.]+) ms;", l)))
-n = int(sys.argv[2])
-kept = ms[:max(1, len(ms) - 2 * n)]
-print(f"{n * 1000 / statistics.median(kept):.1f}")
-PY
-}
+# The GPUs' own frame rate of a log (scripts/frame_rate.py).
+rate_of() { python3 "$repo/scripts/frame_rate.py" "$1" "$2"; }
 
 if want frames; then
     echo "== frames dealt over the GPUs of one process, global map read directly (frames $anim)"

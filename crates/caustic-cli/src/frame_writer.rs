@@ -85,13 +85,18 @@ impl FrameWriter {
 
     /// Waits until every queued frame is written; the first failure, if any.
     pub(crate) fn finish(mut self) -> Result<()> {
-        drop(self.queue.take());
-        for thread in self.threads.drain(..) {
-            thread
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        if let Some(panic) = self.close() {
+            std::panic::resume_unwind(panic);
         }
         self.earlier_failure()
+    }
+
+    /// Closes the queue and waits for the writers to write what it holds;
+    /// a writer's panic, if one panicked.
+    fn close(&mut self) -> Option<Box<dyn std::any::Any + Send>> {
+        drop(self.queue.take());
+        let joined: Vec<_> = self.threads.drain(..).map(JoinHandle::join).collect();
+        joined.into_iter().find_map(Result::err)
     }
 
     fn earlier_failure(&self) -> Result<()> {
@@ -111,10 +116,7 @@ impl Drop for FrameWriter {
     /// A writer dropped without [`FrameWriter::finish`] (an error ended the
     /// render) still writes what was queued before the process goes on.
     fn drop(&mut self) {
-        drop(self.queue.take());
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
-        }
+        let _ = self.close();
     }
 }
 

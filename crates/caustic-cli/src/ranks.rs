@@ -40,13 +40,11 @@ pub(crate) fn is_root() -> bool {
 /// node, so that the ranks of a node spread over its GPUs (Open MPI's and
 /// MPICH's local rank; device 0 when neither says).
 pub(crate) fn local_gpu() -> caustic::Device {
-    let local: usize = [
+    let local = launcher_number(&[
         "OMPI_COMM_WORLD_LOCAL_RANK",
         "MPI_LOCALRANKID",
         "PMIX_LOCAL_RANK",
-    ]
-    .iter()
-    .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
+    ])
     .unwrap_or(0);
     #[cfg(feature = "cuda")]
     let devices = caustic_gpu::device_count().unwrap_or(1).max(1);
@@ -58,21 +56,25 @@ pub(crate) fn local_gpu() -> caustic::Device {
 /// The number of ranks that an MPI launcher announced in the environment
 /// (Open MPI, MPICH/Hydra, PMIx), if any.
 fn launched_ranks() -> Option<usize> {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
-        .iter()
-        .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
+    launcher_number(&["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"])
 }
 
 /// The number of ranks on this node that an MPI launcher announced (Open
 /// MPI, MPICH/Hydra, PMIx), if any.
 fn local_ranks() -> Option<usize> {
-    [
+    launcher_number(&[
         "OMPI_COMM_WORLD_LOCAL_SIZE",
         "MPI_LOCALNRANKS",
         "PMIX_LOCAL_SIZE",
-    ]
-    .iter()
-    .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
+    ])
+}
+
+/// The number in the first of `names` (one variable per launcher: Open
+/// MPI, MPICH/Hydra, PMIx) that the environment sets to one.
+fn launcher_number(names: &[&str]) -> Option<usize> {
+    names
+        .iter()
+        .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
 }
 
 /// The worker threads a render of this process runs: `requested` when
