@@ -612,9 +612,9 @@ impl WideTriangleBvh {
     /// Occlusion of a run of rays, each traced alone by the single-ray
     /// traversal ([`super::traverse`]), as Embree's `rtcOccluded1M` traces
     /// incoherent rays; `out.len() == rays.len()`. Fewer instructions per
-    /// ray than the streams of [`WideTriangleBvh::occluded_run`] but
-    /// slower on the benchmark's AO rays (docs/BENCHMARKS.md, "CPU rays,
-    /// session 15").
+    /// ray than the lane-wise streams but slower on the benchmark's AO
+    /// rays (docs/BENCHMARKS.md, "CPU rays, session 15"; the per-ray
+    /// streams, session 16, are faster still).
     pub fn occluded_alone(&self, rays: &[Ray], out: &mut [bool]) {
         assert_eq!(rays.len(), out.len(), "one result slot per ray");
         match (&self.tree, self.engine) {

@@ -79,8 +79,9 @@ pub(super) fn padded_stream(rays: &[Ray], members: &[u16]) -> [Ray; STREAM] {
     std::array::from_fn(|r| rays[members[r.min(last)] as usize])
 }
 
-/// A subtree that at most this many rays of a stream enter is finished by
-/// their single-ray traversals (a stream's node step costs the interval
+/// With the lane-wise node step ([`super::StreamStep::Lanes`]), a subtree
+/// that at most this many rays of a stream enter is finished by their
+/// single-ray traversals (a stream's node step costs the interval
 /// test plus a lane-wise test per vector; measured on bunny AO, one
 /// thread, two runs each: 1 ray 6.8 / 6.6, 2 rays 6.9 / 6.9, 3 rays
 /// 7.1 / 7.0 Mrays/s; 5 rays slower than 3). Since the finishing rays
