@@ -416,13 +416,32 @@ macro_rules! isa_queries {
             }
 
             #[inline]
-            pub fn occluded_stream(isa: $token, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
+            pub fn occluded_stream(
+                isa: $token,
+                bvh: &WideBvh<8>,
+                rays: &[Ray],
+                out: &mut [bool],
+                step: StreamStep,
+            ) {
                 #[target_feature(enable = $features)]
-                unsafe fn run(isa: $token, bvh: &WideBvh<8>, rays: &[Ray], out: &mut [bool]) {
-                    stream::occluded_batch::<8, 4, $lanes>(isa, bvh, rays, out)
+                unsafe fn run(
+                    isa: $token,
+                    bvh: &WideBvh<8>,
+                    rays: &[Ray],
+                    out: &mut [bool],
+                    step: StreamStep,
+                ) {
+                    match step {
+                        StreamStep::PerRay => {
+                            stream::occluded_batch::<8, 4, $lanes, true>(isa, bvh, rays, out)
+                        }
+                        StreamStep::Lanes => {
+                            stream::occluded_batch::<8, 4, $lanes, false>(isa, bvh, rays, out)
+                        }
+                    }
                 }
                 // SAFETY: `isa` exists, so the CPU has the features.
-                unsafe { run(isa, bvh, rays, out) }
+                unsafe { run(isa, bvh, rays, out, step) }
             }
 
             #[inline]
@@ -511,47 +530,91 @@ impl WideTriangleBvh {
     }
 }
 
-/// Whether `CAUSTIC_WIDE_AO=single` asks [`WideTriangleBvh::occluded_run`]
-/// for [`WideTriangleBvh::occluded_alone`] (read once).
-fn single_ray_occlusion() -> bool {
-    static SINGLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SINGLE.get_or_init(|| std::env::var("CAUSTIC_WIDE_AO").is_ok_and(|v| v.trim() == "single"))
+/// The node step of the any-hit streams
+/// ([`WideTriangleBvh::occluded_streams`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamStep {
+    /// Each ray of a node's mask tests all its children at once, and its
+    /// bit goes into the masks of those it keeps (see [`super::stream`]);
+    /// the default.
+    PerRay,
+    /// The stream's interval test, then a lane-wise test per kept child
+    /// and vector of rays; subtrees at most three rays enter are finished
+    /// by those rays alone (`CAUSTIC_WIDE_AO=lanes`; the default before
+    /// session 16 of docs/BENCHMARKS.md).
+    Lanes,
+}
+
+/// How [`WideTriangleBvh::occluded_run`] traces: `None` for single rays
+/// (`CAUSTIC_WIDE_AO=single`), else the streams' node step
+/// (`CAUSTIC_WIDE_AO=lanes` for [`StreamStep::Lanes`]); read once.
+fn occlusion_mode() -> Option<StreamStep> {
+    static MODE: std::sync::OnceLock<Option<StreamStep>> = std::sync::OnceLock::new();
+    *MODE.get_or_init(
+        || match std::env::var("CAUSTIC_WIDE_AO").unwrap_or_default().trim() {
+            "single" => None,
+            "lanes" => Some(StreamStep::Lanes),
+            _ => Some(StreamStep::PerRay),
+        },
+    )
 }
 
 impl WideTriangleBvh {
     /// Occlusion of a run of rays, regrouped by direction and traced in
-    /// streams (see [`super::stream`]); `out.len() == rays.len()`.
-    /// `CAUSTIC_WIDE_AO=single` traces them with
-    /// [`WideTriangleBvh::occluded_alone`] instead, to measure one against
-    /// the other in one binary.
+    /// streams with the per-ray node step (see [`super::stream`]);
+    /// `out.len() == rays.len()`. `CAUSTIC_WIDE_AO=single` traces them
+    /// with [`WideTriangleBvh::occluded_alone`] instead and
+    /// `CAUSTIC_WIDE_AO=lanes` with [`StreamStep::Lanes`], to measure one
+    /// against the other in one binary.
     pub fn occluded_run(&self, rays: &[Ray], out: &mut [bool]) {
-        assert_eq!(rays.len(), out.len(), "one result slot per ray");
-        if single_ray_occlusion() {
-            return self.occluded_alone(rays, out);
+        match occlusion_mode() {
+            Some(step) => self.occluded_streams(rays, out, step),
+            None => self.occluded_alone(rays, out),
         }
+    }
+
+    /// Occlusion of a run of rays in streams with the node step `step`;
+    /// `out.len() == rays.len()`.
+    pub fn occluded_streams(&self, rays: &[Ray], out: &mut [bool], step: StreamStep) {
+        assert_eq!(rays.len(), out.len(), "one result slot per ray");
+        let per_ray = step == StreamStep::PerRay;
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
-            (Tree::Eight(t), Engine::Avx512(isa)) => avx512::occluded_stream(isa, t, rays, out),
+            (Tree::Eight(t), Engine::Avx512(isa)) => {
+                avx512::occluded_stream(isa, t, rays, out, step)
+            }
             #[cfg(target_arch = "x86_64")]
-            (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_stream(avx, t, rays, out),
+            (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_stream(avx, t, rays, out, step),
+            (Tree::Eight(t), _) if per_ray => {
+                stream::occluded_batch::<8, 4, Portable<8>, true>(AnyCpu, t, rays, out)
+            }
             (Tree::Eight(t), _) => {
-                stream::occluded_batch::<8, 4, Portable<8>>(AnyCpu, t, rays, out)
+                stream::occluded_batch::<8, 4, Portable<8>, false>(AnyCpu, t, rays, out)
             }
             #[cfg(target_arch = "x86_64")]
             (Tree::Four(t), Engine::Avx512(_) | Engine::Avx2(_) | Engine::Sse(_)) => {
                 let sse = super::simd::Sse2;
-                stream::occluded_batch::<4, 8, super::simd::Sse4>(sse, t, rays, out)
+                if per_ray {
+                    stream::occluded_batch::<4, 8, super::simd::Sse4, true>(sse, t, rays, out)
+                } else {
+                    stream::occluded_batch::<4, 8, super::simd::Sse4, false>(sse, t, rays, out)
+                }
             }
-            (Tree::Four(t), _) => stream::occluded_batch::<4, 8, Portable<4>>(AnyCpu, t, rays, out),
+            (Tree::Four(t), _) if per_ray => {
+                stream::occluded_batch::<4, 8, Portable<4>, true>(AnyCpu, t, rays, out)
+            }
+            (Tree::Four(t), _) => {
+                stream::occluded_batch::<4, 8, Portable<4>, false>(AnyCpu, t, rays, out)
+            }
         }
     }
 
     /// Occlusion of a run of rays, each traced alone by the single-ray
     /// traversal ([`super::traverse`]), as Embree's `rtcOccluded1M` traces
     /// incoherent rays; `out.len() == rays.len()`. Fewer instructions per
-    /// ray than the streams of [`WideTriangleBvh::occluded_run`] but
-    /// slower on the benchmark's AO rays (docs/BENCHMARKS.md, "CPU rays,
-    /// session 15").
+    /// ray than the lane-wise streams but slower on the benchmark's AO
+    /// rays (docs/BENCHMARKS.md, "CPU rays, session 15"; the per-ray
+    /// streams, session 16, are faster still).
     pub fn occluded_alone(&self, rays: &[Ray], out: &mut [bool]) {
         assert_eq!(rays.len(), out.len(), "one result slot per ray");
         match (&self.tree, self.engine) {
@@ -877,6 +940,15 @@ mod tests {
             let mut out = vec![true; 1337];
             bvh.occluded_run(&rays[3..1340], &mut out);
             assert!(out[..] == expected[3..1340], "{config:?} {backend:?}");
+            // Both node steps of the streams, whichever the default is.
+            for step in [StreamStep::PerRay, StreamStep::Lanes] {
+                let mut out = vec![true; 1337];
+                bvh.occluded_streams(&rays[3..1340], &mut out, step);
+                assert!(
+                    out[..] == expected[3..1340],
+                    "{config:?} {backend:?} {step:?}"
+                );
+            }
             let mut out = vec![true; rays.len()];
             bvh.occluded_alone(&rays, &mut out);
             assert!(out == expected, "{config:?} {backend:?}");

@@ -16,7 +16,8 @@
 //! - [`packet`]: packet traversal (64 rays, interval node test) for coherent
 //!   batches, with its per-lane leaf stage in `packet_lanes`;
 //! - [`stream`]: any-hit ray streams (occlusion of many incoherent rays,
-//!   regrouped by direction, each node visited once per stream);
+//!   regrouped by direction, each node visited once per stream), with the
+//!   per-ray node step of `ray_masks`;
 //! - [`accel`]: [`WideTriangleBvh`], the registered accel `bvh-wide`;
 //! - [`compressed`]: the GPU's compressed 8-wide node (Ylitie et al.'s
 //!   80-byte format with 8-bit quantised child boxes), its quantisation and
@@ -44,6 +45,7 @@ pub mod leaf;
 pub mod node;
 pub mod packet;
 mod packet_lanes;
+mod ray_masks;
 pub mod simd;
 pub mod stream;
 pub mod stream_closest;
@@ -53,7 +55,7 @@ pub mod traverse;
 #[cfg(feature = "cuda")]
 pub mod traverse_compressed_cuda;
 
-pub use accel::{WideBvhConfig, WideTriangleBvh, Width};
+pub use accel::{StreamStep, WideBvhConfig, WideTriangleBvh, Width};
 pub use collapse::{CollapseConfig, collapse};
 pub use node::{ChildRef, TriangleGroup, WideNode};
 

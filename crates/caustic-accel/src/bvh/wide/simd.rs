@@ -76,6 +76,9 @@ pub trait Lanes<const N: usize>:
     fn andnot(mask: Self::Mask, other: Self::Mask) -> Self::Mask;
     /// Per lane, `a` where `mask` is set, else `b` (bits copied unchanged).
     fn select(mask: Self::Mask, a: Self, b: Self) -> Self;
+    /// Per lane, the bits of `self` or'ed with those of `bits` where `mask`
+    /// is set (lanes as bit sets, not numbers: the streams' child masks).
+    fn or_where(self, mask: Self::Mask, bits: Self) -> Self;
 }
 
 /// The token of [`Portable`], whose plain arithmetic runs on any CPU.
@@ -188,6 +191,17 @@ impl<const N: usize> Lanes<N> for Portable<N> {
     fn select(mask: u32, a: Self, b: Self) -> Self {
         Self(std::array::from_fn(|i| {
             if mask & (1 << i) != 0 { a.0[i] } else { b.0[i] }
+        }))
+    }
+    #[inline(always)]
+    fn or_where(self, mask: u32, bits: Self) -> Self {
+        Self(std::array::from_fn(|i| {
+            let add = if mask & (1 << i) != 0 {
+                bits.0[i].to_bits()
+            } else {
+                0
+            };
+            f32::from_bits(self.0[i].to_bits() | add)
         }))
     }
 }
@@ -479,6 +493,10 @@ mod x86 {
         fn select(mask: Mask8, a: Self, b: Self) -> Self {
             Self(unsafe { _mm256_blendv_ps(b.0, a.0, mask.0) })
         }
+        #[inline(always)]
+        fn or_where(self, mask: Mask8, bits: Self) -> Self {
+            Self(unsafe { _mm256_or_ps(self.0, _mm256_and_ps(mask.0, bits.0)) })
+        }
     }
 
     // SAFETY (every `unsafe` block below): the CPU has AVX-512 F, VL, BW
@@ -549,6 +567,11 @@ mod x86 {
         fn select(mask: MaskK, a: Self, b: Self) -> Self {
             // `mask_blend` takes its second operand where the mask is set.
             Self(unsafe { _mm256_mask_blend_ps(mask.0, b.0, a.0) })
+        }
+        #[inline(always)]
+        fn or_where(self, mask: MaskK, bits: Self) -> Self {
+            // One masked `vorps`: lanes outside the mask keep `self`.
+            Self(unsafe { _mm256_mask_or_ps(self.0, mask.0, self.0, bits.0) })
         }
     }
 
@@ -621,6 +644,10 @@ mod x86 {
         fn select(mask: Mask4, a: Self, b: Self) -> Self {
             // `blendv` is SSE4.1, beyond the x86_64 baseline.
             Self(unsafe { _mm_or_ps(_mm_and_ps(mask.0, a.0), _mm_andnot_ps(mask.0, b.0)) })
+        }
+        #[inline(always)]
+        fn or_where(self, mask: Mask4, bits: Self) -> Self {
+            Self(unsafe { _mm_or_ps(self.0, _mm_and_ps(mask.0, bits.0)) })
         }
     }
 }
@@ -728,6 +755,8 @@ mod tests {
                 <Portable<N> as Lanes<N>>::select(pa.lt(pb), pa, pb),
             );
             assert_eq!(vs.to_array().map(f32::to_bits), ps.0.map(f32::to_bits));
+            let (vo, po) = (va.or_where(va.lt(vb), vb), pa.or_where(pa.lt(pb), pb));
+            assert_eq!(vo.to_array().map(f32::to_bits), po.0.map(f32::to_bits));
         }
     }
 
@@ -777,6 +806,19 @@ mod tests {
         if detected.is_some() {
             assert_eq!(token_or_say(detected, true, "AVX2", "test"), detected);
         }
+    }
+
+    /// `or_where` sets bits where the mask says, as integers (the top bit,
+    /// a float's sign, included), and leaves the other lanes' bits alone.
+    #[test]
+    fn portable_or_where_is_bitwise() {
+        let bit = |b: u32| f32::from_bits(b);
+        let acc = Portable([bit(1), bit(0), bit(1 << 31), bit(6)]);
+        let out = acc.or_where(
+            0b0110,
+            Portable([bit(1 << 31), bit(1 << 31), bit(2), bit(1)]),
+        );
+        assert_eq!(out.0.map(f32::to_bits), [1, 1 << 31, (1 << 31) | 2, 6]);
     }
 
     #[test]

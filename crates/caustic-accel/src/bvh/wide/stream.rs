@@ -9,38 +9,49 @@
 //! [`occluded_batch`] regroups each run of [`RUN`] rays by direction class
 //! (depth axis and octant, keeping their order inside a class so that
 //! neighbouring origins stay together) and cuts the classes into streams.
-//! A stream carries a bit mask of its rays down the tree. At a node, the
-//! interval test of [`super::packet`] (the stream as `P` vectors of `N`
-//! rays; a class shares the depth axis and the direction signs, so the
-//! rays share entry and exit planes) culls the children no ray can keep;
-//! for each remaining child, each vector with rays in the mask runs the
-//! lane-wise box test, the single-ray rule of [`super::traverse`] for each
-//! lane's own ray and interval, and the child goes on the stack with the
-//! mask of the rays that keep it. At a leaf, each ray of the mask runs the
-//! single-ray group test of [`super::leaf`], and a ray with a hit leaves
-//! the stream. A mask down to a few rays (three) leaves its subtree to
-//! their single-ray traversals: each such ray collects the subtrees it
-//! finishes alone and, when the stream is done (or its list is full), runs
-//! them all in one single-ray traversal (one set-up of its constants, one
-//! stack; a ray the stream's leaves found occluded meanwhile skips them).
-//! Rays that cannot share a class (a zero direction component) trace
-//! alone.
+//! A stream carries a bit mask of its rays down the tree. At an inner
+//! node, each ray of the mask tests all `N` children at once, the
+//! single-ray test of [`super::traverse`] with its own constants broadcast,
+//! and its bit goes into the masks of the children it keeps, one masked OR
+//! of a vector of `N` ray masks (`ray_masks`, after Embree's
+//! incoherent streams); the children with rays go on the stack with their
+//! masks. At a leaf, each ray of the mask runs the single-ray group test
+//! of [`super::leaf`], and a ray with a hit leaves the stream. Rays that
+//! cannot share a class (a zero direction component) trace alone.
 //!
-//! Exactness: the interval test keeps a child whenever any ray's own rule
-//! does (the proof is in [`super::packet`]), and the lane-wise test is that
-//! rule, so every ray reaches exactly the leaves its own any-hit traversal
-//! could reach (in another order, which any-hit does not depend on) and
-//! runs the same triangle test there: the answer is the same, whether a
-//! triangle has a hit in `(tmin, tmax)`, which the tests check against
-//! brute force and the single-ray query.
+//! The former node step (`PER_RAY = false`, [`super::StreamStep::Lanes`]),
+//! kept for measuring: the interval test of [`super::packet`] (the stream
+//! as `P` vectors of `N` rays; a class shares the depth axis and the
+//! direction signs, so the rays share entry and exit planes) culls the
+//! children no ray can keep; for each remaining child, each vector with
+//! rays in the mask runs the lane-wise box test, the single-ray rule for
+//! each lane's own ray and interval. A mask down to a few rays (three)
+//! leaves its subtree to their single-ray traversals: each such ray
+//! collects the subtrees it finishes alone and, when the stream is done
+//! (or its list is full), runs them all in one single-ray traversal (one
+//! set-up of its constants, one stack; a ray the stream's leaves found
+//! occluded meanwhile skips them). The per-ray step takes fewer
+//! instructions and less time on the bunny and sponza and about the same
+//! on conference (docs/BENCHMARKS.md, "CPU rays, session 16"); with it,
+//! finishing alone was no faster, so it never does.
+//!
+//! Exactness: the per-ray test is each ray's single-ray rule, bit for bit;
+//! in the former step the interval test keeps a child whenever any ray's
+//! own rule does (the proof is in [`super::packet`]), and the lane-wise
+//! test is that rule. Either way every ray reaches exactly the leaves its
+//! own any-hit traversal could reach (in another order, which any-hit does
+//! not depend on) and runs the same triangle test there: the answer is the
+//! same, whether a triangle has a hit in `(tmin, tmax)`, which the tests
+//! check against brute force and the single-ray query.
 
 use super::leaf::{RayTriangles, set_bits};
 use super::node::{TriangleGroup, WideNode};
 use super::packet::Packet;
 use super::packet_lanes::highest;
+use super::ray_masks::StreamBoxes;
 use super::simd::Lanes;
 use super::traverse::{
-    LeafTest, MORE_STARTS, RayBoxes, RowOffsets, stack_capacity, traverse_subtrees,
+    BoxParts, LeafTest, MORE_STARTS, RayBoxes, RowOffsets, stack_capacity, traverse_subtrees,
 };
 use super::{WideBvh, root_entry};
 use crate::is_traceable;
@@ -68,8 +79,9 @@ pub(super) fn padded_stream(rays: &[Ray], members: &[u16]) -> [Ray; STREAM] {
     std::array::from_fn(|r| rays[members[r.min(last)] as usize])
 }
 
-/// A subtree that at most this many rays of a stream enter is finished by
-/// their single-ray traversals (a stream's node step costs the interval
+/// With the lane-wise node step ([`super::StreamStep::Lanes`]), a subtree
+/// that at most this many rays of a stream enter is finished by their
+/// single-ray traversals (a stream's node step costs the interval
 /// test plus a lane-wise test per vector; measured on bunny AO, one
 /// thread, two runs each: 1 ray 6.8 / 6.6, 2 rays 6.9 / 6.9, 3 rays
 /// 7.1 / 7.0 Mrays/s; 5 rays slower than 3). Since the finishing rays
@@ -108,9 +120,10 @@ fn coherence_class(ray: &Ray) -> usize {
 }
 
 /// Whether each of `rays` has a hit in its `(tmin, tmax)`, into `out`
-/// (same length); rays that are not traceable are not occluded.
+/// (same length); rays that are not traceable are not occluded. `PER_RAY`
+/// picks the node step (see the module docs).
 #[inline(always)]
-pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>>(
+pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>, const PER_RAY: bool>(
     isa: V::Isa,
     bvh: &WideBvh<N>,
     rays: &[Ray],
@@ -123,7 +136,7 @@ pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>>(
         let start = regroup(rays, &EVERY_RAY[..rays.len()], &mut order);
         for c in 0..CLASSES {
             for members in order[start[c]..start[c + 1]].chunks(N * P) {
-                trace_stream::<N, P, V>(isa, bvh, rays, members, out);
+                trace_stream::<N, P, V, PER_RAY>(isa, bvh, rays, members, out);
             }
         }
         for &i in &order[start[CLASSES]..start[CLASSES + 1]] {
@@ -232,7 +245,7 @@ fn push_children<const N: usize>(
 /// Traces the rays `members` (at most `N * P`, of one class) of `rays` as
 /// one stream, writing each one's occlusion into `out`.
 #[inline(always)]
-fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
+fn trace_stream<const N: usize, const P: usize, V: Lanes<N>, const PER_RAY: bool>(
     isa: V::Isa,
     bvh: &WideBvh<N>,
     rays: &[Ray],
@@ -271,6 +284,14 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     // finishes subtrees on its own (a stored array of broadcast constants
     // cost more to write and copy than the broadcasts).
     let constants = RayConstants::new(&packet);
+    // The per-ray node step's constants, one cache line per ray.
+    let per_ray = if PER_RAY {
+        let boxes = |r: usize| constants.box_parts(r, &padded[r], &bvh.bounds);
+        let interval = |r: usize| (padded[r].tmin, padded[r].tmax);
+        Some(StreamBoxes::new(constants.rows(), count, boxes, interval))
+    } else {
+        None
+    };
     let all = stream_mask(count);
     let mut alive = all;
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
@@ -294,7 +315,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
         if mask == 0 {
             continue;
         }
-        if mask.count_ones() <= ALONE && entry.groups == 0 {
+        if !PER_RAY && mask.count_ones() <= ALONE && entry.groups == 0 {
             // Few rays left here: their own traversals finish the subtree,
             // later.
             for r in set_bits(mask) {
@@ -314,7 +335,11 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             }
             continue;
         }
-        if entry.groups == 0 {
+        if let (0, Some(per_ray)) = (entry.groups, &per_ray) {
+            let node = &bvh.nodes[entry.child as usize];
+            let (used, slot_rays) = per_ray.children::<V>(isa, node, mask);
+            push_children(node, used, &slot_rays, &mut stack, &mut depth);
+        } else if entry.groups == 0 {
             let node = &bvh.nodes[entry.child as usize];
             let mut slot_rays = [0u32; N];
             let mut used = 0u32;
@@ -380,6 +405,10 @@ unsafe fn written<T>(list: &[MaybeUninit<T>], n: usize) -> &[T] {
     unsafe { std::slice::from_raw_parts(part.as_ptr().cast::<T>(), n) }
 }
 
+/// A ray's box constants as scalars, per axis in the slab test's order:
+/// reciprocal direction, entry planes' shifts, exit planes' shifts.
+pub(super) type BoxScalars = ([f32; 3], [f32; 3], [f32; 3]);
+
 /// A stream's per-ray constants as scalars, lanes as arrays per vector of
 /// the packet: the box test's (`LaneRays::box_constants`) and the
 /// triangle test's (`LaneRays::triangle_constants`).
@@ -428,14 +457,32 @@ impl<const N: usize, const P: usize> RayConstants<N, P> {
         ray: &Ray,
         bounds: &Aabb,
     ) -> RayBoxes<N, V> {
+        let (inv, near, far) = self.box_parts(r, ray, bounds);
+        RayBoxes::from_parts(isa, self.rows, inv, near, far)
+    }
+
+    /// The row offsets of the stream's entry and exit planes.
+    #[inline(always)]
+    pub(super) fn rows(&self) -> RowOffsets<N> {
+        self.rows
+    }
+
+    /// Ray `r`'s box constants of [`RayConstants::boxes`] as scalars: its
+    /// reciprocal direction and its entry and exit planes' shifts.
+    #[inline(always)]
+    pub(super) fn box_parts(&self, r: usize, ray: &Ray, bounds: &Aabb) -> BoxScalars {
         if self.finite & (1 << r) == 0 {
-            return RayBoxes::new(isa, ray.origin, ray.dir, bounds);
+            // Its own constants: a reciprocal is infinite (a tiny direction
+            // component), which `RayBoxes::new` treats as parallel. The
+            // stream's rays share the depth axis and the signs, so the rows.
+            let parts = BoxParts::new(ray.origin, ray.dir, bounds);
+            debug_assert!(RowOffsets::<N>::new(parts.rows) == self.rows);
+            return (parts.inv, parts.near_shift, parts.far_shift);
         }
         let [inv, near, far] = &self.boxes[r / N];
         let lane = r % N;
         let at = |x: &[[f32; N]; 3]| [x[0][lane], x[1][lane], x[2][lane]];
-        let (inv, near, far) = (at(inv), at(near), at(far));
-        RayBoxes::from_parts(isa, self.rows, inv, near, far)
+        (at(inv), at(near), at(far))
     }
 
     /// Ray `r`'s triangle constants ([`RayTriangles::from_parts`] of the

@@ -67,63 +67,14 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// distances on an axis the ray runs parallel to.
     #[inline(always)]
     pub fn new(isa: V::Isa, origin: Vec3, dir: Vec3, bounds: &Aabb) -> Self {
-        // One copy per depth axis, so that the axes are constants and the
-        // permutation costs nothing.
-        match depth_axis(dir) {
-            0 => Self::in_frame::<1, 2, 0>(isa, origin, dir, bounds),
-            1 => Self::in_frame::<2, 0, 1>(isa, origin, dir, bounds),
-            _ => Self::in_frame::<0, 1, 2>(isa, origin, dir, bounds),
-        }
-    }
-
-    /// [`RayBoxes::new`] in the slab test's axis order `[A, B, D]` (`D` the
-    /// depth axis).
-    #[inline(always)]
-    fn in_frame<const A: usize, const B: usize, const D: usize>(
-        isa: V::Isa,
-        origin: Vec3,
-        dir: Vec3,
-        bounds: &Aabb,
-    ) -> Self {
-        let axes = [A, B, D];
-        let (dir, origin) = (dir.to_array(), origin.to_array());
-        let (lo, hi) = (bounds.min.to_array(), bounds.max.to_array());
-        let exact = axes.map(|axis| 1.0 / dir[axis]);
-        let parallel = exact.map(|inv| !inv.is_finite());
-        let inv = exact.map(finite_reciprocal);
-        // One ray: its constants in scalars, broadcast once at the end
-        // (the lanes' `SlabFrame` does the same operations in the same
-        // order, so the bits agree; a test checks it).
-        let along = |x: [f32; 3]| axes.map(|axis| x[axis]);
-        let (o, lo, hi) = (along(origin), along(lo), along(hi));
-        let reach = [0, 1, 2].map(|k| {
-            let low = (lo[k] - o[k]) * inv[k];
-            let high = (hi[k] - o[k]) * inv[k];
-            max_or(low.abs(), high.abs())
-        });
-        // Along an axis the ray runs parallel to, the exact rule puts no
-        // limit on a box whose slab holds the origin (NaN distances): a
-        // margin beyond every other axis's distances does the same.
-        let crossing = (0..3)
-            .filter(|&k| !parallel[k])
-            .fold(0.0f32, |m, k| m.max(reach[k]));
-        let mut near_shift = [0.0; 3];
-        let mut far_shift = [0.0; 3];
-        for k in 0..3 {
-            let floor = if parallel[k] { 2.0 * crossing } else { 0.0 };
-            let shift = o[k] * inv[k];
-            let margin =
-                (reach[2] * SLACK + (reach[k] + shift.abs()) * ROUNDING + floor) * MARGIN_PAD;
-            near_shift[k] = 0.0 - (shift + margin);
-            far_shift[k] = 0.0 - (shift - margin);
-        }
-        let negative = |k: usize| usize::from(inv[k].is_sign_negative());
-        // No SIMD inside closures: see the soundness note in `simd`.
-        let rows = (
-            [0, 1, 2].map(|k| axes[k] + 3 * negative(k)),
-            [0, 1, 2].map(|k| axes[k] + 3 * (1 - negative(k))),
-        );
-        Self::from_parts(isa, RowOffsets::new(rows), inv, near_shift, far_shift)
+        let parts = BoxParts::new(origin, dir, bounds);
+        Self::from_parts(
+            isa,
+            RowOffsets::new(parts.rows),
+            parts.inv,
+            parts.near_shift,
+            parts.far_shift,
+        )
     }
 
     /// The constants from parts computed elsewhere: a packet lane's
@@ -200,13 +151,92 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     }
 }
 
+/// One ray's constants of the slab test as scalars, before
+/// [`RayBoxes::new`] broadcasts them: the rows of its entry and exit
+/// planes, its reciprocal direction and its planes' shifts, per axis in the
+/// test's order `[other, other, depth]`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct BoxParts {
+    pub(super) rows: ([usize; 3], [usize; 3]),
+    pub(super) inv: [f32; 3],
+    pub(super) near_shift: [f32; 3],
+    pub(super) far_shift: [f32; 3],
+}
+
+impl BoxParts {
+    /// [`RayBoxes::new`]'s constants (same conditions).
+    #[inline(always)]
+    pub(super) fn new(origin: Vec3, dir: Vec3, bounds: &Aabb) -> Self {
+        // One copy per depth axis, so that the axes are constants and the
+        // permutation costs nothing.
+        match depth_axis(dir) {
+            0 => Self::in_frame::<1, 2, 0>(origin, dir, bounds),
+            1 => Self::in_frame::<2, 0, 1>(origin, dir, bounds),
+            _ => Self::in_frame::<0, 1, 2>(origin, dir, bounds),
+        }
+    }
+
+    /// [`RayBoxes::new`] in the slab test's axis order `[A, B, D]` (`D` the
+    /// depth axis).
+    #[inline(always)]
+    fn in_frame<const A: usize, const B: usize, const D: usize>(
+        origin: Vec3,
+        dir: Vec3,
+        bounds: &Aabb,
+    ) -> Self {
+        let axes = [A, B, D];
+        let (dir, origin) = (dir.to_array(), origin.to_array());
+        let (lo, hi) = (bounds.min.to_array(), bounds.max.to_array());
+        let exact = axes.map(|axis| 1.0 / dir[axis]);
+        let parallel = exact.map(|inv| !inv.is_finite());
+        let inv = exact.map(finite_reciprocal);
+        // One ray: its constants in scalars, broadcast once at the end
+        // (the lanes' `SlabFrame` does the same operations in the same
+        // order, so the bits agree; a test checks it).
+        let along = |x: [f32; 3]| axes.map(|axis| x[axis]);
+        let (o, lo, hi) = (along(origin), along(lo), along(hi));
+        let reach = [0, 1, 2].map(|k| {
+            let low = (lo[k] - o[k]) * inv[k];
+            let high = (hi[k] - o[k]) * inv[k];
+            max_or(low.abs(), high.abs())
+        });
+        // Along an axis the ray runs parallel to, the exact rule puts no
+        // limit on a box whose slab holds the origin (NaN distances): a
+        // margin beyond every other axis's distances does the same.
+        let crossing = (0..3)
+            .filter(|&k| !parallel[k])
+            .fold(0.0f32, |m, k| m.max(reach[k]));
+        let mut near_shift = [0.0; 3];
+        let mut far_shift = [0.0; 3];
+        for k in 0..3 {
+            let floor = if parallel[k] { 2.0 * crossing } else { 0.0 };
+            let shift = o[k] * inv[k];
+            let margin =
+                (reach[2] * SLACK + (reach[k] + shift.abs()) * ROUNDING + floor) * MARGIN_PAD;
+            near_shift[k] = 0.0 - (shift + margin);
+            far_shift[k] = 0.0 - (shift - margin);
+        }
+        let negative = |k: usize| usize::from(inv[k].is_sign_negative());
+        let rows = (
+            [0, 1, 2].map(|k| axes[k] + 3 * negative(k)),
+            [0, 1, 2].map(|k| axes[k] + 3 * (1 - negative(k))),
+        );
+        Self {
+            rows,
+            inv,
+            near_shift,
+            far_shift,
+        }
+    }
+}
+
 /// Per axis in the slab test's order `[other, other, depth]` (the depth
 /// axis is the direction's largest component, as in the triangle test):
 /// the byte offset in a [`WideNode`] of the row holding the plane a ray
 /// enters through, and of the one it leaves by. Computed once per ray (or
 /// per stream, whose rays share them), so that the box test loads its six
 /// rows with no index arithmetic or check per node.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct RowOffsets<const N: usize> {
     near: [usize; 3],
     far: [usize; 3],
@@ -222,6 +252,22 @@ impl<const N: usize> RowOffsets<N> {
             near: near.map(offset),
             far: far.map(offset),
         }
+    }
+
+    /// The entry planes' rows of `node` and its exit planes' rows, per
+    /// axis: the rows [`RayBoxes::test`] loads, for tests that share them.
+    #[inline(always)]
+    pub(super) fn load<V: Lanes<N>>(&self, isa: V::Isa, node: &WideNode<N>) -> [[V; 3]; 2] {
+        let row = |offset: usize| {
+            // SAFETY: `offset` is one of `RowOffsets`', the start of one of
+            // the six rows of `bounds`, at the start of the `repr(C)` node.
+            unsafe { &*std::ptr::from_ref(node).byte_add(offset).cast::<[f32; N]>() }
+        };
+        let (n, f) = (self.near.map(row), self.far.map(row));
+        [
+            [V::load(isa, n[0]), V::load(isa, n[1]), V::load(isa, n[2])],
+            [V::load(isa, f[0]), V::load(isa, f[1]), V::load(isa, f[2])],
+        ]
     }
 }
 
