@@ -431,14 +431,7 @@ macro_rules! isa_queries {
                     out: &mut [bool],
                     step: StreamStep,
                 ) {
-                    match step {
-                        StreamStep::PerRay => {
-                            stream::occluded_batch::<8, 4, $lanes, true>(isa, bvh, rays, out)
-                        }
-                        StreamStep::Lanes => {
-                            stream::occluded_batch::<8, 4, $lanes, false>(isa, bvh, rays, out)
-                        }
-                    }
+                    stream::occluded_batch_with::<8, 4, $lanes>(isa, bvh, rays, out, step)
                 }
                 // SAFETY: `isa` exists, so the CPU has the features.
                 unsafe { run(isa, bvh, rays, out, step) }
@@ -577,7 +570,6 @@ impl WideTriangleBvh {
     /// `out.len() == rays.len()`.
     pub fn occluded_streams(&self, rays: &[Ray], out: &mut [bool], step: StreamStep) {
         assert_eq!(rays.len(), out.len(), "one result slot per ray");
-        let per_ray = step == StreamStep::PerRay;
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx512(isa)) => {
@@ -585,26 +577,16 @@ impl WideTriangleBvh {
             }
             #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx2(avx)) => avx::occluded_stream(avx, t, rays, out, step),
-            (Tree::Eight(t), _) if per_ray => {
-                stream::occluded_batch::<8, 4, Portable<8>, true>(AnyCpu, t, rays, out)
-            }
             (Tree::Eight(t), _) => {
-                stream::occluded_batch::<8, 4, Portable<8>, false>(AnyCpu, t, rays, out)
+                stream::occluded_batch_with::<8, 4, Portable<8>>(AnyCpu, t, rays, out, step)
             }
             #[cfg(target_arch = "x86_64")]
             (Tree::Four(t), Engine::Avx512(_) | Engine::Avx2(_) | Engine::Sse(_)) => {
                 let sse = super::simd::Sse2;
-                if per_ray {
-                    stream::occluded_batch::<4, 8, super::simd::Sse4, true>(sse, t, rays, out)
-                } else {
-                    stream::occluded_batch::<4, 8, super::simd::Sse4, false>(sse, t, rays, out)
-                }
-            }
-            (Tree::Four(t), _) if per_ray => {
-                stream::occluded_batch::<4, 8, Portable<4>, true>(AnyCpu, t, rays, out)
+                stream::occluded_batch_with::<4, 8, super::simd::Sse4>(sse, t, rays, out, step)
             }
             (Tree::Four(t), _) => {
-                stream::occluded_batch::<4, 8, Portable<4>, false>(AnyCpu, t, rays, out)
+                stream::occluded_batch_with::<4, 8, Portable<4>>(AnyCpu, t, rays, out, step)
             }
         }
     }

@@ -20,7 +20,7 @@ use super::leaf::set_bits;
 use super::node::WideNode;
 use super::simd::Lanes;
 use super::stream::{BoxScalars, STREAM};
-use super::traverse::RowOffsets;
+use super::traverse::{RowOffsets, slab_rule, splat3};
 
 /// One ray's box constants for the per-ray step, as scalars that each node
 /// broadcasts from memory (a cache line per ray).
@@ -81,12 +81,12 @@ impl<const N: usize> StreamBoxes<N> {
         node: &WideNode<N>,
         mask: u32,
     ) -> (u32, [u32; N]) {
-        let [near, far] = self.rows.load::<V>(isa, node);
+        let rows = self.rows.load::<V>(isa, node);
         let mut masks = V::splat(isa, 0.0);
         let mut used = 0;
         for r in set_bits(mask) {
             let ray = &self.rays[r];
-            let keeps = ray.keeps::<N, V>(isa, &near, &far);
+            let keeps = ray.keeps::<N, V>(isa, &rows);
             masks = masks.or_where(keeps, V::splat(isa, ray.bit));
             used |= V::bits(keeps);
         }
@@ -95,31 +95,18 @@ impl<const N: usize> StreamBoxes<N> {
 }
 
 impl RayBox {
-    /// [`super::traverse::RayBoxes::test`]'s kept children over `[t_min,
-    /// t_max]` for the node rows `near` and `far`, operation for operation.
+    /// [`super::traverse::RayBoxes::test`]'s kept children over `[t_min, t_max]` for the
+    /// node rows `rows`: the same rule ([`slab_rule`]) on the same
+    /// constants, broadcast.
     #[inline(always)]
-    fn keeps<const N: usize, V: Lanes<N>>(
-        &self,
-        isa: V::Isa,
-        near: &[V; 3],
-        far: &[V; 3],
-    ) -> V::Mask {
-        let inv = [
-            V::splat(isa, self.inv[0]),
-            V::splat(isa, self.inv[1]),
-            V::splat(isa, self.inv[2]),
-        ];
-        let n0 = near[0].mul_add(inv[0], V::splat(isa, self.near[0]));
-        let n1 = near[1].mul_add(inv[1], V::splat(isa, self.near[1]));
-        let n2 = near[2].mul_add(inv[2], V::splat(isa, self.near[2]));
-        let f0 = far[0].mul_add(inv[0], V::splat(isa, self.far[0]));
-        let f1 = far[1].mul_add(inv[1], V::splat(isa, self.far[1]));
-        let f2 = far[2].mul_add(inv[2], V::splat(isa, self.far[2]));
-        let entry = n0.max_or(n1.max_or(n2));
-        let exit = f0.min_or(f1.min_or(f2));
-        let lo = V::splat(isa, self.t_min).max_or(n2);
-        let hi = V::splat(isa, self.t_max).min_or(f2);
-        entry.le(exit) & lo.le(hi)
+    fn keeps<const N: usize, V: Lanes<N>>(&self, isa: V::Isa, rows: &[[V; 3]; 2]) -> V::Mask {
+        let (inv, near, far) = (
+            splat3(isa, self.inv),
+            splat3(isa, self.near),
+            splat3(isa, self.far),
+        );
+        let (t_min, t_max) = (V::splat(isa, self.t_min), V::splat(isa, self.t_max));
+        slab_rule(rows, &inv, [&near, &far], t_min, t_max).0
     }
 }
 

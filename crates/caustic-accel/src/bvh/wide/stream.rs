@@ -53,7 +53,7 @@ use super::simd::Lanes;
 use super::traverse::{
     BoxParts, LeafTest, MORE_STARTS, RayBoxes, RowOffsets, stack_capacity, traverse_subtrees,
 };
-use super::{WideBvh, root_entry};
+use super::{StreamStep, WideBvh, root_entry};
 use crate::is_traceable;
 use caustic_geom::{Aabb, Ray};
 use std::mem::MaybeUninit;
@@ -117,6 +117,21 @@ fn coherence_class(ray: &Ray) -> usize {
     let octant =
         usize::from(d.x < 0.0) | (usize::from(d.y < 0.0) << 1) | (usize::from(d.z < 0.0) << 2);
     depth * 8 + octant
+}
+
+/// [`occluded_batch`] with the node step `step` chosen at run time.
+#[inline(always)]
+pub fn occluded_batch_with<const N: usize, const P: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    bvh: &WideBvh<N>,
+    rays: &[Ray],
+    out: &mut [bool],
+    step: StreamStep,
+) {
+    match step {
+        StreamStep::PerRay => occluded_batch::<N, P, V, true>(isa, bvh, rays, out),
+        StreamStep::Lanes => occluded_batch::<N, P, V, false>(isa, bvh, rays, out),
+    }
 }
 
 /// Whether each of `rays` has a hit in its `(tmin, tmax)`, into `out`

@@ -97,18 +97,6 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
         }
     }
 
-    /// Widened distances to the planes in the row at byte `offset` of
-    /// `node` along slot axis `k`: `p * inv + shift` (one rounding where
-    /// the backend fuses it, two otherwise) and no subtraction of the
-    /// origin per node.
-    #[inline(always)]
-    fn plane(&self, node: &WideNode<N>, offset: usize, k: usize, shift: V) -> V {
-        // SAFETY: `offset` is one of `RowOffsets`', the start of one of the six
-        // rows of `bounds`, at the start of the `repr(C)` node.
-        let row = unsafe { &*std::ptr::from_ref(node).byte_add(offset).cast::<[f32; N]>() };
-        V::load(self.isa, row).mul_add(self.inv_dir[k], shift)
-    }
-
     /// Tests the `N` child boxes of `node` over `[t_min, cutoff]`: the
     /// children that may hold a hit (bit per slot), each child's widened
     /// entry distance (the visiting order) and its cull bound (no hit
@@ -134,21 +122,43 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// extent there is still culled.
     #[inline(always)]
     pub fn test(&self, node: &WideNode<N>, t_min: V, cutoff: V) -> (u32, V, V) {
-        let n0 = self.plane(node, self.rows.near[0], 0, self.near_shift[0]);
-        let n1 = self.plane(node, self.rows.near[1], 1, self.near_shift[1]);
-        let n2 = self.plane(node, self.rows.near[2], 2, self.near_shift[2]);
-        let f0 = self.plane(node, self.rows.far[0], 0, self.far_shift[0]);
-        let f1 = self.plane(node, self.rows.far[1], 1, self.far_shift[1]);
-        let f2 = self.plane(node, self.rows.far[2], 2, self.far_shift[2]);
-        // `max_or(a, b)` skips a NaN `a` (an empty slot's infinite planes
-        // times a huge reciprocal stay infinite, so NaN comes only from
-        // NaN bounds); the depth slab goes last.
-        let near = n0.max_or(n1.max_or(n2));
-        let far = f0.min_or(f1.min_or(f2));
-        let lo = t_min.max_or(n2);
-        let hi = cutoff.min_or(f2);
-        (V::bits(near.le(far) & lo.le(hi)), near, lo)
+        let rows = self.rows.load::<V>(self.isa, node);
+        let shifts = [&self.near_shift, &self.far_shift];
+        let (kept, near, lo) = slab_rule(&rows, &self.inv_dir, shifts, t_min, cutoff);
+        (V::bits(kept), near, lo)
     }
+}
+
+/// The folded box rule of [`RayBoxes::test`] on a node's entry and exit
+/// rows (`rows`, as [`RowOffsets::load`] gives them) for one ray's
+/// constants, whether kept in a [`RayBoxes`] or broadcast per node by the
+/// streams' per-ray step: each plane's widened distance `p * inv + shift`
+/// (one rounding where the backend fuses it, two otherwise, and no
+/// subtraction of the origin per node), then the slabs' overlap with
+/// `[t_min, cutoff]`. The children kept, their entry distances and their
+/// cull bounds.
+#[inline(always)]
+pub(super) fn slab_rule<const N: usize, V: Lanes<N>>(
+    [near_rows, far_rows]: &[[V; 3]; 2],
+    inv: &[V; 3],
+    [near_shift, far_shift]: [&[V; 3]; 2],
+    t_min: V,
+    cutoff: V,
+) -> (V::Mask, V, V) {
+    let n0 = near_rows[0].mul_add(inv[0], near_shift[0]);
+    let n1 = near_rows[1].mul_add(inv[1], near_shift[1]);
+    let n2 = near_rows[2].mul_add(inv[2], near_shift[2]);
+    let f0 = far_rows[0].mul_add(inv[0], far_shift[0]);
+    let f1 = far_rows[1].mul_add(inv[1], far_shift[1]);
+    let f2 = far_rows[2].mul_add(inv[2], far_shift[2]);
+    // `max_or(a, b)` skips a NaN `a` (an empty slot's infinite planes
+    // times a huge reciprocal stay infinite, so NaN comes only from NaN
+    // bounds); the depth slab goes last.
+    let near = n0.max_or(n1.max_or(n2));
+    let far = f0.min_or(f1.min_or(f2));
+    let lo = t_min.max_or(n2);
+    let hi = cutoff.min_or(f2);
+    (near.le(far) & lo.le(hi), near, lo)
 }
 
 /// One ray's constants of the slab test as scalars, before
@@ -335,7 +345,7 @@ impl<const N: usize, V: Lanes<N>> SlabFrame<N, V> {
 
 /// `x` as vectors, each value in every lane.
 #[inline(always)]
-fn splat3<const N: usize, V: Lanes<N>>(isa: V::Isa, x: [f32; 3]) -> [V; 3] {
+pub(super) fn splat3<const N: usize, V: Lanes<N>>(isa: V::Isa, x: [f32; 3]) -> [V; 3] {
     [
         V::splat(isa, x[0]),
         V::splat(isa, x[1]),
