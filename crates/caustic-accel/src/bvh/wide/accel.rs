@@ -329,7 +329,7 @@ pub(super) fn closest<const N: usize, V: Lanes<N>>(
 ) -> Option<Hit> {
     let boxes = RayBoxes::<N, V>::new(isa, ray.origin, ray.dir, &bvh.bounds);
     let mut leaf = ClosestLeaf {
-        triangles: RayTriangles::<N, V>::new(isa, ray.origin, ray.dir),
+        triangles: RayTriangles::<N, V>::new(isa, ray),
         t_min: ray.tmin,
         best: Closest::new(ray.tmax),
     };
@@ -346,7 +346,7 @@ pub(super) fn occluded<const N: usize, V: Lanes<N>>(
 ) -> bool {
     let boxes = RayBoxes::<N, V>::new(isa, ray.origin, ray.dir, &bvh.bounds);
     let mut leaf = AnyLeaf {
-        triangles: RayTriangles::<N, V>::new(isa, ray.origin, ray.dir),
+        triangles: RayTriangles::<N, V>::new(isa, ray),
         t_min: ray.tmin,
         t_max: ray.tmax,
     };
@@ -354,13 +354,13 @@ pub(super) fn occluded<const N: usize, V: Lanes<N>>(
 }
 
 /// Closest-hit leaf test: keeps the best hit so far.
-struct ClosestLeaf<const N: usize, V: Lanes<N>> {
-    triangles: RayTriangles<N, V>,
+struct ClosestLeaf<'a, const N: usize, V: Lanes<N>> {
+    triangles: RayTriangles<'a, N, V>,
     t_min: f32,
     best: Closest,
 }
 
-impl<const N: usize, V: Lanes<N>> LeafTest<N> for ClosestLeaf<N, V> {
+impl<const N: usize, V: Lanes<N>> LeafTest<N> for ClosestLeaf<'_, N, V> {
     #[inline(always)]
     fn test(&mut self, groups: &[TriangleGroup<N>]) -> Option<f32> {
         let improved = self.triangles.closest(groups, self.t_min, &mut self.best);
@@ -369,13 +369,13 @@ impl<const N: usize, V: Lanes<N>> LeafTest<N> for ClosestLeaf<N, V> {
 }
 
 /// Any-hit leaf test.
-struct AnyLeaf<const N: usize, V: Lanes<N>> {
-    triangles: RayTriangles<N, V>,
+struct AnyLeaf<'a, const N: usize, V: Lanes<N>> {
+    triangles: RayTriangles<'a, N, V>,
     t_min: f32,
     t_max: f32,
 }
 
-impl<const N: usize, V: Lanes<N>> LeafTest<N> for AnyLeaf<N, V> {
+impl<const N: usize, V: Lanes<N>> LeafTest<N> for AnyLeaf<'_, N, V> {
     #[inline(always)]
     fn test(&mut self, groups: &[TriangleGroup<N>]) -> Option<f32> {
         self.triangles

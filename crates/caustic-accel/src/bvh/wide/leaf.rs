@@ -19,11 +19,11 @@
 use super::node::TriangleGroup;
 use super::simd::Lanes;
 use crate::slab_ray::next_up;
-use caustic_geom::{Hit, RayTriangleTest, Vec3};
+use caustic_geom::{Hit, Ray, RayTriangleTest};
 
 /// Per-ray constants of the watertight test, broadcast to `N` lanes.
 #[derive(Clone, Copy, Debug)]
-pub struct RayTriangles<const N: usize, V: Lanes<N>> {
+pub struct RayTriangles<'a, const N: usize, V: Lanes<N>> {
     /// The backend's token, for the vectors made from triangles.
     isa: V::Isa,
     /// Vertex rows `kx, ky, kz` of the sheared frame (see `RayTriangleTest`).
@@ -34,36 +34,33 @@ pub struct RayTriangles<const N: usize, V: Lanes<N>> {
     sy: V,
     sz: V,
     /// The ray, for the scalar test of lanes with a zero edge function
-    /// (set up only then: it costs as much as a group test).
-    ray: (Vec3, Vec3),
+    /// (set up only then: it costs as much as a group test); by reference,
+    /// so that nothing is copied for that rare path.
+    ray: &'a Ray,
 }
 
-impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
+impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
     /// The constants of `RayTriangleTest::new`, computed the same way: the
     /// depth axis `kz` is the direction's largest component (first wins
     /// ties), and `kx`, `ky` swap when it is negative to keep the winding.
     #[inline(always)]
-    pub fn new(isa: V::Isa, origin: Vec3, dir: Vec3) -> Self {
-        let abs = dir.abs();
+    pub fn new(isa: V::Isa, ray: &'a Ray) -> Self {
+        let abs = ray.dir.abs();
         // One copy per depth axis `kz`, so that the axes are constants.
         if abs.x >= abs.y && abs.x >= abs.z {
-            Self::in_frame::<1, 2, 0>(isa, origin, dir)
+            Self::in_frame::<1, 2, 0>(isa, ray)
         } else if abs.y >= abs.z {
-            Self::in_frame::<2, 0, 1>(isa, origin, dir)
+            Self::in_frame::<2, 0, 1>(isa, ray)
         } else {
-            Self::in_frame::<0, 1, 2>(isa, origin, dir)
+            Self::in_frame::<0, 1, 2>(isa, ray)
         }
     }
 
     /// [`RayTriangles::new`] with `kz = Z` and, before the swap for a
     /// negative `dir[kz]`, `kx = X`, `ky = Y`.
     #[inline(always)]
-    fn in_frame<const X: usize, const Y: usize, const Z: usize>(
-        isa: V::Isa,
-        origin: Vec3,
-        dir: Vec3,
-    ) -> Self {
-        let (o, d) = (origin.to_array(), dir.to_array());
+    fn in_frame<const X: usize, const Y: usize, const Z: usize>(isa: V::Isa, ray: &'a Ray) -> Self {
+        let (o, d) = (ray.origin.to_array(), ray.dir.to_array());
         let ([kx, ky], [ox, oy], [dx, dy]) = if d[Z] < 0.0 {
             ([Y, X], [o[Y], o[X]], [d[Y], d[X]])
         } else {
@@ -76,7 +73,7 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
             sx: V::splat(isa, dx / d[Z]),
             sy: V::splat(isa, dy / d[Z]),
             sz: V::splat(isa, 1.0 / d[Z]),
-            ray: (origin, dir),
+            ray,
         }
     }
 
@@ -89,7 +86,7 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
         rows: [usize; 3],
         origin: [f32; 3],
         [sx, sy, sz]: [f32; 3],
-        ray: (Vec3, Vec3),
+        ray: &'a Ray,
     ) -> Self {
         Self {
             isa,
@@ -171,7 +168,7 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
     }
 
     /// The scalar test on lane `lane` of `group`.
-    #[inline]
+    #[inline(always)]
     fn test_lane(
         &self,
         group: &TriangleGroup<N>,
@@ -179,9 +176,7 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
         t_min: f32,
         t_max: f32,
     ) -> Option<(f32, f32, f32)> {
-        RayTriangleTest::new(self.ray.0, self.ray.1)
-            .intersect(&group.triangle(lane), t_min, t_max)
-            .map(|h| (h.t, h.u, h.v))
+        exact_lane(self.ray, group, lane, t_min, t_max)
     }
 
     /// Closest hit among `groups` with `t` in `(t_min, best.t]` (ties to the
@@ -222,17 +217,62 @@ impl<const N: usize, V: Lanes<N>> RayTriangles<N, V> {
     #[inline(always)]
     pub fn any(&self, groups: &[TriangleGroup<N>], t_min: f32, t_max: f32) -> bool {
         let (t_min_v, t_max_v) = (V::splat(self.isa, t_min), V::splat(self.isa, t_max));
-        for group in groups {
+        // Groups with a lane on an edge (bit per group, the last bit for
+        // every group from the 64th on), left to the scalar test after the
+        // loop: with no call inside it, the loop keeps the ray's constants
+        // in registers (every vector register is the caller's to save).
+        let mut on_edge = 0u64;
+        for (g, group) in groups.iter().enumerate() {
             let found = self.test(group, t_min_v, t_max_v);
-            if found.hits != 0
-                || set_bits(found.on_edge)
-                    .any(|lane| self.test_lane(group, lane, t_min, t_max).is_some())
-            {
+            if found.hits != 0 {
                 return true;
             }
+            if found.on_edge != 0 {
+                on_edge |= 1 << g.min(63);
+            }
         }
-        false
+        on_edge != 0 && any_exact(self.ray, groups, on_edge, t_min, t_max)
     }
+}
+
+/// Whether the scalar test finds a hit in `(t_min, t_max)` on a lane of
+/// the groups `marked` (bit per group, the last bit for every group from
+/// the 64th on): [`RayTriangles::any`]'s lanes on an edge. Every lane of a
+/// marked group is tested, since the others' scalar answers are the group
+/// test's (no hit).
+#[cold]
+#[inline(never)]
+fn any_exact<const N: usize>(
+    ray: &Ray,
+    groups: &[TriangleGroup<N>],
+    marked: u64,
+    t_min: f32,
+    t_max: f32,
+) -> bool {
+    let test = RayTriangleTest::new(ray.origin, ray.dir);
+    let marked = |g: usize| marked & (1 << g.min(63)) != 0;
+    let tested = groups.iter().enumerate().filter(|&(g, _)| marked(g));
+    tested
+        .flat_map(|(_, group)| group.lanes().map(|lane| group.triangle(lane)))
+        .any(|triangle| test.intersect(&triangle, t_min, t_max).is_some())
+}
+
+/// The scalar test of the ray `origin + t dir` on lane `lane` of `group`:
+/// out of line, and taking the ray by value, so that the group test's
+/// constants stay in registers rather than being written out for it
+/// (it runs only for an edge function exactly zero).
+#[cold]
+#[inline(never)]
+fn exact_lane<const N: usize>(
+    ray: &Ray,
+    group: &TriangleGroup<N>,
+    lane: usize,
+    t_min: f32,
+    t_max: f32,
+) -> Option<(f32, f32, f32)> {
+    RayTriangleTest::new(ray.origin, ray.dir)
+        .intersect(&group.triangle(lane), t_min, t_max)
+        .map(|h| (h.t, h.u, h.v))
 }
 
 /// Lanes of one group test.
@@ -294,7 +334,7 @@ pub fn set_bits(mut bits: u32) -> impl Iterator<Item = usize> {
 mod tests {
     use super::super::simd::{AnyCpu, Portable};
     use super::*;
-    use caustic_geom::{Pcg32, Triangle};
+    use caustic_geom::{Pcg32, Triangle, Vec3};
 
     fn random_vec(rng: &mut Pcg32, scale: f32) -> Vec3 {
         Vec3::new(
@@ -332,7 +372,8 @@ mod tests {
                 continue;
             }
             let scalar = RayTriangleTest::new(origin, dir);
-            let test = RayTriangles::<N, V>::new(isa, origin, dir);
+            let ray = Ray::new(origin, dir);
+            let test = RayTriangles::<N, V>::new(isa, &ray);
             let mut group = TriangleGroup::<N>::padding();
             let lanes = 1 + rng.next_u32() as usize % N;
             let tris: Vec<Triangle> = (0..lanes)
@@ -417,7 +458,8 @@ mod tests {
         let mut group = TriangleGroup::<4>::padding();
         group.set(0, &Triangle::new(a, Vec3::new(1.0, 0.0, 1.0), b), 5);
         group.set(1, &Triangle::new(a, b, Vec3::new(0.0, 1.0, 1.0)), 3);
-        let test = RayTriangles::<4, Portable<4>>::new(AnyCpu, Vec3::new(0.5, 0.5, 0.0), Vec3::Z);
+        let ray = Ray::new(Vec3::new(0.5, 0.5, 0.0), Vec3::Z);
+        let test = RayTriangles::<4, Portable<4>>::new(AnyCpu, &ray);
         let found = test.test(&group, Portable([0.0; 4]), Portable([9.0; 4]));
         assert_ne!(found.on_edge, 0);
         let mut best = Closest::new(f32::INFINITY);

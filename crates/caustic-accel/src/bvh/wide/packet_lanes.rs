@@ -585,7 +585,7 @@ mod tests {
                 let alone = RayBoxes::<8, V8>::new(AnyCpu, ray.origin, ray.dir, &bounds);
                 let from_lane = constants.boxes::<V8>(AnyCpu, lane, ray, &bounds);
                 assert_same_box_tests(&alone, &from_lane, &node, (t_min, t_max));
-                let alone = RayTriangles::<8, V8>::new(AnyCpu, ray.origin, ray.dir);
+                let alone = RayTriangles::<8, V8>::new(AnyCpu, ray);
                 let from_lane = constants.triangles::<V8>(AnyCpu, packet.rows, lane, ray);
                 let (g0, g1) = (
                     alone.test(&group, t_min, t_max),

@@ -7,69 +7,187 @@
 //! child) in the lanes of the children it keeps. The transposition from
 //! "children of a ray" to "rays of a child" is one masked OR per ray, with
 //! no scalar loop over children or rays; the node's six rows are loaded
-//! once for all the rays.
+//! once for all the rays. At a leaf, each ray of the mask runs the
+//! single-ray group test.
 //!
-//! Exactness: a ray's test is [`RayBoxes::test`] with the constants
-//! [`RayBoxes::from_parts`] would broadcast (the same operations in the
+//! The rays' constants ([`StreamRays`]) are computed `N` rays at a time,
+//! as a packet's lanes compute them, and kept as one row per constant over
+//! the stream's rays, from which each ray's test broadcasts its own: no
+//! packet, no copies per ray. The leaf test takes the class's frame (depth
+//! axis and its sign) as a constant of the code, one copy per frame, so
+//! the triangles' vertex rows are fixed offsets. Together these took a
+//! fifth of the instructions of an AO ray (docs/BENCHMARKS.md, "CPU rays,
+//! session 17").
+//!
+//! Exactness: a ray's test is [`super::traverse::RayBoxes::test`] with the
+//! constants `RayBoxes::new` gives it (the same operations in the
 //! same order on the same values, so the same bits, which a test checks),
 //! its `tmin` and, for any-hit, its `tmax` as the cutoff: each ray keeps
 //! exactly the children its own single-ray traversal keeps, and so reaches
 //! exactly the leaves that traversal could reach.
 
-use super::leaf::set_bits;
-use super::node::WideNode;
+use super::leaf::{RayTriangles, set_bits};
+use super::node::{TriangleGroup, WideNode};
+use super::packet_lanes::LaneRays;
 use super::simd::Lanes;
-use super::stream::{BoxScalars, STREAM};
-use super::traverse::{RowOffsets, slab_rule, splat3};
+use super::stream::STREAM;
+use super::traverse::{BoxParts, RowOffsets, slab_rule};
+use caustic_geom::{Aabb, Ray};
 
-/// One ray's box constants for the per-ray step, as scalars that each node
-/// broadcasts from memory (a cache line per ray).
-#[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(64))]
-struct RayBox {
-    inv: [f32; 3],
-    near: [f32; 3],
-    far: [f32; 3],
-    t_min: f32,
-    t_max: f32,
-    /// The ray's bit in the stream's masks, as the bits of an `f32`.
-    bit: f32,
+/// Each ray's bit in a stream's masks, as the bits of an `f32` (the value
+/// a ray ORs into the lanes of the children it keeps).
+const RAY_BITS: [f32; STREAM] = {
+    let mut bits = [0.0; STREAM];
+    let mut r = 0;
+    while r < STREAM {
+        bits[r] = f32::from_bits(1 << r);
+        r += 1;
+    }
+    bits
+};
+
+/// The frame of the watertight triangle test that a direction class
+/// shares: the depth axis `kz` and the sign of `dir[kz]`, which picks the
+/// order of `kx, ky` (see `RayTriangles::new`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TriangleFrame {
+    X,
+    XNegative,
+    Y,
+    YNegative,
+    Z,
+    ZNegative,
 }
 
-/// A stream's rays as the per-ray node step tests them.
-pub(super) struct StreamBoxes<const N: usize> {
+impl TriangleFrame {
+    fn new(depth: usize, negative: bool) -> Self {
+        match (depth, negative) {
+            (0, false) => Self::X,
+            (0, true) => Self::XNegative,
+            (1, false) => Self::Y,
+            (1, true) => Self::YNegative,
+            (_, false) => Self::Z,
+            (_, true) => Self::ZNegative,
+        }
+    }
+
+    /// The vertex rows `kx, ky, kz`.
+    fn rows(self) -> [usize; 3] {
+        match self {
+            Self::X => [1, 2, 0],
+            Self::XNegative => [2, 1, 0],
+            Self::Y => [2, 0, 1],
+            Self::YNegative => [0, 2, 1],
+            Self::Z => [0, 1, 2],
+            Self::ZNegative => [1, 0, 2],
+        }
+    }
+}
+
+/// A stream's rays as the per-ray steps test them: every constant of the
+/// box test and of the triangle test as a row over the stream's rays,
+/// written by vector stores at set-up and broadcast from memory by each
+/// ray's test (one load per constant, folded into the arithmetic where the
+/// backend can).
+pub(super) struct StreamRays<const N: usize> {
     /// The rows of the entry and exit planes, shared by the stream's rays
     /// (one depth axis and one sign per axis).
     rows: RowOffsets<N>,
-    rays: [RayBox; STREAM],
+    frame: TriangleFrame,
+    /// Box test, per axis in the slab test's order `[other, other,
+    /// depth]`: reciprocal direction, entry planes' and exit planes'
+    /// shifts (`RayBoxes::from_parts`' parts).
+    inv: [[f32; STREAM]; 3],
+    near: [[f32; STREAM]; 3],
+    far: [[f32; STREAM]; 3],
+    t_min: [f32; STREAM],
+    t_max: [f32; STREAM],
+    /// Triangle test: the origin along `kx, ky, kz`, then the shear
+    /// `sx, sy, sz` (`RayTriangles::from_parts`' parts).
+    triangle: [[f32; STREAM]; 6],
 }
 
-impl<const N: usize> StreamBoxes<N> {
-    /// The stream of rays `r` = 0, 1, ... with box constants `boxes(r)`
-    /// (the single-ray ones, in the frame `rows`) and interval
-    /// `intervals(r)`; rays past the last keep no child.
+impl<const N: usize> StreamRays<N> {
+    /// The constants of the rays `members` of `rays` (at most [`STREAM`],
+    /// all traceable, sharing the depth axis `depth` and the direction
+    /// signs `negative`, with no zero direction component: one class of
+    /// the stream's regrouping), each the single-ray traversal's own over
+    /// `bounds`, the tree's box. Computed `N` rays at a time as a packet's
+    /// lanes compute them (`LaneRays::shear`); a ray whose reciprocal
+    /// overflows (a direction component below about `3e-39`) takes
+    /// [`BoxParts::new`]'s, which treat that axis as parallel.
     #[inline(always)]
-    pub(super) fn new(
-        rows: RowOffsets<N>,
-        count: usize,
-        mut boxes: impl FnMut(usize) -> BoxScalars,
-        mut interval: impl FnMut(usize) -> (f32, f32),
+    pub(super) fn new<V: Lanes<N>>(
+        isa: V::Isa,
+        rays: &[Ray],
+        members: &[u16],
+        depth: usize,
+        negative: [bool; 3],
+        bounds: &Aabb,
     ) -> Self {
-        debug_assert!(count <= STREAM);
-        let mut rays = [RayBox::default(); STREAM];
-        for (r, ray) in rays.iter_mut().enumerate().take(count) {
-            let (inv, near, far) = boxes(r);
-            let (t_min, t_max) = interval(r);
-            *ray = RayBox {
-                inv,
-                near,
-                far,
-                t_min,
-                t_max,
-                bit: f32::from_bits(1 << r),
-            };
+        let count = members.len();
+        debug_assert!((1..=STREAM).contains(&count) && depth < 3);
+        let axes = [(depth + 1) % 3, (depth + 2) % 3, depth];
+        let row = |k: usize, far: bool| axes[k] + 3 * usize::from(negative[axes[k]] != far);
+        let frame = TriangleFrame::new(depth, negative[depth]);
+        let mut stream = Self {
+            rows: RowOffsets::new((
+                [0, 1, 2].map(|k| row(k, false)),
+                [0, 1, 2].map(|k| row(k, true)),
+            )),
+            frame,
+            inv: [[0.0; STREAM]; 3],
+            near: [[0.0; STREAM]; 3],
+            far: [[0.0; STREAM]; 3],
+            t_min: [0.0; STREAM],
+            t_max: [0.0; STREAM],
+            triangle: [[0.0; STREAM]; 6],
+        };
+        let last = count - 1;
+        for first in (0..count).step_by(N) {
+            // `N` rays, the last vector padded with copies of the last ray
+            // (their lanes are in no mask).
+            let chunk: [Ray; N] =
+                std::array::from_fn(|i| rays[usize::from(members[(first + i).min(last)])]);
+            let mut lanes = LaneRays::<N, V>::gather(isa, &chunk);
+            debug_assert_eq!(lanes.shape(), Some((depth, negative)));
+            lanes.shear(frame.rows(), axes, bounds);
+            let ([inv, near, far], finite) = lanes.box_constants();
+            let part = first..first + N;
+            for k in 0..3 {
+                stream.inv[k][part.clone()].copy_from_slice(&inv[k]);
+                stream.near[k][part.clone()].copy_from_slice(&near[k]);
+                stream.far[k][part.clone()].copy_from_slice(&far[k]);
+            }
+            let triangle = lanes.triangle_constants();
+            for (row, lanes) in stream.triangle.iter_mut().zip(&triangle) {
+                row[part.clone()].copy_from_slice(lanes);
+            }
+            stream.t_min[part.clone()].copy_from_slice(&lanes.t_min.to_array());
+            stream.t_max[part.clone()].copy_from_slice(&lanes.t_max.to_array());
+            let all = (1u32 << N) - 1;
+            if finite != all {
+                stream.own_box_constants(&chunk, first, !finite & all, bounds);
+            }
         }
-        Self { rows, rays }
+        stream
+    }
+
+    /// The box constants [`BoxParts::new`] gives the lanes `lanes` of the
+    /// vector of `chunk` starting at ray `first` (rays with an infinite
+    /// reciprocal, which `RayBoxes::new` treats as parallel).
+    #[cold]
+    fn own_box_constants(&mut self, chunk: &[Ray], first: usize, lanes: u32, bounds: &Aabb) {
+        for lane in set_bits(lanes) {
+            let ray = &chunk[lane];
+            let parts = BoxParts::new(ray.origin, ray.dir, bounds);
+            debug_assert!(RowOffsets::<N>::new(parts.rows) == self.rows);
+            for k in 0..3 {
+                self.inv[k][first + lane] = parts.inv[k];
+                self.near[k][first + lane] = parts.near_shift[k];
+                self.far[k][first + lane] = parts.far_shift[k];
+            }
+        }
     }
 
     /// The children of `node` the rays `mask` keep (bit per slot) and,
@@ -85,28 +203,66 @@ impl<const N: usize> StreamBoxes<N> {
         let mut masks = V::splat(isa, 0.0);
         let mut used = 0;
         for r in set_bits(mask) {
-            let ray = &self.rays[r];
-            let keeps = ray.keeps::<N, V>(isa, &rows);
-            masks = masks.or_where(keeps, V::splat(isa, ray.bit));
+            let keeps = self.keeps::<V>(isa, &rows, r);
+            masks = masks.or_where(keeps, V::splat(isa, RAY_BITS[r]));
             used |= V::bits(keeps);
         }
         (used, masks.to_array().map(f32::to_bits))
     }
-}
 
-impl RayBox {
-    /// [`super::traverse::RayBoxes::test`]'s kept children over `[t_min, t_max]` for the
-    /// node rows `rows`: the same rule ([`slab_rule`]) on the same
-    /// constants, broadcast.
+    /// Ray `r`'s [`super::traverse::RayBoxes::test`] over its `[t_min,
+    /// t_max]` for the node rows `rows`: the same rule ([`slab_rule`]) on
+    /// the same constants, broadcast.
     #[inline(always)]
-    fn keeps<const N: usize, V: Lanes<N>>(&self, isa: V::Isa, rows: &[[V; 3]; 2]) -> V::Mask {
-        let (inv, near, far) = (
-            splat3(isa, self.inv),
-            splat3(isa, self.near),
-            splat3(isa, self.far),
-        );
-        let (t_min, t_max) = (V::splat(isa, self.t_min), V::splat(isa, self.t_max));
+    fn keeps<V: Lanes<N>>(&self, isa: V::Isa, rows: &[[V; 3]; 2], r: usize) -> V::Mask {
+        let at = |row: &[[f32; STREAM]; 3]| {
+            [
+                V::splat(isa, row[0][r]),
+                V::splat(isa, row[1][r]),
+                V::splat(isa, row[2][r]),
+            ]
+        };
+        let (inv, near, far) = (at(&self.inv), at(&self.near), at(&self.far));
+        let (t_min, t_max) = (V::splat(isa, self.t_min[r]), V::splat(isa, self.t_max[r]));
         slab_rule(rows, &inv, [&near, &far], t_min, t_max).0
+    }
+
+    /// Whether ray `r` (`ray`) has a hit in its `(tmin, tmax)` among
+    /// `groups`: the single-ray any-hit leaf test, with the class's frame
+    /// a constant of the code (one copy per frame), so the vertex rows are
+    /// fixed offsets.
+    #[inline(always)]
+    pub(super) fn occluded_in<V: Lanes<N>>(
+        &self,
+        isa: V::Isa,
+        groups: &[TriangleGroup<N>],
+        r: usize,
+        ray: &Ray,
+    ) -> bool {
+        match self.frame {
+            TriangleFrame::X => self.any_in::<V, 1, 2, 0>(isa, groups, r, ray),
+            TriangleFrame::XNegative => self.any_in::<V, 2, 1, 0>(isa, groups, r, ray),
+            TriangleFrame::Y => self.any_in::<V, 2, 0, 1>(isa, groups, r, ray),
+            TriangleFrame::YNegative => self.any_in::<V, 0, 2, 1>(isa, groups, r, ray),
+            TriangleFrame::Z => self.any_in::<V, 0, 1, 2>(isa, groups, r, ray),
+            TriangleFrame::ZNegative => self.any_in::<V, 1, 0, 2>(isa, groups, r, ray),
+        }
+    }
+
+    /// [`StreamRays::occluded_in`] in the frame `[X, Y, Z]`.
+    #[inline(always)]
+    fn any_in<V: Lanes<N>, const X: usize, const Y: usize, const Z: usize>(
+        &self,
+        isa: V::Isa,
+        groups: &[TriangleGroup<N>],
+        r: usize,
+        ray: &Ray,
+    ) -> bool {
+        let c = &self.triangle;
+        let origin = [c[0][r], c[1][r], c[2][r]];
+        let shear = [c[3][r], c[4][r], c[5][r]];
+        RayTriangles::<N, V>::from_parts(isa, [X, Y, Z], origin, shear, ray)
+            .any(groups, ray.tmin, ray.tmax)
     }
 }
 
@@ -114,9 +270,9 @@ impl RayBox {
 mod tests {
     use super::super::node::ChildRef;
     use super::super::simd::{AnyCpu, Portable};
-    use super::super::traverse::{BoxParts, RayBoxes};
+    use super::super::traverse::RayBoxes;
     use super::*;
-    use caustic_geom::{Aabb, Pcg32, Vec3};
+    use caustic_geom::{Pcg32, Vec3};
 
     /// A node of `N - 1` random boxes (one slot empty) and the box of them.
     fn random_node<const N: usize>(unit: &mut impl FnMut() -> f32) -> (WideNode<N>, Aabb) {
@@ -158,25 +314,21 @@ mod tests {
                     (origin, dir, unit().abs(), 4.0 + 12.0 * unit().abs())
                 })
                 .collect();
-            let parts: Vec<BoxParts> = rays
+            let rays: Vec<Ray> = rays
                 .iter()
-                .map(|&(o, d, _, _)| BoxParts::new(o, d, &bounds))
+                .map(|&(o, d, t_min, t_max)| Ray::segment(o, d, t_min, t_max))
                 .collect();
-            let rows = RowOffsets::new(parts[0].rows);
-            let stream = StreamBoxes::<N>::new(
-                rows,
-                count,
-                |r| (parts[r].inv, parts[r].near_shift, parts[r].far_shift),
-                |r| (rays[r].2, rays[r].3),
-            );
+            let members: Vec<u16> = (0..count as u16).collect();
+            let negative = [false, true, false];
+            let stream = StreamRays::<N>::new::<V>(isa, &rays, &members, 0, negative, &bounds);
             let mask = (u32::MAX >> (STREAM - count)) & !(1 << (case % count));
             let (used, masks) = stream.children::<V>(isa, &node, mask);
             let mut expected = [0u32; N];
             for r in set_bits(mask) {
-                let (o, d, t_min, t_max) = rays[r];
-                assert!(RowOffsets::<N>::new(parts[r].rows) == rows);
-                let single = RayBoxes::<N, V>::new(isa, o, d, &bounds);
-                let (hits, _, _) = single.test(&node, V::splat(isa, t_min), V::splat(isa, t_max));
+                let ray = &rays[r];
+                let single = RayBoxes::<N, V>::new(isa, ray.origin, ray.dir, &bounds);
+                let (t_min, t_max) = (V::splat(isa, ray.tmin), V::splat(isa, ray.tmax));
+                let (hits, _, _) = single.test(&node, t_min, t_max);
                 for slot in set_bits(hits) {
                     expected[slot] |= 1 << r;
                 }

@@ -17,7 +17,9 @@
 //! incoherent streams); the children with rays go on the stack with their
 //! masks. At a leaf, each ray of the mask runs the single-ray group test
 //! of [`super::leaf`], and a ray with a hit leaves the stream. Rays that
-//! cannot share a class (a zero direction component) trace alone.
+//! cannot share a class (a zero direction component) trace alone. The
+//! per-ray step needs no packet: its constants are rows over the
+//! stream's rays (`ray_masks::StreamRays`).
 //!
 //! The former node step (`PER_RAY = false`, [`super::StreamStep::Lanes`]),
 //! kept for measuring: the interval test of [`super::packet`] (the stream
@@ -48,7 +50,7 @@ use super::leaf::{RayTriangles, set_bits};
 use super::node::{TriangleGroup, WideNode};
 use super::packet::Packet;
 use super::packet_lanes::highest;
-use super::ray_masks::StreamBoxes;
+use super::ray_masks::StreamRays;
 use super::simd::Lanes;
 use super::traverse::{
     BoxParts, LeafTest, MORE_STARTS, RayBoxes, RowOffsets, stack_capacity, traverse_subtrees,
@@ -150,8 +152,15 @@ pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>, const PER_RAY
     for (rays, out) in rays.chunks(RUN).zip(out.chunks_mut(RUN)) {
         let start = regroup(rays, &EVERY_RAY[..rays.len()], &mut order);
         for c in 0..CLASSES {
-            for members in order[start[c]..start[c + 1]].chunks(N * P) {
-                trace_stream::<N, P, V, PER_RAY>(isa, bvh, rays, members, out);
+            let members = &order[start[c]..start[c + 1]];
+            if PER_RAY {
+                for members in members.chunks(STREAM) {
+                    trace_per_ray::<N, V>(isa, bvh, rays, members, c, out);
+                }
+            } else {
+                for members in members.chunks(N * P) {
+                    trace_stream::<N, P, V>(isa, bvh, rays, members, out);
+                }
             }
         }
         for &i in &order[start[CLASSES]..start[CLASSES + 1]] {
@@ -220,7 +229,7 @@ struct Entry {
 
 /// Any-hit leaf test of one ray: whether the groups hold a hit.
 struct AnyLeaf<'a, const N: usize, V: Lanes<N>> {
-    triangles: &'a RayTriangles<N, V>,
+    triangles: &'a RayTriangles<'a, N, V>,
     t_min: f32,
     t_max: f32,
 }
@@ -257,10 +266,69 @@ fn push_children<const N: usize>(
     }
 }
 
+/// Traces the rays `members` (at most [`STREAM`], of direction class
+/// `class`) of `rays` as one stream with the per-ray node step, writing
+/// each one's occlusion into `out`.
+#[inline(always)]
+fn trace_per_ray<const N: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    bvh: &WideBvh<N>,
+    rays: &[Ray],
+    members: &[u16],
+    class: usize,
+    out: &mut [bool],
+) {
+    let Some((child, groups)) = root_entry(bvh.root) else {
+        for &i in members {
+            out[i as usize] = false;
+        }
+        return;
+    };
+    let (depth, octant) = (class / 8, class % 8);
+    let negative = [0, 1, 2].map(|k| octant & (1 << k) != 0);
+    let stream = StreamRays::<N>::new::<V>(isa, rays, members, depth, negative, &bvh.bounds);
+    let mut alive = stream_mask(members.len());
+    let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
+    stack[0].write(Entry {
+        child,
+        groups,
+        rays: alive,
+    });
+    let mut depth = 1;
+    while depth > 0 {
+        depth -= 1;
+        // SAFETY: entries below `depth` were written by the pushes.
+        let entry = unsafe { stack[depth].assume_init() };
+        let mask = entry.rays & alive;
+        if mask == 0 {
+            continue;
+        }
+        if entry.groups == 0 {
+            let node = &bvh.nodes[entry.child as usize];
+            let (used, slot_rays) = stream.children::<V>(isa, node, mask);
+            push_children(node, used, &slot_rays, &mut stack, &mut depth);
+        } else {
+            let range = entry.child as usize..(entry.child + entry.groups) as usize;
+            let groups = &bvh.groups[range];
+            for r in set_bits(mask) {
+                if stream.occluded_in::<V>(isa, groups, r, &rays[members[r] as usize]) {
+                    alive &= !(1 << r);
+                }
+            }
+            if alive == 0 {
+                break;
+            }
+        }
+    }
+    for (r, &i) in members.iter().enumerate() {
+        out[i as usize] = alive & (1 << r) == 0;
+    }
+}
+
 /// Traces the rays `members` (at most `N * P`, of one class) of `rays` as
 /// one stream, writing each one's occlusion into `out`.
 #[inline(always)]
-fn trace_stream<const N: usize, const P: usize, V: Lanes<N>, const PER_RAY: bool>(
+fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     isa: V::Isa,
     bvh: &WideBvh<N>,
     rays: &[Ray],
@@ -299,14 +367,6 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>, const PER_RAY: bool
     // finishes subtrees on its own (a stored array of broadcast constants
     // cost more to write and copy than the broadcasts).
     let constants = RayConstants::new(&packet);
-    // The per-ray node step's constants, one cache line per ray.
-    let per_ray = if PER_RAY {
-        let boxes = |r: usize| constants.box_parts(r, &padded[r], &bvh.bounds);
-        let interval = |r: usize| (padded[r].tmin, padded[r].tmax);
-        Some(StreamBoxes::new(constants.rows(), count, boxes, interval))
-    } else {
-        None
-    };
     let all = stream_mask(count);
     let mut alive = all;
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
@@ -330,7 +390,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>, const PER_RAY: bool
         if mask == 0 {
             continue;
         }
-        if !PER_RAY && mask.count_ones() <= ALONE && entry.groups == 0 {
+        if mask.count_ones() <= ALONE && entry.groups == 0 {
             // Few rays left here: their own traversals finish the subtree,
             // later.
             for r in set_bits(mask) {
@@ -350,11 +410,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>, const PER_RAY: bool
             }
             continue;
         }
-        if let (0, Some(per_ray)) = (entry.groups, &per_ray) {
-            let node = &bvh.nodes[entry.child as usize];
-            let (used, slot_rays) = per_ray.children::<V>(isa, node, mask);
-            push_children(node, used, &slot_rays, &mut stack, &mut depth);
-        } else if entry.groups == 0 {
+        if entry.groups == 0 {
             let node = &bvh.nodes[entry.child as usize];
             let mut slot_rays = [0u32; N];
             let mut used = 0u32;
@@ -476,12 +532,6 @@ impl<const N: usize, const P: usize> RayConstants<N, P> {
         RayBoxes::from_parts(isa, self.rows, inv, near, far)
     }
 
-    /// The row offsets of the stream's entry and exit planes.
-    #[inline(always)]
-    pub(super) fn rows(&self) -> RowOffsets<N> {
-        self.rows
-    }
-
     /// Ray `r`'s box constants of [`RayConstants::boxes`] as scalars: its
     /// reciprocal direction and its entry and exit planes' shifts.
     #[inline(always)]
@@ -503,18 +553,18 @@ impl<const N: usize, const P: usize> RayConstants<N, P> {
     /// Ray `r`'s triangle constants ([`RayTriangles::from_parts`] of the
     /// parts `LaneRays::triangle_constants` gives), in the frame `rows`.
     #[inline(always)]
-    pub(super) fn triangles<V: Lanes<N>>(
+    pub(super) fn triangles<'a, V: Lanes<N>>(
         &self,
         isa: V::Isa,
         rows: [usize; 3],
         r: usize,
-        ray: &Ray,
-    ) -> RayTriangles<N, V> {
+        ray: &'a Ray,
+    ) -> RayTriangles<'a, N, V> {
         let c = &self.triangles[r / N];
         let lane = r % N;
         let origin = [c[0][lane], c[1][lane], c[2][lane]];
         let shear = [c[3][lane], c[4][lane], c[5][lane]];
-        RayTriangles::from_parts(isa, rows, origin, shear, (ray.origin, ray.dir))
+        RayTriangles::from_parts(isa, rows, origin, shear, ray)
     }
 }
 

@@ -120,7 +120,7 @@ struct Entry {
 
 /// Closest-hit leaf test of one ray, for the single-ray finish.
 struct ClosestLeaf<'a, const N: usize, V: Lanes<N>> {
-    triangles: &'a RayTriangles<N, V>,
+    triangles: &'a RayTriangles<'a, N, V>,
     t_min: f32,
     best: &'a mut Closest,
 }
