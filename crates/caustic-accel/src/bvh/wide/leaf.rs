@@ -167,30 +167,24 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
         }
     }
 
-    /// The scalar test on lane `lane` of `group`.
-    #[inline(always)]
-    fn test_lane(
-        &self,
-        group: &TriangleGroup<N>,
-        lane: usize,
-        t_min: f32,
-        t_max: f32,
-    ) -> Option<(f32, f32, f32)> {
-        exact_lane(self.ray, group, lane, t_min, t_max)
-    }
-
     /// Closest hit among `groups` with `t` in `(t_min, best.t]` (ties to the
     /// lower id), folded into `best`; returns whether `best` changed.
     #[inline(always)]
     pub fn closest(&self, groups: &[TriangleGroup<N>], t_min: f32, best: &mut Closest) -> bool {
         let mut improved = false;
         let t_min_v = V::splat(self.isa, t_min);
-        for group in groups {
+        // Groups with a lane on an edge, for the scalar test after the loop
+        // (as in `any`).
+        let mut on_edge = 0u64;
+        for (g, group) in groups.iter().enumerate() {
             // Accept `t == best.t` too, so that equal distances go to the lower id.
             let limit = next_up(best.t);
             let found = self.test(group, t_min_v, V::splat(self.isa, limit));
             if found.hits | found.on_edge == 0 {
                 continue;
+            }
+            if found.on_edge != 0 {
+                on_edge |= 1 << g.min(63);
             }
             if found.hits != 0 {
                 let (t, v, w, inv_det) = (
@@ -204,11 +198,9 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
                     improved |= best.offer(hit, group.id[lane]);
                 }
             }
-            for lane in set_bits(found.on_edge) {
-                if let Some(hit) = self.test_lane(group, lane, t_min, next_up(best.t)) {
-                    improved |= best.offer(hit, group.id[lane]);
-                }
-            }
+        }
+        if on_edge != 0 {
+            improved |= closest_exact(self.ray, groups, on_edge, t_min, best);
         }
         improved
     }
@@ -235,6 +227,66 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
     }
 }
 
+/// A leaf test to run with the watertight test's frame (`kx, ky, kz`) as
+/// constants of the code: [`in_frame`] makes one copy per frame, so the
+/// vertex rows of a group are fixed offsets rather than computed ones.
+pub(super) trait FrameTest {
+    type Output;
+    fn run<const X: usize, const Y: usize, const Z: usize>(self) -> Self::Output;
+}
+
+/// The frame of the watertight test a ray picks (`RayTriangles::new`):
+/// the depth axis `kz` and the sign of `dir[kz]`, which orders `kx, ky`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Frame {
+    X,
+    XNegative,
+    Y,
+    YNegative,
+    Z,
+    ZNegative,
+}
+
+impl Frame {
+    /// The frame of rays with depth axis `depth` whose direction along it
+    /// is negative or not.
+    pub(super) fn new(depth: usize, negative: bool) -> Self {
+        match (depth, negative) {
+            (0, false) => Self::X,
+            (0, true) => Self::XNegative,
+            (1, false) => Self::Y,
+            (1, true) => Self::YNegative,
+            (_, false) => Self::Z,
+            (_, true) => Self::ZNegative,
+        }
+    }
+
+    /// The vertex rows `kx, ky, kz`.
+    pub(super) fn rows(self) -> [usize; 3] {
+        match self {
+            Self::X => [1, 2, 0],
+            Self::XNegative => [2, 1, 0],
+            Self::Y => [2, 0, 1],
+            Self::YNegative => [0, 2, 1],
+            Self::Z => [0, 1, 2],
+            Self::ZNegative => [1, 0, 2],
+        }
+    }
+}
+
+/// Runs `test` in `frame`, one copy of its code per frame.
+#[inline(always)]
+pub(super) fn in_frame<T: FrameTest>(frame: Frame, test: T) -> T::Output {
+    match frame {
+        Frame::X => test.run::<1, 2, 0>(),
+        Frame::XNegative => test.run::<2, 1, 0>(),
+        Frame::Y => test.run::<2, 0, 1>(),
+        Frame::YNegative => test.run::<0, 2, 1>(),
+        Frame::Z => test.run::<0, 1, 2>(),
+        Frame::ZNegative => test.run::<1, 0, 2>(),
+    }
+}
+
 /// Whether the scalar test finds a hit in `(t_min, t_max)` on a lane of
 /// the groups `marked` (bit per group, the last bit for every group from
 /// the 64th on): [`RayTriangles::any`]'s lanes on an edge. Every lane of a
@@ -257,22 +309,32 @@ fn any_exact<const N: usize>(
         .any(|triangle| test.intersect(&triangle, t_min, t_max).is_some())
 }
 
-/// The scalar test of the ray `origin + t dir` on lane `lane` of `group`:
-/// out of line, and taking the ray by value, so that the group test's
-/// constants stay in registers rather than being written out for it
-/// (it runs only for an edge function exactly zero).
+/// The scalar test's closest hit in `(t_min, best.t]` (ties to the lower
+/// id) on the lanes of the groups `marked` (as in [`any_exact`]), folded
+/// into `best`; whether `best` changed. A lane the group test already
+/// offered is offered again with the same bits, which changes nothing.
 #[cold]
 #[inline(never)]
-fn exact_lane<const N: usize>(
+fn closest_exact<const N: usize>(
     ray: &Ray,
-    group: &TriangleGroup<N>,
-    lane: usize,
+    groups: &[TriangleGroup<N>],
+    marked: u64,
     t_min: f32,
-    t_max: f32,
-) -> Option<(f32, f32, f32)> {
-    RayTriangleTest::new(ray.origin, ray.dir)
-        .intersect(&group.triangle(lane), t_min, t_max)
-        .map(|h| (h.t, h.u, h.v))
+    best: &mut Closest,
+) -> bool {
+    let test = RayTriangleTest::new(ray.origin, ray.dir);
+    let mut improved = false;
+    for (g, group) in groups.iter().enumerate() {
+        if marked & (1 << g.min(63)) == 0 {
+            continue;
+        }
+        for lane in group.lanes() {
+            if let Some(h) = test.intersect(&group.triangle(lane), t_min, next_up(best.t)) {
+                improved |= best.offer((h.t, h.u, h.v), group.id[lane]);
+            }
+        }
+    }
+    improved
 }
 
 /// Lanes of one group test.

@@ -40,7 +40,7 @@
 //! [`super::leaf`]: each ray gets the same hit as on its own, which the
 //! tests check against brute force.
 
-use super::leaf::{Closest, set_bits};
+use super::leaf::{Closest, Frame, set_bits};
 use super::node::{TriangleGroup, WideNode};
 use super::packet_lanes::{LaneBest, LaneRays, highest, lowest};
 use super::simd::Lanes;
@@ -94,6 +94,8 @@ pub(super) struct Packet<'a, const N: usize, const P: usize, V: Lanes<N>> {
     t_min: V,
     /// Vertex rows `kx, ky, kz` of the triangle test's frame, shared.
     pub(super) rows: [usize; 3],
+    /// That frame, for code with the rows as constants (`leaf::in_frame`).
+    pub(super) frame: Frame,
 }
 
 /// A child waiting on the stack with its cull bound for the packet.
@@ -205,6 +207,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
             ],
             t_min: V::splat(isa, t_min),
             rows: [kx, ky, kz],
+            frame: Frame::new(kz, sign[kz]),
         })
     }
 

@@ -26,7 +26,7 @@
 //! exactly the children its own single-ray traversal keeps, and so reaches
 //! exactly the leaves that traversal could reach.
 
-use super::leaf::{RayTriangles, set_bits};
+use super::leaf::{Frame, FrameTest, RayTriangles, in_frame, set_bits};
 use super::node::{TriangleGroup, WideNode};
 use super::packet_lanes::LaneRays;
 use super::simd::Lanes;
@@ -46,44 +46,6 @@ const RAY_BITS: [f32; STREAM] = {
     bits
 };
 
-/// The frame of the watertight triangle test that a direction class
-/// shares: the depth axis `kz` and the sign of `dir[kz]`, which picks the
-/// order of `kx, ky` (see `RayTriangles::new`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TriangleFrame {
-    X,
-    XNegative,
-    Y,
-    YNegative,
-    Z,
-    ZNegative,
-}
-
-impl TriangleFrame {
-    fn new(depth: usize, negative: bool) -> Self {
-        match (depth, negative) {
-            (0, false) => Self::X,
-            (0, true) => Self::XNegative,
-            (1, false) => Self::Y,
-            (1, true) => Self::YNegative,
-            (_, false) => Self::Z,
-            (_, true) => Self::ZNegative,
-        }
-    }
-
-    /// The vertex rows `kx, ky, kz`.
-    fn rows(self) -> [usize; 3] {
-        match self {
-            Self::X => [1, 2, 0],
-            Self::XNegative => [2, 1, 0],
-            Self::Y => [2, 0, 1],
-            Self::YNegative => [0, 2, 1],
-            Self::Z => [0, 1, 2],
-            Self::ZNegative => [1, 0, 2],
-        }
-    }
-}
-
 /// A stream's rays as the per-ray steps test them: every constant of the
 /// box test and of the triangle test as a row over the stream's rays,
 /// written by vector stores at set-up and broadcast from memory by each
@@ -93,7 +55,8 @@ pub(super) struct StreamRays<const N: usize> {
     /// The rows of the entry and exit planes, shared by the stream's rays
     /// (one depth axis and one sign per axis).
     rows: RowOffsets<N>,
-    frame: TriangleFrame,
+    /// The triangle test's frame, shared too.
+    frame: Frame,
     /// Box test, per axis in the slab test's order `[other, other,
     /// depth]`: reciprocal direction, entry planes' and exit planes'
     /// shifts (`RayBoxes::from_parts`' parts).
@@ -129,7 +92,7 @@ impl<const N: usize> StreamRays<N> {
         debug_assert!((1..=STREAM).contains(&count) && depth < 3);
         let axes = [(depth + 1) % 3, (depth + 2) % 3, depth];
         let row = |k: usize, far: bool| axes[k] + 3 * usize::from(negative[axes[k]] != far);
-        let frame = TriangleFrame::new(depth, negative[depth]);
+        let frame = Frame::new(depth, negative[depth]);
         let mut stream = Self {
             rows: RowOffsets::new((
                 [0, 1, 2].map(|k| row(k, false)),
@@ -228,9 +191,8 @@ impl<const N: usize> StreamRays<N> {
     }
 
     /// Whether ray `r` (`ray`) has a hit in its `(tmin, tmax)` among
-    /// `groups`: the single-ray any-hit leaf test, with the class's frame
-    /// a constant of the code (one copy per frame), so the vertex rows are
-    /// fixed offsets.
+    /// `groups`: the single-ray any-hit leaf test, in the class's frame as
+    /// a constant ([`in_frame`]).
     #[inline(always)]
     pub(super) fn occluded_in<V: Lanes<N>>(
         &self,
@@ -239,17 +201,17 @@ impl<const N: usize> StreamRays<N> {
         r: usize,
         ray: &Ray,
     ) -> bool {
-        match self.frame {
-            TriangleFrame::X => self.any_in::<V, 1, 2, 0>(isa, groups, r, ray),
-            TriangleFrame::XNegative => self.any_in::<V, 2, 1, 0>(isa, groups, r, ray),
-            TriangleFrame::Y => self.any_in::<V, 2, 0, 1>(isa, groups, r, ray),
-            TriangleFrame::YNegative => self.any_in::<V, 0, 2, 1>(isa, groups, r, ray),
-            TriangleFrame::Z => self.any_in::<V, 0, 1, 2>(isa, groups, r, ray),
-            TriangleFrame::ZNegative => self.any_in::<V, 1, 0, 2>(isa, groups, r, ray),
-        }
+        let test = OccludedRay::<N, V> {
+            stream: self,
+            isa,
+            groups,
+            r,
+            ray,
+        };
+        in_frame(self.frame, test)
     }
 
-    /// [`StreamRays::occluded_in`] in the frame `[X, Y, Z]`.
+    /// Ray `r`'s any-hit leaf test in the frame `[X, Y, Z]`.
     #[inline(always)]
     fn any_in<V: Lanes<N>, const X: usize, const Y: usize, const Z: usize>(
         &self,
@@ -263,6 +225,31 @@ impl<const N: usize> StreamRays<N> {
         let shear = [c[3][r], c[4][r], c[5][r]];
         RayTriangles::<N, V>::from_parts(isa, [X, Y, Z], origin, shear, ray)
             .any(groups, ray.tmin, ray.tmax)
+    }
+}
+
+/// [`StreamRays::occluded_in`]'s test, run by [`in_frame`].
+struct OccludedRay<'s, const N: usize, V: Lanes<N>> {
+    stream: &'s StreamRays<N>,
+    isa: V::Isa,
+    groups: &'s [TriangleGroup<N>],
+    r: usize,
+    ray: &'s Ray,
+}
+
+impl<const N: usize, V: Lanes<N>> FrameTest for OccludedRay<'_, N, V> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn run<const X: usize, const Y: usize, const Z: usize>(self) -> bool {
+        let Self {
+            stream,
+            isa,
+            groups,
+            r,
+            ray,
+        } = self;
+        stream.any_in::<V, X, Y, Z>(isa, groups, r, ray)
     }
 }
 

@@ -32,7 +32,7 @@
 //! test's selection (smallest `t`, ties to the lower id, in any order; see
 //! [`super::leaf`]) makes the hit the same, bit for bit.
 
-use super::leaf::{Closest, RayTriangles, set_bits};
+use super::leaf::{Closest, FrameTest, RayTriangles, in_frame, set_bits};
 use super::node::{TriangleGroup, WideNode};
 use super::packet::{Packet, closest_packet};
 use super::packet_lanes::highest;
@@ -327,9 +327,15 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             let groups = &bvh.groups[range];
             let mut improved = false;
             for r in set_bits(mask) {
-                let ray = &rays[members[r] as usize];
-                let triangles = constants.triangles::<V>(isa, packet.rows, r, ray);
-                if triangles.closest(groups, ray.tmin, &mut best[r]) {
+                let test = ClosestRay::<N, P, V> {
+                    constants: &constants,
+                    isa,
+                    groups,
+                    r,
+                    ray: &rays[members[r] as usize],
+                    best: &mut best[r],
+                };
+                if in_frame(packet.frame, test) {
                     cutoffs.set(r, best[r].t);
                     improved = true;
                 }
@@ -341,5 +347,28 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
     }
     for (r, &i) in members.iter().enumerate() {
         hits[i as usize] = best[r].hit;
+    }
+}
+
+/// Ray `r`'s closest-hit leaf test against `groups`, folded into `best`,
+/// run by [`in_frame`] with the stream's frame as a constant.
+struct ClosestRay<'s, const N: usize, const P: usize, V: Lanes<N>> {
+    constants: &'s RayConstants<N, P>,
+    isa: V::Isa,
+    groups: &'s [TriangleGroup<N>],
+    r: usize,
+    ray: &'s Ray,
+    best: &'s mut Closest,
+}
+
+impl<const N: usize, const P: usize, V: Lanes<N>> FrameTest for ClosestRay<'_, N, P, V> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn run<const X: usize, const Y: usize, const Z: usize>(self) -> bool {
+        let triangles = self
+            .constants
+            .triangles::<V>(self.isa, [X, Y, Z], self.r, self.ray);
+        triangles.closest(self.groups, self.ray.tmin, self.best)
     }
 }
