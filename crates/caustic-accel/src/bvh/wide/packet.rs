@@ -386,7 +386,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
             if !reached {
                 continue;
             }
-            improved |= lanes.leaf(groups, self.rows, best);
+            improved |= lanes.leaf(groups, self.frame, best);
         }
         improved
     }

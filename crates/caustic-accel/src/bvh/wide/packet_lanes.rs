@@ -6,7 +6,7 @@
 //! result is bit-identical to the scalar test), and their closest hits so
 //! far ([`LaneBest`]), updated in SIMD with the accel's tie rule.
 
-use super::leaf::{Closest, set_bits};
+use super::leaf::{Closest, Frame, FrameTest, in_frame, set_bits};
 use super::node::{NO_PRIM, TriangleGroup, WideNode};
 use super::simd::Lanes;
 use super::traverse::SlabFrame;
@@ -346,16 +346,37 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
     /// Tests every triangle of `groups` against the `N` rays, folding hits
     /// into `best` with the rule of `Closest::offer`: a nearer hit replaces
     /// the lane's in SIMD; one exactly as near (rare) is settled by id in
-    /// scalar code, like hits on an edge.
+    /// scalar code, like hits on an edge. The rays share the triangle
+    /// test's `frame`, which the code takes as a constant (`in_frame`).
     #[inline(always)]
     pub(super) fn leaf(
+        &self,
+        groups: &[TriangleGroup<N>],
+        frame: Frame,
+        best: &mut LaneBest<N, V>,
+    ) -> bool {
+        let leaf = PacketLeaf {
+            lanes: self,
+            groups,
+            best,
+        };
+        in_frame(frame, leaf)
+    }
+
+    /// [`LaneRays::leaf`] in the frame `rows`. The scalar rule runs after
+    /// the loop, for the triangles that need it (bit `g * N + tri`, the
+    /// last bit for every triangle from the 64th on): with no call inside
+    /// it, the loop keeps the rays' constants in registers.
+    #[inline(always)]
+    fn leaf_in(
         &self,
         groups: &[TriangleGroup<N>],
         rows: [usize; 3],
         best: &mut LaneBest<N, V>,
     ) -> bool {
         let mut improved = false;
-        for group in groups {
+        let mut unsettled = 0u64;
+        for (g, group) in groups.iter().enumerate() {
             for tri in 0..N {
                 let id = group.id[tri];
                 if id == NO_PRIM {
@@ -367,19 +388,61 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
                     continue;
                 }
                 improved = true;
-                let nearer = found.t.lt(best.t) & found.hits;
-                best.t = V::select(nearer, found.t, best.t);
-                best.u = V::select(nearer, found.v * found.inv_det, best.u);
-                best.v = V::select(nearer, found.w * found.inv_det, best.v);
-                let id_lanes = V::splat(self.isa, f32::from_bits(id));
-                best.id = V::select(nearer, id_lanes, best.id);
-                let ties = hits & !V::bits(nearer);
+                let nearer = self.take_nearer(&found, id, best);
+                if (hits & !nearer) | on_edge != 0 {
+                    unsettled |= 1 << (g * N + tri).min(63);
+                }
+            }
+        }
+        if unsettled != 0 {
+            self.settle_later(groups, rows, unsettled, best);
+        }
+        improved
+    }
+
+    /// Lanes whose hit in `found` (triangle `id`) is nearer than their
+    /// closest so far take it, in SIMD; returns those lanes.
+    #[inline(always)]
+    fn take_nearer(&self, found: &LaneHits<N, V>, id: u32, best: &mut LaneBest<N, V>) -> u32 {
+        let nearer = found.t.lt(best.t) & found.hits;
+        best.t = V::select(nearer, found.t, best.t);
+        best.u = V::select(nearer, found.v * found.inv_det, best.u);
+        best.v = V::select(nearer, found.w * found.inv_det, best.v);
+        let id_lanes = V::splat(self.isa, f32::from_bits(id));
+        best.id = V::select(nearer, id_lanes, best.id);
+        V::bits(nearer)
+    }
+
+    /// The scalar rule for the triangles `unsettled` of `groups` (see
+    /// [`LaneRays::leaf_in`]), tested again against the closest hits after
+    /// the whole leaf: every hit was folded in, so none is nearer now; a
+    /// hit as near as a lane's closest is a tie, settled by id, and lanes
+    /// on an edge take the scalar test. A triangle settled twice (the last
+    /// bit's) changes nothing the second time.
+    #[cold]
+    #[inline(never)]
+    fn settle_later(
+        &self,
+        groups: &[TriangleGroup<N>],
+        rows: [usize; 3],
+        unsettled: u64,
+        best: &mut LaneBest<N, V>,
+    ) {
+        for (g, group) in groups.iter().enumerate() {
+            for tri in 0..N {
+                if unsettled & (1 << (g * N + tri).min(63)) == 0 || group.id[tri] == NO_PRIM {
+                    continue;
+                }
+                let found = self.test_triangle(group, tri, rows, best);
+                let (hits, on_edge) = (V::bits(found.hits), V::bits(found.on_edge));
+                let nearer = self.take_nearer(&found, group.id[tri], best);
+                debug_assert_eq!(nearer, 0, "every hit was folded in already");
+                let ties = hits & !nearer;
                 if ties | on_edge != 0 {
                     self.settle(group, tri, ties, on_edge, &found, best);
                 }
             }
         }
-        improved
     }
 
     /// Scalar rule for lanes whose hit ties the current closest (`ties`)
@@ -495,6 +558,22 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         let y = V::splat(self.isa, coord(1)) - self.tri_origin[1];
         let z = V::splat(self.isa, coord(2)) - self.tri_origin[2];
         (x - self.sx * z, y - self.sy * z, z)
+    }
+}
+
+/// [`LaneRays::leaf`]'s test, run by [`in_frame`].
+struct PacketLeaf<'s, 'a, const N: usize, V: Lanes<N>> {
+    lanes: &'s LaneRays<'a, N, V>,
+    groups: &'s [TriangleGroup<N>],
+    best: &'s mut LaneBest<N, V>,
+}
+
+impl<const N: usize, V: Lanes<N>> FrameTest for PacketLeaf<'_, '_, N, V> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn run<const X: usize, const Y: usize, const Z: usize>(self) -> bool {
+        self.lanes.leaf_in(self.groups, [X, Y, Z], self.best)
     }
 }
 
