@@ -210,22 +210,6 @@ impl<const N: usize> StreamRays<N> {
         };
         in_frame(self.frame, test)
     }
-
-    /// Ray `r`'s any-hit leaf test in the frame `[X, Y, Z]`.
-    #[inline(always)]
-    fn any_in<V: Lanes<N>, const X: usize, const Y: usize, const Z: usize>(
-        &self,
-        isa: V::Isa,
-        groups: &[TriangleGroup<N>],
-        r: usize,
-        ray: &Ray,
-    ) -> bool {
-        let c = &self.triangle;
-        let origin = [c[0][r], c[1][r], c[2][r]];
-        let shear = [c[3][r], c[4][r], c[5][r]];
-        RayTriangles::<N, V>::from_parts(isa, [X, Y, Z], origin, shear, ray)
-            .any(groups, ray.tmin, ray.tmax)
-    }
 }
 
 /// [`StreamRays::occluded_in`]'s test, run by [`in_frame`].
@@ -242,14 +226,14 @@ impl<const N: usize, V: Lanes<N>> FrameTest for OccludedRay<'_, N, V> {
 
     #[inline(always)]
     fn run<const X: usize, const Y: usize, const Z: usize>(self) -> bool {
-        let Self {
-            stream,
-            isa,
-            groups,
-            r,
-            ray,
-        } = self;
-        stream.any_in::<V, X, Y, Z>(isa, groups, r, ray)
+        let (c, r, ray) = (&self.stream.triangle, self.r, self.ray);
+        let origin = [c[0][r], c[1][r], c[2][r]];
+        let shear = [c[3][r], c[4][r], c[5][r]];
+        RayTriangles::<N, V>::from_parts(self.isa, [X, Y, Z], origin, shear, ray).any(
+            self.groups,
+            ray.tmin,
+            ray.tmax,
+        )
     }
 }
 
