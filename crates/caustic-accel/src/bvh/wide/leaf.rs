@@ -6,8 +6,9 @@
 //! Why the bits agree: each lane performs the same IEEE operations in the
 //! same order as the scalar code (`a = v0 - o`, `ax = a[kx] - sx * a[kz]`,
 //! `u = cx * by - cy * bx`, ..., `t = (u * az + v * bz + w * cz) * (1 / det)`),
-//! without fused multiply-adds, and every comparison has the scalar code's
-//! NaN behaviour. The one step the lanes cannot take is the scalar test's
+//! without fused multiply-adds (`v0 - o` as `v0 + (-o)`, which IEEE
+//! defines as the same operation), and every comparison has the scalar
+//! code's NaN behaviour. The one step the lanes cannot take is the scalar test's
 //! `f64` recomputation of edge functions that came out exactly zero; lanes
 //! with a zero edge function go to the scalar test instead (rare: it needs a
 //! ray through an edge or vertex in `f32`). A test checks the agreement on
@@ -28,8 +29,10 @@ pub struct RayTriangles<'a, const N: usize, V: Lanes<N>> {
     isa: V::Isa,
     /// Vertex rows `kx, ky, kz` of the sheared frame (see `RayTriangleTest`).
     rows: [usize; 3],
-    /// Origin coordinates along `kx, ky, kz`.
-    origin: [V; 3],
+    /// Origin coordinates along `kx, ky, kz`, negated: `v - o` is computed
+    /// as `v + (-o)`, the same IEEE result (subtraction is the addition of
+    /// the negation), so that the vertex load folds into the addition.
+    neg_origin: [V; 3],
     sx: V,
     sy: V,
     sz: V,
@@ -69,7 +72,7 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
         Self {
             isa,
             rows: [kx, ky, Z],
-            origin: [V::splat(isa, ox), V::splat(isa, oy), V::splat(isa, o[Z])],
+            neg_origin: [V::splat(isa, -ox), V::splat(isa, -oy), V::splat(isa, -o[Z])],
             sx: V::splat(isa, dx / d[Z]),
             sy: V::splat(isa, dy / d[Z]),
             sz: V::splat(isa, 1.0 / d[Z]),
@@ -91,10 +94,10 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
         Self {
             isa,
             rows,
-            origin: [
-                V::splat(isa, origin[0]),
-                V::splat(isa, origin[1]),
-                V::splat(isa, origin[2]),
+            neg_origin: [
+                V::splat(isa, -origin[0]),
+                V::splat(isa, -origin[1]),
+                V::splat(isa, -origin[2]),
             ],
             sx: V::splat(isa, sx),
             sy: V::splat(isa, sy),
@@ -108,9 +111,9 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
     #[inline(always)]
     fn sheared(&self, group: &TriangleGroup<N>, v: usize) -> (V, V, V) {
         let isa = self.isa;
-        let x = V::load(isa, &group.vertex[3 * v + self.rows[0]]) - self.origin[0];
-        let y = V::load(isa, &group.vertex[3 * v + self.rows[1]]) - self.origin[1];
-        let z = V::load(isa, &group.vertex[3 * v + self.rows[2]]) - self.origin[2];
+        let x = V::load(isa, &group.vertex[3 * v + self.rows[0]]) + self.neg_origin[0];
+        let y = V::load(isa, &group.vertex[3 * v + self.rows[1]]) + self.neg_origin[1];
+        let z = V::load(isa, &group.vertex[3 * v + self.rows[2]]) + self.neg_origin[2];
         (x - self.sx * z, y - self.sy * z, z)
     }
 

@@ -284,9 +284,10 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
         }
         return;
     };
-    let (depth, octant) = (class / 8, class % 8);
+    // The class's depth axis and direction signs (`coherence_class`).
+    let (axis, octant) = (class / 8, class % 8);
     let negative = [0, 1, 2].map(|k| octant & (1 << k) != 0);
-    let stream = StreamRays::<N>::new::<V>(isa, rays, members, depth, negative, &bvh.bounds);
+    let stream = StreamRays::<N>::new::<V>(isa, rays, members, axis, negative, &bvh.bounds);
     let mut alive = stream_mask(members.len());
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
     stack[0].write(Entry {
