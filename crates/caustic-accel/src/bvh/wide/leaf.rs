@@ -178,7 +178,7 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
         let t_min_v = V::splat(self.isa, t_min);
         // Groups with a lane on an edge, for the scalar test after the loop
         // (as in `any`).
-        let mut on_edge = 0u64;
+        let mut on_edge = 0;
         for (g, group) in groups.iter().enumerate() {
             // Accept `t == best.t` too, so that equal distances go to the lower id.
             let limit = next_up(best.t);
@@ -187,7 +187,7 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
                 continue;
             }
             if found.on_edge != 0 {
-                on_edge |= 1 << g.min(63);
+                on_edge |= mark(g);
             }
             if found.hits != 0 {
                 let (t, v, w, inv_det) = (
@@ -212,18 +212,18 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
     #[inline(always)]
     pub fn any(&self, groups: &[TriangleGroup<N>], t_min: f32, t_max: f32) -> bool {
         let (t_min_v, t_max_v) = (V::splat(self.isa, t_min), V::splat(self.isa, t_max));
-        // Groups with a lane on an edge (bit per group, the last bit for
-        // every group from the 64th on), left to the scalar test after the
-        // loop: with no call inside it, the loop keeps the ray's constants
-        // in registers (every vector register is the caller's to save).
-        let mut on_edge = 0u64;
+        // Groups with a lane on an edge ([`mark`]), left to the scalar test
+        // after the loop: with no call inside it, the loop keeps the ray's
+        // constants in registers (every vector register is the caller's to
+        // save).
+        let mut on_edge = 0;
         for (g, group) in groups.iter().enumerate() {
             let found = self.test(group, t_min_v, t_max_v);
             if found.hits != 0 {
                 return true;
             }
             if found.on_edge != 0 {
-                on_edge |= 1 << g.min(63);
+                on_edge |= mark(g);
             }
         }
         on_edge != 0 && any_exact(self.ray, groups, on_edge, t_min, t_max)
@@ -290,11 +290,31 @@ pub(super) fn in_frame<T: FrameTest>(frame: Frame, test: T) -> T::Output {
     }
 }
 
+/// Bit `i` of a mask of the groups (or triangles) a leaf's loop leaves to
+/// the scalar rule after it; the last bit stands for every index from 63
+/// on, so a leaf of any size fits one `u64` (a marked index is tested
+/// again, which only costs time, and only in the rare scalar path).
+#[inline(always)]
+pub(super) fn mark(i: usize) -> u64 {
+    1 << i.min(63)
+}
+
+/// The lanes holding a triangle in the groups `marked` ([`mark`]).
+fn marked_lanes<const N: usize>(
+    groups: &[TriangleGroup<N>],
+    marked: u64,
+) -> impl Iterator<Item = (&TriangleGroup<N>, usize)> {
+    let tested = groups
+        .iter()
+        .enumerate()
+        .filter(move |&(g, _)| marked & mark(g) != 0);
+    tested.flat_map(|(_, group)| group.lanes().map(move |lane| (group, lane)))
+}
+
 /// Whether the scalar test finds a hit in `(t_min, t_max)` on a lane of
-/// the groups `marked` (bit per group, the last bit for every group from
-/// the 64th on): [`RayTriangles::any`]'s lanes on an edge. Every lane of a
-/// marked group is tested, since the others' scalar answers are the group
-/// test's (no hit).
+/// the groups `marked`: [`RayTriangles::any`]'s lanes on an edge. Every
+/// lane of a marked group is tested, since the others' scalar answers are
+/// the group test's (no hit).
 #[cold]
 #[inline(never)]
 fn any_exact<const N: usize>(
@@ -305,11 +325,10 @@ fn any_exact<const N: usize>(
     t_max: f32,
 ) -> bool {
     let test = RayTriangleTest::new(ray.origin, ray.dir);
-    let marked = |g: usize| marked & (1 << g.min(63)) != 0;
-    let tested = groups.iter().enumerate().filter(|&(g, _)| marked(g));
-    tested
-        .flat_map(|(_, group)| group.lanes().map(|lane| group.triangle(lane)))
-        .any(|triangle| test.intersect(&triangle, t_min, t_max).is_some())
+    marked_lanes(groups, marked).any(|(group, lane)| {
+        test.intersect(&group.triangle(lane), t_min, t_max)
+            .is_some()
+    })
 }
 
 /// The scalar test's closest hit in `(t_min, best.t]` (ties to the lower
@@ -327,14 +346,9 @@ fn closest_exact<const N: usize>(
 ) -> bool {
     let test = RayTriangleTest::new(ray.origin, ray.dir);
     let mut improved = false;
-    for (g, group) in groups.iter().enumerate() {
-        if marked & (1 << g.min(63)) == 0 {
-            continue;
-        }
-        for lane in group.lanes() {
-            if let Some(h) = test.intersect(&group.triangle(lane), t_min, next_up(best.t)) {
-                improved |= best.offer((h.t, h.u, h.v), group.id[lane]);
-            }
+    for (group, lane) in marked_lanes(groups, marked) {
+        if let Some(h) = test.intersect(&group.triangle(lane), t_min, next_up(best.t)) {
+            improved |= best.offer((h.t, h.u, h.v), group.id[lane]);
         }
     }
     improved

@@ -44,7 +44,7 @@ use super::leaf::{Closest, Frame, set_bits};
 use super::node::{TriangleGroup, WideNode};
 use super::packet_lanes::{LaneBest, LaneRays, highest, lowest};
 use super::simd::Lanes;
-use super::traverse::stack_capacity;
+use super::traverse::{class_rows, slab_axes, stack_capacity};
 use super::{WideBvh, root_entry};
 use crate::bvh::traverse::SLACK;
 use caustic_geom::{Aabb, Hit, Ray};
@@ -92,10 +92,9 @@ pub(super) struct Packet<'a, const N: usize, const P: usize, V: Lanes<N>> {
     inv_high: [V; 3],
     /// Smallest `tmin` of the packet.
     t_min: V,
-    /// Vertex rows `kx, ky, kz` of the triangle test's frame, shared.
-    pub(super) rows: [usize; 3],
-    /// That frame, for code with the rows as constants (`leaf::in_frame`).
+    /// The triangle test's frame, shared, and its vertex rows `kx, ky, kz`.
     pub(super) frame: Frame,
+    pub(super) rows: [usize; 3],
 }
 
 /// A child waiting on the stack with its cull bound for the packet.
@@ -137,8 +136,8 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
                 return None;
             }
         }
-        let axes = [(depth + 1) % 3, (depth + 2) % 3, depth];
-        let row = |k: usize, far: bool| axes[k] + 3 * usize::from(sign[axes[k]] != far);
+        let axes = slab_axes(depth);
+        let (near_row, far_row) = class_rows(depth, sign);
         // Ranges over the packet, per axis: origin and reciprocal
         // direction; lane-wise over the vectors, then across lanes.
         let (mut origin_min, mut origin_max) = (first.origin, first.origin);
@@ -171,20 +170,16 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         let low = [0, 1, 2].map(|k| if up[k] { origin[k].1 } else { origin[k].0 });
         let high = [0, 1, 2].map(|k| if up[k] { origin[k].0 } else { origin[k].1 });
         // The triangle test's frame (see `RayTriangles::new`).
-        let kz = depth;
-        let (mut kx, mut ky) = ((kz + 1) % 3, (kz + 2) % 3);
-        if sign[kz] {
-            std::mem::swap(&mut kx, &mut ky);
-        }
+        let frame = Frame::new(depth, sign[depth]);
         for lane in &mut lanes {
-            lane.shear([kx, ky, kz], axes, bounds);
+            lane.shear(frame.rows(), axes, bounds);
         }
         // No SIMD inside closures: see the soundness note in `simd`.
         Some(Self {
             isa,
             lanes,
-            near_row: [0, 1, 2].map(|k| row(k, false)),
-            far_row: [0, 1, 2].map(|k| row(k, true)),
+            near_row,
+            far_row,
             origin_low: [
                 V::splat(isa, low[0]),
                 V::splat(isa, low[1]),
@@ -206,8 +201,8 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
                 V::splat(isa, inv[2].1),
             ],
             t_min: V::splat(isa, t_min),
-            rows: [kx, ky, kz],
-            frame: Frame::new(kz, sign[kz]),
+            frame,
+            rows: frame.rows(),
         })
     }
 

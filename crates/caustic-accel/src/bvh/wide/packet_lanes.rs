@@ -6,7 +6,7 @@
 //! result is bit-identical to the scalar test), and their closest hits so
 //! far ([`LaneBest`]), updated in SIMD with the accel's tie rule.
 
-use super::leaf::{Closest, Frame, FrameTest, in_frame, set_bits};
+use super::leaf::{Closest, Frame, FrameTest, in_frame, mark, set_bits};
 use super::node::{NO_PRIM, TriangleGroup, WideNode};
 use super::simd::Lanes;
 use super::traverse::SlabFrame;
@@ -364,9 +364,9 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
     }
 
     /// [`LaneRays::leaf`] in the frame `rows`. The scalar rule runs after
-    /// the loop, for the triangles that need it (bit `g * N + tri`, the
-    /// last bit for every triangle from the 64th on): with no call inside
-    /// it, the loop keeps the rays' constants in registers.
+    /// the loop, for the triangles that need it (`leaf::mark` of
+    /// `g * N + tri`): with no call inside it, the loop keeps the rays'
+    /// constants in registers.
     #[inline(always)]
     fn leaf_in(
         &self,
@@ -390,7 +390,7 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
                 improved = true;
                 let nearer = self.take_nearer(&found, id, best);
                 if (hits & !nearer) | on_edge != 0 {
-                    unsettled |= 1 << (g * N + tri).min(63);
+                    unsettled |= mark(g * N + tri);
                 }
             }
         }
@@ -430,7 +430,7 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
     ) {
         for (g, group) in groups.iter().enumerate() {
             for tri in 0..N {
-                if unsettled & (1 << (g * N + tri).min(63)) == 0 || group.id[tri] == NO_PRIM {
+                if unsettled & mark(g * N + tri) == 0 || group.id[tri] == NO_PRIM {
                     continue;
                 }
                 let found = self.test_triangle(group, tri, rows, best);

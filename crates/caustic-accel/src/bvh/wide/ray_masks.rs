@@ -31,7 +31,7 @@ use super::node::{TriangleGroup, WideNode};
 use super::packet_lanes::LaneRays;
 use super::simd::Lanes;
 use super::stream::STREAM;
-use super::traverse::{BoxParts, RowOffsets, slab_rule};
+use super::traverse::{BoxParts, RowOffsets, class_rows, slab_axes, slab_rule};
 use caustic_geom::{Aabb, Ray};
 
 /// Each ray's bit in a stream's masks, as the bits of an `f32` (the value
@@ -90,14 +90,9 @@ impl<const N: usize> StreamRays<N> {
     ) -> Self {
         let count = members.len();
         debug_assert!((1..=STREAM).contains(&count) && depth < 3);
-        let axes = [(depth + 1) % 3, (depth + 2) % 3, depth];
-        let row = |k: usize, far: bool| axes[k] + 3 * usize::from(negative[axes[k]] != far);
         let frame = Frame::new(depth, negative[depth]);
         let mut stream = Self {
-            rows: RowOffsets::new((
-                [0, 1, 2].map(|k| row(k, false)),
-                [0, 1, 2].map(|k| row(k, true)),
-            )),
+            rows: RowOffsets::new(class_rows(depth, negative)),
             frame,
             inv: [[0.0; STREAM]; 3],
             near: [[0.0; STREAM]; 3],
@@ -114,7 +109,7 @@ impl<const N: usize> StreamRays<N> {
                 std::array::from_fn(|i| rays[usize::from(members[(first + i).min(last)])]);
             let mut lanes = LaneRays::<N, V>::gather(isa, &chunk);
             debug_assert_eq!(lanes.shape(), Some((depth, negative)));
-            lanes.shear(frame.rows(), axes, bounds);
+            lanes.shear(frame.rows(), slab_axes(depth), bounds);
             let ([inv, near, far], finite) = lanes.box_constants();
             let part = first..first + N;
             for k in 0..3 {

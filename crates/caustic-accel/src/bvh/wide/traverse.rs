@@ -240,6 +240,24 @@ impl BoxParts {
     }
 }
 
+/// The slab test's axis order `[other, other, depth]` for rays whose
+/// depth axis is `depth`.
+pub(super) fn slab_axes(depth: usize) -> [usize; 3] {
+    [(depth + 1) % 3, (depth + 2) % 3, depth]
+}
+
+/// The rows of the entry and exit planes, per axis of [`slab_axes`], that
+/// rays with depth axis `depth` and direction signs `negative` (per axis
+/// `x, y, z`) share: a direction class's, for [`RowOffsets::new`].
+pub(super) fn class_rows(depth: usize, negative: [bool; 3]) -> ([usize; 3], [usize; 3]) {
+    let axes = slab_axes(depth);
+    let row = |k: usize, far: bool| axes[k] + 3 * usize::from(negative[axes[k]] != far);
+    (
+        [0, 1, 2].map(|k| row(k, false)),
+        [0, 1, 2].map(|k| row(k, true)),
+    )
+}
+
 /// Per axis in the slab test's order `[other, other, depth]` (the depth
 /// axis is the direction's largest component, as in the triangle test):
 /// the byte offset in a [`WideNode`] of the row holding the plane a ray
