@@ -4,7 +4,7 @@ by = collections.Counter(); ex = {}
 for a, (c, chain) in d.items():
     a = int(a, 16)
     if not (lo <= a < hi): continue
-    sl = [(fn,loc) for fn, loc in chain if loc.startswith('stream.rs')]
+    sl = [(fn,loc) for fn, loc in chain if loc.startswith(sys.argv[5] if len(sys.argv)>5 else 'stream.rs')]
     key = (sl[-3][1] if len(sl) >= 3 else sl[0][1]) if sl else 'none:' + (chain[-1][1] if chain else '?')
     by[key] += c
     ex.setdefault(key, chain)

@@ -455,6 +455,7 @@ macro_rules! isa_queries {
                 bvh: &WideBvh<8>,
                 rays: &[Ray],
                 hits: &mut [Option<Hit>],
+                step: StreamStep,
             ) {
                 #[target_feature(enable = $features)]
                 unsafe fn run(
@@ -462,13 +463,14 @@ macro_rules! isa_queries {
                     bvh: &WideBvh<8>,
                     rays: &[Ray],
                     hits: &mut [Option<Hit>],
+                    step: StreamStep,
                 ) {
-                    stream_closest::closest_batch::<8, { PACKET_RAYS / 8 }, 4, $lanes>(
-                        isa, bvh, rays, hits,
+                    stream_closest::closest_batch_with::<8, { PACKET_RAYS / 8 }, 4, $lanes>(
+                        isa, bvh, rays, hits, step,
                     )
                 }
                 // SAFETY: `isa` exists, so the CPU has the features.
-                unsafe { run(isa, bvh, rays, hits) }
+                unsafe { run(isa, bvh, rays, hits, step) }
             }
         }
     };
@@ -495,32 +497,56 @@ impl WideTriangleBvh {
     /// (see [`super::packet`]) and in streams of rays regrouped by
     /// direction elsewhere (see [`super::stream_closest`]);
     /// `hits.len() == rays.len()`.
+    /// `CAUSTIC_WIDE_DIFFUSE=lanes` traces the streams with
+    /// [`StreamStep::Lanes`], to measure one node step against the other in
+    /// one binary.
     pub fn intersect_run(&self, rays: &[Ray], hits: &mut [Option<Hit>]) {
+        self.intersect_streams(rays, hits, closest_stream_step());
+    }
+
+    /// Closest hits of a run of rays in packets where they are coherent
+    /// and in streams with the node step `step` elsewhere;
+    /// `hits.len() == rays.len()`.
+    pub fn intersect_streams(&self, rays: &[Ray], hits: &mut [Option<Hit>], step: StreamStep) {
+        use stream_closest::closest_batch_with;
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
-            (Tree::Eight(t), Engine::Avx512(isa)) => avx512::closest_packets(isa, t, rays, hits),
-            #[cfg(target_arch = "x86_64")]
-            (Tree::Eight(t), Engine::Avx2(avx)) => avx::closest_packets(avx, t, rays, hits),
-            (Tree::Eight(t), _) => {
-                stream_closest::closest_batch::<8, { PACKET_RAYS / 8 }, 4, Portable<8>>(
-                    AnyCpu, t, rays, hits,
-                )
+            (Tree::Eight(t), Engine::Avx512(isa)) => {
+                avx512::closest_packets(isa, t, rays, hits, step)
             }
+            #[cfg(target_arch = "x86_64")]
+            (Tree::Eight(t), Engine::Avx2(avx)) => avx::closest_packets(avx, t, rays, hits, step),
+            (Tree::Eight(t), _) => closest_batch_with::<8, { PACKET_RAYS / 8 }, 4, Portable<8>>(
+                AnyCpu, t, rays, hits, step,
+            ),
             #[cfg(target_arch = "x86_64")]
             (Tree::Four(t), Engine::Avx512(_) | Engine::Avx2(_) | Engine::Sse(_)) => {
                 let sse = super::simd::Sse2;
-                stream_closest::closest_batch::<4, { PACKET_RAYS / 4 }, 8, super::simd::Sse4>(
-                    sse, t, rays, hits,
+                closest_batch_with::<4, { PACKET_RAYS / 4 }, 8, super::simd::Sse4>(
+                    sse, t, rays, hits, step,
                 )
             }
-            (Tree::Four(t), _) => {
-                stream_closest::closest_batch::<4, { PACKET_RAYS / 4 }, 8, Portable<4>>(
-                    AnyCpu, t, rays, hits,
-                )
-            }
+            (Tree::Four(t), _) => closest_batch_with::<4, { PACKET_RAYS / 4 }, 8, Portable<4>>(
+                AnyCpu, t, rays, hits, step,
+            ),
         }
     }
+}
+
+/// The closest-hit streams' node step: [`StreamStep::PerRay`] unless
+/// `CAUSTIC_WIDE_DIFFUSE=lanes`; read once.
+fn closest_stream_step() -> StreamStep {
+    static STEP: std::sync::OnceLock<StreamStep> = std::sync::OnceLock::new();
+    *STEP.get_or_init(|| {
+        match std::env::var("CAUSTIC_WIDE_DIFFUSE")
+            .unwrap_or_default()
+            .trim()
+        {
+            "lanes" => StreamStep::Lanes,
+            _ => StreamStep::PerRay,
+        }
+    })
 }
 
 /// The node step of the any-hit streams
@@ -953,6 +979,12 @@ mod tests {
         for_each_bvh(test, &tris, |bvh, config, backend| {
             let context = format!("{config:?} {backend:?}");
             assert_closest_batch_and_run(bvh, &rays, &expected, 3..1340, &context);
+            // Both node steps of the streams, whichever the default is.
+            for step in [StreamStep::PerRay, StreamStep::Lanes] {
+                let mut hits = vec![None; rays.len()];
+                bvh.intersect_streams(&rays, &mut hits, step);
+                assert!(hits == expected, "{context} {step:?}");
+            }
             // The single-ray traversal on the awkward rays too.
             let single: Vec<Option<Hit>> = rays.iter().map(|r| bvh.intersect(r)).collect();
             assert!(single == expected, "{context}");

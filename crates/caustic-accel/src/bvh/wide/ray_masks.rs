@@ -26,7 +26,7 @@
 //! exactly the children its own single-ray traversal keeps, and so reaches
 //! exactly the leaves that traversal could reach.
 
-use super::leaf::{Frame, FrameTest, RayTriangles, in_frame, set_bits};
+use super::leaf::{Closest, Frame, FrameTest, RayTriangles, in_frame, set_bits};
 use super::node::{TriangleGroup, WideNode};
 use super::packet_lanes::LaneRays;
 use super::simd::Lanes;
@@ -161,18 +161,66 @@ impl<const N: usize> StreamRays<N> {
         let mut masks = V::splat(isa, 0.0);
         let mut used = 0;
         for r in set_bits(mask) {
-            let keeps = self.keeps::<V>(isa, &rows, r);
+            let (keeps, _) = self.keeps::<V>(isa, &rows, r);
             masks = masks.or_where(keeps, V::splat(isa, RAY_BITS[r]));
             used |= V::bits(keeps);
         }
         (used, masks.to_array().map(f32::to_bits))
     }
 
+    /// [`StreamRays::children`] for closest hits, which also gives each
+    /// kept child's cull bound: the smallest, over the rays that keep it,
+    /// of a ray's own bound (`max(t_min, entry along the depth axis)`,
+    /// which the ray's rule compares with its cutoff). A ray whose cutoff
+    /// has come below a subtree's bound would cull it by its own rule
+    /// ([`StreamRays::within`]); the bound also orders the children.
+    #[inline(always)]
+    pub(super) fn children_nearest<V: Lanes<N>>(
+        &self,
+        isa: V::Isa,
+        node: &WideNode<N>,
+        mask: u32,
+    ) -> (u32, [u32; N], [f32; N]) {
+        let rows = self.rows.load::<V>(isa, node);
+        let mut masks = V::splat(isa, 0.0);
+        let mut bounds = V::splat(isa, f32::INFINITY);
+        let mut used = 0;
+        for r in set_bits(mask) {
+            let (keeps, bound) = self.keeps::<V>(isa, &rows, r);
+            masks = masks.or_where(keeps, V::splat(isa, RAY_BITS[r]));
+            // A kept lane's bound is a number (it passed `lo <= hi`).
+            bounds = V::select(keeps, bound.min_or(bounds), bounds);
+            used |= V::bits(keeps);
+        }
+        (used, masks.to_array().map(f32::to_bits), bounds.to_array())
+    }
+
+    /// The rays of `mask` whose cutoff (`t_max`, a closest-hit stream's
+    /// hit so far) is not below `bound`: the others' own rule culls every
+    /// box whose bound is `bound` or more.
+    #[inline(always)]
+    pub(super) fn within<V: Lanes<N>>(&self, isa: V::Isa, mask: u32, bound: f32) -> u32 {
+        let bound = V::splat(isa, bound);
+        let mut kept = 0;
+        for (k, chunk) in self.t_max.chunks_exact(N).enumerate() {
+            let cutoffs = V::load(isa, chunk.try_into().expect("N lanes"));
+            kept |= V::bits(bound.le(cutoffs)) << (k * N);
+        }
+        mask & kept
+    }
+
+    /// Ray `r`'s cutoff is now `t` (a closest-hit stream's nearer hit).
+    #[inline(always)]
+    pub(super) fn set_cutoff(&mut self, r: usize, t: f32) {
+        self.t_max[r] = t;
+    }
+
     /// Ray `r`'s [`super::traverse::RayBoxes::test`] over its `[t_min,
     /// t_max]` for the node rows `rows`: the same rule ([`slab_rule`]) on
-    /// the same constants, broadcast.
+    /// the same constants, broadcast. The children it keeps and their cull
+    /// bounds.
     #[inline(always)]
-    fn keeps<V: Lanes<N>>(&self, isa: V::Isa, rows: &[[V; 3]; 2], r: usize) -> V::Mask {
+    fn keeps<V: Lanes<N>>(&self, isa: V::Isa, rows: &[[V; 3]; 2], r: usize) -> (V::Mask, V) {
         let at = |row: &[[f32; STREAM]; 3]| {
             [
                 V::splat(isa, row[0][r]),
@@ -182,7 +230,8 @@ impl<const N: usize> StreamRays<N> {
         };
         let (inv, near, far) = (at(&self.inv), at(&self.near), at(&self.far));
         let (t_min, t_max) = (V::splat(isa, self.t_min[r]), V::splat(isa, self.t_max[r]));
-        slab_rule(rows, &inv, [&near, &far], t_min, t_max).0
+        let (keeps, _, bound) = slab_rule(rows, &inv, [&near, &far], t_min, t_max);
+        (keeps, bound)
     }
 
     /// Whether ray `r` (`ray`) has a hit in its `(tmin, tmax)` among
@@ -207,6 +256,67 @@ impl<const N: usize> StreamRays<N> {
     }
 }
 
+impl<const N: usize> StreamRays<N> {
+    /// Ray `r` (`ray`)'s closest hit among `groups`, folded into `best`
+    /// (whether it improved): the single-ray closest-hit leaf test, in the
+    /// class's frame as a constant ([`in_frame`]).
+    #[inline(always)]
+    pub(super) fn closest_in<V: Lanes<N>>(
+        &self,
+        isa: V::Isa,
+        groups: &[TriangleGroup<N>],
+        r: usize,
+        ray: &Ray,
+        best: &mut Closest,
+    ) -> bool {
+        let test = NearestRay::<N, V> {
+            stream: self,
+            isa,
+            groups,
+            r,
+            ray,
+            best,
+        };
+        in_frame(self.frame, test)
+    }
+
+    /// Ray `r`'s triangle constants in the frame `[X, Y, Z]`.
+    #[inline(always)]
+    fn triangles<'a, V: Lanes<N>, const X: usize, const Y: usize, const Z: usize>(
+        &self,
+        isa: V::Isa,
+        r: usize,
+        ray: &'a Ray,
+    ) -> RayTriangles<'a, N, V> {
+        let c = &self.triangle;
+        let origin = [c[0][r], c[1][r], c[2][r]];
+        let shear = [c[3][r], c[4][r], c[5][r]];
+        RayTriangles::<N, V>::from_parts(isa, [X, Y, Z], origin, shear, ray)
+    }
+}
+
+/// [`StreamRays::closest_in`]'s test, run by [`in_frame`].
+struct NearestRay<'s, const N: usize, V: Lanes<N>> {
+    stream: &'s StreamRays<N>,
+    isa: V::Isa,
+    groups: &'s [TriangleGroup<N>],
+    r: usize,
+    ray: &'s Ray,
+    best: &'s mut Closest,
+}
+
+impl<const N: usize, V: Lanes<N>> FrameTest for NearestRay<'_, N, V> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn run<const X: usize, const Y: usize, const Z: usize>(self) -> bool {
+        let triangles = self
+            .stream
+            .triangles::<V, X, Y, Z>(self.isa, self.r, self.ray);
+        triangles.closest(self.groups, self.ray.tmin, self.best)
+    }
+}
+
 /// [`StreamRays::occluded_in`]'s test, run by [`in_frame`].
 struct OccludedRay<'s, const N: usize, V: Lanes<N>> {
     stream: &'s StreamRays<N>,
@@ -221,14 +331,9 @@ impl<const N: usize, V: Lanes<N>> FrameTest for OccludedRay<'_, N, V> {
 
     #[inline(always)]
     fn run<const X: usize, const Y: usize, const Z: usize>(self) -> bool {
-        let (c, r, ray) = (&self.stream.triangle, self.r, self.ray);
-        let origin = [c[0][r], c[1][r], c[2][r]];
-        let shear = [c[3][r], c[4][r], c[5][r]];
-        RayTriangles::<N, V>::from_parts(self.isa, [X, Y, Z], origin, shear, ray).any(
-            self.groups,
-            ray.tmin,
-            ray.tmax,
-        )
+        let ray = self.ray;
+        let triangles = self.stream.triangles::<V, X, Y, Z>(self.isa, self.r, ray);
+        triangles.any(self.groups, ray.tmin, ray.tmax)
     }
 }
 

@@ -97,28 +97,40 @@ pub(super) fn padded_stream(rays: &[Ray], members: &[u16]) -> [Ray; STREAM] {
 /// though 8 rays trace 11.5 % fewer instructions on the bunny.
 pub(super) const ALONE: u32 = 3;
 
-/// Direction classes of [`coherence_class`]: depth axis times octant.
+/// Direction classes of [`stream_class`]: depth axis times octant.
 pub(super) const CLASSES: usize = 24;
 
 /// Stack entries of a stream: up to `N` children per level of the path.
 const STACK: usize = stack_capacity(8) + 8;
 
-/// The class of a traceable ray: its depth axis (the direction's largest
-/// component, first axis on ties) and the signs of its direction.
+/// The stream class of a ray: its depth axis (the direction's largest
+/// component, first axis on ties) times 8 plus its octant (bit `k` for a
+/// negative component `k`); [`CLASSES`] for a ray that cannot share a
+/// stream (not traceable, see [`is_traceable`], or with a zero direction
+/// component). Branch-free on the bits: of finite floats, the magnitudes
+/// order as their bits without the sign, and a non-zero component's sign
+/// is its top bit (about half the instructions of the float compares,
+/// docs/BENCHMARKS.md, "CPU rays, session 18").
 #[inline(always)]
-fn coherence_class(ray: &Ray) -> usize {
-    let d = ray.dir;
-    let a = d.abs();
-    let depth = if a.x >= a.y && a.x >= a.z {
+fn stream_class(ray: &Ray) -> usize {
+    let (o, d) = (ray.origin, ray.dir);
+    // `x * 0` is a zero for a finite `x` and NaN otherwise (as in
+    // `is_traceable`).
+    let finite = o.x * 0.0 + o.y * 0.0 + o.z * 0.0 + d.x * 0.0 + d.y * 0.0 + d.z * 0.0 == 0.0;
+    let [x, y, z] = [d.x, d.y, d.z].map(f32::to_bits);
+    let [ax, ay, az] = [x, y, z].map(|bits| bits & 0x7fff_ffff);
+    let shareable = finite & (ax != 0) & (ay != 0) & (az != 0) & (ray.tmin < ray.tmax);
+    let depth = if (ax >= ay) & (ax >= az) {
         0
-    } else if a.y >= a.z {
-        1
     } else {
-        2
+        1 + usize::from(ay < az)
     };
-    let octant =
-        usize::from(d.x < 0.0) | (usize::from(d.y < 0.0) << 1) | (usize::from(d.z < 0.0) << 2);
-    depth * 8 + octant
+    let octant = (x >> 31 | (y >> 30) & 2 | (z >> 29) & 4) as usize;
+    if shareable {
+        depth * 8 + octant
+    } else {
+        CLASSES
+    }
 }
 
 /// [`occluded_batch`] with the node step `step` chosen at run time.
@@ -150,7 +162,8 @@ pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>, const PER_RAY
     assert!(N * P <= STREAM, "at most {STREAM} rays per stream");
     let mut order = [0u16; RUN];
     for (rays, out) in rays.chunks(RUN).zip(out.chunks_mut(RUN)) {
-        let start = regroup(rays, &EVERY_RAY[..rays.len()], &mut order);
+        let classes = classify(rays);
+        let start = regroup(&classes, &EVERY_RAY[..rays.len()], &mut order);
         for c in 0..CLASSES {
             let members = &order[start[c]..start[c + 1]];
             if PER_RAY {
@@ -181,38 +194,38 @@ const EVERY_RAY: [u16; RUN] = {
     all
 };
 
+/// The [`stream_class`] of each of `rays` (at most [`RUN`]), by index.
+#[inline(always)]
+pub(super) fn classify(rays: &[Ray]) -> [u8; RUN] {
+    debug_assert!(rays.len() <= RUN);
+    let mut classes = [CLASSES as u8; RUN];
+    for (ray, class) in rays.iter().zip(&mut classes) {
+        *class = stream_class(ray) as u8;
+    }
+    classes
+}
+
 /// Counting sort of `members` (indices into `rays`, at most [`RUN`]) by
 /// direction class into `order`, keeping their order inside a class;
 /// returns where each class starts in `order`. Class [`CLASSES`], last,
 /// holds the rays that cannot share a stream (not traceable, or a zero
-/// direction component).
+/// direction component). `classes` are the run's, from [`classify`].
 #[inline(always)]
 pub(super) fn regroup(
-    rays: &[Ray],
+    classes: &[u8; RUN],
     members: &[u16],
     order: &mut [u16; RUN],
 ) -> [usize; CLASSES + 2] {
-    // Each ray's class is computed once (the traceability test alone is
-    // about 30 instructions).
-    let mut classes = [0u8; RUN];
     let mut start = [0usize; CLASSES + 2];
-    for (&i, class) in members.iter().zip(&mut classes) {
-        let ray = &rays[i as usize];
-        let d = ray.dir;
-        let c = if is_traceable(ray) && d.x != 0.0 && d.y != 0.0 && d.z != 0.0 {
-            coherence_class(ray)
-        } else {
-            CLASSES
-        };
-        *class = c as u8;
-        start[c + 1] += 1;
+    for &i in members {
+        start[usize::from(classes[usize::from(i)]) + 1] += 1;
     }
     for c in 0..=CLASSES {
         start[c + 1] += start[c];
     }
     let mut next = start;
-    for (&i, &c) in members.iter().zip(&classes) {
-        let c = usize::from(c);
+    for &i in members {
+        let c = usize::from(classes[usize::from(i)]);
         order[next[c]] = i;
         next[c] += 1;
     }
@@ -284,7 +297,7 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
         }
         return;
     };
-    // The class's depth axis and direction signs (`coherence_class`).
+    // The class's depth axis and direction signs (`stream_class`).
     let (axis, octant) = (class / 8, class % 8);
     let negative = [0, 1, 2].map(|k| octant & (1 << k) != 0);
     let stream = StreamRays::<N>::new::<V>(isa, rays, members, axis, negative, &bvh.bounds);
@@ -604,4 +617,71 @@ fn finish_alone<const N: usize, const P: usize, V: Lanes<N>>(
     let boxes = constants.boxes(isa, r, ray, &bvh.bounds);
     let (&first, more) = starts.split_last().expect("at least one subtree");
     traverse_subtrees::<N, V, true>(bvh, &boxes, first, more, ray.tmin, ray.tmax, &mut leaf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use caustic_geom::{Pcg32, Vec3};
+
+    /// The class by the float compares: traceable, no zero component, then
+    /// the largest magnitude (first axis on ties) and the signs.
+    fn class_by_compares(ray: &Ray) -> usize {
+        let d = ray.dir;
+        if !(is_traceable(ray) && d.x != 0.0 && d.y != 0.0 && d.z != 0.0) {
+            return CLASSES;
+        }
+        let a = d.abs();
+        let depth = if a.x >= a.y && a.x >= a.z {
+            0
+        } else if a.y >= a.z {
+            1
+        } else {
+            2
+        };
+        let octant =
+            usize::from(d.x < 0.0) | (usize::from(d.y < 0.0) << 1) | (usize::from(d.z < 0.0) << 2);
+        depth * 8 + octant
+    }
+
+    #[test]
+    fn stream_class_is_the_float_rule_on_awkward_rays() {
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.5,
+            1e-39,
+            -1e-39,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ];
+        let mut rng = Pcg32::new(21, 4);
+        let mut pick = || {
+            let k = rng.next_u32() as usize % (specials.len() + 4);
+            // Mostly specials (ties of magnitude among them), some random.
+            specials
+                .get(k)
+                .copied()
+                .unwrap_or(rng.next_f32() * 2.0 - 1.0)
+        };
+        let mut seen = [false; CLASSES + 1];
+        for _ in 0..20_000 {
+            let origin = Vec3::new(pick(), pick(), pick());
+            let dir = Vec3::new(pick(), pick(), pick());
+            let (tmin, tmax) = (pick(), pick());
+            let ray = Ray::segment(origin, dir, tmin, tmax);
+            let class = stream_class(&ray);
+            assert_eq!(class, class_by_compares(&ray), "{ray:?}");
+            seen[class] = true;
+        }
+        assert!(
+            seen.iter().all(|&s| s),
+            "every class and the rest: {seen:?}"
+        );
+    }
 }

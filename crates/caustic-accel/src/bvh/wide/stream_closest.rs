@@ -8,10 +8,28 @@
 //! consecutive rays where they are coherent (as [`super::packet`] does),
 //! then in packets of `N`; the rays left over are regrouped by direction
 //! class ([`super::stream`]'s regrouping) and traced in streams of up to 32
-//! rays. The stream walks the tree as the any-hit stream does (a bit mask of
-//! its rays per subtree, the packet's interval test culling a node's
-//! children for all rays, then each vector's lane-wise box test per child)
-//! with three differences that closest hits need:
+//! rays.
+//!
+//! The default node step is the any-hit streams' per-ray step
+//! ([`super::ray_masks`]): at a node, each ray of the mask tests all `N`
+//! children with its own constants (rows of [`StreamRays`], no packet) and
+//! its own cutoff, its hit so far, and ORs its bit into the masks of the
+//! children it keeps; each kept child also gets a cull bound, the smallest
+//! of its rays' own (`max(t_min, entry along the depth axis)`, the value
+//! each ray's rule compares with its cutoff). The children are visited
+//! nearest bound first, the nearest without a trip through the stack; a
+//! popped subtree keeps only the rays whose cutoff is not below its bound
+//! (a vector compare over the stream's cutoffs), and at a leaf each of them
+//! runs the single-ray closest-hit test in the class's frame. Against the
+//! former step, diffuse rays 1.3× faster on sponza (docs/BENCHMARKS.md,
+//! "CPU rays, session 18").
+//!
+//! The former step ([`super::StreamStep::Lanes`], `CAUSTIC_WIDE_DIFFUSE=
+//! lanes`), kept for measuring, walks the tree as the lane-wise any-hit
+//! stream does (a bit mask of its rays per subtree, the packet's interval
+//! test culling a node's children for all rays, then each vector's
+//! lane-wise box test per child) with three differences that closest hits
+//! need:
 //!
 //! - every ray culls against its own closest hit so far (the lanes of the
 //!   box test carry one cutoff per ray), and the interval test against the
@@ -23,23 +41,35 @@
 //!   the leaf's box again with their current hits (they may have found
 //!   nearer ones since the parent pushed it), then their triangle tests.
 //!
-//! Exactness: a ray's hit so far is never nearer than its final hit, so its
-//! own rule (the single-ray rule of [`super::traverse`]) keeps every box
-//! holding the triangle of its final hit, and the interval test keeps a
-//! child whenever any ray's rule does (the proof is in [`super::packet`];
-//! its cutoff is the farthest hit of the stream). Every ray therefore runs
-//! the triangle test on the triangle brute force returns, and the leaf
-//! test's selection (smallest `t`, ties to the lower id, in any order; see
-//! [`super::leaf`]) makes the hit the same, bit for bit.
+//! Exactness of the per-ray step: each ray's test is its single-ray rule
+//! with its hit so far as the cutoff (bit for bit, [`super::ray_masks`]),
+//! and a ray leaves a subtree's mask only when its cutoff is below the
+//! subtree's bound, which is at most its own bound for that box, so that
+//! its rule would cull the box too. A ray's hit so far is never nearer
+//! than its final hit, so every ray reaches the leaf holding the triangle
+//! brute force returns, and the leaf test's selection (below) gives the
+//! same hit.
+//!
+//! Exactness of the former step: a ray's hit so far is never nearer than its
+//! final hit, so its own rule (the single-ray rule of [`super::traverse`])
+//! keeps every box holding the triangle of its final hit, and the interval
+//! test keeps a child whenever any ray's rule does (the proof is in
+//! [`super::packet`]; its cutoff is the farthest hit of the stream). Every
+//! ray therefore runs the triangle test on the triangle brute force returns,
+//! and the leaf test's selection (smallest `t`, ties to the lower id, in any
+//! order; see [`super::leaf`]) makes the hit the same, bit for bit.
 
 use super::leaf::{Closest, FrameTest, RayTriangles, in_frame, set_bits};
 use super::node::{TriangleGroup, WideNode};
 use super::packet::{Packet, closest_packet};
 use super::packet_lanes::highest;
+use super::ray_masks::StreamRays;
 use super::simd::Lanes;
-use super::stream::{CLASSES, RUN, RayConstants, STREAM, padded_stream, regroup, stream_mask};
+use super::stream::{
+    CLASSES, RUN, RayConstants, STREAM, classify, padded_stream, regroup, stream_mask,
+};
 use super::traverse::{LeafTest, stack_capacity, traverse_from};
-use super::{WideBvh, root_entry};
+use super::{StreamStep, WideBvh, root_entry};
 use crate::is_traceable;
 use caustic_geom::{Hit, Ray};
 use std::mem::MaybeUninit;
@@ -58,11 +88,34 @@ const ALONE: u32 = 8;
 /// Stack entries of a stream: up to `N` children per level of the path.
 const STACK: usize = stack_capacity(8) + 8;
 
-/// Closest hits of `rays` into `hits` (same length): packets of `P * N`
-/// rays (then of `N`) where runs of rays are coherent, streams of `S * N`
-/// regrouped rays elsewhere; rays that are not traceable get no hit.
+/// [`closest_batch`] with the streams' node step `step` chosen at run time.
 #[inline(always)]
-pub fn closest_batch<const N: usize, const P: usize, const S: usize, V: Lanes<N>>(
+pub fn closest_batch_with<const N: usize, const P: usize, const S: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    bvh: &WideBvh<N>,
+    rays: &[Ray],
+    hits: &mut [Option<Hit>],
+    step: StreamStep,
+) {
+    match step {
+        StreamStep::PerRay => closest_batch::<N, P, S, V, true>(isa, bvh, rays, hits),
+        StreamStep::Lanes => closest_batch::<N, P, S, V, false>(isa, bvh, rays, hits),
+    }
+}
+
+/// Closest hits of `rays` into `hits` (same length): packets of `P * N`
+/// rays (then of `N`) where runs of rays are coherent, streams of
+/// regrouped rays elsewhere (of up to [`STREAM`] rays with the per-ray
+/// node step, `PER_RAY`, else of `S * N`); rays that are not traceable
+/// get no hit.
+#[inline(always)]
+pub fn closest_batch<
+    const N: usize,
+    const P: usize,
+    const S: usize,
+    V: Lanes<N>,
+    const PER_RAY: bool,
+>(
     isa: V::Isa,
     bvh: &WideBvh<N>,
     rays: &[Ray],
@@ -73,25 +126,44 @@ pub fn closest_batch<const N: usize, const P: usize, const S: usize, V: Lanes<N>
     let mut rest = [0u16; RUN];
     let mut order = [0u16; RUN];
     for (rays, hits) in rays.chunks(RUN).zip(hits.chunks_mut(RUN)) {
+        // The classes first: a packet is tried only on rays of one class
+        // (the condition of `Packet::new`), which incoherent rays rarely
+        // are, and the streams' regrouping takes them too.
+        let classes = classify(rays);
+        let one_class = |first: usize, len: usize| {
+            let part = &classes[first..first + len];
+            usize::from(part[0]) < CLASSES && part.iter().all(|&c| c == part[0])
+        };
         let mut left = 0;
         for (k, (rays, hits)) in rays.chunks(N * P).zip(hits.chunks_mut(N * P)).enumerate() {
-            if closest_packet::<N, P, V>(isa, bvh, rays, hits) {
+            if one_class(k * N * P, rays.len()) && closest_packet::<N, P, V>(isa, bvh, rays, hits) {
                 continue;
             }
             for (j, (rays, hits)) in rays.chunks(N).zip(hits.chunks_mut(N)).enumerate() {
-                if P > 1 && closest_packet::<N, 1, V>(isa, bvh, rays, hits) {
+                let first = k * N * P + j * N;
+                if P > 1
+                    && one_class(first, rays.len())
+                    && closest_packet::<N, 1, V>(isa, bvh, rays, hits)
+                {
                     continue;
                 }
                 for i in 0..rays.len() {
-                    rest[left] = (k * N * P + j * N + i) as u16;
+                    rest[left] = (first + i) as u16;
                     left += 1;
                 }
             }
         }
-        let start = regroup(rays, &rest[..left], &mut order);
+        let start = regroup(&classes, &rest[..left], &mut order);
         for c in 0..CLASSES {
-            for members in order[start[c]..start[c + 1]].chunks(N * S) {
-                trace_stream::<N, S, V>(isa, bvh, rays, members, hits);
+            let members = &order[start[c]..start[c + 1]];
+            if PER_RAY {
+                for members in members.chunks(STREAM) {
+                    trace_per_ray::<N, V>(isa, bvh, rays, members, c, hits);
+                }
+            } else {
+                for members in members.chunks(N * S) {
+                    trace_stream::<N, S, V>(isa, bvh, rays, members, hits);
+                }
             }
         }
         for &i in &order[start[CLASSES]..start[CLASSES + 1]] {
@@ -342,6 +414,114 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             }
             if improved {
                 cutoffs.refresh_farthest();
+            }
+        }
+    }
+    for (r, &i) in members.iter().enumerate() {
+        hits[i as usize] = best[r].hit;
+    }
+}
+
+/// A subtree waiting on a per-ray stream's stack: the rays that enter it
+/// and its cull bound (the smallest of theirs, see
+/// [`StreamRays::children_nearest`]).
+#[derive(Clone, Copy)]
+struct RaysEntry {
+    child: u32,
+    groups: u32,
+    rays: u32,
+    bound: f32,
+}
+
+/// Traces the rays `members` (at most [`STREAM`], of direction class
+/// `class`) of `rays` as one closest-hit stream with the per-ray node step
+/// (as the any-hit streams do, [`super::stream`]), writing each one's hit
+/// into `hits`. Each ray's cutoff is its hit so far; a node's kept
+/// children are visited nearest first (by their cull bounds), the nearest
+/// without a trip through the stack; a popped subtree keeps only the rays
+/// whose cutoff has not come below its bound.
+#[inline(always)]
+fn trace_per_ray<const N: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    bvh: &WideBvh<N>,
+    rays: &[Ray],
+    members: &[u16],
+    class: usize,
+    hits: &mut [Option<Hit>],
+) {
+    let Some((child, groups)) = root_entry(bvh.root) else {
+        for &i in members {
+            hits[i as usize] = None;
+        }
+        return;
+    };
+    // The class's depth axis and direction signs (`regroup`).
+    let (axis, octant) = (class / 8, class % 8);
+    let negative = [0, 1, 2].map(|k| octant & (1 << k) != 0);
+    let mut stream = StreamRays::<N>::new::<V>(isa, rays, members, axis, negative, &bvh.bounds);
+    let last = members.len() - 1;
+    let mut best: [Closest; STREAM] =
+        std::array::from_fn(|r| Closest::new(rays[usize::from(members[r.min(last)])].tmax));
+    let mut stack = [const { MaybeUninit::<RaysEntry>::uninit() }; STACK];
+    stack[0].write(RaysEntry {
+        child,
+        groups,
+        rays: stream_mask(members.len()),
+        bound: f32::NEG_INFINITY,
+    });
+    let mut depth = 1;
+    while depth > 0 {
+        depth -= 1;
+        // SAFETY: entries below `depth` were written by the pushes.
+        let entry = unsafe { stack[depth].assume_init() };
+        let mut mask = stream.within::<V>(isa, entry.rays, entry.bound);
+        let (mut child, mut groups) = (entry.child, entry.groups);
+        // Down the tree, nearest child first; the others pushed, farthest
+        // deepest.
+        while mask != 0 && groups == 0 {
+            let node = &bvh.nodes[child as usize];
+            let (used, slot_rays, bounds) = stream.children_nearest::<V>(isa, node, mask);
+            if used == 0 {
+                mask = 0;
+                break;
+            }
+            let mut slots = [0usize; N];
+            let mut count = 0;
+            for slot in set_bits(used) {
+                // Insertion by bound, farthest first.
+                let mut j = count;
+                while j > 0 && bounds[slots[j - 1]] < bounds[slot] {
+                    slots[j] = slots[j - 1];
+                    j -= 1;
+                }
+                slots[j] = slot;
+                count += 1;
+            }
+            for &slot in &slots[..count - 1] {
+                stack[depth].write(RaysEntry {
+                    child: node.child[slot],
+                    groups: node.groups[slot],
+                    rays: slot_rays[slot],
+                    bound: bounds[slot],
+                });
+                depth += 1;
+            }
+            let nearest = slots[count - 1];
+            (child, groups, mask) = (
+                node.child[nearest],
+                node.groups[nearest],
+                slot_rays[nearest],
+            );
+        }
+        if mask == 0 {
+            continue;
+        }
+        let range = child as usize..(child + groups) as usize;
+        let groups = &bvh.groups[range];
+        for r in set_bits(mask) {
+            let ray = &rays[usize::from(members[r])];
+            if stream.closest_in::<V>(isa, groups, r, ray, &mut best[r]) {
+                stream.set_cutoff(r, best[r].t);
             }
         }
     }
