@@ -82,12 +82,12 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
 
     /// The constants from parts computed elsewhere: a packet lane's
     /// (`LaneRays::triangle_constants`), divided as [`RayTriangles::new`]
-    /// divides, in the frame `rows` it picks.
+    /// divides, in the frame `rows` it picks; the origin comes negated.
     #[inline(always)]
     pub(super) fn from_parts(
         isa: V::Isa,
         rows: [usize; 3],
-        origin: [f32; 3],
+        neg_origin: [f32; 3],
         [sx, sy, sz]: [f32; 3],
         ray: &'a Ray,
     ) -> Self {
@@ -95,9 +95,9 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
             isa,
             rows,
             neg_origin: [
-                V::splat(isa, -origin[0]),
-                V::splat(isa, -origin[1]),
-                V::splat(isa, -origin[2]),
+                V::splat(isa, neg_origin[0]),
+                V::splat(isa, neg_origin[1]),
+                V::splat(isa, neg_origin[2]),
             ],
             sx: V::splat(isa, sx),
             sy: V::splat(isa, sy),

@@ -296,15 +296,17 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
     }
 
     /// Each lane's single-ray triangle constants as scalars, lanes as
-    /// arrays: the origin along the frame's axes `kx, ky, kz` and the shear
-    /// `sx, sy, sz` (`RayTriangles::from_parts`' parts).
+    /// arrays: the origin along the frame's axes `kx, ky, kz`, negated (as
+    /// the leaf test adds it), and the shear `sx, sy, sz`
+    /// (`RayTriangles::from_parts`' parts).
     #[inline(always)]
     pub(super) fn triangle_constants(&self) -> [[f32; N]; 6] {
         let origin = self.tri_origin;
+        let negated = |x: V| x.to_array().map(|c| -c);
         [
-            origin[0].to_array(),
-            origin[1].to_array(),
-            origin[2].to_array(),
+            negated(origin[0]),
+            negated(origin[1]),
+            negated(origin[2]),
             self.sx.to_array(),
             self.sy.to_array(),
             self.sz.to_array(),

@@ -65,8 +65,8 @@ pub(super) struct StreamRays<const N: usize> {
     far: [[f32; STREAM]; 3],
     t_min: [f32; STREAM],
     t_max: [f32; STREAM],
-    /// Triangle test: the origin along `kx, ky, kz`, then the shear
-    /// `sx, sy, sz` (`RayTriangles::from_parts`' parts).
+    /// Triangle test: the origin along `kx, ky, kz`, negated, then the
+    /// shear `sx, sy, sz` (`RayTriangles::from_parts`' parts).
     triangle: [[f32; STREAM]; 6],
 }
 
@@ -289,9 +289,9 @@ impl<const N: usize> StreamRays<N> {
         ray: &'a Ray,
     ) -> RayTriangles<'a, N, V> {
         let c = &self.triangle;
-        let origin = [c[0][r], c[1][r], c[2][r]];
+        let neg_origin = [c[0][r], c[1][r], c[2][r]];
         let shear = [c[3][r], c[4][r], c[5][r]];
-        RayTriangles::<N, V>::from_parts(isa, [X, Y, Z], origin, shear, ray)
+        RayTriangles::<N, V>::from_parts(isa, [X, Y, Z], neg_origin, shear, ray)
     }
 }
 

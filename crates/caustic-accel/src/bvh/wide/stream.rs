@@ -589,9 +589,9 @@ impl<const N: usize, const P: usize> RayConstants<N, P> {
     ) -> RayTriangles<'a, N, V> {
         let c = &self.triangles[r / N];
         let lane = r % N;
-        let origin = [c[0][lane], c[1][lane], c[2][lane]];
+        let neg_origin = [c[0][lane], c[1][lane], c[2][lane]];
         let shear = [c[3][lane], c[4][lane], c[5][lane]];
-        RayTriangles::from_parts(isa, rows, origin, shear, ray)
+        RayTriangles::from_parts(isa, rows, neg_origin, shear, ray)
     }
 }
 
