@@ -465,8 +465,28 @@ macro_rules! isa_queries {
                     hits: &mut [Option<Hit>],
                     step: StreamStep,
                 ) {
-                    stream_closest::closest_batch_with::<8, { PACKET_RAYS / 8 }, 4, $lanes>(
-                        isa, bvh, rays, hits, step,
+                    stream_closest::closest_batch::<8, { PACKET_RAYS / 8 }, $lanes>(
+                        isa,
+                        bvh,
+                        rays,
+                        hits,
+                        // SAFETY: as below.
+                        |rays, rest, hits| unsafe { streams(isa, bvh, rays, rest, hits, step) },
+                    )
+                }
+                // A function of its own (see `closest_batch`).
+                #[target_feature(enable = $features)]
+                #[inline(never)]
+                unsafe fn streams(
+                    isa: $token,
+                    bvh: &WideBvh<8>,
+                    rays: &[Ray],
+                    rest: &[u16],
+                    hits: &mut [Option<Hit>],
+                    step: StreamStep,
+                ) {
+                    stream_closest::closest_leftovers::<8, 4, $lanes>(
+                        isa, bvh, rays, rest, hits, step,
                     )
                 }
                 // SAFETY: `isa` exists, so the CPU has the features.
@@ -508,7 +528,7 @@ impl WideTriangleBvh {
     /// and in streams with the node step `step` elsewhere;
     /// `hits.len() == rays.len()`.
     pub fn intersect_streams(&self, rays: &[Ray], hits: &mut [Option<Hit>], step: StreamStep) {
-        use stream_closest::closest_batch_with;
+        use stream_closest::{closest_batch, closest_leftovers};
         assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
         match (&self.tree, self.engine) {
             #[cfg(target_arch = "x86_64")]
@@ -517,18 +537,36 @@ impl WideTriangleBvh {
             }
             #[cfg(target_arch = "x86_64")]
             (Tree::Eight(t), Engine::Avx2(avx)) => avx::closest_packets(avx, t, rays, hits, step),
-            (Tree::Eight(t), _) => closest_batch_with::<8, { PACKET_RAYS / 8 }, 4, Portable<8>>(
-                AnyCpu, t, rays, hits, step,
+            (Tree::Eight(t), _) => closest_batch::<8, { PACKET_RAYS / 8 }, Portable<8>>(
+                AnyCpu,
+                t,
+                rays,
+                hits,
+                |rays, rest, hits| {
+                    closest_leftovers::<8, 4, Portable<8>>(AnyCpu, t, rays, rest, hits, step)
+                },
             ),
             #[cfg(target_arch = "x86_64")]
             (Tree::Four(t), Engine::Avx512(_) | Engine::Avx2(_) | Engine::Sse(_)) => {
                 let sse = super::simd::Sse2;
-                closest_batch_with::<4, { PACKET_RAYS / 4 }, 8, super::simd::Sse4>(
-                    sse, t, rays, hits, step,
+                closest_batch::<4, { PACKET_RAYS / 4 }, super::simd::Sse4>(
+                    sse,
+                    t,
+                    rays,
+                    hits,
+                    |rays, rest, hits| {
+                        closest_leftovers::<4, 8, super::simd::Sse4>(sse, t, rays, rest, hits, step)
+                    },
                 )
             }
-            (Tree::Four(t), _) => closest_batch_with::<4, { PACKET_RAYS / 4 }, 8, Portable<4>>(
-                AnyCpu, t, rays, hits, step,
+            (Tree::Four(t), _) => closest_batch::<4, { PACKET_RAYS / 4 }, Portable<4>>(
+                AnyCpu,
+                t,
+                rays,
+                hits,
+                |rays, rest, hits| {
+                    closest_leftovers::<4, 8, Portable<4>>(AnyCpu, t, rays, rest, hits, step)
+                },
             ),
         }
     }

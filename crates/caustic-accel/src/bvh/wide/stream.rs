@@ -112,7 +112,7 @@ const STACK: usize = stack_capacity(8) + 8;
 /// is its top bit (about half the instructions of the float compares,
 /// docs/BENCHMARKS.md, "CPU rays, session 18").
 #[inline(always)]
-fn stream_class(ray: &Ray) -> usize {
+pub(super) fn stream_class(ray: &Ray) -> usize {
     let (o, d) = (ray.origin, ray.dir);
     // `x * 0` is a zero for a finite `x` and NaN otherwise (as in
     // `is_traceable`).
@@ -162,8 +162,7 @@ pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>, const PER_RAY
     assert!(N * P <= STREAM, "at most {STREAM} rays per stream");
     let mut order = [0u16; RUN];
     for (rays, out) in rays.chunks(RUN).zip(out.chunks_mut(RUN)) {
-        let classes = classify(rays);
-        let start = regroup(&classes, &EVERY_RAY[..rays.len()], &mut order);
+        let start = regroup(rays, &EVERY_RAY[..rays.len()], &mut order);
         for c in 0..CLASSES {
             let members = &order[start[c]..start[c + 1]];
             if PER_RAY {
@@ -194,38 +193,31 @@ const EVERY_RAY: [u16; RUN] = {
     all
 };
 
-/// The [`stream_class`] of each of `rays` (at most [`RUN`]), by index.
-#[inline(always)]
-pub(super) fn classify(rays: &[Ray]) -> [u8; RUN] {
-    debug_assert!(rays.len() <= RUN);
-    let mut classes = [CLASSES as u8; RUN];
-    for (ray, class) in rays.iter().zip(&mut classes) {
-        *class = stream_class(ray) as u8;
-    }
-    classes
-}
-
 /// Counting sort of `members` (indices into `rays`, at most [`RUN`]) by
-/// direction class into `order`, keeping their order inside a class;
-/// returns where each class starts in `order`. Class [`CLASSES`], last,
-/// holds the rays that cannot share a stream (not traceable, or a zero
-/// direction component). `classes` are the run's, from [`classify`].
+/// direction class ([`stream_class`]) into `order`, keeping their order
+/// inside a class; returns where each class starts in `order`. Class
+/// [`CLASSES`], last, holds the rays that cannot share a stream (not
+/// traceable, or a zero direction component).
 #[inline(always)]
 pub(super) fn regroup(
-    classes: &[u8; RUN],
+    rays: &[Ray],
     members: &[u16],
     order: &mut [u16; RUN],
 ) -> [usize; CLASSES + 2] {
+    // Each member's class, computed once.
+    let mut classes = [0u8; RUN];
     let mut start = [0usize; CLASSES + 2];
-    for &i in members {
-        start[usize::from(classes[usize::from(i)]) + 1] += 1;
+    for (&i, class) in members.iter().zip(&mut classes) {
+        let c = stream_class(&rays[usize::from(i)]);
+        *class = c as u8;
+        start[c + 1] += 1;
     }
     for c in 0..=CLASSES {
         start[c + 1] += start[c];
     }
     let mut next = start;
-    for &i in members {
-        let c = usize::from(classes[usize::from(i)]);
+    for (&i, &c) in members.iter().zip(&classes) {
+        let c = usize::from(c);
         order[next[c]] = i;
         next[c] += 1;
     }

@@ -66,7 +66,7 @@ use super::packet_lanes::highest;
 use super::ray_masks::StreamRays;
 use super::simd::Lanes;
 use super::stream::{
-    CLASSES, RUN, RayConstants, STREAM, classify, padded_stream, regroup, stream_mask,
+    CLASSES, RUN, RayConstants, STREAM, padded_stream, regroup, stream_class, stream_mask,
 };
 use super::traverse::{LeafTest, stack_capacity, traverse_from};
 use super::{StreamStep, WideBvh, root_entry};
@@ -88,93 +88,104 @@ const ALONE: u32 = 8;
 /// Stack entries of a stream: up to `N` children per level of the path.
 const STACK: usize = stack_capacity(8) + 8;
 
-/// [`closest_batch`] with the streams' node step `step` chosen at run time.
-#[inline(always)]
-pub fn closest_batch_with<const N: usize, const P: usize, const S: usize, V: Lanes<N>>(
-    isa: V::Isa,
-    bvh: &WideBvh<N>,
-    rays: &[Ray],
-    hits: &mut [Option<Hit>],
-    step: StreamStep,
-) {
-    match step {
-        StreamStep::PerRay => closest_batch::<N, P, S, V, true>(isa, bvh, rays, hits),
-        StreamStep::Lanes => closest_batch::<N, P, S, V, false>(isa, bvh, rays, hits),
-    }
-}
-
 /// Closest hits of `rays` into `hits` (same length): packets of `P * N`
-/// rays (then of `N`) where runs of rays are coherent, streams of
-/// regrouped rays elsewhere (of up to [`STREAM`] rays with the per-ray
-/// node step, `PER_RAY`, else of `S * N`); rays that are not traceable
-/// get no hit.
+/// rays (then of `N`) where runs of rays are coherent; the rays of a run
+/// that no packet takes (their indices in the run, at least one) go to
+/// `leftovers` with the run's rays and hits, which traces them in streams
+/// ([`closest_leftovers`]).
+///
+/// `leftovers` is a call rather than inlined code: with the streams
+/// inlined beside the packets, the primary rays (almost all in packets)
+/// were 7 to 10 % slower on the bunny though they ran the same
+/// instructions (the code's layout; docs/BENCHMARKS.md, "CPU rays,
+/// session 18").
 #[inline(always)]
-pub fn closest_batch<
-    const N: usize,
-    const P: usize,
-    const S: usize,
-    V: Lanes<N>,
-    const PER_RAY: bool,
->(
+pub fn closest_batch<const N: usize, const P: usize, V: Lanes<N>>(
     isa: V::Isa,
     bvh: &WideBvh<N>,
     rays: &[Ray],
     hits: &mut [Option<Hit>],
+    mut leftovers: impl FnMut(&[Ray], &[u16], &mut [Option<Hit>]),
 ) {
     assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
-    assert!(N * S <= STREAM, "at most {STREAM} rays per stream");
     let mut rest = [0u16; RUN];
-    let mut order = [0u16; RUN];
     for (rays, hits) in rays.chunks(RUN).zip(hits.chunks_mut(RUN)) {
-        // The classes first: a packet is tried only on rays of one class
-        // (the condition of `Packet::new`), which incoherent rays rarely
-        // are, and the streams' regrouping takes them too.
-        let classes = classify(rays);
-        let one_class = |first: usize, len: usize| {
-            let part = &classes[first..first + len];
-            usize::from(part[0]) < CLASSES && part.iter().all(|&c| c == part[0])
-        };
         let mut left = 0;
         for (k, (rays, hits)) in rays.chunks(N * P).zip(hits.chunks_mut(N * P)).enumerate() {
-            if one_class(k * N * P, rays.len()) && closest_packet::<N, P, V>(isa, bvh, rays, hits) {
+            if may_share_a_class(rays) && closest_packet::<N, P, V>(isa, bvh, rays, hits) {
                 continue;
             }
             for (j, (rays, hits)) in rays.chunks(N).zip(hits.chunks_mut(N)).enumerate() {
-                let first = k * N * P + j * N;
                 if P > 1
-                    && one_class(first, rays.len())
+                    && may_share_a_class(rays)
                     && closest_packet::<N, 1, V>(isa, bvh, rays, hits)
                 {
                     continue;
                 }
                 for i in 0..rays.len() {
-                    rest[left] = (first + i) as u16;
+                    rest[left] = (k * N * P + j * N + i) as u16;
                     left += 1;
                 }
             }
         }
-        let start = regroup(&classes, &rest[..left], &mut order);
-        for c in 0..CLASSES {
-            let members = &order[start[c]..start[c + 1]];
-            if PER_RAY {
-                for members in members.chunks(STREAM) {
-                    trace_per_ray::<N, V>(isa, bvh, rays, members, c, hits);
-                }
-            } else {
-                for members in members.chunks(N * S) {
-                    trace_stream::<N, S, V>(isa, bvh, rays, members, hits);
-                }
-            }
-        }
-        for &i in &order[start[CLASSES]..start[CLASSES + 1]] {
-            let ray = &rays[i as usize];
-            hits[i as usize] = if is_traceable(ray) {
-                super::accel::closest::<N, V>(isa, bvh, ray)
-            } else {
-                None
-            };
+        if left > 0 {
+            leftovers(rays, &rest[..left], hits);
         }
     }
+}
+
+/// Closest hits of the rays `rest` (indices into `rays`, a run of at most
+/// [`RUN`]) into `hits` (the run's): regrouped by direction class and
+/// traced in streams with the node step `step` (of up to [`STREAM`] rays
+/// with the per-ray step, of `S * N` with the lane-wise one); rays that
+/// are not traceable get no hit.
+#[inline(always)]
+pub fn closest_leftovers<const N: usize, const S: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    bvh: &WideBvh<N>,
+    rays: &[Ray],
+    rest: &[u16],
+    hits: &mut [Option<Hit>],
+    step: StreamStep,
+) {
+    assert!(N * S <= STREAM, "at most {STREAM} rays per stream");
+    let mut order = [0u16; RUN];
+    let start = regroup(rays, rest, &mut order);
+    // The leftovers of a run the packets mostly took are nearly coherent
+    // rays (a primary run's along a class boundary), for which the
+    // lane-wise step's interval test is cheaper than a test per ray.
+    let coherent = 2 * rest.len() < rays.len();
+    let per_ray = step == StreamStep::PerRay && !coherent;
+    for c in 0..CLASSES {
+        let members = &order[start[c]..start[c + 1]];
+        if per_ray {
+            for members in members.chunks(STREAM) {
+                trace_per_ray::<N, V>(isa, bvh, rays, members, c, hits);
+            }
+        } else {
+            for members in members.chunks(N * S) {
+                trace_stream::<N, S, V>(isa, bvh, rays, members, hits);
+            }
+        }
+    }
+    for &i in &order[start[CLASSES]..start[CLASSES + 1]] {
+        let ray = &rays[i as usize];
+        hits[i as usize] = if is_traceable(ray) {
+            super::accel::closest::<N, V>(isa, bvh, ray)
+        } else {
+            None
+        };
+    }
+}
+
+/// Whether `rays` (not empty) may make a packet: their first and last ray
+/// share a stream class. A cheap filter before `Packet::new`, which checks
+/// every ray and costs a transposition of the rays: incoherent rays (a
+/// diffuse bounce's) almost never pass it, camera rays almost always.
+#[inline(always)]
+fn may_share_a_class(rays: &[Ray]) -> bool {
+    let class = stream_class(&rays[0]);
+    class < CLASSES && class == stream_class(&rays[rays.len() - 1])
 }
 
 /// A subtree waiting on the stream's stack: the rays that enter it, the
