@@ -149,8 +149,13 @@ pub fn closest_leftovers<const N: usize, const S: usize, V: Lanes<N>>(
     step: StreamStep,
 ) {
     assert!(N * S <= STREAM, "at most {STREAM} rays per stream");
+    // The leftovers' classes only: in a primary run they are a few rays.
+    let mut classes = [CLASSES as u8; RUN];
+    for &i in rest {
+        classes[usize::from(i)] = stream_class(&rays[usize::from(i)]) as u8;
+    }
     let mut order = [0u16; RUN];
-    let start = regroup(rays, rest, &mut order);
+    let start = regroup(&classes, rest, &mut order);
     // The leftovers of a run the packets mostly took are nearly coherent
     // rays (a primary run's along a class boundary), for which the
     // lane-wise step's interval test is cheaper than a test per ray.
