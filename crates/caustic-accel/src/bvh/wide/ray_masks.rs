@@ -1,4 +1,5 @@
-//! The per-ray node step of the any-hit streams ([`super::stream`]), after
+//! The per-ray node step of the any-hit and closest-hit streams
+//! ([`super::stream`], [`super::stream_closest`]), after
 //! Embree's incoherent stream traversal (Fuetterling et al., "Efficient
 //! Ray Tracing Kernels for Modern CPU Architectures", JCGT 2015, section
 //! 4; Embree's `bvh_intersector_stream`): at an inner node, each ray of the
@@ -168,12 +169,14 @@ impl<const N: usize> StreamRays<N> {
         (used, masks.to_array().map(f32::to_bits))
     }
 
-    /// [`StreamRays::children`] for closest hits, which also gives each
-    /// kept child's cull bound: the smallest, over the rays that keep it,
-    /// of a ray's own bound (`max(t_min, entry along the depth axis)`,
-    /// which the ray's rule compares with its cutoff). A ray whose cutoff
-    /// has come below a subtree's bound would cull it by its own rule
-    /// ([`StreamRays::within`]); the bound also orders the children.
+    /// [`StreamRays::children`] for closest hits (a loop of its own: one
+    /// generic over whether to keep the bounds took 0.4 % more instructions on
+    /// AO rays and 0.7 % on closest hits), which also gives each kept child's
+    /// cull bound: the smallest, over the rays that keep it, of a ray's own
+    /// bound (`max(t_min, entry along the depth axis)`, which the ray's rule
+    /// compares with its cutoff). A ray whose cutoff has come below a subtree's
+    /// bound would cull it by its own rule ([`StreamRays::within`]); the bound
+    /// also orders the children.
     #[inline(always)]
     pub(super) fn children_nearest<V: Lanes<N>>(
         &self,

@@ -21,8 +21,8 @@
 //! popped subtree keeps only the rays whose cutoff is not below its bound
 //! (a vector compare over the stream's cutoffs), and at a leaf each of them
 //! runs the single-ray closest-hit test in the class's frame. Against the
-//! former step, diffuse rays 1.3× faster on sponza (docs/BENCHMARKS.md,
-//! "CPU rays, session 18").
+//! former step, diffuse rays are 1.43–1.46× faster on the bunny, sponza
+//! and conference (docs/BENCHMARKS.md, "CPU rays, session 18").
 //!
 //! The former step ([`super::StreamStep::Lanes`], `CAUSTIC_WIDE_DIFFUSE=
 //! lanes`), kept for measuring, walks the tree as the lane-wise any-hit
