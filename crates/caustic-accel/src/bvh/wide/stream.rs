@@ -133,6 +133,15 @@ pub(super) fn stream_class(ray: &Ray) -> usize {
     }
 }
 
+/// The depth axis and the direction signs (negative or not, per axis) of
+/// the rays of class `class` (below [`CLASSES`], see [`stream_class`]).
+#[inline(always)]
+pub(super) fn class_shape(class: usize) -> (usize, [bool; 3]) {
+    debug_assert!(class < CLASSES);
+    let octant = class % 8;
+    (class / 8, [0, 1, 2].map(|k| octant & (1 << k) != 0))
+}
+
 /// [`occluded_batch`] with the node step `step` chosen at run time.
 #[inline(always)]
 pub fn occluded_batch_with<const N: usize, const P: usize, V: Lanes<N>>(
@@ -301,9 +310,7 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
         }
         return;
     };
-    // The class's depth axis and direction signs (`stream_class`).
-    let (axis, octant) = (class / 8, class % 8);
-    let negative = [0, 1, 2].map(|k| octant & (1 << k) != 0);
+    let (axis, negative) = class_shape(class);
     let stream = StreamRays::<N>::new::<V>(isa, rays, members, axis, negative, &bvh.bounds);
     let mut alive = stream_mask(members.len());
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
@@ -682,6 +689,13 @@ mod tests {
             let class = stream_class(&ray);
             assert_eq!(class, class_by_compares(&ray), "{ray:?}");
             seen[class] = true;
+            if class < CLASSES {
+                // The class gives back the signs and the largest axis.
+                let (axis, negative) = class_shape(class);
+                assert_eq!(negative, [dir.x < 0.0, dir.y < 0.0, dir.z < 0.0]);
+                let a = dir.abs().to_array();
+                assert!(a.iter().all(|&c| c <= a[axis]), "{ray:?}");
+            }
         }
         assert!(
             seen.iter().all(|&s| s),

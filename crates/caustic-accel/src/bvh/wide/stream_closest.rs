@@ -66,7 +66,8 @@ use super::packet_lanes::highest;
 use super::ray_masks::StreamRays;
 use super::simd::Lanes;
 use super::stream::{
-    CLASSES, RUN, RayConstants, STREAM, padded_stream, regroup, stream_class, stream_mask,
+    CLASSES, RUN, RayConstants, STREAM, class_shape, padded_stream, regroup, stream_class,
+    stream_mask,
 };
 use super::traverse::{LeafTest, stack_capacity, traverse_from};
 use super::{StreamStep, WideBvh, root_entry};
@@ -471,9 +472,7 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
         }
         return;
     };
-    // The class's depth axis and direction signs (`regroup`).
-    let (axis, octant) = (class / 8, class % 8);
-    let negative = [0, 1, 2].map(|k| octant & (1 << k) != 0);
+    let (axis, negative) = class_shape(class);
     let mut stream = StreamRays::<N>::new::<V>(isa, rays, members, axis, negative, &bvh.bounds);
     let last = members.len() - 1;
     let mut best: [Closest; STREAM] =
