@@ -11,8 +11,8 @@
 //! rays.
 //!
 //! The default node step is the any-hit streams' per-ray step
-//! ([`super::ray_masks`]): at a node, each ray of the mask tests all `N`
-//! children with its own constants (rows of [`StreamRays`], no packet) and
+//! (`ray_masks`): at a node, each ray of the mask tests all `N`
+//! children with its own constants (rows of `StreamRays`, no packet) and
 //! its own cutoff, its hit so far, and ORs its bit into the masks of the
 //! children it keeps; each kept child also gets a cull bound, the smallest
 //! of its rays' own (`max(t_min, entry along the depth axis)`, the value
@@ -42,7 +42,7 @@
 //!   nearer ones since the parent pushed it), then their triangle tests.
 //!
 //! Exactness of the per-ray step: each ray's test is its single-ray rule
-//! with its hit so far as the cutoff (bit for bit, [`super::ray_masks`]),
+//! with its hit so far as the cutoff (bit for bit, `ray_masks`),
 //! and a ray leaves a subtree's mask only when its cutoff is below the
 //! subtree's bound, which is at most its own bound for that box, so that
 //! its rule would cull the box too. A ray's hit so far is never nearer
@@ -137,7 +137,7 @@ pub fn closest_batch<const N: usize, const P: usize, V: Lanes<N>>(
 
 /// Closest hits of the rays `rest` (indices into `rays`, a run of at most
 /// [`RUN`]) into `hits` (the run's): regrouped by direction class and
-/// traced in streams with the node step `step` (of up to [`STREAM`] rays
+/// traced in streams with the node step `step` (of up to 32 rays
 /// with the per-ray step, of `S * N` with the lane-wise one); rays that
 /// are not traceable get no hit.
 #[inline(always)]
