@@ -40,11 +40,11 @@
 //! [`super::leaf`]: each ray gets the same hit as on its own, which the
 //! tests check against brute force.
 
-use super::leaf::{Closest, Frame, set_bits};
+use super::leaf::{Closest, Frame};
 use super::node::{TriangleGroup, WideNode};
 use super::packet_lanes::{LaneBest, LaneRays, highest, lowest};
 use super::simd::Lanes;
-use super::traverse::{class_rows, slab_axes, stack_capacity};
+use super::traverse::{class_rows, far_to_near, slab_axes, stack_capacity};
 use super::{WideBvh, root_entry};
 use crate::bvh::traverse::SLACK;
 use caustic_geom::{Aabb, Hit, Ray};
@@ -327,19 +327,8 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         if hits == 0 {
             return None;
         }
-        let (order, bound) = (order.to_array(), bound.to_array());
-        let mut slots = [0usize; N];
-        let mut count = 0;
-        for slot in set_bits(hits) {
-            // Insertion by entry distance, farthest first.
-            let mut j = count;
-            while j > 0 && order[slots[j - 1]] < order[slot] {
-                slots[j] = slots[j - 1];
-                j -= 1;
-            }
-            slots[j] = slot;
-            count += 1;
-        }
+        let bound = bound.to_array();
+        let (slots, count) = far_to_near(hits, &order.to_array());
         for &slot in &slots[..count - 1] {
             stack[*depth].write(Entry {
                 child: node.child[slot],

@@ -173,16 +173,13 @@ pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>, const PER_RAY
     for (rays, out) in rays.chunks(RUN).zip(out.chunks_mut(RUN)) {
         let classes = classify(rays);
         let start = regroup(&classes, &EVERY_RAY[..rays.len()], &mut order);
-        for c in 0..CLASSES {
-            let members = &order[start[c]..start[c + 1]];
-            if PER_RAY {
-                for members in members.chunks(STREAM) {
-                    trace_per_ray::<N, V>(isa, bvh, rays, members, c, out);
-                }
-            } else {
-                for members in members.chunks(N * P) {
-                    trace_stream::<N, P, V>(isa, bvh, rays, members, out);
-                }
+        if PER_RAY {
+            for (class, members) in streams(&order, &start, STREAM) {
+                trace_per_ray::<N, V>(isa, bvh, rays, members, class, out);
+            }
+        } else {
+            for (_, members) in streams(&order, &start, N * P) {
+                trace_stream::<N, P, V>(isa, bvh, rays, members, out);
             }
         }
         for &i in &order[start[CLASSES]..start[CLASSES + 1]] {
@@ -243,6 +240,20 @@ pub(super) fn regroup(
         next[c] += 1;
     }
     start
+}
+
+/// The streams of a regrouped run (`order` and `start` from [`regroup`]):
+/// each class's rays cut into runs of at most `size`, with their class.
+#[inline(always)]
+pub(super) fn streams<'a>(
+    order: &'a [u16; RUN],
+    start: &'a [usize; CLASSES + 2],
+    size: usize,
+) -> impl Iterator<Item = (usize, &'a [u16])> + 'a {
+    (0..CLASSES).flat_map(move |class| {
+        let members = &order[start[class]..start[class + 1]];
+        members.chunks(size).map(move |stream| (class, stream))
+    })
 }
 
 /// A subtree waiting on the stream's stack with the rays that enter it.

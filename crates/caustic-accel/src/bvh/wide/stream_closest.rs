@@ -67,9 +67,9 @@ use super::ray_masks::StreamRays;
 use super::simd::Lanes;
 use super::stream::{
     CLASSES, RUN, RayConstants, STREAM, class_shape, padded_stream, regroup, stream_class,
-    stream_mask,
+    stream_mask, streams,
 };
-use super::traverse::{LeafTest, stack_capacity, traverse_from};
+use super::traverse::{LeafTest, far_to_near, stack_capacity, traverse_from};
 use super::{StreamStep, WideBvh, root_entry};
 use crate::is_traceable;
 use caustic_geom::{Hit, Ray};
@@ -162,16 +162,13 @@ pub fn closest_leftovers<const N: usize, const S: usize, V: Lanes<N>>(
     // lane-wise step's interval test is cheaper than a test per ray.
     let coherent = 2 * rest.len() < rays.len();
     let per_ray = step == StreamStep::PerRay && !coherent;
-    for c in 0..CLASSES {
-        let members = &order[start[c]..start[c + 1]];
-        if per_ray {
-            for members in members.chunks(STREAM) {
-                trace_per_ray::<N, V>(isa, bvh, rays, members, c, hits);
-            }
-        } else {
-            for members in members.chunks(N * S) {
-                trace_stream::<N, S, V>(isa, bvh, rays, members, hits);
-            }
+    if per_ray {
+        for (class, members) in streams(&order, &start, STREAM) {
+            trace_per_ray::<N, V>(isa, bvh, rays, members, class, hits);
+        }
+    } else {
+        for (_, members) in streams(&order, &start, N * S) {
+            trace_stream::<N, S, V>(isa, bvh, rays, members, hits);
         }
     }
     for &i in &order[start[CLASSES]..start[CLASSES + 1]] {
@@ -381,24 +378,15 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
             let far_cut = V::splat(isa, cutoffs.farthest);
             let (candidates, order, bound) = packet.test_children(node, far_cut);
             let mut slot_rays = [0u32; N];
-            let mut slots = [0usize; N];
-            let mut used = 0;
-            let order = order.to_array();
+            let mut kept = 0;
             for slot in set_bits(candidates) {
                 let rays_in = packet.rays_keeping(node, slot, mask, &cutoffs);
-                if rays_in == 0 {
-                    continue;
+                if rays_in != 0 {
+                    slot_rays[slot] = rays_in;
+                    kept |= 1 << slot;
                 }
-                slot_rays[slot] = rays_in;
-                // Insertion by entry bound, farthest first.
-                let mut j = used;
-                while j > 0 && order[slots[j - 1]] < order[slot] {
-                    slots[j] = slots[j - 1];
-                    j -= 1;
-                }
-                slots[j] = slot;
-                used += 1;
             }
+            let (slots, used) = far_to_near(kept, &order.to_array());
             let bound = bound.to_array();
             for &slot in &slots[..used] {
                 stack[depth].write(Entry {
@@ -500,18 +488,7 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
                 mask = 0;
                 break;
             }
-            let mut slots = [0usize; N];
-            let mut count = 0;
-            for slot in set_bits(used) {
-                // Insertion by bound, farthest first.
-                let mut j = count;
-                while j > 0 && bounds[slots[j - 1]] < bounds[slot] {
-                    slots[j] = slots[j - 1];
-                    j -= 1;
-                }
-                slots[j] = slot;
-                count += 1;
-            }
+            let (slots, count) = far_to_near(used, &bounds);
             for &slot in &slots[..count - 1] {
                 stack[depth].write(RaysEntry {
                     child: node.child[slot],

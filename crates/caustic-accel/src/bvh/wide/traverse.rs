@@ -562,6 +562,26 @@ pub fn traverse_subtrees<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
     }
 }
 
+/// The slots `slots` (bit per slot, at least one) ordered by `key`,
+/// largest (farthest) first, equal keys in slot order, and how many: the
+/// push order of the children a node keeps (an insertion sort; at most `N`
+/// slots).
+#[inline(always)]
+pub(super) fn far_to_near<const N: usize>(slots: u32, key: &[f32; N]) -> ([usize; N], usize) {
+    let mut sorted = [0usize; N];
+    let mut count = 0;
+    for slot in set_bits(slots) {
+        let mut j = count;
+        while j > 0 && key[sorted[j - 1]] < key[slot] {
+            sorted[j] = sorted[j - 1];
+            j -= 1;
+        }
+        sorted[j] = slot;
+        count += 1;
+    }
+    (sorted, count)
+}
+
 /// Sorts the hit children (`hits`, at least three) by entry distance, pushes
 /// all but the nearest far-to-near and returns the nearest's slot.
 #[inline(always)]
@@ -573,23 +593,8 @@ fn push_far_children<const N: usize, V: Lanes<N>>(
     stack: &mut [MaybeUninit<Entry>; STACK + MORE_STARTS],
     depth: &mut usize,
 ) -> usize {
-    let order = order.to_array();
     let bound = bound.to_array();
-    // Insertion sort of the slots, farthest first.
-    let mut slots = [0usize; N];
-    let mut count = 0;
-    let mut bits = hits;
-    while bits != 0 {
-        let slot = bits.trailing_zeros() as usize;
-        bits &= bits - 1;
-        let mut j = count;
-        while j > 0 && order[slots[j - 1]] < order[slot] {
-            slots[j] = slots[j - 1];
-            j -= 1;
-        }
-        slots[j] = slot;
-        count += 1;
-    }
+    let (slots, count) = far_to_near(hits, &order.to_array());
     for &slot in &slots[..count - 1] {
         stack[*depth].write(Entry {
             child: node.child[slot],
