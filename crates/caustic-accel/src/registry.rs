@@ -12,13 +12,14 @@ use std::fmt;
 pub use gpu_builders::{
     DeviceBuilderConfig, GPU_ACCEL_NAMES, MortonBuilderConfig, SahBuilderConfig,
 };
-use gpu_builders::{morton_config, sah_config, taskpool_config};
+use gpu_builders::{binned_params, morton_config, sah_config, taskpool_config};
 
 /// Every accel name [`build_accel`] knows, in the order reports list them.
 pub const ACCEL_NAMES: &[&str] = &[
     "bvh-binned",
     "bvh-binned-staged",
     "bvh-sweep",
+    "bvh-spatial",
     "bvh-wide",
     "lbvh",
     "hlbvh",
@@ -87,7 +88,7 @@ impl fmt::Display for AccelSpecError {
             } => write!(f, "accel `{accel}`, parameter `{param}`: {message}"),
             Self::NotBinary { name } => write!(
                 f,
-                "`{name}` is not a binary BVH builder (bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc, bvh-taskpool)"
+                "`{name}` is not a binary BVH builder (bvh-binned, bvh-binned-staged, bvh-sweep, bvh-spatial, lbvh, hlbvh, ploc, bvh-taskpool)"
             ),
         }
     }
@@ -107,8 +108,12 @@ pub const ACCEL_PARAMS: &[(&str, &str)] = &[
     ),
     ("bvh-sweep", "leaf=N (max leaf size)"),
     (
+        "bvh-spatial",
+        "the bvh-binned parameters, sbins=2..64 (spatial bins), alpha=0..1 (overlap that tries spatial splits, of the root's area), dup=1..16 (most references per triangle)",
+    ),
+    (
         "bvh-wide",
-        "width=4|8, from=NAME (binary builder: bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc, bvh-taskpool)",
+        "width=4|8, from=NAME (binary builder: bvh-binned, bvh-binned-staged, bvh-sweep, bvh-spatial, lbvh, hlbvh, ploc, bvh-taskpool)",
     ),
     (
         "lbvh",
@@ -197,10 +202,11 @@ pub fn build_triangle_bvh(
     spec: &str,
     triangles: &[Triangle],
 ) -> Result<TriangleBvh, AccelSpecError> {
-    const BINARY: [&str; 7] = [
+    const BINARY: [&str; 8] = [
         "bvh-binned",
         "bvh-binned-staged",
         "bvh-sweep",
+        "bvh-spatial",
         "lbvh",
         "hlbvh",
         "ploc",
@@ -218,6 +224,9 @@ pub fn build_triangle_bvh(
 fn binary_builder(params: &mut Params) -> Result<Box<dyn Bvh2Builder>, AccelSpecError> {
     let builder: Box<dyn Bvh2Builder> = match params.accel.as_str() {
         "bvh-binned" | "bvh-binned-staged" | "bvh-sweep" => sah_config(params)?.cpu_builder(),
+        "bvh-spatial" => Box::new(crate::bvh::build::SpatialSahBuilder::new(spatial_config(
+            params,
+        )?)),
         "lbvh" | "hlbvh" | "ploc" => morton_config(params)?.cpu_builder(),
         "bvh-taskpool" => Box::new(crate::bvh::build::TaskPoolBvhBuilder::new(taskpool_config(
             params,
@@ -228,7 +237,7 @@ fn binary_builder(params: &mut Params) -> Result<Box<dyn Bvh2Builder>, AccelSpec
                 accel: "bvh-wide".into(),
                 param: "from".into(),
                 message: format!(
-                    "`{other}` is not a binary BVH builder (bvh-binned, bvh-binned-staged, bvh-sweep, lbvh, hlbvh, ploc, bvh-taskpool)"
+                    "`{other}` is not a binary BVH builder (bvh-binned, bvh-binned-staged, bvh-sweep, bvh-spatial, lbvh, hlbvh, ploc, bvh-taskpool)"
                 ),
             });
         }
@@ -302,6 +311,27 @@ fn config_of<C>(
 /// "GPU-built trees"). For a scene that changes every frame and is traced
 /// little, `ploc` builds in 60 % of its time.
 pub const DEFAULT_GPU_SPEC: &str = "bvh-binned";
+
+/// The configuration of `bvh-spatial` from its parameters: the binned
+/// builder's plus `sbins`, `alpha` and `dup`.
+fn spatial_config(
+    params: &mut Params,
+) -> Result<crate::bvh::build::SpatialSahConfig, AccelSpecError> {
+    use crate::bvh::build::{MAX_SPATIAL_BINS, SpatialSahConfig};
+    let mut config = SpatialSahConfig::DEFAULT;
+    config.base = binned_params(params, config.base)?;
+    if let Some(bins) = params.take_usize("sbins", 2..=MAX_SPATIAL_BINS)? {
+        config.spatial_bins = bins;
+    }
+    if let Some(alpha) = params.take_f32("alpha", 0.0..=1.0)? {
+        config.overlap_alpha = alpha;
+    }
+    if let Some(dup) = params.take_f32("dup", 1.0..=16.0)? {
+        config.duplication = dup;
+    }
+    config.validate().map_err(|m| params.bad("dup", &m))?;
+    Ok(config)
+}
 
 fn kdtree_config(params: &mut Params) -> Result<crate::kdtree::KdTreeConfig, AccelSpecError> {
     let mut config = crate::kdtree::KdTreeConfig::default();

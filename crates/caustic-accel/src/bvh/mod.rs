@@ -122,13 +122,39 @@ impl Bvh2 {
     /// never be hit (non-finite coordinates; see `BuildInput::is_placeable`):
     /// its primitives are exempt from the containment check.
     pub fn validate(&self, prim_bounds: &[Aabb]) -> Result<(), String> {
+        self.check(prim_bounds, References::Unique)
+    }
+
+    /// [`Bvh2::validate`] for trees built with spatial splits (`bvh-spatial`),
+    /// which cut a triangle into parts held by different leaves: every
+    /// primitive appears in at least one leaf (`prim_indices` may be longer
+    /// than the input), and a leaf's box need only *meet* each of its
+    /// primitives' boxes, since it bounds the part inside. That the parts
+    /// cover each triangle is the builder's contract (tested against brute
+    /// force, not checkable from boxes); every other invariant is the same.
+    pub fn validate_split(&self, prim_bounds: &[Aabb]) -> Result<(), String> {
+        self.check(prim_bounds, References::Split)
+    }
+
+    /// [`Bvh2::validate_split`] where the tree holds more references than
+    /// primitives, [`Bvh2::validate`] otherwise: for trees from elsewhere.
+    pub fn validate_any(&self, prim_bounds: &[Aabb]) -> Result<(), String> {
+        if self.prim_indices.len() > prim_bounds.len() {
+            self.validate_split(prim_bounds)
+        } else {
+            self.validate(prim_bounds)
+        }
+    }
+
+    fn check(&self, prim_bounds: &[Aabb], references: References) -> Result<(), String> {
         let n = prim_bounds.len();
-        if self.prim_indices.len() != n {
-            return Err(format!(
-                "{} prim slots for {} primitives",
-                self.prim_indices.len(),
-                n
-            ));
+        let slots = self.prim_indices.len();
+        let slots_fit = match references {
+            References::Unique => slots == n,
+            References::Split => slots >= n,
+        };
+        if !slots_fit {
+            return Err(format!("{slots} prim slots for {n} primitives"));
         }
         if self.nodes.is_empty() {
             return if n == 0 {
@@ -137,10 +163,19 @@ impl Bvh2 {
                 Err(format!("no nodes for {n} primitives"))
             };
         }
-        let mut checker = Checker::new(self, prim_bounds);
+        let mut checker = Checker::new(self, prim_bounds, references);
         checker.run()?;
         checker.finish()
     }
+}
+
+/// Whether a tree may reference a primitive from several leaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum References {
+    /// Each primitive in exactly one leaf, whose box contains it.
+    Unique,
+    /// Each primitive in at least one leaf, whose box meets it.
+    Split,
 }
 
 impl Bvh2 {
@@ -213,6 +248,7 @@ impl Bvh2 {
 struct Checker<'a> {
     bvh: &'a Bvh2,
     prim_bounds: &'a [Aabb],
+    references: References,
     node_seen: Vec<bool>,
     slot_seen: Vec<bool>,
     prim_seen: Vec<bool>,
@@ -220,12 +256,13 @@ struct Checker<'a> {
 }
 
 impl<'a> Checker<'a> {
-    fn new(bvh: &'a Bvh2, prim_bounds: &'a [Aabb]) -> Self {
+    fn new(bvh: &'a Bvh2, prim_bounds: &'a [Aabb], references: References) -> Self {
         Self {
             bvh,
             prim_bounds,
+            references,
             node_seen: vec![false; bvh.nodes.len()],
-            slot_seen: vec![false; prim_bounds.len()],
+            slot_seen: vec![false; bvh.prim_indices.len()],
             prim_seen: vec![false; prim_bounds.len()],
             leaves: 0,
         }
@@ -280,13 +317,23 @@ impl<'a> Checker<'a> {
             if prim >= self.prim_seen.len() {
                 return Err(format!("slot {slot} holds prim {prim}, out of range"));
             }
-            if std::mem::replace(&mut self.prim_seen[prim], true) {
+            let seen = std::mem::replace(&mut self.prim_seen[prim], true);
+            if seen && self.references == References::Unique {
                 return Err(format!("prim {prim} is referenced twice"));
             }
             let prim_box = self.prim_bounds[prim];
             let parking = node.bounds().is_empty();
-            if !parking && !contains_with_tolerance(&node.bounds(), &prim_box) {
-                return Err(format!("leaf {index} does not contain prim {prim}'s box"));
+            if parking {
+                continue;
+            }
+            match self.references {
+                References::Unique if !contains_with_tolerance(&node.bounds(), &prim_box) => {
+                    return Err(format!("leaf {index} does not contain prim {prim}'s box"));
+                }
+                References::Split if !meets_with_tolerance(&node.bounds(), &prim_box) => {
+                    return Err(format!("leaf {index} does not meet prim {prim}'s box"));
+                }
+                _ => {}
             }
         }
         Ok(())
@@ -298,6 +345,9 @@ impl<'a> Checker<'a> {
         }
         if let Some(slot) = self.slot_seen.iter().position(|seen| !seen) {
             return Err(format!("slot {slot} is in no leaf"));
+        }
+        if let Some(prim) = self.prim_seen.iter().position(|seen| !seen) {
+            return Err(format!("prim {prim} is in no leaf"));
         }
         if self.bvh.nodes.len() != 2 * self.leaves - 1 {
             return Err(format!(
@@ -312,13 +362,25 @@ impl<'a> Checker<'a> {
 
 /// Box containment up to a relative tolerance, for trees whose boxes were
 /// rounded by another builder (a GPU one, say). An empty `inner` always fits.
-fn contains_with_tolerance(outer: &Aabb, inner: &Aabb) -> bool {
+pub(crate) fn contains_with_tolerance(outer: &Aabb, inner: &Aabb) -> bool {
     if inner.is_empty() {
         return true;
     }
     let scale = outer.min.abs().max(outer.max.abs()).max_element().max(1.0);
     let tol = 1e-6 * scale;
     inner.min.cmpge(outer.min - tol).all() && inner.max.cmple(outer.max + tol).all()
+}
+
+/// Whether two boxes share a point, up to the tolerance of
+/// [`contains_with_tolerance`]; an empty `inner` always does (it is
+/// unplaceable, and validated as such elsewhere).
+pub(crate) fn meets_with_tolerance(outer: &Aabb, inner: &Aabb) -> bool {
+    if inner.is_empty() {
+        return true;
+    }
+    let scale = outer.min.abs().max(outer.max.abs()).max_element().max(1.0);
+    let tol = 1e-6 * scale;
+    inner.max.cmpge(outer.min - tol).all() && inner.min.cmple(outer.max + tol).all()
 }
 
 /// The SAH cost of a hierarchy as caustic reports it everywhere: the expected

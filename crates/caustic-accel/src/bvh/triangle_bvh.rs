@@ -24,6 +24,9 @@ pub struct TriangleBvh {
     bvh: Bvh2,
     /// `triangles[k]` is the scene triangle `bvh.prim_indices[k]`.
     triangles: Vec<Triangle>,
+    /// Triangles in the scene (fewer than slots where spatial splits put a
+    /// triangle in several leaves).
+    scene_len: usize,
     stats: AccelStats,
 }
 
@@ -41,10 +44,16 @@ impl TriangleBvh {
     pub fn build_with(triangles: &[Triangle], builder: &dyn Bvh2Builder) -> Self {
         let start = Instant::now();
         let input = BuildInput::from_triangles(triangles);
-        let (bvh, builder_peak) = builder.build_with_peak(&input);
+        let (bvh, builder_peak) = builder.build_triangles(&input, triangles);
         let leaf_triangles = in_leaf_order(&bvh, triangles);
         let build_ms = start.elapsed().as_secs_f64() * 1e3;
-        let mut accel = Self::assemble(bvh, leaf_triangles, builder.name(), build_ms);
+        let mut accel = Self::assemble(
+            bvh,
+            leaf_triangles,
+            triangles.len(),
+            builder.name(),
+            build_ms,
+        );
         if builder_peak > 0 {
             let input_bytes = std::mem::size_of_val(input.bounds.as_slice())
                 + std::mem::size_of_val(input.centroids.as_slice());
@@ -57,16 +66,18 @@ impl TriangleBvh {
     /// order, at new positions) and refits the boxes to them, keeping the
     /// topology ([`Bvh2::refit`]); `stats().sah_cost` is the refitted
     /// tree's and `stats().build_ms` the refit's wall time (what it took to
-    /// make the tree traceable again).
+    /// make the tree traceable again). A tree with spatial splits
+    /// (`bvh-spatial`) refits its leaves to whole triangles: exact hits
+    /// still, but the cut parts' tight boxes are gone until a rebuild.
     ///
     /// # Errors
     /// When `triangles` has another length than the tree was built over.
     pub fn refit(&mut self, triangles: &[Triangle]) -> Result<(), String> {
-        if triangles.len() != self.bvh.prim_indices.len() {
+        if triangles.len() != self.scene_len {
             return Err(format!(
                 "refit: {} triangles for a tree over {}",
                 triangles.len(),
-                self.bvh.prim_indices.len()
+                self.scene_len
             ));
         }
         let start = Instant::now();
@@ -81,12 +92,24 @@ impl TriangleBvh {
     /// Wraps a hierarchy built elsewhere (another builder, a GPU, a file)
     /// after checking it against `triangles`.
     pub fn from_bvh(bvh: Bvh2, triangles: &[Triangle], name: &'static str) -> Result<Self, String> {
-        bvh.validate(&BuildInput::from_triangles(triangles).bounds)?;
+        bvh.validate_any(&BuildInput::from_triangles(triangles).bounds)?;
         let leaf_triangles = in_leaf_order(&bvh, triangles);
-        Ok(Self::assemble(bvh, leaf_triangles, name, 0.0))
+        Ok(Self::assemble(
+            bvh,
+            leaf_triangles,
+            triangles.len(),
+            name,
+            0.0,
+        ))
     }
 
-    fn assemble(bvh: Bvh2, triangles: Vec<Triangle>, name: &'static str, build_ms: f64) -> Self {
+    fn assemble(
+        bvh: Bvh2,
+        triangles: Vec<Triangle>,
+        scene_len: usize,
+        name: &'static str,
+        build_ms: f64,
+    ) -> Self {
         let shape = bvh.shape();
         assert!(shape.max_depth <= MAX_DEPTH, "BVH deeper than MAX_DEPTH");
         let bytes = std::mem::size_of_val(bvh.nodes.as_slice())
@@ -106,12 +129,14 @@ impl TriangleBvh {
                 shape.prims as f32 / shape.leaves as f32
             },
             bytes,
-            prims: shape.prims,
+            // Scene triangles; slots (`shape.prims`) may count a cut one twice.
+            prims: scene_len,
             peak_build_bytes: 0,
         };
         Self {
             bvh,
             triangles,
+            scene_len,
             stats,
         }
     }

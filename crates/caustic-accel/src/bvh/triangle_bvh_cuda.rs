@@ -223,16 +223,22 @@ impl DeviceBvh {
     }
 }
 
-/// The inverse of the permutation `prim_indices` (slot to id).
+/// Scene id to slot: the inverse of `prim_indices`, a permutation, or for a
+/// tree with spatial splits (`bvh-spatial`, a triangle in several slots) the
+/// first slot of each id; any of them holds the same triangle.
 fn inverse(prim_indices: &[u32]) -> Result<Vec<u32>, GpuError> {
     let mut slots = vec![u32::MAX; prim_indices.len()];
     for (slot, &prim) in prim_indices.iter().enumerate() {
         match slots.get_mut(prim as usize) {
             Some(entry) if *entry == u32::MAX => *entry = slot as u32,
-            _ => {
+            Some(_) => {}
+            None => {
                 return Err(GpuError::Invalid {
                     what: "BVH",
-                    message: format!("prim_indices is not a permutation (slot {slot}: {prim})"),
+                    message: format!(
+                        "slot {slot} holds id {prim}, past the {} slots",
+                        prim_indices.len()
+                    ),
                 });
             }
         }
@@ -247,7 +253,8 @@ mod tests {
     #[test]
     fn inverse_of_a_permutation() {
         assert_eq!(inverse(&[2, 0, 1]).unwrap(), [1, 2, 0]);
-        assert!(inverse(&[0, 0]).is_err());
+        // A triangle in two slots (spatial splits): its first slot.
+        assert_eq!(inverse(&[1, 0, 1]).unwrap(), [1, 0, u32::MAX]);
         assert!(inverse(&[3]).is_err());
         assert!(inverse(&[]).unwrap().is_empty());
     }

@@ -298,11 +298,20 @@ pub(super) fn sah_config(params: &mut Params) -> Result<SahBuilderConfig, AccelS
         }
         return Ok(SahBuilderConfig::Sweep(config));
     }
-    let mut config = if params.accel == "bvh-binned" {
+    let config = if params.accel == "bvh-binned" {
         BinnedSahConfig::DEFAULT
     } else {
         BinnedSahConfig::STAGED
     };
+    Ok(SahBuilderConfig::Binned(binned_params(params, config)?))
+}
+
+/// `config` with the binned builder's parameters (`bins`, `schedule`,
+/// `sweep`, `leaf`) applied; `bvh-spatial` takes them too.
+pub(super) fn binned_params(
+    params: &mut Params,
+    mut config: BinnedSahConfig,
+) -> Result<BinnedSahConfig, AccelSpecError> {
     if let Some(bins) = params.take_usize("bins", 2..=MAX_BINS)? {
         config.bins = bins;
     }
@@ -316,7 +325,7 @@ pub(super) fn sah_config(params: &mut Params) -> Result<SahBuilderConfig, AccelS
         config.max_leaf_size = leaf;
     }
     config.validate().map_err(|m| params.bad("schedule", &m))?;
-    Ok(SahBuilderConfig::Binned(config))
+    Ok(config)
 }
 
 /// The configuration of `bvh-taskpool` from its parameters (`leaf=N`,

@@ -67,6 +67,22 @@ impl BuildBox {
         e.x * e.y + e.y * e.z + e.z * e.x
     }
 
+    /// The box common to both (inverted, hence empty, when they are disjoint).
+    #[inline(always)]
+    #[must_use]
+    pub fn intersection(self, other: Self) -> Self {
+        Self {
+            min: self.min.max(other.min),
+            max: self.max.min(other.max),
+        }
+    }
+
+    /// True when the box holds no point (`min > max` on some axis).
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.min.cmpgt(self.max).any()
+    }
+
     pub fn largest_axis(&self) -> usize {
         self.to_aabb().largest_axis()
     }

@@ -41,7 +41,8 @@ mod taskpool;
 mod taskpool_cuda;
 
 pub use binned_sah::{
-    BinSchedule, BinStage, BinnedSahBuilder, BinnedSahConfig, FIVE_STAGES, MAX_BINS, MAX_STAGES,
+    BinSchedule, BinStage, BinnedSahBuilder, BinnedSahConfig, FIVE_STAGES, MAX_BINS,
+    MAX_SPATIAL_BINS, MAX_STAGES, SpatialSahBuilder, SpatialSahConfig,
 };
 #[cfg(feature = "cuda")]
 pub use binned_sah_cuda::MAX_TRIANGLES as GPU_SAH_MAX_TRIANGLES;
@@ -59,6 +60,7 @@ pub use taskpool_cuda::MAX_TRIANGLES as GPU_TASKPOOL_MAX_TRIANGLES;
 
 use super::Bvh2;
 use crate::BuildInput;
+use caustic_geom::Triangle;
 
 /// Something that turns boxes and centroids into a [`Bvh2`].
 pub trait Bvh2Builder: Send + Sync {
@@ -75,6 +77,17 @@ pub trait Bvh2Builder: Send + Sync {
     fn build_with_peak(&self, input: &BuildInput) -> (Bvh2, usize) {
         (self.build(input), 0)
     }
+
+    /// [`Self::build_with_peak`] over triangles: `input` is
+    /// [`BuildInput::from_triangles`] of `triangles`. Builders that cut
+    /// triangles (spatial splits, `bvh-spatial`) need them and may then
+    /// reference a triangle from several leaves, each leaf's box holding
+    /// the part of it inside ([`Bvh2::validate_split`]); the others build
+    /// on the boxes alone.
+    fn build_triangles(&self, input: &BuildInput, triangles: &[Triangle]) -> (Bvh2, usize) {
+        let _ = triangles;
+        self.build_with_peak(input)
+    }
 }
 
 /// Runs [`Bvh2::validate`] in debug builds and panics with the builder's
@@ -85,6 +98,18 @@ pub(crate) fn debug_validate(builder: &str, bvh: &Bvh2, input: &BuildInput) {
         return;
     }
     if let Err(problem) = bvh.validate(&input.bounds) {
+        panic!("{builder} built an invalid BVH: {problem}");
+    }
+}
+
+/// [`debug_validate`] for trees whose triangles may be cut into several
+/// references ([`Bvh2::validate_split`]).
+#[inline]
+pub(crate) fn debug_validate_split(builder: &str, bvh: &Bvh2, input: &BuildInput) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    if let Err(problem) = bvh.validate_split(&input.bounds) {
         panic!("{builder} built an invalid BVH: {problem}");
     }
 }

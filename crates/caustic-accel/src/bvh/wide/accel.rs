@@ -220,7 +220,7 @@ impl WideTriangleBvh {
     ) -> Self {
         let start = Instant::now();
         let input = BuildInput::from_triangles(triangles);
-        let (bvh, builder_peak) = builder.build_with_peak(&input);
+        let (bvh, builder_peak) = builder.build_triangles(&input, triangles);
         let tree = Self::collapse_tree(&bvh, triangles, config);
         let build_ms = start.elapsed().as_secs_f64() * 1e3;
         let mut accel = Self::assemble(tree, triangles, build_ms);
@@ -242,7 +242,7 @@ impl WideTriangleBvh {
         triangles: &[Triangle],
         config: &WideBvhConfig,
     ) -> Result<Self, String> {
-        bvh.validate(&BuildInput::from_triangles(triangles).bounds)?;
+        bvh.validate_any(&BuildInput::from_triangles(triangles).bounds)?;
         let start = Instant::now();
         let tree = Self::collapse_tree(bvh, triangles, config);
         Ok(Self::assemble(

@@ -68,11 +68,14 @@
 //! empty box, a child of the root; that leaf alone may exceed
 //! `max_leaf_size`.
 
+mod chop;
 mod config;
 mod small;
+mod spatial;
 mod split;
 
 pub use config::{BinSchedule, BinStage, BinnedSahConfig, FIVE_STAGES, MAX_BINS, MAX_STAGES};
+pub use spatial::{MAX_SPATIAL_BINS, SpatialSahBuilder, SpatialSahConfig};
 
 use super::build_box::BuildBox;
 use super::fragment::{Body, Subtree, assemble, unplaceable_ids};
