@@ -31,7 +31,7 @@ const REFERENCE: &str = "bvh-sweep";
 
 /// The structures with a cost ratio to [`REFERENCE`], in the order of
 /// [`Measured::ratios`].
-const RATIO_ORDER: [&str; 8] = [
+const RATIO_ORDER: [&str; 9] = [
     "bvh-binned",
     "bvh-binned-staged",
     "bvh-wide",
@@ -40,6 +40,7 @@ const RATIO_ORDER: [&str; 8] = [
     "ploc",
     "kdtree",
     "bvh-taskpool",
+    "bvh-spatial",
 ];
 
 /// What the structures measured on one scene when the bounds were set
@@ -52,7 +53,7 @@ struct Measured {
     /// The wide tree's is below 1 (it counts one step per 8-wide node);
     /// the kd-tree's is mostly above (cells are never smaller than the
     /// boxes of what they hold, and straddling triangles count per leaf).
-    ratios: [f32; 8],
+    ratios: [f32; 9],
     /// Kd-tree leaf references per triangle (straddlers count per leaf).
     kd_refs_per_triangle: f32,
     /// The grid's references per cell, empty cells included.
@@ -62,13 +63,14 @@ struct Measured {
 }
 
 /// Measured with the builders' defaults at the commit that added this test
-/// (the last column, `bvh-taskpool`'s CPU twin, when it was registered).
+/// (the last two columns when `bvh-taskpool`'s CPU twin and `bvh-spatial`
+/// were registered).
 const MEASURED: &[Measured] = &[
     Measured {
         scene: "bunny/bun_zipper.ply",
         reference_cost: 31.16,
         ratios: [
-            1.0044, 1.0096, 0.7081, 1.2803, 1.1044, 1.1360, 2.0544, 1.0139,
+            1.0044, 1.0096, 0.7081, 1.2803, 1.1044, 1.1360, 2.0544, 1.0139, 1.0018,
         ],
         kd_refs_per_triangle: 5.072,
         grid_refs_per_cell: 0.733,
@@ -78,7 +80,7 @@ const MEASURED: &[Measured] = &[
         scene: "sponza-dabrovic/sponza.obj",
         reference_cost: 67.98,
         ratios: [
-            1.0230, 1.0052, 0.7362, 1.9238, 1.1882, 0.9828, 1.2690, 1.0350,
+            1.0230, 1.0052, 0.7362, 1.9238, 1.1882, 0.9828, 1.2690, 1.0350, 0.8327,
         ],
         kd_refs_per_triangle: 4.499,
         grid_refs_per_cell: 1.565,
@@ -88,7 +90,7 @@ const MEASURED: &[Measured] = &[
         scene: "sibenik/sibenik.obj",
         reference_cost: 46.67,
         ratios: [
-            1.0061, 1.0096, 0.7422, 1.5778, 1.1334, 1.0628, 1.5458, 1.0418,
+            1.0061, 1.0096, 0.7422, 1.5778, 1.1334, 1.0628, 1.5458, 1.0418, 0.9266,
         ],
         kd_refs_per_triangle: 3.827,
         grid_refs_per_cell: 1.156,
@@ -98,7 +100,7 @@ const MEASURED: &[Measured] = &[
         scene: "conference-69k/conference.obj",
         reference_cost: 36.35,
         ratios: [
-            1.0378, 1.0498, 0.7454, 1.8932, 1.1992, 0.9613, 1.3670, 1.0554,
+            1.0378, 1.0498, 0.7454, 1.8932, 1.1992, 0.9613, 1.3670, 1.0554, 0.8526,
         ],
         kd_refs_per_triangle: 6.135,
         grid_refs_per_cell: 1.061,
@@ -108,7 +110,7 @@ const MEASURED: &[Measured] = &[
         scene: "builtin:cornell-box",
         reference_cost: 12.72,
         ratios: [
-            1.0000, 1.0000, 0.9481, 1.8112, 1.1816, 0.9350, 1.5051, 0.9792,
+            1.0000, 1.0000, 0.9481, 1.8112, 1.1816, 0.9350, 1.5051, 0.9792, 1.0000,
         ],
         kd_refs_per_triangle: 2.861,
         grid_refs_per_cell: 3.111,
@@ -118,7 +120,7 @@ const MEASURED: &[Measured] = &[
         scene: "builtin:cornell-caustics",
         reference_cost: 16.81,
         ratios: [
-            1.0489, 1.0517, 0.8848, 2.2471, 1.3938, 1.0307, 1.8480, 1.0515,
+            1.0489, 1.0517, 0.8848, 2.2471, 1.3938, 1.0307, 1.8480, 1.0515, 1.0489,
         ],
         kd_refs_per_triangle: 4.140,
         grid_refs_per_cell: 0.597,
@@ -128,7 +130,7 @@ const MEASURED: &[Measured] = &[
         scene: "soup:uniform",
         reference_cost: 71.20,
         ratios: [
-            1.0032, 1.0130, 0.9615, 1.0919, 1.0146, 1.1380, 1.7446, 1.0090,
+            1.0032, 1.0130, 0.9615, 1.0919, 1.0146, 1.1380, 1.7446, 1.0090, 1.0036,
         ],
         kd_refs_per_triangle: 1.191,
         grid_refs_per_cell: 0.525,
@@ -139,7 +141,7 @@ const MEASURED: &[Measured] = &[
         reference_cost: 360.60,
         // The kd-tree's cells cut the large triangles away from the clumps.
         ratios: [
-            1.0146, 1.0264, 0.9614, 1.3329, 1.1336, 0.9297, 0.3724, 1.0148,
+            1.0146, 1.0264, 0.9614, 1.3329, 1.1336, 0.9297, 0.3724, 1.0148, 0.5369,
         ],
         kd_refs_per_triangle: 2.066,
         // Every large triangle crosses the whole grid.
@@ -300,6 +302,17 @@ fn sane_shape(scene: &str, name: &str, s: &AccelStats) {
             assert_eq!((s.nodes, s.max_depth), (0, 0), "{what}");
             let cells_per_triangle = s.leaves as f32 / prims;
             assert!((2.5..=10.0).contains(&cells_per_triangle), "{what}");
+        }
+        "bvh-spatial" => {
+            // A full binary tree whose cut triangles sit in several leaves,
+            // within the default budget of 1.3 references per triangle.
+            assert_eq!(s.nodes, 2 * s.leaves - 1, "{what}");
+            assert!((1..=8).contains(&s.max_leaf_size), "{what}");
+            assert!(
+                (1.0..=1.3 + 1e-3).contains(&references_per_triangle(s)),
+                "{what}"
+            );
+            assert!(s.max_depth <= caustic_accel::bvh::MAX_DEPTH, "{what}");
         }
         _ => {
             // Binary BVHs: a full binary tree, every triangle in one leaf

@@ -30,7 +30,9 @@ pub use caustic_accel::bvh::device_accel_cuda::{GpuAccelSpec, GpuAccelStats};
 /// one it builds when none is chosen; in every build, so a CPU-only
 /// program can name them.
 pub use caustic_accel::registry::{DEFAULT_GPU_SPEC, GPU_STRUCTURES};
-pub use params::{BinnedSah, Grid, Hlbvh, KdTree, Lbvh, Ploc, SweepSah, TaskPoolBvh, WideBvh};
+pub use params::{
+    BinnedSah, Grid, Hlbvh, KdTree, Lbvh, Ploc, SpatialSah, SweepSah, TaskPoolBvh, WideBvh,
+};
 
 use crate::error::Result;
 use caustic_accel::Accel;
@@ -51,6 +53,8 @@ pub enum AccelKind {
     BvhBinnedStaged(BinnedSah),
     /// `bvh-sweep`: full-sweep SAH.
     BvhSweep(SweepSah),
+    /// `bvh-spatial`: binned SAH with spatial splits.
+    BvhSpatial(SpatialSah),
     /// `bvh-taskpool`: SAH over 32 candidates per task (the GPU task pool's).
     BvhTaskPool(TaskPoolBvh),
     /// `bvh-wide`: a binary BVH collapsed to 4 or 8 children per node.
@@ -76,12 +80,13 @@ impl Default for AccelKind {
 }
 
 /// The binary BVHs: what `bvh-wide` collapses, and what a GPU traces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum BinaryBvh {
     BvhBinned(BinnedSah),
     BvhBinnedStaged(BinnedSah),
     BvhSweep(SweepSah),
+    BvhSpatial(SpatialSah),
     BvhTaskPool(TaskPoolBvh),
     Lbvh(Lbvh),
     Hlbvh(Hlbvh),
@@ -100,6 +105,7 @@ impl From<BinaryBvh> for AccelKind {
             BinaryBvh::BvhBinned(p) => AccelKind::BvhBinned(p),
             BinaryBvh::BvhBinnedStaged(p) => AccelKind::BvhBinnedStaged(p),
             BinaryBvh::BvhSweep(p) => AccelKind::BvhSweep(p),
+            BinaryBvh::BvhSpatial(p) => AccelKind::BvhSpatial(p),
             BinaryBvh::BvhTaskPool(p) => AccelKind::BvhTaskPool(p),
             BinaryBvh::Lbvh(p) => AccelKind::Lbvh(p),
             BinaryBvh::Hlbvh(p) => AccelKind::Hlbvh(p),
@@ -116,6 +122,7 @@ impl AccelKind {
             AccelKind::BvhBinned(_) => "bvh-binned",
             AccelKind::BvhBinnedStaged(_) => "bvh-binned-staged",
             AccelKind::BvhSweep(_) => "bvh-sweep",
+            AccelKind::BvhSpatial(_) => "bvh-spatial",
             AccelKind::BvhTaskPool(_) => "bvh-taskpool",
             AccelKind::BvhWide(_) => "bvh-wide",
             AccelKind::Lbvh(_) => "lbvh",
@@ -137,6 +144,7 @@ impl AccelKind {
             AccelKind::BvhBinned(p) => BinaryBvh::BvhBinned(p),
             AccelKind::BvhBinnedStaged(p) => BinaryBvh::BvhBinnedStaged(p),
             AccelKind::BvhSweep(p) => BinaryBvh::BvhSweep(p),
+            AccelKind::BvhSpatial(p) => BinaryBvh::BvhSpatial(p),
             AccelKind::BvhTaskPool(p) => BinaryBvh::BvhTaskPool(p),
             AccelKind::BvhWide(p) => p.from,
             AccelKind::Lbvh(p) => BinaryBvh::Lbvh(p),

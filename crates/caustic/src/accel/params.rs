@@ -4,7 +4,8 @@
 //! configurations, so there is one source for every number.
 
 use caustic_accel::bvh::build::{
-    BinSchedule, BinnedSahConfig, HlbvhConfig, LbvhConfig, MortonBits, PlocConfig, SweepSahConfig,
+    BinSchedule, BinnedSahConfig, HlbvhConfig, LbvhConfig, MortonBits, PlocConfig,
+    SpatialSahConfig, SweepSahConfig,
 };
 use caustic_accel::bvh::wide::{WideBvhConfig, Width};
 use caustic_accel::grid::GridConfig;
@@ -49,6 +50,34 @@ impl BinnedSah {
 impl Default for BinnedSah {
     fn default() -> Self {
         Self::DEFAULT
+    }
+}
+
+/// Binned SAH with spatial splits (Stich, Friedrich and Dietrich, "Spatial
+/// Splits in Bounding Volume Hierarchies", HPG 2009): `bvh-spatial`, which
+/// may reference a triangle from several leaves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpatialSah {
+    /// The object splits, leaves and small nodes, as `bvh-binned`'s keys.
+    pub binned: BinnedSah,
+    /// `sbins`: spatial bins per axis, 2..=64.
+    pub spatial_bins: usize,
+    /// `alpha`: spatial splits are tried where an object split's children
+    /// overlap by more than this fraction of the root's area, 0..=1.
+    pub alpha: f32,
+    /// `dup`: most references per triangle over the tree, 1..=16.
+    pub duplication: f32,
+}
+
+impl Default for SpatialSah {
+    fn default() -> Self {
+        let config = SpatialSahConfig::DEFAULT;
+        Self {
+            binned: BinnedSah::from_config(&config.base),
+            spatial_bins: config.spatial_bins,
+            alpha: config.overlap_alpha,
+            duplication: config.duplication,
+        }
     }
 }
 

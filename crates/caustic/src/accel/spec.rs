@@ -8,7 +8,9 @@
 //! message (the same the command line prints), then reads the typed
 //! values.
 
-use super::params::{BinnedSah, Grid, Hlbvh, KdTree, Lbvh, Ploc, SweepSah, TaskPoolBvh, WideBvh};
+use super::params::{
+    BinnedSah, Grid, Hlbvh, KdTree, Lbvh, Ploc, SpatialSah, SweepSah, TaskPoolBvh, WideBvh,
+};
 use super::{AccelKind, BinSchedule, BinaryBvh, MortonBits};
 use crate::error::Error;
 use caustic_accel::{ACCEL_PARAMS, AccelSpecError, registry};
@@ -22,6 +24,7 @@ impl Display for AccelKind {
             AccelKind::BvhBinned(p) => p.write(&BinnedSah::DEFAULT, &mut out),
             AccelKind::BvhBinnedStaged(p) => p.write(&BinnedSah::STAGED, &mut out),
             AccelKind::BvhSweep(p) => p.write(&mut out),
+            AccelKind::BvhSpatial(p) => p.write(&mut out),
             AccelKind::BvhTaskPool(p) => p.write(&mut out),
             AccelKind::BvhWide(p) => p.write(&mut out),
             AccelKind::Lbvh(p) => p.write(&mut out),
@@ -84,6 +87,25 @@ impl BinnedSah {
         );
         out.param("sweep", self.sweep, default.sweep);
         out.param("leaf", self.max_leaf, default.max_leaf);
+    }
+}
+
+impl SpatialSah {
+    fn write(&self, out: &mut Spec) {
+        let d = Self::default();
+        self.binned.write(&d.binned, out);
+        out.param("sbins", self.spatial_bins, d.spatial_bins);
+        out.param("alpha", self.alpha, d.alpha);
+        out.param("dup", self.duplication, d.duplication);
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), Unset> {
+        match key {
+            "sbins" => read(value).map(|v| self.spatial_bins = v),
+            "alpha" => read(value).map(|v| self.alpha = v),
+            "dup" => read(value).map(|v| self.duplication = v),
+            _ => self.binned.set(key, value),
+        }
     }
 }
 
@@ -198,6 +220,7 @@ fn defaults(name: &str) -> Option<AccelKind> {
         "bvh-binned" => AccelKind::BvhBinned(BinnedSah::DEFAULT),
         "bvh-binned-staged" => AccelKind::BvhBinnedStaged(BinnedSah::STAGED),
         "bvh-sweep" => AccelKind::BvhSweep(SweepSah::default()),
+        "bvh-spatial" => AccelKind::BvhSpatial(SpatialSah::default()),
         "bvh-taskpool" => AccelKind::BvhTaskPool(TaskPoolBvh::default()),
         "bvh-wide" => AccelKind::BvhWide(WideBvh::default()),
         "lbvh" => AccelKind::Lbvh(Lbvh::default()),
@@ -231,6 +254,7 @@ fn set(kind: &mut AccelKind, key: &str, value: &str) -> Result<(), AccelSpecErro
             "leaf" => read(value).map(|v| p.max_leaf = v),
             _ => Err(Unset::Key),
         },
+        AccelKind::BvhSpatial(p) => p.set(key, value),
         AccelKind::BvhWide(p) => p.set(key, value),
         AccelKind::Lbvh(p) => match key {
             "bits" => read_bits(value).map(|v| p.bits = v),
@@ -354,6 +378,7 @@ fn binary(kind: AccelKind) -> Result<BinaryBvh, AccelSpecError> {
         AccelKind::BvhBinned(p) => BinaryBvh::BvhBinned(p),
         AccelKind::BvhBinnedStaged(p) => BinaryBvh::BvhBinnedStaged(p),
         AccelKind::BvhSweep(p) => BinaryBvh::BvhSweep(p),
+        AccelKind::BvhSpatial(p) => BinaryBvh::BvhSpatial(p),
         AccelKind::BvhTaskPool(p) => BinaryBvh::BvhTaskPool(p),
         AccelKind::Lbvh(p) => BinaryBvh::Lbvh(p),
         AccelKind::Hlbvh(p) => BinaryBvh::Hlbvh(p),
@@ -382,7 +407,10 @@ mod tests {
         "bvh-binned-staged:schedule=",
         "bvh-binned-staged:bins=16:sweep=8",
         "bvh-sweep:leaf=2",
+        "bvh-spatial",
+        "bvh-spatial:bins=16:sweep=8:sbins=32:alpha=0.001:dup=2",
         "bvh-wide",
+        "bvh-wide:from=bvh-spatial:dup=1.5",
         "bvh-wide:width=4",
         "bvh-wide:width=4:from=ploc:r=8:bits=63",
         "bvh-wide:from=bvh-binned:schedule=64@8/0@4",
