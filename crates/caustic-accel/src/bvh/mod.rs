@@ -366,8 +366,7 @@ pub(crate) fn contains_with_tolerance(outer: &Aabb, inner: &Aabb) -> bool {
     if inner.is_empty() {
         return true;
     }
-    let scale = outer.min.abs().max(outer.max.abs()).max_element().max(1.0);
-    let tol = 1e-6 * scale;
+    let tol = tolerance(outer);
     inner.min.cmpge(outer.min - tol).all() && inner.max.cmple(outer.max + tol).all()
 }
 
@@ -378,9 +377,13 @@ pub(crate) fn meets_with_tolerance(outer: &Aabb, inner: &Aabb) -> bool {
     if inner.is_empty() {
         return true;
     }
-    let scale = outer.min.abs().max(outer.max.abs()).max_element().max(1.0);
-    let tol = 1e-6 * scale;
+    let tol = tolerance(outer);
     inner.max.cmpge(outer.min - tol).all() && inner.min.cmple(outer.max + tol).all()
+}
+
+/// The box checks' tolerance: 1e-6 of `outer`'s largest coordinate (at least 1).
+fn tolerance(outer: &Aabb) -> f32 {
+    1e-6 * outer.min.abs().max(outer.max.abs()).max_element().max(1.0)
 }
 
 /// The SAH cost of a hierarchy as caustic reports it everywhere: the expected

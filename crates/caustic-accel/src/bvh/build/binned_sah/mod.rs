@@ -50,6 +50,10 @@
 //! `MAX_DEPTH`, whatever the input, and the traversal's fixed stack cannot
 //! overflow.
 //!
+//! Spatial splits (`bvh-spatial`, [`spatial`]) run through this same
+//! build: a node's references then sit at the front of a run of slots
+//! that also holds its share of spare slots for cut parts (see [`Build`]).
+//!
 //! Parallelism: subtrees of at least `parallel_min_prims` primitives are
 //! built with `rayon::join`; the first levels, where one node holds most of
 //! the input, also bin in parallel (`par_chunks` then a reduction of the bin
@@ -87,6 +91,7 @@ use crate::bvh::{Bvh2, BvhNode};
 use bytemuck::Zeroable;
 use rayon::prelude::*;
 use small::{SmallScratch, small_subtree};
+use spatial::{SpatialSplits, close_gaps};
 use split::{BinMapping, Planes, Split, best_binned_plane, median_split, partition};
 
 /// The binned SAH builder (`bvh-binned`, `bvh-binned-staged`); see the module docs.
@@ -141,6 +146,7 @@ impl Bvh2Builder for BinnedSahBuilder {
             planes: self.planes,
             rules: self.config.rules(),
             memory: &memory,
+            spatial: None,
         };
         let bvh = build.run(input);
         debug_validate(self.name(), &bvh, input);
@@ -175,6 +181,14 @@ impl<'a> Refs<'a> {
                 ids: right_ids,
             },
         )
+    }
+
+    /// The first `n` references, borrowed again.
+    fn front(&mut self, n: usize) -> Refs<'_> {
+        Refs {
+            boxes: &mut self.boxes[..n],
+            ids: &mut self.ids[..n],
+        }
     }
 
     #[inline(always)]
@@ -224,98 +238,179 @@ impl NodeInfo {
     }
 }
 
+/// How a node was split: its children's reference counts and infos, and
+/// where the right child's run starts in the node's run (right after the
+/// left child's references, or after the left child's share of spare slots
+/// in a build with spatial splits).
+struct Children {
+    left_count: usize,
+    left: NodeInfo,
+    right_start: usize,
+    right_count: usize,
+    right: NodeInfo,
+}
+
+impl Children {
+    /// The children of an object split of the run's first `n` references
+    /// (left ones first): the right ones move up to leave the left child
+    /// its share of the run's spare slots, if it has any.
+    fn of_object(run: &mut Refs, n: usize, split: Split) -> Self {
+        let (left_count, right_count) = (split.left_count, n - split.left_count);
+        let spare = run.len() - n;
+        let right_start = left_count + share(spare, left_count, right_count);
+        if right_start > left_count {
+            run.boxes.copy_within(left_count..n, right_start);
+            run.ids.copy_within(left_count..n, right_start);
+        }
+        Self {
+            left_count,
+            left: split.left,
+            right_start,
+            right_count,
+            right: split.right,
+        }
+    }
+}
+
+/// The left child's share of `spare` slots, in proportion to the children's sizes.
+fn share(spare: usize, left: usize, right: usize) -> usize {
+    (spare as u128 * left as u128 / (left + right).max(1) as u128) as usize
+}
+
 /// One build: the config plus the recursive steps.
+///
+/// A node works on a run of the reference arrays: its `n` references at
+/// the front, then its share of the spare slots that spatial splits may
+/// fill with cut references (`bvh-spatial`, [`spatial`]); without spatial
+/// splits a run is exactly its references.
 struct Build<'a> {
     config: &'a BinnedSahConfig,
     planes: Planes,
     rules: SahRules,
     memory: &'a PeakMemory,
+    /// The spatial splits of `bvh-spatial`; `None`: object splits only.
+    spatial: Option<SpatialSplits<'a>>,
 }
 
 impl Build<'_> {
-    fn run(&self, input: &BuildInput) -> Bvh2 {
+    fn run(mut self, input: &BuildInput) -> Bvh2 {
         let n = input.len();
         assert!(n <= u32::MAX as usize, "at most 2^32 - 1 primitives");
         let parallel = n >= self.config.parallel_binning_min_prims;
         let (mut boxes, mut ids, info) = prim_refs(input, parallel);
-        self.memory.alloc_array::<BuildBox>(n);
-        self.memory.alloc_array::<u32>(n);
-        let parked = if ids.len() == n {
+        let placed = ids.len();
+        let spare = self
+            .spatial
+            .as_mut()
+            .map_or(0, |s| s.start(placed, &info.bounds));
+        boxes.resize(placed + spare, BuildBox::EMPTY);
+        ids.resize(placed + spare, u32::MAX);
+        self.memory.alloc_array::<BuildBox>(n + spare);
+        self.memory.alloc_array::<u32>(n + spare);
+        let parked = if placed == n {
             Vec::new()
         } else {
             unplaceable_ids(input)
         };
         // With parked primitives the placed tree hangs one level lower.
         let depth = usize::from(!parked.is_empty());
-        let tree = (!ids.is_empty()).then(|| {
-            let refs = Refs {
+        let tree = (placed > 0).then(|| {
+            let run = Refs {
                 boxes: &mut boxes,
                 ids: &mut ids,
             };
-            self.subtree(refs, 0, info, depth)
+            self.subtree(run, placed, 0, info, depth)
         });
         drop(boxes);
-        self.memory.free_array::<BuildBox>(n);
-        // The ids are now in leaf order: they are the prim index array.
-        assemble(tree, ids, &parked, self.memory)
+        self.memory.free_array::<BuildBox>(n + spare);
+        // The ids are now in leaf order: they are the prim index array
+        // (with gaps where spare slots went unused).
+        let mut bvh = assemble(tree, ids, &parked, self.memory);
+        if spare > 0 {
+            close_gaps(&mut bvh);
+        }
+        bvh
     }
 
-    /// Builds the subtree over `refs` (slots `offset ..` of the final prim
-    /// index array), in parallel while it is large enough.
-    fn subtree(&self, mut refs: Refs, offset: usize, info: NodeInfo, depth: usize) -> Subtree {
-        let n = refs.len();
+    /// Builds the subtree over the first `n` references of `run` (slots
+    /// `offset ..` of the final prim index array), in parallel while it is
+    /// large enough.
+    fn subtree(
+        &self,
+        mut run: Refs,
+        n: usize,
+        offset: usize,
+        info: NodeInfo,
+        depth: usize,
+    ) -> Subtree {
         if n < self.config.parallel_min_prims || n <= self.config.sweep_max_prims {
-            self.memory.alloc_array::<BvhNode>(2 * n);
-            let mut body = Vec::with_capacity(2 * n);
+            let room = 2 * run.len();
+            self.memory.alloc_array::<BvhNode>(room);
+            let mut body = Vec::with_capacity(room);
             let scratch = &mut SmallScratch::new();
-            let root = self.sequential(refs, offset, info, depth, &mut body, scratch);
+            let root = self.sequential(run, n, offset, info, depth, &mut body, scratch);
             return Subtree {
                 root,
                 body: Body::Flat(body),
             };
         }
-        let Some(split) = self.split(&mut refs, &info, depth) else {
+        let Some(children) = self.split(&mut run, n, &info, depth) else {
             return Subtree::leaf(info.bounds.to_aabb(), offset, n);
         };
-        let (left_refs, right_refs) = refs.split_at(split.left_count);
-        let right_offset = offset + split.left_count;
+        let (left_run, right_run) = run.split_at(children.right_start);
+        let right_offset = offset + children.right_start;
         let (left, right) = rayon::join(
-            || self.subtree(left_refs, offset, split.left, depth + 1),
-            || self.subtree(right_refs, right_offset, split.right, depth + 1),
+            || {
+                self.subtree(
+                    left_run,
+                    children.left_count,
+                    offset,
+                    children.left,
+                    depth + 1,
+                )
+            },
+            || {
+                let (count, info) = (children.right_count, children.right);
+                self.subtree(right_run, count, right_offset, info, depth + 1)
+            },
         );
         Subtree::pair(info.bounds.to_aabb(), left, right)
     }
 
     /// Single-threaded recursion: pushes the nodes below this one into `out`
     /// (children as a pair, then their subtrees) and returns this node.
+    #[allow(clippy::too_many_arguments)]
     fn sequential(
         &self,
-        mut refs: Refs,
+        mut run: Refs,
+        n: usize,
         offset: usize,
         info: NodeInfo,
         depth: usize,
         out: &mut Vec<BvhNode>,
         scratch: &mut SmallScratch,
     ) -> BvhNode {
-        let n = refs.len();
         if n <= self.config.sweep_max_prims {
+            let refs = run.split_at(n).0;
             let bounds = info.bounds;
             return small_subtree(refs, scratch, self.rules, bounds, offset, depth, out);
         }
-        let Some(split) = self.split(&mut refs, &info, depth) else {
+        let Some(children) = self.split(&mut run, n, &info, depth) else {
             return BvhNode::leaf(info.bounds.to_aabb(), offset as u32, n as u32);
         };
         let pair = out.len();
         out.extend([BvhNode::zeroed(); 2]);
-        let k = split.left_count;
-        let (left_refs, right_refs) = refs.split_at(k);
-        let left = self.sequential(left_refs, offset, split.left, depth + 1, out, scratch);
-        let (right_info, right_depth) = (split.right, depth + 1);
+        let (left_run, right_run) = run.split_at(children.right_start);
+        let (count, child) = (children.left_count, children.left);
+        let left = self.sequential(left_run, count, offset, child, depth + 1, out, scratch);
+        let right_offset = offset + children.right_start;
+        let (count, child) = (children.right_count, children.right);
         let right = self.sequential(
-            right_refs,
-            offset + k,
-            right_info,
-            right_depth,
+            right_run,
+            count,
+            right_offset,
+            child,
+            depth + 1,
             out,
             scratch,
         );
@@ -324,19 +419,25 @@ impl Build<'_> {
         BvhNode::inner(info.bounds.to_aabb(), pair as u32)
     }
 
-    /// Decides leaf or split for a node and, for a split, partitions `refs`.
-    /// A leaf's ids are put in increasing order, so that leaves do not
-    /// depend on how partitions ordered them (its boxes are not read again).
-    fn split(&self, refs: &mut Refs, info: &NodeInfo, depth: usize) -> Option<Split> {
-        let split = self.find_split(refs, info, depth);
-        if split.is_none() {
-            refs.ids.sort_unstable();
+    /// Decides leaf or split for the node of `run`'s first `n` references
+    /// and, for a split, arranges the run for its children. A leaf's ids
+    /// are put in increasing order, so that leaves do not depend on how
+    /// partitions ordered them (its boxes are not read again).
+    fn split(&self, run: &mut Refs, n: usize, info: &NodeInfo, depth: usize) -> Option<Children> {
+        let children = self.find_split(run, n, info, depth);
+        if children.is_none() {
+            run.ids[..n].sort_unstable();
         }
-        split
+        children
     }
 
-    fn find_split(&self, refs: &mut Refs, info: &NodeInfo, depth: usize) -> Option<Split> {
-        let n = refs.len();
+    fn find_split(
+        &self,
+        run: &mut Refs,
+        n: usize,
+        info: &NodeInfo,
+        depth: usize,
+    ) -> Option<Children> {
         if n <= self.rules.min_leaf_size {
             return None;
         }
@@ -347,15 +448,34 @@ impl Build<'_> {
                 Planes::Bins => BinMapping::new(&info.centers, self.config.bins_for(n)),
                 Planes::TaskPool => BinMapping::task_pool(&info.centers),
             };
-            if let Some(plan) = best_binned_plane(refs.boxes, &mapping, parallel) {
+            let object = best_binned_plane(&run.boxes[..n], &mapping, parallel);
+            // A spatial split is a candidate only where it beats the object split.
+            let spatial = self.spatial.as_ref().and_then(|spatial| {
+                let plan = spatial.candidate(run, n, info, object.as_ref(), parallel)?;
+                Some((spatial, plan))
+            });
+            let weighted_area = match (&spatial, &object) {
+                (Some((_, plan)), _) => Some(plan.weighted_area),
+                (None, Some(plan)) => Some(plan.weighted_area),
+                (None, None) => None,
+            };
+            if let Some(weighted_area) = weighted_area {
                 let half_area = info.bounds.half_area();
-                if !must_split && self.rules.leaf_is_cheaper(n, half_area, plan.weighted_area) {
+                if !must_split && self.rules.leaf_is_cheaper(n, half_area, weighted_area) {
                     return None;
                 }
-                return Some(partition(refs, &mapping, &plan));
+                if let Some((spatial, plan)) = spatial {
+                    return Some(spatial.apply(run, n, &plan));
+                }
+                let plan = object.expect("an object plane when no spatial one won");
+                let split = partition(&mut run.front(n), &mapping, &plan);
+                return Some(Children::of_object(run, n, split));
             }
         }
-        must_split.then(|| median_split(refs, info, parallel))
+        must_split.then(|| {
+            let split = median_split(&mut run.front(n), info, parallel);
+            Children::of_object(run, n, split)
+        })
     }
 }
 

@@ -37,9 +37,12 @@
 //! their slots there; the gaps left by unused spare slots are closed once
 //! the tree is built ([`close_gaps`]).
 //!
-//! Small nodes (at most `sweep_max_prims` references) take the binned
-//! builder's exact object sweep without spatial splits, as do nodes that
-//! must split by median to keep within `MAX_DEPTH`. A spatial split must
+//! The build is the binned builder's own (`super::Build`: its recursion,
+//! object splits, leaves and parallelism) with [`SpatialSplits`] as a
+//! further candidate at each large node; this file holds only what spatial
+//! splits add. Small nodes (at most `sweep_max_prims` references) take the
+//! binned builder's exact object sweep without spatial splits, as do nodes
+//! that must split by median to keep within `MAX_DEPTH`. A spatial split must
 //! leave both children smaller than the node, which bounds the depth as
 //! for object splits. Without triangles ([`Bvh2Builder::build`] sees boxes
 //! only) nothing can be cut and the build is `bvh-binned`'s, tree for tree;
@@ -51,17 +54,13 @@
 //! whole triangles again, correct but no longer the tight parts.
 
 use super::chop::chop;
-use super::small::{SmallScratch, small_subtree};
-use super::split::{BinMapping, BinSplit, best_binned_plane, median_split, partition};
-use super::{BinnedSahConfig, NodeInfo, Refs, prim_refs};
+use super::split::{BinSplit, Planes};
+use super::{BinnedSahConfig, Build, Children, NodeInfo, Refs, share};
 use crate::BuildInput;
+use crate::bvh::Bvh2;
 use crate::bvh::build::build_box::BuildBox;
-use crate::bvh::build::fragment::{Body, Subtree, assemble, unplaceable_ids};
 use crate::bvh::build::memory::PeakMemory;
-use crate::bvh::build::sorted_sweep::SahRules;
 use crate::bvh::build::{Bvh2Builder, debug_validate_split};
-use crate::bvh::{Bvh2, BvhNode};
-use bytemuck::Zeroable;
 use caustic_geom::{Triangle, Vec3A};
 use rayon::prelude::*;
 
@@ -154,12 +153,12 @@ impl SpatialSahBuilder {
             );
         }
         let memory = PeakMemory::new();
-        let build = SpatialBuild {
-            config: &self.config,
+        let build = Build {
+            config: &self.config.base,
+            planes: Planes::Bins,
             rules: self.config.base.rules(),
-            triangles,
-            alpha_area: 0.0,
             memory: &memory,
+            spatial: triangles.map(|triangles| SpatialSplits::new(&self.config, triangles)),
         };
         let bvh = build.run(input);
         debug_validate_split(self.name(), &bvh, input);
@@ -186,218 +185,40 @@ impl Bvh2Builder for SpatialSahBuilder {
     }
 }
 
-/// How a node was split: its children's reference counts and infos, and
-/// where the right child's run starts in the node's run.
-struct Children {
-    left_count: usize,
-    left: NodeInfo,
-    right_start: usize,
-    right_count: usize,
-    right: NodeInfo,
-}
-
-/// One build.
-struct SpatialBuild<'a> {
-    config: &'a SpatialSahConfig,
-    rules: SahRules,
-    triangles: Option<&'a [Triangle]>,
-    /// `overlap_alpha` times the root's half area.
+/// The spatial-split stage of a build (`bvh-spatial`): the triangles
+/// that references are cut from, and the settings.
+pub(super) struct SpatialSplits<'a> {
+    triangles: &'a [Triangle],
+    bins: usize,
+    alpha: f32,
+    duplication: f32,
+    /// `alpha` times the root's half area, set by [`SpatialSplits::start`].
     alpha_area: f32,
-    memory: &'a PeakMemory,
 }
 
-impl SpatialBuild<'_> {
-    fn run(mut self, input: &BuildInput) -> Bvh2 {
-        let n_input = input.len();
-        assert!(n_input <= u32::MAX as usize, "at most 2^32 - 1 primitives");
-        let parallel = n_input >= self.config.base.parallel_binning_min_prims;
-        let (mut boxes, mut ids, info) = prim_refs(input, parallel);
-        let placed = ids.len();
-        let spare = if self.triangles.is_some() {
-            ((f64::from(self.config.duplication) - 1.0) * placed as f64) as usize
-        } else {
-            0
-        };
-        let slots = placed + spare;
-        boxes.resize(slots, BuildBox::EMPTY);
-        ids.resize(slots, u32::MAX);
-        self.memory.alloc_array::<BuildBox>(slots);
-        self.memory.alloc_array::<u32>(slots);
-        self.alpha_area = self.config.overlap_alpha * info.bounds.half_area();
-        let parked = if placed == n_input {
-            Vec::new()
-        } else {
-            unplaceable_ids(input)
-        };
-        let depth = usize::from(!parked.is_empty());
-        let tree = (placed > 0).then(|| {
-            let run = Refs {
-                boxes: &mut boxes,
-                ids: &mut ids,
-            };
-            self.subtree(run, placed, 0, info, depth)
-        });
-        drop(boxes);
-        self.memory.free_array::<BuildBox>(slots);
-        let mut bvh = assemble(tree, ids, &parked, self.memory);
-        if spare > 0 {
-            close_gaps(&mut bvh);
+impl<'a> SpatialSplits<'a> {
+    fn new(config: &SpatialSahConfig, triangles: &'a [Triangle]) -> Self {
+        Self {
+            triangles,
+            bins: config.spatial_bins,
+            alpha: config.overlap_alpha,
+            duplication: config.duplication,
+            alpha_area: 0.0,
         }
-        bvh
     }
 
-    /// Builds the subtree over the first `n` references of `run` (slots
-    /// `offset ..` of the work arrays; the rest of `run` is the node's
-    /// spare), in parallel while it is large enough.
-    fn subtree(
-        &self,
-        mut run: Refs,
-        n: usize,
-        offset: usize,
-        info: NodeInfo,
-        depth: usize,
-    ) -> Subtree {
-        let base = &self.config.base;
-        if n < base.parallel_min_prims || n <= base.sweep_max_prims {
-            let room = 2 * run.len();
-            self.memory.alloc_array::<BvhNode>(room);
-            let mut body = Vec::with_capacity(room);
-            let scratch = &mut SmallScratch::new();
-            let root = self.sequential(run, n, offset, info, depth, &mut body, scratch);
-            return Subtree {
-                root,
-                body: Body::Flat(body),
-            };
-        }
-        let Some(children) = self.split(&mut run, n, &info, depth) else {
-            return Subtree::leaf(info.bounds.to_aabb(), offset, n);
-        };
-        let (left_run, right_run) = run.split_at(children.right_start);
-        let right_offset = offset + children.right_start;
-        let (left, right) = rayon::join(
-            || {
-                self.subtree(
-                    left_run,
-                    children.left_count,
-                    offset,
-                    children.left,
-                    depth + 1,
-                )
-            },
-            || {
-                let (count, info) = (children.right_count, children.right);
-                self.subtree(right_run, count, right_offset, info, depth + 1)
-            },
-        );
-        Subtree::pair(info.bounds.to_aabb(), left, right)
-    }
-
-    /// Single-threaded recursion, as the binned builder's.
-    #[allow(clippy::too_many_arguments)]
-    fn sequential(
-        &self,
-        mut run: Refs,
-        n: usize,
-        offset: usize,
-        info: NodeInfo,
-        depth: usize,
-        out: &mut Vec<BvhNode>,
-        scratch: &mut SmallScratch,
-    ) -> BvhNode {
-        if n <= self.config.base.sweep_max_prims {
-            let refs = run.split_at(n).0;
-            return small_subtree(refs, scratch, self.rules, info.bounds, offset, depth, out);
-        }
-        let Some(children) = self.split(&mut run, n, &info, depth) else {
-            return BvhNode::leaf(info.bounds.to_aabb(), offset as u32, n as u32);
-        };
-        let pair = out.len();
-        out.extend([BvhNode::zeroed(); 2]);
-        let (left_run, right_run) = run.split_at(children.right_start);
-        let (count, child) = (children.left_count, children.left);
-        let left = self.sequential(left_run, count, offset, child, depth + 1, out, scratch);
-        let right_offset = offset + children.right_start;
-        let (count, child) = (children.right_count, children.right);
-        let right = self.sequential(
-            right_run,
-            count,
-            right_offset,
-            child,
-            depth + 1,
-            out,
-            scratch,
-        );
-        out[pair] = left;
-        out[pair + 1] = right;
-        BvhNode::inner(info.bounds.to_aabb(), pair as u32)
-    }
-
-    /// Leaf (its ids sorted, as the binned builder's leaves) or split.
-    fn split(&self, run: &mut Refs, n: usize, info: &NodeInfo, depth: usize) -> Option<Children> {
-        let children = self.find_split(run, n, info, depth);
-        if children.is_none() {
-            run.ids[..n].sort_unstable();
-        }
-        children
-    }
-
-    /// The binned builder's decision (`Build::find_split`), with a spatial
-    /// split as a further candidate where the object split's children overlap.
-    fn find_split(
-        &self,
-        run: &mut Refs,
-        n: usize,
-        info: &NodeInfo,
-        depth: usize,
-    ) -> Option<Children> {
-        if n <= self.rules.min_leaf_size {
-            return None;
-        }
-        let must_split = n > self.rules.max_leaf_size;
-        let parallel = n >= self.config.base.parallel_binning_min_prims;
-        let spare = run.len() - n;
-        if SahRules::sah_allowed(n, depth) {
-            let mapping = BinMapping::new(&info.centers, self.config.base.bins_for(n));
-            let object = best_binned_plane(&run.boxes[..n], &mapping, parallel);
-            let spatial = self.spatial_candidate(run, n, info, object.as_ref(), parallel);
-            let best_area = match (&object, &spatial) {
-                (_, Some(s)) => Some(s.weighted_area),
-                (Some(o), None) => Some(o.weighted_area),
-                (None, None) => None,
-            };
-            if let Some(weighted_area) = best_area {
-                let half_area = info.bounds.half_area();
-                if !must_split && self.rules.leaf_is_cheaper(n, half_area, weighted_area) {
-                    return None;
-                }
-                if let Some(plan) = spatial {
-                    return Some(self.apply_spatial(run, n, &plan));
-                }
-                let plan = object.expect("an object plane when no spatial one won");
-                let mut refs = run.reborrow(n);
-                let split = partition(&mut refs, &mapping, &plan);
-                return Some(object_children(
-                    run,
-                    n,
-                    spare,
-                    split.left_count,
-                    split.left,
-                    split.right,
-                ));
-            }
-        }
-        must_split.then(|| {
-            let mut refs = run.reborrow(n);
-            let split = median_split(&mut refs, info, parallel);
-            object_children(run, n, spare, split.left_count, split.left, split.right)
-        })
+    /// Starts a build of `placed` references under a root of box `root`;
+    /// returns the spare slots the whole tree may fill with cut parts.
+    pub(super) fn start(&mut self, placed: usize, root: &BuildBox) -> usize {
+        self.alpha_area = self.alpha * root.half_area();
+        ((f64::from(self.duplication) - 1.0) * placed as f64) as usize
     }
 
     /// The cheapest spatial split of the node, where one is allowed and
-    /// beats the object split `object`: triangles given, spare references
+    /// beats the object split `object`: spare references
     /// left for its duplicates, the object split's children overlapping by
     /// more than α, and both children smaller than the node.
-    fn spatial_candidate(
+    pub(super) fn candidate(
         &self,
         run: &Refs,
         n: usize,
@@ -405,7 +226,6 @@ impl SpatialBuild<'_> {
         object: Option<&BinSplit>,
         parallel: bool,
     ) -> Option<SpatialPlan> {
-        let triangles = self.triangles?;
         let spare = run.len() - n;
         if spare == 0 {
             return None;
@@ -416,9 +236,9 @@ impl SpatialBuild<'_> {
                 return None;
             }
         }
-        let grid = SpatialGrid::new(&info.bounds, self.config.spatial_bins);
+        let grid = SpatialGrid::new(&info.bounds, self.bins);
         let refs = (&run.boxes[..n], &run.ids[..n]);
-        let plan = best_spatial_plane(refs, triangles, &grid, parallel)?;
+        let plan = best_spatial_plane(refs, self.triangles, &grid, parallel)?;
         let beats_object = object.is_none_or(|o| plan.weighted_area < o.weighted_area);
         let fits = plan.left_count + plan.right_count - n <= spare;
         let shrinks = plan.left_count < n && plan.right_count < n;
@@ -429,8 +249,8 @@ impl SpatialBuild<'_> {
     /// are compacted in place at the front of the run (never overtaking
     /// the one being read), right ones gathered aside and copied to where
     /// the right child's run starts.
-    fn apply_spatial(&self, run: &mut Refs, n: usize, plan: &SpatialPlan) -> Children {
-        let triangles = self.triangles.expect("spatial splits need the triangles");
+    pub(super) fn apply(&self, run: &mut Refs, n: usize, plan: &SpatialPlan) -> Children {
+        let triangles = self.triangles;
         let (axis, grid) = (plan.axis, &plan.grid);
         let plane = grid.plane(axis, plan.bin);
         let mut sides = Unsplitting {
@@ -491,47 +311,6 @@ impl SpatialBuild<'_> {
             right_count,
             right,
         }
-    }
-}
-
-impl Refs<'_> {
-    /// The first `n` references, borrowed again.
-    fn reborrow(&mut self, n: usize) -> Refs<'_> {
-        Refs {
-            boxes: &mut self.boxes[..n],
-            ids: &mut self.ids[..n],
-        }
-    }
-}
-
-/// The left child's share of `spare` slots, in proportion to the children's sizes.
-fn share(spare: usize, left: usize, right: usize) -> usize {
-    (spare as u128 * left as u128 / (left + right).max(1) as u128) as usize
-}
-
-/// The children of an object split of the run's first `n` references
-/// (left ones first): the right ones move up to leave the left child its
-/// share of the node's `spare` slots.
-fn object_children(
-    run: &mut Refs,
-    n: usize,
-    spare: usize,
-    left_count: usize,
-    left: NodeInfo,
-    right: NodeInfo,
-) -> Children {
-    let right_count = n - left_count;
-    let right_start = left_count + share(spare, left_count, right_count);
-    if right_start > left_count {
-        run.boxes.copy_within(left_count..n, right_start);
-        run.ids.copy_within(left_count..n, right_start);
-    }
-    Children {
-        left_count,
-        left,
-        right_start,
-        right_count,
-        right,
     }
 }
 
@@ -619,12 +398,13 @@ impl SpatialGrid {
 
 /// The cheapest spatial plane of a node.
 #[derive(Clone, Copy, Debug)]
-struct SpatialPlan {
+pub(super) struct SpatialPlan {
     grid: SpatialGrid,
     axis: usize,
     /// First bin right of the plane.
     bin: usize,
-    weighted_area: f32,
+    /// `A_L N_L + A_R N_R` with half areas, as the object split's.
+    pub weighted_area: f32,
     left_count: usize,
     right_count: usize,
     left_bounds: BuildBox,
@@ -762,7 +542,7 @@ fn sweep_axis(bins: &SpatialBins, grid: &SpatialGrid, axis: usize) -> Option<Spa
 /// Renumbers the leaves' slots in depth-first order, dropping the spare
 /// slots no reference used, so `prim_indices` holds the references alone
 /// and every subtree's references form one run (as other builders' trees).
-fn close_gaps(bvh: &mut Bvh2) {
+pub(super) fn close_gaps(bvh: &mut Bvh2) {
     let mut leaves = Vec::new();
     bvh.walk(|index, _| {
         if bvh.nodes[index].is_leaf() {
