@@ -111,6 +111,17 @@ impl<const N: usize, V: Lanes<N>> LaneBest<N, V> {
         Closest { t, hit }
     }
 
+    /// The lanes whose closest hit so far is triangle `id`, among `lanes`.
+    /// Scalar (the rare path of a tie): a float comparison of id bits would
+    /// equate two subnormal ids under denormals-are-zero.
+    #[inline(always)]
+    fn holding(&self, id: u32, lanes: u32) -> u32 {
+        let ids = self.id.to_array();
+        set_bits(lanes)
+            .filter(|&lane| ids[lane].to_bits() == id)
+            .fold(0, |held, lane| held | 1 << lane)
+    }
+
     /// Writes lane `lane` back from a [`Closest`].
     #[inline(always)]
     fn set_lane(&mut self, lane: usize, closest: &Closest) {
@@ -391,7 +402,17 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
                 }
                 improved = true;
                 let nearer = self.take_nearer(&found, id, best);
-                if (hits & !nearer) | on_edge != 0 {
+                // A tie with the triangle a lane already holds is the same
+                // hit again: a triangle that spatial splits put in several
+                // leaves (`bvh-spatial`) is met once per leaf the packet
+                // visits, and its hits tie bit for bit.
+                let ties = hits & !nearer;
+                let ties = if ties == 0 {
+                    0
+                } else {
+                    ties & !best.holding(id, ties)
+                };
+                if ties | on_edge != 0 {
                     unsettled |= mark(g * N + tri);
                 }
             }
