@@ -109,7 +109,7 @@ pub const ACCEL_PARAMS: &[(&str, &str)] = &[
     ("bvh-sweep", "leaf=N (max leaf size)"),
     (
         "bvh-spatial",
-        "the bvh-binned parameters, sbins=2..64 (spatial bins), alpha=0..1 (overlap that tries spatial splits, of the root's area), dup=1..16 (most references per triangle)",
+        "the bvh-binned parameters, sbins=2..64 (spatial bins), alpha=0..1 (overlap that tries spatial splits, of the root's area), dup=1..16 (most references per triangle), saxes=1|3 (spatial splits binned on the longest axis or all three)",
     ),
     (
         "bvh-wide",
@@ -313,7 +313,7 @@ fn config_of<C>(
 pub const DEFAULT_GPU_SPEC: &str = "bvh-binned";
 
 /// The configuration of `bvh-spatial` from its parameters: the binned
-/// builder's plus `sbins`, `alpha` and `dup`.
+/// builder's plus `sbins`, `alpha`, `dup` and `saxes`.
 fn spatial_config(
     params: &mut Params,
 ) -> Result<crate::bvh::build::SpatialSahConfig, AccelSpecError> {
@@ -328,6 +328,12 @@ fn spatial_config(
     }
     if let Some(dup) = params.take_f32("dup", 1.0..=16.0)? {
         config.duplication = dup;
+    }
+    if let Some(axes) = params.take_usize("saxes", 1..=3)? {
+        if axes == 2 {
+            return Err(params.bad("saxes", "1 (the longest axis) or 3 (every axis)"));
+        }
+        config.spatial_axes = axes;
     }
     config.validate().map_err(|m| params.bad("dup", &m))?;
     Ok(config)
@@ -646,6 +652,7 @@ mod tests {
         assert!(message("lbvh:bits").contains("key=value"));
         assert!(message("lbvh:bits=30:bits=63").contains("twice"));
         assert!(message("bvh-wide:width=6").contains("4 or 8"));
+        assert!(message("bvh-spatial:saxes=2").contains("longest"));
         assert!(message("bvh-wide:from=octree").contains("unknown accel `octree`"));
         assert!(message("bvh-wide:from=kdtree").contains("not a binary BVH builder"));
         assert!(message("grid:k=-1").contains("not a number"));

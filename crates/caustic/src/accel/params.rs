@@ -67,6 +67,9 @@ pub struct SpatialSah {
     pub alpha: f32,
     /// `dup`: most references per triangle over the tree, 1..=16.
     pub duplication: f32,
+    /// `saxes`: axes binned for spatial splits, 1 (the node's longest) or
+    /// 3 (every axis).
+    pub spatial_axes: usize,
 }
 
 impl Default for SpatialSah {
@@ -77,6 +80,7 @@ impl Default for SpatialSah {
             spatial_bins: config.spatial_bins,
             alpha: config.overlap_alpha,
             duplication: config.duplication,
+            spatial_axes: config.spatial_axes,
         }
     }
 }

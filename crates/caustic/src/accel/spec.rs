@@ -97,6 +97,7 @@ impl SpatialSah {
         out.param("sbins", self.spatial_bins, d.spatial_bins);
         out.param("alpha", self.alpha, d.alpha);
         out.param("dup", self.duplication, d.duplication);
+        out.param("saxes", self.spatial_axes, d.spatial_axes);
     }
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), Unset> {
@@ -104,6 +105,7 @@ impl SpatialSah {
             "sbins" => read(value).map(|v| self.spatial_bins = v),
             "alpha" => read(value).map(|v| self.alpha = v),
             "dup" => read(value).map(|v| self.duplication = v),
+            "saxes" => read(value).map(|v| self.spatial_axes = v),
             _ => self.binned.set(key, value),
         }
     }
@@ -408,7 +410,7 @@ mod tests {
         "bvh-binned-staged:bins=16:sweep=8",
         "bvh-sweep:leaf=2",
         "bvh-spatial",
-        "bvh-spatial:bins=16:sweep=8:sbins=32:alpha=0.001:dup=2",
+        "bvh-spatial:bins=16:sweep=8:sbins=32:alpha=0.001:dup=2:saxes=3",
         "bvh-wide",
         "bvh-wide:from=bvh-spatial:dup=1.5",
         "bvh-wide:width=4",

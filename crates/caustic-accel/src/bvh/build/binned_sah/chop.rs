@@ -15,6 +15,7 @@
 
 use crate::bvh::build::build_box::BuildBox;
 use caustic_geom::{Triangle, Vec3A};
+use glam::BVec3A;
 
 /// A crossing point's error bound, relative to `|a| + |b|` of its edge:
 /// `s = (plane - a) / (b - a)` carries at most 3 roundings of `u = 2^-24`
@@ -34,11 +35,29 @@ pub(super) fn chop(
     axis: usize,
     plane: f32,
 ) -> (BuildBox, BuildBox) {
+    match axis {
+        0 => chop_on::<0>(triangle, bounds, plane),
+        1 => chop_on::<1>(triangle, bounds, plane),
+        _ => chop_on::<2>(triangle, bounds, plane),
+    }
+}
+
+/// [`chop`] on axis `AXIS`, a constant: the coordinates along it are fixed
+/// lanes, and the sides are clamped to the plane by a lane select. (With
+/// the axis a run-time index, writing one lane of a box on the stack and
+/// reading the whole box back stalled store forwarding: about a fifth of
+/// spatial binning's time, `perf annotate`.)
+#[inline(always)]
+pub(super) fn chop_on<const AXIS: usize>(
+    triangle: &Triangle,
+    bounds: &BuildBox,
+    plane: f32,
+) -> (BuildBox, BuildBox) {
     let corners = [triangle.v0, triangle.v1, triangle.v2].map(Vec3A::from);
     let (mut below, mut above) = (BuildBox::EMPTY, BuildBox::EMPTY);
     for (i, &a) in corners.iter().enumerate() {
         let b = corners[(i + 1) % 3];
-        let (da, db) = (a[axis], b[axis]);
+        let (da, db) = (a[AXIS], b[AXIS]);
         if da <= plane {
             below.grow_a(a);
         }
@@ -55,10 +74,12 @@ pub(super) fn chop(
             }
         }
     }
+    let on_axis = BVec3A::from(std::array::from_fn(|k| k == AXIS));
+    let plane = Vec3A::splat(plane);
     let mut below = below.intersection(*bounds);
-    below.max[axis] = below.max[axis].min(plane);
+    below.max = Vec3A::select(on_axis, below.max.min(plane), below.max);
     let mut above = above.intersection(*bounds);
-    above.min[axis] = above.min[axis].max(plane);
+    above.min = Vec3A::select(on_axis, above.min.max(plane), above.min);
     (below, above)
 }
 
