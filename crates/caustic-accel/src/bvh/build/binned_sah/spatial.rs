@@ -91,7 +91,7 @@ pub struct SpatialSahConfig {
     /// every axis. Binning cuts each reference at every plane it spans, and
     /// was 60-80 % of a build over three axes; the longest axis alone
     /// halves the build with the same tree quality on the standard scenes
-    /// (SAH within 1 %, conference's 6 % lower; docs/BENCHMARKS.md,
+    /// (SAH within 1.4 %, conference's 3 % lower; docs/BENCHMARKS.md,
     /// "Spatial splits, session 20").
     pub spatial_axes: usize,
 }
