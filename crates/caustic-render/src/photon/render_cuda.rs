@@ -147,10 +147,6 @@ pub struct GpuPhotonRenderer<'s> {
     estimate_gpu: Option<caustic_gpu::Gpu>,
     /// Whether a frame with the estimate stream uses it (for measuring).
     early_estimates: bool,
-    /// A fourth stream, at the photon stream's priority, where the caustic
-    /// map is indexed beside the global map ([`CausticBuild`]); `None`
-    /// where the photon pass runs first.
-    caustic_gpu: Option<caustic_gpu::Gpu>,
 }
 
 impl GpuPhotonRenderer<'static> {
@@ -180,11 +176,9 @@ impl GpuPhotonRenderer<'static> {
         let photon_stream = uploaded.gpu().with_own_stream_at(priority)?;
         let photon_scene = GpuScene::upload_with(&photon_stream, scene, uploaded.accel().spec())?;
         let estimate_gpu = uploaded.gpu().with_own_stream_at(StreamPriority::Below)?;
-        let caustic_gpu = uploaded.gpu().with_own_stream_at(priority)?;
         let mut renderer = Self::from_parts(SceneRef::Owned(Box::new(uploaded)), scene);
         renderer.photon_scene = Some(photon_scene);
         renderer.estimate_gpu = Some(estimate_gpu);
-        renderer.caustic_gpu = Some(caustic_gpu);
         Ok(renderer)
     }
 }
@@ -205,7 +199,6 @@ impl<'s> GpuPhotonRenderer<'s> {
             bounds: bounds(scene),
             estimate_gpu: None,
             early_estimates: true,
-            caustic_gpu: None,
         }
     }
 
@@ -314,7 +307,6 @@ impl<'s> GpuPhotonRenderer<'s> {
                 let mut stats = PhotonRenderStats::default();
                 let image = self.photon_side(
                     &self.scene,
-                    None,
                     settings,
                     team,
                     &mut stats,
@@ -366,7 +358,6 @@ impl<'s> GpuPhotonRenderer<'s> {
                 // irradiance no longer listens: the sends may go nowhere.
                 let outcome = self.photon_side(
                     photon_scene,
-                    self.caustic_gpu.as_ref(),
                     settings,
                     &Solo,
                     &mut stats,
@@ -407,7 +398,6 @@ impl<'s> GpuPhotonRenderer<'s> {
     fn photon_side<R>(
         &self,
         scene: &GpuScene,
-        caustic_gpu: Option<&caustic_gpu::Gpu>,
         settings: &PhotonRenderSettings,
         team: &dyn Team,
         stats: &mut PhotonRenderStats,
@@ -422,25 +412,14 @@ impl<'s> GpuPhotonRenderer<'s> {
         let build_start = Instant::now();
         let global_radius = settings.max_radius * self.diagonal;
         let caustic_radius = settings.caustic_max_radius * self.diagonal;
-        // The caustic map's copy on its own stream, where one is given.
-        let caustic_photons = match caustic_gpu {
-            Some(gpu) => Some(CausticBuild::copy(gpu, &maps.caustic)?),
-            None => None,
-        };
-        let caustic_build = |photons| {
-            IndexedPhotons::build(
-                photons,
-                caustic_radius,
-                settings.caustic_k,
-                TILE_FINE_CELL_KTH,
-            )
-        };
-        let global_build =
-            || IndexedPhotons::build(&maps.global, global_radius, settings.k, TILE_FINE_CELL_KTH);
-        let (global, caustic) = match &caustic_photons {
-            Some(photons) => CausticBuild::beside(photons, caustic_build, global_build)?,
-            None => (global_build()?, caustic_build(&maps.caustic)?),
-        };
+        let global =
+            IndexedPhotons::build(&maps.global, global_radius, settings.k, TILE_FINE_CELL_KTH)?;
+        let caustic = IndexedPhotons::build(
+            &maps.caustic,
+            caustic_radius,
+            settings.caustic_k,
+            TILE_FINE_CELL_KTH,
+        )?;
         let global_view = global.view(settings.k, global_radius, false)?;
         let caustic_view =
             caustic.caustic_view(settings.caustic_k, caustic_radius, settings.cone_filter)?;
@@ -639,49 +618,6 @@ impl<'s> GpuPhotonRenderer<'s> {
         stats.global_stored = maps.global.len();
         stats.caustic_stored = maps.caustic.len();
         Ok(maps)
-    }
-}
-
-/// The caustic map indexed on a stream of its own beside the global map:
-/// each map's build is a chain of small launches and host reads (bounds,
-/// occupancy) that leaves the device mostly idle, so the two chains
-/// overlap (the caustic map's took about 0.4 ms after the global map's
-/// in a frame's timeline, H200, 2026-11-28).
-struct CausticBuild;
-
-impl CausticBuild {
-    /// The traced caustic map (its stream idle) copied to `gpu`'s stream,
-    /// whose launches then index it.
-    fn copy(
-        gpu: &caustic_gpu::Gpu,
-        photons: &DeviceBuffer<GpuPhoton>,
-    ) -> Result<DeviceBuffer<GpuPhoton>, GpuError> {
-        let mut copy = DeviceBuffer::uninit(gpu, "caustic photon map", photons.len())?;
-        gpu.wait_for(photons.gpu())?;
-        copy.copy_from_at(photons, 0)?;
-        Ok(copy)
-    }
-
-    /// `caustic(photons)` on a thread of its own beside `global()` on this
-    /// one; both maps' streams idle when it returns.
-    fn beside<'a>(
-        photons: &'a DeviceBuffer<GpuPhoton>,
-        caustic: impl FnOnce(&'a DeviceBuffer<GpuPhoton>) -> Result<IndexedPhotons<'a>, GpuError> + Send,
-        global: impl FnOnce() -> Result<IndexedPhotons<'a>, GpuError>,
-    ) -> Result<(IndexedPhotons<'a>, IndexedPhotons<'a>), GpuError> {
-        std::thread::scope(|scope| {
-            let caustic = scope.spawn(move || {
-                let built = caustic(photons)?;
-                photons.gpu().synchronize()?;
-                Ok::<_, GpuError>(built)
-            });
-            let global = global();
-            let caustic = caustic.join().map_err(|_| GpuError::Invalid {
-                what: "the caustic map's build",
-                message: "its thread panicked".into(),
-            })?;
-            Ok((global?, caustic?))
-        })
     }
 }
 
