@@ -1171,10 +1171,10 @@ impl EstimateSteps<'_> {
     /// without early estimates has them): one launch over all vertices,
     /// its tiles costly first across the whole frame, ends sooner than the
     /// primary wave's launch beside the later waves', where each orders
-    /// its own tiles and the estimate stream's, below the frame's, starts
-    /// its costly tiles only once the other launch's blocks have all
-    /// started (H200, 2026-11-28: 7.7 ms for the two launches, 7.25 ms for
-    /// one). The copy runs while the frame waits for the maps.
+    /// only its own tiles and the estimate stream, below the frame's,
+    /// gets the multiprocessors as the other launch leaves them (H200,
+    /// 2026-11-28: 7.7 ms for the two launches, 7.25 ms for one). The copy
+    /// runs while the frame waits for the maps.
     fn merge_primary(&mut self, gpu: &caustic_gpu::Gpu) -> Result<(), GpuError> {
         let Some(early) = self.early.as_mut().filter(|e| e.launched.is_none()) else {
             return Ok(());

@@ -472,7 +472,7 @@ impl Pass<'_> {
         // a map that may outgrow its run makes the host read the fills
         // before each bounce (a wait of the device each), and the global
         // map of 10^6 photons holds 1.07·10^6 after 32 bounces, which
-        // cost four such reads at bounces 2, 4, 5 and 6 (H200,
+        // cost four such reads, after bounces 2, 4, 5 and 6 (H200,
         // 2026-11-28). The caustic map keeps far fewer.
         let mut maps = [
             MapRun::new(&gpu, "global photon map", 2 * count)?,
