@@ -23,7 +23,8 @@
 //!    and there is no final gather, the primary wave's vertices are
 //!    estimated on a third stream as soon as the maps are there, beside
 //!    the later waves (`EarlyEstimates`), and the last launch takes the
-//!    later waves' vertices.
+//!    later waves' vertices; where the maps come only after the last
+//!    wave, one launch takes them all.
 //!
 //! An owned renderer on one GPU runs steps 1–2 (and the final gather's
 //! precompute) on a second stream of the device, beside the eye waves of
@@ -775,7 +776,9 @@ impl EarlyEstimates {
 /// photon stream and no final gather the primary wave's vertices (most of
 /// them) get a launch of their own instead, on a third stream as soon as
 /// the maps are there ([`EarlyEstimates`]), and the last step's launch
-/// takes the later waves' vertices.
+/// takes the later waves' vertices; if the maps come only after the last
+/// wave, the primary vertices rejoin the frame's array for one launch
+/// ([`EstimateSteps::merge_primary`]).
 struct EstimateSteps<'a> {
     /// The views of the photon pass's maps, read by the estimates after
     /// the last wave.
