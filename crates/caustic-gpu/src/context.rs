@@ -246,10 +246,14 @@ impl Gpu {
     /// Waits for all queued work; reports a kernel fault that happened in it.
     pub fn synchronize(&self) -> Result<(), GpuError> {
         self.bind()?;
-        self.inner
+        let from = std::time::Instant::now();
+        let waited = self
+            .inner
             .stream
             .synchronize()
-            .map_err(GpuError::driver("waiting for the GPU"))
+            .map_err(GpuError::driver("waiting for the GPU"));
+        crate::trace::host_wait(self, "synchronize", from);
+        waited
     }
 
     /// Makes the work queued on this handle's stream from now on wait for
@@ -563,6 +567,7 @@ impl Gpu {
     ) -> Result<(), GpuError> {
         let function = self.function(kernel)?;
         self.bind()?;
+        let traced = crate::trace::before_launch(self);
         let mut values = kernel::encode::<S>(args);
         let mut params: Vec<*mut c_void> = values
             .values_mut()
@@ -585,6 +590,7 @@ impl Gpu {
             )
         }
         .map_err(GpuError::launch(kernel.name()))?;
+        crate::trace::after_launch(self, kernel.name(), blocks, traced);
         if self.inner.sync_each_launch {
             self.inner
                 .stream

@@ -49,6 +49,7 @@ pub mod layout;
 pub mod ops;
 pub mod pinned;
 pub mod taskpool;
+pub mod trace;
 
 pub use buffer::{DeviceBuffer, PeerHandle};
 pub use compile::ComputeCapability;

@@ -7,7 +7,7 @@
 //! Then one CPU frame with the same settings, for the speed-up and the
 //! agreement of the images.
 //!
-//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--spacing S] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu] [--photon-priority same|above|below] [--early-estimates on|off] [--save PATH] [--compare PATH]`
+//! `cargo run --release -p caustic-render --example photon_gpu_bench [PHOTONS] [WIDTHxHEIGHT] [--gather N] [--spacing S] [--depth D] [--photon-bounces B] [--light-samples L] [--no-cpu] [--photon-priority same|above|below] [--early-estimates on|off] [--serial] [--save PATH] [--compare PATH]`
 //! (`--gather N`: the final gather with N rays, reading irradiance
 //! precomputed at every 4th global photon, at irradiance samples placed
 //! every `S` pixels on average (default 4, the CLI's) and interpolated, or
@@ -16,7 +16,10 @@
 //! agreement with one saved so). Then the same frame for a display
 //! (`render_display`: 8-bit sRGB converted on the device, downloaded into
 //! a pinned buffer), its time and stages, and its bytes against the host's
-//! conversion of the f32 frame.
+//! conversion of the f32 frame. `--serial`: the photon pass before the
+//! eye pass on one stream, for each pass's time alone.
+//! `CAUSTIC_GPU_TRACE=PATH`: three more display frames with a launch
+//! timeline ([`caustic_gpu::trace`]) written to PATH.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -97,11 +100,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             _ => return Err("--photon-priority takes same, above or below".into()),
         },
     };
-    let mut renderer = GpuPhotonRenderer::from_scene_at(
-        caustic_render::whitted::render_cuda::GpuScene::upload(&gpu, &rs)?,
-        &rs,
-        priority,
-    )?;
+    // `--serial`: the photon pass before the eye pass on one stream (the
+    // renderer on a borrowed upload), for the passes' times alone.
+    let serial_scene = caustic_render::whitted::render_cuda::GpuScene::upload(&gpu, &rs)?;
+    let mut renderer = if args.iter().any(|a| a == "--serial") {
+        GpuPhotonRenderer::on(&serial_scene, &rs)
+    } else {
+        GpuPhotonRenderer::from_scene_at(
+            caustic_render::whitted::render_cuda::GpuScene::upload(&gpu, &rs)?,
+            &rs,
+            priority,
+        )?
+    };
     // `--early-estimates on|off`: the primary wave's estimates beside the
     // later waves (on, the renderer's default) or all after the last.
     match args.iter().position(|a| a == "--early-estimates") {
@@ -151,6 +161,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         stages(shown_median),
         host_bytes.len(),
     );
+    // `CAUSTIC_GPU_TRACE=PATH`: three more display frames with every
+    // launch's device span recorded, as a table at PATH (tab-separated:
+    // frame, stream, kernel, blocks, host enqueue, device start and end in
+    // ms since the frame's start; `wait` rows are host waits).
+    if let Some(trace_path) = std::env::var_os("CAUSTIC_GPU_TRACE") {
+        use std::fmt::Write as _;
+        let mut table =
+            String::from("frame\tstream\tname\tblocks\twait\thost_ms\tstart_ms\tend_ms\n");
+        for frame in 0..3 {
+            caustic_gpu::trace::begin(&gpu)?;
+            let stats = renderer.render_display(&camera, &settings, 0.0, &mut display)?;
+            for r in caustic_gpu::trace::finish(&gpu)? {
+                writeln!(
+                    table,
+                    "{frame}\t{}\t{}\t{}\t{}\t{:.4}\t{:.4}\t{:.4}",
+                    r.stream,
+                    r.name,
+                    r.blocks,
+                    u8::from(r.wait),
+                    r.host_ms,
+                    r.start_ms,
+                    r.end_ms
+                )?;
+            }
+            println!(
+                "TRACED frame {frame}: {:.2} ms; {}",
+                stats.seconds * 1e3,
+                stages(&stats)
+            );
+        }
+        std::fs::write(trace_path, table)?;
+    }
     // The eye pass without photons: the Whitted wavefront alone, same
     // settings, for the share of the frame the photon estimates take.
     let whitted = caustic_render::WhittedSettings {

@@ -674,9 +674,11 @@ fn estimate_search_returns_the_exact_k_nearest_photons() {
     };
     let maps = trace_cuda::trace_photons(&device, &sources, &settings).unwrap();
     let diagonal = rs.scene_diagonal;
-    for (name, photons, k, radius) in [
-        ("global", &maps.global, 64, 0.05 * diagonal),
-        ("caustic", &maps.caustic, 50, 0.02 * diagonal),
+    // Each map as the renderer views it (the caustic map with its own
+    // coarse limit).
+    for (name, photons, k, radius, caustic) in [
+        ("global", &maps.global, 64, 0.05 * diagonal, false),
+        ("caustic", &maps.caustic, 50, 0.02 * diagonal, true),
     ] {
         let positions: Vec<Vec3> = photons
             .download()
@@ -703,7 +705,12 @@ fn estimate_search_returns_the_exact_k_nearest_photons() {
         }
         queries.extend([Vec3::NAN, Vec3::INFINITY]);
         let indexed = IndexedPhotons::build(photons, radius, k, TILE_FINE_CELL_KTH).unwrap();
-        let view = indexed.view(k, radius, false).unwrap();
+        let view = if caustic {
+            indexed.caustic_view(k, radius, false)
+        } else {
+            indexed.view(k, radius, false)
+        };
+        let view = view.unwrap();
         let view = DeviceBuffer::from_slice(&gpu, "view", &[view]).unwrap();
         // Three searches: query by query, and by tiles of 32 (the
         // estimate's) over the queries in Morton order (neighbouring tiles)

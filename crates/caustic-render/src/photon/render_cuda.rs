@@ -23,7 +23,8 @@
 //!    and there is no final gather, the primary wave's vertices are
 //!    estimated on a third stream as soon as the maps are there, beside
 //!    the later waves (`EarlyEstimates`), and the last launch takes the
-//!    later waves' vertices.
+//!    later waves' vertices; where the maps come only after the last
+//!    wave, one launch takes them all.
 //!
 //! An owned renderer on one GPU runs steps 1–2 (and the final gather's
 //! precompute) on a second stream of the device, beside the eye waves of
@@ -422,7 +423,7 @@ impl<'s> GpuPhotonRenderer<'s> {
         )?;
         let global_view = global.view(settings.k, global_radius, false)?;
         let caustic_view =
-            caustic.view(settings.caustic_k, caustic_radius, settings.cone_filter)?;
+            caustic.caustic_view(settings.caustic_k, caustic_radius, settings.cone_filter)?;
         let gpu = scene.gpu();
         // With the final gather the global map is read by the gather rays
         // (through irradiance precomputed at its photons), not at the eye.
@@ -775,7 +776,9 @@ impl EarlyEstimates {
 /// photon stream and no final gather the primary wave's vertices (most of
 /// them) get a launch of their own instead, on a third stream as soon as
 /// the maps are there ([`EarlyEstimates`]), and the last step's launch
-/// takes the later waves' vertices.
+/// takes the later waves' vertices; if the maps come only after the last
+/// wave, the primary vertices rejoin the frame's array for one launch
+/// ([`EstimateSteps::merge_primary`]).
 struct EstimateSteps<'a> {
     /// The views of the photon pass's maps, read by the estimates after
     /// the last wave.
@@ -1165,6 +1168,41 @@ impl EstimateSteps<'_> {
         Ok(at)
     }
 
+    /// Where no early launch took the primary wave's vertices by the last
+    /// wave (the maps came later), puts them at the front of the frame's
+    /// array, ahead of the later waves' (bounce by bounce, as a frame
+    /// without early estimates has them): one launch over all vertices,
+    /// its tiles costly first across the whole frame, ends sooner than the
+    /// primary wave's launch beside the later waves', where each orders
+    /// only its own tiles and the estimate stream, below the frame's,
+    /// gets the multiprocessors as the other launch leaves them (H200,
+    /// 2026-11-28: 7.7 ms for the two launches, 7.25 ms for one). The copy
+    /// runs while the frame waits for the maps.
+    fn merge_primary(&mut self, gpu: &caustic_gpu::Gpu) -> Result<(), GpuError> {
+        let Some(early) = self.early.as_mut().filter(|e| e.launched.is_none()) else {
+            return Ok(());
+        };
+        let Some(primary) = early.vertices.take() else {
+            return Ok(());
+        };
+        let later = self.appended.take();
+        let later_len = later.as_ref().map_or(0, DeviceBuffer::len);
+        let mut all = DeviceBuffer::uninit(gpu, "eye vertices", primary.len() + later_len)?;
+        all.copy_from_at(&primary, 0)?;
+        if let Some(later) = &later {
+            all.copy_from_at(later, primary.len())?;
+        }
+        // The primary vertices are the estimate stream's allocation, freed
+        // in its order: after the frame's stream has copied them.
+        early.gpu.wait_for(gpu)?;
+        if self.wave_lengths.is_empty() {
+            self.wave_lengths.push(0);
+        }
+        self.wave_lengths[0] += primary.len() as u64;
+        self.appended = Some(all);
+        Ok(())
+    }
+
     /// Adds `ms` to the stage `name` (appended when new).
     fn add_stage(&mut self, name: &'static str, ms: f64) {
         match self.stages.iter_mut().find(|(n, _)| *n == name) {
@@ -1249,6 +1287,7 @@ impl WaveSteps for EstimateSteps<'_> {
         let gpu = params.gpu();
         let mut clock = StageClock::new(gpu)?;
         self.add_waves_time();
+        self.merge_primary(gpu)?;
         let vertices = match self.appended.take() {
             Some(vertices) => vertices,
             None => {
@@ -1301,7 +1340,7 @@ impl WaveSteps for EstimateSteps<'_> {
         estimate_cuda::estimate(params_used, &views, &vertices, own, &tiles)?;
         drop(tiles);
         self.add_stage("estimates", clock.lap()?);
-        if let Some(early) = &self.early {
+        if let Some(early) = self.early.as_ref().filter(|e| e.launched.is_some()) {
             // The framebuffer is read after this step: the early
             // estimates' additions first.
             gpu.wait_for(&early.gpu)?;
@@ -1485,6 +1524,21 @@ pub const TILE_FINE_CELL_KTH: f64 = 1.2;
 /// shell of 27 cells ends most searches.
 pub const SHELL_FINE_CELL_KTH: f64 = 1.2;
 
+/// The coarse limit of a caustic map's view ([`IndexedPhotons::caustic_view`]):
+/// half of `points.cuh`'s `TILE_MAX_POINTS` (8192), so that a tile whose
+/// coarse block holds at most 8192 photons streams that block
+/// (`tile_map_knn` takes it up to twice the limit) instead of the default
+/// 8 k. A caustic map is dense at its focus and sparse around it; its fine
+/// cells, sized by the photon-weighted density (the focus), are too small
+/// for the halo, whose tiles then stream fine blocks with margins 1 to 3
+/// and fall back to the coarse block after all. Measured on the H200
+/// (2026-11-28, `photon_gpu_bench 1000000 1920x1080 --no-cpu
+/// --early-estimates off`, the estimates as one launch): 8.09-8.12 ms at
+/// 8 k = 512 (k = 64), 7.25-7.28 ms at 4096; 128: 8.29, 256: 8.10, 1024:
+/// 8.12, 2048: 8.09 ms (the halo's coarse blocks hold 4096-8192 photons);
+/// the global map's limit at 256 or 1024 changed nothing.
+pub const CAUSTIC_COARSE_LIMIT: u32 = 4096;
+
 /// A photon map on the device with its two hash grids (see
 /// [`PhotonMapView`]).
 pub struct IndexedPhotons<'a> {
@@ -1531,6 +1585,21 @@ impl<'a> IndexedPhotons<'a> {
             coarse,
             fine,
         })
+    }
+
+    /// [`Self::view`] for a caustic map: the estimates' tiles take the
+    /// coarse block (the cells of the radius around the tile's cells)
+    /// whenever its photons fit one tile's stream, the fine blocks only
+    /// beyond ([`CAUSTIC_COARSE_LIMIT`]). Same photons found.
+    pub fn caustic_view(
+        &self,
+        k: usize,
+        radius: f32,
+        cone: bool,
+    ) -> Result<PhotonMapView, GpuError> {
+        let mut view = self.view(k, radius, cone)?;
+        view.coarse_limit = view.coarse_limit.max(CAUSTIC_COARSE_LIMIT);
+        Ok(view)
     }
 
     /// What the estimate kernel reads: `k` photons within `radius` (at most

@@ -468,8 +468,14 @@ impl Pass<'_> {
             &mut w.live,
         )?;
         w.compact(slots.live(0), &pad)?;
+        // Room for two stored photons per emitted one in the global map:
+        // a map that may outgrow its run makes the host read the fills
+        // before each bounce (a wait of the device each), and the global
+        // map of 10^6 photons holds 1.07·10^6 after 32 bounces, which
+        // cost four such reads, after bounces 2, 4, 5 and 6 (H200,
+        // 2026-11-28). The caustic map keeps far fewer.
         let mut maps = [
-            MapRun::new(&gpu, "global photon map", count)?,
+            MapRun::new(&gpu, "global photon map", 2 * count)?,
             MapRun::new(&gpu, "caustic photon map", count)?,
         ];
         let tail_paths = tail_paths(&gpu);
