@@ -379,7 +379,9 @@ impl Gpu {
         })
     }
 
-    fn timing_event(&self) -> Result<CudaEvent, GpuError> {
+    /// An event recorded on this handle's stream now (stage clocks, the
+    /// launch timeline of [`crate::trace`]).
+    pub(crate) fn timing_event(&self) -> Result<CudaEvent, GpuError> {
         let event = self
             .inner
             .context

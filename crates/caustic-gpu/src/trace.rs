@@ -13,8 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaEvent, CudaStream};
+use cudarc::driver::CudaEvent;
 
 use crate::{Gpu, GpuError};
 
@@ -55,21 +54,12 @@ fn records() -> &'static Mutex<Records> {
     RECORDS.get_or_init(Mutex::default)
 }
 
-fn event(gpu: &Gpu, stream: &CudaStream) -> Option<CudaEvent> {
-    let event = gpu
-        .context()
-        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-        .ok()?;
-    event.record(stream).ok()?;
-    Some(event)
-}
-
 /// The start event of a launch on `gpu`'s stream, while recording.
 pub(crate) fn before_launch(gpu: &Gpu) -> Option<(CudaEvent, Instant)> {
     if !ON.load(Ordering::Relaxed) {
         return None;
     }
-    Some((event(gpu, gpu.stream())?, Instant::now()))
+    Some((gpu.timing_event().ok()?, Instant::now()))
 }
 
 /// Records the launch `name` that followed `start`.
@@ -80,7 +70,7 @@ pub(crate) fn after_launch(
     start: Option<(CudaEvent, Instant)>,
 ) {
     let Some((start, host)) = start else { return };
-    let Some(end) = event(gpu, gpu.stream()) else {
+    let Ok(end) = gpu.timing_event() else {
         return;
     };
     let stream = gpu.stream().cu_stream() as usize;
@@ -124,10 +114,7 @@ pub fn begin(gpu: &Gpu) -> Result<(), GpuError> {
     gpu.context()
         .synchronize()
         .map_err(GpuError::driver("waiting for the device"))?;
-    let epoch = event(gpu, gpu.stream()).ok_or(GpuError::Invalid {
-        what: "trace",
-        message: "no epoch event".into(),
-    })?;
+    let epoch = gpu.timing_event()?;
     let mut records = records().lock().unwrap_or_else(|e| e.into_inner());
     *records = Records {
         epoch: Some((epoch, Instant::now())),

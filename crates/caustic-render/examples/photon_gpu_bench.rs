@@ -102,15 +102,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     // `--serial`: the photon pass before the eye pass on one stream (the
     // renderer on a borrowed upload), for the passes' times alone.
-    let serial_scene = caustic_render::whitted::render_cuda::GpuScene::upload(&gpu, &rs)?;
+    // One upload: the serial renderer borrows it, the owned one takes it.
+    let scene = caustic_render::whitted::render_cuda::GpuScene::upload(&gpu, &rs)?;
+    let serial_scene;
     let mut renderer = if args.iter().any(|a| a == "--serial") {
+        serial_scene = scene;
         GpuPhotonRenderer::on(&serial_scene, &rs)
     } else {
-        GpuPhotonRenderer::from_scene_at(
-            caustic_render::whitted::render_cuda::GpuScene::upload(&gpu, &rs)?,
-            &rs,
-            priority,
-        )?
+        GpuPhotonRenderer::from_scene_at(scene, &rs, priority)?
     };
     // `--early-estimates on|off`: the primary wave's estimates beside the
     // later waves (on, the renderer's default) or all after the last.
