@@ -18,7 +18,9 @@ pub use aabb::Aabb;
 pub use glam::{DVec3, Mat3, Mat4, Vec2, Vec3, Vec3A, Vec4};
 pub use ray::{Hit, Ray};
 pub use rng::Pcg32;
-pub use triangle::{RayTriangleTest, Triangle};
+pub use triangle::{
+    CONDITIONED, CROSSING_ROUNDING, CROSSING_SLACK, RayTriangleTest, Triangle, conditioned,
+};
 
 /// Linear RGB radiance, reflectance or power, one `f32` per channel.
 pub type Rgb = Vec3;

@@ -228,8 +228,49 @@ __device__ __forceinline__ float cross_term_f64(float a, float b, float c, float
     return (float)__dsub_rn(__dmul_rn((double)a, (double)b), __dmul_rn((double)c, (double)d));
 }
 
-// Intersects the triangle (v0, v1, v2); true for a hit with tmin < t < tmax,
-// with the barycentrics u of v1 and v of v2.
+// Margins of the crossing rule (caustic-geom's CROSSING_SLACK and
+// CROSSING_ROUNDING): 1/64 of the triangle box's depth along the ray, plus
+// 2^-19 of that depth range's larger distance.
+#define CAUSTIC_CROSSING_SLACK (1.0f / 64.0f)
+#define CAUSTIC_CROSSING_ROUNDING (1.0f / 524288.0f)
+
+// The triangle's box planes on `axis` relative to the ray's origin there
+// (`o`), times `sz`: (lo - o) * sz and (hi - o) * sz.
+__device__ __forceinline__ float2 crossing_span(float3 v0, float3 v1, float3 v2, u32 axis, float o,
+                                                float sz) {
+    const float lo = fminf(fminf(component(v0, axis), component(v1, axis)), component(v2, axis));
+    const float hi = fmaxf(fmaxf(component(v0, axis), component(v1, axis)), component(v2, axis));
+    return make_float2(__fmul_rn(__fsub_rn(lo, o), sz), __fmul_rn(__fsub_rn(hi, o), sz));
+}
+
+// The crossing rule (RayTriangleTest::within_crossing, caustic-geom, which
+// says why): the point at t lies in the triangle's bounding box widened by
+// the margin; along kz as distances, along kx and ky scaled by sz (the
+// ray's offset t * s against the planes, the margin times |s|). A
+// comparison with a NaN passes. The same operations in the same order as
+// the CPU's, so the same answer.
+__device__ __forceinline__ bool within_crossing(const TriangleTest& r, float3 v0, float3 v1, float3 v2,
+                                                float t) {
+    const float2 z = crossing_span(v0, v1, v2, r.kz, r.oz, r.sz);
+    const float near = fminf(z.x, z.y), far = fmaxf(z.x, z.y);
+    const float margin = __fadd_rn(__fmul_rn(__fsub_rn(far, near), CAUSTIC_CROSSING_SLACK),
+                                   __fmul_rn(fmaxf(fabsf(near), fabsf(far)), CAUSTIC_CROSSING_ROUNDING));
+    if (t < __fsub_rn(near, margin) || t > __fadd_rn(far, margin)) return false;
+    const u32 axes[2] = {r.kx, r.ky};
+    const float origin[2] = {r.ox, r.oy};
+    const float shear[2] = {r.sx, r.sy};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const float2 k = crossing_span(v0, v1, v2, axes[i], origin[i], r.sz);
+        const float reach = __fmul_rn(t, shear[i]), slack = __fmul_rn(margin, fabsf(shear[i]));
+        if (reach < __fsub_rn(fminf(k.x, k.y), slack) || reach > __fadd_rn(fmaxf(k.x, k.y), slack))
+            return false;
+    }
+    return true;
+}
+
+// Intersects the triangle (v0, v1, v2); true for a hit with tmin < t < tmax
+// that keeps the crossing rule, with the barycentrics u of v1 and v of v2.
 __device__ __forceinline__ bool triangle_intersect(const TriangleTest& r, float3 v0, float3 v1,
                                                    float3 v2, float tmin, float tmax, float& t,
                                                    float& u_out, float& v_out) {
@@ -259,6 +300,7 @@ __device__ __forceinline__ bool triangle_intersect(const TriangleTest& r, float3
     const float inv_det = __frcp_rn(det);
     t = t_scaled * inv_det;
     if (!(t > tmin && t < tmax)) return false;
+    if (!within_crossing(r, v0, v1, v2, t)) return false;
     u_out = v * inv_det;
     v_out = w * inv_det;
     return true;

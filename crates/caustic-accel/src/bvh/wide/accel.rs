@@ -327,7 +327,8 @@ pub(super) fn closest<const N: usize, V: Lanes<N>>(
     bvh: &WideBvh<N>,
     ray: &Ray,
 ) -> Option<Hit> {
-    let boxes = RayBoxes::<N, V>::new(isa, ray.origin, ray.dir, &bvh.bounds);
+    let boxes =
+        RayBoxes::<N, V>::new(isa, ray.origin, ray.dir, &bvh.bounds).crossing(bvh.whole_leaves);
     let mut leaf = ClosestLeaf {
         triangles: RayTriangles::<N, V>::new(isa, ray),
         t_min: ray.tmin,
@@ -344,7 +345,8 @@ pub(super) fn occluded<const N: usize, V: Lanes<N>>(
     bvh: &WideBvh<N>,
     ray: &Ray,
 ) -> bool {
-    let boxes = RayBoxes::<N, V>::new(isa, ray.origin, ray.dir, &bvh.bounds);
+    let boxes =
+        RayBoxes::<N, V>::new(isa, ray.origin, ray.dir, &bvh.bounds).crossing(bvh.whole_leaves);
     let mut leaf = AnyLeaf {
         triangles: RayTriangles::<N, V>::new(isa, ray),
         t_min: ray.tmin,

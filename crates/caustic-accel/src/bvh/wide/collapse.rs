@@ -87,6 +87,7 @@ pub fn collapse<const N: usize>(
             groups: Vec::new(),
             root: ChildRef::Empty,
             bounds: root.bounds(),
+            whole_leaves: no_triangle_twice(&bvh.prim_indices, triangles.len()),
         },
         leaves: Vec::new(),
         group_count: 0,
@@ -293,6 +294,24 @@ fn fill_spans(bvh: &Bvh2, order: impl Iterator<Item = usize>, spans: &mut [Span]
     contiguous
 }
 
+/// Whether no triangle index appears twice among `prim_indices` (indices
+/// into `count` triangles): no spatial split cut a triangle into parts.
+fn no_triangle_twice(prim_indices: &[u32], count: usize) -> bool {
+    if prim_indices.len() <= 1 {
+        return true;
+    }
+    let mut seen = vec![0u64; count.div_ceil(64)];
+    prim_indices.iter().all(|&i| {
+        let (word, bit) = (i as usize / 64, 1u64 << (i % 64));
+        let Some(slot) = seen.get_mut(word) else {
+            return false;
+        };
+        let first = *slot & bit == 0;
+        *slot |= bit;
+        first
+    })
+}
+
 /// State of one [`collapse`]'s first pass.
 struct Collapser<'a, const N: usize> {
     bvh: &'a Bvh2,
@@ -426,6 +445,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn leaves_hold_whole_triangles_unless_one_is_in_two() {
+        assert!(no_triangle_twice(&[], 0));
+        assert!(no_triangle_twice(&[2, 0, 1], 3));
+        assert!(!no_triangle_twice(&[2, 0, 2, 1], 3));
+        assert!(!no_triangle_twice(&[5, 1, 3, 5], 6));
+        // Binned builds hold each triangle once; a spatial-split build of
+        // long triangles cuts some, and the tree says so (its traversal
+        // keeps the depth-range rule, see `traverse`).
+        // Long slivers across the box among small grains (the spatial
+        // builder's own test scene).
+        let mut tris = soup(600, 3);
+        let mut rng = Pcg32::new(5, 7);
+        for _ in 0..200 {
+            let a = Vec3::new(0.0, rng.next_f32() * 10.0, rng.next_f32() * 10.0);
+            let b = Vec3::new(10.0, rng.next_f32() * 10.0, rng.next_f32() * 10.0);
+            tris.push(Triangle::new(a, b, a + Vec3::new(0.0, 0.02, 0.0)));
+        }
+        assert!(
+            collapse::<8>(&binary(&tris, 8), &tris, &CollapseConfig::one_group(8)).whole_leaves
+        );
+        let spatial =
+            crate::bvh::build::SpatialSahBuilder::new(crate::bvh::build::SpatialSahConfig {
+                base: BinnedSahConfig {
+                    sweep_max_prims: 0,
+                    max_leaf_size: 2,
+                    ..BinnedSahConfig::DEFAULT
+                },
+                overlap_alpha: 0.0,
+                duplication: 4.0,
+                ..crate::bvh::build::SpatialSahConfig::DEFAULT
+            })
+            .build_triangles(&BuildInput::from_triangles(&tris), &tris)
+            .0;
+        assert!(spatial.prim_indices.len() > tris.len(), "the soup is cut");
+        let wide = collapse::<8>(&spatial, &tris, &CollapseConfig::one_group(8));
+        assert!(!wide.whole_leaves);
     }
 
     #[test]

@@ -20,7 +20,7 @@
 use super::node::TriangleGroup;
 use super::simd::Lanes;
 use crate::slab_ray::next_up;
-use caustic_geom::{Hit, Ray, RayTriangleTest};
+use caustic_geom::{CONDITIONED, CROSSING_ROUNDING, CROSSING_SLACK, Hit, Ray, RayTriangleTest};
 
 /// Per-ray constants of the watertight test, broadcast to `N` lanes.
 #[derive(Clone, Copy, Debug)]
@@ -160,8 +160,20 @@ impl<'a, const N: usize, V: Lanes<N>> RayTriangles<'a, N, V> {
             & det.abs().lt(V::splat(self.isa, f32::INFINITY))
             & t.gt(t_min)
             & t.lt(t_max);
+        let mut hits = V::bits(accepted) & inside & !on_edge;
+        if hits != 0 {
+            // Hits the conditioning bound cannot vouch for (grazing rays,
+            // slivers) take the crossing rule on the lanes' triangle boxes.
+            // (No closures here: a closure is a function of its own, which
+            // is not compiled with the caller's instruction set.)
+            let sheared = [ax, ay, bx, by, cx, cy];
+            let doubtful = hits & !V::bits(conditioned_lanes(self.isa, sheared, det));
+            if doubtful != 0 {
+                hits &= !breaking_crossing(self.ray, group, doubtful, &t.to_array());
+            }
+        }
         GroupHits {
-            hits: V::bits(accepted) & inside & !on_edge,
+            hits,
             on_edge,
             t,
             v,
@@ -352,6 +364,70 @@ fn closest_exact<const N: usize>(
         }
     }
     improved
+}
+
+/// The lanes whose hit the scalar test's conditioning bound vouches for
+/// (`caustic_geom::conditioned`, the same operations on every lane):
+/// `sheared` holds the lanes' `ax, ay, bx, by, cx, cy`.
+#[inline(always)]
+pub(super) fn conditioned_lanes<const N: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    [ax, ay, bx, by, cx, cy]: [V; 6],
+    det: V,
+) -> V::Mask {
+    let size = (cx * by)
+        .abs()
+        .max_or((cy * bx).abs())
+        .max_or((ax * cy).abs())
+        .max_or((ay * cx).abs())
+        .max_or((bx * ay).abs())
+        .max_or((by * ax).abs());
+    det.abs().gt(size * V::splat(isa, CONDITIONED))
+}
+
+/// The lanes that break the crossing rule of the scalar test
+/// (`RayTriangleTest::within_crossing`: the same operations in the same
+/// order on every lane, so the same answer) at distances `t`: `spans` holds,
+/// per axis of the test's frame `kx, ky, kz`, the lanes' triangle box planes
+/// relative to their ray's origin (`lo - o`, `hi - o`), `shear` the lanes'
+/// `sx, sy, sz`. Inline, for the packets' lanes (a call in their triangle
+/// loop, even a cold one, costs more than this does).
+#[inline(always)]
+pub(super) fn crossing_breaks<const N: usize, V: Lanes<N>>(
+    isa: V::Isa,
+    spans: [(V, V); 3],
+    [sx, sy, sz]: [V; 3],
+    t: V,
+) -> V::Mask {
+    let (a, b) = (spans[2].0 * sz, spans[2].1 * sz);
+    let (near, far) = (a.min_or(b), a.max_or(b));
+    let margin = (far - near) * V::splat(isa, CROSSING_SLACK)
+        + near.abs().max_or(far.abs()) * V::splat(isa, CROSSING_ROUNDING);
+    let mut breaks = t.lt(near - margin) | t.gt(far + margin);
+    for ((lo, hi), s) in [(spans[0], sx), (spans[1], sy)] {
+        let (a, b) = (lo * sz, hi * sz);
+        let (reach, slack) = (t * s, margin * s.abs());
+        breaks = breaks | reach.lt(a.min_or(b) - slack) | reach.gt(a.max_or(b) + slack);
+    }
+    breaks
+}
+
+/// The lanes of `lanes` (of `group`, at distances `t`) whose hit breaks the
+/// scalar test's crossing rule (`RayTriangleTest::within_crossing`, the
+/// same function, so the same answer). Cold and out of line: only hits the
+/// conditioning bound cannot vouch for come here (grazing rays, slivers).
+#[cold]
+#[inline(never)]
+pub(super) fn breaking_crossing<const N: usize>(
+    ray: &Ray,
+    group: &TriangleGroup<N>,
+    lanes: u32,
+    t: &[f32; N],
+) -> u32 {
+    let test = RayTriangleTest::new(ray.origin, ray.dir);
+    set_bits(lanes)
+        .filter(|&lane| !test.within_crossing(&group.triangle(lane), t[lane]))
+        .fold(0, |broken, lane| broken | 1 << lane)
 }
 
 /// Lanes of one group test.

@@ -73,6 +73,12 @@ pub struct WideBvh<const N: usize> {
     pub root: ChildRef,
     /// Box of every triangle (finite ones), the root's box.
     pub bounds: Aabb,
+    /// Every leaf holds its triangles whole (no triangle in two leaves, as
+    /// spatial splits make): then every box that holds a triangle holds
+    /// its whole bounding box, and the traversal may cull by the crossing
+    /// rule (`traverse::slab_rule`); otherwise it keeps the depth-range
+    /// rule.
+    pub whole_leaves: bool,
 }
 
 /// Shape figures of a [`WideBvh`].
@@ -112,6 +118,7 @@ impl<const N: usize> WideBvh<N> {
             groups: Vec::new(),
             root: ChildRef::Empty,
             bounds: Aabb::EMPTY,
+            whole_leaves: true,
         }
     }
 

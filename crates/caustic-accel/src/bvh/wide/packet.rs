@@ -47,7 +47,7 @@ use super::simd::Lanes;
 use super::traverse::{class_rows, far_to_near, slab_axes, stack_capacity};
 use super::{WideBvh, root_entry};
 use crate::bvh::traverse::SLACK;
-use caustic_geom::{Aabb, Hit, Ray};
+use caustic_geom::{Aabb, CROSSING_SLACK, Hit, Ray};
 use std::mem::MaybeUninit;
 
 /// Largest stack of any packet width here (`N = 8`).
@@ -63,9 +63,10 @@ pub(super) fn closest_packet<const N: usize, const P: usize, V: Lanes<N>>(
     rays: &[Ray],
     hits: &mut [Option<Hit>],
 ) -> bool {
-    let Some(packet) = Packet::<N, P, V>::new(isa, rays, &bvh.bounds) else {
+    let Some(mut packet) = Packet::<N, P, V>::new(isa, rays, &bvh.bounds) else {
         return false;
     };
+    packet.crossing = bvh.whole_leaves.then(|| V::splat(isa, CROSSING_SLACK));
     let found = packet.closest(bvh);
     for (hit, best) in hits.iter_mut().zip(found.iter().flatten()) {
         *hit = best.hit;
@@ -95,6 +96,10 @@ pub(super) struct Packet<'a, const N: usize, const P: usize, V: Lanes<N>> {
     /// The triangle test's frame, shared, and its vertex rows `kx, ky, kz`.
     pub(super) frame: Frame,
     pub(super) rows: [usize; 3],
+    /// `CROSSING_SLACK` in every lane when the tree's leaves hold whole
+    /// triangles: boxes are culled by the crossing rule
+    /// (`traverse::slab_rule`), else by the depth-range rule.
+    pub(super) crossing: Option<V>,
 }
 
 /// A child waiting on the stack with its cull bound for the packet.
@@ -203,6 +208,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
             t_min: V::splat(isa, t_min),
             frame,
             rows: frame.rows(),
+            crossing: None,
         })
     }
 
@@ -242,6 +248,14 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
             .max_or(n2_high.abs())
             .max_or(f2.abs().max_or(f2_low.abs()));
         let margin = depth_extent * V::splat(self.isa, SLACK);
+        if let Some(slack) = self.crossing {
+            // The crossing rule on the bounds: the widest depth slab of the
+            // packet gives every ray's margin or more.
+            let widen = margin + (f2 - n2) * slack;
+            let lo = self.t_min.max_or(near - widen);
+            let hi = cutoff.min_or(far + widen);
+            return (V::bits(lo.le(hi)), near, lo);
+        }
         let crosses = (near - margin).le(far + margin);
         let lo = self.t_min.max_or(n2 - margin);
         let hi = cutoff.min_or(f2 + margin);
@@ -363,7 +377,14 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         for (lanes, best) in self.lanes.iter().zip(best) {
             let reached = match slot_box {
                 Some((node, slot)) => {
-                    lanes.keeps(node, slot, self.near_row, self.far_row, best.t) != 0
+                    lanes.keeps(
+                        node,
+                        slot,
+                        self.near_row,
+                        self.far_row,
+                        best.t,
+                        self.crossing,
+                    ) != 0
                 }
                 None => true,
             };

@@ -6,7 +6,9 @@
 //! result is bit-identical to the scalar test), and their closest hits so
 //! far ([`LaneBest`]), updated in SIMD with the accel's tie rule.
 
-use super::leaf::{Closest, Frame, FrameTest, in_frame, mark, set_bits};
+use super::leaf::{
+    Closest, Frame, FrameTest, conditioned_lanes, crossing_breaks, in_frame, mark, set_bits,
+};
 use super::node::{NO_PRIM, TriangleGroup, WideNode};
 use super::simd::Lanes;
 use super::traverse::SlabFrame;
@@ -336,6 +338,7 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         near_row: [usize; 3],
         far_row: [usize; 3],
         cutoff: V,
+        crossing: Option<V>,
     ) -> u32 {
         let n0 = self.plane(node.bounds[near_row[0]][slot], 0, self.box_near_shift[0]);
         let n1 = self.plane(node.bounds[near_row[1]][slot], 1, self.box_near_shift[1]);
@@ -345,6 +348,13 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         let f2 = self.plane(node.bounds[far_row[2]][slot], 2, self.box_far_shift[2]);
         let near = n0.max_or(n1.max_or(n2));
         let far = f0.min_or(f1.min_or(f2));
+        if let Some(slack) = crossing {
+            // The crossing rule, as `traverse::slab_rule` has it.
+            let margin = (f2 - n2) * slack;
+            let lo = (near - margin).max_or(self.t_min);
+            let hi = (far + margin).min_or(cutoff);
+            return V::bits(lo.le(hi));
+        }
         let lo = self.t_min.max_or(n2);
         let hi = cutoff.min_or(f2);
         V::bits(near.le(far) & lo.le(hi))
@@ -557,14 +567,49 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
             & t.gt(self.t_min)
             & t.lt(best.t_max)
             & t.le(best.t);
+        let mut hits = V::andnot(on_edge, accepted & inside);
+        if V::bits(hits) != 0 {
+            // Hits the conditioning bound cannot vouch for take the
+            // crossing rule on the triangle's box (see `RayTriangles::test`;
+            // no closures there either).
+            let sheared = [ax, ay, bx, by, cx, cy];
+            let doubtful = V::andnot(conditioned_lanes(self.isa, sheared, det), hits);
+            if V::bits(doubtful) != 0 {
+                let spans = [
+                    self.span(group, tri, rows, 0),
+                    self.span(group, tri, rows, 1),
+                    self.span(group, tri, rows, 2),
+                ];
+                let breaks = crossing_breaks(self.isa, spans, [self.sx, self.sy, self.sz], t);
+                hits = V::andnot(doubtful & breaks, hits);
+            }
+        }
         LaneHits {
-            hits: V::andnot(on_edge, accepted & inside),
+            hits,
             on_edge,
             t,
             v,
             w,
             inv_det,
         }
+    }
+
+    /// Triangle `tri`'s box planes on axis `axis` of the frame `rows`,
+    /// relative to each lane's origin (the scalar rule's `min(v) - o`).
+    #[inline(always)]
+    fn span(&self, group: &TriangleGroup<N>, tri: usize, rows: [usize; 3], axis: usize) -> (V, V) {
+        let row = rows[axis];
+        let (p, q, r) = (
+            group.vertex[row][tri],
+            group.vertex[3 + row][tri],
+            group.vertex[6 + row][tri],
+        );
+        let (lo, hi) = (p.min(q).min(r), p.max(q).max(r));
+        let origin = self.tri_origin[axis];
+        (
+            V::splat(self.isa, lo) - origin,
+            V::splat(self.isa, hi) - origin,
+        )
     }
 
     /// Vertex `v` of triangle `tri` relative to each lane's origin, sheared.

@@ -33,7 +33,7 @@ use super::packet_lanes::LaneRays;
 use super::simd::Lanes;
 use super::stream::STREAM;
 use super::traverse::{BoxParts, RowOffsets, class_rows, slab_axes, slab_rule};
-use caustic_geom::{Aabb, Ray};
+use caustic_geom::{Aabb, CROSSING_SLACK, Ray};
 
 /// Each ray's bit in a stream's masks, as the bits of an `f32` (the value
 /// a ray ORs into the lanes of the children it keeps).
@@ -69,6 +69,9 @@ pub(super) struct StreamRays<const N: usize> {
     /// Triangle test: the origin along `kx, ky, kz`, negated, then the
     /// shear `sx, sy, sz` (`RayTriangles::from_parts`' parts).
     triangle: [[f32; STREAM]; 6],
+    /// Whether the box test culls by the crossing rule
+    /// ([`StreamRays::crossing`], `traverse::slab_rule`).
+    crossing: bool,
 }
 
 impl<const N: usize> StreamRays<N> {
@@ -101,6 +104,7 @@ impl<const N: usize> StreamRays<N> {
             t_min: [0.0; STREAM],
             t_max: [0.0; STREAM],
             triangle: [[0.0; STREAM]; 6],
+            crossing: false,
         };
         let last = count - 1;
         for first in (0..count).step_by(N) {
@@ -130,6 +134,15 @@ impl<const N: usize> StreamRays<N> {
             }
         }
         stream
+    }
+
+    /// These rays culling boxes by the crossing rule when `whole_leaves`
+    /// (the tree's [`super::WideBvh::whole_leaves`]), see
+    /// `traverse::slab_rule`.
+    #[inline(always)]
+    pub(super) fn crossing(mut self, whole_leaves: bool) -> Self {
+        self.crossing = whole_leaves;
+        self
     }
 
     /// The box constants [`BoxParts::new`] gives the lanes `lanes` of the
@@ -233,7 +246,8 @@ impl<const N: usize> StreamRays<N> {
         };
         let (inv, near, far) = (at(&self.inv), at(&self.near), at(&self.far));
         let (t_min, t_max) = (V::splat(isa, self.t_min[r]), V::splat(isa, self.t_max[r]));
-        let (keeps, _, bound) = slab_rule(rows, &inv, [&near, &far], t_min, t_max);
+        let crossing = self.crossing.then(|| V::splat(isa, CROSSING_SLACK));
+        let (keeps, _, bound) = slab_rule(rows, &inv, [&near, &far], t_min, t_max, crossing);
         (keeps, bound)
     }
 

@@ -322,7 +322,8 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
         return;
     };
     let (axis, negative) = class_shape(class);
-    let stream = StreamRays::<N>::new::<V>(isa, rays, members, axis, negative, &bvh.bounds);
+    let stream = StreamRays::<N>::new::<V>(isa, rays, members, axis, negative, &bvh.bounds)
+        .crossing(bvh.whole_leaves);
     let mut alive = stream_mask(members.len());
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
     stack[0].write(Entry {
@@ -471,7 +472,7 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
                     let part = (mask >> (p * N)) & lane_all;
                     if part != 0 {
                         let (near, far) = (packet.near_row, packet.far_row);
-                        let kept = lanes.keeps(node, slot, near, far, lanes.t_max);
+                        let kept = lanes.keeps(node, slot, near, far, lanes.t_max, None);
                         rays_in |= (kept & part) << (p * N);
                     }
                 }

@@ -286,7 +286,14 @@ impl<const N: usize, const P: usize, V: Lanes<N>> Packet<'_, N, P, V> {
         for (p, lanes) in self.lanes.iter().enumerate() {
             let part = (mask >> (p * N)) & lane_all;
             if part != 0 {
-                let keeps = lanes.keeps(node, slot, self.near_row, self.far_row, cutoffs.lanes[p]);
+                let keeps = lanes.keeps(
+                    node,
+                    slot,
+                    self.near_row,
+                    self.far_row,
+                    cutoffs.lanes[p],
+                    None,
+                );
                 kept |= (keeps & part) << (p * N);
             }
         }
@@ -461,7 +468,8 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
         return;
     };
     let (axis, negative) = class_shape(class);
-    let mut stream = StreamRays::<N>::new::<V>(isa, rays, members, axis, negative, &bvh.bounds);
+    let mut stream = StreamRays::<N>::new::<V>(isa, rays, members, axis, negative, &bvh.bounds)
+        .crossing(bvh.whole_leaves);
     let last = members.len() - 1;
     let mut best: [Closest; STREAM] =
         std::array::from_fn(|r| Closest::new(rays[usize::from(members[r.min(last)])].tmax));
