@@ -2,9 +2,10 @@
 // cuda_fibers.h (threads as fibers, with warps) both give the host C++
 // compiler to compile CUDA kernels unchanged: the qualifiers, vector
 // types, bit casts, the _rn intrinsics (plain operations under
-// -ffp-contract=off round once, as they do), __ldg, min/max and the bit
-// counts.
+// -ffp-contract=off round once, as they do), __fadd_rd (the rounding
+// mode switched around the addition), __ldg, min/max and the bit counts.
 #pragma once
+#include <cfenv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +61,14 @@ inline unsigned __float_as_uint(float f) { return bits_as<unsigned>(f); }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
+// a + b rounded down: the rounding mode set around one volatile addition.
+inline float __fadd_rd(float a, float b) {
+    std::fesetround(FE_DOWNWARD);
+    volatile float va = a;
+    volatile float r = va + b;
+    std::fesetround(FE_TONEAREST);
+    return r;
+}
 inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __fsqrt_rn(float a) { return std::sqrt(a); }
 inline float __frcp_rn(float a) { return 1.0f / a; }
