@@ -269,8 +269,25 @@ __device__ __forceinline__ bool within_crossing(const TriangleTest& r, float3 v0
     return true;
 }
 
+// caustic-geom's CONDITIONED: 2^-10.
+#define CAUSTIC_CONDITIONED (1.0f / 1024.0f)
+
+// Whether the hit's edge functions are accurate enough that its t keeps the
+// crossing rule without testing it (caustic_geom::conditioned, which says
+// why): |det| above CAUSTIC_CONDITIONED times the largest of the six
+// products the edge functions subtract. The same operations, so the same
+// answer.
+__device__ __forceinline__ bool conditioned(float ax, float ay, float bx, float by, float cx, float cy,
+                                            float det) {
+    const float size = fmaxf(fmaxf(fmaxf(fabsf(__fmul_rn(cx, by)), fabsf(__fmul_rn(cy, bx))),
+                                   fmaxf(fabsf(__fmul_rn(ax, cy)), fabsf(__fmul_rn(ay, cx)))),
+                             fmaxf(fabsf(__fmul_rn(bx, ay)), fabsf(__fmul_rn(by, ax))));
+    return fabsf(det) > __fmul_rn(size, CAUSTIC_CONDITIONED);
+}
+
 // Intersects the triangle (v0, v1, v2); true for a hit with tmin < t < tmax
-// that keeps the crossing rule, with the barycentrics u of v1 and v of v2.
+// that the conditioning bound vouches for or that keeps the crossing rule,
+// with the barycentrics u of v1 and v of v2.
 __device__ __forceinline__ bool triangle_intersect(const TriangleTest& r, float3 v0, float3 v1,
                                                    float3 v2, float tmin, float tmax, float& t,
                                                    float& u_out, float& v_out) {
@@ -300,7 +317,7 @@ __device__ __forceinline__ bool triangle_intersect(const TriangleTest& r, float3
     const float inv_det = __frcp_rn(det);
     t = t_scaled * inv_det;
     if (!(t > tmin && t < tmax)) return false;
-    if (!within_crossing(r, v0, v1, v2, t)) return false;
+    if (!conditioned(ax, ay, bx, by, cx, cy, det) && !within_crossing(r, v0, v1, v2, t)) return false;
     u_out = v * inv_det;
     v_out = w * inv_det;
     return true;
