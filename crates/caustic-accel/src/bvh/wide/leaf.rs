@@ -18,7 +18,7 @@
 //! after `caustic_geom::conditioned`) applies to hit lanes alone: the
 //! conditioning bound on the lanes in SIMD (the same operations), the rule
 //! itself for the few lanes it does not vouch for, out of line here and
-//! inline in the packets' lane test ([`crossing_breaks`]).
+//! inline in the packets' lane test (`crossing_breaks`).
 //!
 //! Hit selection keeps the accel contract: the smallest `t`, and among equal
 //! `t` the lowest scene id, whatever order the lanes and leaves come in.

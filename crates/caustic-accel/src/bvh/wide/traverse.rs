@@ -121,7 +121,7 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     }
 
     /// These constants culling by the crossing rule when `whole_leaves`
-    /// (the tree's [`super::WideBvh::whole_leaves`]), see [`slab_rule`].
+    /// (the tree's [`super::WideBvh::whole_leaves`]), see `slab_rule`.
     #[inline(always)]
     pub fn crossing(mut self, whole_leaves: bool) -> Self {
         self.crossing = whole_leaves.then(|| V::splat(self.isa, CROSSING_SLACK));
