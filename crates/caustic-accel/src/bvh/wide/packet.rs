@@ -66,7 +66,9 @@ pub(super) fn closest_packet<const N: usize, const P: usize, V: Lanes<N>>(
     let Some(mut packet) = Packet::<N, P, V>::new(isa, rays, &bvh.bounds) else {
         return false;
     };
-    packet.crossing = bvh.whole_leaves.then(|| V::splat(isa, CROSSING_SLACK));
+    if bvh.whole_leaves {
+        packet.crossing = Some(V::splat(isa, CROSSING_SLACK));
+    }
     let found = packet.closest(bvh);
     for (hit, best) in hits.iter_mut().zip(found.iter().flatten()) {
         *hit = best.hit;

@@ -11,7 +11,7 @@ use super::leaf::{
 };
 use super::node::{NO_PRIM, TriangleGroup, WideNode};
 use super::simd::Lanes;
-use super::traverse::SlabFrame;
+use super::traverse::{SlabFrame, slabs_rule};
 use crate::slab_ray::next_up;
 use caustic_geom::{Aabb, Hit, Ray, RayTriangleTest};
 
@@ -346,18 +346,8 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         let f0 = self.plane(node.bounds[far_row[0]][slot], 0, self.box_far_shift[0]);
         let f1 = self.plane(node.bounds[far_row[1]][slot], 1, self.box_far_shift[1]);
         let f2 = self.plane(node.bounds[far_row[2]][slot], 2, self.box_far_shift[2]);
-        let near = n0.max_or(n1.max_or(n2));
-        let far = f0.min_or(f1.min_or(f2));
-        if let Some(slack) = crossing {
-            // The crossing rule, as `traverse::slab_rule` has it.
-            let margin = (f2 - n2) * slack;
-            let lo = (near - margin).max_or(self.t_min);
-            let hi = (far + margin).min_or(cutoff);
-            return V::bits(lo.le(hi));
-        }
-        let lo = self.t_min.max_or(n2);
-        let hi = cutoff.min_or(f2);
-        V::bits(near.le(far) & lo.le(hi))
+        let (kept, _, _) = slabs_rule([n0, n1, n2], [f0, f1, f2], self.t_min, cutoff, crossing);
+        V::bits(kept)
     }
 
     /// Each lane's widened distance to `plane` along slot axis `k`.

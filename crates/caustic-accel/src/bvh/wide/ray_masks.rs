@@ -246,7 +246,13 @@ impl<const N: usize> StreamRays<N> {
         };
         let (inv, near, far) = (at(&self.inv), at(&self.near), at(&self.far));
         let (t_min, t_max) = (V::splat(isa, self.t_min[r]), V::splat(isa, self.t_max[r]));
-        let crossing = self.crossing.then(|| V::splat(isa, CROSSING_SLACK));
+        // (No closure: one per ray-node test would not be compiled with
+        // the caller's instruction set, see `RayTriangles::test`.)
+        let crossing = if self.crossing {
+            Some(V::splat(isa, CROSSING_SLACK))
+        } else {
+            None
+        };
         let (keeps, _, bound) = slab_rule(rows, &inv, [&near, &far], t_min, t_max, crossing);
         (keeps, bound)
     }

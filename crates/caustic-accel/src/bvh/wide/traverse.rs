@@ -124,7 +124,12 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// (the tree's [`super::WideBvh::whole_leaves`]), see `slab_rule`.
     #[inline(always)]
     pub fn crossing(mut self, whole_leaves: bool) -> Self {
-        self.crossing = whole_leaves.then(|| V::splat(self.isa, CROSSING_SLACK));
+        // (No closure: see `RayTriangles::test`.)
+        self.crossing = if whole_leaves {
+            Some(V::splat(self.isa, CROSSING_SLACK))
+        } else {
+            None
+        };
         self
     }
 
@@ -188,6 +193,22 @@ pub(super) fn slab_rule<const N: usize, V: Lanes<N>>(
     // `max_or(a, b)` skips a NaN `a` (an empty slot's infinite planes
     // times a huge reciprocal stay infinite, so NaN comes only from NaN
     // bounds); the depth slab goes last.
+    slabs_rule([n0, n1, n2], [f0, f1, f2], t_min, cutoff, crossing)
+}
+
+/// The rule of [`slab_rule`] on the planes' widened distances, entry
+/// `[n0, n1, n2]` and exit `[f0, f1, f2]` (depth axis last), shared with the
+/// packets' lane test, which computes the distances from a node's slot for
+/// rays in lanes. The children kept, their entry distances and their cull
+/// bounds.
+#[inline(always)]
+pub(super) fn slabs_rule<const N: usize, V: Lanes<N>>(
+    [n0, n1, n2]: [V; 3],
+    [f0, f1, f2]: [V; 3],
+    t_min: V,
+    cutoff: V,
+    crossing: Option<V>,
+) -> (V::Mask, V, V) {
     let near = n0.max_or(n1.max_or(n2));
     let far = f0.min_or(f1.min_or(f2));
     if let Some(slack) = crossing {
