@@ -113,7 +113,7 @@ pub const ACCEL_PARAMS: &[(&str, &str)] = &[
     ),
     (
         "bvh-wide",
-        "width=4|8, from=NAME (binary builder: bvh-binned, bvh-binned-staged, bvh-sweep, bvh-spatial, lbvh, hlbvh, ploc, bvh-taskpool)",
+        "width=4|8, fold=0..64 (subtrees of at most this many triangles become one leaf; 0 keeps the binary leaves), from=NAME (binary builder: bvh-binned, bvh-binned-staged, bvh-sweep, bvh-spatial, lbvh, hlbvh, ploc, bvh-taskpool)",
     ),
     (
         "lbvh",
@@ -149,11 +149,14 @@ pub fn build_accel(spec: &str, triangles: &[Triangle]) -> Result<Box<dyn Accel>,
     let mut params = Params::parse(spec)?;
     let accel: Box<dyn Accel> = match params.accel.as_str() {
         "bvh-wide" => {
-            let width = match params.take_usize("width", 4..=8)? {
+            let mut width = match params.take_usize("width", 4..=8)? {
                 None | Some(8) => crate::bvh::wide::WideBvhConfig::EIGHT,
                 Some(4) => crate::bvh::wide::WideBvhConfig::FOUR,
                 Some(_) => return Err(params.bad("width", "the width is 4 or 8")),
             };
+            if let Some(fold) = params.take_usize("fold", 0..=64)? {
+                width.collapse.max_leaf_prims = fold;
+            }
             let from = params.take("from").unwrap_or_else(|| "bvh-binned".into());
             let builder = binary_builder(&mut Params::parse(&from)?)?;
             params.finish()?;

@@ -18,7 +18,7 @@
 //! ulps off; but where the edge functions carry a large relative error (a
 //! ray grazing the triangle's plane or a sliver, `det` tiny), `t` can be
 //! anywhere in the triangle's depth range, far from that point. Those hits
-//! are dropped (the error must exceed 1/64 of the triangle's depth), and in
+//! are dropped (the error must exceed 1/512 of the triangle's depth), and in
 //! exchange a hierarchy may cull a box by the interval where the ray
 //! crosses it, as Embree does, instead of by its depth range alone: every
 //! `t` this test returns lies in the widened crossing of every box that
@@ -85,12 +85,17 @@ impl Triangle {
 /// for every triangle the ray is tested against.
 /// Margin of the crossing rule ([`RayTriangleTest::within_crossing`]),
 /// relative to the depth of the triangle's box along the ray (its extent
-/// along the ray's dominant axis, as a distance): 1/64. Hits whose `t` is
-/// off by more than this have edge functions with a relative error of at
-/// least as much (about `2^-17` times the triangle's squared size over its
-/// area as the ray sees it, so a ray within about `10^-3` degrees of a
-/// well-shaped triangle's plane, or a sliver).
-pub const CROSSING_SLACK: f32 = 1.0 / 64.0;
+/// along the ray's dominant axis, as a distance): `2^-9`, 1.6 times the
+/// most a [`conditioned`] hit's `t` can be off (`1.25 * 2^-10` of that
+/// depth, see there; the random slivers and grazing rays of the tests stay
+/// within `2^-12`).
+/// The rule drops a hit only when its `t` is off by more than this: edge
+/// functions with a relative error of at least as much (a ray within about
+/// `10^-2` degrees of a well-shaped triangle's plane, or a sliver). The
+/// margin is what a hierarchy adds to a box's crossing interval, so it
+/// decides how many boxes behind a ray's origin are still tested: 1/64
+/// (session 21) tested 1.76 leaves per sponza AO ray, 1/512 tests 1.42.
+pub const CROSSING_SLACK: f32 = 1.0 / 512.0;
 
 /// Rounding margin of the crossing rule, relative to the larger distance of
 /// the box's depth range: `2^-19` (about 16 ulps), as `SLACK` in the
@@ -102,12 +107,19 @@ pub const CONDITIONED: f32 = 1.0 / 1024.0;
 
 /// Whether a hit's edge functions are accurate enough that its `t` keeps
 /// the crossing rule without testing it: `|det|` above `CONDITIONED` times
-/// the largest of the six products the edge functions subtract. Each edge
-/// function is then off by less than about `2^-22` of that product, so the
-/// barycentrics by less than `2^-11` in all, and `t` by less than `2^-11`
-/// of the triangle's depth range from where the ray meets the triangle,
-/// well inside the rule's `CROSSING_SLACK` (`2^-6`). Only grazing rays and
-/// slivers go on to the rule itself. The sheared vertices come as
+/// the largest of the six products the edge functions subtract (`size`).
+/// Each edge function is off by at most `2^-22 size` (two products and a
+/// difference, each rounded), so each barycentric by at most `(e_i + b_i
+/// sum e) / det`, `1.5 * 2^-10` in all, and since the computed barycentrics
+/// still sum to one, `t = sum b_i z_i` is off by at most half that times
+/// the depth range `max z - min z`; a hit the exact edge functions would
+/// place just outside the triangle (two barycentrics below zero by at most
+/// `2^-12` each) adds at most `2^-11` of overshoot beyond the box: below
+/// `1.25 * 2^-10` of the depth range together, under the rule's
+/// `CROSSING_SLACK` (`2^-9`). Roundings of the vertex
+/// distances and of `t` itself scale with the distance, not the depth, and
+/// are `CROSSING_ROUNDING`'s. Only grazing rays and slivers go on to the
+/// rule itself. The sheared vertices come as
 /// `[ax, ay, bx, by, cx, cy]`; the products are the edge functions' own
 /// (`cx * by`, `cy * bx`, ...), recomputed, so the same bits.
 #[inline]

@@ -229,9 +229,9 @@ __device__ __forceinline__ float cross_term_f64(float a, float b, float c, float
 }
 
 // Margins of the crossing rule (caustic-geom's CROSSING_SLACK and
-// CROSSING_ROUNDING): 1/64 of the triangle box's depth along the ray, plus
+// CROSSING_ROUNDING): 1/512 of the triangle box's depth along the ray, plus
 // 2^-19 of that depth range's larger distance.
-#define CAUSTIC_CROSSING_SLACK (1.0f / 64.0f)
+#define CAUSTIC_CROSSING_SLACK (1.0f / 512.0f)
 #define CAUSTIC_CROSSING_ROUNDING (1.0f / 524288.0f)
 
 // The triangle's box planes on `axis` relative to the ray's origin there

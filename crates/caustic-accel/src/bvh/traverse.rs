@@ -37,7 +37,7 @@
 //!   Traversal" (JCGT 2013), therefore skipped boxes holding hits that the
 //!   reference returned, until the reference dropped such hits (the
 //!   crossing rule, `caustic_geom::RayTriangleTest::within_crossing`; the
-//!   wide BVH now culls by the interval widened by 1/64 of the depth slab,
+//!   wide BVH now culls by the interval widened by 1/512 of the depth slab,
 //!   see `bvh::wide::traverse`; this binary traversal keeps the depth-slab
 //!   rule, which stays exact). With this rule the hierarchy returns exactly what
 //!   testing every triangle returns, ties included (equal `t` goes to the
