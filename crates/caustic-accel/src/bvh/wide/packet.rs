@@ -267,12 +267,20 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
     /// Traces the packet; the closest hit of each lane.
     #[inline(always)]
     fn closest(&self, bvh: &WideBvh<N>) -> [[Closest; N]; P] {
-        let mut best: [LaneBest<N, V>; P] =
-            std::array::from_fn(|p| LaneBest::new(self.isa, self.lanes[p].t_max));
+        // Loops, not `array::from_fn` or `map`: their closures are compiled
+        // without the backend's instruction set (see `simd`).
+        let mut best = [LaneBest::new(self.isa, self.lanes[0].t_max); P];
+        for (best, lanes) in best.iter_mut().zip(&self.lanes).skip(1) {
+            *best = LaneBest::new(self.isa, lanes.t_max);
+        }
         if let Some((child, groups)) = root_entry(bvh.root) {
             self.trace(bvh, child, groups, &mut best);
         }
-        best.map(LaneBest::finish)
+        let mut found = [[Closest::new(0.0); N]; P];
+        for (found, best) in found.iter_mut().zip(best) {
+            *found = best.finish();
+        }
+        found
     }
 
     /// The traversal loop of [`Packet::closest`] from `(child, groups)`.

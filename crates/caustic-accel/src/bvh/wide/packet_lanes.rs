@@ -102,14 +102,19 @@ impl<const N: usize, V: Lanes<N>> LaneBest<N, V> {
     /// Lane by lane, as [`Closest`].
     #[inline(always)]
     fn lane(&self, lane: usize) -> Closest {
+        // (No closure around `to_array`: see `RayTriangles::test`.)
         let id = self.id.to_array()[lane].to_bits();
         let t = self.t.to_array()[lane];
-        let hit = (id != NO_PRIM).then(|| Hit {
-            t,
-            prim: id,
-            u: self.u.to_array()[lane],
-            v: self.v.to_array()[lane],
-        });
+        let hit = if id == NO_PRIM {
+            None
+        } else {
+            Some(Hit {
+                t,
+                prim: id,
+                u: self.u.to_array()[lane],
+                v: self.v.to_array()[lane],
+            })
+        };
         Closest { t, hit }
     }
 
@@ -127,27 +132,15 @@ impl<const N: usize, V: Lanes<N>> LaneBest<N, V> {
     /// Writes lane `lane` back from a [`Closest`].
     #[inline(always)]
     fn set_lane(&mut self, lane: usize, closest: &Closest) {
-        let put = |v: V, x: f32| {
-            let mut a = v.to_array();
-            a[lane] = x;
-            a
-        };
         let hit = closest.hit.expect("set only after a hit");
-        let (t, u, v, id) = (
-            put(self.t, closest.t),
-            put(self.u, hit.u),
-            put(self.v, hit.v),
-            put(self.id, f32::from_bits(hit.prim)),
-        );
         let isa = self.isa;
-        (self.t, self.u, self.v, self.id) = (
-            V::load(isa, &t),
-            V::load(isa, &u),
-            V::load(isa, &v),
-            V::load(isa, &id),
-        );
+        self.t = with_lane(isa, self.t, lane, closest.t);
+        self.u = with_lane(isa, self.u, lane, hit.u);
+        self.v = with_lane(isa, self.v, lane, hit.v);
+        self.id = with_lane(isa, self.id, lane, f32::from_bits(hit.prim));
     }
 
+    #[inline(always)]
     pub(super) fn finish(self) -> [Closest; N] {
         let (t, u, v, id) = (
             self.t.to_array(),
@@ -155,7 +148,8 @@ impl<const N: usize, V: Lanes<N>> LaneBest<N, V> {
             self.v.to_array(),
             self.id.to_array(),
         );
-        std::array::from_fn(|lane| {
+        let mut out = [Closest::new(0.0); N];
+        for (lane, out) in out.iter_mut().enumerate() {
             let prim = id[lane].to_bits();
             let hit = (prim != NO_PRIM).then_some(Hit {
                 t: t[lane],
@@ -163,9 +157,19 @@ impl<const N: usize, V: Lanes<N>> LaneBest<N, V> {
                 u: u[lane],
                 v: v[lane],
             });
-            Closest { t: t[lane], hit }
-        })
+            *out = Closest { t: t[lane], hit };
+        }
+        out
     }
+}
+
+/// `v` with lane `lane` replaced by `x` (a function, not a closure, so
+/// that it is compiled with the caller's instruction set).
+#[inline(always)]
+fn with_lane<const N: usize, V: Lanes<N>>(isa: V::Isa, v: V, lane: usize, x: f32) -> V {
+    let mut lanes = v.to_array();
+    lanes[lane] = x;
+    V::load(isa, &lanes)
 }
 
 impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
@@ -418,7 +422,11 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
             }
         }
         if unsettled != 0 {
-            self.settle_later(groups, rows, unsettled, best);
+            V::out_of_line(
+                self.isa,
+                #[inline(always)]
+                || self.settle_later(groups, rows, unsettled, best),
+            );
         }
         improved
     }
@@ -442,8 +450,12 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
     /// hit as near as a lane's closest is a tie, settled by id, and lanes
     /// on an edge take the scalar test. A triangle settled twice (the last
     /// bit's) changes nothing the second time.
-    #[cold]
-    #[inline(never)]
+    // Out of the loop's way through `Lanes::out_of_line`: an
+    // `#[inline(never)]` function of its own was compiled without the
+    // backend's instruction set (its SIMD helpers became calls, 11 % of the
+    // Cornell box's primary rays); inline, it cost the conference's primary
+    // rays 4 %.
+    #[inline(always)]
     fn settle_later(
         &self,
         groups: &[TriangleGroup<N>],
@@ -470,7 +482,7 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
 
     /// Scalar rule for lanes whose hit ties the current closest (`ties`)
     /// and for lanes the SIMD test left to the scalar test (`on_edge`).
-    #[cold]
+    #[inline(always)]
     fn settle(
         &self,
         group: &TriangleGroup<N>,

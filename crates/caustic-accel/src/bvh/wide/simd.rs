@@ -79,6 +79,12 @@ pub trait Lanes<const N: usize>:
     /// Per lane, the bits of `self` or'ed with those of `bits` where `mask`
     /// is set (lanes as bit sets, not numbers: the streams' child masks).
     fn or_where(self, mask: Self::Mask, bits: Self) -> Self;
+    /// Runs `f` in a cold function of its own compiled with the backend's
+    /// instruction set: a rare path kept out of a hot loop's registers. A
+    /// plain `#[inline(never)]` function would be compiled without the
+    /// instruction set, every SIMD operation in it a call (see the module
+    /// docs); `f`, inlined into this one, gets them inline.
+    fn out_of_line<R>(isa: Self::Isa, f: impl FnOnce() -> R) -> R;
 }
 
 /// The token of [`Portable`], whose plain arithmetic runs on any CPU.
@@ -118,6 +124,12 @@ impl<const N: usize> Portable<N> {
 impl<const N: usize> Lanes<N> for Portable<N> {
     type Mask = u32;
     type Isa = AnyCpu;
+
+    #[inline(never)]
+    #[cold]
+    fn out_of_line<R>(_: AnyCpu, f: impl FnOnce() -> R) -> R {
+        f()
+    }
 
     #[inline(always)]
     fn splat(_: AnyCpu, x: f32) -> Self {
@@ -432,6 +444,19 @@ mod x86 {
         type Isa = Avx2;
 
         #[inline(always)]
+        fn out_of_line<R>(_: Avx2, f: impl FnOnce() -> R) -> R {
+            #[target_feature(enable = "avx2,fma,bmi1,bmi2,lzcnt,popcnt")]
+            #[inline(never)]
+            #[cold]
+            unsafe fn run<R>(f: impl FnOnce() -> R) -> R {
+                f()
+            }
+            // SAFETY: the token proves the CPU has these features (module
+            // docs; the list is the one `accel` traces with).
+            unsafe { run(f) }
+        }
+
+        #[inline(always)]
         fn splat(_: Avx2, x: f32) -> Self {
             Self(unsafe { _mm256_set1_ps(x) })
         }
@@ -506,6 +531,21 @@ mod x86 {
         type Isa = Avx512;
 
         #[inline(always)]
+        fn out_of_line<R>(_: Avx512, f: impl FnOnce() -> R) -> R {
+            #[target_feature(
+                enable = "avx2,fma,avx512f,avx512vl,avx512bw,avx512dq,bmi1,bmi2,lzcnt,popcnt"
+            )]
+            #[inline(never)]
+            #[cold]
+            unsafe fn run<R>(f: impl FnOnce() -> R) -> R {
+                f()
+            }
+            // SAFETY: the token proves the CPU has these features (module
+            // docs; the list is the one `accel` traces with).
+            unsafe { run(f) }
+        }
+
+        #[inline(always)]
         fn splat(_: Avx512, x: f32) -> Self {
             Self(unsafe { _mm256_set1_ps(x) })
         }
@@ -578,6 +618,12 @@ mod x86 {
     impl Lanes<4> for Sse4 {
         type Mask = Mask4;
         type Isa = Sse2;
+
+        #[inline(never)]
+        #[cold]
+        fn out_of_line<R>(_: Sse2, f: impl FnOnce() -> R) -> R {
+            f()
+        }
 
         #[inline(always)]
         fn splat(_: Sse2, x: f32) -> Self {
