@@ -561,6 +561,8 @@ mod tests {
             "ploc:r=4:bits=63",
             "bvh-wide:width=4:from=ploc:r=8",
             "bvh-wide:from=bvh-binned:schedule=64@8/0@4",
+            "bvh-wide:fold=0",
+            "bvh-wide:width=4:fold=16",
             "kdtree:small=16:empty=0.5:ct=0.5",
             "grid:k=2:exact=1:macro=2",
         ];
@@ -573,6 +575,15 @@ mod tests {
                 assert_eq!(accel.intersect(&ray), brute.intersect(&ray), "{spec}");
             }
         }
+    }
+
+    #[test]
+    fn fold_sets_which_subtrees_become_leaves() {
+        // Folding no subtree keeps the binary tree's leaves: more of them.
+        let tris = soup();
+        let leaves = |spec: &str| build_accel(spec, &tris).unwrap().stats().leaves;
+        assert!(leaves("bvh-wide:fold=0") > leaves("bvh-wide"));
+        assert_eq!(leaves("bvh-wide:fold=8"), leaves("bvh-wide"));
     }
 
     #[test]
@@ -655,6 +666,7 @@ mod tests {
         assert!(message("lbvh:bits").contains("key=value"));
         assert!(message("lbvh:bits=30:bits=63").contains("twice"));
         assert!(message("bvh-wide:width=6").contains("4 or 8"));
+        assert!(message("bvh-wide:fold=65").contains("0..=64"));
         assert!(message("bvh-spatial:saxes=2").contains("longest"));
         assert!(message("bvh-wide:from=octree").contains("unknown accel `octree`"));
         assert!(message("bvh-wide:from=kdtree").contains("not a binary BVH builder"));
