@@ -31,26 +31,19 @@ pub(crate) fn host_reads_after(bounce: u32) -> bool {
 /// resident threads, so the tail still fills the GPU while its paths
 /// diverge (a wave of this size costs a wavefront bounce about 10 launches
 /// of mostly idle GPU; the tail's longest path costs about its bounce
-/// count in single-ray traversals). `per_sm` paths a multiprocessor: the
-/// caller's choice, [`TAIL_PATHS_PER_SM`] where the tail has the device
-/// to itself. `CAUSTIC_TAIL_PATHS=N` sets N paths a multiprocessor
-/// instead, for measuring where the tail should start (the image does not
-/// depend on it).
-pub(crate) fn tail_paths(gpu: &Gpu, per_sm: usize) -> usize {
-    static OVERRIDE: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    let per_sm = OVERRIDE
-        .get_or_init(|| {
-            std::env::var("CAUSTIC_TAIL_PATHS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(per_sm);
+/// count in single-ray traversals). `CAUSTIC_TAIL_PATHS=N` sets N paths a
+/// multiprocessor instead of 512, for measuring where the tail should
+/// start (the image does not depend on it).
+pub(crate) fn tail_paths(gpu: &Gpu) -> usize {
+    static PER_SM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let per_sm = *PER_SM.get_or_init(|| {
+        std::env::var("CAUSTIC_TAIL_PATHS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(512)
+    });
     gpu.info().multiprocessors as usize * per_sm
 }
-
-/// [`tail_paths`]' paths a multiprocessor for a wavefront alone on the
-/// device: a quarter of its resident threads.
-pub(crate) const TAIL_PATHS_PER_SM: usize = 512;
 
 /// The padding of a wave: an untraceable ray and `path`, a record the
 /// wave's kernels skip.

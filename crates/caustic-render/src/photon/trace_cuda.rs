@@ -46,18 +46,6 @@ use crate::whitted::render_cuda::GpuScene;
 /// (about 170 bytes per photon).
 pub const WAVE: u64 = 1 << 22;
 
-/// [`tail_paths`]' paths a multiprocessor for the photon pass: four times
-/// a wavefront's alone ([`crate::wavefront_cuda::TAIL_PATHS_PER_SM`]), so
-/// that at 10^6 photons the tail follows the photons from bounce 4 (about
-/// 1.6·10^5 of them) instead of bounce 8 (3.4·10^4). Beside the eye waves
-/// the photon pass's bounces 4 to 7, about ten launches each of a mostly
-/// idle device, set the pace of the photon side, which the frame waits
-/// for; the tail's extra threads fill gaps the eye waves leave (H200,
-/// 2026-11-29: the photon side 0.35 ms shorter, so the maps come before
-/// the last eye wave and the primary wave's estimates run beside the
-/// later waves).
-const PHOTON_TAIL_PATHS_PER_SM: usize = 2048;
-
 /// Most (photon, bounce) slots a wave's tail kernel may store into (48
 /// bytes each with their flags and indices).
 const TAIL_SLOTS: usize = 1 << 24;
@@ -490,7 +478,7 @@ impl Pass<'_> {
             MapRun::new(&gpu, "global photon map", 2 * count)?,
             MapRun::new(&gpu, "caustic photon map", count)?,
         ];
-        let tail_paths = tail_paths(&gpu, PHOTON_TAIL_PATHS_PER_SM);
+        let tail_paths = tail_paths(&gpu);
         let mut bound = count;
         let mut bounces = 0;
         // The bounce from which a tail kernel followed the wave, if one did.

@@ -41,7 +41,7 @@ use crate::team_cuda::{
     GpuTeamError, exchanges_on_device, gather_device_runs, hand_over, hands_over_on_device,
     interleaved_film_to_root, take_over,
 };
-use crate::wavefront_cuda::{TAIL_PATHS_PER_SM, WavePad, host_reads_after, tail_paths};
+use crate::wavefront_cuda::{WavePad, host_reads_after, tail_paths};
 use crate::whitted::render_cuda::GpuScene;
 use crate::{Film, FresnelMode, RenderScene, WhittedSettings};
 
@@ -921,7 +921,7 @@ impl<'a> Eye<'a> {
             &mut w.queue.0,
             &mut w.queue.1,
         )?;
-        let tail_paths = tail_paths(&gpu, TAIL_PATHS_PER_SM);
+        let tail_paths = tail_paths(&gpu);
         let mut depth = 0;
         while depth < depths && !w.queue.0.is_empty() {
             self.eye_step(&mut w, depth, frame)?;
