@@ -1627,9 +1627,9 @@ impl<'a> IndexedPhotons<'a> {
     /// on one stream), step by step across the maps: the bounds of all,
     /// then the coarse grids and their occupancy, then the fine grids, so
     /// that the maps share the build's two waits for the device (bounds,
-    /// occupancy) instead of each map waiting twice for its own; the
-    /// small caustic map's chain of short kernels then fills gaps of the
-    /// global map's instead of following it.
+    /// occupancy) instead of each map waiting twice for its own: each
+    /// wait leaves the stream idle while the host reads and queues the
+    /// next step, on the photon side's way to the estimates.
     pub fn build_all(
         maps: &[(&'a DeviceBuffer<GpuPhoton>, f32, usize)],
         fine_cell_kth: f64,
