@@ -563,6 +563,47 @@ fn gpu_photon_frame_beside_the_eye_waves_equals_the_frame_after_them() {
     }
 }
 
+/// The early launch: the primary wave's estimates on the estimate stream
+/// beside the later waves, which a frame takes only when its maps come
+/// before the last wave (at 1080p, when the photon side ends first), made
+/// to run by waiting for the maps after the primary wave. Its frame is the
+/// one the photon pass before the eye pass gives, up to the order of the
+/// atomic additions (its vertices, the frame stream's buffer, once had
+/// their order and tiles computed on the frame's stream while the
+/// estimates read them on the other: a race that only the 1080p bench's
+/// PSNR showed).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_photon_frame_with_the_early_estimates_equals_the_frame_after_the_waves() {
+    let gpu = gpu();
+    let scene = Scene::builtin("cornell-caustics").unwrap();
+    let camera = scene.camera.unwrap();
+    let rs = RenderScene::new(&scene, "bvh-binned").unwrap();
+    let mut early = GpuPhotonRenderer::new(&gpu, &rs).unwrap();
+    early.set_early_estimates_wait_for_maps(true);
+    let uploaded = GpuScene::upload(&gpu, &rs).unwrap();
+    let sequential = GpuPhotonRenderer::on(&uploaded, &rs);
+    let settings = global_map_settings(160, 120, 2);
+    for _ in 0..3 {
+        let (beside, stats) = early.render(&camera, &settings).unwrap();
+        let (after, _) = sequential.render(&camera, &settings).unwrap();
+        assert!(
+            stats.stage_ms.iter().any(|(n, _)| *n == "early estimates"),
+            "no early launch: {:?}",
+            stats.stage_ms
+        );
+        let agreement = Agreement::measure(&after, &beside);
+        eprintln!("early estimates: {agreement}");
+        let peak = after
+            .pixels
+            .iter()
+            .map(|p| p.max_element())
+            .fold(0.0, f32::max);
+        assert!(peak > 0.0);
+        assert!(agreement.max_abs <= 1e-5 * peak, "{agreement}");
+    }
+}
+
 /// A display frame (`render_display`: 8-bit sRGB on the device) is the
 /// host's sRGB of the f32 frame, with and without the final gather: the
 /// two frames differ only by the order of the framebuffer's atomic

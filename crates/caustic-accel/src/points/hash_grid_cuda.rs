@@ -36,7 +36,9 @@ use caustic_gpu::Gpu;
 use caustic_gpu::GpuError;
 use caustic_gpu::ops::radix_sort::sort_pairs_bits;
 use caustic_gpu::ops::segment::find_sorted_bounds;
-use caustic_gpu::ops::{check_len, launch_grid_stride as launch};
+use caustic_gpu::ops::{
+    GRID_STRIDE_THREADS, check_len, grid_stride_blocks, launch_grid_stride as launch,
+};
 use caustic_gpu::{DeviceBuffer, DevicePtr, DevicePtrMut, Kernel, Signature};
 
 /// Largest k of a query (`POINTS_MAX_K`: the per-thread heap).
@@ -260,6 +262,21 @@ pub struct GpuHashGrid {
     /// Points in bucket order; `w` holds the input index's bits.
     sorted: DeviceBuffer<[f32; 4]>,
     len: usize,
+    /// The points' bounds, kept for [`GpuHashGrid::with_radius`].
+    bounds: PointBounds,
+}
+
+/// The bounds of the finite points of one point set on the device (`min >
+/// max` on some axis when there is none), as [`point_bounds`] read them:
+/// what a hash grid's geometry is chosen from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PointBounds {
+    pub min: [f32; 3],
+    pub max: [f32; 3],
+    /// The set's device address and length: a grid is built only from
+    /// the bounds of its own points.
+    points: u64,
+    len: usize,
 }
 
 /// `f32` as an `i32` that compares in the same order (the kernels' `ordered`).
@@ -276,16 +293,39 @@ impl GpuHashGrid {
     /// Builds the grid over `points` (x, y, z per point, on the device) for
     /// queries of radius up to `max_radius` (positive and finite).
     pub fn build(points: &DeviceBuffer<[f32; 3]>, max_radius: f32) -> Result<Self, GpuError> {
-        let gpu = points.gpu();
-        let n = points.len();
-        check_len(k::POINTS_HASH.name(), n, MAX_POINTS)?;
-        if !(max_radius.is_finite() && max_radius > 0.0) {
+        check_len(k::POINTS_HASH.name(), points.len(), MAX_POINTS)?;
+        check_radius(max_radius)?;
+        let bounds = point_bounds(points.gpu(), &[points])?;
+        Self::build_within(points, max_radius, &bounds[0])
+    }
+
+    /// [`GpuHashGrid::build`] over `points` whose bounds [`point_bounds`]
+    /// read already: several grids' bounds come with one wait for the
+    /// device instead of one each (a photon map's build is a chain of
+    /// short kernels, where each wait leaves the device idle while the
+    /// host reads and queues the next step).
+    pub fn build_within(
+        points: &DeviceBuffer<[f32; 3]>,
+        max_radius: f32,
+        bounds: &PointBounds,
+    ) -> Result<Self, GpuError> {
+        if bounds.points != points.device_ptr() || bounds.len != points.len() {
             return Err(GpuError::Invalid {
-                what: "hash grid radius",
-                message: format!("{max_radius} is not a positive finite radius"),
+                what: "hash grid bounds",
+                message: format!(
+                    "bounds of {} points at {:#x} given for {} points at {:#x}",
+                    bounds.len,
+                    bounds.points,
+                    points.len(),
+                    points.device_ptr()
+                ),
             });
         }
-        let (min, max) = bounds(points)?;
+        check_len(k::POINTS_HASH.name(), points.len(), MAX_POINTS)?;
+        check_radius(max_radius)?;
+        let (min, max) = (bounds.min, bounds.max);
+        let gpu = points.gpu();
+        let n = points.len();
         let geometry = if min[0] <= max[0] {
             GridGeometry::new(min, max, n, max_radius)
         } else {
@@ -333,7 +373,22 @@ impl GpuHashGrid {
             end,
             sorted,
             len: n,
+            bounds: *bounds,
         })
+    }
+
+    /// Another grid over the points this one was built over, for queries
+    /// of radius up to `max_radius`: the same grid as
+    /// [`GpuHashGrid::build`] gives, without its reduction over the points
+    /// and the wait to read the bounds back (a photon map's fine grid
+    /// after its coarse one: a second reduction over 10^6 photons and a
+    /// second wait on the photon pass's way to the estimates).
+    pub fn with_radius(
+        &self,
+        points: &DeviceBuffer<[f32; 3]>,
+        max_radius: f32,
+    ) -> Result<Self, GpuError> {
+        Self::build_within(points, max_radius, &self.bounds)
     }
 
     pub fn geometry(&self) -> &GridGeometry {
@@ -611,6 +666,16 @@ fn morton_order(
     Ok(order)
 }
 
+fn check_radius(max_radius: f32) -> Result<(), GpuError> {
+    if !(max_radius.is_finite() && max_radius > 0.0) {
+        return Err(GpuError::Invalid {
+            what: "hash grid radius",
+            message: format!("{max_radius} is not a positive finite radius"),
+        });
+    }
+    Ok(())
+}
+
 pub(crate) fn check_k(k: usize) -> Result<(), GpuError> {
     if k > MAX_K {
         return Err(GpuError::Invalid {
@@ -621,26 +686,46 @@ pub(crate) fn check_k(k: usize) -> Result<(), GpuError> {
     Ok(())
 }
 
-/// Bounds of the finite points: `min > max` on some axis when there is none.
-pub(crate) fn bounds(points: &DeviceBuffer<[f32; 3]>) -> Result<([f32; 3], [f32; 3]), GpuError> {
-    let gpu = points.gpu();
+/// The bounds of each of `sets`, queued on `gpu`'s stream (each set
+/// complete in its order: made on it), read back with one wait.
+pub fn point_bounds(
+    gpu: &Gpu,
+    sets: &[&DeviceBuffer<[f32; 3]>],
+) -> Result<Vec<PointBounds>, GpuError> {
     let init = [f32::INFINITY; 3]
         .map(ordered)
         .into_iter()
         .chain([f32::NEG_INFINITY; 3].map(ordered))
-        .collect::<Vec<i32>>();
+        .collect::<Vec<i32>>()
+        .repeat(sets.len());
     let mut out = DeviceBuffer::from_slice(gpu, "point bounds", &init)?;
-    launch(
-        gpu,
-        k::POINTS_BOUNDS,
-        points.len(),
-        (points.ptr().cast(), points.len() as u64, out.ptr_mut()),
-    )?;
+    for (i, points) in sets.iter().enumerate() {
+        if points.is_empty() {
+            continue;
+        }
+        // Blocks enough to fill the device a few times over, each thread
+        // then looping: every block ends in six atomics on the same six
+        // words, so fewer blocks queue fewer of them.
+        let blocks = grid_stride_blocks(points.len()).min(gpu.info().multiprocessors.max(1) * 8);
+        let (_, words) = out.ptr_mut().split_at(6 * i);
+        gpu.launch(
+            k::POINTS_BOUNDS,
+            blocks,
+            GRID_STRIDE_THREADS,
+            (points.ptr().cast(), points.len() as u64, words),
+        )?;
+    }
     let b = out.download()?;
-    Ok((
-        [unordered(b[0]), unordered(b[1]), unordered(b[2])],
-        [unordered(b[3]), unordered(b[4]), unordered(b[5])],
-    ))
+    Ok(sets
+        .iter()
+        .zip(b.chunks_exact(6))
+        .map(|(points, b)| PointBounds {
+            min: [unordered(b[0]), unordered(b[1]), unordered(b[2])],
+            max: [unordered(b[3]), unordered(b[4]), unordered(b[5])],
+            points: points.device_ptr(),
+            len: points.len(),
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use caustic_accel::bvh::traverse_cuda::{GpuHit, GpuRay};
 use caustic_accel::points::hash_grid_cuda::{GpuHashGrid, GpuNeighbours};
 use caustic_gpu::ops::{launch_per_element as launch, launch_per_element_in};
-use caustic_gpu::{DeviceBuffer, DevicePtrMut, GpuError};
+use caustic_gpu::{DeviceBuffer, DevicePtrMut, Gpu, GpuError};
 
 use super::records_cuda::{GpuEyeVertex, GpuPhoton, GpuShadedPhoton, PhotonMapView};
 use crate::kernels::photon_estimate as k;
@@ -66,21 +66,35 @@ pub fn shaded(
 /// The photon-weighted mean number of points per non-empty cell of `grid`
 /// (`Σ n² / Σ n` over its buckets); 0 for an empty grid.
 pub fn mean_occupancy(grid: &GpuHashGrid) -> Result<f64, GpuError> {
-    let (start, end) = grid.bucket_bounds();
-    let buckets = grid.geometry().buckets;
-    let mut sums = DeviceBuffer::<u64>::zeroed(grid.gpu(), "grid occupancy", 2)?;
-    launch(
-        grid.gpu(),
-        k::PHOTON_OCCUPANCY,
-        buckets.min(1 << 20),
-        (start.ptr(), end.ptr(), buckets as u32, sums.ptr_mut()),
-    )?;
+    Ok(mean_occupancies(grid.gpu(), &[grid])?[0])
+}
+
+/// [`mean_occupancy`] of each of `grids`, queued on `gpu`'s stream (the
+/// grids built on it), read back with one wait.
+pub fn mean_occupancies(gpu: &Gpu, grids: &[&GpuHashGrid]) -> Result<Vec<f64>, GpuError> {
+    let mut sums = DeviceBuffer::<u64>::zeroed(gpu, "grid occupancy", 2 * grids.len())?;
+    for (i, grid) in grids.iter().enumerate() {
+        let (start, end) = grid.bucket_bounds();
+        let buckets = grid.geometry().buckets;
+        let (_, pair) = sums.ptr_mut().split_at(2 * i);
+        launch(
+            gpu,
+            k::PHOTON_OCCUPANCY,
+            buckets.min(1 << 20),
+            (start.ptr(), end.ptr(), buckets as u32, pair),
+        )?;
+    }
     let sums = sums.download()?;
-    Ok(if sums[1] == 0 {
-        0.0
-    } else {
-        sums[0] as f64 / sums[1] as f64
-    })
+    Ok(sums
+        .chunks_exact(2)
+        .map(|s| {
+            if s[1] == 0 {
+                0.0
+            } else {
+                s[0] as f64 / s[1] as f64
+            }
+        })
+        .collect())
 }
 
 /// Flags the slots among the first `n` eye paths of one Whitted wave
