@@ -550,17 +550,29 @@ fn gpu_photon_frame_beside_the_eye_waves_equals_the_frame_after_them() {
         );
         assert!(beside_stats.global_stored > 0 && beside_stats.photon_ms > 0.0);
         assert!(stage(&beside_stats, "photon wait") && !stage(&after_stats, "photon wait"));
-        let peak = after
-            .pixels
-            .iter()
-            .map(|p| p.max_element())
-            .fold(0.0, f32::max);
-        assert!(peak > 0.0);
-        assert!(
-            agreement.max_abs <= 1e-5 * peak,
-            "gather {gather_rays} every {spacing}: {agreement}"
+        assert_same_frame_but_for_the_order_of_additions(
+            &after,
+            &agreement,
+            &format!("gather {gather_rays} every {spacing}"),
         );
     }
+}
+
+/// Two frames of the same photons that differ only by the order of the
+/// framebuffer's atomic additions: a lit frame, every pixel within 1e-5 of
+/// its brightest.
+fn assert_same_frame_but_for_the_order_of_additions(
+    reference: &Film,
+    agreement: &Agreement,
+    context: &str,
+) {
+    let peak = reference
+        .pixels
+        .iter()
+        .map(|p| p.max_element())
+        .fold(0.0, f32::max);
+    assert!(peak > 0.0, "{context}: a black frame");
+    assert!(agreement.max_abs <= 1e-5 * peak, "{context}: {agreement}");
 }
 
 /// The early launch: the primary wave's estimates on the estimate stream
@@ -594,13 +606,7 @@ fn gpu_photon_frame_with_the_early_estimates_equals_the_frame_after_the_waves() 
         );
         let agreement = Agreement::measure(&after, &beside);
         eprintln!("early estimates: {agreement}");
-        let peak = after
-            .pixels
-            .iter()
-            .map(|p| p.max_element())
-            .fold(0.0, f32::max);
-        assert!(peak > 0.0);
-        assert!(agreement.max_abs <= 1e-5 * peak, "{agreement}");
+        assert_same_frame_but_for_the_order_of_additions(&after, &agreement, "early estimates");
     }
 }
 
