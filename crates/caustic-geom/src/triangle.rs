@@ -242,9 +242,7 @@ impl RayTriangleTest {
         };
         Some((hit, [ax, ay, bx, by, cx, cy], det))
     }
-}
 
-impl RayTriangleTest {
     /// The crossing rule: whether the point at `t` lies in the triangle's
     /// bounding box widened by a margin: `CROSSING_SLACK` times the box's
     /// depth range along the ray (its slab on the dominant axis `kz`, as

@@ -172,10 +172,11 @@ impl<const N: usize> StreamRays<N> {
         mask: u32,
     ) -> (u32, [u32; N]) {
         let rows = self.rows.load::<V>(isa, node);
+        let crossing = self.crossing_slack::<V>(isa);
         let mut masks = V::splat(isa, 0.0);
         let mut used = 0;
         for r in set_bits(mask) {
-            let (keeps, _) = self.keeps::<V>(isa, &rows, r);
+            let (keeps, _) = self.keeps::<V>(isa, &rows, r, crossing);
             masks = masks.or_where(keeps, V::splat(isa, RAY_BITS[r]));
             used |= V::bits(keeps);
         }
@@ -198,11 +199,12 @@ impl<const N: usize> StreamRays<N> {
         mask: u32,
     ) -> (u32, [u32; N], [f32; N]) {
         let rows = self.rows.load::<V>(isa, node);
+        let crossing = self.crossing_slack::<V>(isa);
         let mut masks = V::splat(isa, 0.0);
         let mut bounds = V::splat(isa, f32::INFINITY);
         let mut used = 0;
         for r in set_bits(mask) {
-            let (keeps, bound) = self.keeps::<V>(isa, &rows, r);
+            let (keeps, bound) = self.keeps::<V>(isa, &rows, r, crossing);
             masks = masks.or_where(keeps, V::splat(isa, RAY_BITS[r]));
             // A kept lane's bound is a number (it passed `lo <= hi`).
             bounds = V::select(keeps, bound.min_or(bounds), bounds);
@@ -236,7 +238,13 @@ impl<const N: usize> StreamRays<N> {
     /// the same constants, broadcast. The children it keeps and their cull
     /// bounds.
     #[inline(always)]
-    fn keeps<V: Lanes<N>>(&self, isa: V::Isa, rows: &[[V; 3]; 2], r: usize) -> (V::Mask, V) {
+    fn keeps<V: Lanes<N>>(
+        &self,
+        isa: V::Isa,
+        rows: &[[V; 3]; 2],
+        r: usize,
+        crossing: Option<V>,
+    ) -> (V::Mask, V) {
         let at = |row: &[[f32; STREAM]; 3]| {
             [
                 V::splat(isa, row[0][r]),
@@ -246,15 +254,21 @@ impl<const N: usize> StreamRays<N> {
         };
         let (inv, near, far) = (at(&self.inv), at(&self.near), at(&self.far));
         let (t_min, t_max) = (V::splat(isa, self.t_min[r]), V::splat(isa, self.t_max[r]));
-        // (No closure: one per ray-node test would not be compiled with
-        // the caller's instruction set, see `RayTriangles::test`.)
-        let crossing = if self.crossing {
+        let (keeps, _, bound) = slab_rule(rows, &inv, [&near, &far], t_min, t_max, crossing);
+        (keeps, bound)
+    }
+
+    /// `CROSSING_SLACK` in every lane when these rays cull by the crossing
+    /// rule, once per node for all of its ray tests. (No closure: it would
+    /// not be compiled with the caller's instruction set, see
+    /// `RayTriangles::test`.)
+    #[inline(always)]
+    fn crossing_slack<V: Lanes<N>>(&self, isa: V::Isa) -> Option<V> {
+        if self.crossing {
             Some(V::splat(isa, CROSSING_SLACK))
         } else {
             None
-        };
-        let (keeps, _, bound) = slab_rule(rows, &inv, [&near, &far], t_min, t_max, crossing);
-        (keeps, bound)
+        }
     }
 
     /// Whether ray `r` (`ray`) has a hit in its `(tmin, tmax)` among

@@ -31,9 +31,9 @@
 //! the triangle's `CROSSING_ROUNDING` term, plus both computations'
 //! rounding). A box holding a part of a triangle (spatial splits) gives no
 //! such guarantee, so those trees keep the depth-range rule. On sponza's AO
-//! rays the rule cuts the leaves a ray tests from 2.57 to about 1 (Embree:
-//! 0.90) and AO is a quarter faster (docs/BENCHMARKS.md, "The crossing
-//! rule").
+//! rays the rule cuts the leaves a ray tests from 2.57 to 1.42 (Embree:
+//! 0.90) and AO is about a quarter faster (docs/BENCHMARKS.md, "The
+//! crossing rule" and "CPU rays, session 22").
 //!
 //! The stack holds at most `N - 1` entries per level of the current path,
 //! and depth is bounded by [`MAX_DEPTH`] (checked by `WideBvh::validate`),
