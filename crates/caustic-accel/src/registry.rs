@@ -113,7 +113,7 @@ pub const ACCEL_PARAMS: &[(&str, &str)] = &[
     ),
     (
         "bvh-wide",
-        "width=4|8, fold=0..64 (subtrees of at most this many triangles become one leaf; 0 keeps the binary leaves), from=NAME (binary builder: bvh-binned, bvh-binned-staged, bvh-sweep, bvh-spatial, lbvh, hlbvh, ploc, bvh-taskpool)",
+        "width=4|8, fold=0..64 (subtrees of at most this many triangles may become one leaf; 0 keeps the binary leaves), leafcost=0..64 (a leaf group test's cost in binary node steps, in the SAH that decides which subtrees are folded; 0 folds every one that fits; default 6), from=NAME (binary builder: bvh-binned, bvh-binned-staged, bvh-sweep, bvh-spatial, lbvh, hlbvh, ploc, bvh-taskpool)",
     ),
     (
         "lbvh",
@@ -156,6 +156,9 @@ pub fn build_accel(spec: &str, triangles: &[Triangle]) -> Result<Box<dyn Accel>,
             };
             if let Some(fold) = params.take_usize("fold", 0..=64)? {
                 width.collapse.max_leaf_prims = fold;
+            }
+            if let Some(cost) = params.take_usize("leafcost", 0..=64)? {
+                width.collapse.leaf_cost = cost as u32;
             }
             let from = params.take("from").unwrap_or_else(|| "bvh-binned".into());
             let builder = binary_builder(&mut Params::parse(&from)?)?;
@@ -563,6 +566,8 @@ mod tests {
             "bvh-wide:from=bvh-binned:schedule=64@8/0@4",
             "bvh-wide:fold=0",
             "bvh-wide:width=4:fold=16",
+            "bvh-wide:fold=16:leafcost=0",
+            "bvh-wide:leafcost=64",
             "kdtree:small=16:empty=0.5:ct=0.5",
             "grid:k=2:exact=1:macro=2",
         ];
@@ -584,6 +589,12 @@ mod tests {
         let leaves = |spec: &str| build_accel(spec, &tris).unwrap().stats().leaves;
         assert!(leaves("bvh-wide:fold=0") > leaves("bvh-wide"));
         assert_eq!(leaves("bvh-wide:fold=8"), leaves("bvh-wide"));
+        // The SAH keeps some subtrees that fit split; folding regardless of
+        // cost (`leafcost=0`) makes fewer leaves, dearer leaves more.
+        let folded_all = leaves("bvh-wide:leafcost=0");
+        assert!(folded_all < leaves("bvh-wide"));
+        assert!(leaves("bvh-wide:leafcost=64") > leaves("bvh-wide"));
+        assert!(leaves("bvh-wide:leafcost=64") <= leaves("bvh-wide:fold=0"));
     }
 
     #[test]
@@ -667,6 +678,7 @@ mod tests {
         assert!(message("lbvh:bits=30:bits=63").contains("twice"));
         assert!(message("bvh-wide:width=6").contains("4 or 8"));
         assert!(message("bvh-wide:fold=65").contains("0..=64"));
+        assert!(message("bvh-wide:leafcost=65").contains("0..=64"));
         assert!(message("bvh-spatial:saxes=2").contains("longest"));
         assert!(message("bvh-wide:from=octree").contains("unknown accel `octree`"));
         assert!(message("bvh-wide:from=kdtree").contains("not a binary BVH builder"));

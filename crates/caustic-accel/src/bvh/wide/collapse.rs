@@ -11,11 +11,25 @@
 //! dynamic programming, at several times the cost).
 //!
 //! Leaves: a binary subtree holding at most
-//! [`CollapseConfig::max_leaf_prims`] triangles becomes one wide leaf, since
-//! the leaf test costs one SIMD group test for up to `N` triangles however
-//! they were split; the binary tree's own leaves stay leaves. A leaf's
-//! triangles are packed into `ceil(count / N)` groups in the binary leaf
-//! order, the last one padded.
+//! [`CollapseConfig::max_leaf_prims`] triangles may become one wide leaf
+//! (a *fold*), since the leaf test costs one SIMD group test for up to `N`
+//! triangles however they were split; the binary tree's own leaves stay
+//! leaves. Whether it does is decided by the surface area heuristic with
+//! one level of look-ahead: as one leaf the subtree costs
+//! `leaf_cost * A * ceil(count / N)` (`A` its box's half area), kept split
+//! it costs `A` (a binary inner node's step) plus that leaf cost of each of
+//! its two children, and it is folded when the leaf is no dearer. A group
+//! test costs several inner-node steps (an 8-wide node test stands for
+//! about three binary levels): with [`CollapseConfig::leaf_cost`] 6,
+//! sponza's subtrees of large, spread-out triangles stay split where their
+//! children's boxes are much smaller, while the dragon's compact ones are
+//! folded (docs/BENCHMARKS.md, "CPU rays, session 23"); `leaf_cost` 0 folds
+//! every subtree that fits. The exact bottom-up SAH (each subtree's best
+//! cost, from the pass that gathers the spans) chose trees within 1 % of
+//! these in traced instructions, at twice that pass's work per node; the
+//! look-ahead reads only the nodes the collapse visits. A leaf's triangles
+//! are packed into `ceil(count / N)`
+//! groups in the binary leaf order, the last one padded.
 //!
 //! Two passes: the nodes are laid out first, each wide leaf only reserving
 //! its groups (`ceil(count / N)`, from the subtree's triangle count), and
@@ -50,21 +64,77 @@ use std::mem::MaybeUninit;
 /// Settings of [`collapse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CollapseConfig {
-    /// A binary subtree with at most this many triangles becomes one leaf
-    /// (0: only the binary leaves are leaves).
+    /// A binary subtree with at most this many triangles may become one
+    /// leaf (0: only the binary leaves are leaves).
     pub max_leaf_prims: usize,
+    /// The cost of one group test against one binary inner node's step,
+    /// both per unit of area, in the SAH that decides which subtrees are
+    /// folded (see the module docs); 0 folds every subtree of at most
+    /// `max_leaf_prims` triangles.
+    pub leaf_cost: u32,
 }
 
 impl CollapseConfig {
-    /// Fold subtrees that fit one group of `width` lanes.
+    /// The default [`CollapseConfig::leaf_cost`]: measured on the standard
+    /// scenes' rays (docs/BENCHMARKS.md, "CPU rays, session 23").
+    pub const LEAF_COST: u32 = 6;
+
+    /// Fold subtrees that fit one group of `width` lanes, where the SAH
+    /// finds the leaf no dearer.
     pub const fn one_group(width: usize) -> Self {
         Self {
             max_leaf_prims: width,
+            leaf_cost: Self::LEAF_COST,
         }
     }
 
     /// Keep the binary tree's leaves as they are.
-    pub const KEEP_LEAVES: Self = Self { max_leaf_prims: 0 };
+    pub const KEEP_LEAVES: Self = Self {
+        max_leaf_prims: 0,
+        leaf_cost: Self::LEAF_COST,
+    };
+}
+
+/// The SAH that decides the folds (see the module docs), for `N` lanes.
+#[derive(Clone, Copy, Debug)]
+struct FoldRule<const N: usize> {
+    max_leaf_prims: u32,
+    leaf_cost: f32,
+}
+
+impl<const N: usize> FoldRule<N> {
+    fn new(config: &CollapseConfig) -> Self {
+        Self {
+            max_leaf_prims: u32::try_from(config.max_leaf_prims).unwrap_or(u32::MAX),
+            leaf_cost: config.leaf_cost as f32,
+        }
+    }
+
+    /// Half the surface area of `node`'s box (never empty in a built
+    /// tree), straight from its corners.
+    #[inline(always)]
+    fn half_area(node: &BvhNode) -> f32 {
+        let [x, y, z] = [0, 1, 2].map(|k| node.max[k] - node.min[k]);
+        x * y + y * z + z * x
+    }
+
+    /// The cost of binary node `node`, holding `count` triangles, as one
+    /// leaf.
+    #[inline(always)]
+    fn as_leaf(&self, node: &BvhNode, count: u32) -> f32 {
+        self.leaf_cost * Self::half_area(node) * count.div_ceil(N as u32) as f32
+    }
+
+    /// Whether inner node `node`, holding `count` triangles, is folded into
+    /// one leaf; `children` are its two children with their counts.
+    #[inline(always)]
+    fn folds(&self, node: &BvhNode, count: u32, children: [(&BvhNode, u32); 2]) -> bool {
+        let [(left, left_count), (right, right_count)] = children;
+        let split = Self::half_area(node)
+            + self.as_leaf(left, left_count)
+            + self.as_leaf(right, right_count);
+        count <= self.max_leaf_prims && self.as_leaf(node, count) <= split
+    }
 }
 
 /// Collapses `bvh`, built over `triangles`, into an `N`-wide tree.
@@ -81,7 +151,7 @@ pub fn collapse<const N: usize>(
     let mut collapser = Collapser {
         bvh,
         spans,
-        max_leaf_prims: config.max_leaf_prims,
+        rule: FoldRule::new(config),
         out: WideBvh {
             nodes: Vec::with_capacity(bvh.nodes.len() / N + 1),
             groups: Vec::new(),
@@ -317,7 +387,7 @@ struct Collapser<'a, const N: usize> {
     bvh: &'a Bvh2,
     /// Slot runs (and triangle counts) below the binary nodes.
     spans: Spans,
-    max_leaf_prims: usize,
+    rule: FoldRule<N>,
     /// The nodes; its groups are packed in the second pass.
     out: WideBvh<N>,
     /// The leaves whose groups are reserved, in order.
@@ -331,14 +401,30 @@ impl<const N: usize> Collapser<'_, N> {
         &self.bvh.nodes[index]
     }
 
-    /// Whether binary node `index` becomes a wide leaf.
+    /// Whether binary node `index` becomes a wide leaf: a binary leaf, or
+    /// a subtree the [`FoldRule`] folds.
+    #[inline(always)]
     fn is_leaf(&self, index: usize) -> bool {
-        self.node(index).is_leaf() || self.spans.get(index).count as usize <= self.max_leaf_prims
+        let node = self.node(index);
+        if node.is_leaf() {
+            return true;
+        }
+        let left = node.left_child();
+        let child = |c: usize| (self.node(c), self.spans.get(c).count);
+        let count = self.spans.get(index).count;
+        self.rule.folds(node, count, [child(left), child(left + 1)])
     }
 
     /// Emits binary node `index` as a leaf or a wide node.
     fn emit(&mut self, index: usize) -> ChildRef {
-        if self.is_leaf(index) {
+        let leaf = self.is_leaf(index);
+        self.emit_as(index, leaf)
+    }
+
+    /// Emits binary node `index` as a leaf when `leaf` (its
+    /// [`Collapser::is_leaf`]), else as a wide node.
+    fn emit_as(&mut self, index: usize, leaf: bool) -> ChildRef {
+        if leaf {
             self.emit_leaf(index)
         } else {
             ChildRef::Node(self.emit_node(index))
@@ -347,36 +433,42 @@ impl<const N: usize> Collapser<'_, N> {
 
     /// The binary nodes that become the children of the wide node made
     /// from inner node `index`: its children, the largest inner one pulled
-    /// up until there are `N` or only leaves.
-    fn children_of(&self, index: usize) -> ([usize; N], usize) {
+    /// up until there are `N` or only leaves; and which of them are
+    /// leaves.
+    fn children_of(&self, index: usize) -> ([usize; N], [bool; N], usize) {
         let left = self.node(index).left_child();
         let mut children = [0usize; N];
+        // Each inner child's half area (`None`: a leaf, never pulled up):
+        // the fold rule is asked once per child, not once per pull.
+        let mut areas = [None; N];
+        let area =
+            |child: usize| (!self.is_leaf(child)).then(|| self.node(child).bounds().half_area());
         children[..2].copy_from_slice(&[left, left + 1]);
+        areas[..2].copy_from_slice(&[area(left), area(left + 1)]);
         let mut count = 2;
         while count < N {
             let largest = (0..count)
-                .filter(|&k| !self.is_leaf(children[k]))
-                .max_by(|&a, &b| {
-                    let area = |k: usize| self.node(children[k]).bounds().half_area();
-                    area(a).total_cmp(&area(b))
-                });
-            let Some(k) = largest else { break };
+                .filter_map(|k| Some((k, areas[k]?)))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            let Some((k, _)) = largest else { break };
             let pulled = self.node(children[k]).left_child();
             children[k] = pulled;
             children[count] = pulled + 1;
+            areas[k] = area(pulled);
+            areas[count] = area(pulled + 1);
             count += 1;
         }
-        (children, count)
+        (children, areas.map(|area| area.is_none()), count)
     }
 
     /// Emits the wide node for inner node `index`, then its subtrees in
     /// slot order; returns its index.
     fn emit_node(&mut self, index: usize) -> u32 {
-        let (children, count) = self.children_of(index);
+        let (children, leaves, count) = self.children_of(index);
         let wide = self.out.nodes.len();
         self.out.nodes.push(WideNode::empty());
-        for (slot, &child) in children[..count].iter().enumerate() {
-            let target = self.emit(child);
+        for (slot, (&child, &leaf)) in children[..count].iter().zip(&leaves).enumerate() {
+            let target = self.emit_as(child, leaf);
             let bounds = self.node(child).bounds();
             self.out.nodes[wide].set(slot, bounds, target);
         }
@@ -499,17 +591,62 @@ mod tests {
         assert!(shape.max_depth < bvh.shape().max_depth / 2 + 2);
     }
 
+    /// Folding every subtree that fits, whatever the SAH says.
+    const FOLD_ALL: CollapseConfig = CollapseConfig {
+        max_leaf_prims: 8,
+        leaf_cost: 0,
+    };
+
     #[test]
     fn small_trees_become_one_leaf() {
         let tris = soup(6, 2);
         let bvh = binary(&tris, 1);
-        let wide = collapse::<8>(&bvh, &tris, &CollapseConfig::one_group(8));
+        let wide = collapse::<8>(&bvh, &tris, &FOLD_ALL);
         assert_eq!(wide.root, ChildRef::Leaf { first: 0, count: 1 });
         assert!(wide.nodes.is_empty());
         wide.validate(&tris).unwrap();
         let empty = collapse::<8>(&Bvh2::empty(), &[], &CollapseConfig::one_group(8));
         assert_eq!(empty.root, ChildRef::Empty);
         empty.validate(&[]).unwrap();
+    }
+
+    #[test]
+    fn the_sah_folds_compact_subtrees_and_splits_spread_ones() {
+        // Eight triangles with one bounding box: a ray that reaches any
+        // of them reaches the box of all, so one leaf is cheapest.
+        let stacked: Vec<Triangle> = (0..8)
+            .map(|k| {
+                let x = k as f32 / 7.0;
+                Triangle::new(Vec3::ZERO, Vec3::new(1.0, 1.0, 0.0), Vec3::new(x, 0.0, 1.0))
+            })
+            .collect();
+        let wide = collapse::<8>(
+            &binary(&stacked, 1),
+            &stacked,
+            &CollapseConfig::one_group(8),
+        );
+        assert_eq!(wide.root, ChildRef::Leaf { first: 0, count: 1 });
+        // Two tight clusters of four, far apart: one leaf for all eight
+        // would be tested by every ray crossing the gap, so the root stays
+        // a node over one leaf per cluster (unless everything is folded).
+        let cluster = |x: f32| {
+            (0..4).map(move |k| {
+                let a = Vec3::new(x + k as f32 * 0.01, 0.0, 0.0);
+                Triangle::new(
+                    a,
+                    a + Vec3::new(0.1, 0.1, 0.0),
+                    a + Vec3::new(0.0, 0.1, 0.1),
+                )
+            })
+        };
+        let spread: Vec<Triangle> = cluster(0.0).chain(cluster(100.0)).collect();
+        let bvh = binary(&spread, 1);
+        let wide = collapse::<8>(&bvh, &spread, &CollapseConfig::one_group(8));
+        wide.validate(&spread).unwrap();
+        assert_eq!(wide.root, ChildRef::Node(0));
+        assert_eq!(wide.shape().leaves, 2);
+        let folded = collapse::<8>(&bvh, &spread, &FOLD_ALL);
+        assert_eq!(folded.root, ChildRef::Leaf { first: 0, count: 1 });
     }
 
     /// `bvh` with its nodes laid out children first (the root, then the
@@ -569,9 +706,9 @@ mod tests {
     fn any_node_layout_and_slot_order_collapse_alike() {
         let tris = soup(3000, 4);
         let bvh = binary(&tris, 4);
+        let config = CollapseConfig::one_group(8);
         let (_, contiguous) = subtree_spans(&bvh);
         assert!(contiguous, "the binned builder stores subtrees as runs");
-        let config = CollapseConfig::one_group(8);
         let expected = collapse::<8>(&bvh, &tris, &config);
         for other in [
             children_first(&bvh),
