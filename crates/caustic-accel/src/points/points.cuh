@@ -626,8 +626,16 @@ __device__ bool grid_knn_rings(const Grid& g, const u32* start, const u32* end,
 // selected) and sets aside those of the k-th's bin, of which the k - below
 // smallest are chosen. The same k smallest (dist2, index) keys as Best's.
 
-// Points a warp holds in shared memory at a time.
-#define TILE_CAP 256u
+// Points a warp holds in shared memory at a time. A block of at most
+// TILE_CAP points is streamed from the grid once: pass 2 reads it again
+// from shared memory (warp_tile_knn's `chunks == 1`). The photon
+// estimates' first fine blocks hold about 380 points (the 1080p
+// cornell-caustics frame, 10^6 photons, k = 64: 26.9 M points in 70 798
+// blocks of the global map, device counters, 2026-11-29), so at 256 many
+// were streamed twice; 512 (8 KB a warp, 40 KB a block of 4 warps, still
+// 4 blocks an SM) streams most once. The estimate launch on the H200:
+// 6.66-6.70 ms against 6.87-6.91 at 256 (384: 6.80).
+#define TILE_CAP 512u
 // Bins of a lane's histogram (two 16-bit counts a word, so each lane's
 // words sit in its own bank).
 #define TILE_BINS 32u
