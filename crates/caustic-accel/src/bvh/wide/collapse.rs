@@ -28,8 +28,8 @@
 //! cost, from the pass that gathers the spans) chose trees within 1 % of
 //! these in traced instructions, at twice that pass's work per node; the
 //! look-ahead reads only the nodes the collapse visits. A leaf's triangles
-//! are packed into `ceil(count / N)`
-//! groups in the binary leaf order, the last one padded.
+//! are packed into `ceil(count / N)` groups in the binary leaf order, the
+//! last one padded.
 //!
 //! Two passes: the nodes are laid out first, each wide leaf only reserving
 //! its groups (`ceil(count / N)`, from the subtree's triangle count), and
@@ -706,9 +706,9 @@ mod tests {
     fn any_node_layout_and_slot_order_collapse_alike() {
         let tris = soup(3000, 4);
         let bvh = binary(&tris, 4);
-        let config = CollapseConfig::one_group(8);
         let (_, contiguous) = subtree_spans(&bvh);
         assert!(contiguous, "the binned builder stores subtrees as runs");
+        let config = CollapseConfig::one_group(8);
         let expected = collapse::<8>(&bvh, &tris, &config);
         for other in [
             children_first(&bvh),
