@@ -110,19 +110,11 @@ impl<const N: usize> FoldRule<N> {
         }
     }
 
-    /// Half the surface area of `node`'s box (never empty in a built
-    /// tree), straight from its corners.
-    #[inline(always)]
-    fn half_area(node: &BvhNode) -> f32 {
-        let [x, y, z] = [0, 1, 2].map(|k| node.max[k] - node.min[k]);
-        x * y + y * z + z * x
-    }
-
     /// The cost of binary node `node`, holding `count` triangles, as one
     /// leaf.
     #[inline(always)]
     fn as_leaf(&self, node: &BvhNode, count: u32) -> f32 {
-        self.leaf_cost * Self::half_area(node) * count.div_ceil(N as u32) as f32
+        self.leaf_cost * node.bounds().half_area() * count.div_ceil(N as u32) as f32
     }
 
     /// Whether inner node `node`, holding `count` triangles, is folded into
@@ -130,7 +122,7 @@ impl<const N: usize> FoldRule<N> {
     #[inline(always)]
     fn folds(&self, node: &BvhNode, count: u32, children: [(&BvhNode, u32); 2]) -> bool {
         let [(left, left_count), (right, right_count)] = children;
-        let split = Self::half_area(node)
+        let split = node.bounds().half_area()
             + self.as_leaf(left, left_count)
             + self.as_leaf(right, right_count);
         count <= self.max_leaf_prims && self.as_leaf(node, count) <= split
