@@ -40,7 +40,7 @@
 //! [`super::leaf`]: each ray gets the same hit as on its own, which the
 //! tests check against brute force.
 
-use super::leaf::{Closest, Frame};
+use super::leaf::Frame;
 use super::node::{TriangleGroup, WideNode};
 use super::packet_lanes::{LaneBest, LaneRays, highest, lowest};
 use super::simd::Lanes;
@@ -54,25 +54,20 @@ use std::mem::MaybeUninit;
 const STACK: usize = stack_capacity(8);
 
 /// Closest hits of `rays` into `hits` (same length) as one packet, when
-/// they make one (`P * N` coherent rays, see [`Packet::new`]); `false`,
-/// with `hits` untouched, when they do not.
+/// they make one (`P * N` coherent rays, see [`Packet::set`]), set in
+/// `packet` (a run's packet, reused); `false`, with `hits` untouched, when
+/// they do not.
 #[inline(always)]
-pub(super) fn closest_packet<const N: usize, const P: usize, V: Lanes<N>>(
-    isa: V::Isa,
+pub(super) fn closest_packet<'a, const N: usize, const P: usize, V: Lanes<N>>(
+    packet: &mut Packet<'a, N, P, V>,
     bvh: &WideBvh<N>,
-    rays: &[Ray],
+    rays: &'a [Ray],
     hits: &mut [Option<Hit>],
 ) -> bool {
-    let Some(mut packet) = Packet::<N, P, V>::new(isa, rays, &bvh.bounds) else {
+    if !packet.set(rays, &bvh.bounds, bvh.whole_leaves) {
         return false;
-    };
-    if bvh.whole_leaves {
-        packet.crossing = Some(V::splat(isa, CROSSING_SLACK));
     }
-    let found = packet.closest(bvh);
-    for (hit, best) in hits.iter_mut().zip(found.iter().flatten()) {
-        *hit = best.hit;
-    }
+    packet.closest(bvh, hits);
     true
 }
 
@@ -128,29 +123,69 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
     /// The packet of `rays`, or `None` when they are not `P * N` traceable
     /// rays with the same depth axis and direction signs and no zero
     /// direction component (whose infinite reciprocal the interval bounds
-    /// exclude).
+    /// exclude). Culls by the depth-range rule; see [`Packet::set`].
     #[inline(always)]
     pub(super) fn new(isa: V::Isa, rays: &'a [Ray], bounds: &Aabb) -> Option<Self> {
-        if rays.len() != N * P {
-            return None;
+        let mut packet = Self::blank(isa);
+        packet.set(rays, bounds, false).then_some(packet)
+    }
+
+    /// A packet of no rays, to be [`Packet::set`] in place: a run of
+    /// packets reuses one, since moving its 3 KB (a packet was built, then
+    /// moved into an `Option` and out again) cost two `memcpy`s a packet,
+    /// 5 % of the Cornell box's closest-hit instructions (docs/BENCHMARKS.md,
+    /// "CPU rays, session 24").
+    #[inline(always)]
+    pub(super) fn blank(isa: V::Isa) -> Self {
+        let zero = V::splat(isa, 0.0);
+        Self {
+            isa,
+            lanes: [LaneRays::blank(isa); P],
+            near_row: [0; 3],
+            far_row: [0; 3],
+            origin_low: [zero; 3],
+            origin_high: [zero; 3],
+            inv_low: [zero; 3],
+            inv_high: [zero; 3],
+            t_min: zero,
+            frame: Frame::new(0, false),
+            rows: [0; 3],
+            crossing: None,
         }
-        let first = LaneRays::<N, V>::gather(isa, &rays[..N]);
-        let (depth, sign) = first.shape()?;
-        let mut lanes = [first; P];
-        for (p, lane) in lanes.iter_mut().enumerate().skip(1) {
-            *lane = LaneRays::gather(isa, &rays[p * N..(p + 1) * N]);
-            if lane.shape()? != (depth, sign) {
-                return None;
+    }
+
+    /// Makes this the packet of `rays` and returns `true`, or returns
+    /// `false` (leaving it unusable until the next `set` that succeeds)
+    /// when they are not `P * N` traceable rays with the same depth axis
+    /// and direction signs and no zero direction component. Boxes are
+    /// culled by the crossing rule when `whole_leaves` (the tree's
+    /// [`super::WideBvh::whole_leaves`], see `traverse::slab_rule`), else
+    /// by the depth-range rule.
+    #[inline(always)]
+    pub(super) fn set(&mut self, rays: &'a [Ray], bounds: &Aabb, whole_leaves: bool) -> bool {
+        if rays.len() != N * P {
+            return false;
+        }
+        let isa = self.isa;
+        self.lanes[0] = LaneRays::gather(isa, &rays[..N]);
+        let Some((depth, sign)) = self.lanes[0].shape() else {
+            return false;
+        };
+        for p in 1..P {
+            self.lanes[p] = LaneRays::gather(isa, &rays[p * N..(p + 1) * N]);
+            if self.lanes[p].shape() != Some((depth, sign)) {
+                return false;
             }
         }
         let axes = slab_axes(depth);
-        let (near_row, far_row) = class_rows(depth, sign);
+        (self.near_row, self.far_row) = class_rows(depth, sign);
         // Ranges over the packet, per axis: origin and reciprocal
         // direction; lane-wise over the vectors, then across lanes.
+        let first = &self.lanes[0];
         let (mut origin_min, mut origin_max) = (first.origin, first.origin);
         let (mut inv_min, mut inv_max) = (first.inv, first.inv);
         let mut t_min = first.t_min;
-        for lane in &lanes[1..] {
+        for lane in &self.lanes[1..] {
             for k in 0..3 {
                 origin_min[k] = lane.origin[k].min_or(origin_min[k]);
                 origin_max[k] = lane.origin[k].max_or(origin_max[k]);
@@ -174,44 +209,33 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         let t_min = lowest(t_min.to_array());
         // Running up an axis, the largest origin is nearest every plane.
         let up = axes.map(|axis| !sign[axis]);
-        let low = [0, 1, 2].map(|k| if up[k] { origin[k].1 } else { origin[k].0 });
-        let high = [0, 1, 2].map(|k| if up[k] { origin[k].0 } else { origin[k].1 });
         // The triangle test's frame (see `RayTriangles::new`).
         let frame = Frame::new(depth, sign[depth]);
-        for lane in &mut lanes {
+        for lane in &mut self.lanes {
             lane.shear(frame.rows(), axes, bounds);
         }
-        // No SIMD inside closures: see the soundness note in `simd`.
-        Some(Self {
-            isa,
-            lanes,
-            near_row,
-            far_row,
-            origin_low: [
-                V::splat(isa, low[0]),
-                V::splat(isa, low[1]),
-                V::splat(isa, low[2]),
-            ],
-            origin_high: [
-                V::splat(isa, high[0]),
-                V::splat(isa, high[1]),
-                V::splat(isa, high[2]),
-            ],
-            inv_low: [
-                V::splat(isa, inv[0].0),
-                V::splat(isa, inv[1].0),
-                V::splat(isa, inv[2].0),
-            ],
-            inv_high: [
-                V::splat(isa, inv[0].1),
-                V::splat(isa, inv[1].1),
-                V::splat(isa, inv[2].1),
-            ],
-            t_min: V::splat(isa, t_min),
-            frame,
-            rows: frame.rows(),
-            crossing: None,
-        })
+        // Loops, not closures: no SIMD inside closures (see the soundness
+        // note in `simd`).
+        for k in 0..3 {
+            let (low, high) = if up[k] {
+                (origin[k].1, origin[k].0)
+            } else {
+                (origin[k].0, origin[k].1)
+            };
+            self.origin_low[k] = V::splat(isa, low);
+            self.origin_high[k] = V::splat(isa, high);
+            self.inv_low[k] = V::splat(isa, inv[k].0);
+            self.inv_high[k] = V::splat(isa, inv[k].1);
+        }
+        self.t_min = V::splat(isa, t_min);
+        self.frame = frame;
+        self.rows = frame.rows();
+        self.crossing = if whole_leaves {
+            Some(V::splat(isa, CROSSING_SLACK))
+        } else {
+            None
+        };
+        true
     }
 
     /// The smallest slab distance any ray of the packet computes to the
@@ -264,9 +288,10 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         (V::bits(crosses & lo.le(hi)), near, lo)
     }
 
-    /// Traces the packet; the closest hit of each lane.
+    /// Traces the packet; the closest hit of each lane into `hits` (`P *
+    /// N` of them, lane order).
     #[inline(always)]
-    fn closest(&self, bvh: &WideBvh<N>) -> [[Closest; N]; P] {
+    fn closest(&self, bvh: &WideBvh<N>, hits: &mut [Option<Hit>]) {
         // Loops, not `array::from_fn` or `map`: their closures are compiled
         // without the backend's instruction set (see `simd`).
         let mut best = [LaneBest::new(self.isa, self.lanes[0].t_max); P];
@@ -276,11 +301,11 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         if let Some((child, groups)) = root_entry(bvh.root) {
             self.trace(bvh, child, groups, &mut best);
         }
-        let mut found = [[Closest::new(0.0); N]; P];
-        for (found, best) in found.iter_mut().zip(best) {
-            *found = best.finish();
+        for (hits, best) in hits.chunks_exact_mut(N).zip(&best) {
+            for (hit, found) in hits.iter_mut().zip(&best.finish()) {
+                *hit = found.hit;
+            }
         }
-        found
     }
 
     /// The traversal loop of [`Packet::closest`] from `(child, groups)`.

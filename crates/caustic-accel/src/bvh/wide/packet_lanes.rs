@@ -173,6 +173,29 @@ fn with_lane<const N: usize, V: Lanes<N>>(isa: V::Isa, v: V, lane: usize, x: f32
 }
 
 impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
+    /// Lanes of no rays, zero everywhere: the place a [`Packet`]'s lanes
+    /// are gathered into ([`Packet::blank`]).
+    #[inline(always)]
+    pub(super) fn blank(isa: V::Isa) -> Self {
+        let zero = V::splat(isa, 0.0);
+        Self {
+            isa,
+            rays: &[],
+            origin: [zero; 3],
+            dir: [zero; 3],
+            inv: [zero; 3],
+            t_min: zero,
+            t_max: zero,
+            tri_origin: [zero; 3],
+            sx: zero,
+            sy: zero,
+            sz: zero,
+            box_inv: [zero; 3],
+            box_near_shift: [zero; 3],
+            box_far_shift: [zero; 3],
+        }
+    }
+
     /// The rays' fields in lanes; `shear` completes the triangle constants.
     #[inline(always)]
     pub(super) fn gather(isa: V::Isa, rays: &'a [Ray]) -> Self {

@@ -75,29 +75,15 @@ pub(super) struct StreamRays<const N: usize> {
 }
 
 impl<const N: usize> StreamRays<N> {
-    /// The constants of the rays `members` of `rays` (at most [`STREAM`],
-    /// all traceable, sharing the depth axis `depth` and the direction
-    /// signs `negative`, with no zero direction component: one class of
-    /// the stream's regrouping), each the single-ray traversal's own over
-    /// `bounds`, the tree's box. Computed `N` rays at a time as a packet's
-    /// lanes compute them (`LaneRays::shear`); a ray whose reciprocal
-    /// overflows (a direction component below about `3e-39`) takes
-    /// [`BoxParts::new`]'s, which treat that axis as parallel.
-    #[inline(always)]
-    pub(super) fn new<V: Lanes<N>>(
-        isa: V::Isa,
-        rays: &[Ray],
-        members: &[u16],
-        depth: usize,
-        negative: [bool; 3],
-        bounds: &Aabb,
-    ) -> Self {
-        let count = members.len();
-        debug_assert!((1..=STREAM).contains(&count) && depth < 3);
-        let frame = Frame::new(depth, negative[depth]);
-        let mut stream = Self {
-            rows: RowOffsets::new(class_rows(depth, negative)),
-            frame,
+    /// A stream's rows before its rays are set ([`StreamRays::set`]): one
+    /// per batch of streams, refilled in place for each stream, since the
+    /// rows (about 2 KB) cost more to clear and to move than to fill (a
+    /// `memset` and a `memcpy` per stream, 4 % of the Cornell box's AO
+    /// instructions; docs/BENCHMARKS.md, "CPU rays, session 24").
+    pub(super) fn blank() -> Self {
+        Self {
+            rows: RowOffsets::new(class_rows(0, [false; 3])),
+            frame: Frame::new(0, false),
             inv: [[0.0; STREAM]; 3],
             near: [[0.0; STREAM]; 3],
             far: [[0.0; STREAM]; 3],
@@ -105,7 +91,39 @@ impl<const N: usize> StreamRays<N> {
             t_max: [0.0; STREAM],
             triangle: [[0.0; STREAM]; 6],
             crossing: false,
-        };
+        }
+    }
+
+    /// Sets the constants of the rays `members` of `rays` (at most
+    /// [`STREAM`], all traceable, sharing the depth axis `depth` and the
+    /// direction signs `negative`, with no zero direction component: one
+    /// class of the stream's regrouping), each the single-ray traversal's
+    /// own over `bounds`, the tree's box; the boxes are culled by the
+    /// crossing rule when `whole_leaves` (the tree's
+    /// [`super::WideBvh::whole_leaves`], see `traverse::slab_rule`).
+    /// Computed `N` rays at a time as a packet's lanes compute them
+    /// (`LaneRays::shear`); a ray whose reciprocal overflows (a direction
+    /// component below about `3e-39`) takes [`BoxParts::new`]'s, which
+    /// treat that axis as parallel. The rows past the last vector of rays
+    /// keep an earlier stream's values: no mask holds their bits.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn set<V: Lanes<N>>(
+        &mut self,
+        isa: V::Isa,
+        rays: &[Ray],
+        members: &[u16],
+        depth: usize,
+        negative: [bool; 3],
+        bounds: &Aabb,
+        whole_leaves: bool,
+    ) {
+        let count = members.len();
+        debug_assert!((1..=STREAM).contains(&count) && depth < 3);
+        let frame = Frame::new(depth, negative[depth]);
+        self.rows = RowOffsets::new(class_rows(depth, negative));
+        self.frame = frame;
+        self.crossing = whole_leaves;
         let last = count - 1;
         for first in (0..count).step_by(N) {
             // `N` rays, the last vector padded with copies of the last ray
@@ -118,31 +136,21 @@ impl<const N: usize> StreamRays<N> {
             let ([inv, near, far], finite) = lanes.box_constants();
             let part = first..first + N;
             for k in 0..3 {
-                stream.inv[k][part.clone()].copy_from_slice(&inv[k]);
-                stream.near[k][part.clone()].copy_from_slice(&near[k]);
-                stream.far[k][part.clone()].copy_from_slice(&far[k]);
+                self.inv[k][part.clone()].copy_from_slice(&inv[k]);
+                self.near[k][part.clone()].copy_from_slice(&near[k]);
+                self.far[k][part.clone()].copy_from_slice(&far[k]);
             }
             let triangle = lanes.triangle_constants();
-            for (row, lanes) in stream.triangle.iter_mut().zip(&triangle) {
+            for (row, lanes) in self.triangle.iter_mut().zip(&triangle) {
                 row[part.clone()].copy_from_slice(lanes);
             }
-            stream.t_min[part.clone()].copy_from_slice(&lanes.t_min.to_array());
-            stream.t_max[part.clone()].copy_from_slice(&lanes.t_max.to_array());
+            self.t_min[part.clone()].copy_from_slice(&lanes.t_min.to_array());
+            self.t_max[part.clone()].copy_from_slice(&lanes.t_max.to_array());
             let all = (1u32 << N) - 1;
             if finite != all {
-                stream.own_box_constants(&chunk, first, !finite & all, bounds);
+                self.own_box_constants(&chunk, first, !finite & all, bounds);
             }
         }
-        stream
-    }
-
-    /// These rays culling boxes by the crossing rule when `whole_leaves`
-    /// (the tree's [`super::WideBvh::whole_leaves`]), see
-    /// `traverse::slab_rule`.
-    #[inline(always)]
-    pub(super) fn crossing(mut self, whole_leaves: bool) -> Self {
-        self.crossing = whole_leaves;
-        self
     }
 
     /// The box constants [`BoxParts::new`] gives the lanes `lanes` of the
@@ -428,7 +436,8 @@ mod tests {
                 .collect();
             let members: Vec<u16> = (0..count as u16).collect();
             let negative = [false, true, false];
-            let stream = StreamRays::<N>::new::<V>(isa, &rays, &members, 0, negative, &bounds);
+            let mut stream = StreamRays::<N>::blank();
+            stream.set::<V>(isa, &rays, &members, 0, negative, &bounds, false);
             let mask = (u32::MAX >> (STREAM - count)) & !(1 << (case % count));
             let (used, masks) = stream.children::<V>(isa, &node, mask);
             let mut expected = [0u32; N];

@@ -170,12 +170,13 @@ pub fn occluded_batch<const N: usize, const P: usize, V: Lanes<N>, const PER_RAY
     assert_eq!(rays.len(), out.len(), "one result slot per ray");
     assert!(N * P <= STREAM, "at most {STREAM} rays per stream");
     let mut order = [0u16; RUN];
+    let mut stream = StreamRays::<N>::blank();
     for (rays, out) in rays.chunks(RUN).zip(out.chunks_mut(RUN)) {
         let classes = classify(rays);
         let start = regroup(&classes, &EVERY_RAY[..rays.len()], &mut order);
         if PER_RAY {
             for (class, members) in streams(&order, &start, STREAM) {
-                trace_per_ray::<N, V>(isa, bvh, rays, members, class, out);
+                trace_per_ray::<N, V>(isa, bvh, (rays, members, class), &mut stream, out);
             }
         } else {
             for (_, members) in streams(&order, &start, N * P) {
@@ -304,15 +305,15 @@ fn push_children<const N: usize>(
 }
 
 /// Traces the rays `members` (at most [`STREAM`], of direction class
-/// `class`) of `rays` as one stream with the per-ray node step, writing
-/// each one's occlusion into `out`.
+/// `class`) of `rays` as one stream with the per-ray node step, their
+/// constants in `stream` (set here), writing each one's occlusion into
+/// `out`.
 #[inline(always)]
 fn trace_per_ray<const N: usize, V: Lanes<N>>(
     isa: V::Isa,
     bvh: &WideBvh<N>,
-    rays: &[Ray],
-    members: &[u16],
-    class: usize,
+    (rays, members, class): (&[Ray], &[u16], usize),
+    stream: &mut StreamRays<N>,
     out: &mut [bool],
 ) {
     let Some((child, groups)) = root_entry(bvh.root) else {
@@ -322,8 +323,15 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
         return;
     };
     let (axis, negative) = class_shape(class);
-    let stream = StreamRays::<N>::new::<V>(isa, rays, members, axis, negative, &bvh.bounds)
-        .crossing(bvh.whole_leaves);
+    stream.set::<V>(
+        isa,
+        rays,
+        members,
+        axis,
+        negative,
+        &bvh.bounds,
+        bvh.whole_leaves,
+    );
     let mut alive = stream_mask(members.len());
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
     stack[0].write(Entry {

@@ -110,16 +110,17 @@ pub fn closest_batch<const N: usize, const P: usize, V: Lanes<N>>(
 ) {
     assert_eq!(rays.len(), hits.len(), "one hit slot per ray");
     let mut rest = [0u16; RUN];
+    // One packet of each size for the whole batch, set in place per packet.
+    let mut packet = Packet::<N, P, V>::blank(isa);
+    let mut vector = Packet::<N, 1, V>::blank(isa);
     for (rays, hits) in rays.chunks(RUN).zip(hits.chunks_mut(RUN)) {
         let mut left = 0;
         for (k, (rays, hits)) in rays.chunks(N * P).zip(hits.chunks_mut(N * P)).enumerate() {
-            if may_share_a_class(rays) && closest_packet::<N, P, V>(isa, bvh, rays, hits) {
+            if may_share_a_class(rays) && closest_packet(&mut packet, bvh, rays, hits) {
                 continue;
             }
             for (j, (rays, hits)) in rays.chunks(N).zip(hits.chunks_mut(N)).enumerate() {
-                if P > 1
-                    && may_share_a_class(rays)
-                    && closest_packet::<N, 1, V>(isa, bvh, rays, hits)
+                if P > 1 && may_share_a_class(rays) && closest_packet(&mut vector, bvh, rays, hits)
                 {
                     continue;
                 }
@@ -163,8 +164,9 @@ pub fn closest_leftovers<const N: usize, const S: usize, V: Lanes<N>>(
     let coherent = 2 * rest.len() < rays.len();
     let per_ray = step == StreamStep::PerRay && !coherent;
     if per_ray {
+        let mut stream = StreamRays::<N>::blank();
         for (class, members) in streams(&order, &start, STREAM) {
-            trace_per_ray::<N, V>(isa, bvh, rays, members, class, hits);
+            trace_per_ray::<N, V>(isa, bvh, (rays, members, class), &mut stream, hits);
         }
     } else {
         for (_, members) in streams(&order, &start, N * S) {
@@ -451,14 +453,14 @@ struct RaysEntry {
 /// into `hits`. Each ray's cutoff is its hit so far; a node's kept
 /// children are visited nearest first (by their cull bounds), the nearest
 /// without a trip through the stack; a popped subtree keeps only the rays
-/// whose cutoff has not come below its bound.
+/// whose cutoff has not come below its bound. The rays' constants go in
+/// `stream` (set here).
 #[inline(always)]
 fn trace_per_ray<const N: usize, V: Lanes<N>>(
     isa: V::Isa,
     bvh: &WideBvh<N>,
-    rays: &[Ray],
-    members: &[u16],
-    class: usize,
+    (rays, members, class): (&[Ray], &[u16], usize),
+    stream: &mut StreamRays<N>,
     hits: &mut [Option<Hit>],
 ) {
     let Some((child, groups)) = root_entry(bvh.root) else {
@@ -468,8 +470,15 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
         return;
     };
     let (axis, negative) = class_shape(class);
-    let mut stream = StreamRays::<N>::new::<V>(isa, rays, members, axis, negative, &bvh.bounds)
-        .crossing(bvh.whole_leaves);
+    stream.set::<V>(
+        isa,
+        rays,
+        members,
+        axis,
+        negative,
+        &bvh.bounds,
+        bvh.whole_leaves,
+    );
     let last = members.len() - 1;
     let mut best: [Closest; STREAM] =
         std::array::from_fn(|r| Closest::new(rays[usize::from(members[r.min(last)])].tmax));
