@@ -13,6 +13,11 @@
 
 #define ESTIMATE_WARPS 4u
 #define ESTIMATE_THREADS (ESTIMATE_WARPS * 32u)
+// Blocks an SM photon_estimate is compiled for: 4 (its shared memory's
+// limit too) caps it at 128 registers. Left to itself ptxas chose 134
+// (3 blocks an SM) or 96 with spills as small edits moved it (NVRTC 13.0,
+// sm_90, 2026-11-29); 4 gave 116-124 and no spills.
+#define ESTIMATE_MIN_BLOCKS 4
 
 // The tiles' shared memory: each warp's points and histograms.
 struct TileMemory {
@@ -194,7 +199,7 @@ photon_tile_cost(const PhotonMapView* maps, u32 map_count, const EyeVertex* vert
 // the order `order` gives, times each path's throughput, into the
 // framebuffer. Blocks of ESTIMATE_THREADS: a warp's 32 vertices are a tile,
 // warp w of the launch takes tile tiles[w] (photon_tile_cost's order).
-extern "C" __global__ void __launch_bounds__(ESTIMATE_THREADS)
+extern "C" __global__ void __launch_bounds__(ESTIMATE_THREADS, ESTIMATE_MIN_BLOCKS)
 photon_estimate(const FrameParams* scene, const PhotonMapView* maps, u32 map_count,
                 const EyeVertex* vertices, const u32* order, u32 count, const u32* tile_order,
                 u32 tile_count) {
