@@ -13,6 +13,11 @@
 
 #define ESTIMATE_WARPS 4u
 #define ESTIMATE_THREADS (ESTIMATE_WARPS * 32u)
+// Blocks an SM photon_estimate is compiled for: 4 (its shared memory's
+// limit too) caps it at 128 registers. Left to itself ptxas chose 134
+// (3 blocks an SM) or 96 with spills as small edits moved it (NVRTC 13.0,
+// sm_90, 2026-11-29); 4 gave 116-124 and no spills.
+#define ESTIMATE_MIN_BLOCKS 4
 
 // The tiles' shared memory: each warp's points and histograms.
 struct TileMemory {
@@ -152,6 +157,24 @@ photon_vertex_keys(const EyeVertex* vertices, u32 n, float lx, float ly, float l
     values[i] = i;
 }
 
+// The first `words` 16-byte words of eye vertex i (records of 112 bytes,
+// so 16-byte aligned), loaded to be evicted first (__ldcs): the estimates
+// read each vertex once, and the 2.27 M vertices of the 1080p frame (254
+// MB) would otherwise push the maps' photons, which every tile gathers
+// again, out of L2.
+static_assert(sizeof(EyeVertex) % 16 == 0 && CAUSTIC_OFFSETOF(EyeVertex, weight) == 16 &&
+                  CAUSTIC_OFFSETOF(EyeVertex, material) == 28 &&
+                  CAUSTIC_OFFSETOF(EyeVertex, n) == 32 && CAUSTIC_OFFSETOF(EyeVertex, ng) == 48 &&
+                  CAUSTIC_OFFSETOF(EyeVertex, wo) == 64 &&
+                  CAUSTIC_OFFSETOF(EyeVertex, albedo) == 80,
+              "photon_estimate reads EyeVertex as 16-byte words");
+template <u32 words>
+__device__ __forceinline__ void load_vertex_words(const EyeVertex* vertices, u32 i, float4* w) {
+    const float4* src = (const float4*)(vertices + i);
+#pragma unroll
+    for (u32 u = 0; u < words; ++u) w[u] = __ldcs(src + u);
+}
+
 // Tile t of the estimates: the vertices order[32 t .. 32 t + 32). The
 // calling lane's index into `order` (to i), and whether that vertex exists.
 __device__ __forceinline__ bool tile_vertex(u32 tile, u32 tile_count, u32 count, u32& i) {
@@ -175,8 +198,9 @@ photon_tile_cost(const PhotonMapView* maps, u32 map_count, const EyeVertex* vert
     u32 i = 0;
     const bool valid = tile_vertex(tile, tile_count, count, i);
     if (tile >= tile_count) return;  // whole warps: the tile number is the warp's
-    float3 point = make_float3(0.0f, 0.0f, 0.0f);
-    if (valid) point = load3(vertices[order[i]].point);
+    float4 w = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (valid) load_vertex_words<1>(vertices, order[i], &w);
+    const float3 point = xyz(w);
     u64 cost = 0;
     for (u32 j = 0; j < map_count; ++j) {
         const PhotonMapView& map = maps[j];
@@ -194,7 +218,7 @@ photon_tile_cost(const PhotonMapView* maps, u32 map_count, const EyeVertex* vert
 // the order `order` gives, times each path's throughput, into the
 // framebuffer. Blocks of ESTIMATE_THREADS: a warp's 32 vertices are a tile,
 // warp w of the launch takes tile tiles[w] (photon_tile_cost's order).
-extern "C" __global__ void __launch_bounds__(ESTIMATE_THREADS)
+extern "C" __global__ void __launch_bounds__(ESTIMATE_THREADS, ESTIMATE_MIN_BLOCKS)
 photon_estimate(const FrameParams* scene, const PhotonMapView* maps, u32 map_count,
                 const EyeVertex* vertices, const u32* order, u32 count, const u32* tile_order,
                 u32 tile_count) {
@@ -206,16 +230,15 @@ photon_estimate(const FrameParams* scene, const PhotonMapView* maps, u32 map_cou
     const bool valid = launch_warp < tile_count &&
                        tile_vertex(tile_order[launch_warp], tile_count, count, i);
     const FrameParams& p = *scene;
-    const EyeVertex& v = vertices[valid ? order[i] : 0];
-    const Material& m = ((const Material*)p.materials)[valid ? v.material : 0];
-    float3 point = make_float3(0.0f, 0.0f, 0.0f), n = point, ng = point, wo = point, albedo = point;
-    if (valid) {
-        point = load3(v.point);
-        n = load3(v.n);
-        ng = load3(v.ng);
-        wo = load3(v.wo);
-        albedo = load3(v.albedo);
-    }
+    // EyeVertex's words: (point, pixel), (weight, material), (n), (ng),
+    // (wo), (albedo); the path's key after them is not read here.
+    float4 w[6];
+#pragma unroll
+    for (u32 u = 0; u < 6; ++u) w[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (valid) load_vertex_words<6>(vertices, order[i], w);
+    const Material& m = ((const Material*)p.materials)[__float_as_uint(w[1].w)];
+    const float3 point = xyz(w[0]), n = xyz(w[2]), ng = xyz(w[3]), wo = xyz(w[4]),
+                 albedo = xyz(w[5]);
     float3 radiance = make_float3(0.0f, 0.0f, 0.0f);
     for (u32 j = 0; j < map_count; ++j) {
         const PhotonMapView& map = maps[j];
@@ -232,5 +255,5 @@ photon_estimate(const FrameParams* scene, const PhotonMapView* maps, u32 map_cou
         }
         radiance = radiance + density_of(map, &m, albedo, n, ng, wo, best);
     }
-    if (valid) splat(p, v.pixel, load3(v.weight) * radiance);
+    if (valid) splat(p, __float_as_uint(w[0].w), xyz(w[1]) * radiance);
 }
