@@ -27,11 +27,12 @@
 //! exactly the children its own single-ray traversal keeps, and so reaches
 //! exactly the leaves that traversal could reach.
 
+use super::WideBvh;
 use super::leaf::{Closest, Frame, FrameTest, RayTriangles, in_frame, set_bits};
 use super::node::{TriangleGroup, WideNode};
 use super::packet_lanes::LaneRays;
 use super::simd::Lanes;
-use super::stream::STREAM;
+use super::stream::{STREAM, class_shape};
 use super::traverse::{BoxParts, RowOffsets, class_rows, slab_axes, slab_rule};
 use caustic_geom::{Aabb, CROSSING_SLACK, Ray};
 
@@ -92,6 +93,21 @@ impl<const N: usize> StreamRays<N> {
             triangle: [[0.0; STREAM]; 6],
             crossing: false,
         }
+    }
+
+    /// [`StreamRays::set`] for a stream of direction class `class` (see
+    /// `stream::stream_class`) through `bvh`.
+    #[inline(always)]
+    pub(super) fn set_class<V: Lanes<N>>(
+        &mut self,
+        isa: V::Isa,
+        (rays, members): (&[Ray], &[u16]),
+        class: usize,
+        bvh: &WideBvh<N>,
+    ) {
+        let (depth, negative) = class_shape(class);
+        let (bounds, whole_leaves) = (&bvh.bounds, bvh.whole_leaves);
+        self.set::<V>(isa, rays, members, depth, negative, bounds, whole_leaves);
     }
 
     /// Sets the constants of the rays `members` of `rays` (at most

@@ -322,16 +322,7 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
         }
         return;
     };
-    let (axis, negative) = class_shape(class);
-    stream.set::<V>(
-        isa,
-        rays,
-        members,
-        axis,
-        negative,
-        &bvh.bounds,
-        bvh.whole_leaves,
-    );
+    stream.set_class::<V>(isa, (rays, members), class, bvh);
     let mut alive = stream_mask(members.len());
     let mut stack = [const { MaybeUninit::<Entry>::uninit() }; STACK];
     stack[0].write(Entry {

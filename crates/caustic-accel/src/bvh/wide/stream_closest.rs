@@ -66,8 +66,7 @@ use super::packet_lanes::highest;
 use super::ray_masks::StreamRays;
 use super::simd::Lanes;
 use super::stream::{
-    CLASSES, RUN, RayConstants, STREAM, class_shape, padded_stream, regroup, stream_class,
-    stream_mask, streams,
+    CLASSES, RUN, RayConstants, STREAM, padded_stream, regroup, stream_class, stream_mask, streams,
 };
 use super::traverse::{LeafTest, far_to_near, stack_capacity, traverse_from};
 use super::{StreamStep, WideBvh, root_entry};
@@ -469,16 +468,7 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
         }
         return;
     };
-    let (axis, negative) = class_shape(class);
-    stream.set::<V>(
-        isa,
-        rays,
-        members,
-        axis,
-        negative,
-        &bvh.bounds,
-        bvh.whole_leaves,
-    );
+    stream.set_class::<V>(isa, (rays, members), class, bvh);
     let last = members.len() - 1;
     let mut best: [Closest; STREAM] =
         std::array::from_fn(|r| Closest::new(rays[usize::from(members[r.min(last)])].tmax));
