@@ -679,6 +679,36 @@ mod tests {
     use crate::bvh::traverse::RayBoxTest;
     use caustic_geom::{Aabb, Pcg32};
 
+    /// `far_to_near` against a stable sort: the kept slots, largest key
+    /// first, equal keys in slot order (keys drawn from a few values so that
+    /// ties are common, infinities included); with NaN keys still every
+    /// kept slot exactly once.
+    #[test]
+    fn far_to_near_orders_kept_slots_largest_first_ties_by_slot() {
+        let mut rng = Pcg32::new(11, 3);
+        let values = [f32::NEG_INFINITY, -2.5, 0.0, 1.0, 1.0, 7.25, f32::INFINITY];
+        for case in 0..2000 {
+            let slots = rng.next_u32() & 0xff | 1 << (case % 8);
+            let key: [f32; 8] =
+                std::array::from_fn(|_| values[rng.next_u32() as usize % values.len()]);
+            let mut expected: Vec<usize> = (0..8).filter(|&s| slots & (1 << s) != 0).collect();
+            expected.sort_by(|&a, &b| key[b].partial_cmp(&key[a]).unwrap());
+            let (sorted, count) = far_to_near(slots, &key);
+            assert_eq!(
+                &sorted[..count],
+                &expected[..],
+                "slots {slots:#b} keys {key:?}"
+            );
+            let mut with_nan = key;
+            with_nan[case % 8] = f32::NAN;
+            let (sorted, count) = far_to_near(slots, &with_nan);
+            let mut seen: Vec<usize> = sorted[..count].to_vec();
+            seen.sort_unstable();
+            let kept: Vec<usize> = (0..8).filter(|&s| slots & (1 << s) != 0).collect();
+            assert_eq!(seen, kept, "slots {slots:#b} keys {with_nan:?}");
+        }
+    }
+
     /// A random node of three boxes around `centre`, of half-extents up to
     /// `size` (the last axis thin), and a ray towards it.
     fn random_case(unit: &mut impl FnMut() -> f32, size: f32) -> (WideNode<4>, Vec3, Vec3) {
