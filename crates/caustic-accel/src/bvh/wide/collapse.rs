@@ -121,11 +121,15 @@ impl<const N: usize> FoldRule<N> {
     /// one leaf; `children` are its two children with their counts.
     #[inline(always)]
     fn folds(&self, node: &BvhNode, count: u32, children: [(&BvhNode, u32); 2]) -> bool {
+        // Most inner nodes hold too many triangles to fold: no areas then.
+        if count > self.max_leaf_prims {
+            return false;
+        }
         let [(left, left_count), (right, right_count)] = children;
         let split = node.bounds().half_area()
             + self.as_leaf(left, left_count)
             + self.as_leaf(right, right_count);
-        count <= self.max_leaf_prims && self.as_leaf(node, count) <= split
+        self.as_leaf(node, count) <= split
     }
 }
 
