@@ -44,10 +44,10 @@ use super::leaf::Frame;
 use super::node::{TriangleGroup, WideNode};
 use super::packet_lanes::{LaneBest, LaneRays, highest, lowest};
 use super::simd::Lanes;
-use super::traverse::{class_rows, far_to_near, slab_axes, stack_capacity};
+use super::traverse::{Crossing, class_rows, far_to_near, slab_axes, stack_capacity};
 use super::{WideBvh, root_entry};
 use crate::bvh::traverse::SLACK;
-use caustic_geom::{Aabb, CROSSING_SLACK, Hit, Ray};
+use caustic_geom::{Aabb, Hit, Ray};
 use std::mem::MaybeUninit;
 
 /// Largest stack of any packet width here (`N = 8`).
@@ -93,10 +93,10 @@ pub(super) struct Packet<'a, const N: usize, const P: usize, V: Lanes<N>> {
     /// The triangle test's frame, shared, and its vertex rows `kx, ky, kz`.
     pub(super) frame: Frame,
     pub(super) rows: [usize; 3],
-    /// `CROSSING_SLACK` in every lane when the tree's leaves hold whole
+    /// The crossing rule's factors when the tree's leaves hold whole
     /// triangles: boxes are culled by the crossing rule
     /// (`traverse::slab_rule`), else by the depth-range rule.
-    pub(super) crossing: Option<V>,
+    pub(super) crossing: Option<Crossing<V>>,
 }
 
 /// A child waiting on the stack with its cull bound for the packet.
@@ -230,11 +230,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         self.t_min = V::splat(isa, t_min);
         self.frame = frame;
         self.rows = frame.rows();
-        self.crossing = if whole_leaves {
-            Some(V::splat(isa, CROSSING_SLACK))
-        } else {
-            None
-        };
+        self.crossing = Crossing::when(isa, whole_leaves);
         true
     }
 
@@ -274,7 +270,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
             .max_or(n2_high.abs())
             .max_or(f2.abs().max_or(f2_low.abs()));
         let margin = depth_extent * V::splat(self.isa, SLACK);
-        if let Some(slack) = self.crossing {
+        if let Some(Crossing { up: slack, .. }) = self.crossing {
             // The crossing rule on the bounds: the widest depth slab of the
             // packet gives every ray's margin or more.
             let widen = margin + (f2 - n2) * slack;

@@ -11,7 +11,7 @@ use super::leaf::{
 };
 use super::node::{NO_PRIM, TriangleGroup, WideNode};
 use super::simd::Lanes;
-use super::traverse::{SlabFrame, slabs_rule};
+use super::traverse::{Crossing, SlabFrame, slabs_rule};
 use crate::slab_ray::next_up;
 use caustic_geom::{Aabb, Hit, Ray, RayTriangleTest};
 
@@ -365,7 +365,7 @@ impl<'a, const N: usize, V: Lanes<N>> LaneRays<'a, N, V> {
         near_row: [usize; 3],
         far_row: [usize; 3],
         cutoff: V,
-        crossing: Option<V>,
+        crossing: Option<Crossing<V>>,
     ) -> u32 {
         let n0 = self.plane(node.bounds[near_row[0]][slot], 0, self.box_near_shift[0]);
         let n1 = self.plane(node.bounds[near_row[1]][slot], 1, self.box_near_shift[1]);

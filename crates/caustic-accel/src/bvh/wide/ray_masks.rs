@@ -33,8 +33,8 @@ use super::node::{TriangleGroup, WideNode};
 use super::packet_lanes::LaneRays;
 use super::simd::Lanes;
 use super::stream::{STREAM, class_shape};
-use super::traverse::{BoxParts, RowOffsets, class_rows, slab_axes, slab_rule};
-use caustic_geom::{Aabb, CROSSING_SLACK, Ray};
+use super::traverse::{BoxParts, Crossing, RowOffsets, class_rows, slab_axes, slab_rule};
+use caustic_geom::{Aabb, Ray};
 
 /// Each ray's bit in a stream's masks, as the bits of an `f32` (the value
 /// a ray ORs into the lanes of the children it keeps).
@@ -195,16 +195,34 @@ impl<const N: usize> StreamRays<N> {
         node: &WideNode<N>,
         mask: u32,
     ) -> (u32, [u32; N]) {
+        // One loop per rule, chosen once per node: the rule's branch out of
+        // the per-ray loop.
+        if self.crossing {
+            self.children_by::<V, true>(isa, node, mask)
+        } else {
+            self.children_by::<V, false>(isa, node, mask)
+        }
+    }
+
+    /// [`StreamRays::children`] by the crossing rule when `CROSSING`, else
+    /// by the depth-range rule.
+    #[inline(always)]
+    fn children_by<V: Lanes<N>, const CROSSING: bool>(
+        &self,
+        isa: V::Isa,
+        node: &WideNode<N>,
+        mask: u32,
+    ) -> (u32, [u32; N]) {
         let rows = self.rows.load::<V>(isa, node);
-        let crossing = self.crossing_slack::<V>(isa);
+        let crossing = Crossing::when(isa, CROSSING);
         let mut masks = V::splat(isa, 0.0);
-        let mut used = 0;
         for r in set_bits(mask) {
             let (keeps, _) = self.keeps::<V>(isa, &rows, r, crossing);
             masks = masks.or_where(keeps, V::splat(isa, RAY_BITS[r]));
-            used |= V::bits(keeps);
         }
-        (used, masks.to_array().map(f32::to_bits))
+        // The slots some ray keeps, once per node rather than a scalar OR
+        // per ray.
+        (masks.nonzero_bits(), masks.to_array().map(f32::to_bits))
     }
 
     /// [`StreamRays::children`] for closest hits (a loop of its own: one
@@ -222,18 +240,33 @@ impl<const N: usize> StreamRays<N> {
         node: &WideNode<N>,
         mask: u32,
     ) -> (u32, [u32; N], [f32; N]) {
+        if self.crossing {
+            self.children_nearest_by::<V, true>(isa, node, mask)
+        } else {
+            self.children_nearest_by::<V, false>(isa, node, mask)
+        }
+    }
+
+    /// [`StreamRays::children_nearest`] by the crossing rule when
+    /// `CROSSING`, else by the depth-range rule.
+    #[inline(always)]
+    fn children_nearest_by<V: Lanes<N>, const CROSSING: bool>(
+        &self,
+        isa: V::Isa,
+        node: &WideNode<N>,
+        mask: u32,
+    ) -> (u32, [u32; N], [f32; N]) {
         let rows = self.rows.load::<V>(isa, node);
-        let crossing = self.crossing_slack::<V>(isa);
+        let crossing = Crossing::when(isa, CROSSING);
         let mut masks = V::splat(isa, 0.0);
         let mut bounds = V::splat(isa, f32::INFINITY);
-        let mut used = 0;
         for r in set_bits(mask) {
             let (keeps, bound) = self.keeps::<V>(isa, &rows, r, crossing);
             masks = masks.or_where(keeps, V::splat(isa, RAY_BITS[r]));
             // A kept lane's bound is a number (it passed `lo <= hi`).
             bounds = V::select(keeps, bound.min_or(bounds), bounds);
-            used |= V::bits(keeps);
         }
+        let used = masks.nonzero_bits();
         (used, masks.to_array().map(f32::to_bits), bounds.to_array())
     }
 
@@ -267,7 +300,7 @@ impl<const N: usize> StreamRays<N> {
         isa: V::Isa,
         rows: &[[V; 3]; 2],
         r: usize,
-        crossing: Option<V>,
+        crossing: Option<Crossing<V>>,
     ) -> (V::Mask, V) {
         let at = |row: &[[f32; STREAM]; 3]| {
             [
@@ -280,19 +313,6 @@ impl<const N: usize> StreamRays<N> {
         let (t_min, t_max) = (V::splat(isa, self.t_min[r]), V::splat(isa, self.t_max[r]));
         let (keeps, _, bound) = slab_rule(rows, &inv, [&near, &far], t_min, t_max, crossing);
         (keeps, bound)
-    }
-
-    /// `CROSSING_SLACK` in every lane when these rays cull by the crossing
-    /// rule, once per node for all of its ray tests. (No closure: it would
-    /// not be compiled with the caller's instruction set, see
-    /// `RayTriangles::test`.)
-    #[inline(always)]
-    fn crossing_slack<V: Lanes<N>>(&self, isa: V::Isa) -> Option<V> {
-        if self.crossing {
-            Some(V::splat(isa, CROSSING_SLACK))
-        } else {
-            None
-        }
     }
 
     /// Whether ray `r` (`ray`) has a hit in its `(tmin, tmax)` among

@@ -79,6 +79,9 @@ pub trait Lanes<const N: usize>:
     /// Per lane, the bits of `self` or'ed with those of `bits` where `mask`
     /// is set (lanes as bit sets, not numbers: the streams' child masks).
     fn or_where(self, mask: Self::Mask, bits: Self) -> Self;
+    /// The lanes whose bits are not all zero, as bit `i` for lane `i`
+    /// (lanes as bit sets: a stream's child masks).
+    fn nonzero_bits(self) -> u32;
     /// Runs `f` in a cold function of its own compiled with the backend's
     /// instruction set: a rare path kept out of a hot loop's registers. A
     /// plain `#[inline(never)]` function would be compiled without the
@@ -215,6 +218,12 @@ impl<const N: usize> Lanes<N> for Portable<N> {
             };
             f32::from_bits(self.0[i].to_bits() | add)
         }))
+    }
+    #[inline(always)]
+    fn nonzero_bits(self) -> u32 {
+        (0..N).fold(0, |bits, i| {
+            bits | (u32::from(self.0[i].to_bits() != 0) << i)
+        })
     }
 }
 
@@ -522,6 +531,13 @@ mod x86 {
         fn or_where(self, mask: Mask8, bits: Self) -> Self {
             Self(unsafe { _mm256_or_ps(self.0, _mm256_and_ps(mask.0, bits.0)) })
         }
+        #[inline(always)]
+        fn nonzero_bits(self) -> u32 {
+            unsafe {
+                let zero = _mm256_cmpeq_epi32(_mm256_castps_si256(self.0), _mm256_setzero_si256());
+                !(_mm256_movemask_ps(_mm256_castsi256_ps(zero)) as u32) & 0xff
+            }
+        }
     }
 
     // SAFETY (every `unsafe` block below): the CPU has AVX-512 F, VL, BW
@@ -613,6 +629,11 @@ mod x86 {
             // One masked `vorps`: lanes outside the mask keep `self`.
             Self(unsafe { _mm256_mask_or_ps(self.0, mask.0, self.0, bits.0) })
         }
+        #[inline(always)]
+        fn nonzero_bits(self) -> u32 {
+            let bits = unsafe { _mm256_castps_si256(self.0) };
+            u32::from(unsafe { _mm256_test_epi32_mask(bits, bits) })
+        }
     }
 
     impl Lanes<4> for Sse4 {
@@ -694,6 +715,13 @@ mod x86 {
         #[inline(always)]
         fn or_where(self, mask: Mask4, bits: Self) -> Self {
             Self(unsafe { _mm_or_ps(self.0, _mm_and_ps(mask.0, bits.0)) })
+        }
+        #[inline(always)]
+        fn nonzero_bits(self) -> u32 {
+            unsafe {
+                let zero = _mm_cmpeq_epi32(_mm_castps_si128(self.0), _mm_setzero_si128());
+                !(_mm_movemask_ps(_mm_castsi128_ps(zero)) as u32) & 0xf
+            }
         }
     }
 }

@@ -76,7 +76,7 @@ pub struct RayBoxes<const N: usize, V: Lanes<N>> {
     far_shift: [V; 3],
     /// `CROSSING_SLACK` in every lane when the boxes are culled by the
     /// crossing rule ([`RayBoxes::crossing`]); `None`: the depth-range rule.
-    crossing: Option<V>,
+    crossing: Option<Crossing<V>>,
 }
 
 impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
@@ -124,12 +124,7 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     /// (the tree's [`super::WideBvh::whole_leaves`]), see `slab_rule`.
     #[inline(always)]
     pub fn crossing(mut self, whole_leaves: bool) -> Self {
-        // (No closure: see `RayTriangles::test`.)
-        self.crossing = if whole_leaves {
-            Some(V::splat(self.isa, CROSSING_SLACK))
-        } else {
-            None
-        };
+        self.crossing = Crossing::when(self.isa, whole_leaves);
         self
     }
 
@@ -166,6 +161,35 @@ impl<const N: usize, V: Lanes<N>> RayBoxes<N, V> {
     }
 }
 
+/// The crossing rule's margin factors in every lane: `-CROSSING_SLACK`
+/// and `CROSSING_SLACK` (see `slabs_rule`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Crossing<V> {
+    pub(super) down: V,
+    pub(super) up: V,
+}
+
+impl<V: Copy> Crossing<V> {
+    /// The factors when the boxes are culled by the crossing rule
+    /// (`whole_leaves`, the tree's [`super::WideBvh::whole_leaves`]), else
+    /// `None`: the depth-range rule. (No closure: it would not be compiled
+    /// with the caller's instruction set, see `RayTriangles::test`.)
+    #[inline(always)]
+    pub(super) fn when<const N: usize>(isa: V::Isa, whole_leaves: bool) -> Option<Self>
+    where
+        V: Lanes<N>,
+    {
+        if whole_leaves {
+            Some(Self {
+                down: V::splat(isa, -CROSSING_SLACK),
+                up: V::splat(isa, CROSSING_SLACK),
+            })
+        } else {
+            None
+        }
+    }
+}
+
 /// The folded box rule of [`RayBoxes::test`] on a node's entry and exit
 /// rows (`rows`, as [`RowOffsets::load`] gives them) for one ray's
 /// constants, whether kept in a [`RayBoxes`] or broadcast per node by the
@@ -182,7 +206,7 @@ pub(super) fn slab_rule<const N: usize, V: Lanes<N>>(
     [near_shift, far_shift]: [&[V; 3]; 2],
     t_min: V,
     cutoff: V,
-    crossing: Option<V>,
+    crossing: Option<Crossing<V>>,
 ) -> (V::Mask, V, V) {
     let n0 = near_rows[0].mul_add(inv[0], near_shift[0]);
     let n1 = near_rows[1].mul_add(inv[1], near_shift[1]);
@@ -207,17 +231,22 @@ pub(super) fn slabs_rule<const N: usize, V: Lanes<N>>(
     [f0, f1, f2]: [V; 3],
     t_min: V,
     cutoff: V,
-    crossing: Option<V>,
+    crossing: Option<Crossing<V>>,
 ) -> (V::Mask, V, V) {
     let near = n0.max_or(n1.max_or(n2));
     let far = f0.min_or(f1.min_or(f2));
-    if let Some(slack) = crossing {
+    if let Some(Crossing { down, up }) = crossing {
         // The crossing rule: `[near, far]` widened by `CROSSING_SLACK` of
         // the depth slab's width must meet `[t_min, cutoff]`. A NaN bound
-        // (from NaN boxes) falls back to `t_min` or `cutoff`: kept.
-        let margin = (f2 - n2) * slack;
-        let lo = (near - margin).max_or(t_min);
-        let hi = (far + margin).min_or(cutoff);
+        // (from NaN boxes) falls back to `t_min` or `cutoff`: kept. The
+        // margin's product is exact (the slack is a power of two), so
+        // `near - width * slack` fused is the subtraction of the rounded
+        // margin, bit for bit, and the two multiply-adds run on the FMA
+        // pipes instead of the adder's, which the slabs' minima and maxima
+        // already keep busy (on this AMD core, the node step's bound).
+        let width = f2 - n2;
+        let lo = width.mul_add(down, near).max_or(t_min);
+        let hi = width.mul_add(up, far).min_or(cutoff);
         return (lo.le(hi), near, lo);
     }
     let lo = t_min.max_or(n2);
