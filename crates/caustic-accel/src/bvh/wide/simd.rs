@@ -831,6 +831,7 @@ mod tests {
             assert_eq!(vs.to_array().map(f32::to_bits), ps.0.map(f32::to_bits));
             let (vo, po) = (va.or_where(va.lt(vb), vb), pa.or_where(pa.lt(pb), pb));
             assert_eq!(vo.to_array().map(f32::to_bits), po.0.map(f32::to_bits));
+            assert_eq!(va.nonzero_bits(), pa.nonzero_bits(), "{a:?}");
         }
     }
 
@@ -893,6 +894,15 @@ mod tests {
             Portable([bit(1 << 31), bit(1 << 31), bit(2), bit(1)]),
         );
         assert_eq!(out.0.map(f32::to_bits), [1, 1 << 31, (1 << 31) | 2, 6]);
+    }
+
+    /// `nonzero_bits` reads lanes as bit sets: `-0.0` (the top bit alone)
+    /// is a set, `+0.0` the empty one.
+    #[test]
+    fn portable_nonzero_bits_reads_bit_sets() {
+        let bit = |b: u32| f32::from_bits(b);
+        let lanes = Portable([bit(0), bit(1 << 31), bit(1), bit(0), bit(6)]);
+        assert_eq!(lanes.nonzero_bits(), 0b10110);
     }
 
     #[test]

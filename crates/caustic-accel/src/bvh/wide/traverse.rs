@@ -708,6 +708,72 @@ mod tests {
     use crate::bvh::traverse::RayBoxTest;
     use caustic_geom::{Aabb, Pcg32};
 
+    /// The crossing rule's fused margins give the bits of the margin
+    /// rounded first and then subtracted (and added): `CROSSING_SLACK` is a
+    /// power of two, so the product is exact for every width above the
+    /// subnormal range. Distances span many magnitudes and signs, widths
+    /// from zero to infinity; the AVX backends fuse, the portable one does
+    /// not.
+    fn crossing_margins_are_rounded_then_applied<V: Lanes<8>>(isa: V::Isa) {
+        let mut rng = Pcg32::new(5, 9);
+        let value = |rng: &mut Pcg32| {
+            let magnitude = 2f32.powi((rng.next_u32() % 80) as i32 - 40);
+            let sign = if rng.next_u32() & 1 == 0 { 1.0 } else { -1.0 };
+            sign * magnitude * (1.0 + rng.next_f32())
+        };
+        let crossing = Crossing::when::<8>(isa, true);
+        for _ in 0..20_000 {
+            let n: [[f32; 8]; 3] =
+                std::array::from_fn(|_| std::array::from_fn(|_| value(&mut rng)));
+            let f: [[f32; 8]; 3] = std::array::from_fn(|k| {
+                std::array::from_fn(|i| {
+                    let width = if k == 2 && rng.next_u32() % 16 == 0 {
+                        f32::INFINITY
+                    } else {
+                        value(&mut rng).abs()
+                    };
+                    n[k][i] + width
+                })
+            });
+            let (t_min, cutoff) = (value(&mut rng), value(&mut rng));
+            let rows = |x: &[[f32; 8]; 3]| [0, 1, 2].map(|k| V::load(isa, &x[k]));
+            let (kept, near, lo) = slabs_rule(
+                rows(&n),
+                rows(&f),
+                V::splat(isa, t_min),
+                V::splat(isa, cutoff),
+                crossing,
+            );
+            let (kept, near, lo) = (V::bits(kept), near.to_array(), lo.to_array());
+            for i in 0..8 {
+                let margin = (f[2][i] - n[2][i]) * CROSSING_SLACK;
+                let near_i = max_or(n[0][i], max_or(n[1][i], n[2][i]));
+                let far_i = f[0][i].min(f[1][i]).min(f[2][i]);
+                let lo_i = max_or(near_i - margin, t_min);
+                let hi_i = cutoff.min(far_i + margin);
+                assert_eq!(near[i].to_bits(), near_i.to_bits());
+                assert_eq!(lo[i].to_bits(), lo_i.to_bits(), "lane {i}: {n:?} {f:?}");
+                assert_eq!(kept >> i & 1 == 1, lo_i <= hi_i, "lane {i}: {n:?} {f:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn fused_crossing_margins_are_the_rounded_margins() {
+        crossing_margins_are_rounded_then_applied::<Portable<8>>(AnyCpu);
+        #[cfg(target_arch = "x86_64")]
+        {
+            use super::super::simd::{Avx8, Avx8k, avx2_for_test, avx512_for_test};
+            let test = "fused_crossing_margins_are_the_rounded_margins";
+            if let Some(avx) = avx2_for_test(test) {
+                crossing_margins_are_rounded_then_applied::<Avx8>(avx);
+            }
+            if let Some(avx512) = avx512_for_test(test) {
+                crossing_margins_are_rounded_then_applied::<Avx8k>(avx512);
+            }
+        }
+    }
+
     /// `far_to_near` against a stable sort: the kept slots, largest key
     /// first, equal keys in slot order (keys drawn from a few values so that
     /// ties are common, infinities included); with NaN keys still every
