@@ -727,7 +727,7 @@ mod tests {
                 std::array::from_fn(|_| std::array::from_fn(|_| value(&mut rng)));
             let f: [[f32; 8]; 3] = std::array::from_fn(|k| {
                 std::array::from_fn(|i| {
-                    let width = if k == 2 && rng.next_u32() % 16 == 0 {
+                    let width = if k == 2 && rng.next_u32().is_multiple_of(16) {
                         f32::INFINITY
                     } else {
                         value(&mut rng).abs()
