@@ -195,34 +195,16 @@ impl<const N: usize> StreamRays<N> {
         node: &WideNode<N>,
         mask: u32,
     ) -> (u32, [u32; N]) {
-        // One loop per rule, chosen once per node: the rule's branch out of
-        // the per-ray loop.
-        if self.crossing {
-            self.children_by::<V, true>(isa, node, mask)
-        } else {
-            self.children_by::<V, false>(isa, node, mask)
-        }
-    }
-
-    /// [`StreamRays::children`] by the crossing rule when `CROSSING`, else
-    /// by the depth-range rule.
-    #[inline(always)]
-    fn children_by<V: Lanes<N>, const CROSSING: bool>(
-        &self,
-        isa: V::Isa,
-        node: &WideNode<N>,
-        mask: u32,
-    ) -> (u32, [u32; N]) {
         let rows = self.rows.load::<V>(isa, node);
-        let crossing = Crossing::when(isa, CROSSING);
+        let crossing = Crossing::when(isa, self.crossing);
         let mut masks = V::splat(isa, 0.0);
+        let mut used = 0;
         for r in set_bits(mask) {
             let (keeps, _) = self.keeps::<V>(isa, &rows, r, crossing);
             masks = masks.or_where(keeps, V::splat(isa, RAY_BITS[r]));
+            used |= V::bits(keeps);
         }
-        // The slots some ray keeps, once per node rather than a scalar OR
-        // per ray.
-        (masks.nonzero_bits(), masks.to_array().map(f32::to_bits))
+        (used, masks.to_array().map(f32::to_bits))
     }
 
     /// [`StreamRays::children`] for closest hits (a loop of its own: one
@@ -240,33 +222,18 @@ impl<const N: usize> StreamRays<N> {
         node: &WideNode<N>,
         mask: u32,
     ) -> (u32, [u32; N], [f32; N]) {
-        if self.crossing {
-            self.children_nearest_by::<V, true>(isa, node, mask)
-        } else {
-            self.children_nearest_by::<V, false>(isa, node, mask)
-        }
-    }
-
-    /// [`StreamRays::children_nearest`] by the crossing rule when
-    /// `CROSSING`, else by the depth-range rule.
-    #[inline(always)]
-    fn children_nearest_by<V: Lanes<N>, const CROSSING: bool>(
-        &self,
-        isa: V::Isa,
-        node: &WideNode<N>,
-        mask: u32,
-    ) -> (u32, [u32; N], [f32; N]) {
         let rows = self.rows.load::<V>(isa, node);
-        let crossing = Crossing::when(isa, CROSSING);
+        let crossing = Crossing::when(isa, self.crossing);
         let mut masks = V::splat(isa, 0.0);
         let mut bounds = V::splat(isa, f32::INFINITY);
+        let mut used = 0;
         for r in set_bits(mask) {
             let (keeps, bound) = self.keeps::<V>(isa, &rows, r, crossing);
             masks = masks.or_where(keeps, V::splat(isa, RAY_BITS[r]));
             // A kept lane's bound is a number (it passed `lo <= hi`).
             bounds = V::select(keeps, bound.min_or(bounds), bounds);
+            used |= V::bits(keeps);
         }
-        let used = masks.nonzero_bits();
         (used, masks.to_array().map(f32::to_bits), bounds.to_array())
     }
 

@@ -79,9 +79,6 @@ pub trait Lanes<const N: usize>:
     /// Per lane, the bits of `self` or'ed with those of `bits` where `mask`
     /// is set (lanes as bit sets, not numbers: the streams' child masks).
     fn or_where(self, mask: Self::Mask, bits: Self) -> Self;
-    /// The lanes whose bits are not all zero, as bit `i` for lane `i`
-    /// (lanes as bit sets: a stream's child masks).
-    fn nonzero_bits(self) -> u32;
     /// Runs `f` in a cold function of its own compiled with the backend's
     /// instruction set: a rare path kept out of a hot loop's registers. A
     /// plain `#[inline(never)]` function would be compiled without the
@@ -218,12 +215,6 @@ impl<const N: usize> Lanes<N> for Portable<N> {
             };
             f32::from_bits(self.0[i].to_bits() | add)
         }))
-    }
-    #[inline(always)]
-    fn nonzero_bits(self) -> u32 {
-        (0..N).fold(0, |bits, i| {
-            bits | (u32::from(self.0[i].to_bits() != 0) << i)
-        })
     }
 }
 
@@ -531,13 +522,6 @@ mod x86 {
         fn or_where(self, mask: Mask8, bits: Self) -> Self {
             Self(unsafe { _mm256_or_ps(self.0, _mm256_and_ps(mask.0, bits.0)) })
         }
-        #[inline(always)]
-        fn nonzero_bits(self) -> u32 {
-            unsafe {
-                let zero = _mm256_cmpeq_epi32(_mm256_castps_si256(self.0), _mm256_setzero_si256());
-                !(_mm256_movemask_ps(_mm256_castsi256_ps(zero)) as u32) & 0xff
-            }
-        }
     }
 
     // SAFETY (every `unsafe` block below): the CPU has AVX-512 F, VL, BW
@@ -629,11 +613,6 @@ mod x86 {
             // One masked `vorps`: lanes outside the mask keep `self`.
             Self(unsafe { _mm256_mask_or_ps(self.0, mask.0, self.0, bits.0) })
         }
-        #[inline(always)]
-        fn nonzero_bits(self) -> u32 {
-            let bits = unsafe { _mm256_castps_si256(self.0) };
-            u32::from(unsafe { _mm256_test_epi32_mask(bits, bits) })
-        }
     }
 
     impl Lanes<4> for Sse4 {
@@ -715,13 +694,6 @@ mod x86 {
         #[inline(always)]
         fn or_where(self, mask: Mask4, bits: Self) -> Self {
             Self(unsafe { _mm_or_ps(self.0, _mm_and_ps(mask.0, bits.0)) })
-        }
-        #[inline(always)]
-        fn nonzero_bits(self) -> u32 {
-            unsafe {
-                let zero = _mm_cmpeq_epi32(_mm_castps_si128(self.0), _mm_setzero_si128());
-                !(_mm_movemask_ps(_mm_castsi128_ps(zero)) as u32) & 0xf
-            }
         }
     }
 }
@@ -831,7 +803,6 @@ mod tests {
             assert_eq!(vs.to_array().map(f32::to_bits), ps.0.map(f32::to_bits));
             let (vo, po) = (va.or_where(va.lt(vb), vb), pa.or_where(pa.lt(pb), pb));
             assert_eq!(vo.to_array().map(f32::to_bits), po.0.map(f32::to_bits));
-            assert_eq!(va.nonzero_bits(), pa.nonzero_bits(), "{a:?}");
         }
     }
 
@@ -894,15 +865,6 @@ mod tests {
             Portable([bit(1 << 31), bit(1 << 31), bit(2), bit(1)]),
         );
         assert_eq!(out.0.map(f32::to_bits), [1, 1 << 31, (1 << 31) | 2, 6]);
-    }
-
-    /// `nonzero_bits` reads lanes as bit sets: `-0.0` (the top bit alone)
-    /// is a set, `+0.0` the empty one.
-    #[test]
-    fn portable_nonzero_bits_reads_bit_sets() {
-        let bit = |b: u32| f32::from_bits(b);
-        let lanes = Portable([bit(0), bit(1 << 31), bit(1), bit(0), bit(6)]);
-        assert_eq!(lanes.nonzero_bits(), 0b10110);
     }
 
     #[test]
