@@ -18,10 +18,9 @@
 // ------------------------------------------------------------ records
 
 // caustic_render::scene_cuda::GpuPath: one live ray of the specular tree.
-// 16-byte aligned, as every 32-byte wave record here (photon.cuh's too):
-// a copy is then two 16-byte accesses, not four or eight narrower ones,
-// each of which is its own L2 request where the slots are strided
-// (whitted_shade's children, the collection's eye vertices).
+// 16-byte aligned, as the photon mapper's records (photon.cuh): a copy is
+// then two 16-byte accesses, not four 8-byte ones, each of which is its
+// own L2 request where the slots are strided (whitted_shade's children).
 struct alignas(16) Path {
     u64 key;         // counter-based RNG key of this tree vertex
     float weight[3]; // product of the BSDF weights from the eye
