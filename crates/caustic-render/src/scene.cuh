@@ -18,7 +18,10 @@
 // ------------------------------------------------------------ records
 
 // caustic_render::scene_cuda::GpuPath: one live ray of the specular tree.
-struct Path {
+// 16-byte aligned, as the photon mapper's records (photon.cuh): a copy is
+// then two 16-byte accesses, not four 8-byte ones, each of which is its
+// own L2 request where the slots are strided (whitted_shade's children).
+struct alignas(16) Path {
     u64 key;         // counter-based RNG key of this tree vertex
     float weight[3]; // product of the BSDF weights from the eye
     u32 pixel;       // y * width + x, or NO_PIXEL for padding
@@ -196,6 +199,35 @@ __device__ __forceinline__ Ray make_ray(float3 origin, float3 dir, float tmin, f
     r.tmin = tmin;
     r.tmax = tmax;
     return r;
+}
+
+// A wave's rays and hits move as the 16-byte words they are: (origin,
+// tmin), (dir, tmax) and (t, prim, u, v), as the traversal reads and
+// writes them. caustic-accel's Ray and Hit are 4-byte aligned (its CPU
+// emulation reads them from packed word buffers), so a plain copy is
+// eight or four 4-byte accesses, each a separate L2 request where the
+// slots are strided: whitted_shade's four shadow slots of a path lie 128
+// bytes apart, and ncu (H200, the 1080p photon frame's first wave) found
+// the launch L2-bound (85 % of the L2's throughput, 10 % issue slots
+// busy). The same bytes in a quarter of the requests.
+__device__ __forceinline__ void store_ray(Ray* rays, u64 i, const Ray& r) {
+    float4* words = reinterpret_cast<float4*>(rays) + 2 * i;
+    words[0] = make_float4(r.origin[0], r.origin[1], r.origin[2], r.tmin);
+    words[1] = make_float4(r.dir[0], r.dir[1], r.dir[2], r.tmax);
+}
+__device__ __forceinline__ Ray load_ray(const Ray* rays, u64 i) {
+    const float4* words = reinterpret_cast<const float4*>(rays) + 2 * i;
+    const float4 a = words[0], b = words[1];
+    return make_ray(xyz(a), xyz(b), a.w, b.w);
+}
+__device__ __forceinline__ Hit load_hit(const Hit* hits, u64 i) {
+    const float4 w = reinterpret_cast<const float4*>(hits)[i];
+    Hit h;
+    h.t = w.x;
+    h.prim = __float_as_uint(w.y);
+    h.u = w.z;
+    h.v = w.w;
+    return h;
 }
 
 // ------------------------------------------------------------ surfaces
@@ -428,7 +460,7 @@ __device__ void shade_direct(const FrameParams& p, const Material& m, const Surf
         float c = dot(n, wi);
         if (c <= 0.0f || dot(ng, wi) <= 0.0f) continue;
         float3 value = weight * (brdf(m, albedo, n, wo, wi) * incident * c);
-        out.shadow_rays[slot] = make_ray(origin, wi, 0.0f, dist * (1.0f - 1e-4f));
+        store_ray(out.shadow_rays, slot, make_ray(origin, wi, 0.0f, dist * (1.0f - 1e-4f)));
         out.shadow_values[slot] = make_float4(value.x, value.y, value.z, pixel);
         out.shadow_flags[slot] = 1;
     }
@@ -453,7 +485,7 @@ __device__ void shade_direct(const FrameParams& p, const Material& m, const Surf
             float pdf = 1.0f / l.total_area;
             float3 f = brdf(m, albedo, n, wo, wi) * emitted * (c * cos_light / (dist2 * pdf));
             float3 value = weight * div3(f, (float)samples);
-            out.shadow_rays[slot] = make_ray(origin, to_light, 0.0f, 1.0f - 1e-4f);
+            store_ray(out.shadow_rays, slot, make_ray(origin, to_light, 0.0f, 1.0f - 1e-4f));
             out.shadow_values[slot] = make_float4(value.x, value.y, value.z, pixel);
             out.shadow_flags[slot] = 1;
         }

@@ -16,8 +16,10 @@ use std::ops::Range;
 use std::time::Instant;
 
 /// One live ray of the specular tree: its random key, the product of the
-/// BSDF weights from the eye, its pixel and its depth.
-#[repr(C)]
+/// BSDF weights from the eye, its pixel and its depth. 16-byte aligned, as
+/// its CUDA twin (scene.cuh: the kernels move it in two 16-byte accesses),
+/// like the photon mapper's 32-byte and eye-vertex records.
+#[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuPath {
     pub key: u64,

@@ -97,9 +97,9 @@ __device__ __forceinline__ bool eye_vertex_at(const FrameParams& p, const Ray* r
                                               const Hit* hits, const Path* paths, u32 i,
                                               EyeVertex& v) {
     const Path path = paths[i];
-    const Hit hit = hits[i];
+    const Hit hit = load_hit(hits, i);
     if (path.pixel == NO_PIXEL || hit.prim == NO_HIT) return false;
-    const Ray ray = rays[i];
+    const Ray ray = load_ray(rays, i);
     Surface s = surface_at(p, ray, hit);
     const Material& m = ((const Material*)p.materials)[s.material];
     if (m.kind != MAT_DIFFUSE && m.kind != MAT_GLOSSY) return false;

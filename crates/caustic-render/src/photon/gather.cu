@@ -89,9 +89,9 @@ photon_gather_emit(const FrameParams* scene, const EyeVertex* vertices, const u3
     path.pad = 0;
     if (dot(dir, ng) <= 0.0f) {
         store3(path.throughput, make_float3(0.0f, 0.0f, 0.0f));
-        rays[s] = empty_ray();
+        store_ray(rays, s, empty_ray());
     } else {
-        rays[s] = make_ray(load3(v.point) + ng * scene->ray_epsilon, dir, 0.0f, CAUSTIC_INF);
+        store_ray(rays, s, make_ray(load3(v.point) + ng * scene->ray_epsilon, dir, 0.0f, CAUSTIC_INF));
     }
     paths[s] = path;
 }
@@ -133,14 +133,14 @@ photon_gather_step(const FrameParams* scene, const PhotonMapView* irradiance, co
     GatherPath path = paths[i];
     float3 throughput = load3(path.throughput);
     if (is_black(throughput)) return;
-    const Hit hit = hits[i];
+    const Hit hit = load_hit(hits, i);
     float* result = results + 3ull * path.slot;
     if (hit.prim == NO_HIT) {
         store3(result, throughput * load3(p.background));
         return;
     }
     if (distances != nullptr && path.depth == 0) distances[path.slot] = hit.t;
-    const Ray ray = rays[i];
+    const Ray ray = load_ray(rays, i);
     Surface s = surface_at(p, ray, hit);
     const Material& m = ((const Material*)p.materials)[s.material];
     float3 d = load3(ray.dir);
@@ -173,7 +173,7 @@ photon_gather_step(const FrameParams* scene, const PhotonMapView* irradiance, co
         return;
     }
     float3 offset = face_towards(s.geometric_normal, dir) * p.ray_epsilon;
-    out_rays[i] = make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF);
+    store_ray(out_rays, i, make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF));
     store3(path.throughput, throughput);
     path.depth += 1;
     out_paths[i] = path;

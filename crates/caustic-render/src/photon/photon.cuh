@@ -6,8 +6,9 @@
 
 // caustic_render::photon::kernels_cuda::GpuPhoton, caustic_render::photon::Photon's twin:
 // position, power (already divided by the emitted count), octahedral
-// incoming direction and normal, 32 bytes.
-struct Photon {
+// incoming direction and normal, 32 bytes, 16-byte aligned (as scene.cuh's
+// Path: copied in two 16-byte accesses).
+struct alignas(16) Photon {
     float position[3];
     float power[3];
     u32 incoming;
@@ -69,7 +70,7 @@ CAUSTIC_CHECK_FIELD(PhotonSource, cdf);
 
 // caustic_render::photon::kernels_cuda::GpuPhotonPath: one photon in flight: its PCG32
 // stream, its power and the kinds of bounce it has made (PATH_*).
-struct PhotonPath {
+struct alignas(16) PhotonPath {
     u64 state;
     u64 inc;
     float power[3];
@@ -156,7 +157,7 @@ CAUSTIC_CHECK_FIELD(PhotonMapView, coarse_limit);
 
 // caustic_render::photon::kernels_cuda::GpuEyeVertex: a diffuse end of an eye path, where
 // the photon maps' radiance estimates are added.
-struct EyeVertex {
+struct alignas(16) EyeVertex {
     float point[3];
     u32 pixel;
     float weight[3]; // the path's throughput
@@ -184,7 +185,7 @@ CAUSTIC_CHECK_FIELD(EyeVertex, wo);
 CAUSTIC_CHECK_FIELD(EyeVertex, albedo);
 
 // caustic_render::photon::kernels_cuda::GpuGatherPath: one final-gather ray in flight.
-struct GatherPath {
+struct alignas(16) GatherPath {
     u64 key;           // the ray's random key
     float throughput[3];
     u32 slot;          // its result slot: vertex * rays per vertex + ray

@@ -10,7 +10,7 @@ use caustic_gpu::{DeviceBuffer, GpuError};
 /// A stored photon: `caustic_render::photon::Photon` byte for byte
 /// (position, power divided by the emitted count, octahedral incoming
 /// direction and normal).
-#[repr(C)]
+#[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuPhoton {
     pub position: [f32; 3],
@@ -70,7 +70,7 @@ pub mod path_kind {
 }
 
 /// A photon in flight: its PCG32 state, power and path kind.
-#[repr(C)]
+#[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuPhotonPath {
     pub state: u64,
@@ -226,7 +226,7 @@ impl PhotonMapView {
 }
 
 /// A diffuse end of an eye path, where the radiance estimates are added.
-#[repr(C)]
+#[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuEyeVertex {
     pub point: [f32; 3],
@@ -251,7 +251,7 @@ pub struct GpuEyeVertex {
 }
 
 /// One final-gather ray in flight.
-#[repr(C)]
+#[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuGatherPath {
     pub key: u64,

@@ -90,7 +90,7 @@ photon_emit(const FrameParams* scene, const PhotonParams* params, u32 n, Ray* ra
     path.inc = g.inc;
     store3(path.power, power * pp.inv_photons);
     path.kind = PATH_LIGHT;
-    rays[i] = ray;
+    store_ray(rays, i, ray);
     paths[i] = path;
     live[i] = ok ? 1u : 0u;
 }
@@ -220,7 +220,7 @@ __device__ void bounce_at(const FrameParams& p, const PhotonParams& pp, const Ra
     if (!(max_element(power) > 0.0f)) return;
     // RenderScene::spawn.
     float3 offset = face_towards(s.geometric_normal, dir) * p.ray_epsilon;
-    out.rays[at_next] = make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF);
+    store_ray(out.rays, at_next, make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF));
     path.state = g.state;
     path.inc = g.inc;
     store3(path.power, power);
@@ -237,7 +237,7 @@ photon_bounce(const FrameParams* scene, const PhotonParams* params, const Ray* r
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     BounceOut out = {out_rays, out_paths, live, stored, global, caustic};
-    bounce_at(*scene, *params, rays[i], hits[i], paths[i], i, i, out);
+    bounce_at(*scene, *params, load_ray(rays, i), load_hit(hits, i), paths[i], i, i, out);
 }
 
 // A wave's tail in one launch (wavefront_cuda.rs): once few photons are
@@ -262,7 +262,7 @@ photon_tail(const FrameParams* scene, const PhotonParams* params, const BvhNode*
     const FrameParams& p = *scene;
     const PhotonParams& pp = *params;
     BounceOut out = {next_rays, next_paths, live, stored, global, caustic};
-    Ray ray = rays[i];
+    Ray ray = load_ray(rays, i);
     PhotonPath path = paths[i];
     for (u32 b = first_bounce, row = 0; b < pp.max_bounces; ++b, ++row) {
         if (row > 0) atomicAdd(&counts[live_slot + row], 1u);
@@ -273,7 +273,7 @@ photon_tail(const FrameParams* scene, const PhotonParams* params, const BvhNode*
         if (global[at]) atomicAdd(&counts[kept_global + row], 1u);
         if (caustic[at]) atomicAdd(&counts[kept_caustic + row], 1u);
         if (!live[i]) break;
-        ray = next_rays[i];
+        ray = load_ray(next_rays, i);
         path = next_paths[i];
     }
 }

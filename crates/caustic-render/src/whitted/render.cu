@@ -35,7 +35,7 @@ whitted_primary(const FrameParams* params, u32 first_tile, Ray* rays, Path* path
         path.pixel = NO_PIXEL;
         path.key = 0;
         store3(path.weight, make_float3(0.0f, 0.0f, 0.0f));
-        rays[i] = make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f);
+        store_ray(rays, i, make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f));
         paths[i] = path;
         return;
     }
@@ -57,7 +57,7 @@ whitted_primary(const FrameParams* params, u32 first_tile, Ray* rays, Path* path
     float sx = 2.0f * ((float)x + ox) / (float)p.width - 1.0f;
     float sy = 1.0f - 2.0f * ((float)y + oy) / (float)p.height;
     float3 dir = normalize(load3(p.forward) + load3(p.right) * sx + load3(p.up) * sy);
-    rays[i] = make_ray(load3(p.eye), dir, 0.0f, CAUSTIC_INF);
+    store_ray(rays, i, make_ray(load3(p.eye), dir, 0.0f, CAUSTIC_INF));
     paths[i] = path;
 }
 
@@ -80,7 +80,7 @@ __device__ void emit_child(const FrameParams& p, const Surface& s, const Path& p
     child.pixel = path.pixel;
     child.depth = path.depth + 1;
     child.pad = 0;
-    out.child_rays[2 * i + slot] = make_ray(s.point + n * p.ray_epsilon, dir, 0.0f, CAUSTIC_INF);
+    store_ray(out.child_rays, 2 * i + slot, make_ray(s.point + n * p.ray_epsilon, dir, 0.0f, CAUSTIC_INF));
     out.child_paths[2 * i + slot] = child;
     out.child_flags[2 * i + slot] = 1;
 }
@@ -117,8 +117,8 @@ whitted_shade(const FrameParams* params, const Ray* rays, const Hit* hits, const
     for (u32 k = 0; k < shadow_slots; ++k) shadow_flags[i * shadow_slots + k] = 0;
     const Path path = paths[i];
     if (path.pixel == NO_PIXEL) return;
-    const Ray ray = rays[i];
-    const Hit hit = hits[i];
+    const Ray ray = load_ray(rays, i);
+    const Hit hit = load_hit(hits, i);
     float3 weight = load3(path.weight);
     if (hit.prim == NO_HIT) {
         splat(p, path.pixel, weight * load3(p.background));
@@ -151,7 +151,7 @@ whitted_gather_shadows(const Ray* rays, const float4* values, const u32* indices
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     u32 from = indices[i];
-    out_rays[i] = rays[from];
+    store_ray(out_rays, i, load_ray(rays, from));
     out_values[i] = values[from];
 }
 
