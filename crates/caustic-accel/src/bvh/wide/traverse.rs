@@ -74,8 +74,8 @@ pub struct RayBoxes<const N: usize, V: Lanes<N>> {
     /// plane, `p * inv + far_shift` for an exit plane.
     near_shift: [V; 3],
     far_shift: [V; 3],
-    /// `CROSSING_SLACK` in every lane when the boxes are culled by the
-    /// crossing rule ([`RayBoxes::crossing`]); `None`: the depth-range rule.
+    /// The crossing rule's factors when the boxes are culled by it
+    /// ([`RayBoxes::crossing`]); `None`: the depth-range rule.
     crossing: Option<Crossing<V>>,
 }
 
@@ -241,9 +241,11 @@ pub(super) fn slabs_rule<const N: usize, V: Lanes<N>>(
         // (from NaN boxes) falls back to `t_min` or `cutoff`: kept. The
         // margin's product is exact (the slack is a power of two), so
         // `near - width * slack` fused is the subtraction of the rounded
-        // margin, bit for bit, and the two multiply-adds run on the FMA
-        // pipes instead of the adder's, which the slabs' minima and maxima
-        // already keep busy (on this AMD core, the node step's bound).
+        // margin, bit for bit (a subnormal product aside, where the fused
+        // form applies the exact margin), and every traversal here computes
+        // it this one way. The multiply-adds run on the FMA pipes instead of
+        // the adder's, which the slabs' minima and maxima already keep busy
+        // (on this AMD core, the node step's bound).
         let width = f2 - n2;
         let lo = width.mul_add(down, near).max_or(t_min);
         let hi = width.mul_add(up, far).min_or(cutoff);
