@@ -16,8 +16,9 @@ use caustic_gpu::GpuError;
 use caustic_gpu::ops::launch_per_element as launch;
 use caustic_gpu::{DeviceBuffer, DevicePtrMut};
 
-/// A pixel's eye path of one pass.
-#[repr(C)]
+/// A pixel's eye path of one pass; 16-byte aligned as its CUDA twin
+/// (sppm.cuh: the kernels move it in two 16-byte accesses).
+#[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuSppmPath {
     pub key: u64,
@@ -29,8 +30,9 @@ pub struct GpuSppmPath {
     pub pad: u32,
 }
 
-/// A pixel's visible point of one pass (`valid == 0`: none).
-#[repr(C)]
+/// A pixel's visible point of one pass (`valid == 0`: none); 16-byte
+/// aligned as its CUDA twin.
+#[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuVisiblePoint {
     pub position: [f32; 3],
@@ -352,5 +354,8 @@ mod tests {
         assert_eq!(size_of::<GpuSppmPath>(), 32);
         assert_eq!(size_of::<GpuVisiblePoint>(), 96);
         assert_eq!(size_of::<GpuSppmPixel>(), 64);
+        // The kernels' 16-byte accesses need the records' alignment.
+        assert_eq!(align_of::<GpuSppmPath>(), 16);
+        assert_eq!(align_of::<GpuVisiblePoint>(), 16);
     }
 }

@@ -60,7 +60,7 @@ sppm_primary(const FrameParams* params, u32 pass, u32 sequence, u32 first, u32 s
     if (x >= p.width || y >= p.height) {
         path.pixel = NO_PIXEL;
         path.key = 0;
-        rays[i] = make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f);
+        store_ray(rays, i, make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f));
         paths[i] = path;
         return;
     }
@@ -77,7 +77,7 @@ sppm_primary(const FrameParams* params, u32 pass, u32 sequence, u32 first, u32 s
     float sx = 2.0f * ((float)x + o.x) / (float)p.width - 1.0f;
     float sy = 1.0f - 2.0f * ((float)y + o.y) / (float)p.height;
     float3 dir = normalize(load3(p.forward) + load3(p.right) * sx + load3(p.up) * sy);
-    rays[i] = make_ray(load3(p.eye), dir, 0.0f, CAUSTIC_INF);
+    store_ray(rays, i, make_ray(load3(p.eye), dir, 0.0f, CAUSTIC_INF));
     paths[i] = path;
 }
 
@@ -110,8 +110,8 @@ __device__ void eye_step_at(const FrameParams& p, u32 i, SppmPath path, const Ra
     o.child_flags[i] = 0;
     for (u32 k = 0; k < slots; ++k) {
         o.shadow_flags[i * slots + k] = 0;
-        o.shadow_rays[i * slots + k] =
-            make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f);
+        store_ray(o.shadow_rays, i * slots + k,
+                  make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f));
     }
     if (path.pixel == NO_PIXEL) return;
     float* pixel_radiance = o.radiance + 3ull * path.pixel;
@@ -171,7 +171,7 @@ __device__ void eye_step_at(const FrameParams& p, u32 i, SppmPath path, const Ra
     }
     if (!(fmaxf(fmaxf(weight.x, weight.y), weight.z) > 0.0f)) return;
     float3 offset = face_towards(s.geometric_normal, dir) * p.ray_epsilon;
-    o.child_rays[i] = make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF);
+    store_ray(o.child_rays, i, make_ray(s.point + offset, dir, 0.0f, CAUSTIC_INF));
     store3(path.weight, weight);
     o.child_paths[i] = path;
     o.child_flags[i] = 1;
@@ -187,7 +187,8 @@ sppm_eye_step(const FrameParams* params, const Ray* rays, const Hit* hits,
     if (i >= n) return;
     const EyeOut o = {child_rays,    child_paths,  child_flags, shadow_rays,
                       shadow_values, shadow_flags, radiance,    points};
-    eye_step_at(*params, i, paths[i], rays[i], hits[i], depth, slots, pixel_angle, o);
+    eye_step_at(*params, i, paths[i], load_ray(rays, i), load_hit(hits, i), depth, slots, pixel_angle,
+                o);
 }
 
 // Path i's unoccluded shadow contributions, summed in slot order, into its
@@ -233,7 +234,7 @@ struct OwnOcclusion {
     const Ray* rays;
     __device__ __forceinline__ bool operator()(u32 slot) const {
         Hit hit;
-        return trace_one<true>(nodes, node_count, tris, rays[slot], hit);
+        return trace_one<true>(nodes, node_count, tris, load_ray(rays, slot), hit);
     }
 };
 
@@ -257,7 +258,7 @@ sppm_eye_tail(const FrameParams* params, const BvhNode* nodes, u32 node_count,
     const EyeOut o = {child_rays,    child_paths,  child_flags, shadow_rays,
                       shadow_values, shadow_flags, radiance,    points};
     const OwnOcclusion occlusion = {nodes, node_count, tris, shadow_rays};
-    Ray ray = rays[i];
+    Ray ray = load_ray(rays, i);
     SppmPath path = paths[i];
     for (u32 depth = first_depth;; ++depth) {
         if (depth > first_depth) atomicAdd(&counts[depth], 1u);
@@ -266,7 +267,7 @@ sppm_eye_tail(const FrameParams* params, const BvhNode* nodes, u32 node_count,
         eye_step_at(p, i, path, ray, hit, depth, slots, pixel_angle, o);
         add_unoccluded(path.pixel, i, slots, shadow_values, shadow_flags, occlusion, radiance);
         if (!child_flags[i]) break;
-        ray = child_rays[i];
+        ray = load_ray(child_rays, i);
         path = child_paths[i];
     }
 }

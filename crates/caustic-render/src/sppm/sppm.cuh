@@ -5,7 +5,8 @@
 #include "scene.cuh"
 
 // caustic_render::sppm::kernels_cuda::GpuSppmPath: a pixel's eye path of one pass.
-struct SppmPath {
+// 16-byte aligned, as scene.cuh's Path: copied in two 16-byte accesses.
+struct alignas(16) SppmPath {
     u64 key;         // draw key of the current branch
     float weight[3]; // throughput of the specular chain
     u32 pixel;       // y * width + x, or NO_PIXEL
@@ -19,8 +20,9 @@ CAUSTIC_CHECK_FIELD(SppmPath, pixel);
 CAUSTIC_CHECK_FIELD(SppmPath, length);
 
 // caustic_render::sppm::kernels_cuda::GpuVisiblePoint: sppm::visible::VisiblePoint, one slot
-// per pixel (`valid` 0 where the pixel has none this pass).
-struct VisiblePoint {
+// per pixel (`valid` 0 where the pixel has none this pass); 16-byte
+// aligned: stored and read in six 16-byte accesses.
+struct alignas(16) VisiblePoint {
     float position[3];
     u32 valid;
     float normal[3];         // geometric, towards the viewer
