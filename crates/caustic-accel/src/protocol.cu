@@ -81,10 +81,19 @@ __device__ __forceinline__ bool is_finite(d3 v) {
     return fabs(v.x) < CAUSTIC_INF && fabs(v.y) < CAUSTIC_INF && fabs(v.z) < CAUSTIC_INF;
 }
 
+// A protocol ray, narrowed to f32 once here, starts at t = 0; it goes out
+// through bvh.cuh's word view of the record.
 __device__ __forceinline__ void store_ray(Ray* out, u64 index, d3 origin, d3 dir, float tmax) {
-    float4* words = reinterpret_cast<float4*>(out) + 2 * index;
-    words[0] = make_float4((float)origin.x, (float)origin.y, (float)origin.z, 0.0f);
-    words[1] = make_float4((float)dir.x, (float)dir.y, (float)dir.z, tmax);
+    Ray r;
+    r.origin[0] = (float)origin.x;
+    r.origin[1] = (float)origin.y;
+    r.origin[2] = (float)origin.z;
+    r.tmin = 0.0f;
+    r.dir[0] = (float)dir.x;
+    r.dir[1] = (float)dir.y;
+    r.dir[2] = (float)dir.z;
+    r.tmax = tmax;
+    store_ray(out, index, r);
 }
 
 // ------------------------------------------------------------ primary rays

@@ -201,35 +201,6 @@ __device__ __forceinline__ Ray make_ray(float3 origin, float3 dir, float tmin, f
     return r;
 }
 
-// A wave's rays and hits move as the 16-byte words they are: (origin,
-// tmin), (dir, tmax) and (t, prim, u, v), as the traversal reads and
-// writes them. caustic-accel's Ray and Hit are 4-byte aligned (its CPU
-// emulation reads them from packed word buffers), so a plain copy is
-// eight or four 4-byte accesses, each a separate L2 request where the
-// slots are strided: whitted_shade's four shadow slots of a path lie 128
-// bytes apart, and ncu (H200, the 1080p photon frame's first wave) found
-// the launch L2-bound (85 % of the L2's throughput, 10 % issue slots
-// busy). The same bytes in a quarter of the requests.
-__device__ __forceinline__ void store_ray(Ray* rays, u64 i, const Ray& r) {
-    float4* words = reinterpret_cast<float4*>(rays) + 2 * i;
-    words[0] = make_float4(r.origin[0], r.origin[1], r.origin[2], r.tmin);
-    words[1] = make_float4(r.dir[0], r.dir[1], r.dir[2], r.tmax);
-}
-__device__ __forceinline__ Ray load_ray(const Ray* rays, u64 i) {
-    const float4* words = reinterpret_cast<const float4*>(rays) + 2 * i;
-    const float4 a = words[0], b = words[1];
-    return make_ray(xyz(a), xyz(b), a.w, b.w);
-}
-__device__ __forceinline__ Hit load_hit(const Hit* hits, u64 i) {
-    const float4 w = reinterpret_cast<const float4*>(hits)[i];
-    Hit h;
-    h.t = w.x;
-    h.prim = __float_as_uint(w.y);
-    h.u = w.z;
-    h.v = w.w;
-    return h;
-}
-
 // ------------------------------------------------------------ surfaces
 
 struct Surface {

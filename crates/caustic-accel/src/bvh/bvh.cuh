@@ -117,6 +117,44 @@ CAUSTIC_CHECK_FIELD(Hit, v);
 
 __device__ __forceinline__ float3 xyz(float4 v) { return make_float3(v.x, v.y, v.z); }
 
+// The records as the 16-byte words they are (Ray: (origin, tmin) and
+// (dir, tmax); Hit: (t, prim, u, v)), for kernels that copy them between
+// wave buffers. Both are 4-byte aligned (the CPU emulation reads packed word
+// buffers), so a plain copy is eight or four 4-byte accesses, each its own
+// L2 request where the slots are strided (the Whitted shade's four shadow
+// slots of a path lie 128 bytes apart; ncu found that launch L2-bound on an
+// H200: docs/BENCHMARKS.md, photon frame, session 25). The same bytes in a
+// quarter of the requests; buffers come from the allocator and slots are
+// whole records apart, so the words are aligned.
+__device__ __forceinline__ void store_ray(Ray* rays, u64 i, const Ray& r) {
+    float4* words = reinterpret_cast<float4*>(rays) + 2 * i;
+    words[0] = make_float4(r.origin[0], r.origin[1], r.origin[2], r.tmin);
+    words[1] = make_float4(r.dir[0], r.dir[1], r.dir[2], r.tmax);
+}
+__device__ __forceinline__ Ray load_ray(const Ray* rays, u64 i) {
+    const float4* words = reinterpret_cast<const float4*>(rays) + 2 * i;
+    const float4 a = words[0], b = words[1];
+    Ray r;
+    r.origin[0] = a.x;
+    r.origin[1] = a.y;
+    r.origin[2] = a.z;
+    r.tmin = a.w;
+    r.dir[0] = b.x;
+    r.dir[1] = b.y;
+    r.dir[2] = b.z;
+    r.tmax = b.w;
+    return r;
+}
+__device__ __forceinline__ Hit load_hit(const Hit* hits, u64 i) {
+    const float4 w = reinterpret_cast<const float4*>(hits)[i];
+    Hit h;
+    h.t = w.x;
+    h.prim = __float_as_uint(w.y);
+    h.u = w.z;
+    h.v = w.w;
+    return h;
+}
+
 // ------------------------------------------------------------ ray/box test
 
 // caustic_accel::bvh::traverse::SLACK (2^-19), checked by a host test.
