@@ -394,9 +394,9 @@ fn trace_stream<const N: usize, const P: usize, V: Lanes<N>>(
                     kept |= 1 << slot;
                 }
             }
-            let (slots, used) = far_to_near(kept, &order.to_array());
+            let order = far_to_near(kept, &order.to_array());
             let bound = bound.to_array();
-            for &slot in &slots[..used] {
+            for slot in order.slots() {
                 stack[depth].write(Entry {
                     child: node.child[slot],
                     groups: node.groups[slot],
@@ -495,8 +495,8 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
                 mask = 0;
                 break;
             }
-            let (slots, count) = far_to_near(used, &bounds);
-            for &slot in &slots[..count - 1] {
+            let order = far_to_near(used, &bounds);
+            for slot in order.slots().take(order.count - 1) {
                 stack[depth].write(RaysEntry {
                     child: node.child[slot],
                     groups: node.groups[slot],
@@ -505,7 +505,7 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
                 });
                 depth += 1;
             }
-            let nearest = slots[count - 1];
+            let nearest = order.slot(order.count - 1);
             (child, groups, mask) = (
                 node.child[nearest],
                 node.groups[nearest],

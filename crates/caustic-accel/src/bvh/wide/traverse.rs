@@ -658,23 +658,55 @@ pub fn traverse_subtrees<const N: usize, V: Lanes<N>, const ANY_HIT: bool>(
 }
 
 /// The slots `slots` (bit per slot, at least one) ordered by `key`,
-/// largest (farthest) first, equal keys in slot order, and how many: the
-/// push order of the children a node keeps (an insertion sort; at most `N`
-/// slots).
+/// largest (farthest) first, equal keys in slot order: the push order of
+/// the children a node keeps (an insertion sort; at most `N <= 8` slots).
+/// The order lives in one register, a byte per position ([`SlotOrder`]):
+/// an array of indices written entry by entry and then copied out whole
+/// made the copy's wide load wait for the narrow stores before it (a
+/// failed store-to-load forward, 3 % of the diffuse streams' samples on an
+/// Intel Xeon; docs/BENCHMARKS.md, "CPU rays, session 26").
 #[inline(always)]
-pub(super) fn far_to_near<const N: usize>(slots: u32, key: &[f32; N]) -> ([usize; N], usize) {
-    let mut sorted = [0usize; N];
+pub(super) fn far_to_near<const N: usize>(slots: u32, key: &[f32; N]) -> SlotOrder {
+    const { assert!(N <= 8, "a byte per slot in a u64") };
+    let mut packed = 0u64;
     let mut count = 0;
     for slot in set_bits(slots) {
         let mut j = count;
-        while j > 0 && key[sorted[j - 1]] < key[slot] {
-            sorted[j] = sorted[j - 1];
+        while j > 0 {
+            let before = (packed >> (8 * (j - 1))) as usize & 0xff;
+            if !(key[before] < key[slot]) {
+                break;
+            }
+            packed = packed & !(0xff << (8 * j)) | (before as u64) << (8 * j);
             j -= 1;
         }
-        sorted[j] = slot;
+        packed = packed & !(0xff << (8 * j)) | (slot as u64) << (8 * j);
         count += 1;
     }
-    (sorted, count)
+    SlotOrder { packed, count }
+}
+
+/// Slots in an order ([`far_to_near`]): slot `i` of the order in byte `i`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SlotOrder {
+    packed: u64,
+    /// How many slots.
+    pub(super) count: usize,
+}
+
+impl SlotOrder {
+    /// The slot at position `i` (below [`SlotOrder::count`]).
+    #[inline(always)]
+    pub(super) fn slot(self, i: usize) -> usize {
+        debug_assert!(i < self.count);
+        (self.packed >> (8 * i)) as usize & 0xff
+    }
+
+    /// The slots in order.
+    #[inline(always)]
+    pub(super) fn slots(self) -> impl Iterator<Item = usize> {
+        (0..self.count).map(move |i| self.slot(i))
+    }
 }
 
 /// Sorts the hit children (`hits`, at least three) by entry distance, pushes
@@ -689,8 +721,8 @@ fn push_far_children<const N: usize, V: Lanes<N>>(
     depth: &mut usize,
 ) -> usize {
     let bound = bound.to_array();
-    let (slots, count) = far_to_near(hits, &order.to_array());
-    for &slot in &slots[..count - 1] {
+    let order = far_to_near(hits, &order.to_array());
+    for slot in order.slots().take(order.count - 1) {
         stack[*depth].write(Entry {
             child: node.child[slot],
             groups: node.groups[slot],
@@ -698,7 +730,7 @@ fn push_far_children<const N: usize, V: Lanes<N>>(
         });
         *depth += 1;
     }
-    slots[count - 1]
+    order.slot(order.count - 1)
 }
 
 #[cfg(test)]
@@ -790,16 +822,11 @@ mod tests {
                 std::array::from_fn(|_| values[rng.next_u32() as usize % values.len()]);
             let mut expected: Vec<usize> = (0..8).filter(|&s| slots & (1 << s) != 0).collect();
             expected.sort_by(|&a, &b| key[b].partial_cmp(&key[a]).unwrap());
-            let (sorted, count) = far_to_near(slots, &key);
-            assert_eq!(
-                &sorted[..count],
-                &expected[..],
-                "slots {slots:#b} keys {key:?}"
-            );
+            let sorted: Vec<usize> = far_to_near(slots, &key).slots().collect();
+            assert_eq!(sorted, expected, "slots {slots:#b} keys {key:?}");
             let mut with_nan = key;
             with_nan[case % 8] = f32::NAN;
-            let (sorted, count) = far_to_near(slots, &with_nan);
-            let mut seen: Vec<usize> = sorted[..count].to_vec();
+            let mut seen: Vec<usize> = far_to_near(slots, &with_nan).slots().collect();
             seen.sort_unstable();
             let kept: Vec<usize> = (0..8).filter(|&s| slots & (1 << s) != 0).collect();
             assert_eq!(seen, kept, "slots {slots:#b} keys {with_nan:?}");
