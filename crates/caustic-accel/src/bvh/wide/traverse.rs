@@ -674,11 +674,12 @@ pub(super) fn far_to_near<const N: usize>(slots: u32, key: &[f32; N]) -> SlotOrd
         let mut j = count;
         while j > 0 {
             let before = (packed >> (8 * (j - 1))) as usize & 0xff;
-            if !(key[before] < key[slot]) {
+            if key[before] < key[slot] {
+                packed = packed & !(0xff << (8 * j)) | (before as u64) << (8 * j);
+                j -= 1;
+            } else {
                 break;
             }
-            packed = packed & !(0xff << (8 * j)) | (before as u64) << (8 * j);
-            j -= 1;
         }
         packed = packed & !(0xff << (8 * j)) | (slot as u64) << (8 * j);
         count += 1;
