@@ -201,6 +201,12 @@ __device__ __forceinline__ Ray make_ray(float3 origin, float3 dir, float tmin, f
     return r;
 }
 
+// A slot's ray that traces nothing (its interval (1, 0) is empty): what a
+// wave writes where a path has no ray this step.
+__device__ __forceinline__ Ray empty_ray() {
+    return make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f);
+}
+
 // ------------------------------------------------------------ surfaces
 
 struct Surface {

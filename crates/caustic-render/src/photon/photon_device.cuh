@@ -261,6 +261,3 @@ __device__ __forceinline__ u32 box_morton(float3 p, float lx, float ly, float lz
     return morton3_30(make_float3((p.x - lx) * ix, (p.y - ly) * iy, (p.z - lz) * iz));
 }
 
-__device__ __forceinline__ Ray empty_ray() {
-    return make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f);
-}

@@ -60,7 +60,7 @@ sppm_primary(const FrameParams* params, u32 pass, u32 sequence, u32 first, u32 s
     if (x >= p.width || y >= p.height) {
         path.pixel = NO_PIXEL;
         path.key = 0;
-        store_ray(rays, i, make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f));
+        store_ray(rays, i, empty_ray());
         paths[i] = path;
         return;
     }
@@ -110,8 +110,7 @@ __device__ void eye_step_at(const FrameParams& p, u32 i, SppmPath path, const Ra
     o.child_flags[i] = 0;
     for (u32 k = 0; k < slots; ++k) {
         o.shadow_flags[i * slots + k] = 0;
-        store_ray(o.shadow_rays, i * slots + k,
-                  make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f));
+        store_ray(o.shadow_rays, i * slots + k, empty_ray());
     }
     if (path.pixel == NO_PIXEL) return;
     float* pixel_radiance = o.radiance + 3ull * path.pixel;

@@ -35,7 +35,7 @@ whitted_primary(const FrameParams* params, u32 first_tile, Ray* rays, Path* path
         path.pixel = NO_PIXEL;
         path.key = 0;
         store3(path.weight, make_float3(0.0f, 0.0f, 0.0f));
-        store_ray(rays, i, make_ray(make_float3(0.0f, 0.0f, 0.0f), make_float3(0.0f, 0.0f, 1.0f), 1.0f, 0.0f));
+        store_ray(rays, i, empty_ray());
         paths[i] = path;
         return;
     }

@@ -374,7 +374,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
         }
         let bound = bound.to_array();
         let order = far_to_near(hits, &order.to_array());
-        for slot in order.slots().take(order.count - 1) {
+        for slot in order.farther() {
             stack[*depth].write(Entry {
                 child: node.child[slot],
                 groups: node.groups[slot],
@@ -384,7 +384,7 @@ impl<'a, const N: usize, const P: usize, V: Lanes<N>> Packet<'a, N, P, V> {
             });
             *depth += 1;
         }
-        let nearest = order.slot(order.count - 1);
+        let nearest = order.nearest();
         Some(Next {
             child: node.child[nearest],
             groups: node.groups[nearest],

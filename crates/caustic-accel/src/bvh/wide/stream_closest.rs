@@ -496,7 +496,7 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
                 break;
             }
             let order = far_to_near(used, &bounds);
-            for slot in order.slots().take(order.count - 1) {
+            for slot in order.farther() {
                 stack[depth].write(RaysEntry {
                     child: node.child[slot],
                     groups: node.groups[slot],
@@ -505,7 +505,7 @@ fn trace_per_ray<const N: usize, V: Lanes<N>>(
                 });
                 depth += 1;
             }
-            let nearest = order.slot(order.count - 1);
+            let nearest = order.nearest();
             (child, groups, mask) = (
                 node.child[nearest],
                 node.groups[nearest],

@@ -698,7 +698,7 @@ pub(super) struct SlotOrder {
 impl SlotOrder {
     /// The slot at position `i` (below [`SlotOrder::count`]).
     #[inline(always)]
-    pub(super) fn slot(self, i: usize) -> usize {
+    fn slot(self, i: usize) -> usize {
         debug_assert!(i < self.count);
         (self.packed >> (8 * i)) as usize & 0xff
     }
@@ -707,6 +707,19 @@ impl SlotOrder {
     #[inline(always)]
     pub(super) fn slots(self) -> impl Iterator<Item = usize> {
         (0..self.count).map(move |i| self.slot(i))
+    }
+
+    /// The slots but the last, farthest first: the children to push when
+    /// the traversal goes on into the nearest.
+    #[inline(always)]
+    pub(super) fn farther(self) -> impl Iterator<Item = usize> {
+        (0..self.count - 1).map(move |i| self.slot(i))
+    }
+
+    /// The last slot: the nearest child.
+    #[inline(always)]
+    pub(super) fn nearest(self) -> usize {
+        self.slot(self.count - 1)
     }
 }
 
@@ -723,7 +736,7 @@ fn push_far_children<const N: usize, V: Lanes<N>>(
 ) -> usize {
     let bound = bound.to_array();
     let order = far_to_near(hits, &order.to_array());
-    for slot in order.slots().take(order.count - 1) {
+    for slot in order.farther() {
         stack[*depth].write(Entry {
             child: node.child[slot],
             groups: node.groups[slot],
@@ -731,7 +744,7 @@ fn push_far_children<const N: usize, V: Lanes<N>>(
         });
         *depth += 1;
     }
-    order.slot(order.count - 1)
+    order.nearest()
 }
 
 #[cfg(test)]
